@@ -1,0 +1,439 @@
+//! The `agent-host` command line (DESIGN.md §3). Every command prints one JSON object
+//! with `--json`; errors are one line on stderr (or `{"error": ...}` with `--json`) and a
+//! non-zero exit.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, anyhow};
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+
+use crate::app::{self, Server};
+use crate::config::Settings;
+use crate::domain::Plan;
+use crate::services::{ServiceError, accounts, agents, keys};
+use crate::store::Store;
+
+#[derive(Parser)]
+#[command(
+    name = "agent-host",
+    version,
+    about = "Agent interaction service and WebAssembly plugin host"
+)]
+pub struct Cli {
+    /// Data directory: database, component cache, master key, agent-host.toml.
+    #[arg(long, global = true, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Print one JSON object instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Top,
+}
+
+#[derive(Subcommand)]
+enum Top {
+    /// Run the server (migrations first).
+    Serve {
+        /// Address to listen on; repeat for more (default 127.0.0.1:8080).
+        #[arg(long, value_name = "ADDR")]
+        listen: Vec<String>,
+    },
+    /// Seed a demo account, key and agent (once), print the key, and serve.
+    Demo {
+        #[arg(long, value_name = "ADDR")]
+        listen: Vec<String>,
+    },
+    /// Accounts own agents and API keys.
+    #[command(subcommand)]
+    Account(AccountCmd),
+    /// API keys for the keyed API.
+    #[command(subcommand)]
+    Key(KeyCmd),
+    /// Agents, defined by TOML manifests.
+    #[command(subcommand)]
+    Agent(AgentCmd),
+}
+
+#[derive(Subcommand)]
+enum AccountCmd {
+    /// Create an account.
+    Create {
+        name: String,
+        #[arg(long, default_value = "free", value_parser = ["free", "pro", "enterprise"])]
+        plan: String,
+        /// Requests per minute (enterprise only).
+        #[arg(long)]
+        rpm: Option<u32>,
+        /// Requests per day (enterprise only).
+        #[arg(long)]
+        rpd: Option<u32>,
+    },
+}
+
+#[derive(Subcommand)]
+enum KeyCmd {
+    /// Create a key; it is printed this once and stored only as a hash.
+    Create {
+        #[arg(long)]
+        account: String,
+    },
+    /// List an account's keys (ids, times; never secrets).
+    List {
+        #[arg(long)]
+        account: String,
+    },
+    /// Revoke a key by its id.
+    Revoke { key_id: String },
+}
+
+#[derive(Subcommand)]
+enum AgentCmd {
+    /// Create or update an agent from its manifest; prints the agent id.
+    Apply {
+        file: PathBuf,
+        /// Owner of a new agent.
+        #[arg(long)]
+        account: Option<String>,
+    },
+    /// List all agents.
+    List,
+    /// Show one agent and its commands.
+    Show { id_or_username: String },
+}
+
+/// Runs the CLI and returns the process exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    let json_output = cli.json;
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => 0,
+        Err(err) => {
+            let message = one_line(&err);
+            if json_output {
+                println!("{}", json!({ "error": message }));
+            } else {
+                eprintln!("error: {message}");
+            }
+            1
+        }
+    }
+}
+
+/// `context: cause: cause` on one line.
+fn one_line(err: &anyhow::Error) -> String {
+    err.chain()
+        .map(|e| e.to_string())
+        .collect::<Vec<_>>()
+        .join(": ")
+        .replace('\n', " ")
+}
+
+struct Output {
+    json: bool,
+}
+
+impl Output {
+    /// Prints the JSON object, or the text lines.
+    fn print(&self, value: &Value, text: &str) {
+        if self.json {
+            println!("{value}");
+        } else {
+            println!("{text}");
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let settings = Settings::load(cli.data_dir.as_deref())?;
+    let out = Output { json: cli.json };
+    let serving = matches!(cli.command, Top::Serve { .. } | Top::Demo { .. });
+    init_tracing(if serving { &settings.log } else { "warn" });
+    let store = app::open_store(&settings)?;
+    match cli.command {
+        Top::Serve { listen } => serve(settings, store, listen, &out, None).await,
+        Top::Demo { listen } => demo(settings, store, listen, &out).await,
+        Top::Account(AccountCmd::Create { name, plan, rpm, rpd }) => {
+            let plan = Plan::parse(&plan).ok_or_else(|| anyhow!("unknown plan {plan}"))?;
+            let account = accounts::create(&store, &name, plan, rpm, rpd).await.map_err(service)?;
+            out.print(
+                &json!({
+                    "id": account.id, "name": account.name, "plan": account.plan,
+                    "rpm": account.limits.per_minute, "rpd": account.limits.per_day,
+                }),
+                &format!(
+                    "created account '{}' ({}, {} requests/minute, {} requests/day)",
+                    account.name,
+                    account.plan.as_str(),
+                    account.limits.per_minute,
+                    account.limits.per_day
+                ),
+            );
+            Ok(())
+        }
+        Top::Key(KeyCmd::Create { account }) => {
+            let account = accounts::by_name(&store, &account).await.map_err(service)?;
+            let issued = keys::issue(&store, &account).await.map_err(service)?;
+            out.print(
+                &json!({ "key": issued.key, "id": issued.info.id, "account": account.name }),
+                &issued.key,
+            );
+            if !out.json {
+                eprintln!(
+                    "Key {} for account '{}': shown only this once; store it now.",
+                    issued.info.id, account.name
+                );
+            }
+            Ok(())
+        }
+        Top::Key(KeyCmd::List { account }) => {
+            let account = accounts::by_name(&store, &account).await.map_err(service)?;
+            let list = store.list_keys(&account.id).await?;
+            let rows: Vec<Value> = list
+                .iter()
+                .map(|k| {
+                    json!({
+                        "id": k.id,
+                        "created_at": crate::clock::iso(k.created_at),
+                        "last_used_at": k.last_used_at.map(crate::clock::iso),
+                        "revoked_at": k.revoked_at.map(crate::clock::iso),
+                        "active": k.revoked_at.is_none(),
+                    })
+                })
+                .collect();
+            let text = list
+                .iter()
+                .map(|k| {
+                    format!(
+                        "{}  created {}  last used {}  {}",
+                        k.id,
+                        crate::clock::iso(k.created_at),
+                        k.last_used_at.map(crate::clock::iso).unwrap_or_else(|| "never".into()),
+                        if k.revoked_at.is_some() { "REVOKED" } else { "active" }
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            out.print(
+                &json!({ "account": account.name, "keys": rows }),
+                if text.is_empty() { "no keys" } else { &text },
+            );
+            Ok(())
+        }
+        Top::Key(KeyCmd::Revoke { key_id }) => {
+            let id = keys::normalise_key_id(&key_id);
+            let key = store
+                .revoke_key(&id)
+                .await?
+                .ok_or_else(|| anyhow!("no key with id {key_id}"))?;
+            out.print(
+                &json!({ "id": key.id, "revoked": true, "revoked_at": key.revoked_at.map(crate::clock::iso) }),
+                &format!("revoked key {}", key.id),
+            );
+            Ok(())
+        }
+        Top::Agent(AgentCmd::Apply { file, account }) => {
+            let (manifest, outcome) = agents::apply_file(&store, &file, account.as_deref())
+                .await
+                .map_err(service)?;
+            for section in &manifest.ignored_sections {
+                eprintln!("warning: [{section}] is not acted on yet by this agent-host; it was ignored");
+            }
+            out.print(
+                &json!({
+                    "id": outcome.agent_id,
+                    "username": manifest.agent.username,
+                    "created": outcome.created,
+                    "commands": outcome.command_ids.iter().map(|(name, id)| json!({ "command": name, "id": id })).collect::<Vec<_>>(),
+                    "removed_commands": outcome.removed_commands,
+                }),
+                &outcome.agent_id,
+            );
+            Ok(())
+        }
+        Top::Agent(AgentCmd::List) => {
+            let all = store.list_agents().await?;
+            let rows: Vec<Value> = all
+                .iter()
+                .map(|s| {
+                    json!({
+                        "id": s.agent.id, "username": s.agent.def.username, "name": s.agent.def.name,
+                        "account": s.account_name, "commands": s.command_count,
+                    })
+                })
+                .collect();
+            let text = all
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{}  {}  {}  ({} commands, account {})",
+                        s.agent.id, s.agent.def.username, s.agent.def.name, s.command_count, s.account_name
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            out.print(
+                &json!({ "agents": rows }),
+                if text.is_empty() { "no agents" } else { &text },
+            );
+            Ok(())
+        }
+        Top::Agent(AgentCmd::Show { id_or_username }) => {
+            let agent = store
+                .agent(&id_or_username)
+                .await?
+                .ok_or_else(|| anyhow!("no agent '{id_or_username}'"))?;
+            let account = store
+                .account_by_id(&agent.account_id)
+                .await?
+                .map(|a| a.name)
+                .unwrap_or_default();
+            let commands = store.commands(&agent.id).await?;
+            let value = json!({
+                "id": agent.id,
+                "username": agent.def.username,
+                "name": agent.def.name,
+                "account": account,
+                "personality": agent.def.personality,
+                "knowledge": agent.def.knowledge,
+                "x402": {
+                    "enabled": agent.def.x402.enabled,
+                    "default_price_usd": agent.def.x402.default_price.map(|p| p.to_json_number()),
+                    "networks": agent.def.x402.networks,
+                },
+                "created_at": crate::clock::iso(agent.created_at),
+                "updated_at": crate::clock::iso(agent.updated_at),
+                "commands": commands.iter().map(|c| json!({
+                    "id": c.id, "command": c.def.name, "handler_type": c.def.handler_type.as_str(),
+                    "description": c.def.description, "enabled": c.def.enabled, "integrations": c.def.integrations,
+                    "price_usd": c.def.price.map(|p| p.to_json_number()), "parameters": c.def.parameters,
+                })).collect::<Vec<_>>(),
+            });
+            let mut text = format!(
+                "{} ({})  id {}  account {}\n",
+                agent.def.name, agent.def.username, agent.id, account
+            );
+            for c in &commands {
+                text.push_str(&format!(
+                    "  /{}  [{}]  {}\n",
+                    c.def.name,
+                    c.def.handler_type.as_str(),
+                    c.def.description
+                ));
+            }
+            out.print(&value, text.trim_end());
+            Ok(())
+        }
+    }
+}
+
+fn service(err: ServiceError) -> anyhow::Error {
+    anyhow!(err.to_string())
+}
+
+async fn serve(
+    settings: Settings,
+    store: Store,
+    listen: Vec<String>,
+    out: &Output,
+    demo: Option<Value>,
+) -> anyhow::Result<()> {
+    let listen = if listen.is_empty() {
+        settings.listen.clone()
+    } else {
+        listen
+    };
+    let server = Server::bind(settings, store, &listen).await?;
+    let urls: Vec<String> = server.local_addrs().iter().map(|a| format!("http://{a}")).collect();
+    match demo {
+        Some(mut value) => {
+            let first = urls.first().cloned().unwrap_or_default();
+            let key = value["key"].as_str().unwrap_or_default().to_string();
+            let username = value["agent"]["username"].as_str().unwrap_or_default().to_string();
+            value["listening"] = json!(urls);
+            let text = format!(
+                "Demo account 'demo', agent '{username}'.\nAPI key: {key}\n  (also saved in {})\nTry:\n  curl -s -H \"x-api-key: {key}\" {first}/v1/agents/{username}/commands\nlistening on {}",
+                value["key_file"].as_str().unwrap_or_default(),
+                urls.join(", ")
+            );
+            out.print(&value, &text);
+        }
+        None => out.print(
+            &json!({ "listening": urls }),
+            &format!("agent-host listening on {}", urls.join(", ")),
+        ),
+    }
+    server.run().await
+}
+
+/// The demo agent's manifest, also a worked example of the format.
+const DEMO_MANIFEST: &str = include_str!("../../examples/helper.toml");
+const DEMO_ACCOUNT: &str = "demo";
+const DEMO_KEY_FILE: &str = "demo-api-key";
+
+async fn demo(settings: Settings, store: Store, listen: Vec<String>, out: &Output) -> anyhow::Result<()> {
+    let account = match store.account_by_name(DEMO_ACCOUNT).await? {
+        Some(account) => account,
+        None => accounts::create(&store, DEMO_ACCOUNT, Plan::Pro, None, None)
+            .await
+            .map_err(service)?,
+    };
+    let manifest = crate::manifest::parse(DEMO_MANIFEST, "examples/helper.toml", Path::new("."))?;
+    let agent_id = match store.agent(&manifest.agent.username).await? {
+        Some(agent) => agent.id,
+        None => {
+            agents::apply(&store, &manifest, Some(DEMO_ACCOUNT))
+                .await
+                .map_err(service)?
+                .agent_id
+        }
+    };
+    // The demo's key is kept in a 0600 file so the README's curl line works as printed;
+    // real keys are only ever shown once.
+    let key_file = settings.data_dir.join(DEMO_KEY_FILE);
+    let saved = std::fs::read_to_string(&key_file).ok().map(|k| k.trim().to_string());
+    let key = match saved {
+        Some(key) if keys::authenticate(&store, &key).await.is_ok() => key,
+        _ => {
+            let issued = keys::issue(&store, &account).await.map_err(service)?;
+            write_private(&key_file, &issued.key)?;
+            issued.key
+        }
+    };
+    let summary = json!({
+        "key": key,
+        "key_file": key_file.display().to_string(),
+        "account": DEMO_ACCOUNT,
+        "agent": { "id": agent_id, "username": manifest.agent.username },
+    });
+    serve(settings, store, listen, out, Some(summary)).await
+}
+
+fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    file.write_all(contents.as_bytes())?;
+    Ok(())
+}
+
+fn init_tracing(filter: &str) {
+    let filter =
+        tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

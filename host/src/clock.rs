@@ -1,0 +1,33 @@
+//! Time as the service records it (Unix milliseconds) and shows it (ISO 8601 UTC).
+
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+pub fn now_ms() -> i64 {
+    (OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
+}
+
+/// `2026-11-22T04:31:01.123Z`: ISO 8601, UTC, millisecond precision.
+pub fn iso(ms: i64) -> String {
+    let at = OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000).unwrap_or(OffsetDateTime::UNIX_EPOCH);
+    let text = at.format(&Rfc3339).unwrap_or_default();
+    // Rfc3339 prints nanoseconds when present; keep milliseconds and a `Z`.
+    match text.split_once('.') {
+        Some((head, _)) => format!("{head}.{:03}Z", ms.rem_euclid(1000)),
+        None => format!("{}.{:03}Z", text.trim_end_matches('Z'), ms.rem_euclid(1000)),
+    }
+}
+
+pub fn now_iso() -> String {
+    iso(now_ms())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn formats_utc_with_millis() {
+        assert_eq!(super::iso(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(super::iso(1_763_785_861_123), "2025-11-22T04:31:01.123Z");
+        assert_eq!(super::iso(1_763_785_861_000), "2025-11-22T04:31:01.000Z");
+    }
+}

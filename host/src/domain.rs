@@ -1,0 +1,233 @@
+//! The records the service is about: accounts, agents, commands. Plain data; the rules
+//! that create and change them live in `services`, their storage in `store`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::money::MicroUsdc;
+
+/// An account's plan decides its keyed-API rate limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Plan {
+    Free,
+    Pro,
+    Enterprise,
+}
+
+impl Plan {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Plan::Free => "free",
+            Plan::Pro => "pro",
+            Plan::Enterprise => "enterprise",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Plan> {
+        match text {
+            "free" => Some(Plan::Free),
+            "pro" => Some(Plan::Pro),
+            "enterprise" => Some(Plan::Enterprise),
+            _ => None,
+        }
+    }
+
+    /// The spec's numbers; enterprise has none of its own (set per account).
+    pub fn default_limits(self) -> Option<RateLimits> {
+        match self {
+            Plan::Free => Some(RateLimits {
+                per_minute: 60,
+                per_day: 1_000,
+            }),
+            Plan::Pro => Some(RateLimits {
+                per_minute: 300,
+                per_day: 10_000,
+            }),
+            Plan::Enterprise => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RateLimits {
+    pub per_minute: u32,
+    pub per_day: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Account {
+    pub id: String,
+    pub name: String,
+    pub plan: Plan,
+    pub limits: RateLimits,
+    pub created_at: i64,
+}
+
+/// An API key as listed: never the secret, which exists only when created.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApiKeyInfo {
+    pub id: String,
+    pub account_id: String,
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HandlerType {
+    SimpleText,
+    Prompt,
+    Webhook,
+    BuiltIn,
+    Custom,
+}
+
+impl HandlerType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HandlerType::SimpleText => "simple_text",
+            HandlerType::Prompt => "prompt",
+            HandlerType::Webhook => "webhook",
+            HandlerType::BuiltIn => "built_in",
+            HandlerType::Custom => "custom",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ResponseFormat {
+    #[default]
+    Text,
+    Markdown,
+    Image,
+    Video,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParamType {
+    String,
+    Number,
+    Boolean,
+    Array,
+    Object,
+    File,
+}
+
+impl ParamType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParamType::String => "string",
+            ParamType::Number => "number",
+            ParamType::Boolean => "boolean",
+            ParamType::Array => "array",
+            ParamType::Object => "object",
+            ParamType::File => "file",
+        }
+    }
+}
+
+/// Where a command is offered besides the keyed API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Integration {
+    Chatapp,
+    Social,
+    X402,
+}
+
+impl Integration {
+    pub fn parse(text: &str) -> Option<Integration> {
+        match text {
+            "chatapp" => Some(Integration::Chatapp),
+            "social" => Some(Integration::Social),
+            "x402" => Some(Integration::X402),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Network {
+    Solana,
+    Base,
+}
+
+impl Network {
+    pub fn parse(text: &str) -> Option<Network> {
+        match text {
+            "solana" => Some(Network::Solana),
+            "base" => Some(Network::Base),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParamSpec {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: ParamType,
+    #[serde(default)]
+    pub required: bool,
+    #[serde(default)]
+    pub description: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct X402Settings {
+    pub enabled: bool,
+    pub default_price: Option<MicroUsdc>,
+    pub networks: Vec<Network>,
+}
+
+/// An agent as its manifest defines it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentDef {
+    pub username: String,
+    pub name: String,
+    pub personality: String,
+    pub knowledge: Vec<String>,
+    pub x402: X402Settings,
+}
+
+#[derive(Debug, Clone)]
+pub struct Agent {
+    pub id: String,
+    pub account_id: String,
+    pub def: AgentDef,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// A command as its manifest defines it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandDef {
+    pub name: String,
+    pub description: String,
+    pub handler_type: HandlerType,
+    pub parameters: Vec<ParamSpec>,
+    pub response_format: ResponseFormat,
+    pub enabled: bool,
+    pub integrations: Vec<Integration>,
+    /// The x402 price; `None` falls back to the agent's default.
+    pub price: Option<MicroUsdc>,
+    /// Handler-specific settings from the manifest's `config` table.
+    pub config: serde_json::Value,
+    /// A custom command's component, as the manifest named it (resolved to a path).
+    pub plugin: Option<String>,
+    pub allowed_hosts: Vec<String>,
+    pub long_running: bool,
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Command {
+    pub id: String,
+    pub agent_id: String,
+    pub def: CommandDef,
+}

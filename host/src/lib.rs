@@ -1,0 +1,16 @@
+//! agent-host: the agent interaction service. Flow runs one way:
+//! {routes, cli} → services → {store, plugins, chains, llm, clients}.
+
+pub mod app;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod domain;
+pub mod error;
+pub mod manifest;
+pub mod money;
+pub mod random;
+pub mod routes;
+pub mod secrets;
+pub mod services;
+pub mod store;

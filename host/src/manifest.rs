@@ -1,0 +1,483 @@
+//! The agent manifest (`agent apply FILE.toml`): TOML in, validated definitions out.
+//! Every error is one line naming the file, the line and the field at fault.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::domain::{AgentDef, CommandDef, HandlerType, Integration, Network, ParamSpec, ResponseFormat, X402Settings};
+use crate::money::MicroUsdc;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManifestError {
+    pub file: String,
+    pub line: Option<usize>,
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": {field}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ManifestError {}
+
+/// A manifest that passed every check, ready for the store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentManifest {
+    pub agent: AgentDef,
+    pub commands: Vec<CommandDef>,
+    /// Sections read but not yet acted on, for the caller to mention.
+    pub ignored_sections: Vec<&'static str>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawManifest {
+    username: Spanned<String>,
+    name: Spanned<String>,
+    #[serde(default)]
+    personality: String,
+    #[serde(default)]
+    knowledge: Vec<String>,
+    #[serde(default)]
+    commands: Vec<Spanned<RawCommand>>,
+    #[serde(default)]
+    chatapp: Option<toml::Table>,
+    #[serde(default)]
+    social: Option<toml::Table>,
+    #[serde(default)]
+    x402: Option<Spanned<RawX402>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCommand {
+    command: Spanned<String>,
+    #[serde(default)]
+    description: String,
+    handler_type: HandlerType,
+    #[serde(default)]
+    response_format: ResponseFormat,
+    #[serde(default = "yes")]
+    enabled: bool,
+    #[serde(default)]
+    integrations: Vec<Integration>,
+    #[serde(default)]
+    price_usd: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    parameters: Vec<Spanned<ParamSpec>>,
+    #[serde(default)]
+    config: toml::Table,
+    #[serde(default)]
+    plugin: Option<Spanned<String>>,
+    #[serde(default)]
+    allowed_hosts: Vec<String>,
+    #[serde(default)]
+    long_running: bool,
+    #[serde(default)]
+    timeout_ms: Option<Spanned<u64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawX402 {
+    #[serde(default)]
+    enabled: bool,
+    #[serde(default)]
+    default_price_usd: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    networks: Vec<Network>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Longest per-call deadline a manifest may ask for.
+pub const MAX_TIMEOUT_MS: u64 = 300_000;
+
+struct Checker<'a> {
+    file: String,
+    source: &'a str,
+}
+
+impl Checker<'_> {
+    fn line_of(&self, span: &Range<usize>) -> usize {
+        let end = span.start.min(self.source.len());
+        self.source[..end].bytes().filter(|b| *b == b'\n').count() + 1
+    }
+
+    fn err(&self, span: Option<&Range<usize>>, field: impl Into<String>, message: impl Into<String>) -> ManifestError {
+        ManifestError {
+            file: self.file.clone(),
+            line: span.map(|s| self.line_of(s)),
+            field: Some(field.into()),
+            message: message.into(),
+        }
+    }
+}
+
+/// Reads and checks the manifest at `path`; relative plugin paths resolve against its folder.
+pub fn load(path: &Path) -> Result<AgentManifest, ManifestError> {
+    let source = std::fs::read_to_string(path).map_err(|e| ManifestError {
+        file: path.display().to_string(),
+        line: None,
+        field: None,
+        message: format!("cannot read the manifest: {e}"),
+    })?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    parse(&source, &path.display().to_string(), &base)
+}
+
+pub fn parse(source: &str, file: &str, base_dir: &Path) -> Result<AgentManifest, ManifestError> {
+    let check = Checker {
+        file: file.to_string(),
+        source,
+    };
+    let raw: RawManifest = toml::from_str(source).map_err(|e| ManifestError {
+        file: file.to_string(),
+        line: e.span().map(|s| check.line_of(&s)),
+        field: None,
+        message: e.message().trim().replace('\n', " "),
+    })?;
+
+    let username = raw.username.get_ref().trim().to_string();
+    if !valid_name(&username, 3, 32) {
+        return Err(check.err(
+            Some(&raw.username.span()),
+            "username",
+            "must be 3 to 32 characters of lowercase letters, digits and _",
+        ));
+    }
+    let name = raw.name.get_ref().trim().to_string();
+    if name.is_empty() || name.chars().count() > 100 {
+        return Err(check.err(Some(&raw.name.span()), "name", "must be 1 to 100 characters"));
+    }
+
+    let x402 = match raw.x402 {
+        None => X402Settings {
+            enabled: false,
+            default_price: None,
+            networks: Vec::new(),
+        },
+        Some(section) => {
+            let span = section.span();
+            let section = section.into_inner();
+            let default_price = section
+                .default_price_usd
+                .map(|p| price(&check, &p, "x402.default_price_usd"))
+                .transpose()?;
+            let mut networks = section.networks;
+            dedup(&mut networks);
+            if section.enabled && networks.is_empty() {
+                networks = vec![Network::Solana, Network::Base];
+            }
+            if section.enabled && default_price.is_none() {
+                return Err(check.err(
+                    Some(&span),
+                    "x402.default_price_usd",
+                    "is required when x402 is enabled (the price of a plain message)",
+                ));
+            }
+            X402Settings {
+                enabled: section.enabled,
+                default_price,
+                networks,
+            }
+        }
+    };
+
+    let mut names = HashSet::new();
+    let mut commands = Vec::with_capacity(raw.commands.len());
+    for (index, spanned) in raw.commands.into_iter().enumerate() {
+        let span = spanned.span();
+        let cmd = spanned.into_inner();
+        let at = |field: &str| format!("commands[{index}].{field}");
+        let command_name = cmd.command.get_ref().trim().trim_start_matches('/').to_string();
+        if !valid_name(&command_name, 1, 32) {
+            return Err(check.err(
+                Some(&cmd.command.span()),
+                at("command"),
+                "must be 1 to 32 characters of lowercase letters, digits and _ (without the leading /)",
+            ));
+        }
+        if !names.insert(command_name.clone()) {
+            return Err(check.err(
+                Some(&cmd.command.span()),
+                at("command"),
+                format!("'{command_name}' is defined twice"),
+            ));
+        }
+        let mut param_names = HashSet::new();
+        let mut parameters = Vec::with_capacity(cmd.parameters.len());
+        for (p, param) in cmd.parameters.into_iter().enumerate() {
+            let pspan = param.span();
+            let param = param.into_inner();
+            let ok = param
+                .name
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && param.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && param.name.len() <= 64;
+            if !ok {
+                return Err(check.err(
+                    Some(&pspan),
+                    at(&format!("parameters[{p}].name")),
+                    "must be an identifier (letters, digits, _; not starting with a digit)",
+                ));
+            }
+            if !param_names.insert(param.name.clone()) {
+                return Err(check.err(
+                    Some(&pspan),
+                    at(&format!("parameters[{p}].name")),
+                    format!("'{}' is defined twice", param.name),
+                ));
+            }
+            parameters.push(param);
+        }
+        let price = cmd.price_usd.map(|p| price(&check, &p, &at("price_usd"))).transpose()?;
+        let timeout_ms = match cmd.timeout_ms {
+            Some(t) if *t.get_ref() == 0 || *t.get_ref() > MAX_TIMEOUT_MS => {
+                return Err(check.err(
+                    Some(&t.span()),
+                    at("timeout_ms"),
+                    format!("must be between 1 and {MAX_TIMEOUT_MS}"),
+                ));
+            }
+            other => other.map(Spanned::into_inner),
+        };
+        let config =
+            serde_json::to_value(&cmd.config).map_err(|e| check.err(Some(&span), at("config"), e.to_string()))?;
+        check_handler_config(&check, &span, &at, cmd.handler_type, &cmd.config, cmd.plugin.is_some())?;
+        let plugin = match cmd.plugin {
+            None => None,
+            Some(p) => {
+                let resolved: PathBuf = base_dir.join(p.get_ref());
+                if !resolved.is_file() {
+                    return Err(check.err(
+                        Some(&p.span()),
+                        at("plugin"),
+                        format!("no file at {}", resolved.display()),
+                    ));
+                }
+                Some(resolved.display().to_string())
+            }
+        };
+        let mut integrations = cmd.integrations;
+        dedup(&mut integrations);
+        commands.push(CommandDef {
+            name: command_name,
+            description: cmd.description,
+            handler_type: cmd.handler_type,
+            parameters,
+            response_format: cmd.response_format,
+            enabled: cmd.enabled,
+            integrations,
+            price,
+            config,
+            plugin,
+            allowed_hosts: cmd.allowed_hosts,
+            long_running: cmd.long_running,
+            timeout_ms,
+        });
+    }
+
+    let mut ignored_sections = Vec::new();
+    if raw.chatapp.is_some() {
+        ignored_sections.push("chatapp");
+    }
+    if raw.social.is_some() {
+        ignored_sections.push("social");
+    }
+
+    Ok(AgentManifest {
+        agent: AgentDef {
+            username,
+            name,
+            personality: raw.personality,
+            knowledge: raw.knowledge,
+            x402,
+        },
+        commands,
+        ignored_sections,
+    })
+}
+
+/// The settings each handler type cannot work without.
+fn check_handler_config(
+    check: &Checker<'_>,
+    span: &Range<usize>,
+    at: &dyn Fn(&str) -> String,
+    handler: HandlerType,
+    config: &toml::Table,
+    has_plugin: bool,
+) -> Result<(), ManifestError> {
+    let need_string = |key: &str| -> Result<(), ManifestError> {
+        match config.get(key) {
+            Some(toml::Value::String(_)) => Ok(()),
+            Some(_) => Err(check.err(Some(span), at(&format!("config.{key}")), "must be a string")),
+            None => Err(check.err(
+                Some(span),
+                at(&format!("config.{key}")),
+                format!("is required for handler_type {}", handler.as_str()),
+            )),
+        }
+    };
+    match handler {
+        HandlerType::SimpleText => need_string("text")?,
+        HandlerType::Prompt => need_string("template")?,
+        HandlerType::Webhook => {
+            need_string("url")?;
+            let url = config.get("url").and_then(toml::Value::as_str).unwrap_or_default();
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                return Err(check.err(Some(span), at("config.url"), "must be an http:// or https:// URL"));
+            }
+        }
+        HandlerType::BuiltIn | HandlerType::Custom => {}
+    }
+    match (handler, has_plugin) {
+        (HandlerType::Custom, false) => Err(check.err(
+            Some(span),
+            at("plugin"),
+            "is required for handler_type custom (the path of a .wasm component)",
+        )),
+        (HandlerType::Custom, true) | (_, false) => Ok(()),
+        (_, true) => Err(check.err(Some(span), at("plugin"), "is only allowed with handler_type custom")),
+    }
+}
+
+fn price(check: &Checker<'_>, value: &Spanned<toml::Value>, field: &str) -> Result<MicroUsdc, ManifestError> {
+    let parsed = match value.get_ref() {
+        toml::Value::Float(f) => MicroUsdc::from_f64(*f),
+        toml::Value::Integer(i) if *i >= 0 => MicroUsdc::parse_decimal(&i.to_string()),
+        toml::Value::Integer(_) => Err(crate::money::AmountError::Negative),
+        toml::Value::String(s) => MicroUsdc::parse_decimal(s),
+        _ => Err(crate::money::AmountError::NotANumber),
+    };
+    parsed.map_err(|e| check.err(Some(&value.span()), field, format!("{e}")))
+}
+
+fn valid_name(text: &str, min: usize, max: usize) -> bool {
+    (min..=max).contains(&text.len())
+        && text
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn dedup<T: PartialEq + Clone>(items: &mut Vec<T>) {
+    let mut seen: Vec<T> = Vec::with_capacity(items.len());
+    items.retain(|item| {
+        if seen.contains(item) {
+            false
+        } else {
+            seen.push(item.clone());
+            true
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_str(source: &str) -> Result<AgentManifest, ManifestError> {
+        parse(source, "agent.toml", Path::new("."))
+    }
+
+    const GOOD: &str = r#"
+username = "helper"
+name = "Helper"
+personality = "Kind."
+knowledge = ["Opens at 9."]
+
+[[commands]]
+command = "hello"
+handler_type = "simple_text"
+price_usd = 0.05
+integrations = ["x402", "chatapp", "x402"]
+parameters = [{ name = "name", type = "string", required = true, description = "Who" }]
+config = { text = "Hello, {{name}}!" }
+
+[x402]
+enabled = true
+default_price_usd = "0.01"
+"#;
+
+    #[test]
+    fn reads_a_good_manifest() {
+        let m = parse_str(GOOD).unwrap();
+        assert_eq!(m.agent.username, "helper");
+        assert_eq!(m.agent.x402.default_price, Some(MicroUsdc(10_000)));
+        assert_eq!(m.agent.x402.networks, vec![Network::Solana, Network::Base]);
+        let cmd = &m.commands[0];
+        assert_eq!(cmd.price, Some(MicroUsdc(50_000)));
+        assert_eq!(cmd.integrations, vec![Integration::X402, Integration::Chatapp]);
+        assert_eq!(cmd.config["text"], "Hello, {{name}}!");
+        assert!(cmd.enabled);
+    }
+
+    #[test]
+    fn names_line_and_field_of_a_semantic_error() {
+        let bad = GOOD.replace("price_usd = 0.05", "price_usd = 0.0500001");
+        let err = parse_str(&bad).unwrap_err();
+        assert_eq!(err.line, Some(10));
+        assert_eq!(err.field.as_deref(), Some("commands[0].price_usd"));
+        assert!(
+            err.to_string()
+                .starts_with("agent.toml:10: commands[0].price_usd: has more than 6 decimal"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn names_line_of_a_syntax_or_type_error() {
+        let bad = GOOD.replace("handler_type = \"simple_text\"", "handler_type = \"telepathy\"");
+        let err = parse_str(&bad).unwrap_err();
+        assert_eq!(err.line, Some(9));
+        assert!(err.message.contains("telepathy"), "{err}");
+        assert!(!err.to_string().contains('\n'));
+        let err = parse_str("username = \"x\"\nname = [").unwrap_err();
+        assert_eq!(err.line, Some(2));
+    }
+
+    #[test]
+    fn rejects_unknown_fields_and_duplicates() {
+        let err = parse_str(&GOOD.replace("personality", "personalty")).unwrap_err();
+        assert!(err.message.contains("personalty"), "{err}");
+        let twice = format!("{GOOD}\n[[commands]]\ncommand = \"hello\"\nhandler_type = \"built_in\"\n");
+        let twice = twice.replace("[x402]\nenabled = true\ndefault_price_usd = \"0.01\"\n", "");
+        let err = parse_str(&twice).unwrap_err();
+        assert!(err.message.contains("defined twice"), "{err}");
+    }
+
+    #[test]
+    fn requires_handler_settings() {
+        let err = parse_str(&GOOD.replace("config = { text = \"Hello, {{name}}!\" }", "")).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("commands[0].config.text"));
+        let err = parse_str(&GOOD.replace("\"simple_text\"", "\"custom\"")).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("commands[0].plugin"));
+        let err = parse_str(&GOOD.replace("username = \"helper\"", "username = \"Helper!\"")).unwrap_err();
+        assert_eq!((err.line, err.field.as_deref()), (Some(2), Some("username")));
+    }
+
+    #[test]
+    fn x402_needs_a_default_price() {
+        let err = parse_str(&GOOD.replace("default_price_usd = \"0.01\"\n", "")).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("x402.default_price_usd"));
+    }
+}

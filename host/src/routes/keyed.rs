@@ -1,0 +1,179 @@
+//! `/v1`: the keyed API.
+
+use std::collections::HashMap;
+
+use axum::Router;
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::middleware;
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+use super::guard;
+use super::requests::{self, ChatRequest, ChatappSendRequest, ExecuteRequest, SocialPostRequest, TransferRequest};
+use crate::app::AppState;
+use crate::domain::{Command, Integration, ParamSpec, ParamType};
+use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery};
+use crate::services::agents;
+use crate::services::keys::Caller;
+
+pub fn routes(state: AppState) -> Router<AppState> {
+    Router::new()
+        .route("/v1/agents/{agent_id}/chat", post(chat))
+        .route("/v1/agents/{agent_id}/commands", get(list_commands))
+        .route("/v1/agents/{agent_id}/commands/{command_name}/execute", post(execute))
+        .route("/v1/agents/{agent_id}/chatapp/send", post(chatapp_send))
+        .route("/v1/agents/{agent_id}/social/post", post(social_post))
+        .route("/v1/agents/{agent_id}/wallet/{network}/balance", get(wallet_balance))
+        .route("/v1/agents/{agent_id}/wallet/{network}/transfer", post(wallet_transfer))
+        .route_layer(middleware::from_fn_with_state(state, guard::require_key))
+}
+
+/// The authenticated caller, put in place by the key guard.
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .ok_or_else(|| ApiError::internal("Internal server error"))
+    }
+}
+
+fn success(data: Value) -> axum::Json<Value> {
+    axum::Json(json!({ "success": true, "data": data }))
+}
+
+async fn list_commands(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(agent_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<HashMap<String, String>>,
+) -> Result<axum::Json<Value>, ApiError> {
+    let integration = match query.get("integration") {
+        None => None,
+        Some(text) => Some(Integration::parse(text).ok_or_else(|| {
+            ApiError::validation(format!(
+                "Invalid query parameter 'integration': '{text}' is not one of chatapp, social, x402"
+            ))
+        })?),
+    };
+    let agent = agents::owned(&state.store, &caller.account.id, &agent_id).await?;
+    let commands = agents::commands(&state.store, &agent, integration).await?;
+    Ok(success(json!({
+        "agent_id": agent.id,
+        "agent_username": agent.def.username,
+        "commands": commands.iter().map(command_json).collect::<Vec<_>>(),
+    })))
+}
+
+fn command_json(cmd: &Command) -> Value {
+    let def = &cmd.def;
+    json!({
+        "id": cmd.id,
+        "command": def.name,
+        "description": def.description,
+        "handler_type": def.handler_type.as_str(),
+        "parameters": def.parameters,
+        "response_format": def.response_format,
+        "parameterSchema": def.parameters.iter().map(parameter_schema).collect::<Vec<_>>(),
+        "enabled": def.enabled,
+        "integrations": def.integrations,
+        "price_usd": def.price.map(|p| p.to_json_number()),
+        "long_running": def.long_running,
+    })
+}
+
+/// One parameter as a JSON-Schema-style entry: `{name, required, schema: {...}}`.
+pub fn parameter_schema(param: &ParamSpec) -> Value {
+    let mut schema = match param.kind {
+        ParamType::File => {
+            json!({ "type": "string", "format": "binary", "x-unsupported": "file upload is unsupported" })
+        }
+        ParamType::Array => json!({ "type": "array", "items": {} }),
+        other => json!({ "type": other.as_str() }),
+    };
+    if !param.description.is_empty() {
+        schema["description"] = json!(param.description);
+    }
+    json!({ "name": param.name, "required": param.required, "schema": schema })
+}
+
+/// Routes whose capability arrives with later work: the agent check runs (so another
+/// account's agent stays invisible), then a 501 in the error envelope.
+async fn not_yet(state: &AppState, caller: &Caller, agent_id: &str, what: &str) -> ApiError {
+    match agents::owned(&state.store, &caller.account.id, agent_id).await {
+        Ok(_) => ApiError::not_implemented(what),
+        Err(err) => err.into(),
+    }
+}
+
+async fn chat(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(agent_id): ApiPath<String>,
+    ApiJson(body): ApiJson<ChatRequest>,
+) -> ApiError {
+    if let Err(err) = body.validate() {
+        return err;
+    }
+    not_yet(&state, &caller, &agent_id, "Chat").await
+}
+
+async fn execute(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((agent_id, _command)): ApiPath<(String, String)>,
+    ApiJson(_body): ApiJson<ExecuteRequest>,
+) -> ApiError {
+    not_yet(&state, &caller, &agent_id, "Command execution").await
+}
+
+async fn chatapp_send(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(agent_id): ApiPath<String>,
+    ApiJson(body): ApiJson<ChatappSendRequest>,
+) -> ApiError {
+    if let Err(err) = body.validate() {
+        return err;
+    }
+    not_yet(&state, &caller, &agent_id, "Chat-app messaging").await
+}
+
+async fn social_post(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(agent_id): ApiPath<String>,
+    ApiJson(body): ApiJson<SocialPostRequest>,
+) -> ApiError {
+    if let Err(err) = body.validate() {
+        return err;
+    }
+    not_yet(&state, &caller, &agent_id, "Social posting").await
+}
+
+async fn wallet_balance(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((agent_id, network)): ApiPath<(String, String)>,
+) -> ApiError {
+    if let Err(err) = requests::network(&network) {
+        return err;
+    }
+    not_yet(&state, &caller, &agent_id, "Wallet balance").await
+}
+
+async fn wallet_transfer(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((agent_id, network)): ApiPath<(String, String)>,
+    ApiJson(body): ApiJson<TransferRequest>,
+) -> ApiError {
+    if let Err(err) = requests::network(&network).and_then(|_| body.validate()) {
+        return err;
+    }
+    not_yet(&state, &caller, &agent_id, "Wallet transfer").await
+}

@@ -1,0 +1,63 @@
+//! `/`, `/health`, `/openapi.json`: what the service is and whether it is well.
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use serde_json::{Value, json};
+
+use crate::app::AppState;
+
+/// The API version the spec's descriptor reports (the binary has its own).
+pub const API_VERSION: &str = "1.0.0";
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/", get(descriptor))
+        .route("/health", get(health))
+        .route("/openapi.json", get(openapi))
+}
+
+async fn descriptor() -> axum::Json<Value> {
+    axum::Json(json!({
+        "name": "Agent Interaction Service",
+        "version": API_VERSION,
+        "server": { "name": "agent-host", "version": env!("CARGO_PKG_VERSION") },
+        "endpoints": {
+            "health": "GET /health",
+            "chat": "POST /v1/agents/{agentId}/chat",
+            "listCommands": "GET /v1/agents/{agentId}/commands",
+            "executeCommand": "POST /v1/agents/{agentId}/commands/{commandName}/execute",
+            "chatappSend": "POST /v1/agents/{agentId}/chatapp/send",
+            "socialPost": "POST /v1/agents/{agentId}/social/post",
+            "walletBalance": "GET /v1/agents/{agentId}/wallet/{network}/balance",
+            "walletTransfer": "POST /v1/agents/{agentId}/wallet/{network}/transfer",
+            "x402Requirements": "GET /x402/{network}/{agentId}",
+            "x402Invoke": "POST /x402/{network}/{agentId}",
+        },
+        "documentation": "/openapi.json",
+    }))
+}
+
+async fn health(State(state): State<AppState>) -> impl IntoResponse {
+    let reachable = state.store.ping().await;
+    let status = if reachable {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let body = json!({
+        "status": if reachable { "ok" } else { "degraded" },
+        "version": API_VERSION,
+        "serverVersion": env!("CARGO_PKG_VERSION"),
+        "database": { "reachable": reachable },
+        "uptimeSeconds": state.started.elapsed().as_secs(),
+        "timestamp": crate::clock::now_iso(),
+    });
+    (status, axum::Json(body))
+}
+
+async fn openapi() -> axum::Json<Value> {
+    axum::Json(super::openapi::document())
+}

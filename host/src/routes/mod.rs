@@ -1,0 +1,50 @@
+//! HTTP surface: extract and validate the wire format, call a service, answer in the
+//! spec's envelope. Only this module and `error` know axum.
+
+mod guard;
+mod keyed;
+mod meta;
+pub mod openapi;
+pub mod requests;
+mod x402;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+
+use crate::app::AppState;
+use crate::error::ApiError;
+
+pub use guard::CALLER_HEADERS;
+
+pub fn router(state: AppState) -> Router {
+    let max_body = state.settings.max_body_bytes;
+    Router::new()
+        .merge(meta::routes())
+        .merge(keyed::routes(state.clone()))
+        .merge(x402::routes())
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(wrong_method)
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_response))
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+async fn unknown_route(method: Method, uri: Uri) -> ApiError {
+    ApiError::not_found(format!("No route for {method} {}", uri.path()))
+}
+
+async fn wrong_method(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("{method} is not allowed on {}", uri.path()),
+    )
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("a request handler panicked");
+    ApiError::internal("Internal server error").into_response()
+}

@@ -1,0 +1,347 @@
+//! The OpenAPI 3.1 description served at `/openapi.json`. A test walks every operation
+//! here against the running router, so the two cannot drift apart.
+
+use serde_json::{Map, Value, json};
+
+pub struct Operation {
+    pub method: &'static str,
+    pub path: &'static str,
+    pub id: &'static str,
+    pub summary: &'static str,
+    pub keyed: bool,
+    /// Not served yet: answers 501 `not_implemented` until its capability lands.
+    pub pending: bool,
+    pub request: Option<fn() -> Value>,
+    pub response: fn() -> Value,
+    pub errors: &'static [(u16, &'static str)],
+}
+
+const KEYED_ERRORS: &[(u16, &str)] = &[(401, "unauthorized"), (404, "not_found"), (429, "rate_limit_exceeded")];
+
+pub const OPERATIONS: &[Operation] = &[
+    Operation {
+        method: "get",
+        path: "/",
+        id: "describeService",
+        summary: "Service descriptor: name, version and endpoints",
+        keyed: false,
+        pending: false,
+        request: None,
+        response: || json!({ "type": "object", "required": ["name", "version", "endpoints"] }),
+        errors: &[],
+    },
+    Operation {
+        method: "get",
+        path: "/health",
+        id: "health",
+        summary: "Health: status, version, database reachability, uptime",
+        keyed: false,
+        pending: false,
+        request: None,
+        response: || {
+            json!({ "type": "object", "required": ["status", "version", "database", "uptimeSeconds"], "properties": {
+                "status": { "type": "string", "enum": ["ok", "degraded"] },
+                "version": { "type": "string" },
+                "database": { "type": "object", "properties": { "reachable": { "type": "boolean" } } },
+                "uptimeSeconds": { "type": "integer" },
+            }})
+        },
+        errors: &[(503, "degraded")],
+    },
+    Operation {
+        method: "get",
+        path: "/openapi.json",
+        id: "openapi",
+        summary: "This document",
+        keyed: false,
+        pending: false,
+        request: None,
+        response: || json!({ "type": "object" }),
+        errors: &[],
+    },
+    Operation {
+        method: "post",
+        path: "/v1/agents/{agentId}/chat",
+        id: "chat",
+        summary: "Chat with the agent",
+        keyed: true,
+        pending: true,
+        request: Some(|| {
+            json!({ "type": "object", "required": ["message"], "properties": {
+                "message": { "type": "string", "maxLength": 10000 },
+                "conversationHistory": { "type": "array", "items": { "$ref": "#/components/schemas/ChatMessage" } },
+                "toolsEnabled": { "type": "boolean", "default": false },
+                "maxToolCalls": { "type": "integer", "minimum": 0, "maximum": 10, "default": 5 },
+            }})
+        }),
+        response: || {
+            success(json!({ "type": "object", "properties": {
+                "response": { "type": "string" }, "agentId": { "type": "string" }, "timestamp": { "type": "string", "format": "date-time" },
+            }}))
+        },
+        errors: &[(400, "validation_error")],
+    },
+    Operation {
+        method: "get",
+        path: "/v1/agents/{agentId}/commands",
+        id: "listCommands",
+        summary: "List the agent's commands with their parameters",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || {
+            success(json!({ "type": "object", "properties": {
+                "agent_id": { "type": "string" }, "agent_username": { "type": "string" },
+                "commands": { "type": "array", "items": { "$ref": "#/components/schemas/Command" } },
+            }}))
+        },
+        errors: &[(400, "validation_error")],
+    },
+    Operation {
+        method: "post",
+        path: "/v1/agents/{agentId}/commands/{commandName}/execute",
+        id: "executeCommand",
+        summary: "Execute a command",
+        keyed: true,
+        pending: true,
+        request: Some(|| {
+            json!({ "type": "object", "properties": {
+                "parameters": { "type": "object" }, "rawText": { "type": "string" },
+            }})
+        }),
+        response: || {
+            success(json!({ "type": "object", "properties": {
+                "command": { "type": "string" }, "result": { "$ref": "#/components/schemas/CommandResult" },
+            }}))
+        },
+        errors: &[(400, "validation_error"), (500, "execution_error")],
+    },
+    Operation {
+        method: "post",
+        path: "/v1/agents/{agentId}/chatapp/send",
+        id: "chatappSend",
+        summary: "Send a message through the agent's chat-app bot",
+        keyed: true,
+        pending: true,
+        request: Some(|| {
+            json!({ "type": "object", "required": ["chatId", "text"], "properties": {
+                "chatId": { "type": ["string", "integer"] },
+                "text": { "type": "string", "maxLength": 4096 },
+                "parseMode": { "type": "string", "enum": ["Markdown", "MarkdownV2", "HTML"] },
+                "replyToMessageId": { "type": "integer" },
+                "inlineKeyboard": { "type": "array", "items": { "type": "array", "items": { "type": "object" } } },
+            }})
+        }),
+        response: || {
+            success(json!({ "type": "object", "properties": {
+                "message_id": { "type": "integer" }, "chat_id": { "type": "string" },
+                "text": { "type": "string" }, "sent_at": { "type": "string", "format": "date-time" },
+            }}))
+        },
+        errors: &[
+            (400, "validation_error"),
+            (404, "chatapp_not_configured"),
+            (500, "chatapp_send_failed"),
+        ],
+    },
+    Operation {
+        method: "post",
+        path: "/v1/agents/{agentId}/social/post",
+        id: "socialPost",
+        summary: "Post on the agent's connected social account",
+        keyed: true,
+        pending: true,
+        request: Some(|| {
+            json!({ "type": "object", "properties": {
+                "text": { "type": "string", "maxLength": 280 },
+                "mediaUrls": { "type": "array", "items": { "type": "string", "format": "uri" }, "maxItems": 4 },
+                "replyToTweetId": { "type": "string" },
+            }})
+        }),
+        response: || {
+            success(json!({ "type": "object", "properties": {
+                "ok": { "type": "boolean" }, "tweet_id": { "type": "string" }, "tweet_url": { "type": "string" },
+                "agent_id": { "type": "string" }, "username": { "type": "string" },
+            }}))
+        },
+        errors: &[
+            (400, "social_not_connected"),
+            (403, "social_forbidden"),
+            (500, "social_not_configured"),
+        ],
+    },
+    Operation {
+        method: "get",
+        path: "/v1/agents/{agentId}/wallet/{network}/balance",
+        id: "walletBalance",
+        summary: "The agent's USDC and native balance on a network",
+        keyed: true,
+        pending: true,
+        request: None,
+        response: || {
+            json!({ "type": "object", "properties": { "data": { "type": "object", "properties": {
+                "network": { "type": "string" }, "walletAddress": { "type": "string" },
+                "balanceUsdc": { "type": "number" }, "balanceNative": { "type": "number" },
+                "nativeToken": { "type": "string" }, "explorerUrl": { "type": "string" },
+            }}}})
+        },
+        errors: &[(400, "wallet_not_configured"), (500, "internal_error")],
+    },
+    Operation {
+        method: "post",
+        path: "/v1/agents/{agentId}/wallet/{network}/transfer",
+        id: "walletTransfer",
+        summary: "Transfer USDC from the agent's wallet",
+        keyed: true,
+        pending: true,
+        request: Some(|| {
+            json!({ "type": "object", "required": ["recipientAddress", "amountUsdc"], "properties": {
+                "recipientAddress": { "type": "string" }, "amountUsdc": { "type": "number", "exclusiveMinimum": 0 },
+                "memo": { "type": "string" },
+            }})
+        }),
+        response: || {
+            json!({ "type": "object", "properties": { "data": { "type": "object", "properties": {
+                "transactionSignature": { "type": "string" }, "network": { "type": "string" },
+                "amount": { "type": "number" }, "recipient": { "type": "string" }, "sender": { "type": "string" },
+                "explorerUrl": { "type": "string" }, "memo": { "type": "string" },
+            }}}})
+        },
+        errors: &[(400, "transfer_failed"), (500, "internal_error")],
+    },
+    Operation {
+        method: "get",
+        path: "/x402/{network}/{agentId}",
+        id: "x402Requirements",
+        summary: "What a paid call to the agent costs (x402 version 1)",
+        keyed: false,
+        pending: true,
+        request: None,
+        response: || json!({ "type": "object", "properties": { "x402Version": { "type": "integer" }, "accepts": { "type": "array" } } }),
+        errors: &[(404, "agent_not_found")],
+    },
+    Operation {
+        method: "post",
+        path: "/x402/{network}/{agentId}",
+        id: "x402Invoke",
+        summary: "A paid interaction with the agent (X-PAYMENT header)",
+        keyed: false,
+        pending: true,
+        request: Some(
+            || json!({ "type": "object", "properties": { "message": { "type": "string" }, "command": { "type": "string" } } }),
+        ),
+        response: || json!({ "type": "object" }),
+        errors: &[(402, "payment_required")],
+    },
+];
+
+fn success(data: Value) -> Value {
+    json!({ "type": "object", "required": ["success", "data"], "properties": {
+        "success": { "type": "boolean", "const": true }, "data": data,
+    }})
+}
+
+fn path_parameters(path: &str) -> Vec<Value> {
+    path.split('/')
+        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+        .map(|name| {
+            let mut schema = json!({ "type": "string" });
+            if name == "network" {
+                schema["enum"] = json!(["solana", "base"]);
+            }
+            json!({ "name": name, "in": "path", "required": true, "schema": schema })
+        })
+        .collect()
+}
+
+pub fn document() -> Value {
+    let mut paths = Map::new();
+    for op in OPERATIONS {
+        let mut responses = Map::new();
+        responses.insert(
+            "200".into(),
+            json!({
+                "description": "Success",
+                "content": { "application/json": { "schema": (op.response)() } },
+            }),
+        );
+        let mut errors: Vec<(u16, &str)> = op.errors.to_vec();
+        if op.keyed {
+            errors.extend_from_slice(KEYED_ERRORS);
+        }
+        if op.pending {
+            errors.push((501, "not_implemented"));
+        }
+        for (status, code) in errors {
+            let schema = if op.path.starts_with("/v1/") {
+                json!({ "$ref": "#/components/schemas/Error" })
+            } else {
+                json!({ "type": "object" })
+            };
+            responses.entry(status.to_string()).or_insert_with(|| {
+                json!({
+                    "description": code,
+                    "content": { "application/json": { "schema": schema } },
+                })
+            });
+        }
+        let mut operation = json!({
+            "operationId": op.id,
+            "summary": op.summary,
+            "parameters": path_parameters(op.path),
+            "responses": responses,
+        });
+        if op.keyed {
+            operation["security"] = json!([{ "apiKey": [] }]);
+        }
+        if op.id == "listCommands"
+            && let Some(parameters) = operation["parameters"].as_array_mut()
+        {
+            parameters.push(json!({
+                "name": "integration", "in": "query", "required": false,
+                "schema": { "type": "string", "enum": ["chatapp", "social", "x402"] },
+            }));
+        }
+        if let Some(request) = op.request {
+            operation["requestBody"] = json!({
+                "required": true,
+                "content": { "application/json": { "schema": request() } },
+            });
+        }
+        let entry = paths.entry(op.path.to_string()).or_insert_with(|| json!({}));
+        entry[op.method] = operation;
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": { "title": "Agent Interaction Service", "version": super::meta::API_VERSION },
+        "paths": paths,
+        "components": {
+            "securitySchemes": { "apiKey": { "type": "apiKey", "in": "header", "name": "x-api-key" } },
+            "schemas": {
+                "Error": { "type": "object", "required": ["error"], "properties": { "error": {
+                    "type": "object", "required": ["message", "code"],
+                    "properties": { "message": { "type": "string" }, "code": { "type": "string" } },
+                }}},
+                "ChatMessage": { "type": "object", "required": ["role", "content"], "properties": {
+                    "role": { "type": "string", "enum": ["user", "assistant"] }, "content": { "type": "string" },
+                }},
+                "Command": { "type": "object", "properties": {
+                    "id": { "type": "string" }, "command": { "type": "string" }, "description": { "type": "string" },
+                    "handler_type": { "type": "string", "enum": ["simple_text", "prompt", "webhook", "built_in", "custom"] },
+                    "parameters": { "type": "array", "items": { "type": "object", "properties": {
+                        "name": { "type": "string" }, "type": { "type": "string" },
+                        "required": { "type": "boolean" }, "description": { "type": "string" },
+                    }}},
+                    "response_format": { "type": "string", "enum": ["text", "markdown", "image", "video"] },
+                    "parameterSchema": { "type": "array", "items": { "type": "object", "properties": {
+                        "name": { "type": "string" }, "required": { "type": "boolean" }, "schema": { "type": "object" },
+                    }}},
+                }},
+                "CommandResult": { "type": "object", "properties": {
+                    "success": { "type": "boolean" }, "response": { "type": "string" }, "format": { "type": "string" },
+                    "mediaUrl": { "type": ["string", "null"] }, "statusUrl": { "type": ["string", "null"] },
+                }},
+            },
+        },
+    })
+}

@@ -1,0 +1,122 @@
+//! API keys: `ahk_<id>_<secret>`. The id (16 hex digits, 64 random bits) is public and
+//! names the key in lists; the secret (43 base62 characters, 256 random bits) is shown
+//! once and stored only as its SHA-256. Neither part contains `_`, so keys split cleanly.
+//! Verification compares hashes in constant time, and does the same work for unknown ids.
+
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::ServiceError;
+use crate::domain::{Account, ApiKeyInfo};
+use crate::store::Store;
+
+pub const KEY_PREFIX: &str = "ahk_";
+const ID_HEX_LEN: usize = 16;
+const SECRET_CHARS: usize = 43;
+/// Last-used times are written at most this often per key, to keep reads cheap.
+const TOUCH_EVERY_MS: i64 = 60_000;
+
+/// A freshly made key: the only time the full secret exists.
+pub struct IssuedKey {
+    pub key: String,
+    pub info: ApiKeyInfo,
+}
+
+/// Who is calling, once their key checked out.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub account: Account,
+    pub key_id: String,
+}
+
+fn hash_secret(secret: &str) -> [u8; 32] {
+    Sha256::digest(secret.as_bytes()).into()
+}
+
+/// Splits `ahk_<16 hex>_<secret>` into the id (with prefix) and the secret.
+fn split_key(presented: &str) -> Option<(&str, &str)> {
+    let rest = presented.strip_prefix(KEY_PREFIX)?;
+    let id_len = KEY_PREFIX.len() + ID_HEX_LEN;
+    if rest.len() <= ID_HEX_LEN + 1 || !rest.as_bytes()[..ID_HEX_LEN].iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    if rest.as_bytes()[ID_HEX_LEN] != b'_' {
+        return None;
+    }
+    Some((&presented[..id_len], &presented[id_len + 1..]))
+}
+
+/// Accepts a key id with or without its `ahk_` prefix.
+pub fn normalise_key_id(id: &str) -> String {
+    if id.starts_with(KEY_PREFIX) {
+        id.to_string()
+    } else {
+        format!("{KEY_PREFIX}{id}")
+    }
+}
+
+pub async fn issue(store: &Store, account: &Account) -> Result<IssuedKey, ServiceError> {
+    let id = format!("{KEY_PREFIX}{}", crate::random::hex_token(ID_HEX_LEN / 2));
+    let secret = crate::random::alphanumeric(SECRET_CHARS);
+    let info = store
+        .insert_key(&id, &account.id, hash_secret(&secret).to_vec())
+        .await?;
+    Ok(IssuedKey {
+        key: format!("{id}_{secret}"),
+        info,
+    })
+}
+
+pub async fn authenticate(store: &Store, presented: &str) -> Result<Caller, ServiceError> {
+    let invalid = || ServiceError::Unauthorized("Invalid API key".to_string());
+    let (id, secret) = split_key(presented.trim()).ok_or_else(invalid)?;
+    let record = store.key_for_auth(id).await?;
+    let presented_hash = hash_secret(secret);
+    // Compare against something even when the id is unknown, so timing says nothing.
+    let stored: &[u8] = record.as_ref().map(|r| r.secret_hash.as_slice()).unwrap_or(&[0u8; 32]);
+    let matches: bool = presented_hash.ct_eq(stored).into();
+    let record = match record {
+        Some(record) if matches => record,
+        _ => return Err(invalid()),
+    };
+    if record.info.revoked_at.is_some() {
+        return Err(ServiceError::Unauthorized("This API key has been revoked".to_string()));
+    }
+    let now = crate::clock::now_ms();
+    if record.info.last_used_at.is_none_or(|t| now - t >= TOUCH_EVERY_MS) {
+        // Bookkeeping only: the request does not wait for it.
+        let store = store.clone();
+        let key_id = record.info.id.clone();
+        tokio::spawn(async move {
+            if let Err(e) = store.touch_key(&key_id, now).await {
+                tracing::warn!(error = %e, "could not record key use");
+            }
+        });
+    }
+    Ok(Caller {
+        account: record.account,
+        key_id: record.info.id,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_only_well_formed_keys() {
+        let key = format!("ahk_0123456789abcdef_{}", "A".repeat(43));
+        assert_eq!(split_key(&key), Some(("ahk_0123456789abcdef", "A".repeat(43).as_str())));
+        assert_eq!(split_key("ahk_0123456789abcdef_"), None);
+        assert_eq!(split_key("ahk_0123456789abcdeg_x"), None);
+        assert_eq!(split_key("xyz_0123456789abcdef_x"), None);
+        assert_eq!(split_key("ahk_short"), None);
+        assert_eq!(split_key("ahk_é123456789abcdef_x"), None);
+    }
+
+    #[test]
+    fn key_ids_accept_both_spellings() {
+        assert_eq!(normalise_key_id("0123456789abcdef"), "ahk_0123456789abcdef");
+        assert_eq!(normalise_key_id("ahk_0123456789abcdef"), "ahk_0123456789abcdef");
+    }
+}

@@ -1,0 +1,195 @@
+//! Keyed-API rate limits: a fixed per-minute and a fixed per-day window (UTC) per
+//! account. Counting happens under one lock, so N parallel requests never let more than
+//! the limit through. Counters are saved periodically and at shutdown, and loaded at start.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::domain::RateLimits;
+use crate::store::UsageRow;
+
+const MINUTE_MS: i64 = 60_000;
+const DAY_MS: i64 = 86_400_000;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Usage {
+    minute_start: i64,
+    minute_count: u32,
+    day_start: i64,
+    day_count: u32,
+}
+
+/// What the headers report: the window that binds now (the one with fewer requests left).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateDecision {
+    pub allowed: bool,
+    pub limit: u32,
+    pub remaining: u32,
+    /// Unix seconds when the reported window starts afresh.
+    pub reset_unix: i64,
+    /// Seconds to wait before retrying (when refused).
+    pub retry_after_secs: u64,
+}
+
+#[derive(Default)]
+pub struct RateLimiter {
+    usage: Mutex<HashMap<String, Usage>>,
+}
+
+impl RateLimiter {
+    /// Counts one request for the account at `now_ms` if both windows have room.
+    pub fn check(&self, account_id: &str, limits: RateLimits, now_ms: i64) -> RateDecision {
+        let minute_start = now_ms - now_ms.rem_euclid(MINUTE_MS);
+        let day_start = now_ms - now_ms.rem_euclid(DAY_MS);
+        let mut all = self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let usage = all.entry(account_id.to_string()).or_default();
+        if usage.minute_start != minute_start {
+            usage.minute_start = minute_start;
+            usage.minute_count = 0;
+        }
+        if usage.day_start != day_start {
+            usage.day_start = day_start;
+            usage.day_count = 0;
+        }
+        let minute_full = usage.minute_count >= limits.per_minute;
+        let day_full = usage.day_count >= limits.per_day;
+        let minute_reset = minute_start + MINUTE_MS;
+        let day_reset = day_start + DAY_MS;
+        if minute_full || day_full {
+            // Both must have room again; wait for the later of the full windows.
+            let (limit, reset) = if day_full {
+                (limits.per_day, day_reset)
+            } else {
+                (limits.per_minute, minute_reset)
+            };
+            return RateDecision {
+                allowed: false,
+                limit,
+                remaining: 0,
+                reset_unix: reset.div_euclid(1000),
+                retry_after_secs: ((reset - now_ms).max(0) as u64).div_ceil(1000).max(1),
+            };
+        }
+        usage.minute_count += 1;
+        usage.day_count += 1;
+        let minute_left = limits.per_minute - usage.minute_count;
+        let day_left = limits.per_day - usage.day_count;
+        let (limit, remaining, reset) = if day_left < minute_left {
+            (limits.per_day, day_left, day_reset)
+        } else {
+            (limits.per_minute, minute_left, minute_reset)
+        };
+        RateDecision {
+            allowed: true,
+            limit,
+            remaining,
+            reset_unix: reset.div_euclid(1000),
+            retry_after_secs: 0,
+        }
+    }
+
+    /// Current counters, for saving.
+    pub fn snapshot(&self) -> Vec<UsageRow> {
+        let all = self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut rows = Vec::with_capacity(all.len() * 2);
+        for (account_id, usage) in all.iter() {
+            rows.push(UsageRow {
+                account_id: account_id.clone(),
+                window: "minute",
+                window_start: usage.minute_start,
+                count: usage.minute_count,
+            });
+            rows.push(UsageRow {
+                account_id: account_id.clone(),
+                window: "day",
+                window_start: usage.day_start,
+                count: usage.day_count,
+            });
+        }
+        rows
+    }
+
+    /// Loads saved counters; windows that have ended are reset on first use anyway.
+    pub fn restore(&self, rows: Vec<UsageRow>) {
+        let mut all = self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        for row in rows {
+            let usage = all.entry(row.account_id).or_default();
+            if row.window == "day" {
+                usage.day_start = row.window_start;
+                usage.day_count = row.count;
+            } else {
+                usage.minute_start = row.window_start;
+                usage.minute_count = row.count;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: RateLimits = RateLimits {
+        per_minute: 3,
+        per_day: 5,
+    };
+    // 2026-11-22T10:00:00Z
+    const T0: i64 = 1_795_341_600_000;
+
+    #[test]
+    fn counts_down_and_refuses_when_spent() {
+        let limiter = RateLimiter::default();
+        let remaining: Vec<u32> = (0..3).map(|i| limiter.check("a", LIMITS, T0 + i).remaining).collect();
+        assert_eq!(remaining, vec![2, 1, 0]);
+        let refused = limiter.check("a", LIMITS, T0 + 10_000);
+        assert!(!refused.allowed);
+        assert_eq!(refused.reset_unix, (T0 + MINUTE_MS) / 1000);
+        assert_eq!(refused.retry_after_secs, 50);
+        // Another account is unaffected.
+        assert!(limiter.check("b", LIMITS, T0).allowed);
+    }
+
+    #[test]
+    fn a_new_minute_frees_the_minute_window_but_not_the_day() {
+        let limiter = RateLimiter::default();
+        for i in 0..3 {
+            assert!(limiter.check("a", LIMITS, T0 + i).allowed);
+        }
+        let next = limiter.check("a", LIMITS, T0 + MINUTE_MS);
+        assert!(next.allowed);
+        // 4 of 5 used today: the day window now binds (1 left vs 2 this minute).
+        assert_eq!((next.limit, next.remaining), (5, 1));
+        assert!(limiter.check("a", LIMITS, T0 + MINUTE_MS + 1).allowed);
+        let refused = limiter.check("a", LIMITS, T0 + MINUTE_MS + 2);
+        assert!(!refused.allowed);
+        assert_eq!(refused.limit, 5);
+        assert_eq!(refused.reset_unix, (T0 - T0 % DAY_MS + DAY_MS) / 1000);
+    }
+
+    #[test]
+    fn saved_counters_survive_a_restart() {
+        let limiter = RateLimiter::default();
+        limiter.check("a", LIMITS, T0);
+        limiter.check("a", LIMITS, T0 + 1);
+        let restarted = RateLimiter::default();
+        restarted.restore(limiter.snapshot());
+        assert_eq!(restarted.check("a", LIMITS, T0 + 2).remaining, 0);
+    }
+
+    #[test]
+    fn exact_under_contention() {
+        let limiter = std::sync::Arc::new(RateLimiter::default());
+        let limits = RateLimits {
+            per_minute: 100,
+            per_day: 1000,
+        };
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let limiter = limiter.clone();
+                std::thread::spawn(move || (0..50).filter(|_| limiter.check("a", limits, T0).allowed).count())
+            })
+            .collect();
+        let allowed: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
+        assert_eq!(allowed, 100);
+    }
+}

@@ -1,0 +1,287 @@
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::{Store, StoreError, is_unique_violation, json_column, to_json};
+use crate::domain::{Agent, AgentDef, Command, CommandDef, HandlerType, ResponseFormat, X402Settings};
+use crate::money::MicroUsdc;
+
+#[derive(Debug, Clone)]
+pub struct ApplyOutcome {
+    pub agent_id: String,
+    pub created: bool,
+    pub command_ids: Vec<(String, String)>,
+    pub removed_commands: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct AgentSummary {
+    pub agent: Agent,
+    pub account_name: String,
+    pub command_count: u32,
+}
+
+const AGENT_COLUMNS: &str = "g.id, g.account_id, g.username, g.name, g.personality, g.knowledge, \
+     g.x402_enabled, g.x402_default_price, g.x402_networks, g.created_at, g.updated_at";
+
+fn agent_from_row(row: &Row<'_>) -> rusqlite::Result<Result<Agent, StoreError>> {
+    let knowledge: String = row.get(5)?;
+    let networks: String = row.get(8)?;
+    let price: Option<i64> = row.get(7)?;
+    let built = (|| {
+        Ok(Agent {
+            id: row.get(0)?,
+            account_id: row.get(1)?,
+            def: AgentDef {
+                username: row.get(2)?,
+                name: row.get(3)?,
+                personality: row.get(4)?,
+                knowledge: json_column(&knowledge, "agent knowledge")?,
+                x402: X402Settings {
+                    enabled: row.get(6)?,
+                    default_price: price.map(|p| MicroUsdc(p as u64)),
+                    networks: json_column(&networks, "agent x402 networks")?,
+                },
+            },
+            created_at: row.get(9)?,
+            updated_at: row.get(10)?,
+        })
+    })();
+    match built {
+        Ok(agent) => Ok(Ok(agent)),
+        Err(StoreError::Sqlite(e)) => Err(e),
+        Err(other) => Ok(Err(other)),
+    }
+}
+
+const COMMAND_COLUMNS: &str = "id, agent_id, name, description, handler_type, parameters, response_format, \
+     enabled, integrations, price, config, plugin, allowed_hosts, long_running, timeout_ms";
+
+fn command_from_row(row: &Row<'_>) -> rusqlite::Result<Result<Command, StoreError>> {
+    let handler: String = row.get(4)?;
+    let parameters: String = row.get(5)?;
+    let format: String = row.get(6)?;
+    let integrations: String = row.get(8)?;
+    let price: Option<i64> = row.get(9)?;
+    let config: String = row.get(10)?;
+    let hosts: String = row.get(12)?;
+    let timeout: Option<i64> = row.get(14)?;
+    let built = (|| {
+        Ok(Command {
+            id: row.get(0)?,
+            agent_id: row.get(1)?,
+            def: CommandDef {
+                name: row.get(2)?,
+                description: row.get(3)?,
+                handler_type: json_column::<HandlerType>(&format!("\"{handler}\""), "command handler_type")?,
+                parameters: json_column(&parameters, "command parameters")?,
+                response_format: json_column::<ResponseFormat>(&format!("\"{format}\""), "command response_format")?,
+                enabled: row.get(7)?,
+                integrations: json_column(&integrations, "command integrations")?,
+                price: price.map(|p| MicroUsdc(p as u64)),
+                config: json_column(&config, "command config")?,
+                plugin: row.get(11)?,
+                allowed_hosts: json_column(&hosts, "command allowed_hosts")?,
+                long_running: row.get(13)?,
+                timeout_ms: timeout.map(|t| t as u64),
+            },
+        })
+    })();
+    match built {
+        Ok(command) => Ok(Ok(command)),
+        Err(StoreError::Sqlite(e)) => Err(e),
+        Err(other) => Ok(Err(other)),
+    }
+}
+
+fn find_agent(conn: &Connection, id_or_username: &str) -> Result<Option<Agent>, StoreError> {
+    let sql = format!("SELECT {AGENT_COLUMNS} FROM agents g WHERE g.id = ?1 OR g.username = ?1");
+    conn.query_row(&sql, [id_or_username], agent_from_row)
+        .optional()?
+        .transpose()
+}
+
+fn json_enum<T: serde::Serialize>(value: &T) -> String {
+    to_json(value).trim_matches('"').to_string()
+}
+
+impl Store {
+    /// Creates the agent or updates it in place (matched by username), and makes its
+    /// commands exactly the given list: existing ones keep their ids, missing ones go.
+    pub async fn apply_agent(
+        &self,
+        account_id: &str,
+        def: AgentDef,
+        commands: Vec<CommandDef>,
+    ) -> Result<ApplyOutcome, StoreError> {
+        let account_id = account_id.to_string();
+        self.write(move |tx| {
+            let now = crate::clock::now_ms();
+            let existing = find_agent(tx, &def.username)?;
+            let (agent_id, created) = match existing {
+                Some(agent) if agent.account_id != account_id => {
+                    return Err(StoreError::Conflict(format!(
+                        "agent '{}' belongs to another account",
+                        def.username
+                    )));
+                }
+                Some(agent) => (agent.id, false),
+                None => (uuid::Uuid::new_v4().to_string(), true),
+            };
+            let price = def.x402.default_price.map(|p| p.0 as i64);
+            if created {
+                tx.execute(
+                    "INSERT INTO agents (id, account_id, username, name, personality, knowledge,
+                        x402_enabled, x402_default_price, x402_networks, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)",
+                    params![
+                        agent_id,
+                        account_id,
+                        def.username,
+                        def.name,
+                        def.personality,
+                        to_json(&def.knowledge),
+                        def.x402.enabled,
+                        price,
+                        to_json(&def.x402.networks),
+                        now
+                    ],
+                )
+                .map_err(|e| {
+                    if is_unique_violation(&e) {
+                        StoreError::Conflict(format!("the username '{}' is taken", def.username))
+                    } else {
+                        e.into()
+                    }
+                })?;
+            } else {
+                tx.execute(
+                    "UPDATE agents SET name = ?2, personality = ?3, knowledge = ?4, x402_enabled = ?5,
+                        x402_default_price = ?6, x402_networks = ?7, updated_at = ?8 WHERE id = ?1",
+                    params![
+                        agent_id,
+                        def.name,
+                        def.personality,
+                        to_json(&def.knowledge),
+                        def.x402.enabled,
+                        price,
+                        to_json(&def.x402.networks),
+                        now
+                    ],
+                )?;
+            }
+
+            let mut command_ids = Vec::with_capacity(commands.len());
+            for (position, cmd) in commands.iter().enumerate() {
+                let id: Option<String> = tx
+                    .query_row(
+                        "SELECT id FROM commands WHERE agent_id = ?1 AND name = ?2",
+                        params![agent_id, cmd.name],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                let id = id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+                tx.execute(
+                    "INSERT INTO commands (id, agent_id, name, position, description, handler_type, parameters,
+                        response_format, enabled, integrations, price, config, plugin, allowed_hosts,
+                        long_running, timeout_ms, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17)
+                     ON CONFLICT (id) DO UPDATE SET position = ?4, description = ?5, handler_type = ?6,
+                        parameters = ?7, response_format = ?8, enabled = ?9, integrations = ?10, price = ?11,
+                        config = ?12, plugin = ?13, allowed_hosts = ?14, long_running = ?15, timeout_ms = ?16,
+                        updated_at = ?17",
+                    params![
+                        id,
+                        agent_id,
+                        cmd.name,
+                        position as i64,
+                        cmd.description,
+                        cmd.handler_type.as_str(),
+                        to_json(&cmd.parameters),
+                        json_enum(&cmd.response_format),
+                        cmd.enabled,
+                        to_json(&cmd.integrations),
+                        cmd.price.map(|p| p.0 as i64),
+                        to_json(&cmd.config),
+                        cmd.plugin,
+                        to_json(&cmd.allowed_hosts),
+                        cmd.long_running,
+                        cmd.timeout_ms.map(|t| t as i64),
+                        now
+                    ],
+                )?;
+                command_ids.push((cmd.name.clone(), id));
+            }
+
+            let mut removed_commands = Vec::new();
+            {
+                let mut stmt = tx.prepare("SELECT name FROM commands WHERE agent_id = ?1 ORDER BY position")?;
+                let names = stmt.query_map([&agent_id], |r| r.get::<_, String>(0))?;
+                for name in names {
+                    let name = name?;
+                    if !commands.iter().any(|c| c.name == name) {
+                        removed_commands.push(name);
+                    }
+                }
+            }
+            for name in &removed_commands {
+                tx.execute(
+                    "DELETE FROM commands WHERE agent_id = ?1 AND name = ?2",
+                    params![agent_id, name],
+                )?;
+            }
+            Ok(ApplyOutcome {
+                agent_id,
+                created,
+                command_ids,
+                removed_commands,
+            })
+        })
+        .await
+    }
+
+    /// The agent with this id or username, whoever owns it.
+    pub async fn agent(&self, id_or_username: &str) -> Result<Option<Agent>, StoreError> {
+        let key = id_or_username.to_string();
+        self.read(move |conn| find_agent(conn, &key)).await
+    }
+
+    pub async fn list_agents(&self) -> Result<Vec<AgentSummary>, StoreError> {
+        self.read(|conn| {
+            let sql = format!(
+                "SELECT {AGENT_COLUMNS}, a.name, (SELECT COUNT(*) FROM commands c WHERE c.agent_id = g.id)
+                 FROM agents g JOIN accounts a ON a.id = g.account_id ORDER BY g.username"
+            );
+            let mut stmt = conn.prepare(&sql)?;
+            let rows = stmt.query_map([], |row| {
+                let account_name: String = row.get(11)?;
+                let command_count: u32 = row.get(12)?;
+                Ok(agent_from_row(row)?.map(|agent| AgentSummary {
+                    agent,
+                    account_name,
+                    command_count,
+                }))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row??);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    /// The agent's commands in manifest order.
+    pub async fn commands(&self, agent_id: &str) -> Result<Vec<Command>, StoreError> {
+        let agent_id = agent_id.to_string();
+        self.read(move |conn| {
+            let sql = format!("SELECT {COMMAND_COLUMNS} FROM commands WHERE agent_id = ?1 ORDER BY position");
+            let mut stmt = conn.prepare(&sql)?;
+            let rows = stmt.query_map([agent_id], command_from_row)?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row??);
+            }
+            Ok(out)
+        })
+        .await
+    }
+}

@@ -1,0 +1,80 @@
+//! Numbered SQL files from `migrations/`, applied in order and recorded in
+//! `schema_migrations` with a checksum, so an edited or unknown migration is noticed.
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use sha2::{Digest, Sha256};
+
+use super::StoreError;
+
+pub struct Migration {
+    pub version: i64,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+/// Every migration this binary knows, in order. Add new files at the end; never edit one
+/// that has shipped.
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "0001_init",
+    sql: include_str!("../../../migrations/0001_init.sql"),
+}];
+
+pub fn latest_version() -> i64 {
+    MIGRATIONS.last().map(|m| m.version).unwrap_or(0)
+}
+
+fn checksum(sql: &str) -> String {
+    hex::encode(Sha256::digest(sql.as_bytes()))
+}
+
+/// Brings the database up to this binary's schema. Runs in one IMMEDIATE transaction so
+/// that two processes starting at once (a server and a CLI call) cannot both apply it.
+pub fn apply(conn: &mut Connection) -> Result<(), StoreError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version    INTEGER PRIMARY KEY,
+            name       TEXT NOT NULL,
+            checksum   TEXT NOT NULL,
+            applied_at INTEGER NOT NULL
+        )",
+    )?;
+    let newest: Option<i64> = tx
+        .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| r.get(0))
+        .optional()?
+        .flatten();
+    if let Some(newest) = newest
+        && newest > latest_version()
+    {
+        return Err(StoreError::SchemaTooNew {
+            database: newest,
+            binary: latest_version(),
+        });
+    }
+    for migration in MIGRATIONS {
+        let recorded: Option<String> = tx
+            .query_row(
+                "SELECT checksum FROM schema_migrations WHERE version = ?1",
+                [migration.version],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let sum = checksum(migration.sql);
+        match recorded {
+            Some(existing) if existing == sum => continue,
+            Some(_) => return Err(StoreError::MigrationChanged { name: migration.name }),
+            None => {
+                tx.execute_batch(migration.sql)?;
+                tx.execute(
+                    "INSERT INTO schema_migrations (version, name, checksum, applied_at)
+                     VALUES (?1, ?2, ?3, ?4)",
+                    params![migration.version, migration.name, sum, crate::clock::now_ms()],
+                )?;
+                tracing::info!(migration = migration.name, "applied migration");
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}

@@ -1,0 +1,13 @@
+//! End-to-end tests: the real `agent-host` binary over real HTTP on 127.0.0.1, with a
+//! real SQLite file in a temp data dir. One test binary, one module per area.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod auth;
+mod cli;
+mod errors;
+mod meta;
+mod migrations;
+mod rate_limits;
+mod settings;

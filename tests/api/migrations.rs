@@ -1,0 +1,74 @@
+use rusqlite::Connection;
+
+use crate::support::*;
+
+fn versions(env: &TestEnv) -> Vec<(i64, String)> {
+    let conn = Connection::open(env.path("agent-host.db")).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT version, name FROM schema_migrations ORDER BY version")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn a_fresh_data_dir_gets_every_migration_once() {
+    let env = TestEnv::new();
+    env.create_account("alice", "free");
+    let applied = versions(&env);
+    assert_eq!(applied, vec![(1, "0001_init".to_string())]);
+    let conn = Connection::open(env.path("agent-host.db")).unwrap();
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+}
+
+#[test]
+fn running_again_keeps_data_and_applies_nothing_twice() {
+    let env = TestEnv::new();
+    env.create_account("alice", "free");
+    let server = env.serve();
+    drop(server);
+    let server = env.serve();
+    drop(server);
+    assert_eq!(versions(&env).len(), 1);
+    let keys = env.cli_json(&["key", "list", "--account", "alice"]);
+    assert_eq!(keys["account"], "alice", "the account survived");
+}
+
+#[test]
+fn a_database_newer_than_the_binary_is_refused() {
+    let env = TestEnv::new();
+    env.create_account("alice", "free");
+    let conn = Connection::open(env.path("agent-host.db")).unwrap();
+    conn.execute(
+        "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (999, '0999_future', 'x', 0)",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    for args in [&["serve", "--listen", "127.0.0.1:0"][..], &["agent", "list"][..]] {
+        let out = env.cli(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(
+            out.stderr.contains("newer than this agent-host supports"),
+            "{}",
+            out.stderr
+        );
+        assert_eq!(out.stderr.trim().lines().count(), 1, "one clear line: {}", out.stderr);
+    }
+}
+
+#[test]
+fn an_edited_migration_is_noticed() {
+    let env = TestEnv::new();
+    env.create_account("alice", "free");
+    let conn = Connection::open(env.path("agent-host.db")).unwrap();
+    conn.execute("UPDATE schema_migrations SET checksum = 'edited' WHERE version = 1", [])
+        .unwrap();
+    drop(conn);
+    let out = env.cli(&["agent", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stderr.contains("0001_init differs"), "{}", out.stderr);
+}

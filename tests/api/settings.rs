@@ -1,0 +1,51 @@
+use serde_json::json;
+
+use crate::support::*;
+
+/// The settings file applies, and an environment variable wins over it.
+#[tokio::test]
+async fn file_settings_apply_and_env_wins() {
+    let env = TestEnv::new();
+    std::fs::write(env.path("agent-host.toml"), "max_body_bytes = 1000\n").unwrap();
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(&manifest("alpha"), "alice");
+    let body = json!({"message": "x".repeat(2000)});
+    let server = env.serve();
+    let reply = post_json(&server.url("/v1/agents/alpha/chat"), Some(&key), &body).await;
+    assert_eq!(reply.status, 413, "the file's limit applies");
+    drop(server);
+
+    let env = env.with_env("AGENT_HOST_MAX_BODY_BYTES", "100000");
+    let server = env.serve();
+    let reply = post_json(&server.url("/v1/agents/alpha/chat"), Some(&key), &body).await;
+    assert_eq!(reply.status, 501, "the environment's limit wins: {}", reply.text);
+}
+
+#[test]
+fn a_bad_settings_file_is_one_clear_error() {
+    let env = TestEnv::new();
+    std::fs::write(env.path("agent-host.toml"), "max_body_bytez = 5\n").unwrap();
+    let out = env.cli(&["agent", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stderr.contains("agent-host.toml") && out.stderr.contains("max_body_bytez"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn the_readme_documents_every_setting_and_starts_with_the_two_commands() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    for (file_key, env_name, _, _) in agent_host::config::REFERENCE {
+        assert!(readme.contains(env_name), "README lacks {env_name}");
+        if !file_key.is_empty() {
+            assert!(readme.contains(&format!("`{file_key}`")), "README lacks `{file_key}`");
+        }
+    }
+    let head: String = readme.lines().take(12).collect::<Vec<_>>().join("\n");
+    assert!(
+        head.contains("scripts/demo.sh") && head.contains("scripts/test.sh"),
+        "{head}"
+    );
+}

@@ -1,0 +1,368 @@
+//! Test support shared by every end-to-end test: a temp data dir, the real `agent-host`
+//! binary run as a CLI or as a server on a free 127.0.0.1 port, and an HTTP client.
+//! Servers are killed when dropped, so each test cleans up what it started.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_agent-host");
+
+/// A data dir plus the environment the binary runs with.
+pub struct TestEnv {
+    dir: tempfile::TempDir,
+    env: Vec<(String, String)>,
+}
+
+/// What a CLI call printed.
+#[derive(Debug)]
+pub struct CliOutput {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl CliOutput {
+    /// The one JSON object a `--json` call prints.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not one JSON object ({e}): {}\nstderr: {}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    pub fn ok(self) -> Value {
+        assert!(
+            self.status.success(),
+            "command failed: {}\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self.json()
+    }
+}
+
+impl Default for TestEnv {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        TestEnv {
+            dir: tempfile::tempdir().expect("temp dir"),
+            env: Vec::new(),
+        }
+    }
+
+    pub fn with_env(mut self, name: &str, value: &str) -> TestEnv {
+        self.env.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(BIN);
+        // Only the settings a test chooses: never the developer's own.
+        for (name, _) in std::env::vars() {
+            if name.starts_with("AGENT_HOST_") {
+                cmd.env_remove(name);
+            }
+        }
+        cmd.env("AGENT_HOST_LOG", "warn");
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
+        cmd.arg("--data-dir").arg(self.dir.path());
+        cmd
+    }
+
+    /// Runs `agent-host --data-dir DIR ARGS...` to completion.
+    pub fn cli(&self, args: &[&str]) -> CliOutput {
+        let output = self
+            .command()
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run agent-host");
+        CliOutput {
+            status: output.status,
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// `cli` with `--json`, expecting success.
+    pub fn cli_json(&self, args: &[&str]) -> Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        self.cli(&all).ok()
+    }
+
+    pub fn create_account(&self, name: &str, plan: &str) -> Value {
+        self.cli_json(&["account", "create", name, "--plan", plan])
+    }
+
+    pub fn create_key(&self, account: &str) -> String {
+        self.cli_json(&["key", "create", "--account", account])["key"]
+            .as_str()
+            .expect("key")
+            .to_string()
+    }
+
+    /// Writes the manifest into the data dir and applies it; returns the agent id.
+    pub fn apply_agent(&self, manifest: &str, account: &str) -> String {
+        let file = self.path(&format!("manifest-{}.toml", crate::support::unique()));
+        std::fs::write(&file, manifest).expect("write manifest");
+        let out = self.cli_json(&["agent", "apply", file.to_str().unwrap(), "--account", account]);
+        out["id"].as_str().expect("agent id").to_string()
+    }
+
+    /// An account with one key; returns the key.
+    pub fn account_with_key(&self, name: &str, plan: &str) -> String {
+        self.create_account(name, plan);
+        self.create_key(name)
+    }
+
+    /// Starts `agent-host serve` on a free port of 127.0.0.1.
+    pub fn serve(&self) -> TestServer {
+        self.serve_with(&["serve", "--listen", "127.0.0.1:0"])
+    }
+
+    /// Starts the binary with these arguments (after `--json`) and waits until it
+    /// prints the addresses it listens on.
+    pub fn serve_with(&self, args: &[&str]) -> TestServer {
+        let log_path = self.path(&format!("server-{}.log", unique()));
+        let log = std::fs::File::create(&log_path).expect("server log");
+        let mut child = self
+            .command()
+            .arg("--json")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .expect("spawn agent-host");
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("stdout");
+        let mut reader = BufReader::new(stdout);
+        reader.read_line(&mut line).expect("read server stdout");
+        if line.trim().is_empty() {
+            let status = child.wait().ok();
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            panic!("agent-host exited before listening ({status:?}): {log}");
+        }
+        let ready: Value = serde_json::from_str(line.trim()).expect("ready line is JSON");
+        let urls: Vec<String> = ready["listening"]
+            .as_array()
+            .expect("listening addresses")
+            .iter()
+            .map(|u| u.as_str().unwrap().to_string())
+            .collect();
+        // Keep draining stdout so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in reader.lines() {});
+        TestServer {
+            child: Some(child),
+            base: urls[0].clone(),
+            urls,
+            ready,
+            log_path,
+        }
+    }
+}
+
+pub struct TestServer {
+    child: Option<Child>,
+    pub base: String,
+    pub urls: Vec<String>,
+    /// The JSON object the server printed when ready.
+    pub ready: Value,
+    pub log_path: PathBuf,
+}
+
+impl TestServer {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// Sends SIGTERM and waits for a clean exit.
+    pub fn stop(mut self) -> ExitStatus {
+        let mut child = self.child.take().expect("running");
+        let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                return status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("server did not stop within 20 s of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A response read whole: status, headers and JSON body.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub text: String,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", self.text))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The keyed API's error code, asserting the envelope's shape on the way.
+    pub fn error_code(&self) -> String {
+        let body = self.json();
+        let error = body.get("error").unwrap_or_else(|| panic!("no error envelope: {body}"));
+        assert!(
+            error["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "error without message: {body}"
+        );
+        assert_eq!(body.as_object().unwrap().len(), 1, "extra fields beside error: {body}");
+        error["code"].as_str().expect("code").to_string()
+    }
+
+    pub fn error_message(&self) -> String {
+        self.json()["error"]["message"].as_str().unwrap_or_default().to_string()
+    }
+}
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client")
+}
+
+pub async fn send(request: reqwest::RequestBuilder) -> Reply {
+    let response = request.send().await.expect("request");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let text = response.text().await.expect("body");
+    Reply { status, headers, text }
+}
+
+pub async fn get(url: &str, key: Option<&str>) -> Reply {
+    let mut request = client().get(url);
+    if let Some(key) = key {
+        request = request.header("x-api-key", key);
+    }
+    send(request).await
+}
+
+pub async fn post_json(url: &str, key: Option<&str>, body: &Value) -> Reply {
+    let mut request = client().post(url).json(body);
+    if let Some(key) = key {
+        request = request.header("x-api-key", key);
+    }
+    send(request).await
+}
+
+/// A small manifest for an agent with this username.
+pub fn manifest(username: &str) -> String {
+    format!(
+        r#"
+username = "{username}"
+name = "Agent {username}"
+personality = "Helpful."
+knowledge = ["Fact one."]
+
+[[commands]]
+command = "hello"
+description = "Greets"
+handler_type = "simple_text"
+integrations = ["chatapp", "x402"]
+price_usd = 0.05
+parameters = [{{ name = "name", type = "string", required = true, description = "Who" }}]
+config = {{ text = "Hello, {{{{name}}}}!" }}
+
+[[commands]]
+command = "secret"
+description = "Disabled"
+handler_type = "simple_text"
+enabled = false
+integrations = ["chatapp"]
+config = {{ text = "hidden" }}
+
+[[commands]]
+command = "about"
+handler_type = "built_in"
+integrations = ["social"]
+"#
+    )
+}
+
+/// A process-wide counter for unique names.
+pub fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The common start of a keyed-API test: one account ("alice", free plan) with a key,
+/// one agent ("alpha"), and a running server.
+pub struct Fixture {
+    pub env: TestEnv,
+    pub server: TestServer,
+    pub key: String,
+    pub agent_id: String,
+}
+
+impl Fixture {
+    pub fn start() -> Fixture {
+        let env = TestEnv::new();
+        let key = env.account_with_key("alice", "free");
+        let agent_id = env.apply_agent(&manifest("alpha"), "alice");
+        let server = env.serve();
+        Fixture {
+            env,
+            server,
+            key,
+            agent_id,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        self.server.url(path)
+    }
+}
