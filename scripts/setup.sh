@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing agent-host needs on a fresh machine. Idempotent.
+#   - the Rust target wasm32-wasip2 (plugins are WebAssembly components)
+#   - componentize-py from PyPI (the Python example plugin, plugins/py-echo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -7,4 +9,10 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "setup: cargo is required (install Rust with rustup)" >&2
     exit 1
 fi
-echo "setup: $(cargo --version)"
+if ! rustup target list --installed | grep -qx wasm32-wasip2; then
+    rustup target add wasm32-wasip2
+fi
+if ! command -v componentize-py >/dev/null 2>&1 || ! componentize-py --version | grep -q '0.25.1'; then
+    python3 -m pip install --quiet --disable-pip-version-check componentize-py==0.25.1
+fi
+echo "setup: $(cargo --version), wasm32-wasip2, $(componentize-py --version)"

@@ -10,16 +10,81 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::config::Settings;
+use crate::llm::{LlmProvider, NoProvider, OpenAiProvider};
+use crate::outbound::{HostPattern, Outbound, OutboundPolicy};
+use crate::plugins::{HostServices, PluginRuntime, RuntimeLimits};
 use crate::secrets::MasterKey;
 use crate::services::rate_limit::RateLimiter;
+use crate::services::{Services, jobs};
 use crate::store::Store;
 
 #[derive(Clone)]
 pub struct AppState {
-    pub store: Store,
+    pub services: Services,
     pub limiter: Arc<RateLimiter>,
-    pub settings: Arc<Settings>,
     pub started: Instant,
+}
+
+/// The outbound HTTP guard, from the operator's settings.
+pub fn outbound(settings: &Settings) -> anyhow::Result<Outbound> {
+    let patterns = |list: &[String], what: &str| -> anyhow::Result<Vec<HostPattern>> {
+        list.iter()
+            .map(|h| HostPattern::parse(h).ok_or_else(|| anyhow::anyhow!("{what}: '{h}' is not a host or host:port")))
+            .collect()
+    };
+    Ok(Outbound::new(OutboundPolicy {
+        allowed_hosts: patterns(&settings.outbound_allowed_hosts, "outbound_allowed_hosts")?,
+        private_exceptions: patterns(&settings.outbound_allow_private, "outbound_allow_private")?,
+        max_response_bytes: settings.outbound_max_response_bytes,
+        max_timeout: Duration::from_millis(settings.outbound_timeout_ms),
+        max_redirects: 5,
+    }))
+}
+
+/// The LLM provider the settings name, or none.
+pub fn llm_provider(settings: &Settings) -> Arc<dyn LlmProvider> {
+    match (&settings.llm_base_url, &settings.llm_model) {
+        (Some(base), Some(model)) => Arc::new(OpenAiProvider::new(
+            base,
+            model,
+            settings.llm_api_key.as_ref().map(|k| k.expose().to_string()),
+            Duration::from_millis(settings.llm_timeout_ms),
+        )),
+        _ => Arc::new(NoProvider),
+    }
+}
+
+/// The plugin runtime over this data dir, with the settings' limits.
+pub fn plugin_runtime(settings: &Settings, store: &Store) -> anyhow::Result<Arc<PluginRuntime>> {
+    let limits = RuntimeLimits {
+        default_timeout: Duration::from_millis(settings.plugin_timeout_ms),
+        max_memory_bytes: (settings.plugin_memory_mib as usize) << 20,
+        max_output_bytes: settings.plugin_max_output_bytes,
+        max_concurrency: settings.plugin_max_concurrency,
+    };
+    let services = HostServices {
+        store: store.clone(),
+        outbound: outbound(settings)?,
+        llm: llm_provider(settings),
+    };
+    Ok(Arc::new(PluginRuntime::new(&settings.data_dir, limits, services)?))
+}
+
+/// Services for a command-line call (no server, no listeners).
+pub fn cli_services(settings: Settings, store: Store) -> anyhow::Result<Services> {
+    let plugins = plugin_runtime(&settings, &store)?;
+    let public_base_url = settings.public_base_url.clone().unwrap_or_else(|| {
+        format!(
+            "http://{}",
+            settings.listen.first().map(String::as_str).unwrap_or("127.0.0.1:8080")
+        )
+    });
+    Ok(Services {
+        store,
+        plugins,
+        settings: Arc::new(settings),
+        public_base_url,
+    })
 }
 
 /// Prepares the data dir and opens the store (applying migrations).
@@ -44,6 +109,7 @@ impl Server {
         MasterKey::load_or_create(&settings.data_dir).context("master key")?;
         let limiter = Arc::new(RateLimiter::default());
         limiter.restore(store.load_rate_usage().await?);
+        let plugins = plugin_runtime(&settings, &store)?;
         let mut listeners = Vec::with_capacity(listen.len());
         for address in listen {
             let listener = TcpListener::bind(address)
@@ -51,10 +117,20 @@ impl Server {
                 .with_context(|| format!("cannot listen on {address}"))?;
             listeners.push(listener);
         }
-        let state = AppState {
+        let first = listeners.first().and_then(|l| l.local_addr().ok());
+        let public_base_url = settings
+            .public_base_url
+            .clone()
+            .unwrap_or_else(|| first.map(|a| format!("http://{a}")).unwrap_or_default());
+        let services = Services {
             store,
-            limiter,
+            plugins,
             settings: Arc::new(settings),
+            public_base_url,
+        };
+        let state = AppState {
+            services,
+            limiter,
             started: Instant::now(),
         };
         Ok(Server { state, listeners })
@@ -72,6 +148,12 @@ impl Server {
         let router = crate::routes::router(state.clone());
 
         let flusher = tokio::spawn(flush_rate_usage(state.clone(), stop_rx.clone()));
+        let cleaner = tokio::spawn(jobs::clean_up_periodically(state.services.clone(), stop_rx.clone()));
+        match jobs::recover(&state.services).await {
+            Ok((0, 0)) => {}
+            Ok((resumed, failed)) => tracing::info!(resumed, failed, "jobs recovered after a restart"),
+            Err(e) => tracing::error!(error = %e, "could not recover jobs"),
+        }
         let mut servers = tokio::task::JoinSet::new();
         for listener in listeners {
             let router = router.clone();
@@ -88,7 +170,7 @@ impl Server {
         shutdown_signal().await;
         tracing::info!("shutting down");
         let _ = stop_tx.send(true);
-        let grace = Duration::from_secs(state.settings.shutdown_grace_secs);
+        let grace = Duration::from_secs(state.services.settings.shutdown_grace_secs);
         let drained = tokio::time::timeout(grace, async {
             while let Some(result) = servers.join_next().await {
                 if let Ok(Err(e)) = result {
@@ -101,19 +183,20 @@ impl Server {
             tracing::warn!("requests still in flight after {} s; stopping anyway", grace.as_secs());
         }
         let _ = flusher.await;
-        state.store.save_rate_usage(state.limiter.snapshot()).await?;
+        let _ = cleaner.await;
+        state.services.store.save_rate_usage(state.limiter.snapshot()).await?;
         Ok(())
     }
 }
 
 async fn flush_rate_usage(state: AppState, mut stop: watch::Receiver<bool>) {
-    let every = Duration::from_secs(state.settings.rate_limit_flush_secs);
+    let every = Duration::from_secs(state.services.settings.rate_limit_flush_secs);
     loop {
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
-        if let Err(e) = state.store.save_rate_usage(state.limiter.snapshot()).await {
+        if let Err(e) = state.services.store.save_rate_usage(state.limiter.snapshot()).await {
             tracing::warn!(error = %e, "could not save rate-limit counters");
         }
     }

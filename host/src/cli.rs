@@ -53,6 +53,26 @@ enum Top {
     /// Agents, defined by TOML manifests.
     #[command(subcommand)]
     Agent(AgentCmd),
+    /// Command plugins (WebAssembly components).
+    #[command(subcommand)]
+    Plugin(PluginCmd),
+}
+
+#[derive(Subcommand)]
+enum PluginCmd {
+    /// Check a component and print its manifest.
+    Inspect { file: PathBuf },
+    /// Create a plugin crate that builds as is (cargo build --release --target wasm32-wasip2).
+    New {
+        /// The plugin's name (a-z, 0-9, _ and -); also its folder.
+        name: String,
+        /// Where to create it (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Path of the agent-plugin-sdk crate (default: the one this binary was built from).
+        #[arg(long, value_name = "DIR")]
+        sdk_path: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -240,7 +260,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Top::Agent(AgentCmd::Apply { file, account }) => {
-            let (manifest, outcome) = agents::apply_file(&store, &file, account.as_deref())
+            let services = app::cli_services(settings, store)?;
+            let (manifest, outcome) = agents::apply_file(&services, &file, account.as_deref())
                 .await
                 .map_err(service)?;
             for section in &manifest.ignored_sections {
@@ -255,6 +276,44 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     "removed_commands": outcome.removed_commands,
                 }),
                 &outcome.agent_id,
+            );
+            Ok(())
+        }
+        Top::Plugin(PluginCmd::Inspect { file }) => {
+            let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let services = app::cli_services(settings, store)?;
+            let inspection = services
+                .plugins
+                .inspect(bytes, crate::plugins::PluginKind::Custom)
+                .await
+                .map_err(|e| anyhow!("{}: {e}", file.display()))?;
+            let value = crate::plugins::describe(&inspection);
+            let m = &inspection.manifest;
+            let text = format!(
+                "{} {} — {}\nagent:plugin@{}  sha256 {}  {} bytes\ncapabilities: {}\nparameters: {}",
+                m.name,
+                m.version,
+                m.description,
+                inspection.wit_version,
+                inspection.hash,
+                inspection.size,
+                value["manifest"]["capabilities"],
+                value["manifest"]["parameters"]
+            );
+            out.print(&value, &text);
+            Ok(())
+        }
+        Top::Plugin(PluginCmd::New { name, dir, sdk_path }) => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from("."));
+            let sdk = sdk_path.unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../plugin-sdk")));
+            let created = crate::scaffold::create(&dir, &name, &sdk)?;
+            out.print(
+                &json!({ "path": created.display().to_string(), "name": name }),
+                &format!(
+                    "created {}\nbuild it: cd {} && cargo build --release --target wasm32-wasip2",
+                    created.display(),
+                    created.display()
+                ),
             );
             Ok(())
         }
@@ -389,7 +448,8 @@ async fn demo(settings: Settings, store: Store, listen: Vec<String>, out: &Outpu
     let agent_id = match store.agent(&manifest.agent.username).await? {
         Some(agent) => agent.id,
         None => {
-            agents::apply(&store, &manifest, Some(DEMO_ACCOUNT))
+            let services = app::cli_services(settings.clone(), store.clone())?;
+            agents::apply(&services, &manifest, Some(DEMO_ACCOUNT))
                 .await
                 .map_err(service)?
                 .agent_id

@@ -55,6 +55,96 @@ pub const REFERENCE: &[(&str, &str, &str, &str)] = &[
         "how long shutdown waits for requests in flight",
     ),
     (
+        "public_base_url",
+        "AGENT_HOST_PUBLIC_BASE_URL",
+        "http://<first listen address>",
+        "absolute base URL of this server, used in status addresses",
+    ),
+    (
+        "plugin_timeout_ms",
+        "AGENT_HOST_PLUGIN_TIMEOUT_MS",
+        "5000",
+        "default deadline of one command run (a command's timeout_ms overrides)",
+    ),
+    (
+        "plugin_memory_mib",
+        "AGENT_HOST_PLUGIN_MEMORY_MIB",
+        "128",
+        "linear memory cap of one plugin instance",
+    ),
+    (
+        "plugin_max_output_bytes",
+        "AGENT_HOST_PLUGIN_MAX_OUTPUT_BYTES",
+        "1048576",
+        "largest command output accepted",
+    ),
+    (
+        "plugin_max_concurrency",
+        "AGENT_HOST_PLUGIN_MAX_CONCURRENCY",
+        "64",
+        "command runs at once; more wait",
+    ),
+    (
+        "job_timeout_ms",
+        "AGENT_HOST_JOB_TIMEOUT_MS",
+        "300000",
+        "default deadline of a long-running command",
+    ),
+    (
+        "job_retention_hours",
+        "AGENT_HOST_JOB_RETENTION_HOURS",
+        "24",
+        "how long a job's status stays readable",
+    ),
+    (
+        "outbound_allowed_hosts",
+        "AGENT_HOST_OUTBOUND_ALLOWED_HOSTS",
+        "*",
+        "hosts plugins may reach at all (commands must also grant them)",
+    ),
+    (
+        "outbound_allow_private",
+        "AGENT_HOST_OUTBOUND_ALLOW_PRIVATE",
+        "(none)",
+        "hosts allowed to resolve to private or loopback addresses, e.g. 127.0.0.1:9000",
+    ),
+    (
+        "outbound_max_response_bytes",
+        "AGENT_HOST_OUTBOUND_MAX_RESPONSE_BYTES",
+        "5242880",
+        "largest outbound HTTP response body",
+    ),
+    (
+        "outbound_timeout_ms",
+        "AGENT_HOST_OUTBOUND_TIMEOUT_MS",
+        "10000",
+        "longest outbound HTTP request",
+    ),
+    (
+        "llm_base_url",
+        "AGENT_HOST_LLM_BASE_URL",
+        "(none)",
+        "OpenAI-compatible API base, e.g. https://api.openai.com/v1",
+    ),
+    (
+        "llm_model",
+        "AGENT_HOST_LLM_MODEL",
+        "(none)",
+        "model name for the LLM provider",
+    ),
+    (
+        "llm_api_key",
+        "AGENT_HOST_LLM_API_KEY",
+        "(none)",
+        "API key for the LLM provider (prefer the environment)",
+    ),
+    (
+        "llm_timeout_ms",
+        "AGENT_HOST_LLM_TIMEOUT_MS",
+        "60000",
+        "longest LLM request",
+    ),
+    (
         "log",
         "AGENT_HOST_LOG",
         "info",
@@ -71,6 +161,37 @@ pub struct Settings {
     pub rate_limit_flush_secs: u64,
     pub shutdown_grace_secs: u64,
     pub log: String,
+    pub public_base_url: Option<String>,
+    pub plugin_timeout_ms: u64,
+    pub plugin_memory_mib: u64,
+    pub plugin_max_output_bytes: usize,
+    pub plugin_max_concurrency: usize,
+    pub job_timeout_ms: u64,
+    pub job_retention_hours: u64,
+    pub outbound_allowed_hosts: Vec<String>,
+    pub outbound_allow_private: Vec<String>,
+    pub outbound_max_response_bytes: u64,
+    pub outbound_timeout_ms: u64,
+    pub llm_base_url: Option<String>,
+    pub llm_model: Option<String>,
+    pub llm_api_key: Option<Secret>,
+    pub llm_timeout_ms: u64,
+}
+
+/// A setting that must never be printed.
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -82,6 +203,21 @@ struct FileSettings {
     rate_limit_flush_secs: Option<u64>,
     shutdown_grace_secs: Option<u64>,
     log: Option<String>,
+    public_base_url: Option<String>,
+    plugin_timeout_ms: Option<u64>,
+    plugin_memory_mib: Option<u64>,
+    plugin_max_output_bytes: Option<usize>,
+    plugin_max_concurrency: Option<usize>,
+    job_timeout_ms: Option<u64>,
+    job_retention_hours: Option<u64>,
+    outbound_allowed_hosts: Option<Vec<String>>,
+    outbound_allow_private: Option<Vec<String>>,
+    outbound_max_response_bytes: Option<u64>,
+    outbound_timeout_ms: Option<u64>,
+    llm_base_url: Option<String>,
+    llm_model: Option<String>,
+    llm_api_key: Option<String>,
+    llm_timeout_ms: Option<u64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -141,12 +277,66 @@ impl Settings {
             log: env_string("AGENT_HOST_LOG")
                 .or(file.log)
                 .unwrap_or_else(|| "info".to_string()),
+            public_base_url: env_string("AGENT_HOST_PUBLIC_BASE_URL")
+                .or(file.public_base_url)
+                .map(|u| u.trim_end_matches('/').to_string()),
+            plugin_timeout_ms: env_parse("AGENT_HOST_PLUGIN_TIMEOUT_MS")?
+                .or(file.plugin_timeout_ms)
+                .unwrap_or(5_000)
+                .max(1),
+            plugin_memory_mib: env_parse("AGENT_HOST_PLUGIN_MEMORY_MIB")?
+                .or(file.plugin_memory_mib)
+                .unwrap_or(128)
+                .clamp(1, 4096),
+            plugin_max_output_bytes: env_parse("AGENT_HOST_PLUGIN_MAX_OUTPUT_BYTES")?
+                .or(file.plugin_max_output_bytes)
+                .unwrap_or(1024 * 1024),
+            plugin_max_concurrency: env_parse("AGENT_HOST_PLUGIN_MAX_CONCURRENCY")?
+                .or(file.plugin_max_concurrency)
+                .unwrap_or(64)
+                .clamp(1, 1000),
+            job_timeout_ms: env_parse("AGENT_HOST_JOB_TIMEOUT_MS")?
+                .or(file.job_timeout_ms)
+                .unwrap_or(300_000)
+                .max(1),
+            job_retention_hours: env_parse("AGENT_HOST_JOB_RETENTION_HOURS")?
+                .or(file.job_retention_hours)
+                .unwrap_or(24),
+            outbound_allowed_hosts: env_list("AGENT_HOST_OUTBOUND_ALLOWED_HOSTS")
+                .or(file.outbound_allowed_hosts)
+                .unwrap_or_else(|| vec!["*".to_string()]),
+            outbound_allow_private: env_list("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE")
+                .or(file.outbound_allow_private)
+                .unwrap_or_default(),
+            outbound_max_response_bytes: env_parse("AGENT_HOST_OUTBOUND_MAX_RESPONSE_BYTES")?
+                .or(file.outbound_max_response_bytes)
+                .unwrap_or(5 * 1024 * 1024),
+            outbound_timeout_ms: env_parse("AGENT_HOST_OUTBOUND_TIMEOUT_MS")?
+                .or(file.outbound_timeout_ms)
+                .unwrap_or(10_000),
+            llm_base_url: env_string("AGENT_HOST_LLM_BASE_URL").or(file.llm_base_url),
+            llm_model: env_string("AGENT_HOST_LLM_MODEL").or(file.llm_model),
+            llm_api_key: env_string("AGENT_HOST_LLM_API_KEY").or(file.llm_api_key).map(Secret),
+            llm_timeout_ms: env_parse("AGENT_HOST_LLM_TIMEOUT_MS")?
+                .or(file.llm_timeout_ms)
+                .unwrap_or(60_000)
+                .max(1),
         })
     }
 
     pub fn database_path(&self) -> PathBuf {
         self.data_dir.join("agent-host.db")
     }
+}
+
+/// A comma-separated list.
+fn env_list(name: &str) -> Option<Vec<String>> {
+    env_string(name).map(|text| {
+        text.split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    })
 }
 
 fn env_string(name: &str) -> Option<String> {

@@ -67,6 +67,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::NotFound(m) => ApiError::not_found(m),
             ServiceError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
             ServiceError::Unauthorized(m) => ApiError::unauthorized(m),
+            ServiceError::Execution(m) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "execution_error", m),
             ServiceError::Store(e) => {
                 // The detail goes to the log, not to the client.
                 tracing::error!(error = %e, "store failure");

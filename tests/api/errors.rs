@@ -112,10 +112,6 @@ async fn routes_still_to_come_validate_then_answer_501() {
             json!({"message": "hi", "maxToolCalls": 0}),
         ),
         (
-            format!("/v1/agents/{agent}/commands/hello/execute"),
-            json!({"rawText": "/hello Ann"}),
-        ),
-        (
             format!("/v1/agents/{agent}/chatapp/send"),
             json!({"chatId": "-1001234567890", "text": "hi"}),
         ),

@@ -366,3 +366,68 @@ impl Fixture {
         self.server.url(path)
     }
 }
+
+/// A local stand-in for a third-party server, on a free port of 127.0.0.1, serving the
+/// given routes until dropped.
+pub struct FakeServer {
+    pub base: String,
+    pub port: u16,
+    handle: tokio::task::JoinHandle<()>,
+}
+
+impl FakeServer {
+    pub async fn start(router: axum::Router) -> FakeServer {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind fake server");
+        let port = listener.local_addr().unwrap().port();
+        let handle = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        FakeServer {
+            base: format!("http://127.0.0.1:{port}"),
+            port,
+            handle,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.handle.abort();
+    }
+}
+
+/// Where the test plugins built by host/build.rs are.
+pub fn plugin_path(artifact: &str) -> String {
+    match artifact {
+        "notes" => env!("AGENT_HOST_PLUGIN_NOTES").to_string(),
+        "probe" => env!("AGENT_HOST_PLUGIN_PROBE").to_string(),
+        "simple_text" => env!("AGENT_HOST_PLUGIN_SIMPLE_TEXT").to_string(),
+        other => panic!("no test plugin {other}"),
+    }
+}
+
+/// Polls a job's status address until it leaves `processing` (at most `limit`).
+pub async fn poll_job(status_url: &str, limit: Duration) -> serde_json::Value {
+    let deadline = Instant::now() + limit;
+    loop {
+        let status = get(status_url, None).await;
+        assert_eq!(status.status, 200, "status replies are always 200: {}", status.text);
+        let body = status.json();
+        if body["state"] != "processing" || Instant::now() > deadline {
+            return body;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The Python plugin, built by scripts/test.sh with componentize-py.
+pub fn py_echo_path() -> String {
+    std::env::var("PY_ECHO_WASM")
+        .expect("PY_ECHO_WASM is not set: run the suite with scripts/test.sh, which builds plugins/py-echo")
+}

@@ -20,7 +20,7 @@ pub async fn require_key(State(state): State<AppState>, mut request: Request, ne
     let Ok(presented) = presented.to_str() else {
         return ApiError::unauthorized("Invalid API key").into_response();
     };
-    let caller = match keys::authenticate(&state.store, presented).await {
+    let caller = match keys::authenticate(&state.services.store, presented).await {
         Ok(caller) => caller,
         Err(err) => return ApiError::from(err).into_response(),
     };

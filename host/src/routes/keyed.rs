@@ -14,8 +14,9 @@ use super::requests::{self, ChatRequest, ChatappSendRequest, ExecuteRequest, Soc
 use crate::app::AppState;
 use crate::domain::{Command, Integration, ParamSpec, ParamType};
 use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery};
-use crate::services::agents;
+use crate::plugins::Origin;
 use crate::services::keys::Caller;
+use crate::services::{agents, commands};
 
 pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
@@ -60,8 +61,8 @@ async fn list_commands(
             ))
         })?),
     };
-    let agent = agents::owned(&state.store, &caller.account.id, &agent_id).await?;
-    let commands = agents::commands(&state.store, &agent, integration).await?;
+    let agent = agents::owned(&state.services.store, &caller.account.id, &agent_id).await?;
+    let commands = agents::commands(&state.services.store, &agent, integration).await?;
     Ok(success(json!({
         "agent_id": agent.id,
         "agent_username": agent.def.username,
@@ -104,7 +105,7 @@ pub fn parameter_schema(param: &ParamSpec) -> Value {
 /// Routes whose capability arrives with later work: the agent check runs (so another
 /// account's agent stays invisible), then a 501 in the error envelope.
 async fn not_yet(state: &AppState, caller: &Caller, agent_id: &str, what: &str) -> ApiError {
-    match agents::owned(&state.store, &caller.account.id, agent_id).await {
+    match agents::owned(&state.services.store, &caller.account.id, agent_id).await {
         Ok(_) => ApiError::not_implemented(what),
         Err(err) => err.into(),
     }
@@ -125,10 +126,23 @@ async fn chat(
 async fn execute(
     State(state): State<AppState>,
     caller: Caller,
-    ApiPath((agent_id, _command)): ApiPath<(String, String)>,
-    ApiJson(_body): ApiJson<ExecuteRequest>,
-) -> ApiError {
-    not_yet(&state, &caller, &agent_id, "Command execution").await
+    ApiPath((agent_id, command_name)): ApiPath<(String, String)>,
+    ApiJson(body): ApiJson<ExecuteRequest>,
+) -> Result<axum::Json<Value>, ApiError> {
+    let services = &state.services;
+    let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
+    let command = commands::find(services, &agent, &command_name).await?;
+    let result = commands::execute(services, &agent, &command, body.parameters, body.raw_text, Origin::Api).await?;
+    Ok(success(json!({
+        "command": command.def.name,
+        "result": {
+            "success": true,
+            "response": result.response,
+            "format": result.format,
+            "mediaUrl": result.media_url,
+            "statusUrl": result.status_url,
+        },
+    })))
 }
 
 async fn chatapp_send(

@@ -41,7 +41,8 @@ async fn descriptor() -> axum::Json<Value> {
 }
 
 async fn health(State(state): State<AppState>) -> impl IntoResponse {
-    let reachable = state.store.ping().await;
+    let reachable = state.services.store.ping().await;
+    let (compiled, cached) = state.services.plugins.cache_stats();
     let status = if reachable {
         StatusCode::OK
     } else {
@@ -53,6 +54,7 @@ async fn health(State(state): State<AppState>) -> impl IntoResponse {
         "serverVersion": env!("CARGO_PKG_VERSION"),
         "database": { "reachable": reachable },
         "uptimeSeconds": state.started.elapsed().as_secs(),
+        "plugins": { "compiled": compiled, "loadedFromCache": cached },
         "timestamp": crate::clock::now_iso(),
     });
     (status, axum::Json(body))

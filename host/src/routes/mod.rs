@@ -2,6 +2,7 @@
 //! spec's envelope. Only this module and `error` know axum.
 
 mod guard;
+mod jobs;
 mod keyed;
 mod meta;
 pub mod openapi;
@@ -19,11 +20,12 @@ use crate::error::ApiError;
 pub use guard::CALLER_HEADERS;
 
 pub fn router(state: AppState) -> Router {
-    let max_body = state.settings.max_body_bytes;
+    let max_body = state.services.settings.max_body_bytes;
     Router::new()
         .merge(meta::routes())
         .merge(keyed::routes(state.clone()))
         .merge(x402::routes())
+        .merge(jobs::routes())
         .fallback(unknown_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(max_body))

@@ -103,7 +103,7 @@ pub const OPERATIONS: &[Operation] = &[
         id: "executeCommand",
         summary: "Execute a command",
         keyed: true,
-        pending: true,
+        pending: false,
         request: Some(|| {
             json!({ "type": "object", "properties": {
                 "parameters": { "type": "object" }, "rawText": { "type": "string" },
@@ -208,6 +208,24 @@ pub const OPERATIONS: &[Operation] = &[
             }}}})
         },
         errors: &[(400, "transfer_failed"), (500, "internal_error")],
+    },
+    Operation {
+        method: "get",
+        path: "/jobs/{jobId}",
+        id: "jobStatus",
+        summary: "Status of a long-running job: processing, succeeded or failed (always 200)",
+        keyed: false,
+        pending: false,
+        request: None,
+        response: || {
+            json!({ "type": "object", "required": ["state"], "properties": {
+                "state": { "type": "string", "enum": ["processing", "succeeded", "failed"] },
+                "progress": { "type": "integer", "minimum": 0, "maximum": 100 },
+                "response": { "type": "string" }, "artifactUrl": { "type": "string" },
+                "error": { "type": "string" }, "code": { "type": "string" },
+            }})
+        },
+        errors: &[],
     },
     Operation {
         method: "get",

@@ -1,27 +1,29 @@
 use std::path::Path;
 
-use super::{ServiceError, accounts};
-use crate::domain::{Agent, Command, Integration};
+use super::{ServiceError, Services, accounts};
+use crate::domain::{Agent, Command, CommandDef, HandlerType, Integration, ParamSpec, ParamType, ResponseFormat};
 use crate::manifest::{self, AgentManifest};
+use crate::plugins::bindings::types as wit;
 use crate::store::{ApplyOutcome, Store};
 
 /// `agent apply`: validates the manifest and creates or updates the agent. A new agent
 /// needs an owner; an existing one keeps its owner (naming another is refused).
 pub async fn apply_file(
-    store: &Store,
+    services: &Services,
     path: &Path,
     account_name: Option<&str>,
 ) -> Result<(AgentManifest, ApplyOutcome), ServiceError> {
     let manifest = manifest::load(path).map_err(|e| ServiceError::Validation(e.to_string()))?;
-    let outcome = apply(store, &manifest, account_name).await?;
+    let outcome = apply(services, &manifest, account_name).await?;
     Ok((manifest, outcome))
 }
 
 pub async fn apply(
-    store: &Store,
+    services: &Services,
     manifest: &AgentManifest,
     account_name: Option<&str>,
 ) -> Result<ApplyOutcome, ServiceError> {
+    let store = &services.store;
     let existing = store.agent(&manifest.agent.username).await?;
     let account_id = match (account_name, existing) {
         (Some(name), _) => accounts::by_name(store, name).await?.id,
@@ -33,9 +35,56 @@ pub async fn apply(
             )));
         }
     };
-    Ok(store
-        .apply_agent(&account_id, manifest.agent.clone(), manifest.commands.clone())
-        .await?)
+    let mut commands = Vec::with_capacity(manifest.commands.len());
+    for command in &manifest.commands {
+        commands.push(install_plugin(services, command.clone()).await?);
+    }
+    Ok(store.apply_agent(&account_id, manifest.agent.clone(), commands).await?)
+}
+
+/// For a custom command: checks its component, stores it by content hash (compiled and
+/// cached), and fills in what the agent manifest leaves to the plugin's own manifest.
+async fn install_plugin(services: &Services, mut def: CommandDef) -> Result<CommandDef, ServiceError> {
+    if def.handler_type != HandlerType::Custom {
+        return Ok(def);
+    }
+    let Some(path) = def.plugin.clone() else { return Ok(def) };
+    let bytes = std::fs::read(&path)
+        .map_err(|e| ServiceError::Validation(format!("command '{}': cannot read {path}: {e}", def.name)))?;
+    let inspection = services
+        .plugins
+        .install(bytes)
+        .await
+        .map_err(|e| ServiceError::Validation(format!("command '{}': {path}: {e}", def.name)))?;
+    let plugin = inspection.manifest;
+    def.plugin = Some(inspection.hash);
+    if def.parameters.is_empty() {
+        def.parameters = plugin.parameters.into_iter().map(param_from_wit).collect();
+    }
+    if def.description.is_empty() {
+        def.description = plugin.description;
+    }
+    if def.response_format == ResponseFormat::Text {
+        def.response_format = crate::services::commands::format_of(plugin.response_format);
+    }
+    def.long_running |= plugin.long_running;
+    Ok(def)
+}
+
+fn param_from_wit(p: wit::ParamSpec) -> ParamSpec {
+    ParamSpec {
+        name: p.name,
+        kind: match p.kind {
+            wit::ParamType::String => ParamType::String,
+            wit::ParamType::Number => ParamType::Number,
+            wit::ParamType::Boolean => ParamType::Boolean,
+            wit::ParamType::Array => ParamType::Array,
+            wit::ParamType::Object => ParamType::Object,
+            wit::ParamType::File => ParamType::File,
+        },
+        required: p.required,
+        description: p.description,
+    }
 }
 
 /// The agent if it exists and belongs to this account. Another account's agent answers

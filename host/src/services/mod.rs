@@ -3,10 +3,27 @@
 
 pub mod accounts;
 pub mod agents;
+pub mod commands;
+pub mod jobs;
 pub mod keys;
+pub mod params;
 pub mod rate_limit;
 
-use crate::store::StoreError;
+use std::sync::Arc;
+
+use crate::config::Settings;
+use crate::plugins::PluginRuntime;
+use crate::store::{Store, StoreError};
+
+/// The edges and settings every service reaches. Cheap to clone.
+#[derive(Clone)]
+pub struct Services {
+    pub store: Store,
+    pub plugins: Arc<PluginRuntime>,
+    pub settings: Arc<Settings>,
+    /// Absolute base URL for status addresses (no trailing `/`).
+    pub public_base_url: String,
+}
 
 /// What a service can refuse or fail with; each surface maps it to its own envelope.
 #[derive(Debug, thiserror::Error)]
@@ -19,6 +36,9 @@ pub enum ServiceError {
     Conflict(String),
     #[error("{0}")]
     Unauthorized(String),
+    /// A command ran and failed, or could not run.
+    #[error("{0}")]
+    Execution(String),
     #[error(transparent)]
     Store(StoreError),
 }

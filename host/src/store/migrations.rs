@@ -14,11 +14,18 @@ pub struct Migration {
 
 /// Every migration this binary knows, in order. Add new files at the end; never edit one
 /// that has shipped.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "0001_init",
-    sql: include_str!("../../../migrations/0001_init.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "0001_init",
+        sql: include_str!("../../../migrations/0001_init.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "0002_plugins_and_jobs",
+        sql: include_str!("../../../migrations/0002_plugins_and_jobs.sql"),
+    },
+];
 
 pub fn latest_version() -> i64 {
     MIGRATIONS.last().map(|m| m.version).unwrap_or(0)

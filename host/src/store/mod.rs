@@ -4,12 +4,15 @@
 
 mod accounts;
 mod agents;
+mod jobs;
 mod keys;
+mod kv;
 pub mod migrations;
 mod rate;
 
 pub use accounts::NewAccount;
 pub use agents::{AgentSummary, ApplyOutcome};
+pub use jobs::{JobOutcome, JobRecord, JobState};
 pub use keys::KeyRecord;
 pub use rate::UsageRow;
 

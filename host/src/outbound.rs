@@ -1,0 +1,491 @@
+//! Outbound HTTP for anything a third party controls (plugin requests, later media URLs).
+//! The one choke point: every hop of every request is checked against the caller's grant
+//! and against the address it really resolves to. Loopback, private, link-local (cloud
+//! metadata), CGNAT, multicast and unspecified addresses are refused unless the operator
+//! lists the host as an exception. Redirects are followed here, hop by hop, under the
+//! same rules; sizes and times are capped.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use reqwest::{Method, Url};
+
+/// A host a grant or the operator names: `api.example.com`, `*.example.com`, with an
+/// optional `:port`; `*` alone matches every host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPattern {
+    host: String,
+    port: Option<u16>,
+}
+
+impl HostPattern {
+    pub fn parse(text: &str) -> Option<HostPattern> {
+        let text = text.trim().to_ascii_lowercase();
+        if text.is_empty() || text.contains('/') {
+            return None;
+        }
+        // A bracketed IPv6 literal may carry a port after the bracket.
+        let (host, port) = match text.rsplit_once(':') {
+            Some((h, p)) if !h.contains(':') || h.ends_with(']') => (h.to_string(), Some(p.parse().ok()?)),
+            _ => (text.clone(), None),
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        if host.is_empty() {
+            return None;
+        }
+        Some(HostPattern { host, port })
+    }
+
+    pub fn matches(&self, host: &str, port: u16) -> bool {
+        if self.port.is_some_and(|p| p != port) {
+            return false;
+        }
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        match self.host.strip_prefix("*.") {
+            _ if self.host == "*" => true,
+            Some(suffix) => host.ends_with(&format!(".{suffix}")),
+            None => self.host == host,
+        }
+    }
+}
+
+impl std::fmt::Display for HostPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.port {
+            Some(port) => write!(f, "{}:{port}", self.host),
+            None => write!(f, "{}", self.host),
+        }
+    }
+}
+
+/// True for addresses no third party's URL may reach by default.
+pub fn is_refused_ip(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_refused_v4(v4),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_refused_v4(v4);
+            }
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00 // unique local (incl. fd00:ec2::254 metadata)
+                || (first & 0xffc0) == 0xfe80 // link-local
+                || (first == 0x0064 && v6.segments()[1] == 0xff9b) // NAT64 of anything
+                || first == 0x2001 && v6.segments()[1] == 0x0db8 // documentation
+        }
+    }
+}
+
+fn is_refused_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, ..] = ip.octets();
+    ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local() // 169.254.0.0/16, the cloud metadata service among them
+        || ip.is_unspecified()
+        || ip.is_broadcast()
+        || ip.is_multicast()
+        || ip.is_documentation()
+        || a == 0
+        || (a == 100 && (64..128).contains(&b)) // CGNAT
+        || (a == 192 && b == 0 && ip.octets()[2] == 0) // IETF protocol assignments
+        || a >= 240 // reserved
+}
+
+/// The operator's rules, from settings.
+#[derive(Debug, Clone)]
+pub struct OutboundPolicy {
+    /// Hosts third-party URLs may reach at all (`*` = any public host).
+    pub allowed_hosts: Vec<HostPattern>,
+    /// Hosts that may resolve to private or loopback addresses (e.g. an internal API).
+    pub private_exceptions: Vec<HostPattern>,
+    pub max_response_bytes: u64,
+    pub max_timeout: Duration,
+    pub max_redirects: usize,
+}
+
+impl OutboundPolicy {
+    fn private_allowed(&self, host: &str, port: Option<u16>) -> bool {
+        self.private_exceptions.iter().any(|p| match port {
+            Some(port) => p.matches(host, port),
+            // DNS resolution does not know the port: a host-level exception is enough there;
+            // the port is checked before the request is sent.
+            None => p.host == host.to_ascii_lowercase() || p.host == "*",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutboundError {
+    Denied(String),
+    InvalidRequest(String),
+    Timeout,
+    TooLarge(u64),
+    Transport(String),
+}
+
+impl std::fmt::Display for OutboundError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OutboundError::Denied(m) => write!(f, "refused: {m}"),
+            OutboundError::InvalidRequest(m) => write!(f, "invalid request: {m}"),
+            OutboundError::Timeout => write!(f, "timed out"),
+            OutboundError::TooLarge(n) => write!(f, "response larger than {n} bytes"),
+            OutboundError::Transport(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+pub struct OutboundRequest {
+    pub method: String,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Debug)]
+pub struct OutboundResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// The guarded client. Cheap to clone.
+#[derive(Clone)]
+pub struct Outbound {
+    client: reqwest::Client,
+    policy: Arc<OutboundPolicy>,
+}
+
+impl Outbound {
+    pub fn new(policy: OutboundPolicy) -> Outbound {
+        let policy = Arc::new(policy);
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .dns_resolver(Arc::new(GuardedResolver { policy: policy.clone() }))
+            .user_agent(concat!("agent-host/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .unwrap_or_default();
+        Outbound { client, policy }
+    }
+
+    pub fn policy(&self) -> &OutboundPolicy {
+        &self.policy
+    }
+
+    /// Sends the request, following redirects; `allowed` is the caller's grant, checked
+    /// on every hop together with the operator's rules.
+    pub async fn send(
+        &self,
+        request: OutboundRequest,
+        allowed: &[HostPattern],
+    ) -> Result<OutboundResponse, OutboundError> {
+        let timeout = request
+            .timeout
+            .unwrap_or(self.policy.max_timeout)
+            .min(self.policy.max_timeout);
+        let method = Method::from_bytes(request.method.to_ascii_uppercase().as_bytes())
+            .map_err(|_| OutboundError::InvalidRequest(format!("bad method '{}'", request.method)))?;
+        let mut url = Url::parse(&request.url).map_err(|e| OutboundError::InvalidRequest(format!("bad URL: {e}")))?;
+        let mut method = method;
+        let mut body = request.body;
+        let work = async {
+            for _hop in 0..=self.policy.max_redirects {
+                self.check(&url, allowed)?;
+                let mut builder = self.client.request(method.clone(), url.clone());
+                for (name, value) in &request.headers {
+                    if is_hop_header(name) {
+                        continue;
+                    }
+                    builder = builder.header(name.as_str(), value.as_str());
+                }
+                if let Some(body) = &body {
+                    builder = builder.body(body.clone());
+                }
+                let response = builder.send().await.map_err(transport)?;
+                let status = response.status();
+                if status.is_redirection()
+                    && let Some(location) = response.headers().get(reqwest::header::LOCATION)
+                {
+                    let location = location
+                        .to_str()
+                        .map_err(|_| OutboundError::Transport("bad redirect".into()))?;
+                    url = url
+                        .join(location)
+                        .map_err(|e| OutboundError::Transport(format!("bad redirect: {e}")))?;
+                    if status == reqwest::StatusCode::SEE_OTHER
+                        || ((status == reqwest::StatusCode::MOVED_PERMANENTLY || status == reqwest::StatusCode::FOUND)
+                            && method == Method::POST)
+                    {
+                        method = Method::GET;
+                        body = None;
+                    }
+                    continue;
+                }
+                return self.read(response).await;
+            }
+            Err(OutboundError::Transport(format!(
+                "more than {} redirects",
+                self.policy.max_redirects
+            )))
+        };
+        tokio::time::timeout(timeout, work)
+            .await
+            .map_err(|_| OutboundError::Timeout)?
+    }
+
+    /// The grant and operator checks for one hop; the address check of names happens in
+    /// the resolver, of literal addresses here.
+    fn check(&self, url: &Url, allowed: &[HostPattern]) -> Result<(), OutboundError> {
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(OutboundError::Denied(format!(
+                "scheme '{}' is not allowed",
+                url.scheme()
+            )));
+        }
+        let host = url
+            .host_str()
+            .ok_or_else(|| OutboundError::InvalidRequest("URL without a host".into()))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        let port = url.port_or_known_default().unwrap_or(80);
+        if !allowed.iter().any(|p| p.matches(&host, port)) {
+            return Err(OutboundError::Denied(format!(
+                "{host} is not among the hosts granted to this command"
+            )));
+        }
+        if !self.policy.allowed_hosts.iter().any(|p| p.matches(&host, port)) {
+            return Err(OutboundError::Denied(format!("{host} is not allowed by this server")));
+        }
+        if let Ok(ip) = host.parse::<IpAddr>()
+            && is_refused_ip(ip)
+            && !self.policy.private_allowed(&host, Some(port))
+        {
+            return Err(OutboundError::Denied(format!(
+                "{ip} is a private, loopback or link-local address"
+            )));
+        }
+        if host == "localhost" || host.ends_with(".localhost") {
+            if !self.policy.private_allowed(&host, Some(port)) {
+                return Err(OutboundError::Denied(format!("{host} is a loopback name")));
+            }
+        } else if url.domain().is_some()
+            && self.policy.private_exceptions.iter().any(|p| p.host == host)
+            && !self.policy.private_allowed(&host, Some(port))
+        {
+            return Err(OutboundError::Denied(format!(
+                "{host}:{port} is not an allowed private address"
+            )));
+        }
+        Ok(())
+    }
+
+    async fn read(&self, mut response: reqwest::Response) -> Result<OutboundResponse, OutboundError> {
+        let limit = self.policy.max_response_bytes;
+        if response.content_length().is_some_and(|n| n > limit) {
+            return Err(OutboundError::TooLarge(limit));
+        }
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
+            .collect();
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(transport)? {
+            if body.len() as u64 + chunk.len() as u64 > limit {
+                return Err(OutboundError::TooLarge(limit));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(OutboundResponse { status, headers, body })
+    }
+}
+
+fn is_hop_header(name: &str) -> bool {
+    matches!(
+        name.to_ascii_lowercase().as_str(),
+        "host" | "connection" | "content-length" | "transfer-encoding"
+    )
+}
+
+fn transport(err: reqwest::Error) -> OutboundError {
+    if err.is_timeout() {
+        return OutboundError::Timeout;
+    }
+    // The resolver's refusal surfaces as a connect error; say it plainly.
+    let mut source: Option<&dyn std::error::Error> = Some(&err);
+    while let Some(e) = source {
+        if let Some(refused) = e.downcast_ref::<RefusedAddress>() {
+            return OutboundError::Denied(refused.0.clone());
+        }
+        source = e.source();
+    }
+    OutboundError::Transport(err.without_url().to_string())
+}
+
+#[derive(Debug)]
+struct RefusedAddress(String);
+
+impl std::fmt::Display for RefusedAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RefusedAddress {}
+
+/// Resolves names and drops refused addresses, so the connection goes only to an address
+/// that was checked (no second lookup an attacker could rebind).
+struct GuardedResolver {
+    policy: Arc<OutboundPolicy>,
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let policy = self.policy.clone();
+        Box::pin(async move {
+            let host = name.as_str().to_string();
+            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if policy.private_allowed(&host, None) {
+                return Ok(Box::new(found.into_iter()) as Addrs);
+            }
+            let public: Vec<SocketAddr> = found.iter().copied().filter(|a| !is_refused_ip(a.ip())).collect();
+            if public.is_empty() {
+                let err: Box<dyn std::error::Error + Send + Sync> = Box::new(RefusedAddress(format!(
+                    "{host} resolves only to private, loopback or link-local addresses"
+                )));
+                return Err(err);
+            }
+            Ok(Box::new(public.into_iter()) as Addrs)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn refuses_internal_addresses() {
+        for refused in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "224.0.0.1",
+            "255.255.255.255",
+            "::1",
+            "::",
+            "fe80::1",
+            "fd00:ec2::254",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+        ] {
+            assert!(is_refused_ip(ip(refused)), "{refused} should be refused");
+        }
+        for public in [
+            "93.184.216.34",
+            "1.1.1.1",
+            "8.8.8.8",
+            "2606:4700::1111",
+            "172.32.0.1",
+            "100.128.0.1",
+        ] {
+            assert!(!is_refused_ip(ip(public)), "{public} is public");
+        }
+    }
+
+    #[test]
+    fn host_patterns() {
+        let exact = HostPattern::parse("API.example.com").unwrap();
+        assert!(exact.matches("api.example.com", 443));
+        assert!(!exact.matches("evil.com", 443));
+        assert!(!exact.matches("sub.api.example.com", 443));
+        let wild = HostPattern::parse("*.example.com").unwrap();
+        assert!(wild.matches("a.example.com", 80));
+        assert!(!wild.matches("example.com", 80));
+        assert!(!wild.matches("badexample.com", 80));
+        let port = HostPattern::parse("127.0.0.1:8080").unwrap();
+        assert!(port.matches("127.0.0.1", 8080));
+        assert!(!port.matches("127.0.0.1", 8081));
+        let v6 = HostPattern::parse("[::1]:9000").unwrap();
+        assert!(v6.matches("[::1]", 9000));
+        assert!(HostPattern::parse("*").unwrap().matches("anything.net", 1));
+        assert!(HostPattern::parse("http://x.com/").is_none());
+        assert!(HostPattern::parse("x.com:notaport").is_none());
+    }
+
+    fn client(exceptions: &[&str]) -> Outbound {
+        Outbound::new(OutboundPolicy {
+            allowed_hosts: vec![HostPattern::parse("*").unwrap()],
+            private_exceptions: exceptions.iter().map(|e| HostPattern::parse(e).unwrap()).collect(),
+            max_response_bytes: 1024,
+            max_timeout: Duration::from_secs(2),
+            max_redirects: 3,
+        })
+    }
+
+    fn all() -> Vec<HostPattern> {
+        vec![HostPattern::parse("*").unwrap()]
+    }
+
+    #[test]
+    fn checks_grants_schemes_and_literal_addresses() {
+        let out = client(&["127.0.0.1:9999"]);
+        let url = |u: &str| Url::parse(u).unwrap();
+        let api = vec![HostPattern::parse("api.example.com").unwrap()];
+        assert!(out.check(&url("https://api.example.com/x"), &api).is_ok());
+        assert!(matches!(
+            out.check(&url("https://other.com/x"), &api),
+            Err(OutboundError::Denied(_))
+        ));
+        assert!(matches!(
+            out.check(&url("file:///etc/passwd"), &all()),
+            Err(OutboundError::Denied(_))
+        ));
+        assert!(matches!(
+            out.check(&url("http://169.254.169.254/latest"), &all()),
+            Err(OutboundError::Denied(_))
+        ));
+        assert!(matches!(
+            out.check(&url("http://[::1]:80/"), &all()),
+            Err(OutboundError::Denied(_))
+        ));
+        assert!(matches!(
+            out.check(&url("http://localhost:9999/"), &all()),
+            Err(OutboundError::Denied(_))
+        ));
+        assert!(
+            out.check(&url("http://127.0.0.1:9999/"), &all()).is_ok(),
+            "the operator's exception"
+        );
+        assert!(matches!(
+            out.check(&url("http://127.0.0.1:9998/"), &all()),
+            Err(OutboundError::Denied(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn names_that_resolve_privately_are_refused() {
+        let out = client(&[]);
+        let request = OutboundRequest {
+            method: "GET".into(),
+            url: "http://localtest.me.invalid.localhost/".into(),
+            headers: vec![],
+            body: None,
+            timeout: None,
+        };
+        assert!(matches!(out.send(request, &all()).await, Err(OutboundError::Denied(_))));
+    }
+}

@@ -1,0 +1,15 @@
+//! One module per WIT interface the host provides. Each function opens with its grant
+//! check; refusals and failures go back to the guest as values, never as traps.
+
+mod agent_info;
+mod http;
+mod kv;
+mod llm;
+mod log;
+mod progress;
+
+use super::bindings::agent::plugin::types;
+use super::state::HostState;
+
+// `types` has no functions, only the shared records.
+impl types::Host for HostState {}

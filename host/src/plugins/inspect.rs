@@ -1,0 +1,187 @@
+//! Checking a component before it is used: is it a component, does it target our world
+//! at a version this host serves, does it import only what this host provides, and is its
+//! manifest sound.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::bindings::WIT_VERSION;
+use super::bindings::types::{Capability, PluginManifest};
+use super::{ComponentRef, PluginKind, PluginRuntime, Source, content_hash};
+
+/// WIT versions of `agent:plugin` this host links (see wit/README.md).
+pub const SUPPORTED_VERSIONS: &[&str] = &[WIT_VERSION];
+
+#[derive(Debug, Clone)]
+pub struct Inspection {
+    pub hash: String,
+    pub size: usize,
+    pub wit_version: String,
+    pub manifest: PluginManifest,
+    pub imports: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct InspectError(pub String);
+
+impl std::fmt::Display for InspectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InspectError {}
+
+fn fail<T>(message: impl Into<String>) -> Result<T, InspectError> {
+    Err(InspectError(message.into()))
+}
+
+pub async fn inspect(rt: &PluginRuntime, bytes: Vec<u8>, kind: PluginKind) -> Result<Inspection, InspectError> {
+    if !wasmparser::Parser::is_component(&bytes) {
+        if wasmparser::Parser::is_core_wasm(&bytes) {
+            return fail("this is a core WebAssembly module, not a component: build it for the wasm32-wasip2 target");
+        }
+        return fail("this is not a WebAssembly component");
+    }
+    let hash = content_hash(&bytes);
+    let size = bytes.len();
+    let bytes = Arc::new(bytes);
+    let for_compile = bytes.clone();
+    let component = rt
+        .cache
+        .component(&hash, move || Ok(for_compile.to_vec()))
+        .await
+        .map_err(InspectError)?;
+    let engine = rt.cache.engine();
+    let ty = component.component_type();
+
+    let exported: Vec<String> = ty.exports(engine).map(|(name, _)| name.to_string()).collect();
+    let Some(command) = exported.iter().find(|n| n.starts_with("agent:plugin/command")) else {
+        return fail(format!(
+            "the component does not export agent:plugin/command (it exports: {}); build it with agent-plugin-sdk or the WIT in wit/",
+            if exported.is_empty() {
+                "nothing".to_string()
+            } else {
+                exported.join(", ")
+            }
+        ));
+    };
+    let wit_version = command.split_once('@').map(|(_, v)| v.to_string()).unwrap_or_default();
+    if !SUPPORTED_VERSIONS.contains(&wit_version.as_str()) {
+        return fail(format!(
+            "the component targets agent:plugin@{wit_version}, which this host does not serve (served: {})",
+            SUPPORTED_VERSIONS.join(", ")
+        ));
+    }
+
+    let imports: Vec<String> = ty.imports(engine).map(|(name, _)| name.to_string()).collect();
+    for import in &imports {
+        let base = import.split('@').next().unwrap_or(import);
+        let known = base.starts_with("wasi:") || base.starts_with("agent:plugin/");
+        if !known {
+            return fail(format!(
+                "the component imports {import}, which this host does not provide"
+            ));
+        }
+    }
+
+    let reference = ComponentRef {
+        hash: hash.clone(),
+        kind,
+        source: Source::Memory(bytes),
+    };
+    let manifest = rt
+        .manifest(&reference)
+        .await
+        .map_err(|e| InspectError(format!("calling manifest() failed: {e}")))?;
+    check_manifest(&manifest, kind)?;
+    Ok(Inspection {
+        hash,
+        size,
+        wit_version,
+        manifest: (*manifest).clone(),
+        imports,
+    })
+}
+
+/// The manifest must name itself sensibly and claim only what its kind of plugin can have.
+pub fn check_manifest(manifest: &PluginManifest, kind: PluginKind) -> Result<(), InspectError> {
+    let name_ok = !manifest.name.is_empty()
+        && manifest.name.len() <= 64
+        && manifest
+            .name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+    if !name_ok {
+        return fail(format!(
+            "the manifest's name '{}' must be 1 to 64 of a-z 0-9 _ -",
+            manifest.name
+        ));
+    }
+    if manifest.version.trim().is_empty() {
+        return fail("the manifest has no version");
+    }
+    let mut seen = HashSet::new();
+    for param in &manifest.parameters {
+        if param.name.is_empty() || !param.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return fail(format!(
+                "the manifest's parameter '{}' is not an identifier",
+                param.name
+            ));
+        }
+        if !seen.insert(param.name.as_str()) {
+            return fail(format!("the manifest declares the parameter '{}' twice", param.name));
+        }
+    }
+    // Importing an interface is not using it: componentize-py, for one, imports the whole
+    // world. What a plugin may do is decided per call by its grants; here it is enough that
+    // it does not claim what it can never have.
+    if kind == PluginKind::Custom && manifest.capabilities.contains(&Capability::AgentInfo) {
+        return fail("the manifest declares agent-info, which is reserved for built-in plugins");
+    }
+    Ok(())
+}
+
+/// The inspection as JSON (for `plugin inspect`).
+pub fn describe(inspection: &Inspection) -> serde_json::Value {
+    use super::bindings::types::{ParamType, ResponseFormat};
+    let m = &inspection.manifest;
+    let format = |f: ResponseFormat| match f {
+        ResponseFormat::Text => "text",
+        ResponseFormat::Markdown => "markdown",
+        ResponseFormat::Image => "image",
+        ResponseFormat::Video => "video",
+    };
+    let kind = |k: ParamType| match k {
+        ParamType::String => "string",
+        ParamType::Number => "number",
+        ParamType::Boolean => "boolean",
+        ParamType::Array => "array",
+        ParamType::Object => "object",
+        ParamType::File => "file",
+    };
+    let capability = |c: &Capability| match c {
+        Capability::Http => "http",
+        Capability::Kv => "kv",
+        Capability::Llm => "llm",
+        Capability::Progress => "progress",
+        Capability::AgentInfo => "agent-info",
+    };
+    serde_json::json!({
+        "hash": inspection.hash,
+        "size": inspection.size,
+        "witVersion": inspection.wit_version,
+        "manifest": {
+            "name": m.name,
+            "version": m.version,
+            "description": m.description,
+            "parameters": m.parameters.iter().map(|p| serde_json::json!({
+                "name": p.name, "type": kind(p.kind), "required": p.required, "description": p.description,
+            })).collect::<Vec<_>>(),
+            "responseFormat": format(m.response_format),
+            "capabilities": m.capabilities.iter().map(capability).collect::<Vec<_>>(),
+            "longRunning": m.long_running,
+        },
+        "imports": inspection.imports,
+    })
+}

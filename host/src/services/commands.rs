@@ -1,0 +1,233 @@
+//! Running a command: find it, resolve its parameters, pick its component and grants,
+//! then run it now or, when it is long-running, as a durable job.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::{ServiceError, Services, jobs, params};
+use crate::domain::{Agent, Command, HandlerType, ParamType, ResponseFormat};
+use crate::plugins::bindings::agent::plugin::agent_info::{AgentProfile, CommandInfo};
+use crate::plugins::bindings::types as wit;
+use crate::plugins::{AgentSnapshot, ComponentRef, ExecError, Grants, Invocation, Origin, ProgressSink, Run};
+
+/// A command's answer, as the keyed API reports it.
+#[derive(Debug, Clone)]
+pub struct CommandResult {
+    pub response: String,
+    pub format: ResponseFormat,
+    pub media_url: Option<String>,
+    pub status_url: Option<String>,
+}
+
+pub async fn find(services: &Services, agent: &Agent, name: &str) -> Result<Command, ServiceError> {
+    let name = name.trim_start_matches('/');
+    services
+        .store
+        .commands(&agent.id)
+        .await?
+        .into_iter()
+        .find(|c| c.def.name == name)
+        .ok_or_else(|| ServiceError::NotFound(format!("Command '{name}' not found for agent '{}'", agent.def.username)))
+}
+
+/// Runs `command` for `agent`. Long-running commands answer at once with a status address.
+pub async fn execute(
+    services: &Services,
+    agent: &Agent,
+    command: &Command,
+    parameters: Option<Map<String, Value>>,
+    raw_text: Option<String>,
+    origin: Origin,
+) -> Result<CommandResult, ServiceError> {
+    let resolved = params::resolve(
+        &command.def.name,
+        &command.def.parameters,
+        parameters,
+        raw_text.as_deref(),
+    )
+    .map_err(ServiceError::Validation)?;
+    if command.def.long_running {
+        let job_id = jobs::submit(services, agent, command, resolved, raw_text, origin).await?;
+        return Ok(CommandResult {
+            response: format!(
+                "Accepted: /{} is running; poll the status address for its result.",
+                command.def.name
+            ),
+            format: command.def.response_format,
+            media_url: None,
+            status_url: Some(jobs::status_url(services, &job_id)),
+        });
+    }
+    let run = prepare(services, agent, command, resolved, raw_text, origin, None).await?;
+    let output = services
+        .plugins
+        .execute(run)
+        .await
+        .map_err(|e| exec_error(&command.def.name, e))?;
+    Ok(CommandResult {
+        response: output.response,
+        format: format_of(output.format),
+        media_url: output.media_url,
+        status_url: None,
+    })
+}
+
+pub fn exec_error(command: &str, err: ExecError) -> ServiceError {
+    match err {
+        ExecError::InvalidInput(m) => ServiceError::Validation(format!("/{command}: {m}")),
+        other => ServiceError::Execution(format!("/{command} failed: {other}")),
+    }
+}
+
+pub fn format_of(format: wit::ResponseFormat) -> ResponseFormat {
+    match format {
+        wit::ResponseFormat::Text => ResponseFormat::Text,
+        wit::ResponseFormat::Markdown => ResponseFormat::Markdown,
+        wit::ResponseFormat::Image => ResponseFormat::Image,
+        wit::ResponseFormat::Video => ResponseFormat::Video,
+    }
+}
+
+fn wit_format(format: ResponseFormat) -> wit::ResponseFormat {
+    match format {
+        ResponseFormat::Text => wit::ResponseFormat::Text,
+        ResponseFormat::Markdown => wit::ResponseFormat::Markdown,
+        ResponseFormat::Image => wit::ResponseFormat::Image,
+        ResponseFormat::Video => wit::ResponseFormat::Video,
+    }
+}
+
+fn wit_param_type(kind: ParamType) -> wit::ParamType {
+    match kind {
+        ParamType::String => wit::ParamType::String,
+        ParamType::Number => wit::ParamType::Number,
+        ParamType::Boolean => wit::ParamType::Boolean,
+        ParamType::Array => wit::ParamType::Array,
+        ParamType::Object => wit::ParamType::Object,
+        ParamType::File => wit::ParamType::File,
+    }
+}
+
+/// The component a command runs.
+pub fn component_of(services: &Services, command: &Command) -> Result<ComponentRef, ServiceError> {
+    match (command.def.handler_type, &command.def.plugin) {
+        (HandlerType::Custom, Some(hash)) => Ok(services.plugins.custom(hash)),
+        (HandlerType::Custom, None) => Err(ServiceError::Execution(format!(
+            "/{} has no plugin; apply its manifest again",
+            command.def.name
+        ))),
+        (handler, _) => services
+            .plugins
+            .builtin(handler)
+            .ok_or_else(|| ServiceError::Execution(format!("no component for handler type {}", handler.as_str()))),
+    }
+}
+
+/// Everything one run needs: component, invocation, grants, limits.
+pub async fn prepare(
+    services: &Services,
+    agent: &Agent,
+    command: &Command,
+    parameters: Map<String, Value>,
+    raw_text: Option<String>,
+    origin: Origin,
+    progress: Option<ProgressSink>,
+) -> Result<Run, ServiceError> {
+    let component = component_of(services, command)?;
+    let manifest = services
+        .plugins
+        .manifest(&component)
+        .await
+        .map_err(|e| exec_error(&command.def.name, e))?;
+    let webhook_url = match command.def.handler_type {
+        HandlerType::Webhook => command.def.config.get("url").and_then(Value::as_str),
+        _ => None,
+    };
+    let grants = Grants::for_command(
+        component.kind,
+        &manifest.capabilities,
+        &command.def.allowed_hosts,
+        webhook_url,
+    );
+    let agent_snapshot = if grants.agent_info {
+        Some(snapshot(services, agent).await?)
+    } else {
+        None
+    };
+    let default_timeout = if command.def.long_running {
+        services.settings.job_timeout_ms
+    } else {
+        services.settings.plugin_timeout_ms
+    };
+    let timeout = Duration::from_millis(command.def.timeout_ms.unwrap_or(default_timeout));
+    Ok(Run {
+        component,
+        invocation: Invocation {
+            agent_id: agent.id.clone(),
+            command: command.def.name.clone(),
+            parameters: Value::Object(parameters).to_string(),
+            raw_text,
+            config: command.def.config.to_string(),
+            response_format: wit_format(command.def.response_format),
+            origin,
+        },
+        agent_id: agent.id.clone(),
+        grants,
+        agent: agent_snapshot,
+        progress,
+        timeout: Some(timeout),
+    })
+}
+
+async fn snapshot(services: &Services, agent: &Agent) -> Result<AgentSnapshot, ServiceError> {
+    let commands = services.store.commands(&agent.id).await?;
+    Ok(AgentSnapshot {
+        profile: AgentProfile {
+            id: agent.id.clone(),
+            username: agent.def.username.clone(),
+            name: agent.def.name.clone(),
+            personality: agent.def.personality.clone(),
+            knowledge: agent.def.knowledge.clone(),
+        },
+        commands: commands
+            .into_iter()
+            .map(|c| CommandInfo {
+                name: c.def.name,
+                description: c.def.description,
+                parameters: c
+                    .def
+                    .parameters
+                    .into_iter()
+                    .map(|p| wit::ParamSpec {
+                        name: p.name,
+                        kind: wit_param_type(p.kind),
+                        required: p.required,
+                        description: p.description,
+                    })
+                    .collect(),
+                enabled: c.def.enabled,
+            })
+            .collect(),
+    })
+}
+
+pub fn origin_name(origin: Origin) -> &'static str {
+    match origin {
+        Origin::Api => "api",
+        Origin::ChatTool => "chat_tool",
+        Origin::X402 => "x402",
+        Origin::Chatapp => "chatapp",
+        Origin::Social => "social",
+    }
+}
+
+pub fn parse_origin(text: &str) -> Origin {
+    match text {
+        "chat_tool" => Origin::ChatTool,
+        "x402" => Origin::X402,
+        "chatapp" => Origin::Chatapp,
+        "social" => Origin::Social,
+        _ => Origin::Api,
+    }
+}

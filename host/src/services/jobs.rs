@@ -1,0 +1,210 @@
+//! Durable jobs for long-running commands. A job is a row before its work starts; the
+//! worker moves it queued → running → succeeded | failed, and its status address reads it.
+//! After a restart, queued jobs run, and jobs caught running are failed with
+//! `internal_error` (their side effects may have happened; running them twice could repeat
+//! them). Finished jobs are deleted after the retention period.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::{ServiceError, Services, commands};
+use crate::domain::{Agent, Command};
+use crate::plugins::{ExecError, Origin, ProgressSink};
+use crate::store::{JobOutcome, JobRecord, JobState};
+
+pub fn status_url(services: &Services, job_id: &str) -> String {
+    format!("{}/jobs/{job_id}", services.public_base_url)
+}
+
+/// Records the job, then starts it. Returns its id (128 random bits).
+pub async fn submit(
+    services: &Services,
+    agent: &Agent,
+    command: &Command,
+    parameters: Map<String, Value>,
+    raw_text: Option<String>,
+    origin: Origin,
+) -> Result<String, ServiceError> {
+    let id = crate::random::hex_token(16);
+    let now = crate::clock::now_ms();
+    let retention = services.settings.job_retention_hours as i64 * 3_600_000;
+    services
+        .store
+        .insert_job(JobRecord {
+            id: id.clone(),
+            agent_id: agent.id.clone(),
+            command: command.def.name.clone(),
+            origin: commands::origin_name(origin).to_string(),
+            parameters: Value::Object(parameters),
+            raw_text,
+            state: JobState::Queued,
+            progress: None,
+            response: None,
+            format: None,
+            artifact_url: None,
+            error: None,
+            code: None,
+            created_at: now,
+            expires_at: now + retention,
+        })
+        .await?;
+    tokio::spawn(run(services.clone(), id.clone()));
+    Ok(id)
+}
+
+/// Runs one queued job to its end.
+async fn run(services: Services, id: String) {
+    match services.store.start_job(&id).await {
+        Ok(true) => {}
+        Ok(false) => return, // someone else has it, or it is finished
+        Err(e) => {
+            tracing::error!(job = %id, error = %e, "could not start a job");
+            return;
+        }
+    }
+    let outcome = match work(&services, &id).await {
+        Ok(output) => output,
+        Err((error, code)) => JobOutcome::Failed {
+            error,
+            code: code.to_string(),
+        },
+    };
+    if let Err(e) = services.store.finish_job(&id, outcome).await {
+        tracing::error!(job = %id, error = %e, "could not record a job's end");
+    }
+}
+
+async fn work(services: &Services, id: &str) -> Result<JobOutcome, (String, &'static str)> {
+    let internal = |e: &dyn std::fmt::Display| (e.to_string(), "internal_error");
+    let job = services
+        .store
+        .job(id)
+        .await
+        .map_err(|e| internal(&e))?
+        .ok_or_else(|| internal(&"job vanished"))?;
+    let agent = services
+        .store
+        .agent(&job.agent_id)
+        .await
+        .map_err(|e| internal(&e))?
+        .ok_or_else(|| ("the agent no longer exists".to_string(), "internal_error"))?;
+    let command = commands::find(services, &agent, &job.command)
+        .await
+        .map_err(|e| (e.to_string(), "invalid_input"))?;
+    let parameters = job.parameters.as_object().cloned().unwrap_or_default();
+    let store = services.store.clone();
+    let job_id = id.to_string();
+    let progress: ProgressSink = Arc::new(move |percent, _message| {
+        let (store, job_id) = (store.clone(), job_id.clone());
+        tokio::spawn(async move {
+            let _ = store.set_job_progress(&job_id, percent).await;
+        });
+    });
+    let origin = commands::parse_origin(&job.origin);
+    let run = commands::prepare(
+        services,
+        &agent,
+        &command,
+        parameters,
+        job.raw_text,
+        origin,
+        Some(progress),
+    )
+    .await
+    .map_err(|e| (e.to_string(), "internal_error"))?;
+    match services.plugins.execute(run).await {
+        Ok(output) => Ok(JobOutcome::Succeeded {
+            response: output.response,
+            format: format!("{:?}", commands::format_of(output.format)).to_lowercase(),
+            artifact_url: output.media_url,
+        }),
+        Err(err) => {
+            let code = match &err {
+                ExecError::InvalidInput(_) => "invalid_input",
+                ExecError::Failed(_) => "generation_failed",
+                ExecError::Unavailable(_) => "model_unavailable",
+                ExecError::Crashed(m) if m.contains("timed out") => "generation_timeout",
+                ExecError::Crashed(_) => "generation_failed",
+                ExecError::Load(_) => "internal_error",
+            };
+            Err((format!("/{} failed: {err}", command.def.name), code))
+        }
+    }
+}
+
+/// At start: run what never started, fail what was cut off mid-run.
+pub async fn recover(services: &Services) -> Result<(usize, usize), ServiceError> {
+    let interrupted = services.store.jobs_in_state(JobState::Running).await?;
+    for job in &interrupted {
+        services
+            .store
+            .finish_job(
+                &job.id,
+                JobOutcome::Failed {
+                    error: "the server restarted while this job was running; it was not run again".into(),
+                    code: "internal_error".into(),
+                },
+            )
+            .await?;
+    }
+    let queued = services.store.jobs_in_state(JobState::Queued).await?;
+    for job in &queued {
+        tokio::spawn(run(services.clone(), job.id.clone()));
+    }
+    Ok((queued.len(), interrupted.len()))
+}
+
+/// Deletes expired jobs now and then, until `stop` turns true.
+pub async fn clean_up_periodically(services: Services, mut stop: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        match services.store.delete_expired_jobs(crate::clock::now_ms()).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(deleted = n, "expired jobs removed"),
+            Err(e) => tracing::warn!(error = %e, "could not remove expired jobs"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(600)) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+/// The status record the spec defines; always answered with HTTP 200.
+pub async fn status(services: &Services, id: &str) -> Result<Value, ServiceError> {
+    let job = services.store.job(id).await?;
+    let now = crate::clock::now_ms();
+    Ok(match job {
+        None => json!({ "state": "failed", "error": "No job with this id (it may have expired)", "code": "not_found" }),
+        Some(job) if job.expires_at < now => {
+            json!({ "state": "failed", "error": "No job with this id (it may have expired)", "code": "not_found" })
+        }
+        Some(job) => match job.state {
+            JobState::Queued | JobState::Running => {
+                let mut body = json!({ "state": "processing", "jobId": job.id });
+                if let Some(p) = job.progress {
+                    body["progress"] = json!(p);
+                }
+                body
+            }
+            JobState::Succeeded => {
+                let mut body =
+                    json!({ "state": "succeeded", "jobId": job.id, "response": job.response.unwrap_or_default() });
+                if let Some(url) = job.artifact_url {
+                    body["artifactUrl"] = json!(url);
+                }
+                if let Some(format) = job.format {
+                    body["format"] = json!(format);
+                }
+                body
+            }
+            JobState::Failed => json!({
+                "state": "failed",
+                "jobId": job.id,
+                "error": job.error.unwrap_or_else(|| "failed".into()),
+                "code": job.code.unwrap_or_else(|| "internal_error".into()),
+            }),
+        },
+    })
+}

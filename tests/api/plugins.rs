@@ -1,0 +1,616 @@
+//! Every handler type as a real WASM component, through `POST .../execute`.
+
+use std::sync::{Arc, Mutex};
+
+use axum::routing::{get as route_get, post};
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+fn execute_url(server: &TestServer, agent: &str, command: &str) -> String {
+    server.url(&format!("/v1/agents/{agent}/commands/{command}/execute"))
+}
+
+/// Runs a command and returns the reply.
+async fn run(server: &TestServer, key: &str, agent: &str, command: &str, body: Value) -> Reply {
+    post_json(&execute_url(server, agent, command), Some(key), &body).await
+}
+
+fn response_of(reply: &Reply) -> String {
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let body = reply.json();
+    assert_eq!(body["success"], true);
+    assert_eq!(body["data"]["result"]["success"], true);
+    body["data"]["result"]["response"].as_str().unwrap().to_string()
+}
+
+const TEXTS: &str = r#"
+username = "texts"
+name = "Texter"
+personality = "Plain."
+
+[[commands]]
+command = "greet"
+handler_type = "simple_text"
+response_format = "markdown"
+parameters = [
+    { name = "name", type = "string", required = true },
+    { name = "title", type = "string" },
+    { name = "times", type = "number" },
+]
+config = { text = "Hello, {{title}} {{name}} x{{times}}!" }
+
+[[commands]]
+command = "off"
+handler_type = "simple_text"
+enabled = false
+config = { text = "still runs" }
+
+[[commands]]
+command = "help"
+description = "Lists the commands"
+handler_type = "built_in"
+
+[[commands]]
+command = "about"
+handler_type = "built_in"
+
+[[commands]]
+command = "start"
+handler_type = "built_in"
+"#;
+
+#[tokio::test]
+async fn simple_text_fills_placeholders_without_injection() {
+    let env = TestEnv::new();
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(TEXTS, "alice");
+    let server = env.serve();
+
+    let reply = run(
+        &server,
+        &key,
+        "texts",
+        "greet",
+        json!({"parameters": {"name": "Ann", "title": "Dr", "times": 3}}),
+    )
+    .await;
+    assert_eq!(response_of(&reply), "Hello, Dr Ann x3!");
+    assert_eq!(reply.json()["data"]["result"]["format"], "markdown");
+    assert_eq!(reply.json()["data"]["command"], "greet");
+
+    let missing_optional = run(&server, &key, "texts", "greet", json!({"parameters": {"name": "Ann"}})).await;
+    assert_eq!(response_of(&missing_optional), "Hello,  Ann x!");
+
+    let injection = run(
+        &server,
+        &key,
+        "texts",
+        "greet",
+        json!({"parameters": {"name": "{{title}}", "title": "X"}}),
+    )
+    .await;
+    assert_eq!(
+        response_of(&injection),
+        "Hello, X {{title}} x!",
+        "a value is never rendered again"
+    );
+
+    let raw = run(
+        &server,
+        &key,
+        "texts",
+        "greet",
+        json!({"rawText": "/greet title=Prof 'Ann Lee'"}),
+    )
+    .await;
+    assert_eq!(response_of(&raw), "Hello, Prof Ann Lee x!");
+    let both = run(
+        &server,
+        &key,
+        "texts",
+        "greet",
+        json!({"rawText": "/greet Raw", "parameters": {"name": "Explicit"}}),
+    )
+    .await;
+    assert_eq!(response_of(&both), "Hello,  Explicit x!", "parameters win over rawText");
+
+    let disabled = run(&server, &key, "texts", "off", json!({})).await;
+    assert_eq!(response_of(&disabled), "still runs", "execute ignores enabled status");
+}
+
+#[tokio::test]
+async fn parameters_are_validated_before_any_plugin_runs() {
+    let env = TestEnv::new();
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(TEXTS, "alice");
+    let server = env.serve();
+    let cases = [
+        (json!({}), "missing required parameter 'name'"),
+        (
+            json!({"parameters": {"name": 7}}),
+            "parameter 'name' must be of type string, got number",
+        ),
+        (
+            json!({"parameters": {"name": "a", "times": "many"}}),
+            "parameter 'times' must be of type number",
+        ),
+        (
+            json!({"parameters": {"name": "a", "nmae": "b"}}),
+            "unknown parameter 'nmae'",
+        ),
+        (
+            json!({"rawText": "/greet times=lots Ann"}),
+            "parameter 'times' must be a number",
+        ),
+        (json!({"rawText": "/other Ann"}), "rawText starts with /other"),
+        (json!({"rawText": "/greet \"Ann"}), "unterminated"),
+    ];
+    for (body, expected) in cases {
+        let reply = run(&server, &key, "texts", "greet", body.clone()).await;
+        assert_eq!(reply.status, 400, "{body}: {}", reply.text);
+        assert_eq!(reply.error_code(), "validation_error");
+        assert!(
+            reply.error_message().contains(expected),
+            "{body}: {} should contain {expected}",
+            reply.error_message()
+        );
+    }
+    let unknown = run(&server, &key, "texts", "nope", json!({})).await;
+    assert_eq!(unknown.status, 404);
+    assert_eq!(unknown.error_code(), "not_found");
+    assert!(unknown.error_message().contains("nope"));
+    let health = get(&server.url("/health"), None).await.json();
+    assert_eq!(
+        health["plugins"]["compiled"], 0,
+        "nothing was loaded for invalid requests"
+    );
+}
+
+#[tokio::test]
+async fn built_in_commands_read_the_agent_through_their_capability() {
+    let env = TestEnv::new();
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(TEXTS, "alice");
+    let server = env.serve();
+    let help = response_of(&run(&server, &key, "texts", "help", json!({})).await);
+    assert!(help.contains("/greet <name> [title] [times]"), "{help}");
+    assert!(help.contains("/help — Lists the commands"), "{help}");
+    assert!(!help.contains("/off"), "disabled commands are not listed: {help}");
+    let about = response_of(&run(&server, &key, "texts", "about", json!({})).await);
+    assert!(about.starts_with("Texter (@texts)\nPlain."), "{about}");
+    let start = response_of(&run(&server, &key, "texts", "start", json!({})).await);
+    assert!(start.contains("I'm Texter"), "{start}");
+}
+
+/// A stand-in for an OpenAI-compatible chat-completions API that records what it was asked.
+async fn fake_llm(answer: Result<&'static str, (u16, &'static str)>, seen: Arc<Mutex<Vec<Value>>>) -> FakeServer {
+    let router = axum::Router::new().route(
+        "/v1/chat/completions",
+        post(move |axum::Json(body): axum::Json<Value>| {
+            let seen = seen.clone();
+            async move {
+                seen.lock().unwrap().push(body);
+                match answer {
+                    Ok(text) => (
+                        axum::http::StatusCode::OK,
+                        axum::Json(json!({
+                            "id": "chatcmpl-1", "object": "chat.completion", "model": "test-model",
+                            "choices": [{ "index": 0, "finish_reason": "stop",
+                                          "message": { "role": "assistant", "content": text } }],
+                        })),
+                    ),
+                    Err((status, message)) => (
+                        axum::http::StatusCode::from_u16(status).unwrap(),
+                        axum::Json(json!({ "error": { "message": message, "type": "server_error" } })),
+                    ),
+                }
+            }
+        }),
+    );
+    FakeServer::start(router).await
+}
+
+const PROMPTS: &str = r#"
+username = "poet"
+name = "Poet"
+
+[[commands]]
+command = "haiku"
+handler_type = "prompt"
+parameters = [{ name = "topic", type = "string", required = true }]
+config = { template = "Write a haiku about {{topic}}.", system = "You are a poet." }
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prompt_completes_the_template_through_the_llm_provider() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let llm = fake_llm(Ok("  Autumn moon rises  "), seen.clone()).await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "test-model")
+        .with_env("AGENT_HOST_LLM_API_KEY", "sk-test");
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(PROMPTS, "alice");
+    let server = env.serve();
+    let reply = run(&server, &key, "poet", "haiku", json!({"parameters": {"topic": "rain"}})).await;
+    assert_eq!(response_of(&reply), "Autumn moon rises");
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0]["model"], "test-model");
+    assert_eq!(
+        requests[0]["messages"],
+        json!([
+            { "role": "system", "content": "You are a poet." },
+            { "role": "user", "content": "Write a haiku about rain." },
+        ])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prompt_reports_provider_failures_as_execution_errors() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let llm = fake_llm(Err((503, "The model is overloaded")), seen).await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "test-model");
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(PROMPTS, "alice");
+    let server = env.serve();
+    let reply = run(&server, &key, "poet", "haiku", json!({"parameters": {"topic": "rain"}})).await;
+    assert_eq!(reply.status, 500);
+    assert_eq!(reply.error_code(), "execution_error");
+    assert!(
+        reply.error_message().contains("The model is overloaded"),
+        "{}",
+        reply.error_message()
+    );
+
+    let unconfigured = TestEnv::new();
+    let key = unconfigured.account_with_key("alice", "free");
+    unconfigured.apply_agent(PROMPTS, "alice");
+    let server = unconfigured.serve();
+    let reply = run(&server, &key, "poet", "haiku", json!({"parameters": {"topic": "rain"}})).await;
+    assert_eq!(reply.status, 500);
+    assert!(
+        reply.error_message().contains("no LLM provider is configured"),
+        "{}",
+        reply.error_message()
+    );
+}
+
+fn webhook_manifest(base: &str) -> String {
+    format!(
+        r#"
+username = "hooks"
+name = "Hooks"
+
+[[commands]]
+command = "lookup"
+handler_type = "webhook"
+parameters = [{{ name = "q", type = "string", required = true }}]
+config = {{ url = "{base}/hook", headers = {{ "X-Token" = "t0k" }}, response_field = "data.answer" }}
+
+[[commands]]
+command = "plain"
+handler_type = "webhook"
+config = {{ url = "{base}/plain" }}
+
+[[commands]]
+command = "render"
+handler_type = "webhook"
+response_format = "image"
+parameters = [{{ name = "prompt", type = "string", required = true }}]
+config = {{ url = "{base}/render", poll_timeout_secs = 20 }}
+timeout_ms = 20000
+
+[[commands]]
+command = "broken"
+handler_type = "webhook"
+config = {{ url = "{base}/broken" }}
+
+[[commands]]
+command = "doomed"
+handler_type = "webhook"
+config = {{ url = "{base}/doomed" }}
+timeout_ms = 20000
+"#
+    )
+}
+
+async fn webhook_target(seen: Arc<Mutex<Vec<(String, Value)>>>) -> FakeServer {
+    let polls = Arc::new(Mutex::new(0u32));
+    let seen_hook = seen.clone();
+    let router = axum::Router::new()
+        .route(
+            "/hook",
+            post(move |headers: axum::http::HeaderMap, axum::Json(body): axum::Json<Value>| {
+                let seen = seen_hook.clone();
+                async move {
+                    let token = headers.get("x-token").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+                    seen.lock().unwrap().push((token, body.clone()));
+                    axum::Json(json!({ "data": { "answer": format!("found {}", body["q"].as_str().unwrap_or("?")) } }))
+                }
+            }),
+        )
+        .route("/plain", post(|| async { "plain text answer" }))
+        .route("/broken", post(|| async { (axum::http::StatusCode::BAD_GATEWAY, "upstream exploded") }))
+        .route(
+            "/render",
+            post(|headers: axum::http::HeaderMap| async move {
+                let host = headers.get("host").and_then(|h| h.to_str().ok()).unwrap_or_default().to_string();
+                (
+                    axum::http::StatusCode::ACCEPTED,
+                    axum::Json(json!({ "success": true, "jobId": "j1", "statusUrl": format!("http://{host}/status/j1"),
+                                        "retryAfterSeconds": 0.2, "message": "rendering" })),
+                )
+            }),
+        )
+        .route(
+            "/status/j1",
+            route_get(move || {
+                let polls = polls.clone();
+                async move {
+                    let mut n = polls.lock().unwrap();
+                    *n += 1;
+                    if *n < 3 {
+                        axum::Json(json!({ "state": "processing", "progress": *n * 30, "retryAfterSeconds": 0.2 }))
+                    } else {
+                        axum::Json(json!({ "state": "succeeded", "response": "a red fox", "artifactUrl": "https://cdn.example.com/fox.png" }))
+                    }
+                }
+            }),
+        )
+        .route(
+            "/doomed",
+            post(|headers: axum::http::HeaderMap| async move {
+                let host = headers.get("host").and_then(|h| h.to_str().ok()).unwrap_or_default().to_string();
+                (axum::http::StatusCode::ACCEPTED, axum::Json(json!({ "statusUrl": format!("http://{host}/status/bad"), "retryAfterSeconds": 0.1 })))
+            }),
+        )
+        .route(
+            "/status/bad",
+            route_get(|| async { axum::Json(json!({ "state": "failed", "error": "GPU on fire", "code": "generation_failed" })) }),
+        );
+    FakeServer::start(router).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn webhooks_call_out_map_replies_and_poll_to_a_final_state() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let target = webhook_target(seen.clone()).await;
+    // The target is on loopback, which is refused unless the operator lists it.
+    let env = TestEnv::new().with_env(
+        "AGENT_HOST_OUTBOUND_ALLOW_PRIVATE",
+        &format!("127.0.0.1:{}", target.port),
+    );
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(&webhook_manifest(&target.base), "alice");
+    let server = env.serve();
+
+    let reply = run(&server, &key, "hooks", "lookup", json!({"parameters": {"q": "otters"}})).await;
+    assert_eq!(response_of(&reply), "found otters");
+    let calls = seen.lock().unwrap().clone();
+    assert_eq!(
+        calls,
+        vec![("t0k".to_string(), json!({"q": "otters"}))],
+        "headers and JSON body as configured"
+    );
+
+    assert_eq!(
+        response_of(&run(&server, &key, "hooks", "plain", json!({})).await),
+        "plain text answer"
+    );
+
+    let rendered = run(
+        &server,
+        &key,
+        "hooks",
+        "render",
+        json!({"parameters": {"prompt": "fox"}}),
+    )
+    .await;
+    assert_eq!(response_of(&rendered), "a red fox");
+    let result = &rendered.json()["data"]["result"];
+    assert_eq!(result["format"], "image");
+    assert_eq!(result["mediaUrl"], "https://cdn.example.com/fox.png");
+
+    let broken = run(&server, &key, "hooks", "broken", json!({})).await;
+    assert_eq!(broken.status, 500);
+    assert_eq!(broken.error_code(), "execution_error");
+    assert!(broken.error_message().contains("HTTP 502") && broken.error_message().contains("upstream exploded"));
+
+    let doomed = run(&server, &key, "hooks", "doomed", json!({})).await;
+    assert_eq!(doomed.status, 500);
+    assert!(
+        doomed.error_message().contains("GPU on fire"),
+        "{}",
+        doomed.error_message()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_webhook_on_a_private_address_is_refused_by_default() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let target = webhook_target(seen.clone()).await;
+    let env = TestEnv::new();
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(&webhook_manifest(&target.base), "alice");
+    let server = env.serve();
+    let reply = run(&server, &key, "hooks", "plain", json!({})).await;
+    assert_eq!(reply.status, 500);
+    assert!(
+        reply.error_message().contains("private, loopback"),
+        "{}",
+        reply.error_message()
+    );
+    assert!(seen.lock().unwrap().is_empty());
+}
+
+fn notes_manifest(username: &str) -> String {
+    format!(
+        r#"
+username = "{username}"
+name = "Notebook"
+
+[[commands]]
+command = "notes"
+handler_type = "custom"
+plugin = "{}"
+"#,
+        plugin_path("notes")
+    )
+}
+
+#[tokio::test]
+async fn a_custom_plugin_runs_with_its_own_key_value_store() {
+    let env = TestEnv::new();
+    let key = env.account_with_key("alice", "free");
+    let file = env.path("notes.toml");
+    std::fs::write(&file, notes_manifest("nb1")).unwrap();
+    let applied = env.cli_json(&["agent", "apply", file.to_str().unwrap(), "--account", "alice"]);
+    assert_eq!(applied["created"], true);
+    env.apply_agent(&notes_manifest("nb2"), "alice");
+    let server = env.serve();
+
+    // The plugin's own manifest supplied the parameters the agent manifest left out.
+    let listed = get(&server.url("/v1/agents/nb1/commands"), Some(&key)).await.json();
+    let params = &listed["data"]["commands"][0]["parameters"];
+    assert_eq!(params[0]["name"], "action");
+    assert_eq!(
+        listed["data"]["commands"][0]["description"],
+        "Keeps short notes: add, list, clear"
+    );
+
+    assert_eq!(
+        response_of(&run(&server, &key, "nb1", "notes", json!({"rawText": "/notes add Buy milk"})).await),
+        "Noted (1 in all)."
+    );
+    assert_eq!(
+        response_of(
+            &run(
+                &server,
+                &key,
+                "nb1",
+                "notes",
+                json!({"parameters": {"action": "add", "text": "Call Bo"}})
+            )
+            .await
+        ),
+        "Noted (2 in all)."
+    );
+    assert_eq!(
+        response_of(&run(&server, &key, "nb1", "notes", json!({"rawText": "/notes list"})).await),
+        "1. Buy milk\n2. Call Bo"
+    );
+    assert_eq!(
+        response_of(&run(&server, &key, "nb2", "notes", json!({"rawText": "/notes list"})).await),
+        "No notes yet.",
+        "each agent has its own store"
+    );
+    let invalid = run(&server, &key, "nb1", "notes", json!({"rawText": "/notes juggle"})).await;
+    assert_eq!(invalid.status, 400, "the plugin's invalid-input is the caller's error");
+    assert!(invalid.error_message().contains("unknown action 'juggle'"));
+
+    // Stored content-addressed in the data dir.
+    let hash = agent_host::plugins::content_hash(&std::fs::read(plugin_path("notes")).unwrap());
+    assert!(env.path(&format!("plugins/{hash}.wasm")).is_file());
+}
+
+#[test]
+fn applying_a_manifest_checks_its_plugin() {
+    let env = TestEnv::new();
+    env.create_account("alice", "free");
+    let check = |bytes: &[u8], expected: &str| {
+        let wasm = env.path(&format!("bad-{}.wasm", unique()));
+        std::fs::write(&wasm, bytes).unwrap();
+        let manifest = format!(
+            "username = \"bad\"\nname = \"Bad\"\n[[commands]]\ncommand = \"x\"\nhandler_type = \"custom\"\nplugin = \"{}\"\n",
+            wasm.display()
+        );
+        let file = env.path(&format!("bad-{}.toml", unique()));
+        std::fs::write(&file, manifest).unwrap();
+        let out = env.cli(&["agent", "apply", file.to_str().unwrap(), "--account", "alice"]);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(out.stderr.contains(expected), "expected {expected:?} in {}", out.stderr);
+    };
+    check(b"not wasm at all", "not a WebAssembly component");
+    check(b"\0asm\x01\0\0\0", "core WebAssembly module, not a component");
+    assert_eq!(env.cli_json(&["agent", "list"])["agents"], json!([]));
+}
+
+#[test]
+fn plugin_inspect_prints_the_manifest() {
+    let env = TestEnv::new();
+    let out = env.cli_json(&["plugin", "inspect", &plugin_path("notes")]);
+    assert_eq!(out["manifest"]["name"], "notes");
+    assert_eq!(out["manifest"]["capabilities"], json!(["kv"]));
+    assert_eq!(out["witVersion"], "0.1.0");
+    assert_eq!(
+        out["manifest"]["parameters"][0],
+        json!({"name": "action", "type": "string", "required": true, "description": "add, list or clear"})
+    );
+    assert!(
+        out["imports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i.as_str().unwrap().starts_with("agent:plugin/kv@"))
+    );
+    let bad = env.cli(&["plugin", "inspect", "/etc/hostname"]);
+    assert_eq!(bad.status.code(), Some(1));
+}
+
+#[tokio::test]
+async fn compiled_components_are_cached_across_restarts() {
+    let env = TestEnv::new();
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(TEXTS, "alice");
+    let server = env.serve();
+    response_of(&run(&server, &key, "texts", "greet", json!({"parameters": {"name": "a"}})).await);
+    let first = get(&server.url("/health"), None).await.json();
+    assert_eq!(first["plugins"]["compiled"], 1);
+    drop(server);
+
+    let server = env.serve();
+    response_of(&run(&server, &key, "texts", "greet", json!({"parameters": {"name": "a"}})).await);
+    response_of(&run(&server, &key, "texts", "help", json!({})).await);
+    let second = get(&server.url("/health"), None).await.json();
+    assert_eq!(
+        second["plugins"]["compiled"], 1,
+        "only the new component was compiled: {second}"
+    );
+    assert_eq!(
+        second["plugins"]["loadedFromCache"], 1,
+        "the one from before came from the disk cache"
+    );
+}
+
+#[tokio::test]
+async fn a_python_plugin_serves_the_same_contract() {
+    let env = TestEnv::new();
+    let key = env.account_with_key("alice", "free");
+    let manifest = format!(
+        "username = \"pyagent\"\nname = \"Py\"\n[[commands]]\ncommand = \"echo\"\nhandler_type = \"custom\"\nplugin = \"{}\"\n",
+        py_echo_path()
+    );
+    env.apply_agent(&manifest, "alice");
+    let server = env.serve();
+    let reply = run(
+        &server,
+        &key,
+        "pyagent",
+        "echo",
+        json!({"rawText": "/echo shout=yes hello there"}),
+    )
+    .await;
+    assert_eq!(response_of(&reply), "HELLO THERE (from Python)");
+    let listed = get(&server.url("/v1/agents/pyagent/commands"), Some(&key)).await.json();
+    assert_eq!(
+        listed["data"]["commands"][0]["description"],
+        "Echoes text back (written in Python)"
+    );
+    let invalid = run(&server, &key, "pyagent", "echo", json!({"parameters": {"text": "  "}})).await;
+    assert_eq!(invalid.status, 400);
+    assert!(invalid.error_message().contains("non-empty"), "{}", invalid.text);
+}

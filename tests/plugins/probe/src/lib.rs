@@ -1,0 +1,90 @@
+//! A hostile plugin for the sandbox tests. `mode` picks the misbehaviour; each one must
+//! end in a contained `execution_error` (or a refused capability) and never hurt the host.
+
+use agent_plugin_sdk::http::Request;
+use agent_plugin_sdk::{Capability, Error, Invocation, Manifest, Output, Param, Plugin, Result, kv, progress};
+
+struct Probe;
+
+impl Plugin for Probe {
+    fn manifest() -> Manifest {
+        Manifest::new("probe", "0.1.0")
+            .describe("Sandbox probe")
+            .param(Param::string("mode").required())
+            .param(Param::string("url"))
+            .param(Param::number("n"))
+            .capability(Capability::Http)
+            .capability(Capability::Kv)
+            .capability(Capability::Progress)
+    }
+
+    fn execute(call: Invocation) -> Result<Output> {
+        let mode: String = call.param("mode")?;
+        match mode.as_str() {
+            "echo" => Ok(Output::text(format!(
+                "probe ok: {}",
+                call.opt_param::<String>("url")?.unwrap_or_default()
+            ))),
+            "loop" => {
+                let mut x: u64 = 0;
+                loop {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+            }
+            "sleep" => {
+                let ms = call.opt_param::<u64>("n")?.unwrap_or(1000);
+                for step in 0..10u8 {
+                    progress::report(step * 10, Some("sleeping"));
+                    std::thread::sleep(std::time::Duration::from_millis(ms / 10));
+                }
+                Ok(Output::text(format!("slept {ms} ms")))
+            }
+            "memory" => {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(vec![1u8; 1 << 20]);
+                    std::hint::black_box(&hoard);
+                }
+            }
+            "recursion" => Ok(Output::text(format!("{}", recurse(std::hint::black_box(1))))),
+            "huge_output" => {
+                let n = call.opt_param::<usize>("n")?.unwrap_or(4 << 20);
+                Ok(Output::text("x".repeat(n)))
+            }
+            "read_file" => match std::fs::read_to_string("/etc/passwd") {
+                Ok(text) => Ok(Output::text(text)),
+                Err(e) => Err(Error::failed(format!("read_file: {e}"))),
+            },
+            "env" => {
+                let vars: Vec<String> = std::env::vars().map(|(k, _)| k).collect();
+                Ok(Output::text(format!("env: {} variables {:?}", vars.len(), vars)))
+            }
+            "http" => {
+                let url: String = call.param("url")?;
+                let response = Request::get(&url).send()?;
+                Ok(Output::text(format!("status {}: {}", response.status, response.text())))
+            }
+            "kv_write" => {
+                kv::set_string("probe", &call.param::<String>("url")?)?;
+                Ok(Output::text("stored"))
+            }
+            "kv_read" => Ok(Output::text(
+                kv::get_string("probe")?.unwrap_or_else(|| "nothing".into()),
+            )),
+            "panic" => panic!("the probe panicked on purpose"),
+            other => Err(Error::invalid(format!("unknown mode {other}"))),
+        }
+    }
+}
+
+#[inline(never)]
+fn recurse(depth: u64) -> u64 {
+    let buffer = std::hint::black_box([depth; 64]);
+    if buffer[0] == 0 {
+        0
+    } else {
+        recurse(depth + 1).wrapping_add(buffer[63])
+    }
+}
+
+agent_plugin_sdk::export_plugin!(Probe);
