@@ -1,24 +1,4 @@
-//! Write agent-host command plugins in a few lines of Rust.
-//!
-//! ```no_run
-//! use agent_plugin_sdk::{Invocation, Manifest, Output, Param, Plugin, Result};
-//!
-//! struct Greeter;
-//!
-//! impl Plugin for Greeter {
-//!     fn manifest() -> Manifest {
-//!         Manifest::new("greeter", "0.1.0").describe("Greets someone").param(Param::string("name").required())
-//!     }
-//!     fn execute(call: Invocation) -> Result<Output> {
-//!         Ok(Output::text(format!("Hello, {}!", call.param::<String>("name")?)))
-//!     }
-//! }
-//!
-//! agent_plugin_sdk::export_plugin!(Greeter);
-//! ```
-//!
-//! Build with `cargo build --release --target wasm32-wasip2`; the `.wasm` file is the
-//! component to name in an agent manifest (`plugin = "..."`).
+#![doc = include_str!("../README.md")]
 
 extern crate self as agent_plugin_sdk;
 

@@ -614,3 +614,48 @@ async fn a_python_plugin_serves_the_same_contract() {
     assert_eq!(invalid.status, 400);
     assert!(invalid.error_message().contains("non-empty"), "{}", invalid.text);
 }
+
+/// `plugin new` writes a crate that builds as is into a component the host accepts.
+#[test]
+fn a_scaffolded_plugin_builds_and_is_accepted() {
+    let env = TestEnv::new();
+    let out = env.cli_json(&[
+        "plugin",
+        "new",
+        "hello-world",
+        "--dir",
+        env.data_dir().to_str().unwrap(),
+    ]);
+    let dir = std::path::PathBuf::from(out["path"].as_str().unwrap());
+    // Reuse the workspace's lock file so the build needs no new resolution.
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.lock"),
+        dir.join("Cargo.lock"),
+    )
+    .unwrap();
+    let target = std::path::Path::new(env!("AGENT_HOST_PLUGIN_NOTES"))
+        .ancestors()
+        .nth(3)
+        .unwrap()
+        .to_path_buf();
+    let build = std::process::Command::new(env!("CARGO"))
+        .args(["build", "--release", "--target", "wasm32-wasip2"])
+        .current_dir(&dir)
+        // Share the plugin build's compiled dependencies.
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .unwrap();
+    assert!(build.status.success(), "{}", String::from_utf8_lossy(&build.stderr));
+    let wasm = target.join("wasm32-wasip2/release/hello_world.wasm");
+    let inspected = env.cli_json(&["plugin", "inspect", wasm.to_str().unwrap()]);
+    assert_eq!(inspected["manifest"]["name"], "hello-world");
+    assert_eq!(inspected["manifest"]["parameters"][0]["name"], "name");
+    let again = env.cli(&[
+        "plugin",
+        "new",
+        "hello-world",
+        "--dir",
+        env.data_dir().to_str().unwrap(),
+    ]);
+    assert_eq!(again.status.code(), Some(1), "an existing folder is not overwritten");
+}

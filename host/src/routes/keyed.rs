@@ -61,8 +61,11 @@ async fn list_commands(
             ))
         })?),
     };
-    let agent = agents::owned(&state.services.store, &caller.account.id, &agent_id).await?;
-    let commands = agents::commands(&state.services.store, &agent, integration).await?;
+    let (agent, mut commands) =
+        agents::owned_with_commands(&state.services.store, &caller.account.id, &agent_id).await?;
+    if let Some(integration) = integration {
+        agents::offered_on(&mut commands, integration);
+    }
     Ok(success(json!({
         "agent_id": agent.id,
         "agent_username": agent.def.username,
@@ -130,8 +133,8 @@ async fn execute(
     ApiJson(body): ApiJson<ExecuteRequest>,
 ) -> Result<axum::Json<Value>, ApiError> {
     let services = &state.services;
-    let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
-    let command = commands::find(services, &agent, &command_name).await?;
+    let (agent, all) = agents::owned_with_commands(&services.store, &caller.account.id, &agent_id).await?;
+    let command = commands::pick(all, &agent, &command_name)?;
     let result = commands::execute(services, &agent, &command, body.parameters, body.raw_text, Origin::Api).await?;
     Ok(success(json!({
         "command": command.def.name,

@@ -96,15 +96,19 @@ pub async fn owned(store: &Store, account_id: &str, id_or_username: &str) -> Res
     }
 }
 
-/// The agent's commands; with an integration, only the enabled ones offered there.
-pub async fn commands(
+/// The agent (as `owned` decides) with its commands, in one store read.
+pub async fn owned_with_commands(
     store: &Store,
-    agent: &Agent,
-    integration: Option<Integration>,
-) -> Result<Vec<Command>, ServiceError> {
-    let mut commands = store.commands(&agent.id).await?;
-    if let Some(integration) = integration {
-        commands.retain(|c| c.def.enabled && c.def.integrations.contains(&integration));
+    account_id: &str,
+    id_or_username: &str,
+) -> Result<(Agent, Vec<Command>), ServiceError> {
+    match store.agent_with_commands(id_or_username).await? {
+        Some((agent, commands)) if agent.account_id == account_id => Ok((agent, commands)),
+        _ => Err(ServiceError::NotFound(format!("Agent '{id_or_username}' not found"))),
     }
-    Ok(commands)
+}
+
+/// Only the enabled commands offered on this integration.
+pub fn offered_on(commands: &mut Vec<Command>, integration: Integration) {
+    commands.retain(|c| c.def.enabled && c.def.integrations.contains(&integration));
 }

@@ -90,7 +90,8 @@ impl Store {
         let name = name.to_string();
         self.read(move |conn| {
             let sql = format!("SELECT {ACCOUNT_COLUMNS} FROM accounts a WHERE a.name = ?1");
-            conn.query_row(&sql, [name], |row| account_from_row(row, 0))
+            conn.prepare_cached(&sql)?
+                .query_row([name], |row| account_from_row(row, 0))
                 .optional()?
                 .transpose()
         })
@@ -101,7 +102,8 @@ impl Store {
         let id = id.to_string();
         self.read(move |conn| {
             let sql = format!("SELECT {ACCOUNT_COLUMNS} FROM accounts a WHERE a.id = ?1");
-            conn.query_row(&sql, [id], |row| account_from_row(row, 0))
+            conn.prepare_cached(&sql)?
+                .query_row([id], |row| account_from_row(row, 0))
                 .optional()?
                 .transpose()
         })

@@ -94,9 +94,21 @@ fn command_from_row(row: &Row<'_>) -> rusqlite::Result<Result<Command, StoreErro
 
 fn find_agent(conn: &Connection, id_or_username: &str) -> Result<Option<Agent>, StoreError> {
     let sql = format!("SELECT {AGENT_COLUMNS} FROM agents g WHERE g.id = ?1 OR g.username = ?1");
-    conn.query_row(&sql, [id_or_username], agent_from_row)
+    conn.prepare_cached(&sql)?
+        .query_row([id_or_username], agent_from_row)
         .optional()?
         .transpose()
+}
+
+fn commands_of(conn: &Connection, agent_id: &str) -> Result<Vec<Command>, StoreError> {
+    let sql = format!("SELECT {COMMAND_COLUMNS} FROM commands WHERE agent_id = ?1 ORDER BY position");
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map([agent_id], command_from_row)?;
+    let mut out = Vec::new();
+    for row in rows {
+        out.push(row??);
+    }
+    Ok(out)
 }
 
 fn json_enum<T: serde::Serialize>(value: &T) -> String {
@@ -250,7 +262,7 @@ impl Store {
                 "SELECT {AGENT_COLUMNS}, a.name, (SELECT COUNT(*) FROM commands c WHERE c.agent_id = g.id)
                  FROM agents g JOIN accounts a ON a.id = g.account_id ORDER BY g.username"
             );
-            let mut stmt = conn.prepare(&sql)?;
+            let mut stmt = conn.prepare_cached(&sql)?;
             let rows = stmt.query_map([], |row| {
                 let account_name: String = row.get(11)?;
                 let command_count: u32 = row.get(12)?;
@@ -269,19 +281,22 @@ impl Store {
         .await
     }
 
+    /// The agent and its commands (in manifest order), in one read.
+    pub async fn agent_with_commands(&self, id_or_username: &str) -> Result<Option<(Agent, Vec<Command>)>, StoreError> {
+        let key = id_or_username.to_string();
+        self.read(move |conn| {
+            let Some(agent) = find_agent(conn, &key)? else {
+                return Ok(None);
+            };
+            let commands = commands_of(conn, &agent.id)?;
+            Ok(Some((agent, commands)))
+        })
+        .await
+    }
+
     /// The agent's commands in manifest order.
     pub async fn commands(&self, agent_id: &str) -> Result<Vec<Command>, StoreError> {
         let agent_id = agent_id.to_string();
-        self.read(move |conn| {
-            let sql = format!("SELECT {COMMAND_COLUMNS} FROM commands WHERE agent_id = ?1 ORDER BY position");
-            let mut stmt = conn.prepare(&sql)?;
-            let rows = stmt.query_map([agent_id], command_from_row)?;
-            let mut out = Vec::new();
-            for row in rows {
-                out.push(row??);
-            }
-            Ok(out)
-        })
-        .await
+        self.read(move |conn| commands_of(conn, &agent_id)).await
     }
 }

@@ -123,7 +123,10 @@ impl Store {
         let id = id.to_string();
         self.read(move |conn| {
             let sql = format!("SELECT {COLUMNS} FROM jobs WHERE id = ?1");
-            conn.query_row(&sql, [id], job_from_row).optional()?.transpose()
+            conn.prepare_cached(&sql)?
+                .query_row([id], job_from_row)
+                .optional()?
+                .transpose()
         })
         .await
     }
@@ -131,7 +134,7 @@ impl Store {
     pub async fn jobs_in_state(&self, state: JobState) -> Result<Vec<JobRecord>, StoreError> {
         self.read(move |conn| {
             let sql = format!("SELECT {COLUMNS} FROM jobs WHERE state = ?1 ORDER BY created_at");
-            let mut stmt = conn.prepare(&sql)?;
+            let mut stmt = conn.prepare_cached(&sql)?;
             let rows = stmt.query_map([state.as_str()], job_from_row)?;
             let mut out = Vec::new();
             for row in rows {

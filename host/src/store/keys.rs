@@ -82,17 +82,18 @@ impl Store {
                 "SELECT k.id, k.account_id, k.created_at, k.last_used_at, k.revoked_at, k.secret_hash, {ACCOUNT_COLUMNS}
                  FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ?1"
             );
-            conn.query_row(&sql, [id], |row| {
-                let info = info_from_row(row)?;
-                let secret_hash: Vec<u8> = row.get(5)?;
-                Ok(account_from_row(row, 6)?.map(|account| KeyRecord {
-                    info,
-                    secret_hash,
-                    account,
-                }))
-            })
-            .optional()?
-            .transpose()
+            conn.prepare_cached(&sql)?
+                .query_row([id], |row| {
+                    let info = info_from_row(row)?;
+                    let secret_hash: Vec<u8> = row.get(5)?;
+                    Ok(account_from_row(row, 6)?.map(|account| KeyRecord {
+                        info,
+                        secret_hash,
+                        account,
+                    }))
+                })
+                .optional()?
+                .transpose()
         })
         .await
     }

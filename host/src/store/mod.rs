@@ -123,7 +123,7 @@ impl Store {
 
     /// True when the database answers a trivial query.
     pub async fn ping(&self) -> bool {
-        self.read(|conn| Ok(conn.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?))
+        self.read(|conn| Ok(conn.prepare_cached("SELECT 1")?.query_row([], |r| r.get::<_, i64>(0))?))
             .await
             .is_ok()
     }

@@ -1,0 +1,197 @@
+//! Instantiate + execute of each handler component in a fresh instance, as the host runs
+//! it for every request (cached `InstancePre`, pooling allocator). Prints criterion's
+//! estimate and, per handler, p50/p99 over every call made.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agent_host::domain::HandlerType;
+use agent_host::llm::{Completion, CompletionRequest, LlmFuture, LlmProvider};
+use agent_host::outbound::{HostPattern, Outbound, OutboundPolicy};
+use agent_host::plugins::bindings::agent::plugin::agent_info::{AgentProfile, CommandInfo};
+use agent_host::plugins::{
+    AgentSnapshot, Grants, HostServices, Invocation, Origin, PluginRuntime, ResponseFormat, Run, RuntimeLimits,
+};
+use agent_host::store::Store;
+use criterion::{Criterion, criterion_group, criterion_main};
+
+/// An LLM that answers at once, so the prompt bench measures the host, not a model.
+struct InstantLlm;
+
+impl LlmProvider for InstantLlm {
+    fn name(&self) -> String {
+        "instant".into()
+    }
+    fn complete(&self, _: CompletionRequest) -> LlmFuture<'_> {
+        Box::pin(async {
+            Ok(Completion {
+                content: "A short poem.".into(),
+            })
+        })
+    }
+}
+
+struct Setup {
+    runtime: Arc<PluginRuntime>,
+    webhook_url: String,
+    _dir: tempfile::TempDir,
+}
+
+fn setup(rt: &tokio::runtime::Runtime) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("bench.db"), Duration::from_secs(5)).unwrap();
+    let webhook_url = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let router = axum::Router::new().route("/hook", axum::routing::post(|| async { "hooked" }));
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        format!("http://127.0.0.1:{port}/hook")
+    });
+    let port = webhook_url.split(':').nth(2).unwrap().split('/').next().unwrap();
+    let outbound = Outbound::new(OutboundPolicy {
+        allowed_hosts: vec![HostPattern::parse("*").unwrap()],
+        private_exceptions: vec![HostPattern::parse(&format!("127.0.0.1:{port}")).unwrap()],
+        max_response_bytes: 1 << 20,
+        max_timeout: Duration::from_secs(5),
+        max_redirects: 5,
+    });
+    let limits = RuntimeLimits {
+        default_timeout: Duration::from_secs(5),
+        max_memory_bytes: 128 << 20,
+        max_output_bytes: 1 << 20,
+        max_concurrency: 64,
+    };
+    let services = HostServices {
+        store,
+        outbound,
+        llm: Arc::new(InstantLlm),
+    };
+    let runtime = Arc::new(PluginRuntime::new(dir.path(), limits, services).unwrap());
+    Setup {
+        runtime,
+        webhook_url,
+        _dir: dir,
+    }
+}
+
+async fn make_run(setup: &Setup, handler: HandlerType) -> Run {
+    let component = setup.runtime.builtin(handler).unwrap();
+    let manifest = setup.runtime.manifest(&component).await.unwrap();
+    let (command, parameters, config) = match handler {
+        HandlerType::SimpleText => (
+            "hello",
+            r#"{"name":"Ann"}"#.to_string(),
+            r#"{"text":"Hello, {{name}}!"}"#.to_string(),
+        ),
+        HandlerType::Prompt => (
+            "poem",
+            r#"{"topic":"rain"}"#.to_string(),
+            r#"{"template":"A poem about {{topic}}"}"#.to_string(),
+        ),
+        HandlerType::Webhook => (
+            "hook",
+            "{}".to_string(),
+            format!(r#"{{"url":"{}"}}"#, setup.webhook_url),
+        ),
+        _ => ("help", "{}".to_string(), r#"{"builtin":"help"}"#.to_string()),
+    };
+    let webhook = (handler == HandlerType::Webhook).then_some(setup.webhook_url.as_str());
+    let grants = Grants::for_command(component.kind, &manifest.capabilities, &[], webhook);
+    let agent = (handler == HandlerType::BuiltIn).then(|| AgentSnapshot {
+        profile: AgentProfile {
+            id: "a1".into(),
+            username: "bench".into(),
+            name: "Bench".into(),
+            personality: "Fast.".into(),
+            knowledge: vec![],
+        },
+        commands: (0..5)
+            .map(|i| CommandInfo {
+                name: format!("cmd{i}"),
+                description: "A command".into(),
+                parameters: vec![],
+                enabled: true,
+            })
+            .collect(),
+    });
+    Run {
+        component,
+        invocation: Invocation {
+            agent_id: "a1".into(),
+            command: command.into(),
+            parameters,
+            raw_text: None,
+            config,
+            response_format: ResponseFormat::Text,
+            origin: Origin::Api,
+        },
+        agent_id: "a1".into(),
+        grants,
+        agent,
+        progress: None,
+        timeout: Some(Duration::from_secs(5)),
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn handlers(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let setup = setup(&rt);
+    let mut report = Vec::new();
+    for (name, handler) in [
+        ("simple_text", HandlerType::SimpleText),
+        ("built_in", HandlerType::BuiltIn),
+        ("prompt", HandlerType::Prompt),
+        ("webhook", HandlerType::Webhook),
+    ] {
+        // Compile and warm the instance slots first.
+        rt.block_on(async {
+            for _ in 0..200 {
+                setup.runtime.execute(make_run(&setup, handler).await).await.unwrap();
+            }
+        });
+        let samples = Arc::new(Mutex::new(Vec::with_capacity(200_000)));
+        c.bench_function(&format!("instantiate+execute/{name}"), |b| {
+            b.to_async(&rt).iter_custom(|iters| {
+                let (setup, samples) = (&setup, samples.clone());
+                async move {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        let run = make_run(setup, handler).await;
+                        let started = Instant::now();
+                        setup.runtime.execute(run).await.unwrap();
+                        let took = started.elapsed();
+                        total += took;
+                        samples.lock().unwrap().push(took);
+                    }
+                    total
+                }
+            })
+        });
+        let mut all = samples.lock().unwrap().clone();
+        all.sort();
+        report.push((name, all.len(), percentile(&all, 0.5), percentile(&all, 0.99)));
+    }
+    println!("\nhandler       calls     p50        p99");
+    for (name, n, p50, p99) in report {
+        println!(
+            "{name:<12} {n:>7}  {:>7.1} µs  {:>7.1} µs",
+            p50.as_secs_f64() * 1e6,
+            p99.as_secs_f64() * 1e6
+        );
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(50).measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_secs(1));
+    targets = handlers
+}
+criterion_main!(benches);
