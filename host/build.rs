@@ -48,8 +48,8 @@ fn main() {
     let status = cmd.status().expect("could not run cargo to build the plugins");
     if !status.success() {
         panic!(
-            "building the plugins for wasm32-wasip2 failed (is the target installed? run scripts/setup.sh, \
-             which runs `rustup target add wasm32-wasip2`)"
+            "building the plugins for wasm32-wasip2 failed: see cargo's message above \
+             (a missing target is installed by scripts/setup.sh: `rustup target add wasm32-wasip2`)"
         );
     }
     for (_, artifact) in PLUGINS {

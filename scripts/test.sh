@@ -8,4 +8,5 @@ scripts/setup.sh
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 plugins/py-echo/build.sh "$target/py-plugins" >/dev/null
 export PY_ECHO_WASM="$target/py-plugins/py_echo.wasm"
+export SMOLLM2_GGUF="$(scripts/model-path.sh)"
 cargo test --locked -p agent-host -p agent-plugin-sdk "$@"

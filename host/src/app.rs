@@ -10,7 +10,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::config::Settings;
-use crate::llm::{LlmProvider, NoProvider, OpenAiProvider};
+use crate::llm::{EmbeddedProvider, LlmProvider, NoProvider, OpenAiProvider};
+use crate::marker::MarkerKey;
 use crate::outbound::{HostPattern, Outbound, OutboundPolicy};
 use crate::plugins::{HostServices, PluginRuntime, RuntimeLimits};
 use crate::secrets::MasterKey;
@@ -26,7 +27,7 @@ pub struct AppState {
 }
 
 /// The outbound HTTP guard, from the operator's settings.
-pub fn outbound(settings: &Settings) -> anyhow::Result<Outbound> {
+pub fn outbound(settings: &Settings, master: &MasterKey) -> anyhow::Result<Outbound> {
     let patterns = |list: &[String], what: &str| -> anyhow::Result<Vec<HostPattern>> {
         list.iter()
             .map(|h| HostPattern::parse(h).ok_or_else(|| anyhow::anyhow!("{what}: '{h}' is not a host or host:port")))
@@ -38,10 +39,12 @@ pub fn outbound(settings: &Settings) -> anyhow::Result<Outbound> {
         max_response_bytes: settings.outbound_max_response_bytes,
         max_timeout: Duration::from_millis(settings.outbound_timeout_ms),
         max_redirects: 5,
+        marker: Some(MarkerKey::derive(master.bytes())),
     }))
 }
 
-/// The LLM provider the settings name, or none.
+/// The remote provider when one is configured, else the embedded model when its file is
+/// there, else none.
 pub fn llm_provider(settings: &Settings) -> Arc<dyn LlmProvider> {
     match (&settings.llm_base_url, &settings.llm_model) {
         (Some(base), Some(model)) => Arc::new(OpenAiProvider::new(
@@ -50,12 +53,22 @@ pub fn llm_provider(settings: &Settings) -> Arc<dyn LlmProvider> {
             settings.llm_api_key.as_ref().map(|k| k.expose().to_string()),
             Duration::from_millis(settings.llm_timeout_ms),
         )),
+        _ if settings.embedded_model_path.is_file() => Arc::new(EmbeddedProvider::new(
+            &settings.embedded_model_path,
+            settings.embedded_max_tokens,
+            Duration::from_millis(settings.llm_timeout_ms),
+        )),
         _ => Arc::new(NoProvider),
     }
 }
 
 /// The plugin runtime over this data dir, with the settings' limits.
-pub fn plugin_runtime(settings: &Settings, store: &Store) -> anyhow::Result<Arc<PluginRuntime>> {
+pub fn plugin_runtime(
+    settings: &Settings,
+    store: &Store,
+    master: &MasterKey,
+    llm: Arc<dyn LlmProvider>,
+) -> anyhow::Result<Arc<PluginRuntime>> {
     let limits = RuntimeLimits {
         default_timeout: Duration::from_millis(settings.plugin_timeout_ms),
         max_memory_bytes: (settings.plugin_memory_mib as usize) << 20,
@@ -64,27 +77,38 @@ pub fn plugin_runtime(settings: &Settings, store: &Store) -> anyhow::Result<Arc<
     };
     let services = HostServices {
         store: store.clone(),
-        outbound: outbound(settings)?,
-        llm: llm_provider(settings),
+        outbound: outbound(settings, master)?,
+        llm,
     };
     Ok(Arc::new(PluginRuntime::new(&settings.data_dir, limits, services)?))
 }
 
+/// Everything services need, for this data dir and settings.
+pub fn services(settings: Settings, store: Store, public_base_url: String) -> anyhow::Result<Services> {
+    // Secrets at rest need the master key; create it now rather than on first use
+    // deep inside a request.
+    let master = MasterKey::load_or_create(&settings.data_dir).context("master key")?;
+    let llm = llm_provider(&settings);
+    let plugins = plugin_runtime(&settings, &store, &master, llm.clone())?;
+    Ok(Services {
+        store,
+        plugins,
+        llm,
+        marker: MarkerKey::derive(master.bytes()),
+        settings: Arc::new(settings),
+        public_base_url,
+    })
+}
+
 /// Services for a command-line call (no server, no listeners).
 pub fn cli_services(settings: Settings, store: Store) -> anyhow::Result<Services> {
-    let plugins = plugin_runtime(&settings, &store)?;
     let public_base_url = settings.public_base_url.clone().unwrap_or_else(|| {
         format!(
             "http://{}",
             settings.listen.first().map(String::as_str).unwrap_or("127.0.0.1:8080")
         )
     });
-    Ok(Services {
-        store,
-        plugins,
-        settings: Arc::new(settings),
-        public_base_url,
-    })
+    services(settings, store, public_base_url)
 }
 
 /// Prepares the data dir and opens the store (applying migrations).
@@ -104,12 +128,8 @@ pub struct Server {
 
 impl Server {
     pub async fn bind(settings: Settings, store: Store, listen: &[String]) -> anyhow::Result<Server> {
-        // Secrets at rest need the master key; create it now rather than on first use
-        // deep inside a request.
-        MasterKey::load_or_create(&settings.data_dir).context("master key")?;
         let limiter = Arc::new(RateLimiter::default());
         limiter.restore(store.load_rate_usage().await?);
-        let plugins = plugin_runtime(&settings, &store)?;
         let mut listeners = Vec::with_capacity(listen.len());
         for address in listen {
             let listener = TcpListener::bind(address)
@@ -122,12 +142,7 @@ impl Server {
             .public_base_url
             .clone()
             .unwrap_or_else(|| first.map(|a| format!("http://{a}")).unwrap_or_default());
-        let services = Services {
-            store,
-            plugins,
-            settings: Arc::new(settings),
-            public_base_url,
-        };
+        let services = services(settings, store, public_base_url)?;
         let state = AppState {
             services,
             limiter,

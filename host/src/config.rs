@@ -145,6 +145,18 @@ pub const REFERENCE: &[(&str, &str, &str, &str)] = &[
         "longest LLM request",
     ),
     (
+        "embedded_model_path",
+        "AGENT_HOST_EMBEDDED_MODEL_PATH",
+        "DATA_DIR/models/smollm2-135m-instruct.gguf",
+        "GGUF chat model run in-process when no remote LLM is configured",
+    ),
+    (
+        "embedded_max_tokens",
+        "AGENT_HOST_EMBEDDED_MAX_TOKENS",
+        "200",
+        "longest reply of the embedded model, in tokens",
+    ),
+    (
         "log",
         "AGENT_HOST_LOG",
         "info",
@@ -176,6 +188,8 @@ pub struct Settings {
     pub llm_model: Option<String>,
     pub llm_api_key: Option<Secret>,
     pub llm_timeout_ms: u64,
+    pub embedded_model_path: PathBuf,
+    pub embedded_max_tokens: u32,
 }
 
 /// A setting that must never be printed.
@@ -218,6 +232,8 @@ struct FileSettings {
     llm_model: Option<String>,
     llm_api_key: Option<String>,
     llm_timeout_ms: Option<u64>,
+    embedded_model_path: Option<PathBuf>,
+    embedded_max_tokens: Option<u32>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -259,7 +275,7 @@ impl Settings {
             Err(_) => file.listen.unwrap_or_else(|| vec!["127.0.0.1:8080".to_string()]),
         };
         Ok(Settings {
-            data_dir,
+            data_dir: data_dir.clone(),
             listen,
             max_body_bytes: env_parse("AGENT_HOST_MAX_BODY_BYTES")?
                 .or(file.max_body_bytes)
@@ -321,6 +337,14 @@ impl Settings {
                 .or(file.llm_timeout_ms)
                 .unwrap_or(60_000)
                 .max(1),
+            embedded_model_path: env_string("AGENT_HOST_EMBEDDED_MODEL_PATH")
+                .map(PathBuf::from)
+                .or(file.embedded_model_path)
+                .unwrap_or_else(|| data_dir.join("models/smollm2-135m-instruct.gguf")),
+            embedded_max_tokens: env_parse("AGENT_HOST_EMBEDDED_MAX_TOKENS")?
+                .or(file.embedded_max_tokens)
+                .unwrap_or(200)
+                .clamp(1, 4096),
         })
     }
 

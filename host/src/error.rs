@@ -10,6 +10,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
+use crate::llm::LlmError;
 use crate::services::ServiceError;
 
 #[derive(Debug)]
@@ -68,6 +69,14 @@ impl From<ServiceError> for ApiError {
             ServiceError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
             ServiceError::Unauthorized(m) => ApiError::unauthorized(m),
             ServiceError::Execution(m) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "execution_error", m),
+            ServiceError::Model(e) => {
+                let (status, code) = match &e {
+                    LlmError::NotConfigured => (StatusCode::SERVICE_UNAVAILABLE, "model_unavailable"),
+                    LlmError::Timeout(_) => (StatusCode::GATEWAY_TIMEOUT, "generation_timeout"),
+                    _ => (StatusCode::BAD_GATEWAY, "model_unavailable"),
+                };
+                ApiError::new(status, code, e.to_string())
+            }
             ServiceError::Store(e) => {
                 // The detail goes to the log, not to the client.
                 tracing::error!(error = %e, "store failure");

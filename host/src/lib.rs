@@ -9,6 +9,7 @@ pub mod domain;
 pub mod error;
 pub mod llm;
 pub mod manifest;
+pub mod marker;
 pub mod money;
 pub mod outbound;
 pub mod plugins;

@@ -105,6 +105,8 @@ pub struct OutboundPolicy {
     pub max_response_bytes: u64,
     pub max_timeout: Duration,
     pub max_redirects: usize,
+    /// Signs the recursion-guard marker each request carries (see `marker`).
+    pub marker: Option<crate::marker::MarkerKey>,
 }
 
 impl OutboundPolicy {
@@ -197,8 +199,11 @@ impl Outbound {
             for _hop in 0..=self.policy.max_redirects {
                 self.check(&url, allowed)?;
                 let mut builder = self.client.request(method.clone(), url.clone());
+                if let Some(key) = &self.policy.marker {
+                    builder = builder.header(crate::marker::HEADER, key.sign(crate::clock::now_ms() / 1000));
+                }
                 for (name, value) in &request.headers {
-                    if is_hop_header(name) {
+                    if is_hop_header(name) || name.eq_ignore_ascii_case(crate::marker::HEADER) {
                         continue;
                     }
                     builder = builder.header(name.as_str(), value.as_str());
@@ -433,6 +438,7 @@ mod tests {
             max_response_bytes: 1024,
             max_timeout: Duration::from_secs(2),
             max_redirects: 3,
+            marker: None,
         })
     }
 

@@ -5,6 +5,7 @@
 mod support;
 
 mod auth;
+mod chat;
 mod cli;
 mod errors;
 mod jobs;

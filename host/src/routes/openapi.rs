@@ -65,7 +65,7 @@ pub const OPERATIONS: &[Operation] = &[
         id: "chat",
         summary: "Chat with the agent",
         keyed: true,
-        pending: true,
+        pending: false,
         request: Some(|| {
             json!({ "type": "object", "required": ["message"], "properties": {
                 "message": { "type": "string", "maxLength": 10000 },
@@ -79,7 +79,12 @@ pub const OPERATIONS: &[Operation] = &[
                 "response": { "type": "string" }, "agentId": { "type": "string" }, "timestamp": { "type": "string", "format": "date-time" },
             }}))
         },
-        errors: &[(400, "validation_error")],
+        errors: &[
+            (400, "validation_error"),
+            (502, "model_unavailable"),
+            (503, "model_unavailable"),
+            (504, "generation_timeout"),
+        ],
     },
     Operation {
         method: "get",

@@ -3,15 +3,19 @@
 
 pub mod accounts;
 pub mod agents;
+pub mod chat;
 pub mod commands;
 pub mod jobs;
 pub mod keys;
+pub mod knowledge;
 pub mod params;
 pub mod rate_limit;
 
 use std::sync::Arc;
 
 use crate::config::Settings;
+use crate::llm::{LlmError, LlmProvider};
+use crate::marker::MarkerKey;
 use crate::plugins::PluginRuntime;
 use crate::store::{Store, StoreError};
 
@@ -20,6 +24,9 @@ use crate::store::{Store, StoreError};
 pub struct Services {
     pub store: Store,
     pub plugins: Arc<PluginRuntime>,
+    pub llm: Arc<dyn LlmProvider>,
+    /// Verifies the recursion-guard marker on chat requests.
+    pub marker: MarkerKey,
     pub settings: Arc<Settings>,
     /// Absolute base URL for status addresses (no trailing `/`).
     pub public_base_url: String,
@@ -39,6 +46,9 @@ pub enum ServiceError {
     /// A command ran and failed, or could not run.
     #[error("{0}")]
     Execution(String),
+    /// The language model failed or is not there.
+    #[error(transparent)]
+    Model(LlmError),
     #[error(transparent)]
     Store(StoreError),
 }

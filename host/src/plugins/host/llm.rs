@@ -17,17 +17,18 @@ impl Host for HostState {
             messages: request
                 .messages
                 .into_iter()
-                .map(|m| Message {
-                    role: match m.role {
+                .map(|m| {
+                    let role = match m.role {
                         wit::Role::System => Role::System,
                         wit::Role::User => Role::User,
                         wit::Role::Assistant => Role::Assistant,
-                    },
-                    content: m.content,
+                    };
+                    Message::new(role, m.content)
                 })
                 .collect(),
             max_tokens: request.max_tokens,
             temperature: request.temperature,
+            tools: Vec::new(),
         };
         Ok(self
             .call

@@ -1,0 +1,198 @@
+//! The embedded provider: a small GGUF chat model (SmolLM2-135M-Instruct by default) run
+//! in-process on the CPU with candle, so `demo` chats offline. The model loads on first use;
+//! one generation runs at a time (on a blocking thread), within the request's deadline.
+//! Small models cannot call functions reliably, so this provider answers in text only.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use candle_core::quantized::gguf_file;
+use candle_core::{Device, Tensor};
+use candle_transformers::generation::LogitsProcessor;
+use candle_transformers::models::quantized_llama::ModelWeights;
+
+use super::bpe::Bpe;
+use super::{Completion, CompletionRequest, LlmError, LlmFuture, LlmProvider, Role};
+
+pub struct EmbeddedProvider {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    max_tokens: u32,
+    timeout: Duration,
+    loaded: Mutex<Option<Arc<Mutex<Loaded>>>>,
+}
+
+struct Loaded {
+    model: ModelWeights,
+    bpe: Bpe,
+    end_of_turn: u32,
+    end_of_text: Option<u32>,
+}
+
+/// Figures from one generation, for logs and benchmarks.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GenerationStats {
+    pub prompt_tokens: usize,
+    pub generated_tokens: usize,
+    pub time_to_first_token: Duration,
+    pub total: Duration,
+}
+
+impl EmbeddedProvider {
+    pub fn new(path: &Path, max_tokens: u32, timeout: Duration) -> EmbeddedProvider {
+        let inner = Inner {
+            path: path.to_path_buf(),
+            max_tokens,
+            timeout,
+            loaded: Mutex::new(None),
+        };
+        EmbeddedProvider { inner: Arc::new(inner) }
+    }
+
+    /// Generates a reply; blocking (run it off the async runtime).
+    pub fn generate(&self, request: &CompletionRequest) -> Result<(String, GenerationStats), LlmError> {
+        self.inner.generate(request)
+    }
+}
+
+impl Inner {
+    fn load(&self) -> Result<Arc<Mutex<Loaded>>, LlmError> {
+        let mut slot = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(loaded) = slot.as_ref() {
+            return Ok(loaded.clone());
+        }
+        let unavailable =
+            |what: String| LlmError::Unreachable(format!("embedded model {}: {what}", self.path.display()));
+        let mut file = std::fs::File::open(&self.path).map_err(|e| unavailable(e.to_string()))?;
+        let content = gguf_file::Content::read(&mut file).map_err(|e| unavailable(e.to_string()))?;
+        let strings = |key: &str| -> Result<Vec<String>, LlmError> {
+            let values = content
+                .metadata
+                .get(key)
+                .ok_or_else(|| unavailable(format!("no {key}")))?
+                .to_vec()
+                .map_err(|e| unavailable(e.to_string()))?;
+            values
+                .iter()
+                .map(|v| v.to_string().cloned().map_err(|e| unavailable(e.to_string())))
+                .collect()
+        };
+        let bpe = Bpe::new(strings("tokenizer.ggml.tokens")?, &strings("tokenizer.ggml.merges")?);
+        let end_of_turn = bpe
+            .token_id("<|im_end|>")
+            .ok_or_else(|| unavailable("not a ChatML model (no <|im_end|>)".into()))?;
+        let end_of_text = bpe.token_id("<|endoftext|>");
+        let model =
+            ModelWeights::from_gguf(content, &mut file, &Device::Cpu).map_err(|e| unavailable(e.to_string()))?;
+        let loaded = Arc::new(Mutex::new(Loaded {
+            model,
+            bpe,
+            end_of_turn,
+            end_of_text,
+        }));
+        *slot = Some(loaded.clone());
+        Ok(loaded)
+    }
+
+    /// ChatML, as SmolLM2's template writes it.
+    fn prompt(request: &CompletionRequest) -> String {
+        let mut text = String::new();
+        for message in &request.messages {
+            let role = match message.role {
+                Role::System => "system",
+                Role::User => "user",
+                Role::Assistant => "assistant",
+                // Tool results never reach this provider (it offers no tools); keep them readable.
+                Role::Tool => "user",
+            };
+            text.push_str(&format!("<|im_start|>{role}\n{}<|im_end|>\n", message.content.trim()));
+        }
+        text.push_str("<|im_start|>assistant\n");
+        text
+    }
+
+    fn generate(&self, request: &CompletionRequest) -> Result<(String, GenerationStats), LlmError> {
+        let started = Instant::now();
+        let deadline = started + self.timeout;
+        let loaded = self.load()?;
+        let mut guard = loaded.lock().unwrap_or_else(|p| p.into_inner());
+        let loaded = &mut *guard;
+        let failed = |e: candle_core::Error| LlmError::BadAnswer(format!("embedded model: {e}"));
+        let prompt = loaded.bpe.encode(&Self::prompt(request));
+        let max_new = request.max_tokens.unwrap_or(self.max_tokens).min(self.max_tokens) as usize;
+        let temperature = request.temperature.map(f64::from).filter(|t| *t > 0.0).or(Some(0.3));
+        let mut sampler = LogitsProcessor::new(42, temperature, Some(0.9));
+        let mut stats = GenerationStats {
+            prompt_tokens: prompt.len(),
+            ..Default::default()
+        };
+        let mut generated: Vec<u32> = Vec::new();
+        let mut input = prompt.clone();
+        let mut position = 0;
+        for step in 0..max_new {
+            if Instant::now() > deadline {
+                return Err(LlmError::Timeout(self.timeout.as_millis() as u64));
+            }
+            let tokens = Tensor::new(input.as_slice(), &Device::Cpu)
+                .and_then(|t| t.unsqueeze(0))
+                .map_err(failed)?;
+            let logits = loaded
+                .model
+                .forward(&tokens, position)
+                .and_then(|l| l.squeeze(0))
+                .map_err(failed)?;
+            position += input.len();
+            // A light repeat penalty keeps a small model from looping.
+            let recent = &generated[generated.len().saturating_sub(64)..];
+            let logits = candle_transformers::utils::apply_repeat_penalty(&logits, 1.1, recent).map_err(failed)?;
+            let next = sampler.sample(&logits).map_err(failed)?;
+            if step == 0 {
+                stats.time_to_first_token = started.elapsed();
+            }
+            if next == loaded.end_of_turn || Some(next) == loaded.end_of_text {
+                break;
+            }
+            generated.push(next);
+            input = vec![next];
+        }
+        stats.generated_tokens = generated.len();
+        stats.total = started.elapsed();
+        Ok((loaded.bpe.decode(&generated).trim().to_string(), stats))
+    }
+}
+
+impl LlmProvider for EmbeddedProvider {
+    fn name(&self) -> String {
+        format!(
+            "embedded:{}",
+            self.inner.path.file_name().and_then(|n| n.to_str()).unwrap_or("model")
+        )
+    }
+
+    fn complete(&self, request: CompletionRequest) -> LlmFuture<'_> {
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            let (text, stats) = tokio::task::spawn_blocking(move || inner.generate(&request))
+                .await
+                .map_err(|e| LlmError::BadAnswer(format!("embedded model task failed: {e}")))??;
+            tracing::debug!(
+                prompt_tokens = stats.prompt_tokens,
+                generated = stats.generated_tokens,
+                ttft_ms = stats.time_to_first_token.as_millis() as u64,
+                total_ms = stats.total.as_millis() as u64,
+                "embedded generation"
+            );
+            if text.is_empty() {
+                return Err(LlmError::BadAnswer("the embedded model produced no text".into()));
+            }
+            Ok(Completion {
+                content: text,
+                tool_calls: Vec::new(),
+            })
+        })
+    }
+}

@@ -1,0 +1,449 @@
+//! `POST /v1/agents/:agentId/chat` against a local server speaking the OpenAI
+//! chat-completions wire format, with real WASM commands as tools.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::routing::post;
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+type Policy = Arc<dyn Fn(&Value, usize) -> (u16, Value) + Send + Sync>;
+
+/// An OpenAI-compatible server that records each request and answers by `policy`
+/// (given the request and how many came before it).
+async fn fake_openai(policy: Policy, seen: Arc<Mutex<Vec<Value>>>) -> FakeServer {
+    let router = axum::Router::new().route(
+        "/v1/chat/completions",
+        post(move |axum::Json(body): axum::Json<Value>| {
+            let (policy, seen) = (policy.clone(), seen.clone());
+            async move {
+                let n = {
+                    let mut seen = seen.lock().unwrap();
+                    seen.push(body.clone());
+                    seen.len() - 1
+                };
+                let (status, reply) = policy(&body, n);
+                if reply.get("sleep_ms").is_some() {
+                    tokio::time::sleep(Duration::from_millis(reply["sleep_ms"].as_u64().unwrap())).await;
+                }
+                (axum::http::StatusCode::from_u16(status).unwrap(), axum::Json(reply))
+            }
+        }),
+    );
+    FakeServer::start(router).await
+}
+
+fn text(content: &str) -> (u16, Value) {
+    (
+        200,
+        json!({ "id": "c", "object": "chat.completion", "choices": [{ "index": 0, "finish_reason": "stop",
+        "message": { "role": "assistant", "content": content } }] }),
+    )
+}
+
+fn tool_call(id: &str, name: &str, arguments: Value) -> (u16, Value) {
+    (
+        200,
+        json!({ "id": "c", "object": "chat.completion", "choices": [{ "index": 0, "finish_reason": "tool_calls",
+        "message": { "role": "assistant", "content": null, "tool_calls": [
+            { "id": id, "type": "function", "function": { "name": name, "arguments": arguments.to_string() } }] } }] }),
+    )
+}
+
+const MASTER_KEY: &str = "0101010101010101010101010101010101010101010101010101010101010101";
+
+fn agent_manifest() -> String {
+    let mut knowledge: Vec<String> = (0..150)
+        .map(|i| format!("Filler note {i} on an unrelated topic."))
+        .collect();
+    knowledge.push("The office opens at 9:00 on weekdays.".into());
+    format!(
+        r#"
+username = "alpha"
+name = "Alpha"
+personality = "Cheerful and brief."
+knowledge = {}
+
+[[commands]]
+command = "hello"
+description = "Greets someone"
+handler_type = "simple_text"
+parameters = [{{ name = "name", type = "string", required = true, description = "Who" }}]
+config = {{ text = "Hello, {{{{name}}}}!" }}
+
+[[commands]]
+command = "notes"
+handler_type = "custom"
+plugin = "{}"
+
+[[commands]]
+command = "hidden"
+handler_type = "simple_text"
+enabled = false
+config = {{ text = "x" }}
+"#,
+        serde_json::to_string(&knowledge).unwrap(),
+        plugin_path("notes")
+    )
+}
+
+struct ChatFixture {
+    env: TestEnv,
+    server: TestServer,
+    key: String,
+    seen: Arc<Mutex<Vec<Value>>>,
+    _llm: FakeServer,
+}
+
+async fn start(policy: Policy, extra_env: &[(&str, &str)]) -> ChatFixture {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let llm = fake_openai(policy, seen.clone()).await;
+    let mut env = TestEnv::new()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "fake-model")
+        .with_env("AGENT_HOST_MASTER_KEY", MASTER_KEY);
+    for (k, v) in extra_env {
+        env = env.with_env(k, v);
+    }
+    let key = env.account_with_key("alice", "pro");
+    env.apply_agent(&agent_manifest(), "alice");
+    let server = env.serve();
+    ChatFixture {
+        env,
+        server,
+        key,
+        seen,
+        _llm: llm,
+    }
+}
+
+async fn chat(fx: &ChatFixture, body: Value) -> Reply {
+    post_json(&fx.server.url("/v1/agents/alpha/chat"), Some(&fx.key), &body).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn answers_in_character_with_history_and_relevant_knowledge() {
+    let fx = start(Arc::new(|_, _| text("We open at 9.")), &[]).await;
+    let reply = chat(
+        &fx,
+        json!({
+            "message": "When does the office open?",
+            "conversationHistory": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}],
+        }),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let body = reply.json();
+    assert_eq!(body["success"], true);
+    assert_eq!(body["data"]["response"], "We open at 9.");
+    assert!(body["data"]["agentId"].as_str().unwrap().len() > 10);
+    assert!(body["data"]["timestamp"].as_str().unwrap().ends_with('Z'));
+
+    let request = fx.seen.lock().unwrap()[0].clone();
+    assert_eq!(request["model"], "fake-model");
+    assert!(request.get("tools").is_none(), "tools are off by default");
+    let messages = request["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 4);
+    assert_eq!(messages[0]["role"], "system");
+    let system = messages[0]["content"].as_str().unwrap();
+    assert!(
+        system.starts_with("You are Alpha (@alpha). Cheerful and brief."),
+        "{system}"
+    );
+    assert!(
+        system.contains("The office opens at 9:00 on weekdays."),
+        "the relevant entry is in"
+    );
+    assert!(
+        system.len() < 5_000,
+        "150 filler notes do not all fit: {} chars",
+        system.len()
+    );
+    assert_eq!(messages[1], json!({"role": "user", "content": "Hi"}));
+    assert_eq!(messages[2], json!({"role": "assistant", "content": "Hello!"}));
+    assert_eq!(
+        messages[3],
+        json!({"role": "user", "content": "When does the office open?"})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_call_runs_a_real_command_and_its_result_goes_back() {
+    let fx = start(
+        Arc::new(|req, n| {
+            if n == 0 && req.get("tools").is_some() {
+                tool_call("call_1", "hello", json!({"name": "Ann"}))
+            } else {
+                text("I greeted Ann.")
+            }
+        }),
+        &[],
+    )
+    .await;
+    let reply = chat(&fx, json!({"message": "Greet Ann", "toolsEnabled": true})).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.json()["data"]["response"], "I greeted Ann.");
+    let seen = fx.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    let tools: Vec<&str> = seen[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["hello", "notes"], "enabled commands only");
+    assert_eq!(
+        seen[0]["tools"][0]["function"]["parameters"]["required"],
+        json!(["name"])
+    );
+    let last = seen[1]["messages"].as_array().unwrap();
+    let assistant = &last[last.len() - 2];
+    assert_eq!(assistant["tool_calls"][0]["id"], "call_1");
+    let tool = &last[last.len() - 1];
+    assert_eq!(tool["role"], "tool");
+    assert_eq!(tool["tool_call_id"], "call_1");
+    assert!(tool["content"].as_str().unwrap().contains("Hello, Ann!"), "{tool}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exactly_max_tool_calls_run_then_the_model_must_answer() {
+    // The model asks for another note every time it may call a tool.
+    let fx = start(
+        Arc::new(|req, n| {
+            if req.get("tools").is_some() {
+                tool_call(
+                    &format!("call_{n}"),
+                    "notes",
+                    json!({"action": "add", "text": format!("note {n}")}),
+                )
+            } else {
+                text("Enough notes.")
+            }
+        }),
+        &[],
+    )
+    .await;
+    let reply = chat(
+        &fx,
+        json!({"message": "Take notes", "toolsEnabled": true, "maxToolCalls": 3}),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.json()["data"]["response"], "Enough notes.");
+    let listed = post_json(
+        &fx.server.url("/v1/agents/alpha/commands/notes/execute"),
+        Some(&fx.key),
+        &json!({"rawText": "/notes list"}),
+    )
+    .await;
+    assert_eq!(
+        listed.json()["data"]["result"]["response"],
+        "1. note 0\n2. note 1\n3. note 2",
+        "exactly 3 ran"
+    );
+    let seen = fx.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 4, "3 rounds with tools, then one without");
+    assert!(seen[3].get("tools").is_none());
+
+    let zero = chat(
+        &fx,
+        json!({"message": "Take notes", "toolsEnabled": true, "maxToolCalls": 0}),
+    )
+    .await;
+    assert_eq!(zero.json()["data"]["response"], "Enough notes.");
+    assert!(
+        fx.seen.lock().unwrap()[4].get("tools").is_none(),
+        "0 means no tools at all"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_tool_is_told_to_the_model_and_the_chat_goes_on() {
+    let fx = start(
+        Arc::new(|req, _| {
+            if req.get("tools").is_some() {
+                tool_call("c1", "hello", json!({}))
+            } else {
+                text("Sorry, I need a name.")
+            }
+        }),
+        &[],
+    )
+    .await;
+    let reply = chat(
+        &fx,
+        json!({"message": "Greet", "toolsEnabled": true, "maxToolCalls": 1}),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.json()["data"]["response"], "Sorry, I need a name.");
+    let seen = fx.seen.lock().unwrap().clone();
+    let tool = seen[1]["messages"].as_array().unwrap().last().unwrap().clone();
+    assert!(
+        tool["content"]
+            .as_str()
+            .unwrap()
+            .contains("missing required parameter 'name'"),
+        "{tool}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn provider_errors_and_timeouts_are_clear_5xx() {
+    let fx = start(
+        Arc::new(|_, _| {
+            (
+                500,
+                json!({"error": {"message": "upstream overloaded", "type": "server_error"}}),
+            )
+        }),
+        &[],
+    )
+    .await;
+    let reply = chat(&fx, json!({"message": "hi"})).await;
+    assert_eq!(reply.status, 502);
+    assert_eq!(reply.error_code(), "model_unavailable");
+    assert!(reply.error_message().contains("upstream overloaded"));
+
+    let slow = start(
+        Arc::new(|_, _| (200, json!({"sleep_ms": 3000}))),
+        &[("AGENT_HOST_LLM_TIMEOUT_MS", "300")],
+    )
+    .await;
+    let started = std::time::Instant::now();
+    let reply = chat(&slow, json!({"message": "hi"})).await;
+    assert_eq!(reply.status, 504);
+    assert_eq!(reply.error_code(), "generation_timeout");
+    assert!(started.elapsed() < Duration::from_secs(2), "never a hang");
+
+    let env = TestEnv::new();
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(&manifest("bravo"), "alice");
+    let server = env.serve();
+    let reply = post_json(
+        &server.url("/v1/agents/bravo/chat"),
+        Some(&key),
+        &json!({"message": "hi"}),
+    )
+    .await;
+    assert_eq!(reply.status, 503);
+    assert_eq!(reply.error_code(), "model_unavailable");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn validation_and_missing_agents() {
+    let fx = start(Arc::new(|_, _| text("ok")), &[]).await;
+    let missing = post_json(
+        &fx.server.url("/v1/agents/nobody/chat"),
+        Some(&fx.key),
+        &json!({"message": "hi"}),
+    )
+    .await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.error_code(), "not_found");
+    let long_history: Vec<Value> = (0..101).map(|_| json!({"role": "user", "content": "x"})).collect();
+    let too_long = chat(&fx, json!({"message": "hi", "conversationHistory": long_history})).await;
+    assert_eq!(too_long.status, 400);
+    assert!(too_long.error_message().contains("conversationHistory"));
+    assert!(fx.seen.lock().unwrap().is_empty(), "nothing reached the model");
+}
+
+/// A request our own plugins made (it carries our signed marker) gets no tools.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_recursion_guard_turns_tools_off_for_our_own_plugins() {
+    let fx = start(
+        Arc::new(|_, _| text("no tools for you")),
+        &[("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", "127.0.0.1")],
+    )
+    .await;
+    let master: [u8; 32] = hex_bytes(MASTER_KEY);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let marker = agent_host::marker::MarkerKey::derive(&master).sign(now);
+    let body = json!({"message": "hi", "toolsEnabled": true});
+    let marked = send(
+        client()
+            .post(fx.server.url("/v1/agents/alpha/chat"))
+            .header("x-api-key", &fx.key)
+            .header("x-agent-host-origin", marker)
+            .json(&body),
+    )
+    .await;
+    assert_eq!(marked.status, 200, "{}", marked.text);
+    let forged = send(
+        client()
+            .post(fx.server.url("/v1/agents/alpha/chat"))
+            .header("x-api-key", &fx.key)
+            .header("x-agent-host-origin", "v1.1.deadbeef")
+            .json(&body),
+    )
+    .await;
+    assert_eq!(forged.status, 200);
+    {
+        let seen = fx.seen.lock().unwrap();
+        assert!(seen[0].get("tools").is_none(), "a valid marker forces tools off");
+        assert!(seen[1].get("tools").is_some(), "a forged marker changes nothing");
+    }
+
+    // The whole loop: a webhook command that calls this very chat endpoint with tools on.
+    let loop_manifest = format!(
+        r#"
+username = "looper"
+name = "Looper"
+
+[[commands]]
+command = "ask"
+handler_type = "webhook"
+parameters = [{{ name = "message", type = "string", required = true }}, {{ name = "toolsEnabled", type = "boolean" }}]
+config = {{ url = "{}/v1/agents/alpha/chat", headers = {{ "x-api-key" = "{}" }}, response_field = "data.response" }}
+"#,
+        fx.server.base, fx.key
+    );
+    fx.env.apply_agent(&loop_manifest, "alice");
+    let reply = post_json(
+        &fx.server.url("/v1/agents/looper/commands/ask/execute"),
+        Some(&fx.key),
+        &json!({"parameters": {"message": "loop?", "toolsEnabled": true}}),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.json()["data"]["result"]["response"], "no tools for you");
+    let seen = fx.seen.lock().unwrap();
+    assert!(
+        seen[2].get("tools").is_none(),
+        "the chat our webhook caused had no tools"
+    );
+}
+
+fn hex_bytes(text: &str) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&text[i * 2..i * 2 + 2], 16).unwrap();
+    }
+    out
+}
+
+/// The real embedded model, offline: a non-empty answer to a short message.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_embedded_model_answers_offline() {
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_EMBEDDED_MODEL_PATH", &smollm2_path())
+        .with_env("AGENT_HOST_EMBEDDED_MAX_TOKENS", "24")
+        .with_env("AGENT_HOST_LLM_TIMEOUT_MS", "120000");
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(&manifest("alpha"), "alice");
+    let server = env.serve();
+    let reply = post_json(
+        &server.url("/v1/agents/alpha/chat"),
+        Some(&key),
+        &json!({"message": "Say hello in one short sentence."}),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let answer = reply.json()["data"]["response"].as_str().unwrap().to_string();
+    assert!(answer.chars().any(char::is_alphabetic), "a real answer: {answer:?}");
+}
