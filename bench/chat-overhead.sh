@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-8}"
 command -v wrk >/dev/null || { echo "wrk is required: apt-get install wrk" >&2; exit 1; }
-cargo build --release --locked -q -p agent-host -p agent-host-bench --example fake_openai
+cargo build --release --locked -q -p agent-host
+cargo build --release --locked -q -p agent-host-bench --example fake_openai
 target="${CARGO_TARGET_DIR:-$PWD/target}/release"
 data="$(mktemp -d)"
 trap 'kill "$server" "$fake" 2>/dev/null || true; rm -rf "$data"' EXIT
@@ -16,7 +17,7 @@ export AGENT_HOST_LOG=warn AGENT_HOST_LLM_BASE_URL=http://127.0.0.1:18999/v1 AGE
 "$target/agent-host" --data-dir "$data" account create bench --plan enterprise --rpm 1000000000 --rpd 1000000000 >/dev/null
 key="$("$target/agent-host" --data-dir "$data" key create --account bench 2>/dev/null)"
 "$target/agent-host" --data-dir "$data" agent apply examples/helper.toml --account bench >/dev/null
-"$target/agent-host" --data-dir "$data" --json serve --listen 127.0.0.1:0 > "$data/ready" & server=$!
+"$target/agent-host" --data-dir "$data" --json serve --listen 127.0.0.1:0 > "$data/ready" 2> "$data/server.log" & server=$!
 for _ in $(seq 1 100); do [ -s "$data/ready" ] && break; sleep 0.1; done
 base="$(sed -E 's/.*"(http:[^"]+)".*/\1/' "$data/ready")"
 cat > "$data/chat.lua" <<'LUA'
@@ -35,6 +36,9 @@ row() { # name, connections, url, script, extra
     printf '%-24s c=%-3s %10s req/s   p50 %9s   p99 %9s\n' "$1" "$2" \
         "$(awk '/Requests\/sec/ {print $2}' <<<"$out")" "$(awk '$1 == "50%" {print $2}' <<<"$out")" "$(awk '$1 == "99%" {print $2}' <<<"$out")"
 }
+status="$(curl -s -o /dev/null -w '%{http_code}' -H "x-api-key: $key" -H 'content-type: application/json' \
+    -d '{"message":"hi"}' "$base/v1/agents/helper/chat")"
+[ "$status" = 200 ] || { echo "chat answered $status; is the release build current?" >&2; exit 1; }
 for c in 1 16; do
     row "fake provider directly" "$c" "http://127.0.0.1:18999/v1/chat/completions" "$data/fake.lua"
     row "chat through the host" "$c" "$base/v1/agents/helper/chat" "$data/chat.lua" -H "x-api-key: $key"

@@ -30,7 +30,12 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(max_body))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_response))
-        .layer(tower_http::trace::TraceLayer::new_for_http())
+        // Expected failures (a plugin's execution_error, a 501) are answers, not incidents:
+        // trace them at debug; real faults are logged where they happen.
+        .layer(
+            tower_http::trace::TraceLayer::new_for_http()
+                .on_failure(tower_http::trace::DefaultOnFailure::new().level(tracing::Level::DEBUG)),
+        )
         .with_state(state)
 }
 

@@ -11,9 +11,10 @@ const B: f64 = 0.75;
 /// Lowercase words of letters and digits; very short words and a few stop words carry no signal.
 pub fn terms(text: &str) -> Vec<String> {
     const STOP: &[&str] = &[
-        "a", "an", "as", "at", "be", "by", "do", "if", "in", "is", "it", "me", "my", "no", "of", "on", "or", "so", "to",
-        "up", "we", "the", "and", "for", "are", "was", "were", "what", "when", "where", "which", "who", "how", "with",
-        "that", "this", "you", "your", "our", "can", "does", "did", "has", "have", "from", "into", "about", "there",
+        "a", "an", "as", "at", "be", "by", "do", "if", "in", "is", "it", "me", "my", "no", "of", "on", "or", "so",
+        "to", "up", "we", "the", "and", "for", "are", "was", "were", "what", "when", "where", "which", "who", "how",
+        "with", "that", "this", "you", "your", "our", "can", "does", "did", "has", "have", "from", "into", "about",
+        "there",
     ];
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.chars().count() >= 2)
