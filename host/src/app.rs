@@ -9,6 +9,7 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::clients::telegram::Telegram;
 use crate::config::Settings;
 use crate::llm::{EmbeddedProvider, LlmProvider, NoProvider, OpenAiProvider};
 use crate::marker::MarkerKey;
@@ -90,11 +91,17 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
     let master = MasterKey::load_or_create(&settings.data_dir).context("master key")?;
     let llm = llm_provider(&settings);
     let plugins = plugin_runtime(&settings, &store, &master, llm.clone())?;
+    let telegram = Telegram::new(
+        &settings.chatapp_api_base,
+        Duration::from_millis(settings.outbound_timeout_ms),
+    );
     Ok(Services {
         store,
         plugins,
         llm,
         marker: MarkerKey::derive(master.bytes()),
+        secrets: Arc::new(master),
+        telegram,
         settings: Arc::new(settings),
         public_base_url,
     })

@@ -56,6 +56,36 @@ enum Top {
     /// Command plugins (WebAssembly components).
     #[command(subcommand)]
     Plugin(PluginCmd),
+    /// The agent's chat-app bot (Telegram).
+    #[command(subcommand)]
+    Chatapp(ChatappCmd),
+}
+
+#[derive(Subcommand)]
+enum ChatappCmd {
+    /// Connect a bot: the token is checked with getMe and stored encrypted.
+    Connect {
+        #[arg(long)]
+        agent: String,
+        /// The bot token from @BotFather; read from standard input when absent (keeps it out of `ps`).
+        #[arg(long)]
+        token: Option<String>,
+    },
+    /// Forget the agent's bot.
+    Disconnect {
+        #[arg(long)]
+        agent: String,
+    },
+    /// Let the bot send again.
+    Enable {
+        #[arg(long)]
+        agent: String,
+    },
+    /// Keep the bot connected but refuse to send (403 chatapp_disabled).
+    Disable {
+        #[arg(long)]
+        agent: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -317,6 +347,54 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Top::Chatapp(ChatappCmd::Connect { agent, token }) => {
+            let services = app::cli_services(settings, store)?;
+            let found = services
+                .store
+                .agent(&agent)
+                .await?
+                .ok_or_else(|| anyhow!("no agent '{agent}'"))?;
+            let token = match token {
+                Some(token) => token,
+                None => {
+                    let mut line = String::new();
+                    std::io::stdin()
+                        .read_line(&mut line)
+                        .context("reading the bot token from standard input")?;
+                    line.trim().to_string()
+                }
+            };
+            let username = crate::services::chatapp::connect(&services, &found, &token)
+                .await
+                .map_err(service)?;
+            out.print(
+                &json!({ "agent": found.def.username, "bot_username": username, "enabled": true }),
+                &format!("connected @{username} to agent '{}'", found.def.username),
+            );
+            Ok(())
+        }
+        Top::Chatapp(ChatappCmd::Disconnect { agent }) => {
+            let services = app::cli_services(settings, store)?;
+            let found = services
+                .store
+                .agent(&agent)
+                .await?
+                .ok_or_else(|| anyhow!("no agent '{agent}'"))?;
+            let removed = crate::services::chatapp::disconnect(&services, &found)
+                .await
+                .map_err(service)?;
+            out.print(
+                &json!({ "agent": found.def.username, "disconnected": removed }),
+                &if removed {
+                    format!("disconnected the bot of '{}'", found.def.username)
+                } else {
+                    "no bot was connected".into()
+                },
+            );
+            Ok(())
+        }
+        Top::Chatapp(ChatappCmd::Enable { agent }) => set_chatapp_enabled(&store, &agent, true, &out).await,
+        Top::Chatapp(ChatappCmd::Disable { agent }) => set_chatapp_enabled(&store, &agent, false, &out).await,
         Top::Agent(AgentCmd::List) => {
             let all = store.list_agents().await?;
             let rows: Vec<Value> = all
@@ -391,6 +469,25 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+async fn set_chatapp_enabled(store: &Store, agent: &str, enabled: bool, out: &Output) -> anyhow::Result<()> {
+    let found = store.agent(agent).await?.ok_or_else(|| anyhow!("no agent '{agent}'"))?;
+    if !store
+        .set_integration_enabled(&found.id, crate::services::chatapp::KIND, enabled)
+        .await?
+    {
+        return Err(anyhow!("agent '{agent}' has no chat-app bot; connect one first"));
+    }
+    out.print(
+        &json!({ "agent": found.def.username, "enabled": enabled }),
+        &format!(
+            "the bot of '{}' is {}",
+            found.def.username,
+            if enabled { "enabled" } else { "disabled" }
+        ),
+    );
+    Ok(())
 }
 
 fn service(err: ServiceError) -> anyhow::Error {

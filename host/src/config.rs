@@ -157,6 +157,12 @@ pub const REFERENCE: &[(&str, &str, &str, &str)] = &[
         "longest reply of the embedded model, in tokens",
     ),
     (
+        "chatapp_api_base",
+        "AGENT_HOST_CHATAPP_API_BASE",
+        "https://api.telegram.org",
+        "Telegram Bot API base URL",
+    ),
+    (
         "log",
         "AGENT_HOST_LOG",
         "info",
@@ -190,6 +196,7 @@ pub struct Settings {
     pub llm_timeout_ms: u64,
     pub embedded_model_path: PathBuf,
     pub embedded_max_tokens: u32,
+    pub chatapp_api_base: String,
 }
 
 /// A setting that must never be printed.
@@ -234,6 +241,7 @@ struct FileSettings {
     llm_timeout_ms: Option<u64>,
     embedded_model_path: Option<PathBuf>,
     embedded_max_tokens: Option<u32>,
+    chatapp_api_base: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -345,6 +353,9 @@ impl Settings {
                 .or(file.embedded_max_tokens)
                 .unwrap_or(200)
                 .clamp(1, 4096),
+            chatapp_api_base: env_string("AGENT_HOST_CHATAPP_API_BASE")
+                .or(file.chatapp_api_base)
+                .unwrap_or_else(|| "https://api.telegram.org".to_string()),
         })
     }
 

@@ -77,6 +77,19 @@ impl From<ServiceError> for ApiError {
                 };
                 ApiError::new(status, code, e.to_string())
             }
+            ServiceError::Api {
+                status,
+                code,
+                message,
+                retry_after,
+            } => {
+                let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                let error = ApiError::new(status, code, message);
+                match retry_after {
+                    Some(secs) => error.with_header(axum::http::header::RETRY_AFTER, HeaderValue::from(secs)),
+                    None => error,
+                }
+            }
             ServiceError::Store(e) => {
                 // The detail goes to the log, not to the client.
                 tracing::error!(error = %e, "store failure");

@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod clients;
 pub mod clock;
 pub mod config;
 pub mod domain;

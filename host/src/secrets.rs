@@ -1,12 +1,18 @@
 //! The master key that encrypts secrets at rest (wallet keys, bot and social tokens).
 //! It comes from `AGENT_HOST_MASTER_KEY` or from `DATA_DIR/master.key`, created 0600 on
 //! first use. The type never prints its bytes.
+//!
+//! `seal`/`open`: XChaCha20-Poly1305 with a fresh random 192-bit nonce per record, and
+//! associated data naming what the secret belongs to (e.g. `agent:<id>:chatapp`), so a
+//! record copied to another agent or purpose fails to open, like a tampered one.
 
 use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 
 pub const MASTER_KEY_FILE: &str = "master.key";
 
@@ -69,4 +75,84 @@ fn decode(text: &str) -> Option<MasterKey> {
         base64::engine::general_purpose::STANDARD.decode(text).ok()?
     };
     Some(MasterKey(bytes.try_into().ok()?))
+}
+
+/// Layout version of a sealed record: `[1][24-byte nonce][ciphertext + 16-byte tag]`.
+const SEALED_V1: u8 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "a stored secret could not be decrypted: the master key is not the one it was sealed with, or the record was altered"
+)]
+pub struct OpenError;
+
+impl MasterKey {
+    pub fn seal(&self, associated: &str, plaintext: &[u8]) -> Vec<u8> {
+        let cipher = XChaCha20Poly1305::new(self.0.as_slice().into());
+        let mut nonce = [0u8; 24];
+        crate::random::fill(&mut nonce);
+        let sealed = cipher
+            .encrypt(
+                XNonce::from_slice(&nonce),
+                Payload {
+                    msg: plaintext,
+                    aad: associated.as_bytes(),
+                },
+            )
+            .expect("XChaCha20-Poly1305 encryption cannot fail for in-memory data");
+        let mut out = Vec::with_capacity(1 + 24 + sealed.len());
+        out.push(SEALED_V1);
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(&sealed);
+        out
+    }
+
+    pub fn open(&self, associated: &str, record: &[u8]) -> Result<Vec<u8>, OpenError> {
+        if record.len() < 1 + 24 + 16 || record[0] != SEALED_V1 {
+            return Err(OpenError);
+        }
+        let cipher = XChaCha20Poly1305::new(self.0.as_slice().into());
+        cipher
+            .decrypt(
+                XNonce::from_slice(&record[1..25]),
+                Payload {
+                    msg: &record[25..],
+                    aad: associated.as_bytes(),
+                },
+            )
+            .map_err(|_| OpenError)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sealed_secrets_open_only_with_the_same_key_and_purpose() {
+        let key = MasterKey([3u8; 32]);
+        let sealed = key.seal("agent:a1:chatapp", b"123:bot-token");
+        assert_ne!(&sealed[25..], b"123:bot-token", "not stored in the clear");
+        assert_eq!(key.open("agent:a1:chatapp", &sealed).unwrap(), b"123:bot-token");
+        assert_ne!(
+            key.seal("agent:a1:chatapp", b"x"),
+            key.seal("agent:a1:chatapp", b"x"),
+            "fresh nonce each time"
+        );
+        assert_eq!(
+            key.open("agent:a2:chatapp", &sealed),
+            Err(OpenError),
+            "bound to its agent"
+        );
+        assert_eq!(
+            MasterKey([4u8; 32]).open("agent:a1:chatapp", &sealed),
+            Err(OpenError),
+            "wrong master key"
+        );
+        let mut tampered = sealed.clone();
+        let last = tampered.len() - 1;
+        tampered[last] ^= 1;
+        assert_eq!(key.open("agent:a1:chatapp", &tampered), Err(OpenError));
+        assert_eq!(key.open("agent:a1:chatapp", &sealed[..10]), Err(OpenError));
+    }
 }

@@ -112,10 +112,6 @@ async fn routes_still_to_come_validate_then_answer_501() {
     let agent = &fx.agent_id;
     let ok_cases = [
         (
-            format!("/v1/agents/{agent}/chatapp/send"),
-            json!({"chatId": "-1001234567890", "text": "hi"}),
-        ),
-        (
             format!("/v1/agents/{agent}/social/post"),
             json!({"mediaUrls": ["https://example.com/a.png"]}),
         ),

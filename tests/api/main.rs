@@ -6,6 +6,7 @@ mod support;
 
 mod auth;
 mod chat;
+mod chatapp;
 mod cli;
 mod errors;
 mod jobs;

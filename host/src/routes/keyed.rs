@@ -18,7 +18,7 @@ use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::plugins::Origin;
 use crate::services::chat::{self, ChatInput};
 use crate::services::keys::Caller;
-use crate::services::{agents, commands};
+use crate::services::{ServiceError, agents, chatapp, commands};
 
 pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
@@ -183,11 +183,54 @@ async fn chatapp_send(
     caller: Caller,
     ApiPath(agent_id): ApiPath<String>,
     ApiJson(body): ApiJson<ChatappSendRequest>,
-) -> ApiError {
-    if let Err(err) = body.validate() {
-        return err;
-    }
-    not_yet(&state, &caller, &agent_id, "Chat-app messaging").await
+) -> Result<axum::Json<Value>, ApiError> {
+    body.validate()?;
+    let services = &state.services;
+    // The spec answers a missing agent like a missing bot: chatapp_not_configured.
+    let agent = agents::owned(&services.store, &caller.account.id, &agent_id)
+        .await
+        .map_err(|e| match e {
+            ServiceError::NotFound(_) => chatapp::not_configured(&agent_id),
+            other => other,
+        })?;
+    let keyboard = body.inline_keyboard.as_ref().map(|rows| {
+        Value::Array(
+            rows.iter()
+                .map(|row| {
+                    Value::Array(
+                        row.iter()
+                            .map(|b| match (&b.callback_data, &b.url) {
+                                (Some(data), _) => json!({ "text": b.text, "callback_data": data }),
+                                (_, url) => json!({ "text": b.text, "url": url }),
+                            })
+                            .collect(),
+                    )
+                })
+                .collect(),
+        )
+    });
+    let outgoing = chatapp::Outgoing {
+        chat_id: body.chat_id()?,
+        text: body.text.clone(),
+        parse_mode: body.parse_mode.map(requests::ParseMode::as_str),
+        reply_to: body.reply_to_message_id,
+        keyboard,
+    };
+    let message = chatapp::send(services, &agent, &agent_id, outgoing).await?;
+    let chat_id = match &message["chat"]["id"] {
+        Value::Number(n) => n.to_string(),
+        _ => body.chat_id()?.to_string(),
+    };
+    let sent_at = message["date"]
+        .as_i64()
+        .map(|secs| crate::clock::iso(secs * 1000))
+        .unwrap_or_else(crate::clock::now_iso);
+    Ok(success(json!({
+        "message_id": message["message_id"],
+        "chat_id": chat_id,
+        "text": message["text"].as_str().unwrap_or(&body.text),
+        "sent_at": sent_at,
+    })))
 }
 
 async fn social_post(

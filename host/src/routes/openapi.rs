@@ -127,7 +127,7 @@ pub const OPERATIONS: &[Operation] = &[
         id: "chatappSend",
         summary: "Send a message through the agent's chat-app bot",
         keyed: true,
-        pending: true,
+        pending: false,
         request: Some(|| {
             json!({ "type": "object", "required": ["chatId", "text"], "properties": {
                 "chatId": { "type": ["string", "integer"] },

@@ -114,6 +114,16 @@ pub enum ParseMode {
     Html,
 }
 
+impl ParseMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParseMode::Markdown => "Markdown",
+            ParseMode::MarkdownV2 => "MarkdownV2",
+            ParseMode::Html => "HTML",
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatappSendRequest {

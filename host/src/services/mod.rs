@@ -4,6 +4,7 @@
 pub mod accounts;
 pub mod agents;
 pub mod chat;
+pub mod chatapp;
 pub mod commands;
 pub mod jobs;
 pub mod keys;
@@ -13,10 +14,12 @@ pub mod rate_limit;
 
 use std::sync::Arc;
 
+use crate::clients::telegram::Telegram;
 use crate::config::Settings;
 use crate::llm::{LlmError, LlmProvider};
 use crate::marker::MarkerKey;
 use crate::plugins::PluginRuntime;
+use crate::secrets::MasterKey;
 use crate::store::{Store, StoreError};
 
 /// The edges and settings every service reaches. Cheap to clone.
@@ -27,6 +30,9 @@ pub struct Services {
     pub llm: Arc<dyn LlmProvider>,
     /// Verifies the recursion-guard marker on chat requests.
     pub marker: MarkerKey,
+    /// Seals and opens secrets at rest.
+    pub secrets: Arc<MasterKey>,
+    pub telegram: Telegram,
     pub settings: Arc<Settings>,
     /// Absolute base URL for status addresses (no trailing `/`).
     pub public_base_url: String,
@@ -49,6 +55,14 @@ pub enum ServiceError {
     /// The language model failed or is not there.
     #[error(transparent)]
     Model(LlmError),
+    /// An outcome with its own status and code from the spec's error table.
+    #[error("{message}")]
+    Api {
+        status: u16,
+        code: &'static str,
+        message: String,
+        retry_after: Option<u64>,
+    },
     #[error(transparent)]
     Store(StoreError),
 }

@@ -25,6 +25,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0002_plugins_and_jobs",
         sql: include_str!("../../../migrations/0002_plugins_and_jobs.sql"),
     },
+    Migration {
+        version: 3,
+        name: "0003_integrations",
+        sql: include_str!("../../../migrations/0003_integrations.sql"),
+    },
 ];
 
 pub fn latest_version() -> i64 {

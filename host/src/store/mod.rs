@@ -4,6 +4,7 @@
 
 mod accounts;
 mod agents;
+mod integrations;
 mod jobs;
 mod keys;
 mod kv;
@@ -12,6 +13,7 @@ mod rate;
 
 pub use accounts::NewAccount;
 pub use agents::{AgentSummary, ApplyOutcome};
+pub use integrations::Integration;
 pub use jobs::{JobOutcome, JobRecord, JobState};
 pub use keys::KeyRecord;
 pub use rate::UsageRow;

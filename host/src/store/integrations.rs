@@ -1,0 +1,89 @@
+use rusqlite::{OptionalExtension, params};
+
+use super::{Store, StoreError, json_column, to_json};
+
+/// An agent's connection to a third-party account. `secret` is sealed by the caller.
+#[derive(Debug, Clone)]
+pub struct Integration {
+    pub agent_id: String,
+    pub kind: &'static str,
+    pub enabled: bool,
+    pub secret: Vec<u8>,
+    pub public: serde_json::Value,
+}
+
+impl Store {
+    pub async fn put_integration(&self, integration: Integration) -> Result<(), StoreError> {
+        self.write(move |tx| {
+            tx.execute(
+                "INSERT INTO agent_integrations (agent_id, kind, enabled, secret, public, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (agent_id, kind) DO UPDATE SET enabled = ?3, secret = ?4, public = ?5, updated_at = ?6",
+                params![
+                    integration.agent_id,
+                    integration.kind,
+                    integration.enabled,
+                    integration.secret,
+                    to_json(&integration.public),
+                    crate::clock::now_ms()
+                ],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    pub async fn integration(&self, agent_id: &str, kind: &'static str) -> Result<Option<Integration>, StoreError> {
+        let agent_id = agent_id.to_string();
+        self.read(move |conn| {
+            let row = conn
+                .prepare_cached(
+                    "SELECT enabled, secret, public FROM agent_integrations WHERE agent_id = ?1 AND kind = ?2",
+                )?
+                .query_row(params![agent_id, kind], |r| {
+                    Ok((r.get::<_, bool>(0)?, r.get::<_, Vec<u8>>(1)?, r.get::<_, String>(2)?))
+                })
+                .optional()?;
+            row.map(|(enabled, secret, public)| {
+                Ok(Integration {
+                    agent_id,
+                    kind,
+                    enabled,
+                    secret,
+                    public: json_column(&public, "integration public data")?,
+                })
+            })
+            .transpose()
+        })
+        .await
+    }
+
+    /// Turns it on or off; false if there is none.
+    pub async fn set_integration_enabled(
+        &self,
+        agent_id: &str,
+        kind: &'static str,
+        enabled: bool,
+    ) -> Result<bool, StoreError> {
+        let agent_id = agent_id.to_string();
+        self.write(move |tx| {
+            Ok(tx.execute(
+                "UPDATE agent_integrations SET enabled = ?3, updated_at = ?4 WHERE agent_id = ?1 AND kind = ?2",
+                params![agent_id, kind, enabled, crate::clock::now_ms()],
+            )? == 1)
+        })
+        .await
+    }
+
+    /// Removes it; false if there was none.
+    pub async fn delete_integration(&self, agent_id: &str, kind: &'static str) -> Result<bool, StoreError> {
+        let agent_id = agent_id.to_string();
+        self.write(move |tx| {
+            Ok(tx.execute(
+                "DELETE FROM agent_integrations WHERE agent_id = ?1 AND kind = ?2",
+                params![agent_id, kind],
+            )? == 1)
+        })
+        .await
+    }
+}

@@ -1,0 +1,251 @@
+//! `POST /v1/agents/:agentId/chatapp/send` against a local server speaking the Telegram
+//! Bot API wire format, errors included.
+
+use std::sync::{Arc, Mutex};
+
+use axum::extract::Path;
+use axum::routing::post;
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+const TOKEN: &str = "123456:TEST-token_abc";
+
+/// A Bot API stand-in: `/bot<token>/getMe` and `/bot<token>/sendMessage`, with Telegram's
+/// real error bodies chosen by the chat id.
+async fn fake_telegram(sent: Arc<Mutex<Vec<Value>>>) -> FakeServer {
+    let router = axum::Router::new().route(
+        "/{bot}/{method}",
+        post(move |Path((bot, method)): Path<(String, String)>, axum::Json(body): axum::Json<Value>| {
+            let sent = sent.clone();
+            async move {
+                let fail = |status: u16, description: &str, extra: Value| {
+                    let mut body = json!({ "ok": false, "error_code": status, "description": description });
+                    if !extra.is_null() {
+                        body["parameters"] = extra;
+                    }
+                    (axum::http::StatusCode::from_u16(status).unwrap(), axum::Json(body))
+                };
+                if bot != format!("bot{TOKEN}") {
+                    return fail(401, "Unauthorized", Value::Null);
+                }
+                match method.as_str() {
+                    "getMe" => (
+                        axum::http::StatusCode::OK,
+                        axum::Json(json!({ "ok": true, "result": { "id": 123456, "is_bot": true, "first_name": "Helper", "username": "helper_bot" } })),
+                    ),
+                    "sendMessage" => {
+                        sent.lock().unwrap().push(body.clone());
+                        match body["chat_id"].as_i64().unwrap_or_default() {
+                            404404 => fail(400, "Bad Request: chat not found", Value::Null),
+                            403403 => fail(403, "Forbidden: bot was blocked by the user", Value::Null),
+                            429429 => fail(429, "Too Many Requests: retry after 7", json!({ "retry_after": 7 })),
+                            500500 => fail(400, "Bad Request: can't parse entities: Unsupported start tag \"q\" at byte offset 0", Value::Null),
+                            _ if body["reply_parameters"]["message_id"] == 999 => fail(400, "Bad Request: message to be replied not found", Value::Null),
+                            chat => (
+                                axum::http::StatusCode::OK,
+                                axum::Json(json!({ "ok": true, "result": {
+                                    "message_id": 42, "date": 1795341600,
+                                    "from": { "id": 123456, "is_bot": true, "first_name": "Helper", "username": "helper_bot" },
+                                    "chat": { "id": chat, "type": if chat < 0 { "supergroup" } else { "private" } },
+                                    "text": body["text"] } })),
+                            ),
+                        }
+                    }
+                    _ => fail(404, "Not Found", Value::Null),
+                }
+            }
+        }),
+    );
+    FakeServer::start(router).await
+}
+
+struct Bot {
+    env: TestEnv,
+    server: TestServer,
+    key: String,
+    sent: Arc<Mutex<Vec<Value>>>,
+    _telegram: FakeServer,
+}
+
+const MASTER: &str = "0202020202020202020202020202020202020202020202020202020202020202";
+
+async fn connected() -> Bot {
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let telegram = fake_telegram(sent.clone()).await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_CHATAPP_API_BASE", &telegram.base)
+        .with_env("AGENT_HOST_MASTER_KEY", MASTER);
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(&manifest("alpha"), "alice");
+    let connected = env.cli_json(&["chatapp", "connect", "--agent", "alpha", "--token", TOKEN]);
+    assert_eq!(connected["bot_username"], "helper_bot");
+    let server = env.serve();
+    Bot {
+        env,
+        server,
+        key,
+        sent,
+        _telegram: telegram,
+    }
+}
+
+async fn send_msg(bot: &Bot, agent: &str, body: Value) -> Reply {
+    post_json(
+        &bot.server.url(&format!("/v1/agents/{agent}/chatapp/send")),
+        Some(&bot.key),
+        &body,
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sends_through_the_bot_with_the_real_wire_format() {
+    let bot = connected().await;
+    let reply = send_msg(&bot, "alpha", json!({
+        "chatId": "-1001234567890",
+        "text": "Hello <b>group</b>",
+        "parseMode": "HTML",
+        "replyToMessageId": 7,
+        "inlineKeyboard": [[{"text": "Yes", "callback_data": "yes"}, {"text": "Docs", "url": "https://example.com"}]],
+    }))
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(
+        reply.json(),
+        json!({ "success": true, "data": {
+        "message_id": 42, "chat_id": "-1001234567890", "text": "Hello <b>group</b>", "sent_at": "2026-11-22T10:00:00.000Z" } })
+    );
+    let sent = bot.sent.lock().unwrap()[0].clone();
+    assert_eq!(
+        sent,
+        json!({
+            "chat_id": -1001234567890i64,
+            "text": "Hello <b>group</b>",
+            "parse_mode": "HTML",
+            "reply_parameters": { "message_id": 7, "allow_sending_without_reply": false },
+            "reply_markup": { "inline_keyboard": [[{"text": "Yes", "callback_data": "yes"}, {"text": "Docs", "url": "https://example.com"}]] },
+        })
+    );
+    // The token is stored sealed, never in the clear.
+    let db = std::fs::read(bot.env.path("agent-host.db")).unwrap();
+    let wal = std::fs::read(bot.env.path("agent-host.db-wal")).unwrap_or_default();
+    for bytes in [db, wal] {
+        assert!(!bytes.windows(TOKEN.len()).any(|w| w == TOKEN.as_bytes()));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn telegram_refusals_map_to_the_spec_codes() {
+    let bot = connected().await;
+    let cases = [
+        (
+            json!({"chatId": 404404, "text": "hi"}),
+            404,
+            "chat_not_found",
+            "chat not found",
+        ),
+        (json!({"chatId": 403403, "text": "hi"}), 403, "bot_blocked", "blocked"),
+        (
+            json!({"chatId": 1, "text": "hi", "replyToMessageId": 999}),
+            400,
+            "validation_error",
+            "replied not found",
+        ),
+        (
+            json!({"chatId": 500500, "text": "<q>hi", "parseMode": "HTML"}),
+            500,
+            "chatapp_send_failed",
+            "can't parse entities",
+        ),
+    ];
+    for (body, status, code, words) in cases {
+        let reply = send_msg(&bot, "alpha", body.clone()).await;
+        assert_eq!((reply.status, reply.error_code()), (status, code.to_string()), "{body}");
+        assert!(
+            reply.error_message().contains(words.split(' ').next().unwrap()),
+            "{}",
+            reply.error_message()
+        );
+    }
+    let limited = send_msg(&bot, "alpha", json!({"chatId": 429429, "text": "hi"})).await;
+    assert_eq!(limited.status, 429);
+    assert_eq!(limited.error_code(), "rate_limit_exceeded");
+    assert_eq!(limited.header("retry-after"), Some("7"));
+    assert!(limited.error_message().contains("retry after 7"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn missing_disabled_and_undecryptable_bots() {
+    let bot = connected().await;
+    bot.env.apply_agent(&manifest("botless"), "alice");
+    for agent in ["botless", "nobody"] {
+        let reply = send_msg(&bot, agent, json!({"chatId": 1, "text": "hi"})).await;
+        assert_eq!(reply.status, 404, "{agent}");
+        assert_eq!(reply.error_code(), "chatapp_not_configured");
+    }
+    assert_eq!(
+        bot.env.cli_json(&["chatapp", "disable", "--agent", "alpha"])["enabled"],
+        false
+    );
+    let disabled = send_msg(&bot, "alpha", json!({"chatId": 1, "text": "hi"})).await;
+    assert_eq!(
+        (disabled.status, disabled.error_code()),
+        (403, "chatapp_disabled".to_string())
+    );
+    bot.env.cli_json(&["chatapp", "enable", "--agent", "alpha"]);
+    assert_eq!(
+        send_msg(&bot, "alpha", json!({"chatId": 1, "text": "hi"})).await.status,
+        200
+    );
+    assert!(bot.sent.lock().unwrap().len() == 1, "nothing was sent while disabled");
+
+    // The same data dir under another master key: the stored token cannot be opened.
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_CHATAPP_API_BASE", &bot._telegram.base)
+        .with_env("AGENT_HOST_MASTER_KEY", MASTER);
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(&manifest("alpha"), "alice");
+    env.cli_json(&["chatapp", "connect", "--agent", "alpha", "--token", TOKEN]);
+    let rekeyed = env.with_env("AGENT_HOST_MASTER_KEY", &"ab".repeat(32));
+    let server = rekeyed.serve();
+    let reply = post_json(
+        &server.url("/v1/agents/alpha/chatapp/send"),
+        Some(&key),
+        &json!({"chatId": 1, "text": "hi"}),
+    )
+    .await;
+    assert_eq!(reply.status, 500);
+    assert_eq!(reply.error_code(), "internal_error");
+    assert!(
+        reply.error_message().contains("could not be decrypted"),
+        "{}",
+        reply.error_message()
+    );
+    assert_eq!(
+        get(&server.url("/health"), None).await.status,
+        200,
+        "nothing else breaks"
+    );
+}
+
+#[test]
+fn connecting_checks_the_token_with_telegram() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let telegram = rt.block_on(fake_telegram(sent));
+    let env = TestEnv::new().with_env("AGENT_HOST_CHATAPP_API_BASE", &telegram.base);
+    env.create_account("alice", "free");
+    env.apply_agent(&manifest("alpha"), "alice");
+    let wrong = env.cli(&["chatapp", "connect", "--agent", "alpha", "--token", "999:WRONG"]);
+    assert_eq!(wrong.status.code(), Some(1));
+    assert!(
+        wrong.stderr.contains("Telegram refused the token: Unauthorized"),
+        "{}",
+        wrong.stderr
+    );
+    let malformed = env.cli(&["chatapp", "connect", "--agent", "alpha", "--token", "nonsense"]);
+    assert_eq!(malformed.status.code(), Some(1));
+    assert!(malformed.stderr.contains("@BotFather"));
+    drop(rt);
+}
