@@ -25,6 +25,9 @@ pub struct AppState {
     pub services: Services,
     pub limiter: Arc<RateLimiter>,
     pub started: Instant,
+    /// Telegram update ids seen lately, per agent: Telegram re-sends an update it thinks
+    /// was not received, and each should be answered once.
+    pub recent_updates: Arc<std::sync::Mutex<std::collections::HashMap<String, std::collections::VecDeque<i64>>>>,
 }
 
 /// The outbound HTTP guard, from the operator's settings.
@@ -154,6 +157,7 @@ impl Server {
             services,
             limiter,
             started: Instant::now(),
+            recent_updates: Default::default(),
         };
         Ok(Server { state, listeners })
     }

@@ -70,6 +70,10 @@ enum ChatappCmd {
         /// The bot token from @BotFather; read from standard input when absent (keeps it out of `ps`).
         #[arg(long)]
         token: Option<String>,
+        /// Register this public URL with setWebhook, so the bot answers in its chats
+        /// (normally PUBLIC_BASE_URL/chatapp/AGENT_ID/webhook).
+        #[arg(long, value_name = "URL")]
+        webhook_url: Option<String>,
     },
     /// Forget the agent's bot.
     Disconnect {
@@ -347,7 +351,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Top::Chatapp(ChatappCmd::Connect { agent, token }) => {
+        Top::Chatapp(ChatappCmd::Connect {
+            agent,
+            token,
+            webhook_url,
+        }) => {
             let services = app::cli_services(settings, store)?;
             let found = services
                 .store
@@ -367,8 +375,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let username = crate::services::chatapp::connect(&services, &found, &token)
                 .await
                 .map_err(service)?;
+            if let Some(url) = &webhook_url {
+                crate::services::chatapp::register_webhook(&services, &found, url)
+                    .await
+                    .map_err(service)?;
+            }
             out.print(
-                &json!({ "agent": found.def.username, "bot_username": username, "enabled": true }),
+                &json!({ "agent": found.def.username, "bot_username": username, "enabled": true, "webhook_url": webhook_url }),
                 &format!("connected @{username} to agent '{}'", found.def.username),
             );
             Ok(())

@@ -34,9 +34,19 @@ async fn fake_telegram(sent: Arc<Mutex<Vec<Value>>>) -> FakeServer {
                         axum::http::StatusCode::OK,
                         axum::Json(json!({ "ok": true, "result": { "id": 123456, "is_bot": true, "first_name": "Helper", "username": "helper_bot" } })),
                     ),
+                    "setWebhook" => {
+                        sent.lock().unwrap().push(json!({ "setWebhook": body }));
+                        (axum::http::StatusCode::OK, axum::Json(json!({ "ok": true, "result": true, "description": "Webhook was set" })))
+                    }
                     "sendMessage" => {
-                        sent.lock().unwrap().push(body.clone());
+                        let first_try = {
+                            let mut sent = sent.lock().unwrap();
+                            let tried = sent.iter().any(|b| b["chat_id"] == 777777);
+                            sent.push(body.clone());
+                            !tried
+                        };
                         match body["chat_id"].as_i64().unwrap_or_default() {
+                            777777 if first_try => fail(429, "Too Many Requests: retry after 1", json!({ "retry_after": 1 })),
                             404404 => fail(400, "Bad Request: chat not found", Value::Null),
                             403403 => fail(403, "Forbidden: bot was blocked by the user", Value::Null),
                             429429 => fail(429, "Too Many Requests: retry after 7", json!({ "retry_after": 7 })),
@@ -248,4 +258,163 @@ fn connecting_checks_the_token_with_telegram() {
     assert_eq!(malformed.status.code(), Some(1));
     assert!(malformed.stderr.contains("@BotFather"));
     drop(rt);
+}
+
+fn inbound_manifest() -> String {
+    format!(
+        r#"
+username = "alpha"
+name = "Alpha"
+
+[[commands]]
+command = "hello"
+handler_type = "simple_text"
+integrations = ["chatapp"]
+parameters = [{{ name = "name", type = "string", required = true }}]
+config = {{ text = "Hello, {{{{name}}}}!" }}
+
+[[commands]]
+command = "long"
+handler_type = "simple_text"
+integrations = ["chatapp"]
+config = {{ text = "{}" }}
+
+[[commands]]
+command = "private"
+handler_type = "simple_text"
+config = {{ text = "not offered on the chat-app" }}
+"#,
+        "a".repeat(5000)
+    )
+}
+
+/// Sends `text` as Telegram would, and waits for the bot's sendMessage calls that follow.
+async fn deliver(
+    bot: &Bot,
+    secret: &str,
+    update_id: i64,
+    chat_id: i64,
+    text: &str,
+    expect_sends: usize,
+) -> (u16, Vec<Value>) {
+    let before = bot.sent.lock().unwrap().len();
+    let update = json!({ "update_id": update_id, "message": {
+        "message_id": 10 + update_id, "date": 1795341600, "text": text,
+        "from": { "id": chat_id, "is_bot": false, "first_name": "Ann" },
+        "chat": { "id": chat_id, "type": "private" } } });
+    let reply = send(
+        client()
+            .post(bot.server.url("/chatapp/alpha/webhook"))
+            .header("x-telegram-bot-api-secret-token", secret)
+            .json(&update),
+    )
+    .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let sent: Vec<Value> = bot.sent.lock().unwrap()[before..].to_vec();
+        if sent.len() >= expect_sends || std::time::Instant::now() > deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            return (reply.status, bot.sent.lock().unwrap()[before..].to_vec());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn inbound_updates_run_commands_and_reply_in_the_chat() {
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let telegram = fake_telegram(sent.clone()).await;
+    let env = TestEnv::new().with_env("AGENT_HOST_CHATAPP_API_BASE", &telegram.base);
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(&inbound_manifest(), "alice");
+    let server = env.serve();
+    let hook = server.url("/chatapp/alpha/webhook");
+    let connected = env.cli_json(&[
+        "chatapp",
+        "connect",
+        "--agent",
+        "alpha",
+        "--token",
+        TOKEN,
+        "--webhook-url",
+        &hook,
+    ]);
+    assert_eq!(connected["webhook_url"], hook.as_str());
+    let registered = sent.lock().unwrap()[0]["setWebhook"].clone();
+    assert_eq!(registered["url"], hook.as_str());
+    assert_eq!(registered["allowed_updates"], json!(["message"]));
+    let secret = registered["secret_token"].as_str().unwrap().to_string();
+    assert!(secret.len() >= 32);
+    let bot = Bot {
+        env,
+        server,
+        key,
+        sent,
+        _telegram: telegram,
+    };
+
+    let (status, replies) = deliver(&bot, &secret, 1, 5001, "/hello@helper_bot Ann", 1).await;
+    assert_eq!(status, 200);
+    assert_eq!(replies.len(), 1);
+    assert_eq!(replies[0]["chat_id"], 5001);
+    assert_eq!(replies[0]["text"], "Hello, Ann!");
+    assert_eq!(replies[0]["reply_parameters"]["message_id"], 11);
+
+    let (_, replies) = deliver(&bot, &secret, 2, 5001, "/private", 1).await;
+    assert!(
+        replies[0]["text"].as_str().unwrap().contains("I don't know /private"),
+        "only chat-app commands run"
+    );
+    let (_, replies) = deliver(&bot, &secret, 3, 5001, "What can you do?", 1).await;
+    assert!(
+        replies[0]["text"].as_str().unwrap().contains("cannot answer right now"),
+        "free text goes to chat: {:?}",
+        replies[0]
+    );
+
+    let (_, replies) = deliver(&bot, &secret, 4, 5001, "/long", 2).await;
+    let texts: Vec<usize> = replies
+        .iter()
+        .map(|r| r["text"].as_str().unwrap().chars().count())
+        .collect();
+    assert_eq!(texts, vec![4096, 904], "split over Telegram's limit, nothing lost");
+
+    let (_, replies) = deliver(&bot, &secret, 5, 777777, "/hello Bo", 2).await;
+    assert_eq!(replies.len(), 2, "refused once with 429, sent again after retry_after");
+    assert_eq!(replies[1]["text"], "Hello, Bo!");
+
+    let (_, replies) = deliver(&bot, &secret, 5, 777777, "/hello Bo", 1).await;
+    assert_eq!(replies.len(), 0, "a re-sent update is answered once");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn inbound_updates_need_the_secret_token() {
+    let bot = connected().await;
+    let hook = bot.server.url("/chatapp/alpha/webhook");
+    bot.env.cli_json(&[
+        "chatapp",
+        "connect",
+        "--agent",
+        "alpha",
+        "--token",
+        TOKEN,
+        "--webhook-url",
+        &hook,
+    ]);
+    for secret in ["", "wrong-secret"] {
+        let (status, replies) = deliver(&bot, secret, 9, 5001, "/hello Ann", 0).await;
+        assert_eq!(status, 401, "secret {secret:?}");
+        assert!(
+            replies.iter().all(|r| r.get("chat_id").is_none()),
+            "nothing was sent: {replies:?}"
+        );
+    }
+    let unknown = send(
+        client()
+            .post(bot.server.url("/chatapp/nobody/webhook"))
+            .header("x-telegram-bot-api-secret-token", "x")
+            .json(&json!({})),
+    )
+    .await;
+    assert_eq!(unknown.status, 404);
 }

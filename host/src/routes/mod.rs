@@ -1,6 +1,7 @@
 //! HTTP surface: extract and validate the wire format, call a service, answer in the
 //! spec's envelope. Only this module and `error` know axum.
 
+mod chatapp;
 mod guard;
 mod jobs;
 mod keyed;
@@ -26,6 +27,7 @@ pub fn router(state: AppState) -> Router {
         .merge(keyed::routes(state.clone()))
         .merge(x402::routes())
         .merge(jobs::routes())
+        .merge(chatapp::routes())
         .fallback(unknown_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(max_body))

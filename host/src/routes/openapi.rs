@@ -233,6 +233,19 @@ pub const OPERATIONS: &[Operation] = &[
         errors: &[],
     },
     Operation {
+        method: "post",
+        path: "/chatapp/{agentId}/webhook",
+        id: "chatappUpdate",
+        summary: "Telegram updates for the agent's bot (X-Telegram-Bot-Api-Secret-Token, no API key)",
+        keyed: false,
+        pending: false,
+        request: Some(
+            || json!({ "type": "object", "properties": { "update_id": { "type": "integer" }, "message": { "type": "object" } } }),
+        ),
+        response: || json!({ "type": "object", "properties": { "ok": { "type": "boolean" } } }),
+        errors: &[(401, "unauthorized"), (404, "not_found")],
+    },
+    Operation {
         method: "get",
         path: "/x402/{network}/{agentId}",
         id: "x402Requirements",

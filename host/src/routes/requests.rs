@@ -8,7 +8,7 @@ use crate::domain::Network;
 use crate::error::ApiError;
 use crate::money::MicroUsdc;
 
-pub const CHAT_MESSAGE_MAX_CHARS: usize = 10_000;
+pub use crate::services::chat::MESSAGE_MAX_CHARS as CHAT_MESSAGE_MAX_CHARS;
 /// Caps on `conversationHistory` (the spec leaves them open): turns, and characters in all.
 pub const HISTORY_MAX_TURNS: usize = 100;
 pub const HISTORY_MAX_CHARS: usize = 100_000;

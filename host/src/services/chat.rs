@@ -10,6 +10,8 @@ use crate::domain::{Agent, Command, ParamType};
 use crate::llm::{CompletionRequest, Message, Role, ToolCall, ToolSpec};
 use crate::plugins::Origin;
 
+/// Longest message, in characters (the spec's limit).
+pub const MESSAGE_MAX_CHARS: usize = 10_000;
 /// Characters of knowledge put in the system prompt at most (about 1,000 tokens).
 pub const KNOWLEDGE_BUDGET_CHARS: usize = 4_000;
 /// Characters of one tool result shown to the model at most.

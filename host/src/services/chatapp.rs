@@ -178,3 +178,219 @@ fn send_error(err: CallError) -> ServiceError {
         },
     }
 }
+
+/// Telegram's limit on one message's text.
+pub const MAX_MESSAGE_CHARS: usize = 4_096;
+/// Attempts for one reply when Telegram answers 429.
+const SEND_ATTEMPTS: u32 = 3;
+
+/// Registers `url` with `setWebhook`; Telegram will send the secret in
+/// `X-Telegram-Bot-Api-Secret-Token`, which `handle_update` checks.
+pub async fn register_webhook(services: &Services, agent: &Agent, url: &str) -> Result<(), ServiceError> {
+    let token = token(services, agent, &agent.def.username).await?;
+    let secret = crate::random::hex_token(24);
+    let body = json!({ "url": url, "secret_token": secret, "allowed_updates": ["message"] });
+    services
+        .telegram
+        .call(&token, "setWebhook", &body)
+        .await
+        .map_err(|e| match e {
+            CallError::Api(api) => {
+                ServiceError::Validation(format!("Telegram refused the webhook: {}", api.description))
+            }
+            CallError::Transport(m) => ServiceError::Execution(format!("Telegram could not be reached: {m}")),
+        })?;
+    let mut integration = services
+        .store
+        .integration(&agent.id, KIND)
+        .await?
+        .ok_or_else(|| not_configured(&agent.def.username))?;
+    let sealed = json!({ "bot_token": token, "webhook_secret": secret }).to_string();
+    integration.secret = services.secrets.seal(&purpose(&agent.id), sealed.as_bytes());
+    integration.public["webhook_url"] = json!(url);
+    services.store.put_integration(integration).await?;
+    Ok(())
+}
+
+/// Whether `presented` is the agent's webhook secret (compared in constant time).
+pub async fn webhook_secret_matches(services: &Services, agent: &Agent, presented: &str) -> Result<bool, ServiceError> {
+    let Some(integration) = services.store.integration(&agent.id, KIND).await? else {
+        return Ok(false);
+    };
+    let Ok(opened) = services.secrets.open(&purpose(&agent.id), &integration.secret) else {
+        return Ok(false);
+    };
+    let secret: Value = serde_json::from_slice(&opened).unwrap_or_default();
+    let Some(expected) = secret["webhook_secret"].as_str() else {
+        return Ok(false);
+    };
+    Ok(expected.len() == presented.len()
+        && subtle::ConstantTimeEq::ct_eq(expected.as_bytes(), presented.as_bytes()).into())
+}
+
+/// Answers one Telegram update: a `/command` offered on the chat-app runs through the
+/// plugin runtime; other text goes to the agent's chat. The reply goes back to that chat.
+pub async fn handle_update(services: &Services, agent: &Agent, update: &Value) -> Result<(), ServiceError> {
+    let message = &update["message"];
+    let (Some(chat_id), Some(text)) = (message["chat"]["id"].as_i64(), message["text"].as_str()) else {
+        return Ok(()); // not a text message: nothing to answer
+    };
+    let reply_to = message["message_id"].as_i64();
+    let answer = match text.trim().strip_prefix('/') {
+        Some(rest) => run_command(services, agent, rest, text).await,
+        None => chat_reply(services, agent, text).await,
+    };
+    let token = token(services, agent, &agent.def.username).await?;
+    for (i, part) in split_message(&answer).into_iter().enumerate() {
+        let mut body = json!({ "chat_id": chat_id, "text": part });
+        if i == 0
+            && let Some(id) = reply_to
+        {
+            body["reply_parameters"] = json!({ "message_id": id, "allow_sending_without_reply": true });
+        }
+        send_with_retry(services, &token, &body).await?;
+    }
+    Ok(())
+}
+
+async fn run_command(services: &Services, agent: &Agent, rest: &str, text: &str) -> String {
+    let name = rest.split_whitespace().next().unwrap_or_default();
+    let name = name.split('@').next().unwrap_or(name).to_lowercase();
+    let commands = match services.store.commands(&agent.id).await {
+        Ok(commands) => commands,
+        Err(e) => return format!("Sorry, something went wrong: {e}"),
+    };
+    let offered = commands.into_iter().find(|c| {
+        c.def.name == name && c.def.enabled && c.def.integrations.contains(&crate::domain::Integration::Chatapp)
+    });
+    let Some(command) = offered else {
+        return format!("I don't know /{name}. Send /help to see what I can do.");
+    };
+    match super::commands::execute(
+        services,
+        agent,
+        &command,
+        None,
+        Some(text.to_string()),
+        crate::plugins::Origin::Chatapp,
+    )
+    .await
+    {
+        Ok(result) => match result.status_url {
+            Some(url) => await_job(services, &url).await,
+            None => match result.media_url {
+                Some(media) if result.response.is_empty() => media,
+                Some(media) => format!("{}\n{media}", result.response),
+                None => result.response,
+            },
+        },
+        Err(ServiceError::Validation(m)) => m,
+        Err(e) => format!("Sorry, /{name} failed: {e}"),
+    }
+}
+
+/// Waits for a long-running command's job, so the chat gets its result, not an address.
+async fn await_job(services: &Services, status_url: &str) -> String {
+    let id = status_url.rsplit('/').next().unwrap_or_default();
+    let deadline =
+        std::time::Instant::now() + std::time::Duration::from_millis(services.settings.job_timeout_ms + 5_000);
+    loop {
+        match super::jobs::status(services, id).await {
+            Ok(status) if status["state"] == "succeeded" => {
+                let response = status["response"].as_str().unwrap_or_default().to_string();
+                return match status["artifactUrl"].as_str() {
+                    Some(url) => format!("{response}\n{url}").trim().to_string(),
+                    None => response,
+                };
+            }
+            Ok(status) if status["state"] == "failed" => {
+                return format!(
+                    "Sorry, that failed: {}",
+                    status["error"].as_str().unwrap_or("no reason given")
+                );
+            }
+            Ok(_) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await
+            }
+            Ok(_) => return "Sorry, that is taking too long.".into(),
+            Err(e) => return format!("Sorry, something went wrong: {e}"),
+        }
+    }
+}
+
+async fn chat_reply(services: &Services, agent: &Agent, text: &str) -> String {
+    let mut commands = match services.store.commands(&agent.id).await {
+        Ok(commands) => commands,
+        Err(e) => return format!("Sorry, something went wrong: {e}"),
+    };
+    super::agents::offered_on(&mut commands, crate::domain::Integration::Chatapp);
+    let input = super::chat::ChatInput {
+        message: text.chars().take(super::chat::MESSAGE_MAX_CHARS).collect(),
+        history: Vec::new(),
+        tools_enabled: true,
+        max_tool_calls: 3,
+    };
+    match super::chat::chat(services, agent, commands, input).await {
+        Ok(reply) => reply.response,
+        Err(e) => format!("Sorry, I cannot answer right now ({e})."),
+    }
+}
+
+/// Sends, waiting out Telegram's 429s (its `retry_after`, at most 30 s each).
+async fn send_with_retry(services: &Services, token: &str, body: &Value) -> Result<(), ServiceError> {
+    for attempt in 1..=SEND_ATTEMPTS {
+        match services.telegram.call(token, "sendMessage", body).await {
+            Ok(_) => return Ok(()),
+            Err(CallError::Api(api)) if api.error_code == 429 && attempt < SEND_ATTEMPTS => {
+                let wait = api.retry_after.unwrap_or(1).min(30);
+                tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
+            }
+            Err(e) => return Err(send_error(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Splits text into Telegram-sized messages, preferring line breaks, then spaces.
+pub fn split_message(text: &str) -> Vec<String> {
+    let text = if text.trim().is_empty() { "…" } else { text };
+    let mut parts = Vec::new();
+    let mut rest: Vec<char> = text.chars().collect();
+    while rest.len() > MAX_MESSAGE_CHARS {
+        let window = &rest[..MAX_MESSAGE_CHARS];
+        let cut = window
+            .iter()
+            .rposition(|c| *c == '\n')
+            .or_else(|| window.iter().rposition(|c| *c == ' '))
+            .filter(|at| *at > MAX_MESSAGE_CHARS / 2)
+            .map(|at| at + 1)
+            .unwrap_or(MAX_MESSAGE_CHARS);
+        parts.push(rest[..cut].iter().collect::<String>().trim_end().to_string());
+        rest.drain(..cut);
+    }
+    parts.push(rest.into_iter().collect());
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_replies_split_within_the_limit_at_natural_breaks() {
+        assert_eq!(split_message("short"), vec!["short"]);
+        let line = "word ".repeat(100); // 500 chars
+        let text = format!("{}\n{}", line.repeat(8), line.repeat(3)); // 4000 + 1 + 1500
+        let parts = split_message(&text);
+        assert_eq!(parts.len(), 2);
+        assert!(parts.iter().all(|p| p.chars().count() <= MAX_MESSAGE_CHARS));
+        assert!(parts[1].starts_with("word"), "cut at the line break");
+        let solid = "x".repeat(9_000);
+        let parts = split_message(&solid);
+        assert_eq!(
+            parts.iter().map(|p| p.chars().count()).collect::<Vec<_>>(),
+            vec![4096, 4096, 808]
+        );
+        assert_eq!(parts.concat(), solid, "nothing lost");
+    }
+}
