@@ -10,6 +10,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::clients::telegram::Telegram;
+use crate::clients::x::X;
 use crate::config::Settings;
 use crate::llm::{EmbeddedProvider, LlmProvider, NoProvider, OpenAiProvider};
 use crate::marker::MarkerKey;
@@ -94,6 +95,11 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
     let master = MasterKey::load_or_create(&settings.data_dir).context("master key")?;
     let llm = llm_provider(&settings);
     let plugins = plugin_runtime(&settings, &store, &master, llm.clone())?;
+    let outbound = outbound(&settings, &master)?;
+    let x = X::new(
+        &settings.social_api_base,
+        Duration::from_millis(settings.outbound_timeout_ms.max(30_000)),
+    );
     let telegram = Telegram::new(
         &settings.chatapp_api_base,
         Duration::from_millis(settings.outbound_timeout_ms),
@@ -105,6 +111,8 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         marker: MarkerKey::derive(master.bytes()),
         secrets: Arc::new(master),
         telegram,
+        x,
+        outbound,
         settings: Arc::new(settings),
         public_base_url,
     })

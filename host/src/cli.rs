@@ -59,6 +59,32 @@ enum Top {
     /// The agent's chat-app bot (Telegram).
     #[command(subcommand)]
     Chatapp(ChatappCmd),
+    /// The agent's social account (X).
+    #[command(subcommand)]
+    Social(SocialCmd),
+}
+
+#[derive(Subcommand)]
+enum SocialCmd {
+    /// Connect an account with its OAuth 2.0 user tokens (checked with /2/users/me, stored
+    /// encrypted). Without --access-token, reads the access token and then the refresh token
+    /// from standard input, one per line.
+    Connect {
+        #[arg(long)]
+        agent: String,
+        #[arg(long)]
+        access_token: Option<String>,
+        #[arg(long)]
+        refresh_token: Option<String>,
+        /// Seconds until the access token expires (as the token endpoint said).
+        #[arg(long)]
+        expires_in: Option<i64>,
+    },
+    /// Forget the agent's social account.
+    Disconnect {
+        #[arg(long)]
+        agent: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -408,6 +434,60 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Top::Chatapp(ChatappCmd::Enable { agent }) => set_chatapp_enabled(&store, &agent, true, &out).await,
         Top::Chatapp(ChatappCmd::Disable { agent }) => set_chatapp_enabled(&store, &agent, false, &out).await,
+        Top::Social(SocialCmd::Connect {
+            agent,
+            access_token,
+            refresh_token,
+            expires_in,
+        }) => {
+            let services = app::cli_services(settings, store)?;
+            let found = services
+                .store
+                .agent(&agent)
+                .await?
+                .ok_or_else(|| anyhow!("no agent '{agent}'"))?;
+            let (access, refresh) = match access_token {
+                Some(access) => (access, refresh_token),
+                None => {
+                    let mut lines = std::io::stdin().lines();
+                    let access = lines.next().transpose()?.unwrap_or_default().trim().to_string();
+                    let refresh = lines
+                        .next()
+                        .transpose()?
+                        .map(|l| l.trim().to_string())
+                        .filter(|l| !l.is_empty());
+                    (access, refresh.or(refresh_token))
+                }
+            };
+            let username = crate::services::social::connect(&services, &found, &access, refresh.as_deref(), expires_in)
+                .await
+                .map_err(service)?;
+            out.print(
+                &json!({ "agent": found.def.username, "username": username, "refreshable": refresh.is_some() }),
+                &format!("connected @{username} to agent '{}'", found.def.username),
+            );
+            Ok(())
+        }
+        Top::Social(SocialCmd::Disconnect { agent }) => {
+            let services = app::cli_services(settings, store)?;
+            let found = services
+                .store
+                .agent(&agent)
+                .await?
+                .ok_or_else(|| anyhow!("no agent '{agent}'"))?;
+            let removed = crate::services::social::disconnect(&services, &found)
+                .await
+                .map_err(service)?;
+            out.print(
+                &json!({ "agent": found.def.username, "disconnected": removed }),
+                if removed {
+                    "disconnected"
+                } else {
+                    "no account was connected"
+                },
+            );
+            Ok(())
+        }
         Top::Agent(AgentCmd::List) => {
             let all = store.list_agents().await?;
             let rows: Vec<Value> = all

@@ -163,6 +163,30 @@ pub const REFERENCE: &[(&str, &str, &str, &str)] = &[
         "Telegram Bot API base URL",
     ),
     (
+        "social_api_base",
+        "AGENT_HOST_SOCIAL_API_BASE",
+        "https://api.x.com",
+        "X API base URL",
+    ),
+    (
+        "social_client_id",
+        "AGENT_HOST_SOCIAL_CLIENT_ID",
+        "(none)",
+        "the server's X app OAuth 2.0 client id; posting needs it",
+    ),
+    (
+        "social_client_secret",
+        "AGENT_HOST_SOCIAL_CLIENT_SECRET",
+        "(none)",
+        "the X app's client secret (confidential clients)",
+    ),
+    (
+        "social_media_max_bytes",
+        "AGENT_HOST_SOCIAL_MEDIA_MAX_BYTES",
+        "67108864",
+        "largest media file fetched for a post",
+    ),
+    (
         "log",
         "AGENT_HOST_LOG",
         "info",
@@ -197,6 +221,10 @@ pub struct Settings {
     pub embedded_model_path: PathBuf,
     pub embedded_max_tokens: u32,
     pub chatapp_api_base: String,
+    pub social_api_base: String,
+    pub social_client_id: Option<String>,
+    pub social_client_secret: Option<Secret>,
+    pub social_media_max_bytes: u64,
 }
 
 /// A setting that must never be printed.
@@ -242,6 +270,10 @@ struct FileSettings {
     embedded_model_path: Option<PathBuf>,
     embedded_max_tokens: Option<u32>,
     chatapp_api_base: Option<String>,
+    social_api_base: Option<String>,
+    social_client_id: Option<String>,
+    social_client_secret: Option<String>,
+    social_media_max_bytes: Option<u64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -356,6 +388,16 @@ impl Settings {
             chatapp_api_base: env_string("AGENT_HOST_CHATAPP_API_BASE")
                 .or(file.chatapp_api_base)
                 .unwrap_or_else(|| "https://api.telegram.org".to_string()),
+            social_api_base: env_string("AGENT_HOST_SOCIAL_API_BASE")
+                .or(file.social_api_base)
+                .unwrap_or_else(|| "https://api.x.com".to_string()),
+            social_client_id: env_string("AGENT_HOST_SOCIAL_CLIENT_ID").or(file.social_client_id),
+            social_client_secret: env_string("AGENT_HOST_SOCIAL_CLIENT_SECRET")
+                .or(file.social_client_secret)
+                .map(Secret),
+            social_media_max_bytes: env_parse("AGENT_HOST_SOCIAL_MEDIA_MAX_BYTES")?
+                .or(file.social_media_max_bytes)
+                .unwrap_or(64 * 1024 * 1024),
         })
     }
 

@@ -147,6 +147,8 @@ pub struct OutboundRequest {
     pub headers: Vec<(String, String)>,
     pub body: Option<Vec<u8>>,
     pub timeout: Option<Duration>,
+    /// A larger body limit than the policy's, for the host's own downloads (never a plugin's).
+    pub max_bytes: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -231,7 +233,9 @@ impl Outbound {
                     }
                     continue;
                 }
-                return self.read(response).await;
+                return self
+                    .read(response, request.max_bytes.unwrap_or(self.policy.max_response_bytes))
+                    .await;
             }
             Err(OutboundError::Transport(format!(
                 "more than {} redirects",
@@ -288,8 +292,7 @@ impl Outbound {
         Ok(())
     }
 
-    async fn read(&self, mut response: reqwest::Response) -> Result<OutboundResponse, OutboundError> {
-        let limit = self.policy.max_response_bytes;
+    async fn read(&self, mut response: reqwest::Response, limit: u64) -> Result<OutboundResponse, OutboundError> {
         if response.content_length().is_some_and(|n| n > limit) {
             return Err(OutboundError::TooLarge(limit));
         }
@@ -491,6 +494,7 @@ mod tests {
             headers: vec![],
             body: None,
             timeout: None,
+            max_bytes: None,
         };
         assert!(matches!(out.send(request, &all()).await, Err(OutboundError::Denied(_))));
     }

@@ -110,16 +110,10 @@ async fn unknown_routes_and_wrong_methods_answer_in_json() {
 async fn routes_still_to_come_validate_then_answer_501() {
     let fx = Fixture::start();
     let agent = &fx.agent_id;
-    let ok_cases = [
-        (
-            format!("/v1/agents/{agent}/social/post"),
-            json!({"mediaUrls": ["https://example.com/a.png"]}),
-        ),
-        (
-            format!("/v1/agents/{agent}/wallet/base/transfer"),
-            json!({"recipientAddress": "0xabc", "amountUsdc": 1234.567891}),
-        ),
-    ];
+    let ok_cases = [(
+        format!("/v1/agents/{agent}/wallet/base/transfer"),
+        json!({"recipientAddress": "0xabc", "amountUsdc": 1234.567891}),
+    )];
     for (path, body) in &ok_cases {
         let reply = post_json(&fx.url(path), Some(&fx.key), body).await;
         assert_eq!(reply.status, 501, "{path}: {}", reply.text);

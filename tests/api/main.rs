@@ -16,3 +16,4 @@ mod plugins;
 mod rate_limits;
 mod sandbox;
 mod settings;
+mod social;

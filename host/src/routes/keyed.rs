@@ -18,7 +18,7 @@ use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::plugins::Origin;
 use crate::services::chat::{self, ChatInput};
 use crate::services::keys::Caller;
-use crate::services::{ServiceError, agents, chatapp, commands};
+use crate::services::{ServiceError, agents, chatapp, commands, social, social_text};
 
 pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
@@ -238,11 +238,32 @@ async fn social_post(
     caller: Caller,
     ApiPath(agent_id): ApiPath<String>,
     ApiJson(body): ApiJson<SocialPostRequest>,
-) -> ApiError {
-    if let Err(err) = body.validate() {
-        return err;
+) -> Result<axum::Json<Value>, ApiError> {
+    body.validate()?;
+    if let Some(text) = &body.text {
+        let weighted = social_text::weighted_length(text);
+        if weighted > social_text::MAX_WEIGHTED {
+            return Err(ApiError::validation(format!(
+                "Invalid field 'text': {weighted} characters as X counts them (URLs 23, wide characters 2), the maximum is {}",
+                social_text::MAX_WEIGHTED
+            )));
+        }
     }
-    not_yet(&state, &caller, &agent_id, "Social posting").await
+    let services = &state.services;
+    let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
+    let post = social::Post {
+        text: body.text,
+        media_urls: body.media_urls.unwrap_or_default(),
+        reply_to: body.reply_to_tweet_id,
+    };
+    let (tweet_id, username) = social::post(services, &agent, &agent_id, post).await?;
+    Ok(success(json!({
+        "ok": true,
+        "tweet_id": tweet_id,
+        "tweet_url": format!("https://x.com/{username}/status/{tweet_id}"),
+        "agent_id": agent.id,
+        "username": username,
+    })))
 }
 
 async fn wallet_balance(

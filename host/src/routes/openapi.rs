@@ -155,7 +155,7 @@ pub const OPERATIONS: &[Operation] = &[
         id: "socialPost",
         summary: "Post on the agent's connected social account",
         keyed: true,
-        pending: true,
+        pending: false,
         request: Some(|| {
             json!({ "type": "object", "properties": {
                 "text": { "type": "string", "maxLength": 280 },

@@ -11,13 +11,17 @@ pub mod keys;
 pub mod knowledge;
 pub mod params;
 pub mod rate_limit;
+pub mod social;
+pub mod social_text;
 
 use std::sync::Arc;
 
 use crate::clients::telegram::Telegram;
+use crate::clients::x::X;
 use crate::config::Settings;
 use crate::llm::{LlmError, LlmProvider};
 use crate::marker::MarkerKey;
+use crate::outbound::Outbound;
 use crate::plugins::PluginRuntime;
 use crate::secrets::MasterKey;
 use crate::store::{Store, StoreError};
@@ -33,6 +37,9 @@ pub struct Services {
     /// Seals and opens secrets at rest.
     pub secrets: Arc<MasterKey>,
     pub telegram: Telegram,
+    pub x: X,
+    /// The guarded client for URLs third parties give us (media to post).
+    pub outbound: Outbound,
     pub settings: Arc<Settings>,
     /// Absolute base URL for status addresses (no trailing `/`).
     pub public_base_url: String,

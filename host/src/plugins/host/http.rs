@@ -16,6 +16,7 @@ impl Host for HostState {
             headers: request.headers,
             body: request.body,
             timeout: request.timeout_ms.map(|ms| Duration::from_millis(ms as u64)),
+            max_bytes: None,
         };
         let result = self.call.services.outbound.send(outbound, &allowed).await;
         Ok(match result {

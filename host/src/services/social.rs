@@ -1,0 +1,332 @@
+//! Posting on the agent's X account. Tokens (OAuth 2.0 user tokens) are sealed at rest;
+//! an expired or refused access token is refreshed once, and the new tokens are stored.
+//! Media URLs are fetched through the same outbound guard as plugins (public addresses
+//! only, size and time caps), recognised by content, and uploaded before the post.
+//!
+//! Statuses the spec leaves open: `social_media_upload_failed` 502 (X refused or could not
+//! process the media; a URL that cannot be fetched or is not an image/video is a 400
+//! `validation_error`), `social_api_error` 400 when X calls the post invalid, else 502.
+
+use serde_json::{Value, json};
+
+use super::social_text::{self, MediaKind};
+use super::{ServiceError, Services};
+use crate::clients::x::XError;
+use crate::domain::Agent;
+use crate::outbound::{HostPattern, OutboundRequest};
+use crate::store::Integration;
+
+pub const KIND: &str = "social";
+
+fn purpose(agent_id: &str) -> String {
+    format!("agent:{agent_id}:{KIND}")
+}
+
+fn api(status: u16, code: &'static str, message: impl Into<String>) -> ServiceError {
+    ServiceError::Api {
+        status,
+        code,
+        message: message.into(),
+        retry_after: None,
+    }
+}
+
+pub struct Post {
+    pub text: Option<String>,
+    pub media_urls: Vec<String>,
+    pub reply_to: Option<String>,
+}
+
+/// Stores the account's tokens sealed, after checking them with `GET /2/users/me`.
+pub async fn connect(
+    services: &Services,
+    agent: &Agent,
+    access_token: &str,
+    refresh_token: Option<&str>,
+    expires_in: Option<i64>,
+) -> Result<String, ServiceError> {
+    let me = services.x.me(access_token).await.map_err(|e| match e {
+        XError::Status { detail, .. } => ServiceError::Validation(format!("X refused the access token: {detail}")),
+        XError::Transport(m) => ServiceError::Execution(format!("X could not be reached: {m}")),
+    })?;
+    let username = me["data"]["username"].as_str().unwrap_or_default().to_string();
+    let expires_at = expires_in.map(|secs| crate::clock::now_ms() / 1000 + secs);
+    store_tokens(
+        services,
+        agent,
+        access_token,
+        refresh_token,
+        expires_at,
+        &username,
+        me["data"]["id"].clone(),
+    )
+    .await?;
+    Ok(username)
+}
+
+pub async fn disconnect(services: &Services, agent: &Agent) -> Result<bool, ServiceError> {
+    Ok(services.store.delete_integration(&agent.id, KIND).await?)
+}
+
+async fn store_tokens(
+    services: &Services,
+    agent: &Agent,
+    access: &str,
+    refresh: Option<&str>,
+    expires_at: Option<i64>,
+    username: &str,
+    user_id: Value,
+) -> Result<(), ServiceError> {
+    let secret = json!({ "access_token": access, "refresh_token": refresh, "expires_at": expires_at }).to_string();
+    services
+        .store
+        .put_integration(Integration {
+            agent_id: agent.id.clone(),
+            kind: KIND,
+            enabled: true,
+            secret: services.secrets.seal(&purpose(&agent.id), secret.as_bytes()),
+            public: json!({ "username": username, "user_id": user_id }),
+        })
+        .await?;
+    Ok(())
+}
+
+struct Session {
+    access: String,
+    refresh: Option<String>,
+    expires_at: Option<i64>,
+    username: String,
+    user_id: Value,
+    refreshed: bool,
+}
+
+/// Posts; returns (post id, account username).
+pub async fn post(
+    services: &Services,
+    agent: &Agent,
+    agent_ref: &str,
+    post: Post,
+) -> Result<(String, String), ServiceError> {
+    let integration = services.store.integration(&agent.id, KIND).await?.ok_or_else(|| {
+        api(
+            400,
+            "social_not_connected",
+            format!("Agent '{agent_ref}' has no social account connected"),
+        )
+    })?;
+    if services.settings.social_client_id.is_none() {
+        return Err(api(
+            500,
+            "social_not_configured",
+            "This server has no X app credentials (social_client_id)",
+        ));
+    }
+    let opened = services
+        .secrets
+        .open(&purpose(&agent.id), &integration.secret)
+        .map_err(|e| api(500, "internal_error", e.to_string()))?;
+    let secret: Value = serde_json::from_slice(&opened).unwrap_or_default();
+    let mut session = Session {
+        access: secret["access_token"].as_str().unwrap_or_default().to_string(),
+        refresh: secret["refresh_token"].as_str().map(str::to_string),
+        expires_at: secret["expires_at"].as_i64(),
+        username: integration.public["username"].as_str().unwrap_or_default().to_string(),
+        user_id: integration.public["user_id"].clone(),
+        refreshed: false,
+    };
+    if session
+        .expires_at
+        .is_some_and(|at| at <= crate::clock::now_ms() / 1000 + 30)
+    {
+        refresh(services, agent, &mut session).await?;
+    }
+
+    let media = fetch_media(services, &post.media_urls).await?;
+    let mut media_ids = Vec::with_capacity(media.len());
+    for (kind, bytes) in media {
+        let id = with_refresh(services, agent, &mut session, |x, token| {
+            let bytes = bytes.clone();
+            async move {
+                if kind.is_image() {
+                    x.upload_image(&token, bytes, kind.mime()).await
+                } else {
+                    x.upload_chunked(&token, bytes, kind.mime(), kind.category()).await
+                }
+            }
+        })
+        .await
+        .map_err(|e| match e {
+            ServiceError::Api {
+                code: "social_api_error",
+                message,
+                ..
+            } => api(502, "social_media_upload_failed", message),
+            other => other,
+        })?;
+        media_ids.push(id);
+    }
+
+    let mut body = json!({});
+    if let Some(text) = post.text.as_deref().filter(|t| !t.trim().is_empty()) {
+        body["text"] = json!(text);
+    }
+    if !media_ids.is_empty() {
+        body["media"] = json!({ "media_ids": media_ids });
+    }
+    if let Some(id) = &post.reply_to {
+        body["reply"] = json!({ "in_reply_to_tweet_id": id });
+    }
+    let created = with_refresh(services, agent, &mut session, |x, token| {
+        let body = body.clone();
+        async move { x.post(&token, &body).await }
+    })
+    .await?;
+    let id = created["data"]["id"]
+        .as_str()
+        .ok_or_else(|| api(502, "social_api_error", "X's answer has no post id"))?;
+    Ok((id.to_string(), session.username))
+}
+
+/// Runs an X call; on a 401 refreshes the tokens once and runs it again.
+async fn with_refresh<T, F, Fut>(
+    services: &Services,
+    agent: &Agent,
+    session: &mut Session,
+    call: F,
+) -> Result<T, ServiceError>
+where
+    F: Fn(crate::clients::x::X, String) -> Fut,
+    Fut: std::future::Future<Output = Result<T, XError>>,
+{
+    match call(services.x.clone(), session.access.clone()).await {
+        Err(XError::Status { status: 401, .. }) if !session.refreshed => {
+            refresh(services, agent, session).await?;
+            call(services.x.clone(), session.access.clone()).await.map_err(x_error)
+        }
+        other => other.map_err(x_error),
+    }
+}
+
+async fn refresh(services: &Services, agent: &Agent, session: &mut Session) -> Result<(), ServiceError> {
+    session.refreshed = true;
+    let unauthorized = || {
+        api(
+            401,
+            "social_unauthorized",
+            "The social account's tokens are expired or revoked; connect it again",
+        )
+    };
+    let refresh_token = session.refresh.clone().ok_or_else(unauthorized)?;
+    let client_id = services
+        .settings
+        .social_client_id
+        .clone()
+        .ok_or_else(|| api(500, "social_not_configured", "This server has no X app credentials"))?;
+    let secret = services
+        .settings
+        .social_client_secret
+        .as_ref()
+        .map(|s| s.expose().to_string());
+    let tokens = services
+        .x
+        .refresh(&client_id, secret.as_deref(), &refresh_token)
+        .await
+        .map_err(|e| match e {
+            XError::Status { .. } => unauthorized(),
+            XError::Transport(m) => api(502, "social_api_error", format!("X could not be reached: {m}")),
+        })?;
+    session.access = tokens["access_token"].as_str().ok_or_else(unauthorized)?.to_string();
+    session.refresh = tokens["refresh_token"]
+        .as_str()
+        .map(str::to_string)
+        .or(session.refresh.take());
+    session.expires_at = tokens["expires_in"]
+        .as_i64()
+        .map(|secs| crate::clock::now_ms() / 1000 + secs);
+    let (access, refresh) = (session.access.clone(), session.refresh.clone());
+    store_tokens(
+        services,
+        agent,
+        &access,
+        refresh.as_deref(),
+        session.expires_at,
+        &session.username,
+        session.user_id.clone(),
+    )
+    .await
+}
+
+fn x_error(err: XError) -> ServiceError {
+    match err {
+        XError::Status { status: 401, .. } => api(
+            401,
+            "social_unauthorized",
+            "The social account's tokens are expired or revoked; connect it again",
+        ),
+        XError::Status {
+            status: 403, detail, ..
+        } => api(
+            403,
+            "social_forbidden",
+            format!("X refused: {detail} (the account's tokens need write permission)"),
+        ),
+        XError::Status {
+            status: 429,
+            detail,
+            reset_at,
+        } => {
+            let now = crate::clock::now_ms() / 1000;
+            let wait = reset_at.map(|at| (at - now).max(1) as u64);
+            let when = reset_at
+                .map(|at| format!("; the limit resets at {}", crate::clock::iso(at * 1000)))
+                .unwrap_or_default();
+            ServiceError::Api {
+                status: 429,
+                code: "social_rate_limit",
+                message: format!("X rate limit: {detail}{when}"),
+                retry_after: wait,
+            }
+        }
+        XError::Status {
+            status: 400, detail, ..
+        } => api(400, "social_api_error", format!("X: {detail}")),
+        XError::Status { detail, .. } => api(502, "social_api_error", format!("X: {detail}")),
+        XError::Transport(m) => api(502, "social_api_error", format!("X could not be reached: {m}")),
+    }
+}
+
+/// Downloads each media URL through the outbound guard and recognises it by its bytes.
+async fn fetch_media(services: &Services, urls: &[String]) -> Result<Vec<(MediaKind, Vec<u8>)>, ServiceError> {
+    let anywhere = [HostPattern::parse("*").expect("* is a pattern")];
+    let mut media = Vec::with_capacity(urls.len());
+    for (i, url) in urls.iter().enumerate() {
+        let request = OutboundRequest {
+            method: "GET".into(),
+            url: url.clone(),
+            headers: vec![],
+            body: None,
+            timeout: None,
+            max_bytes: Some(services.settings.social_media_max_bytes),
+        };
+        let response = services
+            .outbound
+            .send(request, &anywhere)
+            .await
+            .map_err(|e| ServiceError::Validation(format!("mediaUrls[{i}]: {e}")))?;
+        if !(200..300).contains(&response.status) {
+            return Err(ServiceError::Validation(format!(
+                "mediaUrls[{i}]: the server answered HTTP {}",
+                response.status
+            )));
+        }
+        let kind = MediaKind::sniff(&response.body).ok_or_else(|| {
+            ServiceError::Validation(format!(
+                "mediaUrls[{i}]: not a PNG, JPG, GIF, WebP image or an MP4 video"
+            ))
+        })?;
+        media.push((kind, response.body));
+    }
+    social_text::check_mix(&media.iter().map(|(k, _)| *k).collect::<Vec<_>>())
+        .map_err(|m| ServiceError::Validation(format!("mediaUrls: {m}")))?;
+    Ok(media)
+}
