@@ -324,9 +324,6 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let (manifest, outcome) = agents::apply_file(&services, &file, account.as_deref())
                 .await
                 .map_err(service)?;
-            for section in &manifest.ignored_sections {
-                eprintln!("warning: [{section}] is not acted on yet by this agent-host; it was ignored");
-            }
             out.print(
                 &json!({
                     "id": outcome.agent_id,

@@ -40,8 +40,10 @@ impl std::error::Error for ManifestError {}
 pub struct AgentManifest {
     pub agent: AgentDef,
     pub commands: Vec<CommandDef>,
-    /// Sections read but not yet acted on, for the caller to mention.
-    pub ignored_sections: Vec<&'static str>,
+    /// `[chatapp] enabled`, when the manifest says.
+    pub chatapp_enabled: Option<bool>,
+    /// `[social] enabled`, when the manifest says.
+    pub social_enabled: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -56,9 +58,9 @@ struct RawManifest {
     #[serde(default)]
     commands: Vec<Spanned<RawCommand>>,
     #[serde(default)]
-    chatapp: Option<toml::Table>,
+    chatapp: Option<Spanned<toml::Table>>,
     #[serde(default)]
-    social: Option<toml::Table>,
+    social: Option<Spanned<toml::Table>>,
     #[serde(default)]
     x402: Option<Spanned<RawX402>>,
 }
@@ -297,13 +299,8 @@ pub fn parse(source: &str, file: &str, base_dir: &Path) -> Result<AgentManifest,
         });
     }
 
-    let mut ignored_sections = Vec::new();
-    if raw.chatapp.is_some() {
-        ignored_sections.push("chatapp");
-    }
-    if raw.social.is_some() {
-        ignored_sections.push("social");
-    }
+    let chatapp_enabled = integration_section(&check, raw.chatapp, "chatapp", "agent-host chatapp connect")?;
+    let social_enabled = integration_section(&check, raw.social, "social", "agent-host social connect")?;
 
     Ok(AgentManifest {
         agent: AgentDef {
@@ -314,8 +311,36 @@ pub fn parse(source: &str, file: &str, base_dir: &Path) -> Result<AgentManifest,
             x402,
         },
         commands,
-        ignored_sections,
+        chatapp_enabled,
+        social_enabled,
     })
+}
+
+/// `[chatapp]` / `[social]`: only `enabled`. Tokens never go in a manifest (a plain file);
+/// the CLI stores them encrypted.
+fn integration_section(
+    check: &Checker<'_>,
+    section: Option<Spanned<toml::Table>>,
+    name: &str,
+    connect: &str,
+) -> Result<Option<bool>, ManifestError> {
+    let Some(section) = section else { return Ok(None) };
+    let span = section.span();
+    let mut enabled = None;
+    for (key, value) in section.into_inner() {
+        match (key.as_str(), value) {
+            ("enabled", toml::Value::Boolean(on)) => enabled = Some(on),
+            ("enabled", _) => return Err(check.err(Some(&span), format!("{name}.enabled"), "must be true or false")),
+            (other, _) => {
+                return Err(check.err(
+                    Some(&span),
+                    format!("{name}.{other}"),
+                    format!("is not a manifest setting; secrets stay out of manifests: use `{connect}`, which stores them encrypted"),
+                ));
+            }
+        }
+    }
+    Ok(enabled)
 }
 
 /// The settings each handler type cannot work without.
@@ -473,6 +498,19 @@ default_price_usd = "0.01"
         assert_eq!(err.field.as_deref(), Some("commands[0].plugin"));
         let err = parse_str(&GOOD.replace("username = \"helper\"", "username = \"Helper!\"")).unwrap_err();
         assert_eq!((err.line, err.field.as_deref()), (Some(2), Some("username")));
+    }
+
+    #[test]
+    fn integration_sections_take_enabled_and_never_secrets() {
+        let with = |section: &str| parse_str(&format!("{GOOD}\n{section}"));
+        let m = with("[chatapp]\nenabled = false\n[social]\nenabled = true\n").unwrap();
+        assert_eq!((m.chatapp_enabled, m.social_enabled), (Some(false), Some(true)));
+        assert_eq!(parse_str(GOOD).unwrap().chatapp_enabled, None);
+        let err = with("[chatapp]\nbot_token = \"123:abc\"\n").unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("chatapp.bot_token"));
+        assert!(err.message.contains("agent-host chatapp connect"), "{err}");
+        let err = with("[social]\nenabled = \"yes\"\n").unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("social.enabled"));
     }
 
     #[test]

@@ -204,6 +204,13 @@ async fn missing_disabled_and_undecryptable_bots() {
         (403, "chatapp_disabled".to_string())
     );
     bot.env.cli_json(&["chatapp", "enable", "--agent", "alpha"]);
+    // The manifest can switch it too, and re-applying it keeps the connection.
+    bot.env
+        .apply_agent(&format!("{}\n[chatapp]\nenabled = false\n", manifest("alpha")), "alice");
+    let by_manifest = send_msg(&bot, "alpha", json!({"chatId": 1, "text": "hi"})).await;
+    assert_eq!(by_manifest.error_code(), "chatapp_disabled");
+    bot.env
+        .apply_agent(&format!("{}\n[chatapp]\nenabled = true\n", manifest("alpha")), "alice");
     assert_eq!(
         send_msg(&bot, "alpha", json!({"chatId": 1, "text": "hi"})).await.status,
         200

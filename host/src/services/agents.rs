@@ -39,7 +39,17 @@ pub async fn apply(
     for command in &manifest.commands {
         commands.push(install_plugin(services, command.clone()).await?);
     }
-    Ok(store.apply_agent(&account_id, manifest.agent.clone(), commands).await?)
+    let outcome = store.apply_agent(&account_id, manifest.agent.clone(), commands).await?;
+    for (kind, enabled) in [
+        ("chatapp", manifest.chatapp_enabled),
+        ("social", manifest.social_enabled),
+    ] {
+        if let Some(enabled) = enabled {
+            // Nothing to switch before the account is connected; `connect` enables it.
+            store.set_integration_enabled(&outcome.agent_id, kind, enabled).await?;
+        }
+    }
+    Ok(outcome)
 }
 
 /// For a custom command: checks its component, stores it by content hash (compiled and

@@ -114,6 +114,13 @@ pub async fn post(
             format!("Agent '{agent_ref}' has no social account connected"),
         )
     })?;
+    if !integration.enabled {
+        return Err(api(
+            403,
+            "social_forbidden",
+            format!("Posting is disabled for agent '{agent_ref}' ([social] enabled = false)"),
+        ));
+    }
     if services.settings.social_client_id.is_none() {
         return Err(api(
             500,
