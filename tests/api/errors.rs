@@ -145,6 +145,21 @@ async fn routes_still_to_come_validate_then_answer_501() {
             json!({"chatId": 1, "text": "hi", "inlineKeyboard": [[{"text": "a"}]]}),
             "inlineKeyboard[0][0]",
         ),
+        (
+            format!("/v1/agents/{agent}/chatapp/send"),
+            json!({"chatId": 1, "text": "é".repeat(4097)}),
+            "text",
+        ),
+        (
+            format!("/v1/agents/{agent}/chatapp/send"),
+            json!({"chatId": 1, "text": "hi", "inlineKeyboard": [[{"text": "a", "callback_data": "x".repeat(65)}]]}),
+            "callback_data",
+        ),
+        (
+            format!("/v1/agents/{agent}/chatapp/send"),
+            json!({"chatId": "-100abc", "text": "hi"}),
+            "chatId",
+        ),
         (format!("/v1/agents/{agent}/social/post"), json!({}), "mediaUrls"),
         (
             format!("/v1/agents/{agent}/wallet/base/transfer"),
