@@ -105,6 +105,17 @@ pub enum ResponseFormat {
     Video,
 }
 
+impl ResponseFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResponseFormat::Text => "text",
+            ResponseFormat::Markdown => "markdown",
+            ResponseFormat::Image => "image",
+            ResponseFormat::Video => "video",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ParamType {

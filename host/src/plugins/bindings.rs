@@ -13,3 +13,77 @@ pub use agent::plugin::types;
 
 /// The WIT package version these bindings serve.
 pub const WIT_VERSION: &str = "0.1.0";
+
+// The WIT types and the domain's are the same vocabulary; these are the only mappings.
+
+use crate::domain::{ParamSpec, ParamType, ResponseFormat};
+
+impl From<types::ResponseFormat> for ResponseFormat {
+    fn from(f: types::ResponseFormat) -> Self {
+        match f {
+            types::ResponseFormat::Text => ResponseFormat::Text,
+            types::ResponseFormat::Markdown => ResponseFormat::Markdown,
+            types::ResponseFormat::Image => ResponseFormat::Image,
+            types::ResponseFormat::Video => ResponseFormat::Video,
+        }
+    }
+}
+
+impl From<ResponseFormat> for types::ResponseFormat {
+    fn from(f: ResponseFormat) -> Self {
+        match f {
+            ResponseFormat::Text => types::ResponseFormat::Text,
+            ResponseFormat::Markdown => types::ResponseFormat::Markdown,
+            ResponseFormat::Image => types::ResponseFormat::Image,
+            ResponseFormat::Video => types::ResponseFormat::Video,
+        }
+    }
+}
+
+impl From<types::ParamType> for ParamType {
+    fn from(k: types::ParamType) -> Self {
+        match k {
+            types::ParamType::String => ParamType::String,
+            types::ParamType::Number => ParamType::Number,
+            types::ParamType::Boolean => ParamType::Boolean,
+            types::ParamType::Array => ParamType::Array,
+            types::ParamType::Object => ParamType::Object,
+            types::ParamType::File => ParamType::File,
+        }
+    }
+}
+
+impl From<ParamType> for types::ParamType {
+    fn from(k: ParamType) -> Self {
+        match k {
+            ParamType::String => types::ParamType::String,
+            ParamType::Number => types::ParamType::Number,
+            ParamType::Boolean => types::ParamType::Boolean,
+            ParamType::Array => types::ParamType::Array,
+            ParamType::Object => types::ParamType::Object,
+            ParamType::File => types::ParamType::File,
+        }
+    }
+}
+
+impl From<types::ParamSpec> for ParamSpec {
+    fn from(p: types::ParamSpec) -> Self {
+        ParamSpec {
+            name: p.name,
+            kind: p.kind.into(),
+            required: p.required,
+            description: p.description,
+        }
+    }
+}
+
+impl From<ParamSpec> for types::ParamSpec {
+    fn from(p: ParamSpec) -> Self {
+        types::ParamSpec {
+            name: p.name,
+            kind: p.kind.into(),
+            required: p.required,
+            description: p.description,
+        }
+    }
+}

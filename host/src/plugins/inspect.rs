@@ -144,22 +144,8 @@ pub fn check_manifest(manifest: &PluginManifest, kind: PluginKind) -> Result<(),
 
 /// The inspection as JSON (for `plugin inspect`).
 pub fn describe(inspection: &Inspection) -> serde_json::Value {
-    use super::bindings::types::{ParamType, ResponseFormat};
+    use crate::domain::{ParamType, ResponseFormat};
     let m = &inspection.manifest;
-    let format = |f: ResponseFormat| match f {
-        ResponseFormat::Text => "text",
-        ResponseFormat::Markdown => "markdown",
-        ResponseFormat::Image => "image",
-        ResponseFormat::Video => "video",
-    };
-    let kind = |k: ParamType| match k {
-        ParamType::String => "string",
-        ParamType::Number => "number",
-        ParamType::Boolean => "boolean",
-        ParamType::Array => "array",
-        ParamType::Object => "object",
-        ParamType::File => "file",
-    };
     let capability = |c: &Capability| match c {
         Capability::Http => "http",
         Capability::Kv => "kv",
@@ -176,9 +162,9 @@ pub fn describe(inspection: &Inspection) -> serde_json::Value {
             "version": m.version,
             "description": m.description,
             "parameters": m.parameters.iter().map(|p| serde_json::json!({
-                "name": p.name, "type": kind(p.kind), "required": p.required, "description": p.description,
+                "name": p.name, "type": ParamType::from(p.kind).as_str(), "required": p.required, "description": p.description,
             })).collect::<Vec<_>>(),
-            "responseFormat": format(m.response_format),
+            "responseFormat": ResponseFormat::from(m.response_format).as_str(),
             "capabilities": m.capabilities.iter().map(capability).collect::<Vec<_>>(),
             "longRunning": m.long_running,
         },

@@ -1,9 +1,8 @@
 use std::path::Path;
 
 use super::{ServiceError, Services, accounts};
-use crate::domain::{Agent, Command, CommandDef, HandlerType, Integration, ParamSpec, ParamType, ResponseFormat};
+use crate::domain::{Agent, Command, CommandDef, HandlerType, Integration, ResponseFormat};
 use crate::manifest::{self, AgentManifest};
-use crate::plugins::bindings::types as wit;
 use crate::store::{ApplyOutcome, Store};
 
 /// `agent apply`: validates the manifest and creates or updates the agent. A new agent
@@ -69,32 +68,16 @@ async fn install_plugin(services: &Services, mut def: CommandDef) -> Result<Comm
     let plugin = inspection.manifest;
     def.plugin = Some(inspection.hash);
     if def.parameters.is_empty() {
-        def.parameters = plugin.parameters.into_iter().map(param_from_wit).collect();
+        def.parameters = plugin.parameters.into_iter().map(Into::into).collect();
     }
     if def.description.is_empty() {
         def.description = plugin.description;
     }
     if def.response_format == ResponseFormat::Text {
-        def.response_format = crate::services::commands::format_of(plugin.response_format);
+        def.response_format = plugin.response_format.into();
     }
     def.long_running |= plugin.long_running;
     Ok(def)
-}
-
-fn param_from_wit(p: wit::ParamSpec) -> ParamSpec {
-    ParamSpec {
-        name: p.name,
-        kind: match p.kind {
-            wit::ParamType::String => ParamType::String,
-            wit::ParamType::Number => ParamType::Number,
-            wit::ParamType::Boolean => ParamType::Boolean,
-            wit::ParamType::Array => ParamType::Array,
-            wit::ParamType::Object => ParamType::Object,
-            wit::ParamType::File => ParamType::File,
-        },
-        required: p.required,
-        description: p.description,
-    }
 }
 
 /// The agent if it exists and belongs to this account. Another account's agent answers

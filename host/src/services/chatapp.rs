@@ -5,16 +5,11 @@
 
 use serde_json::{Value, json};
 
-use super::{ServiceError, Services};
+use super::{ServiceError, Services, integrations};
 use crate::clients::telegram::{ApiError, CallError};
 use crate::domain::Agent;
-use crate::store::Integration;
 
 pub const KIND: &str = "chatapp";
-
-fn purpose(agent_id: &str) -> String {
-    format!("agent:{agent_id}:{KIND}")
-}
 
 /// What to send, already validated by the route.
 pub struct Outgoing {
@@ -55,17 +50,8 @@ pub async fn connect(services: &Services, agent: &Agent, token: &str) -> Result<
             CallError::Transport(m) => ServiceError::Execution(format!("Telegram could not be reached: {m}")),
         })?;
     let username = me["username"].as_str().unwrap_or_default().to_string();
-    let secret = json!({ "bot_token": token }).to_string();
-    services
-        .store
-        .put_integration(Integration {
-            agent_id: agent.id.clone(),
-            kind: KIND,
-            enabled: true,
-            secret: services.secrets.seal(&purpose(&agent.id), secret.as_bytes()),
-            public: json!({ "bot_username": username, "bot_id": me["id"] }),
-        })
-        .await?;
+    let public = json!({ "bot_username": username, "bot_id": me["id"] });
+    integrations::save(services, &agent.id, KIND, &json!({ "bot_token": token }), public).await?;
     Ok(username)
 }
 
@@ -88,16 +74,7 @@ async fn token(services: &Services, agent: &Agent, agent_ref: &str) -> Result<St
             retry_after: None,
         });
     }
-    let opened = services
-        .secrets
-        .open(&purpose(&agent.id), &integration.secret)
-        .map_err(|e| ServiceError::Api {
-            status: 500,
-            code: "internal_error",
-            message: e.to_string(),
-            retry_after: None,
-        })?;
-    let secret: Value = serde_json::from_slice(&opened).unwrap_or_default();
+    let secret = integrations::open(services, &integration)?;
     secret["bot_token"]
         .as_str()
         .map(str::to_string)
@@ -200,16 +177,22 @@ pub async fn register_webhook(services: &Services, agent: &Agent, url: &str) -> 
             }
             CallError::Transport(m) => ServiceError::Execution(format!("Telegram could not be reached: {m}")),
         })?;
-    let mut integration = services
+    // Called right after `connect`, so the bot is there and enabled.
+    let integration = services
         .store
         .integration(&agent.id, KIND)
         .await?
         .ok_or_else(|| not_configured(&agent.def.username))?;
-    let sealed = json!({ "bot_token": token, "webhook_secret": secret }).to_string();
-    integration.secret = services.secrets.seal(&purpose(&agent.id), sealed.as_bytes());
-    integration.public["webhook_url"] = json!(url);
-    services.store.put_integration(integration).await?;
-    Ok(())
+    let mut public = integration.public;
+    public["webhook_url"] = json!(url);
+    integrations::save(
+        services,
+        &agent.id,
+        KIND,
+        &json!({ "bot_token": token, "webhook_secret": secret }),
+        public,
+    )
+    .await
 }
 
 /// Whether `presented` is the agent's webhook secret (compared in constant time).
@@ -217,10 +200,9 @@ pub async fn webhook_secret_matches(services: &Services, agent: &Agent, presente
     let Some(integration) = services.store.integration(&agent.id, KIND).await? else {
         return Ok(false);
     };
-    let Ok(opened) = services.secrets.open(&purpose(&agent.id), &integration.secret) else {
+    let Ok(secret) = integrations::open(services, &integration) else {
         return Ok(false);
     };
-    let secret: Value = serde_json::from_slice(&opened).unwrap_or_default();
     let Some(expected) = secret["webhook_secret"].as_str() else {
         return Ok(false);
     };

@@ -6,9 +6,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::{ServiceError, Services, jobs, params};
-use crate::domain::{Agent, Command, HandlerType, ParamType, ResponseFormat};
+use crate::domain::{Agent, Command, HandlerType, ResponseFormat};
 use crate::plugins::bindings::agent::plugin::agent_info::{AgentProfile, CommandInfo};
-use crate::plugins::bindings::types as wit;
 use crate::plugins::{AgentSnapshot, ComponentRef, ExecError, Grants, Invocation, Origin, ProgressSink, Run};
 
 /// A command's answer, as the keyed API reports it.
@@ -70,7 +69,7 @@ pub async fn execute(
         .map_err(|e| exec_error(&command.def.name, e))?;
     Ok(CommandResult {
         response: output.response,
-        format: format_of(output.format),
+        format: output.format.into(),
         media_url: output.media_url,
         status_url: None,
     })
@@ -80,35 +79,6 @@ pub fn exec_error(command: &str, err: ExecError) -> ServiceError {
     match err {
         ExecError::InvalidInput(m) => ServiceError::Validation(format!("/{command}: {m}")),
         other => ServiceError::Execution(format!("/{command} failed: {other}")),
-    }
-}
-
-pub fn format_of(format: wit::ResponseFormat) -> ResponseFormat {
-    match format {
-        wit::ResponseFormat::Text => ResponseFormat::Text,
-        wit::ResponseFormat::Markdown => ResponseFormat::Markdown,
-        wit::ResponseFormat::Image => ResponseFormat::Image,
-        wit::ResponseFormat::Video => ResponseFormat::Video,
-    }
-}
-
-fn wit_format(format: ResponseFormat) -> wit::ResponseFormat {
-    match format {
-        ResponseFormat::Text => wit::ResponseFormat::Text,
-        ResponseFormat::Markdown => wit::ResponseFormat::Markdown,
-        ResponseFormat::Image => wit::ResponseFormat::Image,
-        ResponseFormat::Video => wit::ResponseFormat::Video,
-    }
-}
-
-fn wit_param_type(kind: ParamType) -> wit::ParamType {
-    match kind {
-        ParamType::String => wit::ParamType::String,
-        ParamType::Number => wit::ParamType::Number,
-        ParamType::Boolean => wit::ParamType::Boolean,
-        ParamType::Array => wit::ParamType::Array,
-        ParamType::Object => wit::ParamType::Object,
-        ParamType::File => wit::ParamType::File,
     }
 }
 
@@ -172,7 +142,7 @@ pub async fn prepare(
             parameters: Value::Object(parameters).to_string(),
             raw_text,
             config: command.def.config.to_string(),
-            response_format: wit_format(command.def.response_format),
+            response_format: command.def.response_format.into(),
             origin,
         },
         agent_id: agent.id.clone(),
@@ -198,17 +168,7 @@ async fn snapshot(services: &Services, agent: &Agent) -> Result<AgentSnapshot, S
             .map(|c| CommandInfo {
                 name: c.def.name,
                 description: c.def.description,
-                parameters: c
-                    .def
-                    .parameters
-                    .into_iter()
-                    .map(|p| wit::ParamSpec {
-                        name: p.name,
-                        kind: wit_param_type(p.kind),
-                        required: p.required,
-                        description: p.description,
-                    })
-                    .collect(),
+                parameters: c.def.parameters.into_iter().map(Into::into).collect(),
                 enabled: c.def.enabled,
             })
             .collect(),

@@ -117,7 +117,7 @@ async fn work(services: &Services, id: &str) -> Result<JobOutcome, (String, &'st
     match services.plugins.execute(run).await {
         Ok(output) => Ok(JobOutcome::Succeeded {
             response: output.response,
-            format: format!("{:?}", commands::format_of(output.format)).to_lowercase(),
+            format: crate::domain::ResponseFormat::from(output.format).as_str().to_string(),
             artifact_url: output.media_url,
         }),
         Err(err) => {

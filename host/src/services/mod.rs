@@ -6,6 +6,7 @@ pub mod agents;
 pub mod chat;
 pub mod chatapp;
 pub mod commands;
+pub mod integrations;
 pub mod jobs;
 pub mod keys;
 pub mod knowledge;

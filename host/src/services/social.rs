@@ -10,17 +10,12 @@
 use serde_json::{Value, json};
 
 use super::social_text::{self, MediaKind};
-use super::{ServiceError, Services};
+use super::{ServiceError, Services, integrations};
 use crate::clients::x::XError;
 use crate::domain::Agent;
 use crate::outbound::{HostPattern, OutboundRequest};
-use crate::store::Integration;
 
 pub const KIND: &str = "social";
-
-fn purpose(agent_id: &str) -> String {
-    format!("agent:{agent_id}:{KIND}")
-}
 
 fn api(status: u16, code: &'static str, message: impl Into<String>) -> ServiceError {
     ServiceError::Api {
@@ -77,17 +72,15 @@ async fn store_tokens(
     username: &str,
     user_id: Value,
 ) -> Result<(), ServiceError> {
-    let secret = json!({ "access_token": access, "refresh_token": refresh, "expires_at": expires_at }).to_string();
-    services
-        .store
-        .put_integration(Integration {
-            agent_id: agent.id.clone(),
-            kind: KIND,
-            enabled: true,
-            secret: services.secrets.seal(&purpose(&agent.id), secret.as_bytes()),
-            public: json!({ "username": username, "user_id": user_id }),
-        })
-        .await?;
+    let secret = json!({ "access_token": access, "refresh_token": refresh, "expires_at": expires_at });
+    integrations::save(
+        services,
+        &agent.id,
+        KIND,
+        &secret,
+        json!({ "username": username, "user_id": user_id }),
+    )
+    .await?;
     Ok(())
 }
 
@@ -128,11 +121,7 @@ pub async fn post(
             "This server has no X app credentials (social_client_id)",
         ));
     }
-    let opened = services
-        .secrets
-        .open(&purpose(&agent.id), &integration.secret)
-        .map_err(|e| api(500, "internal_error", e.to_string()))?;
-    let secret: Value = serde_json::from_slice(&opened).unwrap_or_default();
+    let secret = integrations::open(services, &integration)?;
     let mut session = Session {
         access: secret["access_token"].as_str().unwrap_or_default().to_string(),
         refresh: secret["refresh_token"].as_str().map(str::to_string),
