@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up and runs the whole test suite: unit tests and the end-to-end tests in tests/,
 # which run the real binary over HTTP on 127.0.0.1 against SQLite files in temp dirs,
-# with real WebAssembly components built from plugins/ (Rust, and Python via componentize-py).
+# with real WebAssembly components built from plugins/ (Rust, and Python via componentize-py),
+# and real local chains: Anvil with Circle's USDC (npm, tests/node) and Surfpool (crates.io,
+# tests/solana-chain, its own lock file; ~15 min to build the first time, seconds after).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -9,4 +11,15 @@ target="${CARGO_TARGET_DIR:-$PWD/target}"
 plugins/py-echo/build.sh "$target/py-plugins" >/dev/null
 export PY_ECHO_WASM="$target/py-plugins/py_echo.wasm"
 export SMOLLM2_GGUF="$(scripts/model-path.sh)"
+
+if ! command -v npm >/dev/null 2>&1; then
+    echo "test: npm is required for the local EVM chain (install Node.js)" >&2
+    exit 1
+fi
+# `npm install`, not `npm ci`: npm leaves the other platforms' optional anvil packages out of
+# the lock file and `npm ci` then refuses it. Versions are pinned exactly in package.json.
+npm install --prefix tests/node --no-audit --no-fund --loglevel=error
+cargo build --locked --quiet --manifest-path tests/solana-chain/Cargo.toml --target-dir "$target/solana-chain"
+export SOLANA_CHAIN_BIN="$target/solana-chain/debug/solana-chain"
+
 cargo test --locked -p agent-host -p agent-plugin-sdk "$@"

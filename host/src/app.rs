@@ -9,6 +9,9 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::chains::base::{BaseChain, BaseConfig};
+use crate::chains::solana::{SolanaChain, SolanaConfig};
+use crate::chains::{Chains, Explorer};
 use crate::clients::telegram::Telegram;
 use crate::clients::x::X;
 use crate::config::Settings;
@@ -18,7 +21,7 @@ use crate::outbound::{HostPattern, Outbound, OutboundPolicy};
 use crate::plugins::{HostServices, PluginRuntime, RuntimeLimits};
 use crate::secrets::MasterKey;
 use crate::services::rate_limit::RateLimiter;
-use crate::services::{Services, jobs};
+use crate::services::{Services, jobs, wallets};
 use crate::store::Store;
 
 #[derive(Clone)]
@@ -104,6 +107,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         &settings.chatapp_api_base,
         Duration::from_millis(settings.outbound_timeout_ms),
     );
+    let chains = chains(&settings).context("chain settings")?;
     Ok(Services {
         store,
         plugins,
@@ -115,6 +119,41 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         outbound,
         settings: Arc::new(settings),
         public_base_url,
+        chains: Arc::new(chains),
+        wallet_locks: Arc::default(),
+    })
+}
+
+fn chains(settings: &Settings) -> anyhow::Result<Chains> {
+    let rpc_timeout = Duration::from_millis(settings.chain_rpc_timeout_ms.max(1));
+    let solana = SolanaChain::new(&SolanaConfig {
+        rpc_url: settings.solana_rpc_url.clone(),
+        usdc_mint: settings.solana_usdc_mint.clone(),
+        commitment: settings.solana_commitment.clone(),
+        rpc_timeout,
+    })
+    .map_err(anyhow::Error::msg)?;
+    let base = BaseChain::new(&BaseConfig {
+        rpc_url: settings.base_rpc_url.clone(),
+        chain_id: settings.base_chain_id,
+        usdc_address: settings.base_usdc_address.clone(),
+        confirmations: settings.base_confirmations,
+        rpc_timeout,
+    })
+    .map_err(anyhow::Error::msg)?;
+    Ok(Chains {
+        solana,
+        base,
+        solana_explorer: Explorer {
+            address_url: settings.solana_explorer_address_url.clone(),
+            tx_url: settings.solana_explorer_tx_url.clone(),
+            cluster: settings.solana_cluster.clone(),
+        },
+        base_explorer: Explorer {
+            address_url: settings.base_explorer_address_url.clone(),
+            tx_url: settings.base_explorer_tx_url.clone(),
+            cluster: String::new(),
+        },
     })
 }
 
@@ -188,6 +227,16 @@ impl Server {
             Ok((resumed, failed)) => tracing::info!(resumed, failed, "jobs recovered after a restart"),
             Err(e) => tracing::error!(error = %e, "could not recover jobs"),
         }
+        // Transfers cut off by a crash: checked against the chain, in the background
+        // (an unreachable node must not delay serving).
+        let reconciling = state.services.clone();
+        tokio::spawn(async move {
+            match wallets::reconcile(&reconciling).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(transfers = n, "pending transfers reconciled after a restart"),
+                Err(e) => tracing::error!(error = %e, "could not reconcile pending transfers"),
+            }
+        });
         let mut servers = tokio::task::JoinSet::new();
         for listener in listeners {
             let router = router.clone();

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use crate::app::{self, Server};
 use crate::config::Settings;
-use crate::domain::Plan;
-use crate::services::{ServiceError, accounts, agents, keys};
+use crate::domain::{Network, Plan};
+use crate::services::{ServiceError, accounts, agents, keys, wallets};
 use crate::store::Store;
 
 #[derive(Parser)]
@@ -62,6 +62,41 @@ enum Top {
     /// The agent's social account (X).
     #[command(subcommand)]
     Social(SocialCmd),
+    /// The agent's USDC wallets on Solana and Base.
+    #[command(subcommand)]
+    Wallet(WalletCmd),
+}
+
+#[derive(Subcommand)]
+enum WalletCmd {
+    /// Generate a new keypair for the agent on a network and print its address.
+    Create {
+        #[arg(long)]
+        agent: String,
+        /// solana or base
+        #[arg(long)]
+        network: String,
+    },
+    /// Import an existing secret key from standard input (Solana: base58 keypair or a
+    /// solana-keygen JSON file's contents; Base: 0x-hex private key).
+    Import {
+        #[arg(long)]
+        agent: String,
+        #[arg(long)]
+        network: String,
+    },
+    /// The agent's wallet addresses.
+    List {
+        #[arg(long)]
+        agent: String,
+    },
+    /// The agent's transfers, newest first, with their state.
+    Transfers {
+        #[arg(long)]
+        agent: String,
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
 }
 
 #[derive(Subcommand)]
@@ -374,26 +409,17 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Top::Wallet(command) => wallet(settings, store, command, &out).await,
         Top::Chatapp(ChatappCmd::Connect {
             agent,
             token,
             webhook_url,
         }) => {
             let services = app::cli_services(settings, store)?;
-            let found = services
-                .store
-                .agent(&agent)
-                .await?
-                .ok_or_else(|| anyhow!("no agent '{agent}'"))?;
+            let found = find_agent(&services.store, &agent).await?;
             let token = match token {
                 Some(token) => token,
-                None => {
-                    let mut line = String::new();
-                    std::io::stdin()
-                        .read_line(&mut line)
-                        .context("reading the bot token from standard input")?;
-                    line.trim().to_string()
-                }
+                None => read_stdin_line("the bot token")?,
             };
             let username = crate::services::chatapp::connect(&services, &found, &token)
                 .await
@@ -411,11 +437,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Top::Chatapp(ChatappCmd::Disconnect { agent }) => {
             let services = app::cli_services(settings, store)?;
-            let found = services
-                .store
-                .agent(&agent)
-                .await?
-                .ok_or_else(|| anyhow!("no agent '{agent}'"))?;
+            let found = find_agent(&services.store, &agent).await?;
             let removed = crate::services::chatapp::disconnect(&services, &found)
                 .await
                 .map_err(service)?;
@@ -438,11 +460,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             expires_in,
         }) => {
             let services = app::cli_services(settings, store)?;
-            let found = services
-                .store
-                .agent(&agent)
-                .await?
-                .ok_or_else(|| anyhow!("no agent '{agent}'"))?;
+            let found = find_agent(&services.store, &agent).await?;
             let (access, refresh) = match access_token {
                 Some(access) => (access, refresh_token),
                 None => {
@@ -467,11 +485,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Top::Social(SocialCmd::Disconnect { agent }) => {
             let services = app::cli_services(settings, store)?;
-            let found = services
-                .store
-                .agent(&agent)
-                .await?
-                .ok_or_else(|| anyhow!("no agent '{agent}'"))?;
+            let found = find_agent(&services.store, &agent).await?;
             let removed = crate::services::social::disconnect(&services, &found)
                 .await
                 .map_err(service)?;
@@ -683,4 +697,101 @@ fn init_tracing(filter: &str) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+async fn find_agent(store: &Store, id_or_username: &str) -> anyhow::Result<crate::domain::Agent> {
+    store
+        .agent(id_or_username)
+        .await?
+        .ok_or_else(|| anyhow!("no agent '{id_or_username}'"))
+}
+
+/// One line from standard input: secrets come this way to stay out of `ps`.
+fn read_stdin_line(what: &str) -> anyhow::Result<String> {
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .with_context(|| format!("reading {what} from standard input"))?;
+    Ok(line.trim().to_string())
+}
+
+async fn wallet(settings: Settings, store: Store, command: WalletCmd, out: &Output) -> anyhow::Result<()> {
+    let network_of =
+        |text: &str| Network::parse(text).ok_or_else(|| anyhow!("unknown network '{text}': use solana or base"));
+    match command {
+        WalletCmd::Create { agent, network } => {
+            let network = network_of(&network)?;
+            let services = app::cli_services(settings, store)?;
+            let found = find_agent(&services.store, &agent).await?;
+            let address = wallets::add(&services, &found.id, network, None)
+                .await
+                .map_err(service)?;
+            print_wallet(out, &found, network, &address, "created");
+        }
+        WalletCmd::Import { agent, network } => {
+            let network = network_of(&network)?;
+            let services = app::cli_services(settings, store)?;
+            let found = find_agent(&services.store, &agent).await?;
+            let secret = read_stdin_line("the secret key")?;
+            let address = wallets::add(&services, &found.id, network, Some(&secret))
+                .await
+                .map_err(service)?;
+            print_wallet(out, &found, network, &address, "imported");
+        }
+        WalletCmd::List { agent } => {
+            let found = find_agent(&store, &agent).await?;
+            let list = store.wallets_of(&found.id).await?;
+            let rows: Vec<Value> = list
+                .iter()
+                .map(|w| json!({ "network": w.network.as_str(), "address": w.address, "created_at": crate::clock::iso(w.created_at) }))
+                .collect();
+            let text = list
+                .iter()
+                .map(|w| format!("{:<7} {}", w.network.as_str(), w.address))
+                .collect::<Vec<_>>()
+                .join("\n");
+            out.print(&json!(rows), if text.is_empty() { "no wallets" } else { &text });
+        }
+        WalletCmd::Transfers { agent, limit } => {
+            let found = find_agent(&store, &agent).await?;
+            let list = store.transfers_of(&found.id, limit).await?;
+            let rows: Vec<Value> = list
+                .iter()
+                .map(|t| {
+                    json!({
+                        "id": t.id, "network": t.network.as_str(), "kind": t.kind, "state": t.state.as_str(),
+                        "amount_usdc": t.amount.to_json_number(), "amount_micro_usdc": t.amount.0,
+                        "sender": t.sender, "recipient": t.recipient, "memo": t.memo,
+                        "signature": t.signature, "error": t.error,
+                        "created_at": crate::clock::iso(t.created_at), "updated_at": crate::clock::iso(t.updated_at),
+                    })
+                })
+                .collect();
+            let text = list
+                .iter()
+                .map(|t| {
+                    format!(
+                        "{} {:<9} {:<7} {} USDC -> {} {}{}",
+                        t.id,
+                        t.state.as_str(),
+                        t.network.as_str(),
+                        t.amount,
+                        t.recipient,
+                        t.signature.as_deref().unwrap_or("(not signed)"),
+                        t.error.as_deref().map(|e| format!(" ({e})")).unwrap_or_default()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            out.print(&json!(rows), if text.is_empty() { "no transfers" } else { &text });
+        }
+    }
+    Ok(())
+}
+
+fn print_wallet(out: &Output, agent: &crate::domain::Agent, network: Network, address: &str, verb: &str) {
+    out.print(
+        &json!({ "agent": agent.def.username, "agent_id": agent.id, "network": network.as_str(), "address": address }),
+        &format!("{verb} the {network} wallet of '{}': {address}", agent.def.username),
+    );
 }

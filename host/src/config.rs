@@ -187,6 +187,84 @@ pub const REFERENCE: &[(&str, &str, &str, &str)] = &[
         "largest media file fetched for a post",
     ),
     (
+        "chain_rpc_timeout_ms",
+        "AGENT_HOST_CHAIN_RPC_TIMEOUT_MS",
+        "15000",
+        "longest JSON-RPC request to a chain node",
+    ),
+    (
+        "solana_rpc_url",
+        "AGENT_HOST_SOLANA_RPC_URL",
+        "https://api.mainnet-beta.solana.com",
+        "Solana JSON-RPC endpoint",
+    ),
+    (
+        "solana_usdc_mint",
+        "AGENT_HOST_SOLANA_USDC_MINT",
+        "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v",
+        "USDC mint on Solana (mainnet's)",
+    ),
+    (
+        "solana_commitment",
+        "AGENT_HOST_SOLANA_COMMITMENT",
+        "confirmed",
+        "when a Solana transfer counts as done: processed, confirmed or finalized",
+    ),
+    (
+        "solana_cluster",
+        "AGENT_HOST_SOLANA_CLUSTER",
+        "mainnet-beta",
+        "the cluster named in Solana explorer links ({cluster})",
+    ),
+    (
+        "solana_explorer_address_url",
+        "AGENT_HOST_SOLANA_EXPLORER_ADDRESS_URL",
+        "https://explorer.solana.com/address/{address}?cluster={cluster}",
+        "Solana explorer link to a wallet",
+    ),
+    (
+        "solana_explorer_tx_url",
+        "AGENT_HOST_SOLANA_EXPLORER_TX_URL",
+        "https://explorer.solana.com/tx/{signature}?cluster={cluster}",
+        "Solana explorer link to a transaction",
+    ),
+    (
+        "base_rpc_url",
+        "AGENT_HOST_BASE_RPC_URL",
+        "https://mainnet.base.org",
+        "Base JSON-RPC endpoint",
+    ),
+    (
+        "base_chain_id",
+        "AGENT_HOST_BASE_CHAIN_ID",
+        "8453",
+        "Base chain id (signed into every transaction)",
+    ),
+    (
+        "base_usdc_address",
+        "AGENT_HOST_BASE_USDC_ADDRESS",
+        "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+        "USDC contract on Base (mainnet's)",
+    ),
+    (
+        "base_confirmations",
+        "AGENT_HOST_BASE_CONFIRMATIONS",
+        "1",
+        "blocks (counting its own) before a Base transfer counts as done",
+    ),
+    (
+        "base_explorer_address_url",
+        "AGENT_HOST_BASE_EXPLORER_ADDRESS_URL",
+        "https://basescan.org/address/{address}",
+        "Base explorer link to a wallet",
+    ),
+    (
+        "base_explorer_tx_url",
+        "AGENT_HOST_BASE_EXPLORER_TX_URL",
+        "https://basescan.org/tx/{signature}",
+        "Base explorer link to a transaction",
+    ),
+    (
         "log",
         "AGENT_HOST_LOG",
         "info",
@@ -225,6 +303,19 @@ pub struct Settings {
     pub social_client_id: Option<String>,
     pub social_client_secret: Option<Secret>,
     pub social_media_max_bytes: u64,
+    pub chain_rpc_timeout_ms: u64,
+    pub solana_rpc_url: String,
+    pub solana_usdc_mint: String,
+    pub solana_commitment: String,
+    pub solana_cluster: String,
+    pub solana_explorer_address_url: String,
+    pub solana_explorer_tx_url: String,
+    pub base_rpc_url: String,
+    pub base_chain_id: u64,
+    pub base_usdc_address: String,
+    pub base_confirmations: u64,
+    pub base_explorer_address_url: String,
+    pub base_explorer_tx_url: String,
 }
 
 /// A setting that must never be printed.
@@ -274,6 +365,19 @@ struct FileSettings {
     social_client_id: Option<String>,
     social_client_secret: Option<String>,
     social_media_max_bytes: Option<u64>,
+    chain_rpc_timeout_ms: Option<u64>,
+    solana_rpc_url: Option<String>,
+    solana_usdc_mint: Option<String>,
+    solana_commitment: Option<String>,
+    solana_cluster: Option<String>,
+    solana_explorer_address_url: Option<String>,
+    solana_explorer_tx_url: Option<String>,
+    base_rpc_url: Option<String>,
+    base_chain_id: Option<u64>,
+    base_usdc_address: Option<String>,
+    base_confirmations: Option<u64>,
+    base_explorer_address_url: Option<String>,
+    base_explorer_tx_url: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -398,6 +502,45 @@ impl Settings {
             social_media_max_bytes: env_parse("AGENT_HOST_SOCIAL_MEDIA_MAX_BYTES")?
                 .or(file.social_media_max_bytes)
                 .unwrap_or(64 * 1024 * 1024),
+            chain_rpc_timeout_ms: env_parse("AGENT_HOST_CHAIN_RPC_TIMEOUT_MS")?
+                .or(file.chain_rpc_timeout_ms)
+                .unwrap_or(15_000),
+            solana_rpc_url: env_string("AGENT_HOST_SOLANA_RPC_URL")
+                .or(file.solana_rpc_url)
+                .unwrap_or_else(|| "https://api.mainnet-beta.solana.com".to_string()),
+            solana_usdc_mint: env_string("AGENT_HOST_SOLANA_USDC_MINT")
+                .or(file.solana_usdc_mint)
+                .unwrap_or_else(|| "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v".to_string()),
+            solana_commitment: env_string("AGENT_HOST_SOLANA_COMMITMENT")
+                .or(file.solana_commitment)
+                .unwrap_or_else(|| "confirmed".to_string()),
+            solana_cluster: env_string("AGENT_HOST_SOLANA_CLUSTER")
+                .or(file.solana_cluster)
+                .unwrap_or_else(|| "mainnet-beta".to_string()),
+            solana_explorer_address_url: env_string("AGENT_HOST_SOLANA_EXPLORER_ADDRESS_URL")
+                .or(file.solana_explorer_address_url)
+                .unwrap_or_else(|| "https://explorer.solana.com/address/{address}?cluster={cluster}".to_string()),
+            solana_explorer_tx_url: env_string("AGENT_HOST_SOLANA_EXPLORER_TX_URL")
+                .or(file.solana_explorer_tx_url)
+                .unwrap_or_else(|| "https://explorer.solana.com/tx/{signature}?cluster={cluster}".to_string()),
+            base_rpc_url: env_string("AGENT_HOST_BASE_RPC_URL")
+                .or(file.base_rpc_url)
+                .unwrap_or_else(|| "https://mainnet.base.org".to_string()),
+            base_chain_id: env_parse("AGENT_HOST_BASE_CHAIN_ID")?
+                .or(file.base_chain_id)
+                .unwrap_or(8453),
+            base_usdc_address: env_string("AGENT_HOST_BASE_USDC_ADDRESS")
+                .or(file.base_usdc_address)
+                .unwrap_or_else(|| "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913".to_string()),
+            base_confirmations: env_parse("AGENT_HOST_BASE_CONFIRMATIONS")?
+                .or(file.base_confirmations)
+                .unwrap_or(1),
+            base_explorer_address_url: env_string("AGENT_HOST_BASE_EXPLORER_ADDRESS_URL")
+                .or(file.base_explorer_address_url)
+                .unwrap_or_else(|| "https://basescan.org/address/{address}".to_string()),
+            base_explorer_tx_url: env_string("AGENT_HOST_BASE_EXPLORER_TX_URL")
+                .or(file.base_explorer_tx_url)
+                .unwrap_or_else(|| "https://basescan.org/tx/{signature}".to_string()),
         })
     }
 

@@ -175,6 +175,35 @@ impl Network {
             _ => None,
         }
     }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Network::Solana => "solana",
+            Network::Base => "base",
+        }
+    }
+
+    /// The symbol of the coin that pays fees.
+    pub fn native_token(self) -> &'static str {
+        match self {
+            Network::Solana => "SOL",
+            Network::Base => "ETH",
+        }
+    }
+
+    /// Decimals of the native coin's base unit (lamports, wei).
+    pub fn native_decimals(self) -> u32 {
+        match self {
+            Network::Solana => 9,
+            Network::Base => 18,
+        }
+    }
+}
+
+impl std::fmt::Display for Network {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -2,6 +2,7 @@
 //! {routes, cli} → services → {store, plugins, chains, llm, clients}.
 
 pub mod app;
+pub mod chains;
 pub mod cli;
 pub mod clients;
 pub mod clock;

@@ -17,3 +17,4 @@ mod rate_limits;
 mod sandbox;
 mod settings;
 mod social;
+mod wallets;

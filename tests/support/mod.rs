@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod chains;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -98,6 +100,31 @@ impl TestEnv {
             .stdin(Stdio::null())
             .output()
             .expect("run agent-host");
+        CliOutput {
+            status: output.status,
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// Runs the CLI with `input` on its standard input (secrets arrive this way).
+    pub fn cli_with_stdin(&self, args: &[&str], input: &str) -> CliOutput {
+        use std::io::Write;
+        let mut child = self
+            .command()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run agent-host");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write stdin");
+        let output = child.wait_with_output().expect("wait for agent-host");
         CliOutput {
             status: output.status,
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -200,6 +227,14 @@ impl TestServer {
 
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
+    }
+
+    /// SIGKILL, as a crash would stop it.
+    pub fn crash(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 
     /// Sends SIGTERM and waits for a clean exit.

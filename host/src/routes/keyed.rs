@@ -13,12 +13,14 @@ use serde_json::{Value, json};
 use super::guard;
 use super::requests::{self, ChatRequest, ChatappSendRequest, ExecuteRequest, SocialPostRequest, TransferRequest};
 use crate::app::AppState;
+use crate::chains;
 use crate::domain::{Command, Integration, ParamSpec, ParamType};
 use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::plugins::Origin;
 use crate::services::chat::{self, ChatInput};
 use crate::services::keys::Caller;
-use crate::services::{ServiceError, agents, chatapp, commands, social, social_text};
+use crate::services::{ServiceError, agents, chatapp, commands, social, social_text, wallets};
+use crate::store::TransferKind;
 
 pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
@@ -105,15 +107,6 @@ pub fn parameter_schema(param: &ParamSpec) -> Value {
         schema["description"] = json!(param.description);
     }
     json!({ "name": param.name, "required": param.required, "schema": schema })
-}
-
-/// Routes whose capability arrives with later work: the agent check runs (so another
-/// account's agent stays invisible), then a 501 in the error envelope.
-async fn not_yet(state: &AppState, caller: &Caller, agent_id: &str, what: &str) -> ApiError {
-    match agents::owned(&state.services.store, &caller.account.id, agent_id).await {
-        Ok(_) => ApiError::not_implemented(what),
-        Err(err) => err.into(),
-    }
 }
 
 async fn chat(
@@ -266,15 +259,25 @@ async fn social_post(
     })))
 }
 
+/// The wallet routes answer `{data}` without `success`, as the spec's samples show.
 async fn wallet_balance(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath((agent_id, network)): ApiPath<(String, String)>,
-) -> ApiError {
-    if let Err(err) = requests::network(&network) {
-        return err;
-    }
-    not_yet(&state, &caller, &agent_id, "Wallet balance").await
+) -> Result<axum::Json<Value>, ApiError> {
+    let network = requests::network(&network)?;
+    let services = &state.services;
+    let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
+    let found = wallets::balance(services, &agent.id, network).await?;
+    let address = &found.wallet.address;
+    Ok(axum::Json(json!({ "data": {
+        "network": network.as_str(),
+        "walletAddress": address,
+        "balanceUsdc": found.balances.usdc.to_json_number(),
+        "balanceNative": decimal_number(&chains::decimal_text(found.balances.native, network.native_decimals())),
+        "nativeToken": network.native_token(),
+        "explorerUrl": services.chains.explorer(network).address(address),
+    }})))
 }
 
 async fn wallet_transfer(
@@ -282,9 +285,36 @@ async fn wallet_transfer(
     caller: Caller,
     ApiPath((agent_id, network)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<TransferRequest>,
-) -> ApiError {
-    if let Err(err) = requests::network(&network).and_then(|_| body.validate()) {
-        return err;
-    }
-    not_yet(&state, &caller, &agent_id, "Wallet transfer").await
+) -> Result<axum::Json<Value>, ApiError> {
+    let network = requests::network(&network)?;
+    let transfer = body.validate()?;
+    let services = &state.services;
+    let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
+    let record = wallets::transfer(
+        services,
+        wallets::TransferOrder {
+            agent_id: agent.id,
+            network,
+            kind: TransferKind::Transfer,
+            recipient: transfer.recipient,
+            amount: transfer.amount,
+            memo: transfer.memo,
+        },
+    )
+    .await?;
+    let signature = record.signature.unwrap_or_default();
+    Ok(axum::Json(json!({ "data": {
+        "transactionSignature": signature,
+        "network": network.as_str(),
+        "amount": record.amount.to_json_number(),
+        "recipient": record.recipient,
+        "sender": record.sender,
+        "explorerUrl": services.chains.explorer(network).tx(&signature),
+        "memo": record.memo,
+    }})))
+}
+
+/// Exact decimal text as a JSON number (the nearest double beyond 15 significant digits).
+fn decimal_number(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
 }

@@ -181,7 +181,7 @@ pub const OPERATIONS: &[Operation] = &[
         id: "walletBalance",
         summary: "The agent's USDC and native balance on a network",
         keyed: true,
-        pending: true,
+        pending: false,
         request: None,
         response: || {
             json!({ "type": "object", "properties": { "data": { "type": "object", "properties": {
@@ -198,7 +198,7 @@ pub const OPERATIONS: &[Operation] = &[
         id: "walletTransfer",
         summary: "Transfer USDC from the agent's wallet",
         keyed: true,
-        pending: true,
+        pending: false,
         request: Some(|| {
             json!({ "type": "object", "required": ["recipientAddress", "amountUsdc"], "properties": {
                 "recipientAddress": { "type": "string" }, "amountUsdc": { "type": "number", "exclusiveMinimum": 0 },

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{ServiceError, Services, jobs, params};
-use crate::domain::{Agent, Command, HandlerType, ResponseFormat};
+use super::{ServiceError, Services, jobs, params, wallets};
+use crate::domain::{Agent, Command, HandlerType, Network, ResponseFormat};
 use crate::plugins::bindings::agent::plugin::agent_info::{AgentProfile, CommandInfo};
 use crate::plugins::{AgentSnapshot, ComponentRef, ExecError, Grants, Invocation, Origin, ProgressSink, Run};
 
@@ -128,6 +128,23 @@ pub async fn prepare(
     } else {
         None
     };
+    let mut config = command.def.config.clone();
+    if command.def.handler_type == HandlerType::BuiltIn && builtin_name(command) == "balance" {
+        let network = match parameters.get("network") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(text)) => Some(Network::parse(text.trim()).ok_or_else(|| {
+                ServiceError::Validation(format!("Invalid parameter 'network': '{text}' is not solana or base"))
+            })?),
+            Some(_) => {
+                return Err(ServiceError::Validation(
+                    "Invalid parameter 'network': must be a string".into(),
+                ));
+            }
+        };
+        // The frozen 0.1.0 WIT has no wallet interface: the host reads the balances and
+        // hands them to the built-in plugin, which words the answer.
+        config["wallets"] = wallets::facts(services, &agent.id, network).await?;
+    }
     let default_timeout = if command.def.long_running {
         services.settings.job_timeout_ms
     } else {
@@ -141,7 +158,7 @@ pub async fn prepare(
             command: command.def.name.clone(),
             parameters: Value::Object(parameters).to_string(),
             raw_text,
-            config: command.def.config.to_string(),
+            config: config.to_string(),
             response_format: command.def.response_format.into(),
             origin,
         },
@@ -193,4 +210,14 @@ pub fn parse_origin(text: &str) -> Origin {
         "social" => Origin::Social,
         _ => Origin::Api,
     }
+}
+
+/// Which built-in a `built_in` command runs: `config.builtin`, else its own name.
+fn builtin_name(command: &Command) -> &str {
+    command
+        .def
+        .config
+        .get("builtin")
+        .and_then(Value::as_str)
+        .unwrap_or(&command.def.name)
 }

@@ -1,4 +1,4 @@
-//! An agent's third-party account secrets, sealed at rest: one place that names what a
+//! An agent's secrets (third-party accounts, wallet keys), sealed at rest: one place that names what a
 //! secret belongs to (`agent:<id>:<kind>`, the associated data) and seals or opens it.
 
 use serde_json::Value;
@@ -10,6 +10,24 @@ fn purpose(agent_id: &str, kind: &str) -> String {
     format!("agent:{agent_id}:{kind}")
 }
 
+/// Seals `secret` as the agent's `kind` secret (a fresh nonce each time).
+pub fn seal(services: &Services, agent_id: &str, kind: &str, secret: &[u8]) -> Vec<u8> {
+    services.secrets.seal(&purpose(agent_id, kind), secret)
+}
+
+/// Opens what [`seal`] made for the same agent and kind; anything else is a 500 saying so.
+pub fn unseal(services: &Services, agent_id: &str, kind: &str, sealed: &[u8]) -> Result<Vec<u8>, ServiceError> {
+    services
+        .secrets
+        .open(&purpose(agent_id, kind), sealed)
+        .map_err(|e| ServiceError::Api {
+            status: 500,
+            code: "internal_error",
+            message: e.to_string(),
+            retry_after: None,
+        })
+}
+
 /// Stores the account: `secret` sealed, `public` as is, enabled.
 pub async fn save(
     services: &Services,
@@ -18,9 +36,7 @@ pub async fn save(
     secret: &Value,
     public: Value,
 ) -> Result<(), ServiceError> {
-    let sealed = services
-        .secrets
-        .seal(&purpose(agent_id, kind), secret.to_string().as_bytes());
+    let sealed = seal(services, agent_id, kind, secret.to_string().as_bytes());
     let integration = Integration {
         agent_id: agent_id.to_string(),
         kind,
@@ -33,15 +49,7 @@ pub async fn save(
 
 /// The secret JSON of a stored account; a record that does not open is a 500 saying why.
 pub fn open(services: &Services, integration: &Integration) -> Result<Value, ServiceError> {
-    let opened = services
-        .secrets
-        .open(&purpose(&integration.agent_id, integration.kind), &integration.secret)
-        .map_err(|e| ServiceError::Api {
-            status: 500,
-            code: "internal_error",
-            message: e.to_string(),
-            retry_after: None,
-        })?;
+    let opened = unseal(services, &integration.agent_id, integration.kind, &integration.secret)?;
     serde_json::from_slice(&opened).map_err(|_| ServiceError::Api {
         status: 500,
         code: "internal_error",

@@ -14,9 +14,11 @@ pub mod params;
 pub mod rate_limit;
 pub mod social;
 pub mod social_text;
+pub mod wallets;
 
 use std::sync::Arc;
 
+use crate::chains::Chains;
 use crate::clients::telegram::Telegram;
 use crate::clients::x::X;
 use crate::config::Settings;
@@ -44,6 +46,8 @@ pub struct Services {
     pub settings: Arc<Settings>,
     /// Absolute base URL for status addresses (no trailing `/`).
     pub public_base_url: String,
+    pub chains: Arc<Chains>,
+    pub wallet_locks: Arc<wallets::WalletLocks>,
 }
 
 /// What a service can refuse or fail with; each surface maps it to its own envelope.

@@ -30,6 +30,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0003_integrations",
         sql: include_str!("../../../migrations/0003_integrations.sql"),
     },
+    Migration {
+        version: 4,
+        name: "0004_wallets",
+        sql: include_str!("../../../migrations/0004_wallets.sql"),
+    },
 ];
 
 pub fn latest_version() -> i64 {

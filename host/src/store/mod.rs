@@ -10,6 +10,7 @@ mod keys;
 mod kv;
 pub mod migrations;
 mod rate;
+mod wallets;
 
 pub use accounts::NewAccount;
 pub use agents::{AgentSummary, ApplyOutcome};
@@ -17,6 +18,7 @@ pub use integrations::Integration;
 pub use jobs::{JobOutcome, JobRecord, JobState};
 pub use keys::KeyRecord;
 pub use rate::UsageRow;
+pub use wallets::{NewTransfer, TransferKind, TransferRecord, TransferState, WalletRecord};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

