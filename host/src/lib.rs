@@ -21,3 +21,4 @@ pub mod scaffold;
 pub mod secrets;
 pub mod services;
 pub mod store;
+pub mod x402;

@@ -53,7 +53,12 @@ pub fn parse_address(text: &str) -> Result<Pubkey, String> {
 
 /// The owner's associated token account for `mint` under the classic Token program.
 pub fn associated_token_address(owner: &Pubkey, mint: &Pubkey) -> Pubkey {
-    get_associated_token_address_with_program_id(owner, mint, &spl_token_interface::ID)
+    associated_token_address_with_program(owner, mint, &spl_token_interface::ID)
+}
+
+/// The same under a given token program (Token or Token-2022).
+pub fn associated_token_address_with_program(owner: &Pubkey, mint: &Pubkey, program: &Pubkey) -> Pubkey {
+    get_associated_token_address_with_program_id(owner, mint, program)
 }
 
 impl SolanaChain {

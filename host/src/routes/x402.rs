@@ -8,8 +8,7 @@ use axum::routing::get;
 use serde_json::json;
 
 use crate::app::AppState;
-
-pub const X402_VERSION: u32 = 1;
+pub use crate::x402::X402_VERSION;
 
 pub fn routes() -> Router<AppState> {
     Router::new().route("/x402/{network}/{agent_id}", get(not_yet).post(not_yet))

@@ -1,0 +1,291 @@
+//! Base payments: an EIP-3009 `transferWithAuthorization` signed by the payer, checked
+//! here against exactly what was asked before the relayer pays gas to settle it.
+
+use alloy::primitives::{Address, B256, Signature, U256};
+use alloy::sol_types::{Eip712Domain, SolStruct};
+use serde_json::Value;
+
+use super::PaymentError;
+use crate::chains::base::parse_address;
+use crate::money::MicroUsdc;
+
+alloy::sol! {
+    /// EIP-3009, as USDC (FiatTokenV2) defines it.
+    struct TransferWithAuthorization {
+        address from;
+        address to;
+        uint256 value;
+        uint256 validAfter;
+        uint256 validBefore;
+        bytes32 nonce;
+    }
+}
+
+/// An authorization must stay valid at least this long, to be settled in time.
+pub const SETTLE_MARGIN_SECS: u64 = 6;
+
+/// What the payment must be: chosen by the server for the request, never by the payer.
+#[derive(Debug, Clone)]
+pub struct Expected {
+    pub pay_to: Address,
+    pub amount: MicroUsdc,
+    pub usdc: Address,
+    pub chain_id: u64,
+    /// The token's EIP-712 domain name and version (`USD Coin`, `2`).
+    pub domain_name: String,
+    pub domain_version: String,
+}
+
+/// A decoded, verified authorization: `(from, nonce)` is its identity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Authorization {
+    pub from: Address,
+    pub to: Address,
+    pub value: U256,
+    pub valid_after: U256,
+    pub valid_before: U256,
+    pub nonce: B256,
+    pub signature: Signature,
+}
+
+fn field<'a>(auth: &'a Value, name: &str) -> Result<&'a str, PaymentError> {
+    auth.get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| PaymentError::new("invalid_payment", format!("payload.authorization.{name} is missing")))
+}
+
+fn uint(auth: &Value, name: &str) -> Result<U256, PaymentError> {
+    let text = field(auth, name)?;
+    text.parse::<U256>().map_err(|_| {
+        PaymentError::new(
+            "invalid_payment",
+            format!("payload.authorization.{name} is not an integer"),
+        )
+    })
+}
+
+fn address(auth: &Value, name: &str) -> Result<Address, PaymentError> {
+    parse_address(field(auth, name)?)
+        .map_err(|e| PaymentError::new("invalid_payment", format!("payload.authorization.{name}: {e}")))
+}
+
+/// Reads `{signature, authorization: {from, to, value, validAfter, validBefore, nonce}}`.
+pub fn decode(payload: &Value) -> Result<Authorization, PaymentError> {
+    let auth = payload
+        .get("authorization")
+        .filter(|a| a.is_object())
+        .ok_or_else(|| PaymentError::new("invalid_payment", "payload.authorization is missing"))?;
+    let signature_hex = payload
+        .get("signature")
+        .and_then(Value::as_str)
+        .ok_or_else(|| PaymentError::new("invalid_payment", "payload.signature is missing"))?;
+    let signature_bytes = hex::decode(signature_hex.trim_start_matches("0x"))
+        .map_err(|_| PaymentError::new("invalid_payment", "payload.signature is not hex"))?;
+    if signature_bytes.len() != 65 {
+        // Longer ones are smart-wallet signatures (EIP-1271 / ERC-6492).
+        return Err(PaymentError::new(
+            "unsupported_signature",
+            format!(
+                "payload.signature is {} bytes; only 65-byte signatures of externally owned accounts are accepted",
+                signature_bytes.len()
+            ),
+        ));
+    }
+    let signature = Signature::from_raw(&signature_bytes)
+        .map_err(|_| PaymentError::new("invalid_signature", "payload.signature is not a valid signature"))?;
+    let nonce_hex = field(auth, "nonce")?;
+    let nonce_bytes = hex::decode(nonce_hex.trim_start_matches("0x"))
+        .ok()
+        .filter(|b| b.len() == 32)
+        .ok_or_else(|| PaymentError::new("invalid_payment", "payload.authorization.nonce must be 32 bytes of hex"))?;
+    Ok(Authorization {
+        from: address(auth, "from")?,
+        to: address(auth, "to")?,
+        value: uint(auth, "value")?,
+        valid_after: uint(auth, "validAfter")?,
+        valid_before: uint(auth, "validBefore")?,
+        nonce: B256::from_slice(&nonce_bytes),
+        signature,
+    })
+}
+
+impl Authorization {
+    /// The EIP-712 digest the payer signed, for this token and chain.
+    pub fn signing_hash(&self, expected: &Expected) -> B256 {
+        let domain = Eip712Domain::new(
+            Some(expected.domain_name.clone().into()),
+            Some(expected.domain_version.clone().into()),
+            Some(U256::from(expected.chain_id)),
+            Some(expected.usdc),
+            None,
+        );
+        TransferWithAuthorization {
+            from: self.from,
+            to: self.to,
+            value: self.value,
+            validAfter: self.valid_after,
+            validBefore: self.valid_before,
+            nonce: self.nonce,
+        }
+        .eip712_signing_hash(&domain)
+    }
+
+    /// Every rule that needs no chain: recipient, exact amount, time window, signature.
+    /// (Nonce reuse and the payer's balance are checked against the store and chain.)
+    pub fn verify(&self, expected: &Expected, now_secs: u64) -> Result<(), PaymentError> {
+        if self.to != expected.pay_to {
+            return Err(PaymentError::new(
+                "payment_recipient_mismatch",
+                format!(
+                    "the authorization pays {}, not the agent's wallet {}",
+                    self.to, expected.pay_to
+                ),
+            ));
+        }
+        let price = U256::from(expected.amount.0);
+        if self.value != price {
+            return Err(PaymentError::new(
+                "payment_amount_mismatch",
+                format!(
+                    "the authorization is for {} micro-USDC; this request costs exactly {}",
+                    self.value, price
+                ),
+            ));
+        }
+        if self.valid_after > U256::from(now_secs) {
+            return Err(PaymentError::new(
+                "payment_not_yet_valid",
+                "the authorization's validAfter is in the future",
+            ));
+        }
+        if self.valid_before < U256::from(now_secs + SETTLE_MARGIN_SECS) {
+            return Err(PaymentError::new(
+                "payment_expired",
+                format!("the authorization expires (validBefore) in under {SETTLE_MARGIN_SECS} seconds"),
+            ));
+        }
+        let signer = self
+            .signature
+            .recover_address_from_prehash(&self.signing_hash(expected))
+            .map_err(|_| PaymentError::new("invalid_signature", "the signature does not recover to an address"))?;
+        if signer != self.from {
+            return Err(PaymentError::new(
+                "invalid_signature",
+                "the signature is not the payer's for this authorization, token and chain",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloy::signers::SignerSync;
+    use alloy::signers::local::PrivateKeySigner;
+    use serde_json::json;
+
+    use super::*;
+
+    const NOW: u64 = 1_800_000_000;
+
+    fn expected(pay_to: Address) -> Expected {
+        Expected {
+            pay_to,
+            amount: MicroUsdc(50_000),
+            usdc: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913".parse().unwrap(),
+            chain_id: 8453,
+            domain_name: "USD Coin".into(),
+            domain_version: "2".into(),
+        }
+    }
+
+    /// A payload as x402 clients build it, signed by `payer` for `exp`.
+    fn payload(payer: &PrivateKeySigner, exp: &Expected, edit: impl FnOnce(&mut Authorization)) -> Value {
+        let mut auth = Authorization {
+            from: payer.address(),
+            to: exp.pay_to,
+            value: U256::from(exp.amount.0),
+            valid_after: U256::from(NOW - 600),
+            valid_before: U256::from(NOW + 60),
+            nonce: B256::repeat_byte(7),
+            signature: Signature::test_signature(),
+        };
+        edit(&mut auth);
+        let signature = payer.sign_hash_sync(&auth.signing_hash(exp)).unwrap();
+        json!({
+            "signature": format!("0x{}", hex::encode(signature.as_bytes())),
+            "authorization": {
+                "from": auth.from.to_string(), "to": auth.to.to_string(), "value": auth.value.to_string(),
+                "validAfter": auth.valid_after.to_string(), "validBefore": auth.valid_before.to_string(),
+                "nonce": auth.nonce.to_string(),
+            }
+        })
+    }
+
+    fn check(payload: &Value, exp: &Expected) -> Result<(), &'static str> {
+        decode(payload).and_then(|a| a.verify(exp, NOW)).map_err(|e| e.code)
+    }
+
+    #[test]
+    fn an_exact_signed_authorization_passes() {
+        let payer = PrivateKeySigner::random();
+        let exp = expected(PrivateKeySigner::random().address());
+        assert_eq!(check(&payload(&payer, &exp, |_| {}), &exp), Ok(()));
+    }
+
+    #[test]
+    fn every_rule_has_its_code() {
+        let payer = PrivateKeySigner::random();
+        let exp = expected(PrivateKeySigner::random().address());
+        let other = PrivateKeySigner::random().address();
+        let cases: Vec<(&str, Value)> = vec![
+            ("payment_recipient_mismatch", payload(&payer, &exp, |a| a.to = other)),
+            (
+                "payment_amount_mismatch",
+                payload(&payer, &exp, |a| a.value = U256::from(49_999)),
+            ),
+            (
+                "payment_amount_mismatch",
+                payload(&payer, &exp, |a| a.value = U256::from(50_001)),
+            ),
+            (
+                "payment_not_yet_valid",
+                payload(&payer, &exp, |a| a.valid_after = U256::from(NOW + 1)),
+            ),
+            (
+                "payment_expired",
+                payload(&payer, &exp, |a| a.valid_before = U256::from(NOW + 5)),
+            ),
+            // Signed by the payer but claiming another payer.
+            ("invalid_signature", payload(&payer, &exp, |a| a.from = other)),
+        ];
+        for (code, p) in cases {
+            assert_eq!(check(&p, &exp), Err(code), "{p}");
+        }
+        // Signed for another chain, or another token: the digest differs.
+        let mut sepolia = exp.clone();
+        sepolia.chain_id = 84532;
+        assert_eq!(
+            check(&payload(&payer, &sepolia, |_| {}), &exp),
+            Err("invalid_signature")
+        );
+        let mut other_token = exp.clone();
+        other_token.usdc = other;
+        assert_eq!(
+            check(&payload(&payer, &other_token, |_| {}), &exp),
+            Err("invalid_signature")
+        );
+        // A field changed after signing.
+        let mut tampered = payload(&payer, &exp, |_| {});
+        tampered["authorization"]["validBefore"] = json!((NOW + 3600).to_string());
+        assert_eq!(check(&tampered, &exp), Err("invalid_signature"));
+        // Malformed and smart-wallet payloads.
+        let mut long_sig = payload(&payer, &exp, |_| {});
+        long_sig["signature"] = json!(format!("0x{}", "ab".repeat(100)));
+        assert_eq!(check(&long_sig, &exp), Err("unsupported_signature"));
+        assert_eq!(check(&json!({ "signature": "0x00" }), &exp), Err("invalid_payment"));
+        let mut bad_nonce = payload(&payer, &exp, |_| {});
+        bad_nonce["authorization"]["nonce"] = json!("0x1234");
+        assert_eq!(check(&bad_nonce, &exp), Err("invalid_payment"));
+    }
+}

@@ -1,0 +1,444 @@
+//! Solana payments: a wire transaction carrying one SPL `TransferChecked` to the agent.
+//! Nothing in it is trusted: every instruction, account and signature is checked here,
+//! locally, before the service co-signs (as fee payer) or sends it.
+
+use base64::Engine;
+use serde_json::Value;
+use solana_pubkey::Pubkey;
+use solana_signature::Signature;
+use solana_transaction::versioned::VersionedTransaction;
+
+use super::PaymentError;
+use crate::chains::solana::associated_token_address_with_program;
+use crate::money::MicroUsdc;
+
+const COMPUTE_BUDGET: Pubkey = Pubkey::from_str_const("ComputeBudget111111111111111111111111111111");
+const TOKEN_2022: Pubkey = Pubkey::from_str_const("TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb");
+const MEMO: Pubkey = Pubkey::from_str_const("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr");
+const MEMO_V1: Pubkey = Pubkey::from_str_const("Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo");
+const LIGHTHOUSE: Pubkey = Pubkey::from_str_const("L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95");
+/// SPL Token instruction tag of `TransferChecked`.
+const TRANSFER_CHECKED: u8 = 12;
+
+/// What the payment must be, chosen by the server for this request.
+#[derive(Debug, Clone)]
+pub struct Expected {
+    pub pay_to: Pubkey,
+    pub mint: Pubkey,
+    pub amount: MicroUsdc,
+    /// The service's fee payer: a transaction whose fee payer it is gets co-signed.
+    pub fee_payer: Option<Pubkey>,
+    /// Highest compute-unit price accepted, in micro-lamports (it is the fee payer's money).
+    pub max_compute_unit_price: u64,
+}
+
+/// A transaction that passed every local check.
+#[derive(Debug, Clone)]
+pub struct Verified {
+    pub transaction: VersionedTransaction,
+    /// The transfer's authority: who pays.
+    pub payer: Pubkey,
+    /// The service must add the fee payer's signature before sending.
+    pub needs_fee_payer_signature: bool,
+}
+
+fn refuse(code: &'static str, message: impl Into<String>) -> PaymentError {
+    PaymentError::new(code, message)
+}
+
+/// Reads `{transaction: base64}` (the spec's form may add `signature`; the signatures
+/// inside the transaction are the ones checked).
+pub fn decode(payload: &Value) -> Result<VersionedTransaction, PaymentError> {
+    let encoded = payload
+        .get("transaction")
+        .and_then(Value::as_str)
+        .ok_or_else(|| refuse("invalid_payment", "payload.transaction is missing"))?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .map_err(|_| refuse("invalid_payment", "payload.transaction is not base64"))?;
+    let tx: VersionedTransaction = bincode::deserialize(&bytes).map_err(|_| {
+        refuse(
+            "invalid_payment",
+            "payload.transaction is not a Solana wire transaction",
+        )
+    })?;
+    if let Some(signature) = payload.get("signature").and_then(Value::as_str) {
+        let first = tx.signatures.first().map(Signature::to_string).unwrap_or_default();
+        let claimed = base64::engine::general_purpose::STANDARD
+            .decode(signature)
+            .ok()
+            .and_then(|b| <[u8; 64]>::try_from(b).ok())
+            .map(|b| Signature::from(b).to_string());
+        if claimed.as_deref() != Some(first.as_str()) && signature != first {
+            return Err(refuse(
+                "invalid_payment",
+                "payload.signature is not the transaction's signature",
+            ));
+        }
+    }
+    Ok(tx)
+}
+
+/// Every rule that needs no chain (blockhash validity and simulation come after).
+pub fn verify(tx: VersionedTransaction, expected: &Expected) -> Result<Verified, PaymentError> {
+    let message = &tx.message;
+    if message.address_table_lookups().is_some_and(|l| !l.is_empty()) {
+        return Err(refuse("invalid_payment", "address lookup tables are not accepted"));
+    }
+    let keys = message.static_account_keys();
+    let instructions = message.instructions();
+    if !(3..=6).contains(&instructions.len()) {
+        return Err(refuse(
+            "invalid_payment",
+            format!(
+                "the transaction has {} instructions; 3 to 6 are accepted",
+                instructions.len()
+            ),
+        ));
+    }
+    let fee_payer = *keys
+        .first()
+        .ok_or_else(|| refuse("invalid_payment", "the transaction has no accounts"))?;
+    let account = |index: u8| {
+        keys.get(index as usize)
+            .copied()
+            .ok_or_else(|| refuse("invalid_payment", "an instruction names an account the message lacks"))
+    };
+
+    let mut transfer = None;
+    for instruction in instructions {
+        let program = account(instruction.program_id_index)?;
+        let data = &instruction.data;
+        if program == COMPUTE_BUDGET {
+            match data.first() {
+                Some(2) if data.len() == 5 => {} // SetComputeUnitLimit
+                Some(3) if data.len() == 9 => {
+                    let price = u64::from_le_bytes(data[1..9].try_into().expect("8 bytes"));
+                    if price > expected.max_compute_unit_price {
+                        return Err(refuse(
+                            "invalid_payment",
+                            format!(
+                                "the compute unit price {price} is above the {} micro-lamports accepted",
+                                expected.max_compute_unit_price
+                            ),
+                        ));
+                    }
+                }
+                _ => {
+                    return Err(refuse(
+                        "invalid_payment",
+                        "only compute unit limit and price are accepted",
+                    ));
+                }
+            }
+        } else if program == spl_token_interface::ID || program == TOKEN_2022 {
+            if data.first() != Some(&TRANSFER_CHECKED) || data.len() != 10 {
+                return Err(refuse(
+                    "invalid_payment",
+                    "the only token instruction accepted is TransferChecked",
+                ));
+            }
+            if transfer.is_some() {
+                return Err(refuse("invalid_payment", "the transaction has more than one transfer"));
+            }
+            let accounts: Vec<Pubkey> = instruction
+                .accounts
+                .iter()
+                .map(|i| account(*i))
+                .collect::<Result<_, _>>()?;
+            if accounts.len() != 4 {
+                return Err(refuse(
+                    "invalid_payment",
+                    "multisig transfer authorities are not accepted",
+                ));
+            }
+            transfer = Some((program, accounts, data.clone()));
+        } else if program == MEMO || program == MEMO_V1 || program == LIGHTHOUSE {
+            // Harmless: they move no funds.
+        } else {
+            return Err(refuse(
+                "invalid_payment",
+                format!("the transaction calls {program}, which a payment has no need for"),
+            ));
+        }
+        if let Some(service) = expected.fee_payer {
+            let touches = std::iter::once(&instruction.program_id_index)
+                .chain(&instruction.accounts)
+                .any(|i| keys.get(*i as usize) == Some(&service));
+            if touches {
+                return Err(refuse(
+                    "invalid_payment",
+                    "the service's fee payer may not appear in any instruction",
+                ));
+            }
+        }
+    }
+
+    let (program, accounts, data) =
+        transfer.ok_or_else(|| refuse("invalid_payment", "the transaction has no TransferChecked"))?;
+    let (mint, destination, authority) = (accounts[1], accounts[2], accounts[3]);
+    if mint != expected.mint {
+        return Err(refuse(
+            "wrong_asset",
+            format!("the transfer moves {mint}, not USDC ({})", expected.mint),
+        ));
+    }
+    if destination != associated_token_address_with_program(&expected.pay_to, &expected.mint, &program) {
+        return Err(refuse(
+            "payment_recipient_mismatch",
+            format!(
+                "the transfer does not go to the USDC account of the agent's wallet {}",
+                expected.pay_to
+            ),
+        ));
+    }
+    let amount = u64::from_le_bytes(data[1..9].try_into().expect("8 bytes"));
+    if amount != expected.amount.0 || data[9] != 6 {
+        return Err(refuse(
+            "payment_amount_mismatch",
+            format!(
+                "the transfer is {amount} micro-USDC; this request costs exactly {}",
+                expected.amount.0
+            ),
+        ));
+    }
+
+    let service_pays_fee = expected.fee_payer == Some(fee_payer);
+    if service_pays_fee && authority == fee_payer {
+        return Err(refuse(
+            "invalid_payment",
+            "the service's fee payer cannot be the one paying",
+        ));
+    }
+    let required = message.header().num_required_signatures as usize;
+    if tx.signatures.len() != required || keys.len() < required {
+        return Err(refuse(
+            "invalid_signature",
+            "the transaction's signatures do not match its signers",
+        ));
+    }
+    if !keys[..required].contains(&authority) {
+        return Err(refuse(
+            "invalid_signature",
+            "the transfer's authority does not sign the transaction",
+        ));
+    }
+    let message_bytes = message.serialize();
+    for (index, (signature, key)) in tx.signatures.iter().zip(keys).enumerate() {
+        if index == 0 && service_pays_fee {
+            continue; // ours to add
+        }
+        if !signature.verify(key.as_ref(), &message_bytes) {
+            return Err(refuse(
+                "invalid_signature",
+                format!("the signature of {key} is missing or invalid"),
+            ));
+        }
+    }
+    Ok(Verified {
+        transaction: tx,
+        payer: authority,
+        needs_fee_payer_signature: service_pays_fee,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use solana_hash::Hash;
+    use solana_instruction::Instruction;
+    use solana_keypair::Keypair;
+    use solana_message::{VersionedMessage, v0};
+    use solana_signer::Signer;
+
+    use super::*;
+    use crate::chains::solana::associated_token_address;
+
+    const PRICE: u64 = 50_000;
+
+    struct Setup {
+        payer: Keypair,
+        service: Keypair,
+        expected: Expected,
+    }
+
+    fn setup() -> Setup {
+        let service = Keypair::new();
+        Setup {
+            payer: Keypair::new(),
+            expected: Expected {
+                pay_to: Pubkey::new_unique(),
+                mint: Pubkey::new_unique(),
+                amount: MicroUsdc(PRICE),
+                fee_payer: Some(service.pubkey()),
+                max_compute_unit_price: 5_000_000,
+            },
+            service,
+        }
+    }
+
+    fn limit(units: u32) -> Instruction {
+        let mut data = vec![2];
+        data.extend_from_slice(&units.to_le_bytes());
+        Instruction::new_with_bytes(COMPUTE_BUDGET, &data, vec![])
+    }
+
+    fn price(micro_lamports: u64) -> Instruction {
+        let mut data = vec![3];
+        data.extend_from_slice(&micro_lamports.to_le_bytes());
+        Instruction::new_with_bytes(COMPUTE_BUDGET, &data, vec![])
+    }
+
+    fn transfer(s: &Setup, mint: &Pubkey, to_owner: &Pubkey, amount: u64, authority: &Pubkey) -> Instruction {
+        spl_token_interface::instruction::transfer_checked(
+            &spl_token_interface::ID,
+            &associated_token_address(authority, mint),
+            mint,
+            &associated_token_address(to_owner, &s.expected.mint),
+            authority,
+            &[],
+            amount,
+            6,
+        )
+        .unwrap()
+    }
+
+    /// The x402 client's form: fee payer = the service (left unsigned), payer signs.
+    fn build(fee_payer: &Pubkey, signers: &[&Keypair], instructions: &[Instruction]) -> VersionedTransaction {
+        let message = v0::Message::try_compile(fee_payer, instructions, &[], Hash::new_from_array([7; 32])).unwrap();
+        let message = VersionedMessage::V0(message);
+        let bytes = message.serialize();
+        let required = message.header().num_required_signatures as usize;
+        let signatures = message.static_account_keys()[..required]
+            .iter()
+            .map(|key| {
+                signers
+                    .iter()
+                    .find(|k| k.pubkey() == *key)
+                    .map(|k| k.sign_message(&bytes))
+                    .unwrap_or_default()
+            })
+            .collect();
+        VersionedTransaction { signatures, message }
+    }
+
+    fn standard(s: &Setup) -> Vec<Instruction> {
+        let payer = s.payer.pubkey();
+        vec![
+            limit(20_000),
+            price(1),
+            transfer(s, &s.expected.mint, &s.expected.pay_to, PRICE, &payer),
+        ]
+    }
+
+    fn check(tx: VersionedTransaction, s: &Setup) -> Result<bool, &'static str> {
+        verify(tx, &s.expected)
+            .map(|v| v.needs_fee_payer_signature)
+            .map_err(|e| e.code)
+    }
+
+    #[test]
+    fn both_accepted_forms_pass() {
+        let s = setup();
+        // Standard x402: the service pays the fee and co-signs.
+        let tx = build(&s.service.pubkey(), &[&s.payer], &standard(&s));
+        let payload = serde_json::json!({ "transaction": base64::engine::general_purpose::STANDARD.encode(bincode::serialize(&tx).unwrap()) });
+        let decoded = decode(&payload).unwrap();
+        assert_eq!(check(decoded, &s), Ok(true));
+        // With a memo, as @x402/svm adds.
+        let mut with_memo = standard(&s);
+        with_memo.push(Instruction::new_with_bytes(MEMO, b"a1b2", vec![]));
+        assert_eq!(check(build(&s.service.pubkey(), &[&s.payer], &with_memo), &s), Ok(true));
+        // The spec's form: the payer pays the fee and signs everything.
+        assert_eq!(
+            check(build(&s.payer.pubkey(), &[&s.payer], &standard(&s)), &s),
+            Ok(false)
+        );
+    }
+
+    #[test]
+    fn every_rule_has_its_code() {
+        let s = setup();
+        let payer = s.payer.pubkey();
+        let service = s.service.pubkey();
+        let with = |edit: &dyn Fn(&mut Vec<Instruction>)| {
+            let mut ixs = standard(&s);
+            edit(&mut ixs);
+            build(&service, &[&s.payer], &ixs)
+        };
+        let other_mint = Pubkey::new_unique();
+        let cases: Vec<(&str, VersionedTransaction)> = vec![
+            (
+                "wrong_asset",
+                with(&|ixs| ixs[2] = transfer(&s, &other_mint, &s.expected.pay_to, PRICE, &payer)),
+            ),
+            (
+                "payment_recipient_mismatch",
+                with(&|ixs| ixs[2] = transfer(&s, &s.expected.mint, &Pubkey::new_unique(), PRICE, &payer)),
+            ),
+            (
+                "payment_amount_mismatch",
+                with(&|ixs| ixs[2] = transfer(&s, &s.expected.mint, &s.expected.pay_to, PRICE - 1, &payer)),
+            ),
+            (
+                "payment_amount_mismatch",
+                with(&|ixs| ixs[2] = transfer(&s, &s.expected.mint, &s.expected.pay_to, PRICE + 1, &payer)),
+            ),
+            ("invalid_payment", with(&|ixs| ixs[1] = price(5_000_001))),
+            ("invalid_payment", with(&|ixs| ixs.truncate(2))),
+            (
+                "invalid_payment",
+                with(&|ixs| {
+                    let extra = transfer(&s, &s.expected.mint, &s.expected.pay_to, PRICE, &payer);
+                    ixs.push(extra)
+                }),
+            ),
+            (
+                "invalid_payment",
+                with(&|ixs| ixs.push(solana_system_transfer(&payer, &Pubkey::new_unique()))),
+            ),
+            // The fee payer moving its own funds, or named in an instruction.
+            (
+                "invalid_payment",
+                with(&|ixs| ixs[2] = transfer(&s, &s.expected.mint, &s.expected.pay_to, PRICE, &service)),
+            ),
+            (
+                "invalid_payment",
+                with(&|ixs| {
+                    ixs.push(Instruction::new_with_bytes(
+                        MEMO,
+                        b"x",
+                        vec![solana_instruction::AccountMeta::new_readonly(service, false)],
+                    ))
+                }),
+            ),
+            // The payer never signed.
+            ("invalid_signature", build(&service, &[], &standard(&s))),
+        ];
+        for (code, tx) in cases {
+            assert_eq!(check(tx, &s), Err(code));
+        }
+        // A signature over another message.
+        let mut tampered = build(&service, &[&s.payer], &standard(&s));
+        let other = build(&service, &[&s.payer], &{
+            let mut ixs = standard(&s);
+            ixs[1] = price(2);
+            ixs
+        });
+        tampered.signatures[1] = other.signatures[1];
+        assert_eq!(check(tampered, &s), Err("invalid_signature"));
+    }
+
+    /// A system-program transfer: something a payment never needs.
+    fn solana_system_transfer(from: &Pubkey, to: &Pubkey) -> Instruction {
+        let mut data = vec![2, 0, 0, 0];
+        data.extend_from_slice(&1_000u64.to_le_bytes());
+        Instruction::new_with_bytes(
+            Pubkey::default(),
+            &data,
+            vec![
+                solana_instruction::AccountMeta::new(*from, true),
+                solana_instruction::AccountMeta::new(*to, false),
+            ],
+        )
+    }
+}
