@@ -247,6 +247,18 @@ pub const REFERENCE: &[(&str, &str, &str, &str)] = &[
         "USDC contract on Base (mainnet's)",
     ),
     (
+        "base_usdc_eip712_name",
+        "AGENT_HOST_BASE_USDC_EIP712_NAME",
+        "USD Coin",
+        "the USDC contract's EIP-712 domain name (Base Sepolia's is USDC)",
+    ),
+    (
+        "base_usdc_eip712_version",
+        "AGENT_HOST_BASE_USDC_EIP712_VERSION",
+        "2",
+        "the USDC contract's EIP-712 domain version",
+    ),
+    (
         "base_confirmations",
         "AGENT_HOST_BASE_CONFIRMATIONS",
         "1",
@@ -313,6 +325,8 @@ pub struct Settings {
     pub base_rpc_url: String,
     pub base_chain_id: u64,
     pub base_usdc_address: String,
+    pub base_usdc_eip712_name: String,
+    pub base_usdc_eip712_version: String,
     pub base_confirmations: u64,
     pub base_explorer_address_url: String,
     pub base_explorer_tx_url: String,
@@ -375,6 +389,8 @@ struct FileSettings {
     base_rpc_url: Option<String>,
     base_chain_id: Option<u64>,
     base_usdc_address: Option<String>,
+    base_usdc_eip712_name: Option<String>,
+    base_usdc_eip712_version: Option<String>,
     base_confirmations: Option<u64>,
     base_explorer_address_url: Option<String>,
     base_explorer_tx_url: Option<String>,
@@ -532,6 +548,12 @@ impl Settings {
             base_usdc_address: env_string("AGENT_HOST_BASE_USDC_ADDRESS")
                 .or(file.base_usdc_address)
                 .unwrap_or_else(|| "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913".to_string()),
+            base_usdc_eip712_name: env_string("AGENT_HOST_BASE_USDC_EIP712_NAME")
+                .or(file.base_usdc_eip712_name)
+                .unwrap_or_else(|| "USD Coin".to_string()),
+            base_usdc_eip712_version: env_string("AGENT_HOST_BASE_USDC_EIP712_VERSION")
+                .or(file.base_usdc_eip712_version)
+                .unwrap_or_else(|| "2".to_string()),
             base_confirmations: env_parse("AGENT_HOST_BASE_CONFIRMATIONS")?
                 .or(file.base_confirmations)
                 .unwrap_or(1),

@@ -222,10 +222,11 @@ async fn request_bodies_are_validated_naming_the_field() {
 #[tokio::test]
 async fn x402_routes_answer_in_their_own_envelope() {
     let fx = Fixture::start();
-    let reply = get(&fx.url("/x402/solana/alpha"), None).await;
-    assert_eq!(reply.status, 501);
+    let reply = get(&fx.url("/x402/solana/nobody"), None).await;
+    assert_eq!(reply.status, 404);
     let body = reply.json();
     assert_eq!(body["success"], false);
-    assert_eq!(body["code"], "not_implemented");
+    assert_eq!(body["code"], "agent_not_found");
     assert_eq!(body["x402Version"], 1);
+    assert!(body["error"].is_string());
 }

@@ -18,3 +18,4 @@ mod sandbox;
 mod settings;
 mod social;
 mod wallets;
+mod x402;

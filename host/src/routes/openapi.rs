@@ -251,23 +251,31 @@ pub const OPERATIONS: &[Operation] = &[
         id: "x402Requirements",
         summary: "What a paid call to the agent costs (x402 version 1)",
         keyed: false,
-        pending: true,
+        pending: false,
         request: None,
         response: || json!({ "type": "object", "properties": { "x402Version": { "type": "integer" }, "accepts": { "type": "array" } } }),
-        errors: &[(404, "agent_not_found")],
+        errors: &[
+            (400, "unsupported_network"),
+            (400, "wallet_not_configured"),
+            (404, "agent_not_found"),
+        ],
     },
     Operation {
         method: "post",
         path: "/x402/{network}/{agentId}",
         id: "x402Invoke",
-        summary: "A paid interaction with the agent (X-PAYMENT header)",
+        summary: "A paid interaction with the agent (X-PAYMENT header); without it, 402 with the price of what was asked",
         keyed: false,
         pending: true,
         request: Some(
             || json!({ "type": "object", "properties": { "message": { "type": "string" }, "command": { "type": "string" } } }),
         ),
         response: || json!({ "type": "object" }),
-        errors: &[(402, "payment_required")],
+        errors: &[
+            (402, "payment_required"),
+            (404, "agent_not_found"),
+            (404, "command_not_found"),
+        ],
     },
 ];
 

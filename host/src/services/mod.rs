@@ -11,6 +11,7 @@ pub mod jobs;
 pub mod keys;
 pub mod knowledge;
 pub mod params;
+pub mod payments;
 pub mod rate_limit;
 pub mod social;
 pub mod social_text;
