@@ -206,3 +206,189 @@ async fn an_agent_needs_a_wallet_on_the_network_to_be_paid() {
     assert_eq!(reply.json()["code"], "wallet_not_configured");
     assert_eq!(get(&server.url("/x402/solana/seller"), None).await.status, 200);
 }
+
+/// Signs an EIP-3009 authorization for `requirement` as x402 clients do; the X-PAYMENT value.
+fn base_payment(
+    payer: &alloy::signers::local::PrivateKeySigner,
+    requirement: &Value,
+    value: u64,
+    nonce: u8,
+    valid_for: u64,
+) -> String {
+    use agent_host::x402::evm::{Authorization, Expected};
+    use alloy::primitives::{B256, U256};
+    use alloy::signers::SignerSync;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let expected = Expected {
+        pay_to: requirement["payTo"].as_str().unwrap().parse().unwrap(),
+        amount: agent_host::money::MicroUsdc(value),
+        usdc: requirement["asset"].as_str().unwrap().parse().unwrap(),
+        chain_id: 8453,
+        domain_name: requirement["extra"]["name"].as_str().unwrap().into(),
+        domain_version: requirement["extra"]["version"].as_str().unwrap().into(),
+    };
+    let mut auth = Authorization {
+        from: payer.address(),
+        to: expected.pay_to,
+        value: U256::from(value),
+        valid_after: U256::from(now - 600),
+        valid_before: U256::from(now + valid_for),
+        nonce: B256::repeat_byte(nonce),
+        signature: alloy::primitives::Signature::test_signature(),
+    };
+    auth.signature = payer.sign_hash_sync(&auth.signing_hash(&expected)).unwrap();
+    let envelope = json!({
+        "x402Version": 1, "scheme": "exact", "network": "base",
+        "payload": {
+            "signature": format!("0x{}", hex::encode(auth.signature.as_bytes())),
+            "authorization": {
+                "from": auth.from.to_string(), "to": auth.to.to_string(), "value": value.to_string(),
+                "validAfter": auth.valid_after.to_string(), "validBefore": auth.valid_before.to_string(),
+                "nonce": auth.nonce.to_string(),
+            }
+        }
+    });
+    base64::Engine::encode(&base64::engine::general_purpose::STANDARD, envelope.to_string())
+}
+
+async fn paid(url: &str, body: &Value, payment: &str) -> Reply {
+    send(client().post(url).header("x-payment", payment).json(body)).await
+}
+
+#[tokio::test]
+async fn a_base_payment_is_verified_settled_once_and_served() {
+    use crate::support::chains::LocalBase;
+    let chain = LocalBase::start().await;
+    let env = TestEnv::new().with_env("AGENT_HOST_BASE_RPC_URL", &chain.rpc_url);
+    env.create_account("acme", "free");
+    let broken = r#"
+[[commands]]
+command = "broken"
+description = "Calls a server that is not there"
+handler_type = "webhook"
+integrations = ["x402"]
+price_usd = 0.02
+config = { url = "http://127.0.0.1:9/hook" }
+"#;
+    let agent_id = env.apply_agent(&format!("{}{broken}", paid_manifest("seller")), "acme");
+    let agent_wallet = env.cli_json(&["wallet", "create", "--agent", "seller", "--network", "base"])["address"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    chain.set_eth(&agent_wallet, 10u128.pow(16)).await; // it relays: pays the gas
+    let server = env.serve();
+    let payer = alloy::signers::local::PrivateKeySigner::random();
+    let payer_address = payer.address().to_checksum(None);
+    chain.mint_usdc(&payer_address, 1_000_000).await;
+    let url = server.url("/x402/base/seller");
+    let hello = json!({ "command": "hello", "name": "Ann" });
+    let requirement = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+
+    // Paid exactly: answered, with the receipt, and the money moved on chain.
+    let payment = base_payment(&payer, &requirement, 50_000, 1, 60);
+    let reply = paid(&url, &hello, &payment).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let body = reply.json();
+    assert_eq!(body["response"], "Hello, Ann!");
+    assert_eq!(body["agentId"], agent_id.as_str());
+    assert_eq!(body["x402Version"], 1);
+    let receipt = &body["receipt"];
+    assert_eq!(receipt["amountPaidMicroUsdc"], 50_000);
+    assert_eq!(receipt["amountPaidUsdc"], json!(0.05));
+    assert_eq!(receipt["payer"], payer_address.as_str());
+    assert_eq!(receipt["payTo"], agent_wallet.as_str());
+    let settlement = receipt["transactionSignature"].as_str().unwrap().to_string();
+    let header = reply.header("x-payment-response").unwrap();
+    let decoded: Value =
+        serde_json::from_slice(&base64::Engine::decode(&base64::engine::general_purpose::STANDARD, header).unwrap())
+            .unwrap();
+    assert_eq!(
+        decoded,
+        json!({ "success": true, "transaction": settlement, "network": "base", "payer": payer_address })
+    );
+    assert_eq!(chain.usdc_of(&payer_address).await, 950_000);
+    assert_eq!(chain.usdc_of(&agent_wallet).await, 50_000);
+
+    // The same payment again, now and concurrently: refused, never charged twice.
+    let reply = paid(&url, &hello, &payment).await;
+    assert_eq!(
+        (reply.status, reply.json()["code"].clone()),
+        (409, json!("payment_already_used")),
+        "{}",
+        reply.text
+    );
+    let fresh = base_payment(&payer, &requirement, 50_000, 2, 60);
+    let mut racers = tokio::task::JoinSet::new();
+    for _ in 0..5 {
+        let (url, hello, fresh) = (url.clone(), hello.clone(), fresh.clone());
+        racers.spawn(async move { paid(&url, &hello, &fresh).await });
+    }
+    let replies = racers.join_all().await;
+    let served = replies.iter().filter(|r| r.status == 200).count();
+    assert_eq!(
+        served,
+        1,
+        "{:?}",
+        replies.iter().map(|r| r.text.clone()).collect::<Vec<_>>()
+    );
+    assert!(
+        replies
+            .iter()
+            .all(|r| r.status == 200 || r.json()["code"] == "payment_already_used")
+    );
+    assert_eq!(chain.usdc_of(&payer_address).await, 900_000);
+
+    // Paid for the cheap command, presented for the expensive one; short, expired.
+    let forecast = post_x402(&url, &json!({ "command": "forecast", "city": "Oslo" }))
+        .await
+        .json()["accepts"][0]
+        .clone();
+    let cases = [
+        (
+            base_payment(&payer, &forecast, 10_000, 3, 60),
+            "payment_amount_mismatch",
+        ),
+        (
+            base_payment(&payer, &requirement, 49_999, 4, 60),
+            "payment_amount_mismatch",
+        ),
+        (base_payment(&payer, &requirement, 50_000, 5, 3), "payment_expired"),
+    ];
+    for (payment, code) in cases {
+        let reply = paid(&url, &hello, &payment).await;
+        assert_eq!(
+            (reply.status, reply.json()["code"].clone()),
+            (402, json!(code)),
+            "{}",
+            reply.text
+        );
+    }
+    // Wrong recipient: signed to pay someone else.
+    let mut elsewhere = requirement.clone();
+    elsewhere["payTo"] = json!(alloy::signers::local::PrivateKeySigner::random().address().to_string());
+    let reply = paid(&url, &hello, &base_payment(&payer, &elsewhere, 50_000, 6, 60)).await;
+    assert_eq!(reply.json()["code"], "payment_recipient_mismatch", "{}", reply.text);
+    assert_eq!(
+        chain.usdc_of(&payer_address).await,
+        900_000,
+        "no refused payment moved money"
+    );
+
+    // A run that fails after settlement is refunded from the agent's wallet.
+    let broken_req = post_x402(&url, &json!({ "command": "broken" })).await.json()["accepts"][0].clone();
+    let reply = paid(
+        &url,
+        &json!({ "command": "broken" }),
+        &base_payment(&payer, &broken_req, 20_000, 7, 60),
+    )
+    .await;
+    assert_eq!(reply.status, 500, "{}", reply.text);
+    let body = reply.json();
+    assert_eq!(body["code"], "execution_error");
+    assert!(body["refundTransactionSignature"].is_string(), "{body}");
+    assert_eq!(chain.usdc_of(&payer_address).await, 900_000, "the 0.02 came back");
+    assert_eq!(chain.usdc_of(&agent_wallet).await, 100_000);
+}

@@ -22,6 +22,9 @@ alloy::sol! {
     interface IUsdc {
         function balanceOf(address account) external view returns (uint256);
         function transfer(address to, uint256 value) external returns (bool);
+        function authorizationState(address authorizer, bytes32 nonce) external view returns (bool);
+        function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter,
+            uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) external;
     }
 }
 
@@ -129,6 +132,53 @@ impl BaseChain {
         u64::try_from(amount)
             .map(MicroUsdc)
             .map_err(|_| ChainError::Unavailable(format!("balanceOf: {amount} does not fit")))
+    }
+
+    /// Whether an EIP-3009 nonce of `from` was used (or cancelled) on chain.
+    pub async fn authorization_used(&self, from: Address, nonce: alloy::primitives::B256) -> Result<bool, ChainError> {
+        let data = self
+            .call(
+                self.usdc,
+                IUsdc::authorizationStateCall {
+                    authorizer: from,
+                    nonce,
+                }
+                .abi_encode(),
+            )
+            .await?;
+        if data.len() != 32 {
+            return Err(ChainError::Unavailable(format!(
+                "authorizationState on {} answered {} bytes; is it USDC with EIP-3009?",
+                self.usdc_text,
+                data.len()
+            )));
+        }
+        Ok(data[31] == 1)
+    }
+
+    /// Signs, as `relayer` (who pays the gas), the call that settles an authorization.
+    pub async fn sign_settlement(
+        &self,
+        relayer: &WalletKey,
+        auth: &crate::x402::evm::Authorization,
+    ) -> Result<SignedTx, ChainError> {
+        let WalletKey::Base(signer) = relayer else {
+            return Err(ChainError::Refused("not a Base wallet key".into()));
+        };
+        let signature = &auth.signature;
+        let data = IUsdc::transferWithAuthorizationCall {
+            from: auth.from,
+            to: auth.to,
+            value: auth.value,
+            validAfter: auth.valid_after,
+            validBefore: auth.valid_before,
+            nonce: auth.nonce,
+            v: 27 + u8::from(signature.v()),
+            r: signature.r().into(),
+            s: signature.s().into(),
+        }
+        .abi_encode();
+        self.sign_call(signer, self.usdc, data).await
     }
 
     pub async fn wei_of(&self, owner: Address) -> Result<U256, ChainError> {

@@ -8,11 +8,15 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::app::AppState;
 use crate::error::{ApiError, ApiPath};
+use crate::plugins::Origin;
+use crate::services::chat::{self, ChatInput};
 use crate::services::payments::{self, Offer};
+use crate::services::{commands, params};
 pub use crate::x402::X402_VERSION;
 
 pub fn routes() -> Router<AppState> {
@@ -65,6 +69,12 @@ async fn requirements(
 /// What a paid request asks for: a message (a leading `/command` runs it) or a command.
 struct Asked {
     command: Option<String>,
+    /// The `/command ...` text, parsed into parameters like `rawText`.
+    raw_text: Option<String>,
+    message: Option<String>,
+    /// Every other body field: the command's parameters.
+    parameters: serde_json::Map<String, Value>,
+    body: Value,
 }
 
 fn read_request(body: &[u8]) -> Result<Asked, ApiError> {
@@ -84,19 +94,32 @@ fn read_request(body: &[u8]) -> Result<Asked, ApiError> {
         ))),
     };
     let message = text("message")?;
+    let parameters: serde_json::Map<String, Value> = fields
+        .iter()
+        .filter(|(k, _)| k.as_str() != "message" && k.as_str() != "command")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut asked = Asked {
+        command: None,
+        raw_text: None,
+        message: None,
+        parameters,
+        body: value.clone(),
+    };
     if let Some(command) = text("command")?.filter(|c| !c.is_empty()) {
-        return Ok(Asked {
-            command: Some(command.trim_start_matches('/').to_string()),
-        });
+        asked.command = Some(command.trim_start_matches('/').to_string());
+        return Ok(asked);
     }
     match message {
         Some(m) if m.starts_with('/') => {
-            let name = m[1..].split_whitespace().next().unwrap_or_default();
-            Ok(Asked {
-                command: Some(name.to_string()),
-            })
+            asked.command = Some(m[1..].split_whitespace().next().unwrap_or_default().to_string());
+            asked.raw_text = Some(m);
+            Ok(asked)
         }
-        Some(m) if !m.is_empty() => Ok(Asked { command: None }),
+        Some(m) if !m.is_empty() => {
+            asked.message = Some(m);
+            Ok(asked)
+        }
         _ => Err(ApiError::validation("Give a 'message' or a 'command'")),
     }
 }
@@ -136,9 +159,110 @@ async fn invoke(
             offer.requirement(&state.services, price, command),
         );
     }
-    x402_error(ApiError::new(
-        StatusCode::NOT_IMPLEMENTED,
-        "not_implemented",
-        "Paying is not available on this server yet: settlement lands with the rest of x402",
-    ))
+    // A request that cannot run is refused before any money moves.
+    if let Some(command) = command
+        && let Err(message) = params::resolve(
+            &command.def.name,
+            &command.def.parameters,
+            Some(asked.parameters.clone()),
+            asked.raw_text.as_deref(),
+        )
+    {
+        return x402_error(ApiError::validation(message));
+    }
+    let header = headers
+        .get("x-payment")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let services = &state.services;
+    let purchase = payments::Purchase {
+        price,
+        command: command.map(|c| c.def.name.as_str()),
+        request: &asked.body,
+    };
+    let settled = match payments::settle(services, &offer, header, purchase).await {
+        Ok(settled) => settled,
+        Err(err) => return x402_error(err.into()),
+    };
+    let agent = &offer.agent;
+    let outcome = match command {
+        Some(command) => commands::execute(
+            services,
+            agent,
+            command,
+            Some(asked.parameters),
+            asked.raw_text,
+            Origin::X402,
+        )
+        .await
+        .map(|r| (r.response, r.format.as_str().to_string(), r.media_url, r.status_url)),
+        None => {
+            let input = ChatInput {
+                message: asked.message.unwrap_or_default(),
+                history: Vec::new(),
+                tools_enabled: true,
+                max_tool_calls: 3,
+            };
+            chat::chat(services, agent, offer.commands.clone(), input)
+                .await
+                .map(|r| (r.response, "text".to_string(), None, None))
+        }
+    };
+    let payment_response = payment_response_header(&settled, offer.network);
+    let now = crate::clock::iso(crate::clock::now_ms());
+    match outcome {
+        Ok((response, format, media_url, status_url)) => {
+            if let Err(err) = settled.served(services).await {
+                tracing::error!(payment = settled.payment_id, "could not mark the payment served: {err}");
+            }
+            let (status, mut body) = match status_url {
+                Some(status_url) => (
+                    StatusCode::ACCEPTED,
+                    json!({
+                        "success": true,
+                        "jobId": status_url.rsplit('/').next().unwrap_or_default(),
+                        "statusUrl": status_url,
+                        "etaSeconds": 10,
+                        "retryAfterSeconds": 2,
+                    }),
+                ),
+                None => (
+                    StatusCode::OK,
+                    json!({ "success": true, "response": response, "format": format }),
+                ),
+            };
+            body["receipt"] = settled.receipt();
+            body["agentId"] = json!(agent.id);
+            body["timestamp"] = json!(now);
+            body["x402Version"] = json!(X402_VERSION);
+            if let Some(url) = media_url.filter(|_| format == "image") {
+                body["imageUrl"] = json!(url);
+            }
+            (status, [("x-payment-response", payment_response)], axum::Json(body)).into_response()
+        }
+        Err(err) => {
+            let err: ApiError = err.into();
+            let refund = settled.refund(services, &agent.id, offer.network, &err.message).await;
+            let body = json!({
+                "success": false,
+                "error": err.message,
+                "code": err.code,
+                "x402Version": X402_VERSION,
+                "receipt": settled.receipt(),
+                "refundTransactionSignature": refund,
+            });
+            (err.status, [("x-payment-response", payment_response)], axum::Json(body)).into_response()
+        }
+    }
+}
+
+/// `X-PAYMENT-RESPONSE`: base64 of `{success, transaction, network, payer}`.
+fn payment_response_header(settled: &payments::Settled, network: crate::domain::Network) -> String {
+    let value = json!({
+        "success": true,
+        "transaction": settled.transaction,
+        "network": network.as_str(),
+        "payer": settled.payer,
+    });
+    base64::engine::general_purpose::STANDARD.encode(value.to_string())
 }

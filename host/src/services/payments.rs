@@ -5,11 +5,19 @@
 //! Solana payments and the relayer of Base ones: the service holds its key, so no
 //! separate service wallet needs funding, and the fees come out of what the agent earns.
 
+use std::time::Duration;
+
 use serde_json::{Map, Value, json};
 
-use super::{ServiceError, Services, agents};
+use super::{ServiceError, Services, agents, wallets};
+use crate::chains::{self, ChainError, Landing};
 use crate::domain::{Agent, Command, Integration, Network, ParamType};
 use crate::money::MicroUsdc;
+use crate::store::{NewPayment, TransferKind};
+use crate::x402::evm;
+
+/// How long a request waits for its payment's settlement.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Name given to clients in `extra.serviceName`.
 const SERVICE_NAME: &str = "agent-host";
@@ -152,5 +160,258 @@ impl Offer {
             }
         }
         fields
+    }
+}
+
+/// A payment refused before anything was taken: 402 with its own code.
+fn refused(err: crate::x402::PaymentError) -> ServiceError {
+    let status = if err.code == "payment_already_used" { 409 } else { 402 };
+    ServiceError::Api {
+        status,
+        code: err.code,
+        message: err.message,
+        retry_after: None,
+    }
+}
+
+fn already_used() -> ServiceError {
+    refused(crate::x402::PaymentError::new(
+        "payment_already_used",
+        "This payment has already been used",
+    ))
+}
+
+fn settlement_error(network: Network, err: ChainError) -> ServiceError {
+    match err {
+        ChainError::Refused(message) => ServiceError::Api {
+            status: 402,
+            code: "settlement_failed",
+            message: format!("The payment could not be settled: {message}"),
+            retry_after: None,
+        },
+        ChainError::Unavailable(message) => ServiceError::Api {
+            status: 500,
+            code: "internal_error",
+            message: format!("The {network} RPC node failed while settling: {message}"),
+            retry_after: None,
+        },
+    }
+}
+
+/// A payment that is on chain: the work it paid for may now be done.
+#[derive(Debug, Clone)]
+pub struct Settled {
+    pub payment_id: String,
+    pub payer: String,
+    pub pay_to: String,
+    pub amount: MicroUsdc,
+    pub transaction: String,
+    pub settled_at: i64,
+}
+
+/// What was asked, recorded with the payment.
+pub struct Purchase<'a> {
+    pub price: MicroUsdc,
+    pub command: Option<&'a str>,
+    pub request: &'a Value,
+}
+
+/// Verifies an `X-PAYMENT` header for `purchase`, records it (once, ever), settles it on
+/// chain and waits for the settlement. Nothing is served before this returns.
+pub async fn settle(
+    services: &Services,
+    offer: &Offer,
+    header: &str,
+    purchase: Purchase<'_>,
+) -> Result<Settled, ServiceError> {
+    let decoded = crate::x402::decode_header(header, offer.network.as_str()).map_err(refused)?;
+    match offer.network {
+        Network::Base => settle_base(services, offer, &decoded.payload, purchase).await,
+        Network::Solana => Err(ServiceError::Api {
+            status: 501,
+            code: "not_implemented",
+            message: "Paying on solana is not available on this server yet".into(),
+            retry_after: None,
+        }),
+    }
+}
+
+async fn settle_base(
+    services: &Services,
+    offer: &Offer,
+    payload: &Value,
+    purchase: Purchase<'_>,
+) -> Result<Settled, ServiceError> {
+    let base = &services.chains.base;
+    let auth = evm::decode(payload).map_err(refused)?;
+    let expected = evm::Expected {
+        pay_to: crate::chains::base::parse_address(&offer.pay_to).map_err(ServiceError::Validation)?,
+        amount: purchase.price,
+        usdc: base.usdc(),
+        chain_id: base.chain_id(),
+        domain_name: services.settings.base_usdc_eip712_name.clone(),
+        domain_version: services.settings.base_usdc_eip712_version.clone(),
+    };
+    auth.verify(&expected, crate::clock::now_ms() as u64 / 1000)
+        .map_err(refused)?;
+    let identity = format!("base:{}:{}", auth.from.to_string().to_lowercase(), auth.nonce);
+    if services.store.payment_identity_used(&identity).await? {
+        return Err(already_used());
+    }
+    let chain_error = |e| settlement_error(Network::Base, e);
+    if base
+        .authorization_used(auth.from, auth.nonce)
+        .await
+        .map_err(chain_error)?
+    {
+        return Err(already_used());
+    }
+    let balance = base.usdc_of(auth.from).await.map_err(chain_error)?;
+    if balance < purchase.price {
+        return Err(refused(crate::x402::PaymentError::new(
+            "insufficient_funds",
+            format!("The payer holds {balance} USDC; the payment needs {}", purchase.price),
+        )));
+    }
+
+    let payment_id = format!("pay_{}", crate::random::hex_token(12));
+    let payer = auth.from.to_checksum(None);
+    services
+        .store
+        .insert_payment(NewPayment {
+            id: payment_id.clone(),
+            identity,
+            agent_id: offer.agent.id.clone(),
+            network: Network::Base,
+            payer: payer.clone(),
+            pay_to: offer.pay_to.clone(),
+            amount: purchase.price,
+            command: purchase.command.map(str::to_string),
+            request: purchase.request.to_string(),
+        })
+        .await
+        .map_err(|e| match ServiceError::from(e) {
+            ServiceError::Conflict(_) => already_used(),
+            other => other,
+        })?;
+
+    // The agent's wallet relays: its transactions go out one at a time.
+    let wallet = wallets::wallet(services, &offer.agent.id, Network::Base).await?;
+    let key = wallets::open_key(services, &wallet)?;
+    let lock = services.wallet_locks.of(&offer.agent.id, Network::Base);
+    let _one_at_a_time = lock.lock().await;
+    let fail = |reason: String| {
+        services
+            .store
+            .advance_payment(&payment_id, &["verified"], "failed", Some(reason))
+    };
+    let signed = match base.sign_settlement(&key, &auth).await {
+        Ok(signed) => signed,
+        Err(err) => {
+            fail(err.to_string()).await?;
+            return Err(chain_error(err));
+        }
+    };
+    services
+        .store
+        .set_payment_transaction(&payment_id, &signed.id, &signed.raw)
+        .await?;
+    if let Err(err) = base.send_raw(&signed.raw).await {
+        if let ChainError::Refused(reason) = &err {
+            fail(reason.clone()).await?;
+        }
+        return Err(chain_error(err));
+    }
+    match chains::wait_for_landing(base, &signed, SETTLE_TIMEOUT)
+        .await
+        .map_err(chain_error)?
+    {
+        Landing::Confirmed => {}
+        Landing::Failed(reason) => {
+            fail(reason.clone()).await?;
+            return Err(chain_error(ChainError::Refused(reason)));
+        }
+        Landing::Pending => {
+            return Err(ServiceError::Api {
+                status: 500,
+                code: "internal_error",
+                message: format!(
+                    "The settlement {} was sent but not confirmed in time; the payment is recorded and will be resolved",
+                    signed.id
+                ),
+                retry_after: None,
+            });
+        }
+    }
+    services
+        .store
+        .advance_payment(&payment_id, &["verified"], "settled", None)
+        .await?;
+    Ok(Settled {
+        payment_id,
+        payer,
+        pay_to: offer.pay_to.clone(),
+        amount: purchase.price,
+        transaction: signed.id,
+        settled_at: crate::clock::now_ms(),
+    })
+}
+
+impl Settled {
+    /// The spec's receipt.
+    pub fn receipt(&self) -> Value {
+        json!({
+            "amountPaidMicroUsdc": self.amount.0,
+            "amountPaidUsdc": self.amount.to_json_number(),
+            "transactionSignature": self.transaction,
+            "timestamp": crate::clock::iso(self.settled_at),
+            "payer": self.payer,
+            "payTo": self.pay_to,
+        })
+    }
+
+    /// The paid work was done and answered.
+    pub async fn served(&self, services: &Services) -> Result<(), ServiceError> {
+        services
+            .store
+            .advance_payment(&self.payment_id, &["settled"], "served", None)
+            .await?;
+        Ok(())
+    }
+
+    /// The paid work failed after settlement: the payer gets the amount back from the
+    /// agent's wallet. Returns the refund's transaction signature, if it went out.
+    pub async fn refund(&self, services: &Services, agent_id: &str, network: Network, why: &str) -> Option<String> {
+        let order = wallets::TransferOrder {
+            agent_id: agent_id.to_string(),
+            network,
+            kind: TransferKind::Refund,
+            recipient: self.payer.clone(),
+            amount: self.amount,
+            memo: Some(format!("refund of {}: {why}", self.payment_id)),
+        };
+        match wallets::transfer(services, order).await {
+            Ok(record) => {
+                let _ = services.store.set_payment_refund(&self.payment_id, &record.id).await;
+                let _ = services
+                    .store
+                    .advance_payment(&self.payment_id, &["settled"], "refunded", Some(why.to_string()))
+                    .await;
+                record.signature
+            }
+            Err(err) => {
+                tracing::error!(payment = self.payment_id, "refund failed: {err}");
+                let _ = services
+                    .store
+                    .advance_payment(
+                        &self.payment_id,
+                        &["settled"],
+                        "settled",
+                        Some(format!("{why}; refund failed: {err}")),
+                    )
+                    .await;
+                None
+            }
+        }
     }
 }

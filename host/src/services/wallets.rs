@@ -25,7 +25,7 @@ pub struct WalletLocks {
 }
 
 impl WalletLocks {
-    fn of(&self, agent_id: &str, network: Network) -> Arc<tokio::sync::Mutex<()>> {
+    pub(crate) fn of(&self, agent_id: &str, network: Network) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
         locks.entry((agent_id.to_string(), network)).or_default().clone()
     }
@@ -102,7 +102,7 @@ pub async fn wallet(services: &Services, agent_id: &str, network: Network) -> Re
 }
 
 /// The wallet's key, opened only for as long as a signature takes.
-fn open_key(services: &Services, wallet: &WalletRecord) -> Result<WalletKey, ServiceError> {
+pub(crate) fn open_key(services: &Services, wallet: &WalletRecord) -> Result<WalletKey, ServiceError> {
     let secret = integrations::unseal(services, &wallet.agent_id, &secret_kind(wallet.network), &wallet.secret)
         .map_err(|_| ServiceError::Api {
             status: 500,

@@ -35,6 +35,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0004_wallets",
         sql: include_str!("../../../migrations/0004_wallets.sql"),
     },
+    Migration {
+        version: 5,
+        name: "0005_payments",
+        sql: include_str!("../../../migrations/0005_payments.sql"),
+    },
 ];
 
 pub fn latest_version() -> i64 {

@@ -9,6 +9,7 @@ mod jobs;
 mod keys;
 mod kv;
 pub mod migrations;
+mod payments;
 mod rate;
 mod wallets;
 
@@ -17,6 +18,7 @@ pub use agents::{AgentSummary, ApplyOutcome};
 pub use integrations::Integration;
 pub use jobs::{JobOutcome, JobRecord, JobState};
 pub use keys::KeyRecord;
+pub use payments::{NewPayment, PaymentRecord};
 pub use rate::UsageRow;
 pub use wallets::{NewTransfer, TransferKind, TransferRecord, TransferState, WalletRecord};
 

@@ -1,0 +1,159 @@
+use rusqlite::{OptionalExtension, params};
+
+use super::{Store, StoreError};
+use crate::domain::Network;
+use crate::money::MicroUsdc;
+
+/// A verified payment about to be settled.
+#[derive(Debug, Clone)]
+pub struct NewPayment {
+    pub id: String,
+    pub identity: String,
+    pub agent_id: String,
+    pub network: Network,
+    pub payer: String,
+    pub pay_to: String,
+    pub amount: MicroUsdc,
+    pub command: Option<String>,
+    pub request: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct PaymentRecord {
+    pub id: String,
+    pub agent_id: String,
+    pub network: String,
+    pub payer: String,
+    pub pay_to: String,
+    pub amount: MicroUsdc,
+    pub command: Option<String>,
+    pub state: String,
+    pub transaction_signature: Option<String>,
+    pub job_id: Option<String>,
+    pub refund_transfer_id: Option<String>,
+    pub error: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl Store {
+    /// Records a payment; `Conflict` when its identity was ever recorded before.
+    pub async fn insert_payment(&self, payment: NewPayment) -> Result<(), StoreError> {
+        self.write(move |tx| {
+            let now = crate::clock::now_ms();
+            let inserted = tx.execute(
+                "INSERT INTO payments (id, identity, agent_id, network, payer, pay_to, amount, command, request, state, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'verified', ?10, ?10)
+                 ON CONFLICT (identity) DO NOTHING",
+                params![
+                    payment.id,
+                    payment.identity,
+                    payment.agent_id,
+                    payment.network.as_str(),
+                    payment.payer,
+                    payment.pay_to,
+                    payment.amount.0 as i64,
+                    payment.command,
+                    payment.request,
+                    now
+                ],
+            )?;
+            if inserted == 0 {
+                return Err(StoreError::Conflict("this payment has already been used".into()));
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    pub async fn payment_identity_used(&self, identity: &str) -> Result<bool, StoreError> {
+        let identity = identity.to_string();
+        self.read(move |conn| {
+            Ok(conn
+                .prepare_cached("SELECT 1 FROM payments WHERE identity = ?1")?
+                .query_row(params![identity], |_| Ok(()))
+                .optional()?
+                .is_some())
+        })
+        .await
+    }
+
+    /// Records the settlement transaction before it is sent.
+    pub async fn set_payment_transaction(&self, id: &str, signature: &str, raw_tx: &str) -> Result<(), StoreError> {
+        let (id, signature, raw_tx) = (id.to_string(), signature.to_string(), raw_tx.to_string());
+        self.write(move |tx| {
+            tx.execute(
+                "UPDATE payments SET transaction_signature = ?2, raw_tx = ?3, updated_at = ?4 WHERE id = ?1",
+                params![id, signature, raw_tx, crate::clock::now_ms()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Moves a payment forward; `from` guards against going back.
+    pub async fn advance_payment(
+        &self,
+        id: &str,
+        from: &'static [&'static str],
+        to: &'static str,
+        error: Option<String>,
+    ) -> Result<bool, StoreError> {
+        let id = id.to_string();
+        self.write(move |tx| {
+            let placeholders = from.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
+            Ok(tx.execute(
+                &format!(
+                    "UPDATE payments SET state = ?2, error = COALESCE(?3, error), updated_at = ?4
+                     WHERE id = ?1 AND state IN ({placeholders})"
+                ),
+                params![id, to, error, crate::clock::now_ms()],
+            )? == 1)
+        })
+        .await
+    }
+
+    pub async fn set_payment_refund(&self, id: &str, transfer_id: &str) -> Result<(), StoreError> {
+        let (id, transfer_id) = (id.to_string(), transfer_id.to_string());
+        self.write(move |tx| {
+            tx.execute(
+                "UPDATE payments SET refund_transfer_id = ?2, updated_at = ?3 WHERE id = ?1",
+                params![id, transfer_id, crate::clock::now_ms()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// An agent's payments, newest first.
+    pub async fn payments_of(&self, agent_id: &str, limit: u32) -> Result<Vec<PaymentRecord>, StoreError> {
+        let agent_id = agent_id.to_string();
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT id, agent_id, network, payer, pay_to, amount, command, state, transaction_signature, job_id,
+                        refund_transfer_id, error, created_at, updated_at
+                 FROM payments WHERE agent_id = ?1 ORDER BY created_at DESC, id LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![agent_id, limit], |r| {
+                Ok(PaymentRecord {
+                    id: r.get(0)?,
+                    agent_id: r.get(1)?,
+                    network: r.get(2)?,
+                    payer: r.get(3)?,
+                    pay_to: r.get(4)?,
+                    amount: MicroUsdc(r.get::<_, i64>(5)? as u64),
+                    command: r.get(6)?,
+                    state: r.get(7)?,
+                    transaction_signature: r.get(8)?,
+                    job_id: r.get(9)?,
+                    refund_transfer_id: r.get(10)?,
+                    error: r.get(11)?,
+                    created_at: r.get(12)?,
+                    updated_at: r.get(13)?,
+                })
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+}
