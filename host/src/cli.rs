@@ -65,6 +65,20 @@ enum Top {
     /// The agent's USDC wallets on Solana and Base.
     #[command(subcommand)]
     Wallet(WalletCmd),
+    /// x402 payments the agent received.
+    #[command(subcommand)]
+    Payments(PaymentsCmd),
+}
+
+#[derive(Subcommand)]
+enum PaymentsCmd {
+    /// The agent's payments, newest first, with their receipts and state.
+    List {
+        #[arg(long)]
+        agent: String,
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
 }
 
 #[derive(Subcommand)]
@@ -410,6 +424,50 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Top::Wallet(command) => wallet(settings, store, command, &out).await,
+        Top::Payments(PaymentsCmd::List { agent, limit }) => {
+            let found = find_agent(&store, &agent).await?;
+            let list = store.payments_of(&found.id, limit).await?;
+            let rows: Vec<Value> = list
+                .iter()
+                .map(|p| {
+                    json!({
+                        "id": p.id, "network": p.network, "state": p.state, "command": p.command,
+                        "receipt": {
+                            "amountPaidMicroUsdc": p.amount.0,
+                            "amountPaidUsdc": p.amount.to_json_number(),
+                            "transactionSignature": p.transaction_signature,
+                            "timestamp": crate::clock::iso(p.created_at),
+                            "payer": p.payer,
+                            "payTo": p.pay_to,
+                        },
+                        "job_id": p.job_id, "refund_transfer_id": p.refund_transfer_id, "error": p.error,
+                        "updated_at": crate::clock::iso(p.updated_at),
+                    })
+                })
+                .collect();
+            let text = list
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{} {:<8} {:<7} {} USDC from {} for {} {}{}",
+                        p.id,
+                        p.state,
+                        p.network,
+                        p.amount,
+                        p.payer,
+                        p.command
+                            .as_deref()
+                            .map(|c| format!("/{c}"))
+                            .unwrap_or_else(|| "a message".into()),
+                        p.transaction_signature.as_deref().unwrap_or("(not settled)"),
+                        p.error.as_deref().map(|e| format!(" ({e})")).unwrap_or_default()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            out.print(&json!(rows), if text.is_empty() { "no payments" } else { &text });
+            Ok(())
+        }
         Top::Chatapp(ChatappCmd::Connect {
             agent,
             token,

@@ -391,4 +391,18 @@ config = { url = "http://127.0.0.1:9/hook" }
     assert!(body["refundTransactionSignature"].is_string(), "{body}");
     assert_eq!(chain.usdc_of(&payer_address).await, 900_000, "the 0.02 came back");
     assert_eq!(chain.usdc_of(&agent_wallet).await, 100_000);
+
+    // The owner sees every payment with its receipt and how it ended.
+    let payments = env.cli_json(&["payments", "list", "--agent", "seller"]);
+    let states: Vec<&str> = payments
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["refunded", "served", "served"], "{payments}");
+    assert_eq!(payments[2]["receipt"]["transactionSignature"], settlement.as_str());
+    assert_eq!(payments[2]["receipt"]["amountPaidMicroUsdc"], 50_000);
+    assert_eq!(payments[2]["command"], "hello");
+    assert!(payments[0]["refund_transfer_id"].is_string());
 }
