@@ -406,3 +406,121 @@ config = { url = "http://127.0.0.1:9/hook" }
     assert_eq!(payments[2]["command"], "hello");
     assert!(payments[0]["refund_transfer_id"].is_string());
 }
+
+/// A Solana payment in the standard x402 form: fee payer = `extra.feePayer` (left for the
+/// server to sign), the payer signs its `TransferChecked` of `amount` to `payTo`.
+async fn solana_payment(
+    chain: &crate::support::chains::LocalSolana,
+    payer: &solana_keypair::Keypair,
+    requirement: &Value,
+    amount: u64,
+) -> String {
+    use solana_signer::Signer;
+    use std::str::FromStr;
+    let key = |field: &Value| solana_pubkey::Pubkey::from_str(field.as_str().unwrap()).unwrap();
+    let (fee_payer, pay_to, mint) = (
+        key(&requirement["extra"]["feePayer"]),
+        key(&requirement["payTo"]),
+        key(&requirement["asset"]),
+    );
+    let ata = |owner: &solana_pubkey::Pubkey| agent_host::chains::solana::associated_token_address(owner, &mint);
+    let budget = solana_pubkey::Pubkey::from_str_const("ComputeBudget111111111111111111111111111111");
+    let instructions = [
+        solana_instruction::Instruction::new_with_bytes(budget, &[2, 0x20, 0x4e, 0, 0], vec![]),
+        solana_instruction::Instruction::new_with_bytes(budget, &[3, 1, 0, 0, 0, 0, 0, 0, 0], vec![]),
+        spl_token_interface::instruction::transfer_checked(
+            &spl_token_interface::ID,
+            &ata(&payer.pubkey()),
+            &mint,
+            &ata(&pay_to),
+            &payer.pubkey(),
+            &[],
+            amount,
+            6,
+        )
+        .unwrap(),
+    ];
+    let latest = crate::support::chains::rpc(
+        &chain.rpc_url,
+        "getLatestBlockhash",
+        json!([{ "commitment": "confirmed" }]),
+    )
+    .await;
+    let blockhash = solana_hash::Hash::from_str(latest["value"]["blockhash"].as_str().unwrap()).unwrap();
+    let message = solana_message::VersionedMessage::V0(
+        solana_message::v0::Message::try_compile(&fee_payer, &instructions, &[], blockhash).unwrap(),
+    );
+    let signature = payer.sign_message(&message.serialize());
+    let tx = solana_transaction::versioned::VersionedTransaction {
+        signatures: vec![Default::default(), signature],
+        message,
+    };
+    let b64 = |bytes: Vec<u8>| base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bytes);
+    let envelope = json!({
+        "x402Version": 1, "scheme": "exact", "network": "solana",
+        "payload": { "transaction": b64(bincode::serialize(&tx).unwrap()) },
+    });
+    b64(envelope.to_string().into_bytes())
+}
+
+#[tokio::test]
+async fn a_solana_payment_is_co_signed_settled_once_and_served() {
+    use crate::support::chains::LocalSolana;
+    use solana_signer::Signer;
+    let chain = LocalSolana::start();
+    let mut env = TestEnv::new();
+    for (name, value) in chain.env() {
+        env = env.with_env(name, &value);
+    }
+    env.create_account("acme", "free");
+    env.apply_agent(&paid_manifest("seller"), "acme");
+    let agent_wallet = env.cli_json(&["wallet", "create", "--agent", "seller", "--network", "solana"])["address"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    chain.set_sol(&agent_wallet, 1_000_000_000).await; // it pays the fees
+    chain.set_usdc(&agent_wallet, 0).await; // x402 clients need payTo's token account to exist
+    let server = env.serve();
+    let payer = solana_keypair::Keypair::new();
+    let payer_address = payer.pubkey().to_string();
+    chain.set_usdc(&payer_address, 1_000_000).await;
+    let url = server.url("/x402/solana/seller");
+    let hello = json!({ "message": "/hello Ann" });
+    let requirement = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+
+    let payment = solana_payment(&chain, &payer, &requirement, 50_000).await;
+    let reply = paid(&url, &hello, &payment).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let body = reply.json();
+    assert_eq!(body["response"], "Hello, Ann!");
+    assert_eq!(body["receipt"]["payer"], payer_address.as_str());
+    assert_eq!(body["receipt"]["payTo"], agent_wallet.as_str());
+    assert_eq!(body["receipt"]["amountPaidMicroUsdc"], 50_000);
+    let settled = crate::support::chains::rpc(
+        &chain.rpc_url,
+        "getSignatureStatuses",
+        json!([[body["receipt"]["transactionSignature"]], { "searchTransactionHistory": true }]),
+    )
+    .await;
+    assert!(settled["value"][0]["err"].is_null(), "{settled}");
+    assert_eq!(chain.usdc_of(&payer_address).await, Some(950_000));
+    assert_eq!(chain.usdc_of(&agent_wallet).await, Some(50_000));
+
+    // Replayed: refused, not charged twice. Short: refused before anything moves.
+    let reply = paid(&url, &hello, &payment).await;
+    assert_eq!(
+        (reply.status, reply.json()["code"].clone()),
+        (409, json!("payment_already_used")),
+        "{}",
+        reply.text
+    );
+    let short = solana_payment(&chain, &payer, &requirement, 49_999).await;
+    let reply = paid(&url, &hello, &short).await;
+    assert_eq!(
+        (reply.status, reply.json()["code"].clone()),
+        (402, json!("payment_amount_mismatch")),
+        "{}",
+        reply.text
+    );
+    assert_eq!(chain.usdc_of(&payer_address).await, Some(950_000));
+}

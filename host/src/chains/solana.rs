@@ -86,6 +86,52 @@ impl SolanaChain {
         &self.commitment
     }
 
+    pub fn mint(&self) -> Pubkey {
+        self.mint
+    }
+
+    pub async fn blockhash_is_valid(&self, blockhash: &Hash) -> Result<bool, ChainError> {
+        let reply: Value = self
+            .rpc
+            .call(
+                "isBlockhashValid",
+                json!([blockhash.to_string(), { "commitment": self.commitment }]),
+            )
+            .await?;
+        Ok(reply["value"].as_bool().unwrap_or(false))
+    }
+
+    /// Simulates a fully signed wire transaction with signature checks on; the chain's
+    /// reason (and the relevant log lines) when it would fail.
+    pub async fn simulate(&self, raw_base64: &str) -> Result<Option<String>, ChainError> {
+        let reply: Value = self
+            .rpc
+            .call(
+                "simulateTransaction",
+                json!([raw_base64, { "encoding": "base64", "sigVerify": true, "commitment": self.commitment }]),
+            )
+            .await?;
+        let err = &reply["value"]["err"];
+        if err.is_null() {
+            return Ok(None);
+        }
+        let logs = reply["value"]["logs"]
+            .as_array()
+            .map(|logs| {
+                logs.iter()
+                    .filter_map(Value::as_str)
+                    .filter(|l| l.contains("rror") || l.contains("insufficient"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })
+            .unwrap_or_default();
+        Ok(Some(if logs.is_empty() {
+            err.to_string()
+        } else {
+            format!("{err} ({logs})")
+        }))
+    }
+
     pub async fn lamports(&self, owner: &Pubkey) -> Result<u64, ChainError> {
         let reply: Value = self
             .rpc

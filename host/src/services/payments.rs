@@ -10,11 +10,12 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::{ServiceError, Services, agents, wallets};
+use crate::chains::WalletKey;
 use crate::chains::{self, ChainError, Landing};
 use crate::domain::{Agent, Command, Integration, Network, ParamType};
 use crate::money::MicroUsdc;
 use crate::store::{NewPayment, TransferKind};
-use crate::x402::evm;
+use crate::x402::{evm, svm};
 
 /// How long a request waits for its payment's settlement.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -198,6 +199,47 @@ fn settlement_error(network: Network, err: ChainError) -> ServiceError {
     }
 }
 
+/// The payer's balance must cover the price, or nothing is attempted.
+fn covers(balance: MicroUsdc, price: MicroUsdc) -> Result<(), ServiceError> {
+    if balance < price {
+        return Err(refused(crate::x402::PaymentError::new(
+            "insufficient_funds",
+            format!("The payer holds {balance} USDC; the payment needs {price}"),
+        )));
+    }
+    Ok(())
+}
+
+/// Records a verified payment before settlement; its identity can be recorded once, ever.
+async fn record(
+    services: &Services,
+    offer: &Offer,
+    identity: String,
+    payer: &str,
+    purchase: &Purchase<'_>,
+) -> Result<String, ServiceError> {
+    let payment_id = format!("pay_{}", crate::random::hex_token(12));
+    services
+        .store
+        .insert_payment(NewPayment {
+            id: payment_id.clone(),
+            identity,
+            agent_id: offer.agent.id.clone(),
+            network: offer.network,
+            payer: payer.to_string(),
+            pay_to: offer.pay_to.clone(),
+            amount: purchase.price,
+            command: purchase.command.map(str::to_string),
+            request: purchase.request.to_string(),
+        })
+        .await
+        .map_err(|e| match ServiceError::from(e) {
+            ServiceError::Conflict(_) => already_used(),
+            other => other,
+        })?;
+    Ok(payment_id)
+}
+
 /// A payment that is on chain: the work it paid for may now be done.
 #[derive(Debug, Clone)]
 pub struct Settled {
@@ -227,10 +269,133 @@ pub async fn settle(
     let decoded = crate::x402::decode_header(header, offer.network.as_str()).map_err(refused)?;
     match offer.network {
         Network::Base => settle_base(services, offer, &decoded.payload, purchase).await,
-        Network::Solana => Err(ServiceError::Api {
-            status: 501,
-            code: "not_implemented",
-            message: "Paying on solana is not available on this server yet".into(),
+        Network::Solana => settle_solana(services, offer, &decoded.payload, purchase).await,
+    }
+}
+
+/// Highest compute-unit price a Solana payment may set: it is the fee payer's money.
+const MAX_COMPUTE_UNIT_PRICE: u64 = 5_000_000;
+
+async fn settle_solana(
+    services: &Services,
+    offer: &Offer,
+    payload: &Value,
+    purchase: Purchase<'_>,
+) -> Result<Settled, ServiceError> {
+    use base64::Engine;
+    let solana = &services.chains.solana;
+    let chain_error = |e| settlement_error(Network::Solana, e);
+    let pay_to = crate::chains::solana::parse_address(&offer.pay_to).map_err(ServiceError::Validation)?;
+    let expected = svm::Expected {
+        pay_to,
+        mint: solana.mint(),
+        amount: purchase.price,
+        fee_payer: Some(pay_to),
+        max_compute_unit_price: MAX_COMPUTE_UNIT_PRICE,
+    };
+    let verified = svm::verify(svm::decode(payload).map_err(refused)?, &expected).map_err(refused)?;
+    let mut tx = verified.transaction;
+    let wallet = wallets::wallet(services, &offer.agent.id, Network::Solana).await?;
+    if verified.needs_fee_payer_signature {
+        let WalletKey::Solana(keypair) = wallets::open_key(services, &wallet)? else {
+            return Err(ServiceError::Validation(
+                "the agent's Solana key is not an ed25519 key".into(),
+            ));
+        };
+        tx.signatures[0] = solana_signer::Signer::sign_message(&keypair, &tx.message.serialize());
+    }
+    // ed25519 is deterministic: a message always completes to the same signature.
+    let signature = tx.signatures[0].to_string();
+    let identity = format!("solana:{signature}");
+    if services.store.payment_identity_used(&identity).await? {
+        return Err(already_used());
+    }
+    if !solana
+        .blockhash_is_valid(tx.message.recent_blockhash())
+        .await
+        .map_err(chain_error)?
+    {
+        return Err(refused(crate::x402::PaymentError::new(
+            "payment_expired",
+            "the transaction's blockhash has expired; sign a new one",
+        )));
+    }
+    let (balance, _) = solana.usdc_of(&verified.payer).await.map_err(chain_error)?;
+    covers(balance, purchase.price)?;
+    let wire = bincode::serialize(&tx).map_err(|e| ServiceError::Validation(e.to_string()))?;
+    let raw = base64::engine::general_purpose::STANDARD.encode(wire);
+    // Signatures were checked locally above; the simulation checks them again, and the rest.
+    if let Some(reason) = solana.simulate(&raw).await.map_err(chain_error)? {
+        return Err(chain_error(ChainError::Refused(format!(
+            "the transaction would fail: {reason}"
+        ))));
+    }
+
+    let payer = verified.payer.to_string();
+    let payment_id = record(services, offer, identity, &payer, &purchase).await?;
+    services
+        .store
+        .set_payment_transaction(&payment_id, &signature, &raw)
+        .await?;
+    if let Err(err) = solana.send_raw(&raw).await {
+        if let ChainError::Refused(reason) = &err {
+            services
+                .store
+                .advance_payment(&payment_id, &["verified"], "failed", Some(reason.clone()))
+                .await?;
+        }
+        return Err(chain_error(err));
+    }
+    let sent = chains::SignedTx {
+        id: signature.clone(),
+        raw,
+        valid_until: None,
+    };
+    finish_settlement(services, Network::Solana, &payment_id, &sent).await?;
+    Ok(Settled {
+        payment_id,
+        payer,
+        pay_to: offer.pay_to.clone(),
+        amount: purchase.price,
+        transaction: signature,
+        settled_at: crate::clock::now_ms(),
+    })
+}
+
+/// Waits for a sent settlement; marks the payment settled, or failed (nothing was taken).
+async fn finish_settlement(
+    services: &Services,
+    network: Network,
+    payment_id: &str,
+    sent: &chains::SignedTx,
+) -> Result<(), ServiceError> {
+    let chain = services.chains.get(network);
+    let chain_error = |e| settlement_error(network, e);
+    match chains::wait_for_landing(chain, sent, SETTLE_TIMEOUT)
+        .await
+        .map_err(chain_error)?
+    {
+        Landing::Confirmed => {
+            services
+                .store
+                .advance_payment(payment_id, &["verified"], "settled", None)
+                .await?;
+            Ok(())
+        }
+        Landing::Failed(reason) => {
+            services
+                .store
+                .advance_payment(payment_id, &["verified"], "failed", Some(reason.clone()))
+                .await?;
+            Err(chain_error(ChainError::Refused(reason)))
+        }
+        Landing::Pending => Err(ServiceError::Api {
+            status: 500,
+            code: "internal_error",
+            message: format!(
+                "The settlement {} was sent but not confirmed in time; the payment is recorded and will be resolved",
+                sent.id
+            ),
             retry_after: None,
         }),
     }
@@ -267,33 +432,10 @@ async fn settle_base(
         return Err(already_used());
     }
     let balance = base.usdc_of(auth.from).await.map_err(chain_error)?;
-    if balance < purchase.price {
-        return Err(refused(crate::x402::PaymentError::new(
-            "insufficient_funds",
-            format!("The payer holds {balance} USDC; the payment needs {}", purchase.price),
-        )));
-    }
+    covers(balance, purchase.price)?;
 
-    let payment_id = format!("pay_{}", crate::random::hex_token(12));
     let payer = auth.from.to_checksum(None);
-    services
-        .store
-        .insert_payment(NewPayment {
-            id: payment_id.clone(),
-            identity,
-            agent_id: offer.agent.id.clone(),
-            network: Network::Base,
-            payer: payer.clone(),
-            pay_to: offer.pay_to.clone(),
-            amount: purchase.price,
-            command: purchase.command.map(str::to_string),
-            request: purchase.request.to_string(),
-        })
-        .await
-        .map_err(|e| match ServiceError::from(e) {
-            ServiceError::Conflict(_) => already_used(),
-            other => other,
-        })?;
+    let payment_id = record(services, offer, identity, &payer, &purchase).await?;
 
     // The agent's wallet relays: its transactions go out one at a time.
     let wallet = wallets::wallet(services, &offer.agent.id, Network::Base).await?;
@@ -322,31 +464,7 @@ async fn settle_base(
         }
         return Err(chain_error(err));
     }
-    match chains::wait_for_landing(base, &signed, SETTLE_TIMEOUT)
-        .await
-        .map_err(chain_error)?
-    {
-        Landing::Confirmed => {}
-        Landing::Failed(reason) => {
-            fail(reason.clone()).await?;
-            return Err(chain_error(ChainError::Refused(reason)));
-        }
-        Landing::Pending => {
-            return Err(ServiceError::Api {
-                status: 500,
-                code: "internal_error",
-                message: format!(
-                    "The settlement {} was sent but not confirmed in time; the payment is recorded and will be resolved",
-                    signed.id
-                ),
-                retry_after: None,
-            });
-        }
-    }
-    services
-        .store
-        .advance_payment(&payment_id, &["verified"], "settled", None)
-        .await?;
+    finish_settlement(services, Network::Base, &payment_id, &signed).await?;
     Ok(Settled {
         payment_id,
         payer,
