@@ -272,6 +272,15 @@ handler_type = "webhook"
 integrations = ["x402"]
 price_usd = 0.02
 config = { url = "http://127.0.0.1:9/hook" }
+
+[[commands]]
+command = "report"
+description = "A long report"
+handler_type = "simple_text"
+integrations = ["x402"]
+price_usd = 0.03
+long_running = true
+config = { text = "The report is ready." }
 "#;
     let agent_id = env.apply_agent(&format!("{}{broken}", paid_manifest("seller")), "acme");
     let agent_wallet = env.cli_json(&["wallet", "create", "--agent", "seller", "--network", "base"])["address"]
@@ -392,6 +401,18 @@ config = { url = "http://127.0.0.1:9/hook" }
     assert_eq!(chain.usdc_of(&payer_address).await, 900_000, "the 0.02 came back");
     assert_eq!(chain.usdc_of(&agent_wallet).await, 100_000);
 
+    // A long-running paid command: 202 with the receipt, then polled to its result.
+    let report = json!({ "command": "report" });
+    let report_req = post_x402(&url, &report).await.json()["accepts"][0].clone();
+    let reply = paid(&url, &report, &base_payment(&payer, &report_req, 30_000, 8, 60)).await;
+    assert_eq!(reply.status, 202, "{}", reply.text);
+    let body = reply.json();
+    assert_eq!(body["receipt"]["amountPaidMicroUsdc"], 30_000);
+    assert!(body["jobId"].is_string() && body["etaSeconds"].is_number() && body["retryAfterSeconds"].is_number());
+    let status = poll_job(body["statusUrl"].as_str().unwrap(), std::time::Duration::from_secs(20)).await;
+    assert_eq!(status["state"], "succeeded", "{status}");
+    assert_eq!(chain.usdc_of(&payer_address).await, 870_000);
+
     // The owner sees every payment with its receipt and how it ended.
     let payments = env.cli_json(&["payments", "list", "--agent", "seller"]);
     let states: Vec<&str> = payments
@@ -400,11 +421,11 @@ config = { url = "http://127.0.0.1:9/hook" }
         .iter()
         .map(|p| p["state"].as_str().unwrap())
         .collect();
-    assert_eq!(states, ["refunded", "served", "served"], "{payments}");
-    assert_eq!(payments[2]["receipt"]["transactionSignature"], settlement.as_str());
-    assert_eq!(payments[2]["receipt"]["amountPaidMicroUsdc"], 50_000);
-    assert_eq!(payments[2]["command"], "hello");
-    assert!(payments[0]["refund_transfer_id"].is_string());
+    assert_eq!(states, ["served", "refunded", "served", "served"], "{payments}");
+    assert_eq!(payments[3]["receipt"]["transactionSignature"], settlement.as_str());
+    assert_eq!(payments[3]["receipt"]["amountPaidMicroUsdc"], 50_000);
+    assert_eq!(payments[3]["command"], "hello");
+    assert!(payments[1]["refund_transfer_id"].is_string());
 }
 
 /// A Solana payment in the standard x402 form: fee payer = `extra.feePayer` (left for the
