@@ -281,6 +281,15 @@ integrations = ["x402"]
 price_usd = 0.03
 long_running = true
 config = { text = "The report is ready." }
+
+[[commands]]
+command = "slowbroken"
+description = "A long job that fails"
+handler_type = "webhook"
+integrations = ["x402"]
+price_usd = 0.04
+long_running = true
+config = { url = "http://127.0.0.1:9/hook" }
 "#;
     let agent_id = env.apply_agent(&format!("{}{broken}", paid_manifest("seller")), "acme");
     let agent_wallet = env.cli_json(&["wallet", "create", "--agent", "seller", "--network", "base"])["address"]
@@ -413,6 +422,33 @@ config = { text = "The report is ready." }
     assert_eq!(status["state"], "succeeded", "{status}");
     assert_eq!(chain.usdc_of(&payer_address).await, 870_000);
 
+    // A paid job that ends failed: its payer is refunded.
+    let slow = json!({ "command": "slowbroken" });
+    let slow_req = post_x402(&url, &slow).await.json()["accepts"][0].clone();
+    let reply = paid(&url, &slow, &base_payment(&payer, &slow_req, 40_000, 9, 60)).await;
+    assert_eq!(reply.status, 202, "{}", reply.text);
+    let job_id = reply.json()["jobId"].clone();
+    let status = poll_job(
+        reply.json()["statusUrl"].as_str().unwrap(),
+        std::time::Duration::from_secs(20),
+    )
+    .await;
+    assert_eq!(status["state"], "failed", "{status}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while chain.usdc_of(&payer_address).await != 870_000 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the failed job's payment was not refunded"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let payments = env.cli_json(&["payments", "list", "--agent", "seller"]);
+    assert_eq!(payments[0]["state"], "refunded", "{payments}");
+    assert_eq!(payments[0]["job_id"], job_id);
+    // Refunded once only, however the job's end and the link raced.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(chain.usdc_of(&payer_address).await, 870_000);
+
     // The owner sees every payment with its receipt and how it ended.
     let payments = env.cli_json(&["payments", "list", "--agent", "seller"]);
     let states: Vec<&str> = payments
@@ -421,11 +457,15 @@ config = { text = "The report is ready." }
         .iter()
         .map(|p| p["state"].as_str().unwrap())
         .collect();
-    assert_eq!(states, ["served", "refunded", "served", "served"], "{payments}");
-    assert_eq!(payments[3]["receipt"]["transactionSignature"], settlement.as_str());
-    assert_eq!(payments[3]["receipt"]["amountPaidMicroUsdc"], 50_000);
-    assert_eq!(payments[3]["command"], "hello");
-    assert!(payments[1]["refund_transfer_id"].is_string());
+    assert_eq!(
+        states,
+        ["refunded", "served", "refunded", "served", "served"],
+        "{payments}"
+    );
+    assert_eq!(payments[4]["receipt"]["transactionSignature"], settlement.as_str());
+    assert_eq!(payments[4]["receipt"]["amountPaidMicroUsdc"], 50_000);
+    assert_eq!(payments[4]["command"], "hello");
+    assert!(payments[2]["refund_transfer_id"].is_string());
 }
 
 /// A Solana payment in the standard x402 form: fee payer = `extra.feePayer` (left for the

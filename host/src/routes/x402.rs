@@ -216,16 +216,20 @@ async fn invoke(
                 tracing::error!(payment = settled.payment_id, "could not mark the payment served: {err}");
             }
             let (status, mut body) = match status_url {
-                Some(status_url) => (
-                    StatusCode::ACCEPTED,
-                    json!({
-                        "success": true,
-                        "jobId": status_url.rsplit('/').next().unwrap_or_default(),
-                        "statusUrl": status_url,
-                        "etaSeconds": 10,
-                        "retryAfterSeconds": 2,
-                    }),
-                ),
+                Some(status_url) => {
+                    let job_id = status_url.rsplit('/').next().unwrap_or_default().to_string();
+                    settled.attach_job(services, &agent.id, offer.network, &job_id).await;
+                    (
+                        StatusCode::ACCEPTED,
+                        json!({
+                            "success": true,
+                            "jobId": status_url.rsplit('/').next().unwrap_or_default(),
+                            "statusUrl": status_url,
+                            "etaSeconds": 10,
+                            "retryAfterSeconds": 2,
+                        }),
+                    )
+                }
                 None => (
                     StatusCode::OK,
                     json!({ "success": true, "response": response, "format": format }),

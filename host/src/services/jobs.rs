@@ -71,8 +71,16 @@ async fn run(services: Services, id: String) {
             code: code.to_string(),
         },
     };
+    let failure = match &outcome {
+        JobOutcome::Failed { error, .. } => Some(error.clone()),
+        _ => None,
+    };
     if let Err(e) = services.store.finish_job(&id, outcome).await {
         tracing::error!(job = %id, error = %e, "could not record a job's end");
+    }
+    if let Some(why) = failure {
+        // A paid job that failed: its payer gets the money back.
+        super::payments::refund_failed_job(&services, &id, &why).await;
     }
 }
 

@@ -500,20 +500,70 @@ impl Settled {
     /// The paid work failed after settlement: the payer gets the amount back from the
     /// agent's wallet. Returns the refund's transaction signature, if it went out.
     pub async fn refund(&self, services: &Services, agent_id: &str, network: Network, why: &str) -> Option<String> {
-        let order = wallets::TransferOrder {
-            agent_id: agent_id.to_string(),
+        let refund = Refund {
+            payment_id: &self.payment_id,
+            agent_id,
             network,
+            payer: &self.payer,
+            amount: self.amount,
+        };
+        refund.send(services, why).await
+    }
+
+    /// A 202: the job that does the paid work. If it already failed, refund now (the
+    /// job's own end may have come before this link existed).
+    pub async fn attach_job(&self, services: &Services, agent_id: &str, network: Network, job_id: &str) {
+        if let Err(err) = services.store.set_payment_job(&self.payment_id, job_id).await {
+            tracing::error!(payment = self.payment_id, "could not link the job: {err}");
+            return;
+        }
+        if let Ok(Some(job)) = services.store.job(job_id).await
+            && job.state == crate::store::JobState::Failed
+        {
+            let why = job.error.unwrap_or_else(|| "the job failed".into());
+            self.refund(services, agent_id, network, &why).await;
+        }
+    }
+}
+
+/// Paying a payer back, at most once: the payment is claimed before the transfer.
+struct Refund<'a> {
+    payment_id: &'a str,
+    agent_id: &'a str,
+    network: Network,
+    payer: &'a str,
+    amount: MicroUsdc,
+}
+
+impl Refund<'_> {
+    async fn send(&self, services: &Services, why: &str) -> Option<String> {
+        match services.store.claim_refund(self.payment_id).await {
+            Ok(true) => {}
+            Ok(false) => return None, // refunded (or being refunded) already
+            Err(err) => {
+                tracing::error!(payment = self.payment_id, "could not claim the refund: {err}");
+                return None;
+            }
+        }
+        let order = wallets::TransferOrder {
+            agent_id: self.agent_id.to_string(),
+            network: self.network,
             kind: TransferKind::Refund,
-            recipient: self.payer.clone(),
+            recipient: self.payer.to_string(),
             amount: self.amount,
             memo: Some(format!("refund of {}: {why}", self.payment_id)),
         };
         match wallets::transfer(services, order).await {
             Ok(record) => {
-                let _ = services.store.set_payment_refund(&self.payment_id, &record.id).await;
+                let _ = services.store.set_payment_refund(self.payment_id, &record.id).await;
                 let _ = services
                     .store
-                    .advance_payment(&self.payment_id, &["settled"], "refunded", Some(why.to_string()))
+                    .advance_payment(
+                        self.payment_id,
+                        &["settled", "served"],
+                        "refunded",
+                        Some(why.to_string()),
+                    )
                     .await;
                 record.signature
             }
@@ -521,15 +571,31 @@ impl Settled {
                 tracing::error!(payment = self.payment_id, "refund failed: {err}");
                 let _ = services
                     .store
-                    .advance_payment(
-                        &self.payment_id,
-                        &["settled"],
-                        "settled",
-                        Some(format!("{why}; refund failed: {err}")),
-                    )
+                    .release_refund(self.payment_id, &format!("{why}; refund failed: {err}"))
                     .await;
                 None
             }
         }
+    }
+}
+
+/// Called when a job ends `failed`: a paid job's payer is refunded.
+pub async fn refund_failed_job(services: &Services, job_id: &str, why: &str) {
+    match services.store.payment_by_job(job_id).await {
+        Ok(Some(payment)) => {
+            let Some(network) = Network::parse(&payment.network) else {
+                return;
+            };
+            let refund = Refund {
+                payment_id: &payment.id,
+                agent_id: &payment.agent_id,
+                network,
+                payer: &payment.payer,
+                amount: payment.amount,
+            };
+            refund.send(services, why).await;
+        }
+        Ok(None) => {}
+        Err(err) => tracing::error!(job = job_id, "could not look up the job's payment: {err}"),
     }
 }

@@ -36,6 +36,28 @@ pub struct PaymentRecord {
     pub updated_at: i64,
 }
 
+const PAYMENT_COLUMNS: &str = "id, agent_id, network, payer, pay_to, amount, command, state, transaction_signature, \
+                               job_id, refund_transfer_id, error, created_at, updated_at";
+
+fn payment_row(r: &rusqlite::Row<'_>) -> Result<PaymentRecord, rusqlite::Error> {
+    Ok(PaymentRecord {
+        id: r.get(0)?,
+        agent_id: r.get(1)?,
+        network: r.get(2)?,
+        payer: r.get(3)?,
+        pay_to: r.get(4)?,
+        amount: MicroUsdc(r.get::<_, i64>(5)? as u64),
+        command: r.get(6)?,
+        state: r.get(7)?,
+        transaction_signature: r.get(8)?,
+        job_id: r.get(9)?,
+        refund_transfer_id: r.get(10)?,
+        error: r.get(11)?,
+        created_at: r.get(12)?,
+        updated_at: r.get(13)?,
+    })
+}
+
 impl Store {
     /// Records a payment; `Conflict` when its identity was ever recorded before.
     pub async fn insert_payment(&self, payment: NewPayment) -> Result<(), StoreError> {
@@ -125,33 +147,64 @@ impl Store {
         .await
     }
 
+    pub async fn set_payment_job(&self, id: &str, job_id: &str) -> Result<(), StoreError> {
+        let (id, job_id) = (id.to_string(), job_id.to_string());
+        self.write(move |tx| {
+            tx.execute(
+                "UPDATE payments SET job_id = ?2, updated_at = ?3 WHERE id = ?1",
+                params![id, job_id, crate::clock::now_ms()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Takes the right to refund a payment; false when a refund was already taken.
+    pub async fn claim_refund(&self, id: &str) -> Result<bool, StoreError> {
+        let id = id.to_string();
+        self.write(move |tx| {
+            Ok(tx.execute(
+                "UPDATE payments SET refund_transfer_id = 'claimed', updated_at = ?2
+                 WHERE id = ?1 AND refund_transfer_id IS NULL AND state IN ('settled', 'served')",
+                params![id, crate::clock::now_ms()],
+            )? == 1)
+        })
+        .await
+    }
+
+    /// Gives the claim back after a refund that did not go out, with why.
+    pub async fn release_refund(&self, id: &str, error: &str) -> Result<(), StoreError> {
+        let (id, error) = (id.to_string(), error.to_string());
+        self.write(move |tx| {
+            tx.execute(
+                "UPDATE payments SET refund_transfer_id = NULL, error = ?2, updated_at = ?3
+                 WHERE id = ?1 AND refund_transfer_id = 'claimed'",
+                params![id, error, crate::clock::now_ms()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    pub async fn payment_by_job(&self, job_id: &str) -> Result<Option<PaymentRecord>, StoreError> {
+        let job_id = job_id.to_string();
+        self.read(move |conn| {
+            Ok(conn
+                .prepare_cached(&format!("SELECT {PAYMENT_COLUMNS} FROM payments WHERE job_id = ?1"))?
+                .query_row(params![job_id], payment_row)
+                .optional()?)
+        })
+        .await
+    }
+
     /// An agent's payments, newest first.
     pub async fn payments_of(&self, agent_id: &str, limit: u32) -> Result<Vec<PaymentRecord>, StoreError> {
         let agent_id = agent_id.to_string();
         self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT id, agent_id, network, payer, pay_to, amount, command, state, transaction_signature, job_id,
-                        refund_transfer_id, error, created_at, updated_at
-                 FROM payments WHERE agent_id = ?1 ORDER BY created_at DESC, id LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(params![agent_id, limit], |r| {
-                Ok(PaymentRecord {
-                    id: r.get(0)?,
-                    agent_id: r.get(1)?,
-                    network: r.get(2)?,
-                    payer: r.get(3)?,
-                    pay_to: r.get(4)?,
-                    amount: MicroUsdc(r.get::<_, i64>(5)? as u64),
-                    command: r.get(6)?,
-                    state: r.get(7)?,
-                    transaction_signature: r.get(8)?,
-                    job_id: r.get(9)?,
-                    refund_transfer_id: r.get(10)?,
-                    error: r.get(11)?,
-                    created_at: r.get(12)?,
-                    updated_at: r.get(13)?,
-                })
-            })?;
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {PAYMENT_COLUMNS} FROM payments WHERE agent_id = ?1 ORDER BY created_at DESC, id LIMIT ?2"
+            ))?;
+            let rows = stmt.query_map(params![agent_id, limit], payment_row)?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })
         .await
