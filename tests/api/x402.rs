@@ -434,16 +434,20 @@ config = { url = "http://127.0.0.1:9/hook" }
     )
     .await;
     assert_eq!(status["state"], "failed", "{status}");
+    // The refund is recorded once its transfer is confirmed: wait for the record.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while chain.usdc_of(&payer_address).await != 870_000 {
+    let payments = loop {
+        let payments = env.cli_json(&["payments", "list", "--agent", "seller"]);
+        if payments[0]["state"] == "refunded" {
+            break payments;
+        }
         assert!(
             std::time::Instant::now() < deadline,
-            "the failed job's payment was not refunded"
+            "the failed job's payment was not refunded: {payments}"
         );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    let payments = env.cli_json(&["payments", "list", "--agent", "seller"]);
-    assert_eq!(payments[0]["state"], "refunded", "{payments}");
+    };
+    assert_eq!(chain.usdc_of(&payer_address).await, 870_000);
     assert_eq!(payments[0]["job_id"], job_id);
     // Refunded once only, however the job's end and the link raced.
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
