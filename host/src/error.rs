@@ -47,14 +47,6 @@ impl ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message)
     }
 
-    pub fn not_implemented(what: &str) -> ApiError {
-        ApiError::new(
-            StatusCode::NOT_IMPLEMENTED,
-            "not_implemented",
-            format!("{what} is not available on this server yet"),
-        )
-    }
-
     pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> ApiError {
         self.headers.push((name, value));
         self

@@ -82,9 +82,7 @@ impl MicroUsdc {
 
     /// The amount as a JSON number with exactly the digits it has (e.g. 0.05, 12, 1234.567891).
     pub fn to_json_number(self) -> serde_json::Value {
-        let text = self.to_string();
-        // The decimal text of a u64 micro amount always parses back as a JSON number.
-        serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
+        json_number(&self.to_string())
     }
 
     pub fn checked_add(self, other: MicroUsdc) -> Option<MicroUsdc> {
@@ -104,6 +102,12 @@ impl fmt::Display for MicroUsdc {
             write!(f, "{whole}.{}", frac.trim_end_matches('0'))
         }
     }
+}
+
+/// Exact decimal text (such as `1.500000001`) as a JSON number: the nearest double
+/// beyond 15 significant digits, as any JSON number is.
+pub fn json_number(decimal: &str) -> serde_json::Value {
+    serde_json::from_str(decimal).unwrap_or(serde_json::Value::Null)
 }
 
 #[cfg(test)]

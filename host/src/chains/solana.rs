@@ -61,6 +61,20 @@ pub fn associated_token_address_with_program(owner: &Pubkey, mint: &Pubkey, prog
     get_associated_token_address_with_program_id(owner, mint, program)
 }
 
+/// The program log lines of a simulation that say what went wrong.
+fn telling_logs(simulation: &Value) -> String {
+    simulation["logs"]
+        .as_array()
+        .map(|logs| {
+            logs.iter()
+                .filter_map(Value::as_str)
+                .filter(|l| l.contains("rror") || l.contains("insufficient"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+        .unwrap_or_default()
+}
+
 impl SolanaChain {
     pub fn new(config: &SolanaConfig) -> Result<SolanaChain, String> {
         let mint = parse_address(&config.usdc_mint).map_err(|e| format!("solana_usdc_mint: {e}"))?;
@@ -115,16 +129,7 @@ impl SolanaChain {
         if err.is_null() {
             return Ok(None);
         }
-        let logs = reply["value"]["logs"]
-            .as_array()
-            .map(|logs| {
-                logs.iter()
-                    .filter_map(Value::as_str)
-                    .filter(|l| l.contains("rror") || l.contains("insufficient"))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            })
-            .unwrap_or_default();
+        let logs = telling_logs(&reply["value"]);
         Ok(Some(if logs.is_empty() {
             err.to_string()
         } else {
@@ -324,16 +329,7 @@ impl SolanaChain {
                 // A refusal by the chain: preflight simulation failed (-32002), which is
                 // also how an expired blockhash shows, or a signature did not verify (-32003).
                 Some((-32002 | -32003, message, data)) => {
-                    let logs = data
-                        .and_then(|d| d["logs"].as_array())
-                        .map(|logs| {
-                            logs.iter()
-                                .filter_map(Value::as_str)
-                                .filter(|l| l.contains("rror") || l.contains("insufficient"))
-                                .collect::<Vec<_>>()
-                                .join("; ")
-                        })
-                        .unwrap_or_default();
+                    let logs = data.map(telling_logs).unwrap_or_default();
                     Err(ChainError::Refused(if logs.is_empty() {
                         format!("the chain refused the transaction: {message}")
                     } else {

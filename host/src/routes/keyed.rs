@@ -274,7 +274,7 @@ async fn wallet_balance(
         "network": network.as_str(),
         "walletAddress": address,
         "balanceUsdc": found.balances.usdc.to_json_number(),
-        "balanceNative": decimal_number(&chains::decimal_text(found.balances.native, network.native_decimals())),
+        "balanceNative": crate::money::json_number(&chains::decimal_text(found.balances.native, network.native_decimals())),
         "nativeToken": network.native_token(),
         "explorerUrl": services.chains.explorer(network).address(address),
     }})))
@@ -312,9 +312,4 @@ async fn wallet_transfer(
         "explorerUrl": services.chains.explorer(network).tx(&signature),
         "memo": record.memo,
     }})))
-}
-
-/// Exact decimal text as a JSON number (the nearest double beyond 15 significant digits).
-fn decimal_number(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or(Value::Null)
 }

@@ -197,13 +197,15 @@ async fn invoke(
         .await
         .map(|r| (r.response, r.format.as_str().to_string(), r.media_url, r.status_url)),
         None => {
+            // A paid message buys a reply: the paid commands are not offered to it as
+            // tools, or a cheap message could run an expensive command.
             let input = ChatInput {
                 message: asked.message.unwrap_or_default(),
                 history: Vec::new(),
-                tools_enabled: true,
-                max_tool_calls: 3,
+                tools_enabled: false,
+                max_tool_calls: 0,
             };
-            chat::chat(services, agent, offer.commands.clone(), input)
+            chat::chat(services, agent, Vec::new(), input)
                 .await
                 .map(|r| (r.response, "text".to_string(), None, None))
         }
