@@ -3,7 +3,8 @@
 # which run the real binary over HTTP on 127.0.0.1 against SQLite files in temp dirs,
 # with real WebAssembly components built from plugins/ (Rust, and Python via componentize-py),
 # and real local chains: Anvil with Circle's USDC (npm, tests/node) and Surfpool (crates.io,
-# tests/solana-chain, its own lock file; ~15 min to build the first time, seconds after).
+# tests/solana-chain, its own lock file; ~15 min to build the first time, seconds after),
+# and the real x402 clients that pay (npm x402-fetch 1.2.0 and @x402/fetch 2.x: tests/node/pay.mjs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

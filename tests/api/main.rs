@@ -19,3 +19,4 @@ mod settings;
 mod social;
 mod wallets;
 mod x402;
+mod x402_clients;

@@ -15,7 +15,19 @@ struct Shop {
     base_wallet: String,
 }
 
-fn paid_manifest(username: &str) -> String {
+/// A long-running paid command (0.03 USDC): paid, it answers 202 and is polled.
+pub(crate) const REPORT: &str = r#"
+[[commands]]
+command = "report"
+description = "A long report"
+handler_type = "simple_text"
+integrations = ["x402"]
+price_usd = 0.03
+long_running = true
+config = { text = "The report is ready." }
+"#;
+
+pub(crate) fn paid_manifest(username: &str) -> String {
     format!(
         r#"{}
 [[commands]]
@@ -274,15 +286,6 @@ price_usd = 0.02
 config = { url = "http://127.0.0.1:9/hook" }
 
 [[commands]]
-command = "report"
-description = "A long report"
-handler_type = "simple_text"
-integrations = ["x402"]
-price_usd = 0.03
-long_running = true
-config = { text = "The report is ready." }
-
-[[commands]]
 command = "slowbroken"
 description = "A long job that fails"
 handler_type = "webhook"
@@ -291,7 +294,7 @@ price_usd = 0.04
 long_running = true
 config = { url = "http://127.0.0.1:9/hook" }
 "#;
-    let agent_id = env.apply_agent(&format!("{}{broken}", paid_manifest("seller")), "acme");
+    let agent_id = env.apply_agent(&format!("{}{broken}{REPORT}", paid_manifest("seller")), "acme");
     let agent_wallet = env.cli_json(&["wallet", "create", "--agent", "seller", "--network", "base"])["address"]
         .as_str()
         .unwrap()

@@ -5,6 +5,8 @@
 #![allow(dead_code)]
 
 pub mod chains;
+pub mod fake_llm;
+pub mod payers;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

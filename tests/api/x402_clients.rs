@@ -1,0 +1,143 @@
+//! The real, published x402 clients pay the service end to end, on both local chains:
+//! `x402-fetch` 1.2.0 and `@x402/fetch` 2.x (version-1 schemes) each buy a message (the
+//! model's reply), a priced command and a long-running command (202, polled), and the
+//! money is checked on chain.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::fake_llm::{Policy, fake_openai, text};
+use crate::support::payers::{Paid, Payer, X402Client, pay_with};
+use crate::support::*;
+use crate::x402::{REPORT, paid_manifest};
+
+/// What each client buys, with its price in micro-USDC: 0.09 USDC per client.
+const MESSAGE: u64 = 10_000;
+const HELLO: u64 = 50_000;
+const LONG_REPORT: u64 = 30_000;
+
+struct Market {
+    _env: TestEnv,
+    server: TestServer,
+    /// The seller's wallet on the test's network: `payTo`.
+    agent_wallet: String,
+    seen: Arc<Mutex<Vec<Value>>>,
+    _llm: FakeServer,
+}
+
+/// The seller agent with x402 on and a wallet on `network`, on a server pointed at
+/// `chain_env`, with a model that always answers "No rain today."
+async fn open_market(network: &str, chain_env: Vec<(&'static str, String)>) -> Market {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let policy: Policy = Arc::new(|_, _| text("No rain today."));
+    let llm = fake_openai(policy, seen.clone()).await;
+    let mut env = TestEnv::new()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "fake-model");
+    for (name, value) in chain_env {
+        env = env.with_env(name, &value);
+    }
+    env.create_account("acme", "free");
+    env.apply_agent(&format!("{}{REPORT}", paid_manifest("seller")), "acme");
+    let agent_wallet = env.cli_json(&["wallet", "create", "--agent", "seller", "--network", network])["address"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    Market {
+        server: env.serve(),
+        _env: env,
+        agent_wallet,
+        seen,
+        _llm: llm,
+    }
+}
+
+fn assert_paid(client: X402Client, paid: &Paid, amount: u64, payer: &str, pay_to: &str, network: &str) {
+    let receipt = &paid.body["receipt"];
+    assert_eq!(receipt["amountPaidMicroUsdc"], amount, "{client:?}: {}", paid.body);
+    assert_eq!(receipt["payer"], payer, "{client:?}");
+    assert_eq!(receipt["payTo"], pay_to, "{client:?}");
+    let header = &paid.payment_response;
+    assert_eq!(header["success"], true, "{client:?}: {header}");
+    assert_eq!(header["transaction"], receipt["transactionSignature"], "{client:?}");
+    assert_eq!(header["network"], network, "{client:?}");
+    assert_eq!(header["payer"], payer, "{client:?}");
+}
+
+/// Each client buys a message, `/hello` and the long-running report; returns what was spent.
+async fn every_client_buys(market: &Market, payer: &Payer<'_>, payer_address: &str, pay_to: &str) -> u64 {
+    let url = market.server.url(&format!("/x402/{}/seller", payer.network));
+    let mut spent = 0;
+    for client in X402Client::ALL {
+        let paid = pay_with(client, payer, &url, &json!({ "message": "Will it rain?" })).await;
+        assert_eq!(paid.status, 200, "{client:?}: {}", paid.body);
+        assert_eq!(paid.body["response"], "No rain today.");
+        assert_paid(client, &paid, MESSAGE, payer_address, pay_to, payer.network);
+
+        let paid = pay_with(client, payer, &url, &json!({ "command": "hello", "name": "Ann" })).await;
+        assert_eq!(paid.status, 200, "{client:?}: {}", paid.body);
+        assert_eq!(paid.body["response"], "Hello, Ann!");
+        assert_paid(client, &paid, HELLO, payer_address, pay_to, payer.network);
+
+        let paid = pay_with(client, payer, &url, &json!({ "command": "report" })).await;
+        assert_eq!(paid.status, 202, "{client:?}: {}", paid.body);
+        assert_paid(client, &paid, LONG_REPORT, payer_address, pay_to, payer.network);
+        let status = poll_job(paid.body["statusUrl"].as_str().unwrap(), Duration::from_secs(20)).await;
+        assert_eq!(status["state"], "succeeded", "{client:?}: {status}");
+        assert_eq!(status["response"], "The report is ready.");
+        spent += MESSAGE + HELLO + LONG_REPORT;
+    }
+    // A paid message buys the reply only: the model is offered no command to run.
+    let seen = market.seen.lock().unwrap();
+    assert_eq!(seen.len(), 2, "one model call per paid message");
+    assert!(seen.iter().all(|request| request.get("tools").is_none()), "{seen:?}");
+    spent
+}
+
+#[tokio::test]
+async fn the_real_x402_clients_pay_on_base() {
+    use crate::support::chains::LocalBase;
+    let chain = LocalBase::start().await;
+    let market = open_market("base", chain.env()).await;
+    let agent_wallet = &market.agent_wallet;
+    chain.set_eth(agent_wallet, 10u128.pow(16)).await; // it relays: pays the gas
+
+    let key = alloy::signers::local::PrivateKeySigner::random();
+    let payer_address = key.address().to_string();
+    chain.mint_usdc(&payer_address, 1_000_000).await;
+    let payer = Payer {
+        network: "base",
+        key: format!("0x{}", hex::encode(key.to_bytes())),
+        rpc_url: chain.rpc_url.clone(),
+    };
+    let spent = every_client_buys(&market, &payer, &payer_address, agent_wallet).await;
+    assert_eq!(spent, 180_000);
+    assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000 - spent);
+    assert_eq!(chain.usdc_of(agent_wallet).await, spent);
+}
+
+#[tokio::test]
+async fn the_real_x402_clients_pay_on_solana() {
+    use crate::support::chains::LocalSolana;
+    use solana_signer::Signer;
+    let chain = LocalSolana::start();
+    let market = open_market("solana", chain.env()).await;
+    let agent_wallet = &market.agent_wallet;
+    chain.set_sol(agent_wallet, 1_000_000_000).await; // the fee payer
+    chain.set_usdc(agent_wallet, 0).await; // the clients need payTo's token account to exist
+
+    let key = solana_keypair::Keypair::new();
+    let payer_address = key.pubkey().to_string();
+    chain.set_usdc(&payer_address, 1_000_000).await;
+    let payer = Payer {
+        network: "solana",
+        key: key.to_base58_string(),
+        rpc_url: chain.rpc_url.clone(),
+    };
+    let spent = every_client_buys(&market, &payer, &payer_address, agent_wallet).await;
+    assert_eq!(spent, 180_000);
+    assert_eq!(chain.usdc_of(&payer_address).await, Some(1_000_000 - spent));
+    assert_eq!(chain.usdc_of(agent_wallet).await, Some(spent));
+}

@@ -1,0 +1,71 @@
+// Pays the service the way x402 users do: with a real, published x402 client.
+//
+//   node pay.mjs '<request JSON>'
+//
+// request: { client: "x402-fetch" | "@x402/fetch", network: "base" | "solana", url, body,
+//            key (Base: 0x-hex private key; Solana: base58 64-byte keypair), rpcUrl }
+// prints one JSON line: { status, body, paymentResponse } where paymentResponse is the
+// decoded X-PAYMENT-RESPONSE header (null when absent). A client that throws exits 1
+// with its message on stderr.
+import { createWalletClient, http, publicActions } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { base } from "viem/chains";
+import { createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
+
+const request = JSON.parse(process.argv[2]);
+
+async function solanaSigner() {
+  return createKeyPairSignerFromBytes(getBase58Encoder().encode(request.key));
+}
+
+// x402-fetch 1.2.0: x402 protocol version 1 only.
+async function legacyFetch() {
+  const { wrapFetchWithPayment } = await import("x402-fetch");
+  if (request.network === "base") {
+    // The client's own createSigner("base", key) with the local node as transport: the
+    // same wallet client, kept off the public RPC.
+    const wallet = createWalletClient({
+      chain: base,
+      transport: http(request.rpcUrl),
+      account: privateKeyToAccount(request.key),
+    }).extend(publicActions);
+    return wrapFetchWithPayment(fetch, wallet);
+  }
+  const config = { svmConfig: { rpcUrl: request.rpcUrl } };
+  return wrapFetchWithPayment(fetch, await solanaSigner(), undefined, undefined, config);
+}
+
+// @x402/fetch 2.x with its version-1 schemes (the server speaks x402 version 1).
+async function currentFetch() {
+  const { wrapFetchWithPayment, x402Client } = await import("@x402/fetch");
+  const client = new x402Client();
+  if (request.network === "base") {
+    const { ExactEvmSchemeV1 } = await import("@x402/evm/v1");
+    client.registerV1("base", new ExactEvmSchemeV1(privateKeyToAccount(request.key)));
+  } else {
+    const { ExactSvmSchemeV1 } = await import("@x402/svm/v1");
+    client.registerV1("solana", new ExactSvmSchemeV1(await solanaSigner(), { rpcUrl: request.rpcUrl }));
+  }
+  return wrapFetchWithPayment(fetch, client);
+}
+
+const clients = { "x402-fetch": legacyFetch, "@x402/fetch": currentFetch };
+const makeFetch = clients[request.client];
+if (!makeFetch) throw new Error(`unknown client ${request.client}`);
+const pay = await makeFetch();
+
+const response = await pay(request.url, {
+  method: "POST",
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify(request.body),
+});
+const text = await response.text();
+let body;
+try {
+  body = JSON.parse(text);
+} catch {
+  body = text;
+}
+const header = response.headers.get("x-payment-response");
+const paymentResponse = header ? JSON.parse(Buffer.from(header, "base64").toString("utf8")) : null;
+console.log(JSON.stringify({ status: response.status, body, paymentResponse }));

@@ -1,0 +1,75 @@
+//! The real, published x402 clients paying the service: `tests/node/pay.mjs` drives
+//! `x402-fetch` 1.2.0 or `@x402/fetch` 2.x (its version-1 schemes) through one paid request.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+#[derive(Clone, Copy, Debug)]
+pub enum X402Client {
+    /// `x402-fetch` 1.2.0, x402 version 1.
+    Fetch1,
+    /// `@x402/fetch` 2.x with `ExactEvmSchemeV1` / `ExactSvmSchemeV1`.
+    Fetch2,
+}
+
+impl X402Client {
+    pub const ALL: [X402Client; 2] = [X402Client::Fetch1, X402Client::Fetch2];
+
+    fn package(self) -> &'static str {
+        match self {
+            X402Client::Fetch1 => "x402-fetch",
+            X402Client::Fetch2 => "@x402/fetch",
+        }
+    }
+}
+
+/// The payer's side of one request.
+pub struct Payer<'a> {
+    pub network: &'a str,
+    /// Base: 0x-hex private key; Solana: base58 64-byte keypair.
+    pub key: String,
+    /// The chain's RPC, for the clients that read it (Solana: mint, blockhash, simulation).
+    pub rpc_url: String,
+}
+
+/// What the client got back after paying.
+#[derive(Debug)]
+pub struct Paid {
+    pub status: u16,
+    pub body: Value,
+    /// The decoded `X-PAYMENT-RESPONSE` header; `Null` when absent.
+    pub payment_response: Value,
+}
+
+/// Lets `client` pay for one `POST url` with `body`: it reads our 402, signs a payment and
+/// retries with `X-PAYMENT`, exactly as it does against any x402 server.
+pub async fn pay_with(client: X402Client, payer: &Payer<'_>, url: &str, body: &Value) -> Paid {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/node/pay.mjs");
+    let request = json!({
+        "client": client.package(), "network": payer.network, "key": payer.key,
+        "rpcUrl": payer.rpc_url, "url": url, "body": body,
+    });
+    let run = tokio::process::Command::new("node")
+        .arg(&script)
+        .arg(request.to_string())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(90), run)
+        .await
+        .unwrap_or_else(|_| panic!("{client:?} did not finish paying within 90 s"))
+        .expect("run node (scripts/test.sh installs tests/node)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{client:?} failed: {}{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let reply: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|_| panic!("{client:?} printed {stdout:?}"));
+    Paid {
+        status: reply["status"].as_u64().unwrap() as u16,
+        body: reply["body"].clone(),
+        payment_response: reply["paymentResponse"].clone(),
+    }
+}
