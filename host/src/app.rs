@@ -21,7 +21,7 @@ use crate::outbound::{HostPattern, Outbound, OutboundPolicy};
 use crate::plugins::{HostServices, PluginRuntime, RuntimeLimits};
 use crate::secrets::MasterKey;
 use crate::services::rate_limit::RateLimiter;
-use crate::services::{Services, jobs, wallets};
+use crate::services::{Services, jobs, payments, wallets};
 use crate::store::Store;
 
 #[derive(Clone)]
@@ -220,6 +220,8 @@ impl Server {
         let (stop_tx, stop_rx) = watch::channel(false);
         let router = crate::routes::router(state.clone());
 
+        // Rows a previous run left unfinished were last touched before this instant.
+        let started_at = crate::clock::now_ms();
         let flusher = tokio::spawn(flush_rate_usage(state.clone(), stop_rx.clone()));
         let cleaner = tokio::spawn(jobs::clean_up_periodically(state.services.clone(), stop_rx.clone()));
         match jobs::recover(&state.services).await {
@@ -227,14 +229,19 @@ impl Server {
             Ok((resumed, failed)) => tracing::info!(resumed, failed, "jobs recovered after a restart"),
             Err(e) => tracing::error!(error = %e, "could not recover jobs"),
         }
-        // Transfers cut off by a crash: checked against the chain, in the background
-        // (an unreachable node must not delay serving).
+        // Transfers, then payments, cut off by a crash: checked against the chain, in the
+        // background (an unreachable node must not delay serving).
         let reconciling = state.services.clone();
         tokio::spawn(async move {
             match wallets::reconcile(&reconciling).await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(transfers = n, "pending transfers reconciled after a restart"),
                 Err(e) => tracing::error!(error = %e, "could not reconcile pending transfers"),
+            }
+            match payments::recover(&reconciling, started_at).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(payments = n, "unfinished payments resumed after a restart"),
+                Err(e) => tracing::error!(error = %e, "could not resume unfinished payments"),
             }
         });
         let mut servers = tokio::task::JoinSet::new();

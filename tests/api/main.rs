@@ -20,3 +20,4 @@ mod social;
 mod wallets;
 mod x402;
 mod x402_clients;
+mod x402_recovery;

@@ -452,6 +452,19 @@ config = { url = "http://127.0.0.1:9/hook" }
     };
     assert_eq!(chain.usdc_of(&payer_address).await, 870_000);
     assert_eq!(payments[0]["job_id"], job_id);
+    // The failed job's status record names the refund, as it is on chain.
+    let failed = get(&server.url(&format!("/jobs/{}", job_id.as_str().unwrap())), None)
+        .await
+        .json();
+    let transfers = env.cli_json(&["wallet", "transfers", "--agent", "seller"]);
+    let refund = transfers
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == payments[0]["refund_transfer_id"])
+        .expect("the refund's transfer is listed");
+    assert_eq!(failed["refundTransactionSignature"], refund["signature"], "{failed}");
+    assert!(refund["signature"].is_string());
     // Refunded once only, however the job's end and the link raced.
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert_eq!(chain.usdc_of(&payer_address).await, 870_000);

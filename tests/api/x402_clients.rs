@@ -104,14 +104,7 @@ async fn the_real_x402_clients_pay_on_base() {
     let agent_wallet = &market.agent_wallet;
     chain.set_eth(agent_wallet, 10u128.pow(16)).await; // it relays: pays the gas
 
-    let key = alloy::signers::local::PrivateKeySigner::random();
-    let payer_address = key.address().to_string();
-    chain.mint_usdc(&payer_address, 1_000_000).await;
-    let payer = Payer {
-        network: "base",
-        key: format!("0x{}", hex::encode(key.to_bytes())),
-        rpc_url: chain.rpc_url.clone(),
-    };
+    let (payer, payer_address) = Payer::on_base(&chain, 1_000_000).await;
     let spent = every_client_buys(&market, &payer, &payer_address, agent_wallet).await;
     assert_eq!(spent, 180_000);
     assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000 - spent);
@@ -121,21 +114,13 @@ async fn the_real_x402_clients_pay_on_base() {
 #[tokio::test]
 async fn the_real_x402_clients_pay_on_solana() {
     use crate::support::chains::LocalSolana;
-    use solana_signer::Signer;
     let chain = LocalSolana::start();
     let market = open_market("solana", chain.env()).await;
     let agent_wallet = &market.agent_wallet;
     chain.set_sol(agent_wallet, 1_000_000_000).await; // the fee payer
     chain.set_usdc(agent_wallet, 0).await; // the clients need payTo's token account to exist
 
-    let key = solana_keypair::Keypair::new();
-    let payer_address = key.pubkey().to_string();
-    chain.set_usdc(&payer_address, 1_000_000).await;
-    let payer = Payer {
-        network: "solana",
-        key: key.to_base58_string(),
-        rpc_url: chain.rpc_url.clone(),
-    };
+    let (payer, payer_address) = Payer::on_solana(&chain, 1_000_000).await;
     let spent = every_client_buys(&market, &payer, &payer_address, agent_wallet).await;
     assert_eq!(spent, 180_000);
     assert_eq!(chain.usdc_of(&payer_address).await, Some(1_000_000 - spent));

@@ -72,6 +72,12 @@ impl TestEnv {
         self
     }
 
+    /// Changes a setting for the processes started from now on (a restart with new settings).
+    pub fn set_env(&mut self, name: &str, value: &str) {
+        self.env.retain(|(k, _)| k != name);
+        self.env.push((name.to_string(), value.to_string()));
+    }
+
     pub fn data_dir(&self) -> &Path {
         self.dir.path()
     }

@@ -26,12 +26,42 @@ impl X402Client {
 }
 
 /// The payer's side of one request.
+#[derive(Clone)]
 pub struct Payer<'a> {
     pub network: &'a str,
     /// Base: 0x-hex private key; Solana: base58 64-byte keypair.
     pub key: String,
     /// The chain's RPC, for the clients that read it (Solana: mint, blockhash, simulation).
     pub rpc_url: String,
+}
+
+impl Payer<'static> {
+    /// A new Base payer holding `micro` USDC on `chain`; with its address.
+    pub async fn on_base(chain: &super::chains::LocalBase, micro: u64) -> (Payer<'static>, String) {
+        let key = alloy::signers::local::PrivateKeySigner::random();
+        let address = key.address().to_string();
+        chain.mint_usdc(&address, micro).await;
+        let payer = Payer {
+            network: "base",
+            key: format!("0x{}", hex::encode(key.to_bytes())),
+            rpc_url: chain.rpc_url.clone(),
+        };
+        (payer, address)
+    }
+
+    /// A new Solana payer holding `micro` USDC on `chain`; with its address.
+    pub async fn on_solana(chain: &super::chains::LocalSolana, micro: u64) -> (Payer<'static>, String) {
+        use solana_signer::Signer;
+        let key = solana_keypair::Keypair::new();
+        let address = key.pubkey().to_string();
+        chain.set_usdc(&address, micro).await;
+        let payer = Payer {
+            network: "solana",
+            key: key.to_base58_string(),
+            rpc_url: chain.rpc_url.clone(),
+        };
+        (payer, address)
+    }
 }
 
 /// What the client got back after paying.
@@ -46,6 +76,13 @@ pub struct Paid {
 /// Lets `client` pay for one `POST url` with `body`: it reads our 402, signs a payment and
 /// retries with `X-PAYMENT`, exactly as it does against any x402 server.
 pub async fn pay_with(client: X402Client, payer: &Payer<'_>, url: &str, body: &Value) -> Paid {
+    try_pay_with(client, payer, url, body)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// As `pay_with`, for a request that may not get an answer (the server is killed).
+pub async fn try_pay_with(client: X402Client, payer: &Payer<'_>, url: &str, body: &Value) -> Result<Paid, String> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/node/pay.mjs");
     let request = json!({
         "client": client.package(), "network": payer.network, "key": payer.key,
@@ -58,18 +95,19 @@ pub async fn pay_with(client: X402Client, payer: &Payer<'_>, url: &str, body: &V
         .output();
     let output = tokio::time::timeout(Duration::from_secs(90), run)
         .await
-        .unwrap_or_else(|_| panic!("{client:?} did not finish paying within 90 s"))
+        .map_err(|_| format!("{client:?} did not finish paying within 90 s"))?
         .expect("run node (scripts/test.sh installs tests/node)");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{client:?} failed: {}{stdout}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let reply: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|_| panic!("{client:?} printed {stdout:?}"));
-    Paid {
+    if !output.status.success() {
+        return Err(format!(
+            "{client:?} failed: {}{stdout}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let reply: Value = serde_json::from_str(stdout.trim()).map_err(|_| format!("{client:?} printed {stdout:?}"))?;
+    Ok(Paid {
         status: reply["status"].as_u64().unwrap() as u16,
         body: reply["body"].clone(),
         payment_response: reply["paymentResponse"].clone(),
-    }
+    })
 }

@@ -293,6 +293,7 @@ async fn wallet_transfer(
     let record = wallets::transfer(
         services,
         wallets::TransferOrder {
+            id: None,
             agent_id: agent.id,
             network,
             kind: TransferKind::Transfer,

@@ -214,24 +214,28 @@ async fn invoke(
     let now = crate::clock::iso(crate::clock::now_ms());
     match outcome {
         Ok((response, format, media_url, status_url)) => {
+            // The job is linked first: a payment cut off before `served` is refunded at
+            // the next start, and its job's failure can find it.
+            let job_id = status_url
+                .as_deref()
+                .map(|url| url.rsplit('/').next().unwrap_or_default().to_string());
+            if let Some(job_id) = &job_id {
+                settled.attach_job(services, &agent.id, offer.network, job_id).await;
+            }
             if let Err(err) = settled.served(services).await {
                 tracing::error!(payment = settled.payment_id, "could not mark the payment served: {err}");
             }
             let (status, mut body) = match status_url {
-                Some(status_url) => {
-                    let job_id = status_url.rsplit('/').next().unwrap_or_default().to_string();
-                    settled.attach_job(services, &agent.id, offer.network, &job_id).await;
-                    (
-                        StatusCode::ACCEPTED,
-                        json!({
-                            "success": true,
-                            "jobId": status_url.rsplit('/').next().unwrap_or_default(),
-                            "statusUrl": status_url,
-                            "etaSeconds": 10,
-                            "retryAfterSeconds": 2,
-                        }),
-                    )
-                }
+                Some(status_url) => (
+                    StatusCode::ACCEPTED,
+                    json!({
+                        "success": true,
+                        "jobId": job_id,
+                        "statusUrl": status_url,
+                        "etaSeconds": 10,
+                        "retryAfterSeconds": 2,
+                    }),
+                ),
                 None => (
                     StatusCode::OK,
                     json!({ "success": true, "response": response, "format": format }),

@@ -146,16 +146,20 @@ async fn work(services: &Services, id: &str) -> Result<JobOutcome, (String, &'st
 pub async fn recover(services: &Services) -> Result<(usize, usize), ServiceError> {
     let interrupted = services.store.jobs_in_state(JobState::Running).await?;
     for job in &interrupted {
+        let why = "the server restarted while this job was running; it was not run again";
         services
             .store
             .finish_job(
                 &job.id,
                 JobOutcome::Failed {
-                    error: "the server restarted while this job was running; it was not run again".into(),
+                    error: why.into(),
                     code: "internal_error".into(),
                 },
             )
             .await?;
+        // A paid job: its payer gets the money back (in the background: it is a transfer).
+        let (services, id) = (services.clone(), job.id.clone());
+        tokio::spawn(async move { super::payments::refund_failed_job(&services, &id, why).await });
     }
     let queued = services.store.jobs_in_state(JobState::Queued).await?;
     for job in &queued {
@@ -207,12 +211,29 @@ pub async fn status(services: &Services, id: &str) -> Result<Value, ServiceError
                 }
                 body
             }
-            JobState::Failed => json!({
-                "state": "failed",
-                "jobId": job.id,
-                "error": job.error.unwrap_or_else(|| "failed".into()),
-                "code": job.code.unwrap_or_else(|| "internal_error".into()),
-            }),
+            JobState::Failed => {
+                let mut body = json!({
+                    "state": "failed",
+                    "jobId": job.id,
+                    "error": job.error.unwrap_or_else(|| "failed".into()),
+                    "code": job.code.unwrap_or_else(|| "internal_error".into()),
+                });
+                if let Some(signature) = refund_of(services, &job.id).await? {
+                    body["refundTransactionSignature"] = json!(signature);
+                }
+                body
+            }
         },
     })
+}
+
+/// A failed paid job's refund, once it is on chain: its transaction signature.
+async fn refund_of(services: &Services, job_id: &str) -> Result<Option<String>, ServiceError> {
+    let Some(payment) = services.store.payment_by_job(job_id).await? else {
+        return Ok(None);
+    };
+    let Some(transfer_id) = payment.refund_transfer_id.filter(|_| payment.state == "refunded") else {
+        return Ok(None);
+    };
+    Ok(services.store.transfer(&transfer_id).await?.and_then(|t| t.signature))
 }

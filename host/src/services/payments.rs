@@ -14,7 +14,7 @@ use crate::chains::WalletKey;
 use crate::chains::{self, ChainError, Landing};
 use crate::domain::{Agent, Command, Integration, Network, ParamType};
 use crate::money::MicroUsdc;
-use crate::store::{NewPayment, TransferKind};
+use crate::store::{NewPayment, PaymentRecord, TransferKind, TransferState};
 use crate::x402::{evm, svm};
 
 /// How long a request waits for its payment's settlement.
@@ -507,7 +507,7 @@ impl Settled {
             payer: &self.payer,
             amount: self.amount,
         };
-        refund.send(services, why).await
+        refund.start(services, why).await
     }
 
     /// A 202: the job that does the paid work. If it already failed, refund now (the
@@ -526,7 +526,8 @@ impl Settled {
     }
 }
 
-/// Paying a payer back, at most once: the payment is claimed before the transfer.
+/// Paying a payer back, at most once: the payment moves to `refunding`, naming the
+/// refund's transfer, before that transfer is written.
 struct Refund<'a> {
     payment_id: &'a str,
     agent_id: &'a str,
@@ -535,17 +536,35 @@ struct Refund<'a> {
     amount: MicroUsdc,
 }
 
-impl Refund<'_> {
-    async fn send(&self, services: &Services, why: &str) -> Option<String> {
-        match services.store.claim_refund(self.payment_id).await {
-            Ok(true) => {}
-            Ok(false) => return None, // refunded (or being refunded) already
+impl<'a> Refund<'a> {
+    fn of(payment: &'a PaymentRecord, network: Network) -> Refund<'a> {
+        Refund {
+            payment_id: &payment.id,
+            agent_id: &payment.agent_id,
+            network,
+            payer: &payment.payer,
+            amount: payment.amount,
+        }
+    }
+
+    /// Starts the refund unless one already started; its signature once it landed.
+    async fn start(&self, services: &Services, why: &str) -> Option<String> {
+        let transfer_id = wallets::new_transfer_id();
+        match services.store.start_refund(self.payment_id, &transfer_id, why).await {
+            Ok(true) => self.pay(services, transfer_id, why).await,
+            Ok(false) => None, // refunded or being refunded already, or never settled
             Err(err) => {
-                tracing::error!(payment = self.payment_id, "could not claim the refund: {err}");
-                return None;
+                tracing::error!(payment = self.payment_id, "could not start the refund: {err}");
+                None
             }
         }
+    }
+
+    /// Sends the refund as transfer `transfer_id`. One that does not go out leaves the
+    /// payment `refunding`, with why, for the next start to finish or retry.
+    async fn pay(&self, services: &Services, transfer_id: String, why: &str) -> Option<String> {
         let order = wallets::TransferOrder {
+            id: Some(transfer_id),
             agent_id: self.agent_id.to_string(),
             network: self.network,
             kind: TransferKind::Refund,
@@ -555,26 +574,25 @@ impl Refund<'_> {
         };
         match wallets::transfer(services, order).await {
             Ok(record) => {
-                let _ = services.store.set_payment_refund(self.payment_id, &record.id).await;
-                let _ = services
-                    .store
-                    .advance_payment(
-                        self.payment_id,
-                        &["settled", "served"],
-                        "refunded",
-                        Some(why.to_string()),
-                    )
-                    .await;
+                self.refunded(services).await;
                 record.signature
             }
             Err(err) => {
                 tracing::error!(payment = self.payment_id, "refund failed: {err}");
-                let _ = services
-                    .store
-                    .release_refund(self.payment_id, &format!("{why}; refund failed: {err}"))
-                    .await;
+                let note = format!("{why}; the refund did not go out yet: {err}");
+                let _ = services.store.note_payment_error(self.payment_id, &note).await;
                 None
             }
+        }
+    }
+
+    async fn refunded(&self, services: &Services) {
+        if let Err(err) = services
+            .store
+            .advance_payment(self.payment_id, &["refunding"], "refunded", None)
+            .await
+        {
+            tracing::error!(payment = self.payment_id, "could not mark the refund: {err}");
         }
     }
 }
@@ -586,16 +604,125 @@ pub async fn refund_failed_job(services: &Services, job_id: &str, why: &str) {
             let Some(network) = Network::parse(&payment.network) else {
                 return;
             };
-            let refund = Refund {
-                payment_id: &payment.id,
-                agent_id: &payment.agent_id,
-                network,
-                payer: &payment.payer,
-                amount: payment.amount,
-            };
-            refund.send(services, why).await;
+            Refund::of(&payment, network).start(services, why).await;
         }
         Ok(None) => {}
         Err(err) => tracing::error!(job = job_id, "could not look up the job's payment: {err}"),
     }
+}
+
+/// After a restart: each payment a previous run left unfinished is taken to its end, in
+/// the background (a settlement may take a minute to confirm). Returns how many.
+/// - `verified`: its settlement is looked up on chain, and sent again when the chain has
+///   not seen it (the payer signed it; the record makes it once only). Landed: `settled`,
+///   and on to the next rule; failed or never signed: `failed`, nothing was taken.
+/// - `settled`: the paid answer never reached the payer, so the payer is refunded.
+/// - `refunding`: the refund's transfer is looked up: confirmed → `refunded`; failed or
+///   never written → sent again; pending → awaited (the transfer reconciliation re-sends it).
+pub async fn recover(services: &Services, started_at: i64) -> Result<usize, ServiceError> {
+    let unfinished = services.store.unfinished_payments(started_at).await?;
+    for payment in &unfinished {
+        let (services, payment) = (services.clone(), payment.clone());
+        tokio::spawn(async move {
+            if let Err(err) = resume(&services, payment.clone()).await {
+                tracing::warn!(payment = payment.id, "could not finish the payment yet: {err}");
+            }
+        });
+    }
+    Ok(unfinished.len())
+}
+
+async fn resume(services: &Services, payment: PaymentRecord) -> Result<(), ServiceError> {
+    let Some(network) = Network::parse(&payment.network) else {
+        return Ok(());
+    };
+    let mut state = payment.state.as_str();
+    if state == "verified" {
+        if !resume_settlement(services, &payment, network).await? {
+            return Ok(());
+        }
+        state = "settled";
+    }
+    let refund = Refund::of(&payment, network);
+    match state {
+        "settled" => {
+            refund
+                .start(services, "the service stopped before answering this paid request")
+                .await;
+        }
+        "refunding" => resume_refund(services, &payment, &refund).await?,
+        _ => {}
+    }
+    Ok(())
+}
+
+/// A `verified` payment: true once settled; false when it failed and nothing was taken.
+async fn resume_settlement(
+    services: &Services,
+    payment: &PaymentRecord,
+    network: Network,
+) -> Result<bool, ServiceError> {
+    let (Some(signature), Some(raw)) = (&payment.transaction_signature, &payment.raw_tx) else {
+        services
+            .store
+            .advance_payment(
+                &payment.id,
+                &["verified"],
+                "failed",
+                Some("the service stopped before sending the settlement; nothing was taken".into()),
+            )
+            .await?;
+        return Ok(false);
+    };
+    let sent = chains::SignedTx {
+        id: signature.clone(),
+        raw: raw.clone(),
+        valid_until: None,
+    };
+    let chain = services.chains.get(network);
+    let landing = chain.landing(&sent).await.map_err(|e| settlement_error(network, e))?;
+    if landing == Landing::Pending
+        && let Err(ChainError::Refused(reason)) = chain.submit(&sent).await
+    {
+        services
+            .store
+            .advance_payment(&payment.id, &["verified"], "failed", Some(reason))
+            .await?;
+        return Ok(false);
+    }
+    match finish_settlement(services, network, &payment.id, &sent).await {
+        Ok(()) => Ok(true),
+        // Refused on chain: finish_settlement marked it failed.
+        Err(ServiceError::Api { status: 402, .. }) => Ok(false),
+        Err(other) => Err(other),
+    }
+}
+
+async fn resume_refund(services: &Services, payment: &PaymentRecord, refund: &Refund<'_>) -> Result<(), ServiceError> {
+    let why = payment.error.clone().unwrap_or_else(|| "refund".into());
+    let previous = payment.refund_transfer_id.as_deref();
+    let mut transfer = match previous {
+        Some(id) => services.store.transfer(id).await?,
+        None => None,
+    };
+    // A pending transfer is the reconciliation's to finish; wait for its end.
+    let deadline = tokio::time::Instant::now() + SETTLE_TIMEOUT * 3;
+    while let Some(record) = &transfer
+        && record.state == TransferState::Pending
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        transfer = services.store.transfer(&record.id).await?;
+    }
+    match transfer.map(|t| t.state) {
+        Some(TransferState::Confirmed) => refund.refunded(services).await,
+        Some(TransferState::Pending) => {} // still undecided: the next start looks again
+        Some(TransferState::Failed) | None => {
+            let transfer_id = wallets::new_transfer_id();
+            if services.store.retry_refund(&payment.id, previous, &transfer_id).await? {
+                refund.pay(services, transfer_id, &why).await;
+            }
+        }
+    }
+    Ok(())
 }

@@ -175,7 +175,14 @@ pub async fn facts(services: &Services, agent_id: &str, only: Option<Network>) -
     Ok(Value::Array(entries))
 }
 
+pub fn new_transfer_id() -> String {
+    format!("tr_{}", crate::random::hex_token(12))
+}
+
 pub struct TransferOrder {
+    /// The transfer's id, when the caller must be able to find it after a crash (a
+    /// refund names it before it exists); a fresh one otherwise.
+    pub id: Option<String>,
     pub agent_id: String,
     pub network: Network,
     pub kind: TransferKind,
@@ -201,7 +208,7 @@ pub async fn transfer(services: &Services, order: TransferOrder) -> Result<Trans
     let lock = services.wallet_locks.of(&order.agent_id, network);
     let _one_at_a_time = lock.lock().await;
 
-    let id = format!("tr_{}", crate::random::hex_token(12));
+    let id = order.id.clone().unwrap_or_else(new_transfer_id);
     let store = &services.store;
     store
         .insert_transfer(NewTransfer {

@@ -40,6 +40,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0005_payments",
         sql: include_str!("../../../migrations/0005_payments.sql"),
     },
+    Migration {
+        version: 6,
+        name: "0006_payment_refunds",
+        sql: include_str!("../../../migrations/0006_payment_refunds.sql"),
+    },
 ];
 
 pub fn latest_version() -> i64 {
@@ -99,4 +104,56 @@ pub fn apply(conn: &mut Connection) -> Result<(), StoreError> {
     }
     tx.commit()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database at 0005 with a refund under way (the old 'claimed' marker) keeps every
+    /// payment through 0006, and the claimed one becomes `refunding`.
+    #[test]
+    fn payments_survive_the_refunding_rebuild() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        for migration in &MIGRATIONS[..5] {
+            conn.execute_batch(migration.sql).unwrap();
+        }
+        conn.execute_batch(
+            "INSERT INTO payments (id, identity, agent_id, network, payer, pay_to, amount, request, state, refund_transfer_id, created_at, updated_at) VALUES
+             ('p1', 'i1', 'a', 'base', 'x', 'y', 10, '{}', 'served', NULL, 1, 1),
+             ('p2', 'i2', 'a', 'base', 'x', 'y', 20, '{}', 'settled', 'claimed', 2, 2),
+             ('p3', 'i3', 'a', 'solana', 'x', 'y', 30, '{}', 'refunded', 'tr_1', 3, 3);
+             CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at INTEGER NOT NULL);",
+        )
+        .unwrap();
+        for migration in &MIGRATIONS[..5] {
+            conn.execute(
+                "INSERT INTO schema_migrations VALUES (?1, ?2, ?3, 0)",
+                params![migration.version, migration.name, checksum(migration.sql)],
+            )
+            .unwrap();
+        }
+        apply(&mut conn).unwrap();
+        let rows: Vec<(String, String, Option<String>, i64)> = conn
+            .prepare("SELECT id, state, refund_transfer_id, amount FROM payments ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("p1".into(), "served".into(), None, 10),
+                ("p2".into(), "refunding".into(), None, 20),
+                ("p3".into(), "refunded".into(), Some("tr_1".into()), 30),
+            ]
+        );
+        let duplicate = conn.execute(
+            "INSERT INTO payments (id, identity, agent_id, network, payer, pay_to, amount, request, state, created_at, updated_at)
+             VALUES ('p4', 'i1', 'a', 'base', 'x', 'y', 10, '{}', 'verified', 4, 4)",
+            [],
+        );
+        assert!(duplicate.is_err(), "a payment's identity stays unique");
+    }
 }

@@ -29,6 +29,8 @@ pub struct PaymentRecord {
     pub command: Option<String>,
     pub state: String,
     pub transaction_signature: Option<String>,
+    /// The signed settlement transaction, to check or re-send after a crash.
+    pub raw_tx: Option<String>,
     pub job_id: Option<String>,
     pub refund_transfer_id: Option<String>,
     pub error: Option<String>,
@@ -37,7 +39,7 @@ pub struct PaymentRecord {
 }
 
 const PAYMENT_COLUMNS: &str = "id, agent_id, network, payer, pay_to, amount, command, state, transaction_signature, \
-                               job_id, refund_transfer_id, error, created_at, updated_at";
+                               raw_tx, job_id, refund_transfer_id, error, created_at, updated_at";
 
 fn payment_row(r: &rusqlite::Row<'_>) -> Result<PaymentRecord, rusqlite::Error> {
     Ok(PaymentRecord {
@@ -50,11 +52,12 @@ fn payment_row(r: &rusqlite::Row<'_>) -> Result<PaymentRecord, rusqlite::Error> 
         command: r.get(6)?,
         state: r.get(7)?,
         transaction_signature: r.get(8)?,
-        job_id: r.get(9)?,
-        refund_transfer_id: r.get(10)?,
-        error: r.get(11)?,
-        created_at: r.get(12)?,
-        updated_at: r.get(13)?,
+        raw_tx: r.get(9)?,
+        job_id: r.get(10)?,
+        refund_transfer_id: r.get(11)?,
+        error: r.get(12)?,
+        created_at: r.get(13)?,
+        updated_at: r.get(14)?,
     })
 }
 
@@ -135,18 +138,6 @@ impl Store {
         .await
     }
 
-    pub async fn set_payment_refund(&self, id: &str, transfer_id: &str) -> Result<(), StoreError> {
-        let (id, transfer_id) = (id.to_string(), transfer_id.to_string());
-        self.write(move |tx| {
-            tx.execute(
-                "UPDATE payments SET refund_transfer_id = ?2, updated_at = ?3 WHERE id = ?1",
-                params![id, transfer_id, crate::clock::now_ms()],
-            )?;
-            Ok(())
-        })
-        .await
-    }
-
     pub async fn set_payment_job(&self, id: &str, job_id: &str) -> Result<(), StoreError> {
         let (id, job_id) = (id.to_string(), job_id.to_string());
         self.write(move |tx| {
@@ -159,29 +150,58 @@ impl Store {
         .await
     }
 
-    /// Takes the right to refund a payment; false when a refund was already taken.
-    pub async fn claim_refund(&self, id: &str) -> Result<bool, StoreError> {
-        let id = id.to_string();
+    /// Starts a refund: `settled`/`served` → `refunding`, naming the transfer that will
+    /// pay it before that transfer exists. False when the payment is not refundable (a
+    /// refund already started, or it was never settled): this is what makes it once only.
+    pub async fn start_refund(&self, id: &str, transfer_id: &str, why: &str) -> Result<bool, StoreError> {
+        let (id, transfer_id, why) = (id.to_string(), transfer_id.to_string(), why.to_string());
         self.write(move |tx| {
             Ok(tx.execute(
-                "UPDATE payments SET refund_transfer_id = 'claimed', updated_at = ?2
-                 WHERE id = ?1 AND refund_transfer_id IS NULL AND state IN ('settled', 'served')",
-                params![id, crate::clock::now_ms()],
+                "UPDATE payments SET state = 'refunding', refund_transfer_id = ?2, error = ?3, updated_at = ?4
+                 WHERE id = ?1 AND state IN ('settled', 'served')",
+                params![id, transfer_id, why, crate::clock::now_ms()],
             )? == 1)
         })
         .await
     }
 
-    /// Gives the claim back after a refund that did not go out, with why.
-    pub async fn release_refund(&self, id: &str, error: &str) -> Result<(), StoreError> {
+    /// Names a new transfer for a refund whose transfer `previous` failed or was never
+    /// written; false when another attempt got there first.
+    pub async fn retry_refund(&self, id: &str, previous: Option<&str>, transfer_id: &str) -> Result<bool, StoreError> {
+        let (id, previous, transfer_id) = (id.to_string(), previous.map(str::to_string), transfer_id.to_string());
+        self.write(move |tx| {
+            Ok(tx.execute(
+                "UPDATE payments SET refund_transfer_id = ?3, updated_at = ?4
+                 WHERE id = ?1 AND state = 'refunding' AND refund_transfer_id IS ?2",
+                params![id, previous, transfer_id, crate::clock::now_ms()],
+            )? == 1)
+        })
+        .await
+    }
+
+    /// Notes why a payment is stuck (a refund that did not go out) without moving it.
+    pub async fn note_payment_error(&self, id: &str, error: &str) -> Result<(), StoreError> {
         let (id, error) = (id.to_string(), error.to_string());
         self.write(move |tx| {
             tx.execute(
-                "UPDATE payments SET refund_transfer_id = NULL, error = ?2, updated_at = ?3
-                 WHERE id = ?1 AND refund_transfer_id = 'claimed'",
+                "UPDATE payments SET error = ?2, updated_at = ?3 WHERE id = ?1",
                 params![id, error, crate::clock::now_ms()],
             )?;
             Ok(())
+        })
+        .await
+    }
+
+    /// Payments left unfinished by a previous run: `verified`, `settled` or `refunding`
+    /// and last touched before `before` (rows of requests in flight now are not ours).
+    pub async fn unfinished_payments(&self, before: i64) -> Result<Vec<PaymentRecord>, StoreError> {
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {PAYMENT_COLUMNS} FROM payments
+                 WHERE state IN ('verified', 'settled', 'refunding') AND updated_at < ?1 ORDER BY created_at"
+            ))?;
+            let rows = stmt.query_map(params![before], payment_row)?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })
         .await
     }
