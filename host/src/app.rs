@@ -20,7 +20,7 @@ use crate::marker::MarkerKey;
 use crate::outbound::{HostPattern, Outbound, OutboundPolicy};
 use crate::plugins::{HostServices, PluginRuntime, RuntimeLimits};
 use crate::secrets::MasterKey;
-use crate::services::rate_limit::RateLimiter;
+use crate::services::rate_limit::{RateLimiter, X402Limiter};
 use crate::services::{Services, jobs, payments, wallets};
 use crate::store::Store;
 
@@ -108,6 +108,10 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         Duration::from_millis(settings.outbound_timeout_ms),
     );
     let chains = chains(&settings).context("chain settings")?;
+    let x402_limiter = Arc::new(X402Limiter::new(
+        settings.x402_client_limits,
+        settings.x402_payer_limits,
+    ));
     Ok(Services {
         store,
         plugins,
@@ -120,6 +124,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         settings: Arc::new(settings),
         public_base_url,
         chains: Arc::new(chains),
+        x402_limiter,
         wallet_locks: Arc::default(),
     })
 }
@@ -249,7 +254,8 @@ impl Server {
             let router = router.clone();
             let mut stop = stop_rx.clone();
             servers.spawn(async move {
-                axum::serve(listener, router)
+                // The peer address: the x402 endpoints limit each client by it.
+                axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
                     .with_graceful_shutdown(async move {
                         let _ = stop.wait_for(|s| *s).await;
                     })

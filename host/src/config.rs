@@ -6,6 +6,8 @@ use std::str::FromStr;
 
 use serde::Deserialize;
 
+use crate::domain::RateLimits;
+
 pub const SETTINGS_FILE: &str = "agent-host.toml";
 pub const ENV_PREFIX: &str = "AGENT_HOST_";
 
@@ -277,6 +279,36 @@ pub const REFERENCE: &[(&str, &str, &str, &str)] = &[
         "Base explorer link to a transaction",
     ),
     (
+        "x402_client_limit_per_minute",
+        "AGENT_HOST_X402_CLIENT_LIMIT_PER_MINUTE",
+        "60",
+        "x402 requests one client address may make per minute (paid or not)",
+    ),
+    (
+        "x402_client_limit_per_day",
+        "AGENT_HOST_X402_CLIENT_LIMIT_PER_DAY",
+        "5000",
+        "x402 requests one client address may make per UTC day",
+    ),
+    (
+        "x402_payer_limit_per_minute",
+        "AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE",
+        "20",
+        "signed payments one payer may present per minute, counted before any chain call",
+    ),
+    (
+        "x402_payer_limit_per_day",
+        "AGENT_HOST_X402_PAYER_LIMIT_PER_DAY",
+        "2000",
+        "signed payments one payer may present per UTC day",
+    ),
+    (
+        "client_ip_header",
+        "AGENT_HOST_CLIENT_IP_HEADER",
+        "",
+        "behind a proxy only: the header it sets with the client's address (its last entry counts); unset: the connection's address",
+    ),
+    (
         "log",
         "AGENT_HOST_LOG",
         "info",
@@ -330,6 +362,9 @@ pub struct Settings {
     pub base_confirmations: u64,
     pub base_explorer_address_url: String,
     pub base_explorer_tx_url: String,
+    pub x402_client_limits: RateLimits,
+    pub x402_payer_limits: RateLimits,
+    pub client_ip_header: Option<String>,
 }
 
 /// A setting that must never be printed.
@@ -394,6 +429,11 @@ struct FileSettings {
     base_confirmations: Option<u64>,
     base_explorer_address_url: Option<String>,
     base_explorer_tx_url: Option<String>,
+    x402_client_limit_per_minute: Option<u32>,
+    x402_client_limit_per_day: Option<u32>,
+    x402_payer_limit_per_minute: Option<u32>,
+    x402_payer_limit_per_day: Option<u32>,
+    client_ip_header: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -563,6 +603,30 @@ impl Settings {
             base_explorer_tx_url: env_string("AGENT_HOST_BASE_EXPLORER_TX_URL")
                 .or(file.base_explorer_tx_url)
                 .unwrap_or_else(|| "https://basescan.org/tx/{signature}".to_string()),
+            x402_client_limits: RateLimits {
+                per_minute: env_parse("AGENT_HOST_X402_CLIENT_LIMIT_PER_MINUTE")?
+                    .or(file.x402_client_limit_per_minute)
+                    .unwrap_or(60)
+                    .max(1),
+                per_day: env_parse("AGENT_HOST_X402_CLIENT_LIMIT_PER_DAY")?
+                    .or(file.x402_client_limit_per_day)
+                    .unwrap_or(5_000)
+                    .max(1),
+            },
+            x402_payer_limits: RateLimits {
+                per_minute: env_parse("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE")?
+                    .or(file.x402_payer_limit_per_minute)
+                    .unwrap_or(20)
+                    .max(1),
+                per_day: env_parse("AGENT_HOST_X402_PAYER_LIMIT_PER_DAY")?
+                    .or(file.x402_payer_limit_per_day)
+                    .unwrap_or(2_000)
+                    .max(1),
+            },
+            client_ip_header: env_string("AGENT_HOST_CLIENT_IP_HEADER")
+                .or(file.client_ip_header)
+                .filter(|h| !h.trim().is_empty())
+                .map(|h| h.trim().to_ascii_lowercase()),
         })
     }
 

@@ -12,6 +12,16 @@ use serde::de::DeserializeOwned;
 
 use crate::llm::LlmError;
 use crate::services::ServiceError;
+use crate::services::rate_limit::RateDecision;
+
+/// The rate-limit headers every limited response carries: the binding window's size,
+/// what is left of it, and when it starts afresh (Unix seconds).
+pub const RATE_HEADERS: [&str; 3] = ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"];
+
+pub fn rate_headers(decision: &RateDecision) -> [(HeaderName, HeaderValue); 3] {
+    let values = [decision.limit as i64, decision.remaining as i64, decision.reset_unix];
+    [0, 1, 2].map(|i| (HeaderName::from_static(RATE_HEADERS[i]), HeaderValue::from(values[i])))
+}
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -45,6 +55,22 @@ impl ApiError {
 
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message)
+    }
+
+    /// 429 `rate_limit_exceeded`, with `Retry-After` and the rate-limit headers.
+    pub fn rate_limited(decision: &RateDecision) -> ApiError {
+        let error = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_exceeded",
+            format!(
+                "Rate limit of {} requests exceeded; retry in {} s",
+                decision.limit, decision.retry_after_secs
+            ),
+        );
+        error.with_header(
+            axum::http::header::RETRY_AFTER,
+            HeaderValue::from(decision.retry_after_secs),
+        )
     }
 
     pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> ApiError {
@@ -81,6 +107,11 @@ impl From<ServiceError> for ApiError {
                     Some(secs) => error.with_header(axum::http::header::RETRY_AFTER, HeaderValue::from(secs)),
                     None => error,
                 }
+            }
+            ServiceError::RateLimited(decision) => {
+                let mut error = ApiError::rate_limited(&decision);
+                error.headers.extend(rate_headers(&decision));
+                error
             }
             ServiceError::Store(e) => {
                 // The detail goes to the log, not to the client.

@@ -157,3 +157,118 @@ where
     }
     out
 }
+
+/// The unkeyed x402 endpoints count every request per client address (the day window
+/// binds here, so the test cannot straddle a minute); behind a proxy, the last entry of
+/// its header is the address.
+#[tokio::test]
+async fn x402_requests_are_limited_per_client_address() {
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_X402_CLIENT_LIMIT_PER_DAY", "3")
+        .with_env("AGENT_HOST_CLIENT_IP_HEADER", "X-Forwarded-For");
+    env.create_account("acme", "free");
+    env.apply_agent(&crate::x402::paid_manifest("seller"), "acme");
+    env.cli_json(&["wallet", "create", "--agent", "seller", "--network", "base"]);
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let from = |address: &str| client().get(&url).header("x-forwarded-for", address.to_string());
+
+    let mut remaining = Vec::new();
+    for _ in 0..3 {
+        let reply = send(from("198.51.100.7")).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        assert_eq!(reply.header("x-ratelimit-limit"), Some("3"));
+        remaining.push(reply.header("x-ratelimit-remaining").unwrap().to_string());
+    }
+    assert_eq!(remaining, ["2", "1", "0"]);
+    // Unpaid POSTs count too; the refusal is in the x402 envelope, with the headers.
+    let refused = send(
+        client()
+            .post(&url)
+            .header("x-forwarded-for", "198.51.100.7")
+            .json(&serde_json::json!({ "message": "hi" })),
+    )
+    .await;
+    assert_eq!(refused.status, 429, "{}", refused.text);
+    let body = refused.json();
+    assert_eq!(
+        (body["code"].as_str(), body["x402Version"].as_i64()),
+        (Some("rate_limit_exceeded"), Some(1))
+    );
+    assert_eq!(body["success"], false);
+    assert!(refused.header("retry-after").unwrap().parse::<u64>().unwrap() >= 1);
+    assert_eq!(refused.header("x-ratelimit-remaining"), Some("0"));
+
+    // A forged first entry does not help: the proxy's own (last) entry counts.
+    let forged = send(from("203.0.113.1, 198.51.100.7")).await;
+    assert_eq!(forged.status, 429);
+    // Another address, and the keyed API, are not affected.
+    assert_eq!(send(from("198.51.100.8")).await.status, 200);
+    let key = env.account_with_key("alice", "free");
+    let keyed = get(&server.url("/v1/agents/seller/commands"), Some(&key)).await;
+    assert_eq!(keyed.status, 404, "another account's agent; not a 429: {}", keyed.text);
+}
+
+/// Signed payments count per payer, before any chain call: past the limit a payer's
+/// payment is refused (nothing moves), other payers go on, and a payment forged in a
+/// payer's name (its signature fails) does not spend that payer's allowance.
+#[tokio::test]
+async fn x402_payments_are_limited_per_payer() {
+    use crate::support::chains::LocalBase;
+    use alloy::signers::local::PrivateKeySigner;
+    let chain = LocalBase::start().await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_BASE_RPC_URL", &chain.rpc_url)
+        .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_DAY", "1");
+    env.create_account("acme", "free");
+    env.apply_agent(&crate::x402::paid_manifest("seller"), "acme");
+    let agent_wallet = env.cli_json(&["wallet", "create", "--agent", "seller", "--network", "base"])["address"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    chain.set_eth(&agent_wallet, 10u128.pow(16)).await;
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let hello = serde_json::json!({ "command": "hello", "name": "Ann" });
+    let requirement = post_json(&url, None, &hello).await.json()["accepts"][0].clone();
+    let pay = |payment: String| {
+        let (url, hello) = (url.clone(), hello.clone());
+        async move { send(client().post(&url).header("x-payment", payment).json(&hello)).await }
+    };
+    let (victim, mallory) = (PrivateKeySigner::random(), PrivateKeySigner::random());
+    let victim_address = victim.address().to_string();
+    chain.mint_usdc(&victim_address, 1_000_000).await;
+
+    // Mallory's payment with the victim's name on it: refused by its signature, uncounted.
+    let forged = crate::x402::base_payment(&mallory, &requirement, 50_000, 1, 60);
+    let forged = {
+        use base64::Engine;
+        let engine = base64::engine::general_purpose::STANDARD;
+        let mut envelope: serde_json::Value = serde_json::from_slice(&engine.decode(forged).unwrap()).unwrap();
+        envelope["payload"]["authorization"]["from"] = serde_json::json!(victim_address);
+        engine.encode(envelope.to_string())
+    };
+    for _ in 0..3 {
+        let reply = pay(forged.clone()).await;
+        assert_eq!(reply.status, 402, "{}", reply.text);
+        assert_eq!(reply.json()["code"], "invalid_signature");
+    }
+    let first = pay(crate::x402::base_payment(&victim, &requirement, 50_000, 2, 60)).await;
+    assert_eq!(first.status, 200, "the victim's allowance is whole: {}", first.text);
+    let second = pay(crate::x402::base_payment(&victim, &requirement, 50_000, 3, 60)).await;
+    assert_eq!(second.status, 429, "{}", second.text);
+    assert_eq!(second.json()["code"], "rate_limit_exceeded");
+    assert_eq!(second.header("x-ratelimit-limit"), Some("1"));
+    assert_eq!(second.header("x-ratelimit-remaining"), Some("0"));
+    assert!(second.header("retry-after").is_some());
+    assert_eq!(
+        chain.usdc_of(&victim_address).await,
+        950_000,
+        "only the first payment moved money"
+    );
+
+    let other = PrivateKeySigner::random();
+    chain.mint_usdc(&other.address().to_string(), 100_000).await;
+    let reply = pay(crate::x402::base_payment(&other, &requirement, 50_000, 4, 60)).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+}

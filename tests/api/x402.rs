@@ -220,7 +220,7 @@ async fn an_agent_needs_a_wallet_on_the_network_to_be_paid() {
 }
 
 /// Signs an EIP-3009 authorization for `requirement` as x402 clients do; the X-PAYMENT value.
-fn base_payment(
+pub(crate) fn base_payment(
     payer: &alloy::signers::local::PrivateKeySigner,
     requirement: &Value,
     value: u64,

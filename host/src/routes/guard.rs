@@ -2,16 +2,12 @@
 //! response after a successful key check carries the rate-limit headers, errors included.
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::app::AppState;
-use crate::error::ApiError;
+use crate::error::{ApiError, rate_headers};
 use crate::services::keys;
-use crate::services::rate_limit::RateDecision;
-
-pub const CALLER_HEADERS: [&str; 3] = ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"];
 
 pub async fn require_key(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let Some(presented) = request.headers().get("x-api-key") else {
@@ -31,27 +27,8 @@ pub async fn require_key(State(state): State<AppState>, mut request: Request, ne
         request.extensions_mut().insert(caller);
         next.run(request).await
     } else {
-        let error = ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate_limit_exceeded",
-            format!(
-                "Rate limit of {} requests exceeded; retry in {} s",
-                decision.limit, decision.retry_after_secs
-            ),
-        );
-        let mut response = error.into_response();
-        response
-            .headers_mut()
-            .insert("retry-after", HeaderValue::from(decision.retry_after_secs));
-        response
+        ApiError::rate_limited(&decision).into_response()
     };
-    add_rate_headers(response.headers_mut(), &decision);
+    response.headers_mut().extend(rate_headers(&decision));
     response
-}
-
-fn add_rate_headers(headers: &mut HeaderMap, decision: &RateDecision) {
-    let values = [decision.limit as i64, decision.remaining as i64, decision.reset_unix];
-    for (name, value) in CALLER_HEADERS.iter().zip(values) {
-        headers.insert(HeaderName::from_static(name), HeaderValue::from(value));
-    }
 }

@@ -18,14 +18,12 @@ use axum::response::{IntoResponse, Response};
 use crate::app::AppState;
 use crate::error::ApiError;
 
-pub use guard::CALLER_HEADERS;
-
 pub fn router(state: AppState) -> Router {
     let max_body = state.services.settings.max_body_bytes;
     Router::new()
         .merge(meta::routes())
         .merge(keyed::routes(state.clone()))
-        .merge(x402::routes())
+        .merge(x402::routes(state.clone()))
         .merge(jobs::routes())
         .merge(chatapp::routes())
         .fallback(unknown_route)

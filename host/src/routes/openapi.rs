@@ -258,6 +258,7 @@ pub const OPERATIONS: &[Operation] = &[
             (400, "unsupported_network"),
             (400, "wallet_not_configured"),
             (404, "agent_not_found"),
+            (429, "rate_limit_exceeded"),
         ],
     },
     Operation {
@@ -266,15 +267,22 @@ pub const OPERATIONS: &[Operation] = &[
         id: "x402Invoke",
         summary: "A paid interaction with the agent (X-PAYMENT header); without it, 402 with the price of what was asked",
         keyed: false,
-        pending: true,
+        pending: false,
         request: Some(
             || json!({ "type": "object", "properties": { "message": { "type": "string" }, "command": { "type": "string" } } }),
         ),
         response: || json!({ "type": "object" }),
         errors: &[
+            (400, "validation_error"),
             (402, "payment_required"),
+            (402, "payment_amount_mismatch"),
+            (402, "invalid_signature"),
+            (402, "settlement_failed"),
             (404, "agent_not_found"),
             (404, "command_not_found"),
+            (409, "payment_already_used"),
+            (429, "rate_limit_exceeded"),
+            (500, "execution_error"),
         ],
     },
 ];
@@ -322,11 +330,18 @@ pub fn document() -> Value {
             } else {
                 json!({ "type": "object" })
             };
-            responses.entry(status.to_string()).or_insert_with(|| {
+            // One status, several codes: the description lists them all.
+            let entry = responses.entry(status.to_string()).or_insert_with(|| {
                 json!({
-                    "description": code,
+                    "description": "",
                     "content": { "application/json": { "schema": schema } },
                 })
+            });
+            let listed = entry["description"].as_str().unwrap_or_default();
+            entry["description"] = json!(if listed.is_empty() {
+                code.to_string()
+            } else {
+                format!("{listed} | {code}")
             });
         }
         let mut operation = json!({

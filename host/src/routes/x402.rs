@@ -2,31 +2,76 @@
 //! Its bodies differ from the keyed API's: errors are `{success: false, error, code,
 //! x402Version}`, and a missing payment is a 402 with what to pay.
 
+use std::net::SocketAddr;
+
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::app::AppState;
-use crate::error::{ApiError, ApiPath};
+use crate::error::{ApiError, ApiPath, rate_headers};
 use crate::plugins::Origin;
 use crate::services::chat::{self, ChatInput};
 use crate::services::payments::{self, Offer};
-use crate::services::{commands, params};
+use crate::services::{ServiceError, commands, params};
 pub use crate::x402::X402_VERSION;
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/x402/{network}/{agent_id}", get(requirements).post(invoke))
+pub fn routes(state: AppState) -> Router<AppState> {
+    Router::new()
+        .route("/x402/{network}/{agent_id}", get(requirements).post(invoke))
+        .route_layer(axum::middleware::from_fn_with_state(state, limit_clients))
 }
 
-/// Any failure, in the paid API's envelope.
+/// No key here, so every request counts against its client address; each answer carries
+/// that address's rate-limit headers (a payer's own limit, when it binds, replaces them).
+async fn limit_clients(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let client = client_address(&request, state.services.settings.client_ip_header.as_deref());
+    let decision = state.services.x402_limiter.client(&client, crate::clock::now_ms());
+    let mut response = if decision.allowed {
+        next.run(request).await
+    } else {
+        x402_error(ServiceError::RateLimited(decision).into())
+    };
+    if !response.headers().contains_key("x-ratelimit-limit") {
+        response.headers_mut().extend(rate_headers(&decision));
+    }
+    response
+}
+
+/// The connection's address, or behind a proxy the last entry of the header it sets
+/// (the one the proxy itself added; earlier entries are the client's to forge).
+fn client_address(request: &Request, header: Option<&str>) -> String {
+    if let Some(header) = header
+        && let Some(last) = request
+            .headers()
+            .get_all(header)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .rfind(|v| !v.is_empty())
+    {
+        return last.to_string();
+    }
+    request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0.ip().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Any failure, in the paid API's envelope (with the error's headers: Retry-After...).
 fn x402_error(err: ApiError) -> Response {
     let body = json!({ "success": false, "error": err.message, "code": err.code, "x402Version": X402_VERSION });
-    (err.status, axum::Json(body)).into_response()
+    let mut response = (err.status, axum::Json(body)).into_response();
+    response.headers_mut().extend(err.headers);
+    response
 }
 
 /// `{x402Version, error, accepts}`: what the request costs.

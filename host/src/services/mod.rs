@@ -49,6 +49,8 @@ pub struct Services {
     pub public_base_url: String,
     pub chains: Arc<Chains>,
     pub wallet_locks: Arc<wallets::WalletLocks>,
+    /// Abuse limits of the unkeyed x402 endpoints.
+    pub x402_limiter: Arc<rate_limit::X402Limiter>,
 }
 
 /// What a service can refuse or fail with; each surface maps it to its own envelope.
@@ -76,6 +78,9 @@ pub enum ServiceError {
         message: String,
         retry_after: Option<u64>,
     },
+    /// Too many requests from one caller (client address, payer, account).
+    #[error("rate limit of {} requests exceeded; retry in {} s", .0.limit, .0.retry_after_secs)]
+    RateLimited(rate_limit::RateDecision),
     #[error(transparent)]
     Store(StoreError),
 }

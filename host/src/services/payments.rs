@@ -199,6 +199,19 @@ fn settlement_error(network: Network, err: ChainError) -> ServiceError {
     }
 }
 
+/// A payer whose signature checked out counts one payment against its limit here, before
+/// any chain call; past the limit: 429.
+fn within_payer_limit(services: &Services, network: Network, payer: &str) -> Result<(), ServiceError> {
+    let decision = services
+        .x402_limiter
+        .payer(network.as_str(), payer, crate::clock::now_ms());
+    if decision.allowed {
+        Ok(())
+    } else {
+        Err(ServiceError::RateLimited(decision))
+    }
+}
+
 /// The payer's balance must cover the price, or nothing is attempted.
 fn covers(balance: MicroUsdc, price: MicroUsdc) -> Result<(), ServiceError> {
     if balance < price {
@@ -294,6 +307,7 @@ async fn settle_solana(
         max_compute_unit_price: MAX_COMPUTE_UNIT_PRICE,
     };
     let verified = svm::verify(svm::decode(payload).map_err(refused)?, &expected).map_err(refused)?;
+    within_payer_limit(services, Network::Solana, &verified.payer.to_string())?;
     let mut tx = verified.transaction;
     let wallet = wallets::wallet(services, &offer.agent.id, Network::Solana).await?;
     if verified.needs_fee_payer_signature {
@@ -419,6 +433,7 @@ async fn settle_base(
     };
     auth.verify(&expected, crate::clock::now_ms() as u64 / 1000)
         .map_err(refused)?;
+    within_payer_limit(services, Network::Base, &auth.from.to_string().to_lowercase())?;
     let identity = format!("base:{}:{}", auth.from.to_string().to_lowercase(), auth.nonce);
     if services.store.payment_identity_used(&identity).await? {
         return Err(already_used());

@@ -1,6 +1,7 @@
-//! Keyed-API rate limits: a fixed per-minute and a fixed per-day window (UTC) per
-//! account. Counting happens under one lock, so N parallel requests never let more than
-//! the limit through. Counters are saved periodically and at shutdown, and loaded at start.
+//! Rate limits: a fixed per-minute and a fixed per-day window (UTC) per key. Counting
+//! happens under one lock, so N parallel requests never let more than the limit through.
+//! Keyed-API counters (per account) are saved periodically and at shutdown, and loaded at
+//! start; the x402 abuse limits (per client address, per payer) live in memory.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -10,6 +11,9 @@ use crate::store::UsageRow;
 
 const MINUTE_MS: i64 = 60_000;
 const DAY_MS: i64 = 86_400_000;
+/// Keys tracked at once before ended windows are dropped: many client addresses cannot
+/// grow memory without bound (past it, day counts of idle keys are forgotten first).
+const MAX_TRACKED: usize = 100_000;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Usage {
@@ -42,6 +46,12 @@ impl RateLimiter {
         let minute_start = now_ms - now_ms.rem_euclid(MINUTE_MS);
         let day_start = now_ms - now_ms.rem_euclid(DAY_MS);
         let mut all = self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if all.len() >= MAX_TRACKED && !all.contains_key(account_id) {
+            all.retain(|_, u| u.day_start == day_start);
+            if all.len() >= MAX_TRACKED {
+                all.retain(|_, u| u.minute_start == minute_start);
+            }
+        }
         let usage = all.entry(account_id.to_string()).or_default();
         if usage.minute_start != minute_start {
             usage.minute_start = minute_start;
@@ -125,6 +135,36 @@ impl RateLimiter {
     }
 }
 
+/// The unkeyed x402 endpoints' abuse limits: every request per client address, and every
+/// signed payment per payer (counted after its signature checks, before any chain call,
+/// so nobody can spend another payer's allowance).
+pub struct X402Limiter {
+    clients: RateLimiter,
+    payers: RateLimiter,
+    client_limits: RateLimits,
+    payer_limits: RateLimits,
+}
+
+impl X402Limiter {
+    pub fn new(client_limits: RateLimits, payer_limits: RateLimits) -> X402Limiter {
+        X402Limiter {
+            clients: RateLimiter::default(),
+            payers: RateLimiter::default(),
+            client_limits,
+            payer_limits,
+        }
+    }
+
+    pub fn client(&self, address: &str, now_ms: i64) -> RateDecision {
+        self.clients.check(address, self.client_limits, now_ms)
+    }
+
+    pub fn payer(&self, network: &str, payer: &str, now_ms: i64) -> RateDecision {
+        self.payers
+            .check(&format!("{network}:{payer}"), self.payer_limits, now_ms)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,6 +204,31 @@ mod tests {
         assert!(!refused.allowed);
         assert_eq!(refused.limit, 5);
         assert_eq!(refused.reset_unix, (T0 - T0 % DAY_MS + DAY_MS) / 1000);
+    }
+
+    #[test]
+    fn ended_windows_are_forgotten_when_too_many_keys_are_tracked() {
+        let limiter = RateLimiter::default();
+        for i in 0..MAX_TRACKED {
+            limiter.check(&format!("old{i}"), LIMITS, T0 - DAY_MS);
+        }
+        limiter.check("today", LIMITS, T0);
+        assert_eq!(limiter.snapshot().len(), 2, "only today's key is left (two windows)");
+    }
+
+    #[test]
+    fn x402_clients_and_payers_count_apart() {
+        let limiter = X402Limiter::new(
+            LIMITS,
+            RateLimits {
+                per_minute: 1,
+                per_day: 1,
+            },
+        );
+        assert!(limiter.payer("base", "0xabc", T0).allowed);
+        assert!(!limiter.payer("base", "0xabc", T0 + 1).allowed);
+        assert!(limiter.payer("solana", "0xabc", T0 + 1).allowed, "per network");
+        assert_eq!(limiter.client("10.0.0.1", T0).remaining, 2);
     }
 
     #[test]
