@@ -240,14 +240,10 @@ async fn x402_payments_are_limited_per_payer() {
     chain.mint_usdc(&victim_address, 1_000_000).await;
 
     // Mallory's payment with the victim's name on it: refused by its signature, uncounted.
-    let forged = crate::x402::base_payment(&mallory, &requirement, 50_000, 1, 60);
-    let forged = {
-        use base64::Engine;
-        let engine = base64::engine::general_purpose::STANDARD;
-        let mut envelope: serde_json::Value = serde_json::from_slice(&engine.decode(forged).unwrap()).unwrap();
-        envelope["payload"]["authorization"]["from"] = serde_json::json!(victim_address);
-        engine.encode(envelope.to_string())
-    };
+    let forged = crate::x402::in_the_name_of(
+        &crate::x402::base_payment(&mallory, &requirement, 50_000, 1, 60),
+        &victim_address,
+    );
     for _ in 0..3 {
         let reply = pay(forged.clone()).await;
         assert_eq!(reply.status, 402, "{}", reply.text);

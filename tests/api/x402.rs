@@ -266,6 +266,15 @@ pub(crate) fn base_payment(
     base64::Engine::encode(&base64::engine::general_purpose::STANDARD, envelope.to_string())
 }
 
+/// The same Base payment with another `from`: its signature no longer matches.
+pub(crate) fn in_the_name_of(payment: &str, from: &str) -> String {
+    use base64::Engine;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let mut envelope: Value = serde_json::from_slice(&engine.decode(payment).unwrap()).unwrap();
+    envelope["payload"]["authorization"]["from"] = json!(from);
+    engine.encode(envelope.to_string())
+}
+
 async fn paid(url: &str, body: &Value, payment: &str) -> Reply {
     send(client().post(url).header("x-payment", payment).json(body)).await
 }
@@ -274,7 +283,11 @@ async fn paid(url: &str, body: &Value, payment: &str) -> Reply {
 async fn a_base_payment_is_verified_settled_once_and_served() {
     use crate::support::chains::LocalBase;
     let chain = LocalBase::start().await;
-    let env = TestEnv::new().with_env("AGENT_HOST_BASE_RPC_URL", &chain.rpc_url);
+    // Replays count against the payer and the client too: room for the race of 20.
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_BASE_RPC_URL", &chain.rpc_url)
+        .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "1000")
+        .with_env("AGENT_HOST_X402_CLIENT_LIMIT_PER_MINUTE", "1000");
     env.create_account("acme", "free");
     let broken = r#"
 [[commands]]
@@ -343,7 +356,7 @@ config = { url = "http://127.0.0.1:9/hook" }
     );
     let fresh = base_payment(&payer, &requirement, 50_000, 2, 60);
     let mut racers = tokio::task::JoinSet::new();
-    for _ in 0..5 {
+    for _ in 0..20 {
         let (url, hello, fresh) = (url.clone(), hello.clone(), fresh.clone());
         racers.spawn(async move { paid(&url, &hello, &fresh).await });
     }
@@ -376,7 +389,25 @@ config = { url = "http://127.0.0.1:9/hook" }
             base_payment(&payer, &requirement, 49_999, 4, 60),
             "payment_amount_mismatch",
         ),
+        (
+            base_payment(&payer, &requirement, 50_001, 10, 60),
+            "payment_amount_mismatch",
+        ),
         (base_payment(&payer, &requirement, 50_000, 5, 3), "payment_expired"),
+        (
+            // Signed by someone else, in the payer's name.
+            in_the_name_of(
+                &base_payment(
+                    &alloy::signers::local::PrivateKeySigner::random(),
+                    &requirement,
+                    50_000,
+                    11,
+                    60,
+                ),
+                &payer_address,
+            ),
+            "invalid_signature",
+        ),
     ];
     for (payment, code) in cases {
         let reply = paid(&url, &hello, &payment).await;
@@ -488,6 +519,85 @@ config = { url = "http://127.0.0.1:9/hook" }
     assert!(payments[2]["refund_transfer_id"].is_string());
 }
 
+fn solana_key(field: &Value) -> solana_pubkey::Pubkey {
+    std::str::FromStr::from_str(field.as_str().unwrap()).unwrap()
+}
+
+/// The instructions standard x402 clients build: compute limit, compute price, and
+/// `TransferChecked` of `amount` USDC from `authority`'s token account to payTo's.
+fn solana_instructions(
+    authority: &solana_pubkey::Pubkey,
+    requirement: &Value,
+    amount: u64,
+) -> Vec<solana_instruction::Instruction> {
+    let (pay_to, mint) = (solana_key(&requirement["payTo"]), solana_key(&requirement["asset"]));
+    let ata = |owner: &solana_pubkey::Pubkey| agent_host::chains::solana::associated_token_address(owner, &mint);
+    vec![
+        solana_instruction::Instruction::new_with_bytes(COMPUTE_BUDGET, &[2, 0x20, 0x4e, 0, 0], vec![]),
+        solana_instruction::Instruction::new_with_bytes(COMPUTE_BUDGET, &[3, 1, 0, 0, 0, 0, 0, 0, 0], vec![]),
+        spl_token_interface::instruction::transfer_checked(
+            &spl_token_interface::ID,
+            &ata(authority),
+            &mint,
+            &ata(&pay_to),
+            authority,
+            &[],
+            amount,
+            6,
+        )
+        .unwrap(),
+    ]
+}
+
+const COMPUTE_BUDGET: solana_pubkey::Pubkey =
+    solana_pubkey::Pubkey::from_str_const("ComputeBudget111111111111111111111111111111");
+
+async fn latest_blockhash(chain: &crate::support::chains::LocalSolana) -> solana_hash::Hash {
+    let latest = crate::support::chains::rpc(
+        &chain.rpc_url,
+        "getLatestBlockhash",
+        json!([{ "commitment": "confirmed" }]),
+    )
+    .await;
+    std::str::FromStr::from_str(latest["value"]["blockhash"].as_str().unwrap()).unwrap()
+}
+
+/// An X-PAYMENT value: `instructions` in a v0 message paid for by `fee_payer`, signed by
+/// each of `signers` in its own slot (slots of others stay empty). With `spec_form`, the
+/// payload also carries the first signature, as the spec's own form does.
+fn solana_envelope(
+    fee_payer: &solana_pubkey::Pubkey,
+    instructions: &[solana_instruction::Instruction],
+    signers: &[&solana_keypair::Keypair],
+    blockhash: solana_hash::Hash,
+    spec_form: bool,
+) -> String {
+    use solana_signer::Signer;
+    let message = solana_message::VersionedMessage::V0(
+        solana_message::v0::Message::try_compile(fee_payer, instructions, &[], blockhash).unwrap(),
+    );
+    let required = message.header().num_required_signatures as usize;
+    let bytes = message.serialize();
+    let signatures = message.static_account_keys()[..required]
+        .iter()
+        .map(|key| {
+            signers
+                .iter()
+                .find(|s| s.pubkey() == *key)
+                .map(|s| s.sign_message(&bytes))
+                .unwrap_or_default()
+        })
+        .collect();
+    let tx = solana_transaction::versioned::VersionedTransaction { signatures, message };
+    let b64 = |bytes: &[u8]| base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bytes);
+    let mut payload = json!({ "transaction": b64(&bincode::serialize(&tx).unwrap()) });
+    if spec_form {
+        payload["signature"] = json!(b64(tx.signatures[0].as_ref()));
+    }
+    let envelope = json!({ "x402Version": 1, "scheme": "exact", "network": "solana", "payload": payload });
+    b64(envelope.to_string().as_bytes())
+}
+
 /// A Solana payment in the standard x402 form: fee payer = `extra.feePayer` (left for the
 /// server to sign), the payer signs its `TransferChecked` of `amount` to `payTo`.
 async fn solana_payment(
@@ -497,51 +607,13 @@ async fn solana_payment(
     amount: u64,
 ) -> String {
     use solana_signer::Signer;
-    use std::str::FromStr;
-    let key = |field: &Value| solana_pubkey::Pubkey::from_str(field.as_str().unwrap()).unwrap();
-    let (fee_payer, pay_to, mint) = (
-        key(&requirement["extra"]["feePayer"]),
-        key(&requirement["payTo"]),
-        key(&requirement["asset"]),
-    );
-    let ata = |owner: &solana_pubkey::Pubkey| agent_host::chains::solana::associated_token_address(owner, &mint);
-    let budget = solana_pubkey::Pubkey::from_str_const("ComputeBudget111111111111111111111111111111");
-    let instructions = [
-        solana_instruction::Instruction::new_with_bytes(budget, &[2, 0x20, 0x4e, 0, 0], vec![]),
-        solana_instruction::Instruction::new_with_bytes(budget, &[3, 1, 0, 0, 0, 0, 0, 0, 0], vec![]),
-        spl_token_interface::instruction::transfer_checked(
-            &spl_token_interface::ID,
-            &ata(&payer.pubkey()),
-            &mint,
-            &ata(&pay_to),
-            &payer.pubkey(),
-            &[],
-            amount,
-            6,
-        )
-        .unwrap(),
-    ];
-    let latest = crate::support::chains::rpc(
-        &chain.rpc_url,
-        "getLatestBlockhash",
-        json!([{ "commitment": "confirmed" }]),
+    solana_envelope(
+        &solana_key(&requirement["extra"]["feePayer"]),
+        &solana_instructions(&payer.pubkey(), requirement, amount),
+        &[payer],
+        latest_blockhash(chain).await,
+        false,
     )
-    .await;
-    let blockhash = solana_hash::Hash::from_str(latest["value"]["blockhash"].as_str().unwrap()).unwrap();
-    let message = solana_message::VersionedMessage::V0(
-        solana_message::v0::Message::try_compile(&fee_payer, &instructions, &[], blockhash).unwrap(),
-    );
-    let signature = payer.sign_message(&message.serialize());
-    let tx = solana_transaction::versioned::VersionedTransaction {
-        signatures: vec![Default::default(), signature],
-        message,
-    };
-    let b64 = |bytes: Vec<u8>| base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bytes);
-    let envelope = json!({
-        "x402Version": 1, "scheme": "exact", "network": "solana",
-        "payload": { "transaction": b64(bincode::serialize(&tx).unwrap()) },
-    });
-    b64(envelope.to_string().into_bytes())
 }
 
 #[tokio::test]
@@ -604,4 +676,174 @@ async fn a_solana_payment_is_co_signed_settled_once_and_served() {
         reply.text
     );
     assert_eq!(chain.usdc_of(&payer_address).await, Some(950_000));
+}
+
+/// Every Solana payment that breaks a rule is refused with its code before anything is
+/// sent; the spec's own form (the payer pays the fee) is served; and of 20 concurrent
+/// submissions of one payment exactly one is served.
+#[tokio::test]
+async fn solana_payments_are_checked_rule_by_rule() {
+    use crate::support::chains::LocalSolana;
+    use solana_instruction::{AccountMeta, Instruction};
+    use solana_keypair::Keypair;
+    use solana_signer::Signer;
+    let chain = LocalSolana::start();
+    // Replays count against the payer too: room for the race of 20.
+    let mut env = TestEnv::new().with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "1000");
+    for (name, value) in chain.env() {
+        env = env.with_env(name, &value);
+    }
+    env.create_account("acme", "free");
+    env.apply_agent(&paid_manifest("seller"), "acme");
+    let agent_wallet = env.cli_json(&["wallet", "create", "--agent", "seller", "--network", "solana"])["address"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    chain.set_sol(&agent_wallet, 1_000_000_000).await;
+    chain.set_usdc(&agent_wallet, 5_000_000).await; // the agent's own money: a target
+    let server = env.serve();
+    let (payer, mallory) = (Keypair::new(), Keypair::new());
+    let payer_address = payer.pubkey().to_string();
+    chain.set_usdc(&payer_address, 1_000_000).await;
+    chain.set_sol(&payer_address, 100_000_000).await; // for the spec's form, where it pays the fee
+    let url = server.url("/x402/solana/seller");
+    let hello = json!({ "message": "/hello Ann" });
+    let requirement = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+    let fee_payer = solana_key(&requirement["extra"]["feePayer"]);
+    let usdc = solana_key(&requirement["asset"]);
+    let ata = agent_host::chains::solana::associated_token_address;
+    let blockhash = latest_blockhash(&chain).await;
+    let standard = |amount: u64| solana_instructions(&payer.pubkey(), &requirement, amount);
+    let transfer_checked = |source, mint, destination, authority| {
+        spl_token_interface::instruction::transfer_checked(
+            &spl_token_interface::ID,
+            &source,
+            &mint,
+            &destination,
+            &authority,
+            &[],
+            50_000,
+            6,
+        )
+        .unwrap()
+    };
+    let co_signed = |instructions: Vec<Instruction>, signers: &[&Keypair]| {
+        solana_envelope(&fee_payer, &instructions, signers, blockhash, false)
+    };
+
+    let other_mint = solana_pubkey::Pubkey::new_unique();
+    let mut wrong_mint = standard(50_000);
+    wrong_mint[2] = transfer_checked(
+        ata(&payer.pubkey(), &other_mint),
+        other_mint,
+        ata(&fee_payer, &other_mint),
+        payer.pubkey(),
+    );
+    let mut elsewhere = requirement.clone();
+    elsewhere["payTo"] = json!(mallory.pubkey().to_string());
+    let mut extra_instruction = standard(50_000);
+    let mut system_transfer = vec![2, 0, 0, 0];
+    system_transfer.extend_from_slice(&50_000_000u64.to_le_bytes());
+    extra_instruction.push(Instruction::new_with_bytes(
+        solana_pubkey::Pubkey::default(), // the System program
+        &system_transfer,
+        vec![
+            AccountMeta::new(payer.pubkey(), true),
+            AccountMeta::new(mallory.pubkey(), false),
+        ],
+    ));
+    // The transfer draws on the fee payer's (the agent's) own USDC: we would sign it.
+    let mut fee_payer_pays = standard(50_000);
+    fee_payer_pays[2] = transfer_checked(ata(&fee_payer, &usdc), usdc, ata(&fee_payer, &usdc), fee_payer);
+    let cases = [
+        ("wrong mint", co_signed(wrong_mint, &[&payer]), "wrong_asset"),
+        (
+            "wrong recipient",
+            co_signed(solana_instructions(&payer.pubkey(), &elsewhere, 50_000), &[&payer]),
+            "payment_recipient_mismatch",
+        ),
+        (
+            "short",
+            co_signed(standard(49_999), &[&payer]),
+            "payment_amount_mismatch",
+        ),
+        (
+            "over",
+            co_signed(standard(50_001), &[&payer]),
+            "payment_amount_mismatch",
+        ),
+        (
+            "extra instruction",
+            co_signed(extra_instruction, &[&payer]),
+            "invalid_payment",
+        ),
+        (
+            "fee payer moving funds",
+            co_signed(fee_payer_pays, &[]),
+            "invalid_payment",
+        ),
+        (
+            "not signed by the payer",
+            co_signed(standard(50_000), &[&mallory]),
+            "invalid_signature",
+        ),
+        (
+            "expired blockhash",
+            solana_envelope(
+                &fee_payer,
+                &standard(50_000),
+                &[&payer],
+                solana_hash::Hash::new_unique(),
+                false,
+            ),
+            "payment_expired",
+        ),
+    ];
+    for (case, payment, code) in cases {
+        let reply = paid(&url, &hello, &payment).await;
+        assert_eq!(
+            (reply.status, reply.json()["code"].clone()),
+            (402, json!(code)),
+            "{case}: {}",
+            reply.text
+        );
+    }
+    assert_eq!(chain.usdc_of(&payer_address).await, Some(1_000_000), "nothing moved");
+    assert_eq!(chain.usdc_of(&agent_wallet).await, Some(5_000_000));
+
+    // The spec's own form: the payer is the fee payer and signs everything.
+    let agent_sol = chain.sol_of(&agent_wallet).await;
+    let spec_form = solana_envelope(&payer.pubkey(), &standard(50_000), &[&payer], blockhash, true);
+    let reply = paid(&url, &hello, &spec_form).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.json()["receipt"]["payer"], payer_address.as_str());
+    assert_eq!(chain.usdc_of(&payer_address).await, Some(950_000));
+    assert!(
+        chain.sol_of(&payer_address).await < 100_000_000,
+        "the payer paid the fee"
+    );
+    assert_eq!(chain.sol_of(&agent_wallet).await, agent_sol, "the agent paid nothing");
+
+    // One payment, 20 concurrent submissions: exactly one is served.
+    let payment = solana_payment(&chain, &payer, &requirement, 50_000).await;
+    let mut racers = tokio::task::JoinSet::new();
+    for _ in 0..20 {
+        let (url, hello, payment) = (url.clone(), hello.clone(), payment.clone());
+        racers.spawn(async move { paid(&url, &hello, &payment).await });
+    }
+    let replies = racers.join_all().await;
+    let codes: Vec<(u16, Value)> = replies.iter().map(|r| (r.status, r.json()["code"].clone())).collect();
+    assert_eq!(
+        codes.iter().filter(|(status, _)| *status == 200).count(),
+        1,
+        "{codes:?}"
+    );
+    assert!(
+        codes
+            .iter()
+            .all(|(status, code)| *status == 200 || (*status == 409 && code == "payment_already_used")),
+        "{codes:?}"
+    );
+    assert_eq!(chain.usdc_of(&payer_address).await, Some(900_000));
+    assert_eq!(chain.usdc_of(&agent_wallet).await, Some(5_100_000));
 }
