@@ -222,10 +222,7 @@ async fn x402_payments_are_limited_per_payer() {
         .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_DAY", "1");
     env.create_account("acme", "free");
     env.apply_agent(&crate::x402::paid_manifest("seller"), "acme");
-    let agent_wallet = env.cli_json(&["wallet", "create", "--agent", "seller", "--network", "base"])["address"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let agent_wallet = env.create_wallet("seller", "base");
     chain.set_eth(&agent_wallet, 10u128.pow(16)).await;
     let server = env.serve();
     let url = server.url("/x402/base/seller");

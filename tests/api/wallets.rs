@@ -36,20 +36,11 @@ impl World {
     async fn start() -> World {
         let solana = LocalSolana::start();
         let base = LocalBase::start().await;
-        let mut env = TestEnv::new();
-        for (name, value) in solana.env().into_iter().chain(base.env()) {
-            env = env.with_env(name, &value);
-        }
+        let env = TestEnv::new().with_envs(solana.env()).with_envs(base.env());
         let key = env.account_with_key("acme", "pro");
         let agent = env.apply_agent(&format!("{}{BALANCE_COMMAND}", manifest("payee")), "acme");
-        let solana_wallet = env.cli_json(&["wallet", "create", "--agent", "payee", "--network", "solana"])["address"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        let base_wallet = env.cli_json(&["wallet", "create", "--agent", "payee", "--network", "base"])["address"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let solana_wallet = env.create_wallet("payee", "solana");
+        let base_wallet = env.create_wallet("payee", "base");
         let server = env.serve();
         World {
             env,
@@ -218,10 +209,7 @@ async fn balances_are_read_from_both_chains_exactly() {
 #[tokio::test]
 async fn wallet_errors_use_the_spec_codes() {
     let solana = LocalSolana::start();
-    let mut env = TestEnv::new();
-    for (name, value) in solana.env() {
-        env = env.with_env(name, &value);
-    }
+    let mut env = TestEnv::new().with_envs(solana.env());
     // Base's node is down: a closed port.
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

@@ -51,12 +51,7 @@ fn open_shop() -> Shop {
     let env = TestEnv::new().with_env("AGENT_HOST_PUBLIC_BASE_URL", PUBLIC);
     env.create_account("acme", "free");
     let agent_id = env.apply_agent(&paid_manifest("seller"), "acme");
-    let wallet = |network: &str| {
-        env.cli_json(&["wallet", "create", "--agent", "seller", "--network", network])["address"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
+    let wallet = |network: &str| env.create_wallet("seller", network);
     let (solana_wallet, base_wallet) = (wallet("solana"), wallet("base"));
     // Neither x402 nor wallets: not for sale.
     env.apply_agent(&manifest("private"), "acme");
@@ -308,10 +303,7 @@ long_running = true
 config = { url = "http://127.0.0.1:9/hook" }
 "#;
     let agent_id = env.apply_agent(&format!("{}{broken}{REPORT}", paid_manifest("seller")), "acme");
-    let agent_wallet = env.cli_json(&["wallet", "create", "--agent", "seller", "--network", "base"])["address"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let agent_wallet = env.create_wallet("seller", "base");
     chain.set_eth(&agent_wallet, 10u128.pow(16)).await; // it relays: pays the gas
     let server = env.serve();
     let payer = alloy::signers::local::PrivateKeySigner::random();
@@ -621,16 +613,10 @@ async fn a_solana_payment_is_co_signed_settled_once_and_served() {
     use crate::support::chains::LocalSolana;
     use solana_signer::Signer;
     let chain = LocalSolana::start();
-    let mut env = TestEnv::new();
-    for (name, value) in chain.env() {
-        env = env.with_env(name, &value);
-    }
+    let env = TestEnv::new().with_envs(chain.env());
     env.create_account("acme", "free");
     env.apply_agent(&paid_manifest("seller"), "acme");
-    let agent_wallet = env.cli_json(&["wallet", "create", "--agent", "seller", "--network", "solana"])["address"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let agent_wallet = env.create_wallet("seller", "solana");
     chain.set_sol(&agent_wallet, 1_000_000_000).await; // it pays the fees
     chain.set_usdc(&agent_wallet, 0).await; // x402 clients need payTo's token account to exist
     let server = env.serve();
@@ -689,16 +675,12 @@ async fn solana_payments_are_checked_rule_by_rule() {
     use solana_signer::Signer;
     let chain = LocalSolana::start();
     // Replays count against the payer too: room for the race of 20.
-    let mut env = TestEnv::new().with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "1000");
-    for (name, value) in chain.env() {
-        env = env.with_env(name, &value);
-    }
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "1000")
+        .with_envs(chain.env());
     env.create_account("acme", "free");
     env.apply_agent(&paid_manifest("seller"), "acme");
-    let agent_wallet = env.cli_json(&["wallet", "create", "--agent", "seller", "--network", "solana"])["address"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let agent_wallet = env.create_wallet("seller", "solana");
     chain.set_sol(&agent_wallet, 1_000_000_000).await;
     chain.set_usdc(&agent_wallet, 5_000_000).await; // the agent's own money: a target
     let server = env.serve();

@@ -33,18 +33,13 @@ async fn open_market(network: &str, chain_env: Vec<(&'static str, String)>) -> M
     let seen = Arc::new(Mutex::new(Vec::new()));
     let policy: Policy = Arc::new(|_, _| text("No rain today."));
     let llm = fake_openai(policy, seen.clone()).await;
-    let mut env = TestEnv::new()
+    let env = TestEnv::new()
         .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
-        .with_env("AGENT_HOST_LLM_MODEL", "fake-model");
-    for (name, value) in chain_env {
-        env = env.with_env(name, &value);
-    }
+        .with_env("AGENT_HOST_LLM_MODEL", "fake-model")
+        .with_envs(chain_env);
     env.create_account("acme", "free");
     env.apply_agent(&format!("{}{REPORT}", paid_manifest("seller")), "acme");
-    let agent_wallet = env.cli_json(&["wallet", "create", "--agent", "seller", "--network", network])["address"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let agent_wallet = env.create_wallet("seller", network);
     Market {
         server: env.serve(),
         _env: env,

@@ -76,10 +76,7 @@ config = {{ url = "{}" }}
         .with_env("AGENT_HOST_BASE_CONFIRMATIONS", "1000");
     env.create_account("acme", "free");
     env.apply_agent(&format!("{}{stuck}", paid_manifest("seller")), "acme");
-    let agent_wallet = env.cli_json(&["wallet", "create", "--agent", "seller", "--network", "base"])["address"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let agent_wallet = env.create_wallet("seller", "base");
     chain.set_eth(&agent_wallet, 10u128.pow(16)).await;
     let (payer, payer_address) = Payer::on_base(&chain, 1_000_000).await;
 

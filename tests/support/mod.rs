@@ -72,6 +72,22 @@ impl TestEnv {
         self
     }
 
+    /// Adds settings, e.g. those pointing at a local chain.
+    pub fn with_envs(mut self, settings: Vec<(&str, String)>) -> TestEnv {
+        for (name, value) in settings {
+            self = self.with_env(name, &value);
+        }
+        self
+    }
+
+    /// `agent-host wallet create` for `agent` on `network`; the new wallet's address.
+    pub fn create_wallet(&self, agent: &str, network: &str) -> String {
+        self.cli_json(&["wallet", "create", "--agent", agent, "--network", network])["address"]
+            .as_str()
+            .expect("wallet create prints the address")
+            .to_string()
+    }
+
     /// Changes a setting for the processes started from now on (a restart with new settings).
     pub fn set_env(&mut self, name: &str, value: &str) {
         self.env.retain(|(k, _)| k != name);
