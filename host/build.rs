@@ -56,7 +56,7 @@ fn main() {
         let path = target_dir.join("wasm32-wasip2/plugin").join(format!("{artifact}.wasm"));
         assert!(path.is_file(), "missing plugin artifact {}", path.display());
         println!(
-            "cargo:rustc-env=AGENT_HOST_PLUGIN_{}={}",
+            "cargo:rustc-env=BUILT_PLUGIN_{}={}",
             artifact.to_uppercase(),
             path.display()
         );

@@ -1,9 +1,10 @@
 //! Starts the two local chains the tests use, funds the given wallet addresses with
 //! 1 SOL / 0.1 ETH and 100 USDC each, prints the settings that point agent-host at them,
-//! and runs until Ctrl-C. Needs what `scripts/test.sh` installs (tests/node, the
-//! tests/solana-chain helper).
+//! and runs until Ctrl-C. With `--payer`, also makes a funded payer on each chain and
+//! prints its key, for paying an agent over x402 (README, "Pay an agent"). Needs what
+//! `scripts/test.sh` installs (tests/node, the tests/solana-chain helper).
 //!
-//!     cargo run -p agent-host --example local_chains -- --fund ADDRESS [--fund ADDRESS]...
+//!     cargo run -p agent-host --example local_chains -- [--fund ADDRESS]... [--payer]
 
 #[path = "../../tests/support/chains.rs"]
 #[allow(dead_code)]
@@ -14,12 +15,14 @@ use agent_host::domain::Network;
 #[tokio::main]
 async fn main() {
     let mut fund = Vec::new();
+    let mut payer = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        match (arg.as_str(), args.next()) {
-            ("--fund", Some(address)) => fund.push(address),
+        match arg.as_str() {
+            "--payer" => payer = true,
+            "--fund" if let Some(address) = args.next() => fund.push(address),
             _ => {
-                eprintln!("usage: local-chains [--fund ADDRESS]...");
+                eprintln!("usage: local-chains [--fund ADDRESS]... [--payer]");
                 std::process::exit(2);
             }
         }
@@ -39,12 +42,27 @@ async fn main() {
         }
         println!("funded {address}");
     }
-    let exports: Vec<String> = solana
+    let mut exports: Vec<String> = solana
         .env()
         .into_iter()
         .chain(base.env())
         .map(|(name, value)| format!("{name}={value}"))
         .collect();
+    if payer {
+        use solana_signer::Signer;
+        let base_payer = alloy::signers::local::PrivateKeySigner::random();
+        base.mint_usdc(&base_payer.address().to_string(), 100_000_000).await;
+        let solana_payer = solana_keypair::Keypair::new();
+        solana.set_sol(&solana_payer.pubkey().to_string(), 1_000_000_000).await;
+        solana.set_usdc(&solana_payer.pubkey().to_string(), 100_000_000).await;
+        println!(
+            "payers with 100 USDC each: base {}, solana {}",
+            base_payer.address(),
+            solana_payer.pubkey()
+        );
+        exports.push(format!("PAYER_BASE_KEY=0x{}", hex::encode(base_payer.to_bytes())));
+        exports.push(format!("PAYER_SOLANA_KEY={}", solana_payer.to_base58_string()));
+    }
     println!("export {}", exports.join(" "));
     println!("(Ctrl-C stops both chains)");
     let _ = tokio::signal::ctrl_c().await;

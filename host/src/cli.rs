@@ -677,8 +677,10 @@ async fn serve(
             let username = value["agent"]["username"].as_str().unwrap_or_default().to_string();
             value["listening"] = json!(urls);
             let text = format!(
-                "Demo account 'demo', agent '{username}'.\nAPI key: {key}\n  (also saved in {})\nTry:\n  curl -s -H \"x-api-key: {key}\" {first}/v1/agents/{username}/commands\nlistening on {}",
+                "Demo account 'demo', agent '{username}'.\nAPI key: {key}\n  (also saved in {})\nWallets: solana {}, base {}\nTry:\n  curl -s -H \"x-api-key: {key}\" {first}/v1/agents/{username}/commands\n  curl -s {first}/x402/base/{username}\nlistening on {}",
                 value["key_file"].as_str().unwrap_or_default(),
+                value["wallets"]["solana"].as_str().unwrap_or_default(),
+                value["wallets"]["base"].as_str().unwrap_or_default(),
                 urls.join(", ")
             );
             out.print(&value, &text);
@@ -714,6 +716,21 @@ async fn demo(settings: Settings, store: Store, listen: Vec<String>, out: &Outpu
                 .agent_id
         }
     };
+    // Its wallets (keys sealed locally; no chain needed to create them), so it can sell
+    // over x402 and hold USDC once funded.
+    let mut wallets = serde_json::Map::new();
+    for network in [Network::Solana, Network::Base] {
+        let address = match store.wallet(&agent_id, network).await? {
+            Some(wallet) => wallet.address,
+            None => {
+                let services = app::cli_services(settings.clone(), store.clone())?;
+                wallets::add(&services, &agent_id, network, None)
+                    .await
+                    .map_err(service)?
+            }
+        };
+        wallets.insert(network.as_str().to_string(), json!(address));
+    }
     // The demo's key is kept in a 0600 file so the README's curl line works as printed;
     // real keys are only ever shown once.
     let key_file = settings.data_dir.join(DEMO_KEY_FILE);
@@ -731,6 +748,7 @@ async fn demo(settings: Settings, store: Store, listen: Vec<String>, out: &Outpu
         "key_file": key_file.display().to_string(),
         "account": DEMO_ACCOUNT,
         "agent": { "id": agent_id, "username": manifest.agent.username },
+        "wallets": wallets,
     });
     serve(settings, store, listen, out, Some(summary)).await
 }

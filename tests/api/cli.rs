@@ -215,6 +215,13 @@ async fn demo_seeds_once_and_its_key_works() {
         .map(|c| c["command"].as_str().unwrap().to_string())
         .collect();
     assert!(names.contains(&"hello".to_string()));
+    // It sells over x402 from its own wallets, which the demo creates.
+    let wallets = server.ready["wallets"].clone();
+    let price_list = get(&server.url("/x402/base/helper"), None).await;
+    assert_eq!(price_list.status, 200, "{}", price_list.text);
+    assert_eq!(price_list.json()["accepts"][0]["payTo"], wallets["base"]);
+    let price_list = get(&server.url("/x402/solana/helper"), None).await;
+    assert_eq!(price_list.json()["accepts"][0]["payTo"], wallets["solana"]);
     let key_file = env.path("demo-api-key");
     assert_eq!(std::fs::read_to_string(&key_file).unwrap(), key);
     assert_eq!(mode(&key_file), 0o600);
@@ -226,6 +233,7 @@ async fn demo_seeds_once_and_its_key_works() {
         key,
         "the same key on a second start"
     );
+    assert_eq!(again.ready["wallets"], wallets, "the same wallets too");
     assert_eq!(
         env.cli_json(&["agent", "list"])["agents"].as_array().unwrap().len(),
         1,

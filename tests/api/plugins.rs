@@ -633,7 +633,7 @@ fn a_scaffolded_plugin_builds_and_is_accepted() {
         dir.join("Cargo.lock"),
     )
     .unwrap();
-    let target = std::path::Path::new(env!("AGENT_HOST_PLUGIN_NOTES"))
+    let target = std::path::Path::new(env!("BUILT_PLUGIN_NOTES"))
         .ancestors()
         .nth(3)
         .unwrap()

@@ -1,10 +1,13 @@
 // Pays the service the way x402 users do: with a real, published x402 client.
 //
-//   node pay.mjs '<request JSON>'
+//   node pay.mjs '<request JSON>'              (the tests)
+//   node pay.mjs CLIENT URL '<body JSON>'      (by hand, see the README's "Pay an agent")
 //
 // request: { client: "x402-fetch" | "@x402/fetch", network: "base" | "solana", url, body,
 //            key (Base: 0x-hex private key; Solana: base58 64-byte keypair), rpcUrl }
-// prints one JSON line: { status, body, paymentResponse } where paymentResponse is the
+// By hand, the network comes from the URL (/x402/{network}/...), the key from
+// PAYER_BASE_KEY / PAYER_SOLANA_KEY and the RPC from AGENT_HOST_{BASE,SOLANA}_RPC_URL.
+// Prints one JSON line: { status, body, paymentResponse } where paymentResponse is the
 // decoded X-PAYMENT-RESPONSE header (null when absent). A client that throws exits 1
 // with its message on stderr.
 import { createWalletClient, http, publicActions } from "viem";
@@ -12,7 +15,21 @@ import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
 
-const request = JSON.parse(process.argv[2]);
+function byHand([client, url, body]) {
+  const network = new URL(url).pathname.split("/")[2];
+  const upper = String(network).toUpperCase();
+  return {
+    client,
+    url,
+    network,
+    body: JSON.parse(body ?? "{}"),
+    key: process.env[`PAYER_${upper}_KEY`],
+    rpcUrl: process.env[`AGENT_HOST_${upper}_RPC_URL`],
+  };
+}
+
+const args = process.argv.slice(2);
+const request = args.length === 1 ? JSON.parse(args[0]) : byHand(args);
 
 async function solanaSigner() {
   return createKeyPairSignerFromBytes(getBase58Encoder().encode(request.key));

@@ -39,6 +39,25 @@ fn node_tools() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/node/node_modules")
 }
 
+/// Anvil's own binary from its platform package. Not `.bin/anvil`: that is a node wrapper,
+/// and killing it would leave the chain running.
+fn anvil_binary() -> PathBuf {
+    let packages = node_tools().join("@foundry-rs");
+    std::fs::read_dir(&packages)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("anvil-"))
+        .map(|entry| entry.path().join("bin/anvil"))
+        .find(|binary| binary.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "no anvil binary under {}: run the suite with scripts/test.sh, which installs tests/node",
+                packages.display()
+            )
+        })
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -89,12 +108,7 @@ impl Drop for LocalBase {
 impl LocalBase {
     /// Starts Anvil and deploys USDC at Base's address (about a second).
     pub async fn start() -> LocalBase {
-        let anvil = node_tools().join(".bin/anvil");
-        assert!(
-            anvil.exists(),
-            "{} is missing: run the suite with scripts/test.sh, which installs tests/node",
-            anvil.display()
-        );
+        let anvil = anvil_binary();
         let port = free_port();
         let child = Command::new(&anvil)
             .args([

@@ -464,9 +464,9 @@ impl Drop for FakeServer {
 /// Where the test plugins built by host/build.rs are.
 pub fn plugin_path(artifact: &str) -> String {
     match artifact {
-        "notes" => env!("AGENT_HOST_PLUGIN_NOTES").to_string(),
-        "probe" => env!("AGENT_HOST_PLUGIN_PROBE").to_string(),
-        "simple_text" => env!("AGENT_HOST_PLUGIN_SIMPLE_TEXT").to_string(),
+        "notes" => env!("BUILT_PLUGIN_NOTES").to_string(),
+        "probe" => env!("BUILT_PLUGIN_PROBE").to_string(),
+        "simple_text" => env!("BUILT_PLUGIN_SIMPLE_TEXT").to_string(),
         other => panic!("no test plugin {other}"),
     }
 }

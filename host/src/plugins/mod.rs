@@ -103,11 +103,11 @@ pub struct Run {
 const BUILTIN_COMPONENTS: &[(HandlerType, &[u8])] = &[
     (
         HandlerType::SimpleText,
-        include_bytes!(env!("AGENT_HOST_PLUGIN_SIMPLE_TEXT")),
+        include_bytes!(env!("BUILT_PLUGIN_SIMPLE_TEXT")),
     ),
-    (HandlerType::Prompt, include_bytes!(env!("AGENT_HOST_PLUGIN_PROMPT"))),
-    (HandlerType::Webhook, include_bytes!(env!("AGENT_HOST_PLUGIN_WEBHOOK"))),
-    (HandlerType::BuiltIn, include_bytes!(env!("AGENT_HOST_PLUGIN_BUILT_IN"))),
+    (HandlerType::Prompt, include_bytes!(env!("BUILT_PLUGIN_PROMPT"))),
+    (HandlerType::Webhook, include_bytes!(env!("BUILT_PLUGIN_WEBHOOK"))),
+    (HandlerType::BuiltIn, include_bytes!(env!("BUILT_PLUGIN_BUILT_IN"))),
 ];
 
 /// Deadline for calling `manifest()`, which should do nothing but return data.
