@@ -30,6 +30,28 @@ async fn hanging_hook(reached: Arc<tokio::sync::Notify>) -> FakeServer {
     FakeServer::start(router).await
 }
 
+/// A signed Solana transaction over a blockhash the chain never issued: it can never land.
+fn unsent_solana_transaction() -> (String, String) {
+    use solana_signer::Signer;
+    let signer = solana_keypair::Keypair::new();
+    let memo = solana_pubkey::Pubkey::from_str_const("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr");
+    let message = solana_message::Message::new_with_blockhash(
+        &[solana_instruction::Instruction::new_with_bytes(memo, b"cut", vec![])],
+        Some(&signer.pubkey()),
+        &solana_hash::Hash::new_unique(),
+    );
+    let signature = signer.sign_message(&message.serialize());
+    let tx = solana_transaction::versioned::VersionedTransaction {
+        signatures: vec![signature],
+        message: solana_message::VersionedMessage::Legacy(message),
+    };
+    let raw = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        bincode::serialize(&tx).unwrap(),
+    );
+    (signature.to_string(), raw)
+}
+
 fn payments(env: &TestEnv) -> Vec<Value> {
     env.cli_json(&["payments", "list", "--agent", "seller"])
         .as_array()
@@ -54,6 +76,7 @@ async fn settled_down(env: &TestEnv) -> Vec<Value> {
 #[tokio::test]
 async fn payments_cut_off_by_a_crash_are_refunded_once_after_the_restart() {
     let chain = LocalBase::start().await;
+    let solana = crate::support::chains::LocalSolana::start();
     let reached = Arc::new(tokio::sync::Notify::new());
     let hook = hanging_hook(reached.clone()).await;
     let stuck = format!(
@@ -73,7 +96,8 @@ config = {{ url = "{}" }}
     let mut env = TestEnv::new()
         .with_env("AGENT_HOST_BASE_RPC_URL", &chain.rpc_url)
         .with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", &format!("127.0.0.1:{}", hook.port))
-        .with_env("AGENT_HOST_BASE_CONFIRMATIONS", "1000");
+        .with_env("AGENT_HOST_BASE_CONFIRMATIONS", "1000")
+        .with_envs(solana.env());
     env.create_account("acme", "free");
     env.apply_agent(&format!("{}{stuck}", paid_manifest("seller")), "acme");
     let agent_wallet = env.create_wallet("seller", "base");
@@ -125,13 +149,23 @@ config = {{ url = "{}" }}
     server.crash();
     assert!(request.await.unwrap().is_err(), "no answer reached the payer");
     assert_eq!(chain.usdc_of(&payer_address).await, 980_000, "paid before the crash");
-    // And a payment recorded but cut off before its settlement was even signed.
+    // And two payments cut off before their settlement got anywhere: one never signed, one
+    // (Solana) signed and stored but never sent, now past its blockhash.
     {
         let db = rusqlite::Connection::open(env.data_dir().join("agent-host.db")).unwrap();
         db.execute(
             "INSERT INTO payments (id, identity, agent_id, network, payer, pay_to, amount, request, state, created_at, updated_at)
              SELECT 'pay_cut', 'base:cut', agent_id, 'base', ?1, pay_to, 10000, '{}', 'verified', 0, 0 FROM payments LIMIT 1",
             [&payer_address],
+        )
+        .unwrap();
+        let (signature, raw) = unsent_solana_transaction();
+        db.execute(
+            "INSERT INTO payments (id, identity, agent_id, network, payer, pay_to, amount, request, state,
+                                   transaction_signature, raw_tx, created_at, updated_at)
+             SELECT 'pay_unsent', 'solana:unsent', agent_id, 'solana', 'x', 'y', 10000, '{}', 'verified', ?1, ?2, 0, 0
+             FROM payments LIMIT 1",
+            [&signature, &raw],
         )
         .unwrap();
     }
@@ -143,6 +177,7 @@ config = {{ url = "{}" }}
     assert_eq!(list[0]["command"], "stuck");
     assert_eq!(list[0]["state"], "refunded", "{list:?}");
     assert_eq!(state("pay_cut"), Some(json!("failed")), "{list:?}");
+    assert_eq!(state("pay_unsent"), Some(json!("failed")), "{list:?}");
     assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "every cent came back");
     assert_eq!(chain.usdc_of(&agent_wallet).await, 0);
     // Each refund went out exactly once.
