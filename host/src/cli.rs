@@ -719,17 +719,23 @@ async fn demo(settings: Settings, store: Store, listen: Vec<String>, out: &Outpu
     // Its wallets (keys sealed locally; no chain needed to create them), so it can sell
     // over x402 and hold USDC once funded.
     let mut wallets = serde_json::Map::new();
+    let mut missing = Vec::new();
     for network in [Network::Solana, Network::Base] {
-        let address = match store.wallet(&agent_id, network).await? {
-            Some(wallet) => wallet.address,
-            None => {
-                let services = app::cli_services(settings.clone(), store.clone())?;
-                wallets::add(&services, &agent_id, network, None)
-                    .await
-                    .map_err(service)?
+        match store.wallet(&agent_id, network).await? {
+            Some(wallet) => {
+                wallets.insert(network.as_str().to_string(), json!(wallet.address));
             }
-        };
-        wallets.insert(network.as_str().to_string(), json!(address));
+            None => missing.push(network),
+        }
+    }
+    if !missing.is_empty() {
+        let services = app::cli_services(settings.clone(), store.clone())?;
+        for network in missing {
+            let address = wallets::add(&services, &agent_id, network, None)
+                .await
+                .map_err(service)?;
+            wallets.insert(network.as_str().to_string(), json!(address));
+        }
     }
     // The demo's key is kept in a 0600 file so the README's curl line works as printed;
     // real keys are only ever shown once.

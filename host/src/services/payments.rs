@@ -541,6 +541,9 @@ impl Settled {
     }
 }
 
+/// Joins a refund's reason and why it did not go out (yet) in the payment's error.
+const REFUND_NOT_OUT: &str = "; the refund did not go out yet: ";
+
 /// Paying a payer back, at most once: the payment moves to `refunding`, naming the
 /// refund's transfer, before that transfer is written.
 struct Refund<'a> {
@@ -594,7 +597,7 @@ impl<'a> Refund<'a> {
             }
             Err(err) => {
                 tracing::error!(payment = self.payment_id, "refund failed: {err}");
-                let note = format!("{why}; the refund did not go out yet: {err}");
+                let note = format!("{why}{REFUND_NOT_OUT}{err}");
                 let _ = services.store.note_payment_error(self.payment_id, &note).await;
                 None
             }
@@ -714,7 +717,9 @@ async fn resume_settlement(
 }
 
 async fn resume_refund(services: &Services, payment: &PaymentRecord, refund: &Refund<'_>) -> Result<(), ServiceError> {
-    let why = payment.error.clone().unwrap_or_else(|| "refund".into());
+    // The original reason, without the notes of attempts that did not go out.
+    let noted = payment.error.as_deref().unwrap_or("refund");
+    let why = noted.split(REFUND_NOT_OUT).next().unwrap_or(noted).to_string();
     let previous = payment.refund_transfer_id.as_deref();
     let mut transfer = match previous {
         Some(id) => services.store.transfer(id).await?,

@@ -37,7 +37,15 @@ pub struct RateDecision {
 
 #[derive(Default)]
 pub struct RateLimiter {
-    usage: Mutex<HashMap<String, Usage>>,
+    usage: Mutex<Tracked>,
+}
+
+#[derive(Default)]
+struct Tracked {
+    keys: HashMap<String, Usage>,
+    /// The minute of the last pruning: at most one pass over the keys per minute, so a
+    /// flood of new keys cannot make every request walk the whole map.
+    pruned_minute: i64,
 }
 
 impl RateLimiter {
@@ -45,14 +53,18 @@ impl RateLimiter {
     pub fn check(&self, account_id: &str, limits: RateLimits, now_ms: i64) -> RateDecision {
         let minute_start = now_ms - now_ms.rem_euclid(MINUTE_MS);
         let day_start = now_ms - now_ms.rem_euclid(DAY_MS);
-        let mut all = self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if all.len() >= MAX_TRACKED && !all.contains_key(account_id) {
-            all.retain(|_, u| u.day_start == day_start);
-            if all.len() >= MAX_TRACKED {
-                all.retain(|_, u| u.minute_start == minute_start);
+        let mut tracked = self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if tracked.keys.len() >= MAX_TRACKED
+            && tracked.pruned_minute != minute_start
+            && !tracked.keys.contains_key(account_id)
+        {
+            tracked.pruned_minute = minute_start;
+            tracked.keys.retain(|_, u| u.day_start == day_start);
+            if tracked.keys.len() >= MAX_TRACKED {
+                tracked.keys.retain(|_, u| u.minute_start == minute_start);
             }
         }
-        let usage = all.entry(account_id.to_string()).or_default();
+        let usage = tracked.keys.entry(account_id.to_string()).or_default();
         if usage.minute_start != minute_start {
             usage.minute_start = minute_start;
             usage.minute_count = 0;
@@ -100,9 +112,9 @@ impl RateLimiter {
 
     /// Current counters, for saving.
     pub fn snapshot(&self) -> Vec<UsageRow> {
-        let all = self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut rows = Vec::with_capacity(all.len() * 2);
-        for (account_id, usage) in all.iter() {
+        let tracked = self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut rows = Vec::with_capacity(tracked.keys.len() * 2);
+        for (account_id, usage) in tracked.keys.iter() {
             rows.push(UsageRow {
                 account_id: account_id.clone(),
                 window: "minute",
@@ -121,9 +133,9 @@ impl RateLimiter {
 
     /// Loads saved counters; windows that have ended are reset on first use anyway.
     pub fn restore(&self, rows: Vec<UsageRow>) {
-        let mut all = self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut tracked = self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         for row in rows {
-            let usage = all.entry(row.account_id).or_default();
+            let usage = tracked.keys.entry(row.account_id).or_default();
             if row.window == "day" {
                 usage.day_start = row.window_start;
                 usage.day_count = row.count;
