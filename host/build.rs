@@ -13,6 +13,8 @@ const PLUGINS: &[(&str, &str)] = &[
     ("built-in", "built_in"),
     ("notes", "notes"),
     ("probe", "probe"),
+    ("moody", "moody"),
+    ("impostor", "impostor"),
 ];
 
 fn main() {

@@ -45,7 +45,7 @@ fn base_payment() -> (String, evm::Expected) {
         nonce: B256::repeat_byte(9),
         signature: alloy::primitives::Signature::test_signature(),
     };
-    let signature = payer.sign_hash_sync(&auth.signing_hash(&expected)).unwrap();
+    let signature = payer.sign_hash_sync(&auth.signing_hash(&expected.domain())).unwrap();
     let payload = json!({
         "signature": format!("0x{}", hex::encode(signature.as_bytes())),
         "authorization": {
@@ -65,7 +65,7 @@ fn solana_payment() -> (String, svm::Expected) {
         mint: Pubkey::new_unique(),
         amount: MicroUsdc(PRICE),
         fee_payer: Some(service.pubkey()),
-        max_compute_unit_price: 5_000_000,
+        max_fee_lamports: 20_000,
     };
     let ata = |owner: &Pubkey| agent_host::chains::solana::associated_token_address(owner, &expected.mint);
     let budget = Pubkey::from_str_const("ComputeBudget111111111111111111111111111111");
@@ -102,7 +102,7 @@ fn payments(c: &mut Criterion) {
         b.iter(|| {
             let decoded = decode_header(&base_header, "base").unwrap();
             let auth = evm::decode(&decoded.payload).unwrap();
-            auth.verify(&base_expected, 1_800_000_000).unwrap();
+            evm::verify(&auth, &base_expected, 1_800_000_000).unwrap();
         })
     });
     let (solana_header, solana_expected) = solana_payment();

@@ -10,7 +10,7 @@ use agent_host::llm::{Completion, CompletionRequest, LlmFuture, LlmProvider};
 use agent_host::outbound::{HostPattern, Outbound, OutboundPolicy};
 use agent_host::plugins::bindings::agent::plugin::agent_info::{AgentProfile, CommandInfo};
 use agent_host::plugins::{
-    AgentSnapshot, Grants, HostServices, Invocation, Origin, PluginRuntime, ResponseFormat, Run, RuntimeLimits,
+    AgentSnapshot, Grants, HostServices, Invocation, Origin, PluginRuntime, ResponseFormat, Run, RuntimeLimits, Tenant,
 };
 use agent_host::store::Store;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -26,6 +26,7 @@ impl LlmProvider for InstantLlm {
         Box::pin(async {
             Ok(Completion {
                 content: "A short poem.".into(),
+                tool_calls: Vec::new(),
             })
         })
     }
@@ -54,17 +55,21 @@ fn setup(rt: &tokio::runtime::Runtime) -> Setup {
         max_response_bytes: 1 << 20,
         max_timeout: Duration::from_secs(5),
         max_redirects: 5,
+        marker: None,
     });
     let limits = RuntimeLimits {
         default_timeout: Duration::from_secs(5),
         max_memory_bytes: 128 << 20,
         max_output_bytes: 1 << 20,
         max_concurrency: 64,
+        max_concurrency_per_account: 64,
+        max_component_bytes: 32 << 20,
     };
     let services = HostServices {
         store,
         outbound,
         llm: Arc::new(InstantLlm),
+        llm_max_tokens: 1024,
     };
     let runtime = Arc::new(PluginRuntime::new(dir.path(), limits, services).unwrap());
     Setup {
@@ -76,7 +81,7 @@ fn setup(rt: &tokio::runtime::Runtime) -> Setup {
 
 async fn make_run(setup: &Setup, handler: HandlerType) -> Run {
     let component = setup.runtime.builtin(handler).unwrap();
-    let manifest = setup.runtime.manifest(&component).await.unwrap();
+    let manifest = setup.runtime.declared(&component).await.unwrap();
     let (command, parameters, config) = match handler {
         HandlerType::SimpleText => (
             "hello",
@@ -96,7 +101,7 @@ async fn make_run(setup: &Setup, handler: HandlerType) -> Run {
         _ => ("help", "{}".to_string(), r#"{"builtin":"help"}"#.to_string()),
     };
     let webhook = (handler == HandlerType::Webhook).then_some(setup.webhook_url.as_str());
-    let grants = Grants::for_command(component.kind, &manifest.capabilities, &[], webhook);
+    let grants = Grants::for_command(component.kind, &manifest.capabilities, &[], webhook, false);
     let agent = (handler == HandlerType::BuiltIn).then(|| AgentSnapshot {
         profile: AgentProfile {
             id: "a1".into(),
@@ -130,6 +135,11 @@ async fn make_run(setup: &Setup, handler: HandlerType) -> Run {
         agent,
         progress: None,
         timeout: Some(Duration::from_secs(5)),
+        tenant: Tenant {
+            account: "bench".into(),
+            wait: None,
+        },
+        kv_scope: format!("command:{command}"),
     }
 }
 

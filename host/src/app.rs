@@ -21,7 +21,7 @@ use crate::outbound::{HostPattern, Outbound, OutboundPolicy};
 use crate::plugins::{HostServices, PluginRuntime, RuntimeLimits};
 use crate::secrets::MasterKey;
 use crate::services::rate_limit::{RateLimiter, X402Limiter};
-use crate::services::{Services, jobs, payments, wallets};
+use crate::services::{Services, jobs, payments};
 use crate::store::Store;
 
 #[derive(Clone)]
@@ -61,8 +61,8 @@ pub fn llm_provider(settings: &Settings) -> Arc<dyn LlmProvider> {
             settings.llm_api_key.as_ref().map(|k| k.expose().to_string()),
             Duration::from_millis(settings.llm_timeout_ms),
         )),
-        _ if settings.embedded_model_path.is_file() => Arc::new(EmbeddedProvider::new(
-            &settings.embedded_model_path,
+        _ if settings.embedded_model_file().is_file() => Arc::new(EmbeddedProvider::new(
+            &settings.embedded_model_file(),
             settings.embedded_max_tokens,
             Duration::from_millis(settings.llm_timeout_ms),
         )),
@@ -82,11 +82,14 @@ pub fn plugin_runtime(
         max_memory_bytes: (settings.plugin_memory_mib as usize) << 20,
         max_output_bytes: settings.plugin_max_output_bytes,
         max_concurrency: settings.plugin_max_concurrency,
+        max_concurrency_per_account: settings.plugin_max_concurrency_per_account,
+        max_component_bytes: settings.plugin_max_component_bytes,
     };
     let services = HostServices {
         store: store.clone(),
         outbound: outbound(settings, master)?,
         llm,
+        llm_max_tokens: settings.plugin_llm_max_tokens,
     };
     Ok(Arc::new(PluginRuntime::new(&settings.data_dir, limits, services)?))
 }
@@ -109,8 +112,8 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
     );
     let chains = chains(&settings).context("chain settings")?;
     let x402_limiter = Arc::new(X402Limiter::new(
-        settings.x402_client_limits,
-        settings.x402_payer_limits,
+        settings.x402_client_limits(),
+        settings.x402_payer_limits(),
     ));
     Ok(Services {
         store,
@@ -126,6 +129,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         chains: Arc::new(chains),
         x402_limiter,
         wallet_locks: Arc::default(),
+        payment_locks: Arc::default(),
     })
 }
 
@@ -225,30 +229,22 @@ impl Server {
         let (stop_tx, stop_rx) = watch::channel(false);
         let router = crate::routes::router(state.clone());
 
-        // Rows a previous run left unfinished were last touched before this instant.
-        let started_at = crate::clock::now_ms();
         let flusher = tokio::spawn(flush_rate_usage(state.clone(), stop_rx.clone()));
         let cleaner = tokio::spawn(jobs::clean_up_periodically(state.services.clone(), stop_rx.clone()));
+        if let Err(e) = crate::services::agents::upgrade_plugins(&state.services).await {
+            tracing::error!(error = %e, "could not upgrade the recorded plugins");
+        }
         match jobs::recover(&state.services).await {
             Ok((0, 0)) => {}
             Ok((resumed, failed)) => tracing::info!(resumed, failed, "jobs recovered after a restart"),
             Err(e) => tracing::error!(error = %e, "could not recover jobs"),
         }
-        // Transfers, then payments, cut off by a crash: checked against the chain, in the
-        // background (an unreachable node must not delay serving).
-        let reconciling = state.services.clone();
-        tokio::spawn(async move {
-            match wallets::reconcile(&reconciling).await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(transfers = n, "pending transfers reconciled after a restart"),
-                Err(e) => tracing::error!(error = %e, "could not reconcile pending transfers"),
-            }
-            match payments::recover(&reconciling, started_at).await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(payments = n, "unfinished payments resumed after a restart"),
-                Err(e) => tracing::error!(error = %e, "could not resume unfinished payments"),
-            }
-        });
+        // Transfers, then payments, cut off by a crash or stuck: checked against the chain
+        // now and then, in the background (an unreachable node must not delay serving).
+        let recovery = tokio::spawn(payments::recovery::run_periodically(
+            state.services.clone(),
+            stop_rx.clone(),
+        ));
         let mut servers = tokio::task::JoinSet::new();
         for listener in listeners {
             let router = router.clone();
@@ -280,6 +276,7 @@ impl Server {
         }
         let _ = flusher.await;
         let _ = cleaner.await;
+        let _ = recovery.await;
         state.services.store.save_rate_usage(state.limiter.snapshot()).await?;
         Ok(())
     }

@@ -775,9 +775,11 @@ fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
 fn init_tracing(filter: &str) {
     let filter =
         tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colour only on a terminal: a log file or journal gets plain lines.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
 

@@ -261,6 +261,8 @@ pub struct CommandDef {
     /// A custom command's component, as the manifest named it (resolved to a path).
     pub plugin: Option<String>,
     pub allowed_hosts: Vec<String>,
+    /// A custom command's plugin may use the host's LLM (built-in handlers always may).
+    pub allow_llm: bool,
     pub long_running: bool,
     pub timeout_ms: Option<u64>,
 }

@@ -12,7 +12,11 @@ use serde::de::DeserializeOwned;
 
 use crate::llm::LlmError;
 use crate::services::ServiceError;
+use crate::services::chatapp::ChatappError;
+use crate::services::payments::X402Error;
 use crate::services::rate_limit::RateDecision;
+use crate::services::social::SocialError;
+use crate::services::wallets::WalletError;
 
 /// The rate-limit headers every limited response carries: the binding window's size,
 /// what is left of it, and when it starts afresh (Unix seconds).
@@ -80,45 +84,182 @@ impl ApiError {
 }
 
 impl From<ServiceError> for ApiError {
+    /// The one place a service's outcome becomes a status, a code and words. Detail that
+    /// came from upstream (an RPC node's URL, a provider's own text) is logged, not answered.
     fn from(err: ServiceError) -> ApiError {
+        use StatusCode as S;
         match err {
             ServiceError::Validation(m) => ApiError::validation(m),
             ServiceError::NotFound(m) => ApiError::not_found(m),
-            ServiceError::Conflict(m) => ApiError::new(StatusCode::CONFLICT, "conflict", m),
+            ServiceError::Conflict(m) => ApiError::new(S::CONFLICT, "conflict", m),
             ServiceError::Unauthorized(m) => ApiError::unauthorized(m),
-            ServiceError::Execution(m) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "execution_error", m),
-            ServiceError::Model(e) => {
-                let (status, code) = match &e {
-                    LlmError::NotConfigured => (StatusCode::SERVICE_UNAVAILABLE, "model_unavailable"),
-                    LlmError::Timeout(_) => (StatusCode::GATEWAY_TIMEOUT, "generation_timeout"),
-                    _ => (StatusCode::BAD_GATEWAY, "model_unavailable"),
-                };
-                ApiError::new(status, code, e.to_string())
-            }
-            ServiceError::Api {
-                status,
-                code,
-                message,
-                retry_after,
-            } => {
-                let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-                let error = ApiError::new(status, code, message);
-                match retry_after {
-                    Some(secs) => error.with_header(axum::http::header::RETRY_AFTER, HeaderValue::from(secs)),
-                    None => error,
-                }
-            }
+            ServiceError::Execution(m) => ApiError::new(S::INTERNAL_SERVER_ERROR, "execution_error", m),
+            ServiceError::Model(e) => model_error(e),
             ServiceError::RateLimited(decision) => {
                 let mut error = ApiError::rate_limited(&decision);
                 error.headers.extend(rate_headers(&decision));
                 error
             }
+            ServiceError::Busy(m) => ApiError::new(S::TOO_MANY_REQUESTS, "rate_limit_exceeded", m)
+                .with_header(axum::http::header::RETRY_AFTER, HeaderValue::from(1)),
+            ServiceError::SecretUnusable(m) => ApiError::internal(m),
+            ServiceError::Wallet(e) => wallet_error(e),
+            ServiceError::Chatapp(e) => chatapp_error(e),
+            ServiceError::Social(e) => social_error(e),
+            ServiceError::X402(e) => x402_error(e),
             ServiceError::Store(e) => {
-                // The detail goes to the log, not to the client.
                 tracing::error!(error = %e, "store failure");
                 ApiError::internal("Internal server error")
             }
         }
+    }
+}
+
+fn capitalized(text: impl std::fmt::Display) -> String {
+    let text = text.to_string();
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => text,
+    }
+}
+
+fn model_error(e: LlmError) -> ApiError {
+    use StatusCode as S;
+    // A provider's own words can carry the operator's account details: logged only.
+    tracing::warn!(error = %e, "language model failure");
+    let (status, code, message) = match &e {
+        LlmError::NotConfigured => (S::SERVICE_UNAVAILABLE, "model_unavailable", e.to_string()),
+        LlmError::Busy => (S::SERVICE_UNAVAILABLE, "model_unavailable", e.to_string()),
+        LlmError::Timeout(_) => (S::GATEWAY_TIMEOUT, "generation_timeout", e.to_string()),
+        LlmError::Refused { status, .. } => (
+            S::BAD_GATEWAY,
+            "model_unavailable",
+            format!("The language model provider refused the request (HTTP {status})"),
+        ),
+        LlmError::Unreachable(_) => (
+            S::BAD_GATEWAY,
+            "model_unavailable",
+            "The language model provider could not be reached".to_string(),
+        ),
+        LlmError::BadAnswer(_) => (
+            S::BAD_GATEWAY,
+            "model_unavailable",
+            "The language model provider sent an answer this server cannot read".to_string(),
+        ),
+    };
+    ApiError::new(status, code, capitalized(message))
+}
+
+fn wallet_error(e: WalletError) -> ApiError {
+    use StatusCode as S;
+    match e {
+        WalletError::NotConfigured(network) => ApiError::new(
+            S::BAD_REQUEST,
+            "wallet_not_configured",
+            format!(
+                "The agent has no {network} wallet; create one with `agent-host wallet create --agent ID --network {network}`"
+            ),
+        ),
+        WalletError::ChainUnavailable { network, detail } => {
+            // The node's URL often holds a provider's API key: never in an answer.
+            tracing::warn!("the {network} RPC node failed: {detail}");
+            ApiError::internal(format!("The {network} RPC node failed; try again later"))
+        }
+        WalletError::TransferFailed(m) => ApiError::new(S::BAD_REQUEST, "transfer_failed", m),
+        e @ WalletError::NotConfirmed { .. } => ApiError::internal(format!(
+            "{}; it stays recorded as pending and is checked again shortly",
+            capitalized(e)
+        )),
+    }
+}
+
+fn chatapp_error(e: ChatappError) -> ApiError {
+    use StatusCode as S;
+    let message = capitalized(&e);
+    match e {
+        ChatappError::NotConfigured(_) => ApiError::new(S::NOT_FOUND, "chatapp_not_configured", message),
+        ChatappError::Disabled(_) => ApiError::new(S::FORBIDDEN, "chatapp_disabled", message),
+        ChatappError::ChatNotFound(_) => ApiError::new(S::NOT_FOUND, "chat_not_found", message),
+        ChatappError::BotBlocked(_) => ApiError::new(S::FORBIDDEN, "bot_blocked", message),
+        ChatappError::ReplyTargetMissing(_) => ApiError::validation(message),
+        ChatappError::RateLimited { retry_after, .. } => {
+            ApiError::new(S::TOO_MANY_REQUESTS, "rate_limit_exceeded", message)
+                .with_header(axum::http::header::RETRY_AFTER, HeaderValue::from(retry_after))
+        }
+        ChatappError::Refused(_) => ApiError::new(S::INTERNAL_SERVER_ERROR, "chatapp_send_failed", message),
+        ChatappError::Unreachable(detail) => {
+            tracing::warn!(detail, "Telegram could not be reached");
+            ApiError::new(
+                S::INTERNAL_SERVER_ERROR,
+                "chatapp_send_failed",
+                "Telegram could not be reached; try again later",
+            )
+        }
+    }
+}
+
+fn social_error(e: SocialError) -> ApiError {
+    use StatusCode as S;
+    let message = capitalized(&e);
+    match e {
+        SocialError::NotConnected(_) => ApiError::new(S::BAD_REQUEST, "social_not_connected", message),
+        SocialError::Disabled(_) | SocialError::Forbidden(_) => {
+            ApiError::new(S::FORBIDDEN, "social_forbidden", message)
+        }
+        SocialError::Unauthorized => ApiError::new(S::UNAUTHORIZED, "social_unauthorized", message),
+        SocialError::RateLimited { reset_at, .. } => {
+            let now = crate::clock::now_ms() / 1000;
+            let when = reset_at
+                .map(|at| format!("; the limit resets at {}", crate::clock::iso(at * 1000)))
+                .unwrap_or_default();
+            let error = ApiError::new(S::TOO_MANY_REQUESTS, "social_rate_limit", format!("{message}{when}"));
+            match reset_at {
+                Some(at) => error.with_header(
+                    axum::http::header::RETRY_AFTER,
+                    HeaderValue::from((at - now).max(1) as u64),
+                ),
+                None => error,
+            }
+        }
+        SocialError::NotConfigured => ApiError::new(S::INTERNAL_SERVER_ERROR, "social_not_configured", message),
+        SocialError::MediaUploadFailed(_) => ApiError::new(S::BAD_GATEWAY, "social_media_upload_failed", message),
+        SocialError::Invalid(_) => ApiError::new(S::BAD_REQUEST, "social_api_error", message),
+        SocialError::Upstream(_) => ApiError::new(S::BAD_GATEWAY, "social_api_error", message),
+        SocialError::Unreachable(detail) => {
+            tracing::warn!(detail, "X could not be reached");
+            ApiError::new(
+                S::BAD_GATEWAY,
+                "social_api_error",
+                "X could not be reached; try again later",
+            )
+        }
+    }
+}
+
+fn x402_error(e: X402Error) -> ApiError {
+    use StatusCode as S;
+    let message = capitalized(&e);
+    match e {
+        X402Error::AgentNotSelling(_) => ApiError::new(S::NOT_FOUND, "agent_not_found", message),
+        X402Error::UnsupportedNetwork { .. } => ApiError::new(S::BAD_REQUEST, "unsupported_network", message),
+        X402Error::Refused(refusal) => {
+            let status = if refusal.code == "payment_already_used" {
+                S::CONFLICT
+            } else {
+                S::PAYMENT_REQUIRED
+            };
+            ApiError::new(status, refusal.code, refusal.message)
+        }
+        X402Error::PayerBusy => ApiError::new(S::TOO_MANY_REQUESTS, "payment_in_progress", message)
+            .with_header(axum::http::header::RETRY_AFTER, HeaderValue::from(5)),
+        X402Error::PayerCoolingOff { retry_after_secs } => {
+            ApiError::new(S::TOO_MANY_REQUESTS, "payer_cooling_off", message)
+                .with_header(axum::http::header::RETRY_AFTER, HeaderValue::from(retry_after_secs))
+        }
+        X402Error::SettlementPending(_) => ApiError::internal(format!(
+            "{message}; the payment is recorded and will be settled or refunded shortly"
+        )),
     }
 }
 

@@ -9,6 +9,7 @@ pub mod clock;
 pub mod config;
 pub mod domain;
 pub mod error;
+pub mod faults;
 pub mod llm;
 pub mod manifest;
 pub mod marker;

@@ -89,6 +89,8 @@ struct RawCommand {
     #[serde(default)]
     allowed_hosts: Vec<String>,
     #[serde(default)]
+    allow_llm: bool,
+    #[serde(default)]
     long_running: bool,
     #[serde(default)]
     timeout_ms: Option<Spanned<u64>>,
@@ -294,6 +296,7 @@ pub fn parse(source: &str, file: &str, base_dir: &Path) -> Result<AgentManifest,
             config,
             plugin,
             allowed_hosts: cmd.allowed_hosts,
+            allow_llm: cmd.allow_llm,
             long_running: cmd.long_running,
             timeout_ms,
         });

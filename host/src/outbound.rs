@@ -68,14 +68,18 @@ pub fn is_refused_ip(ip: IpAddr) -> bool {
             if let Some(v4) = v6.to_ipv4_mapped() {
                 return is_refused_v4(v4);
             }
-            let first = v6.segments()[0];
+            let segments = v6.segments();
+            let first = segments[0];
             v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
+                || segments[..6] == [0; 6] // ::/96, IPv4-compatible (::127.0.0.1 and the like)
                 || (first & 0xfe00) == 0xfc00 // unique local (incl. fd00:ec2::254 metadata)
                 || (first & 0xffc0) == 0xfe80 // link-local
-                || (first == 0x0064 && v6.segments()[1] == 0xff9b) // NAT64 of anything
-                || first == 0x2001 && v6.segments()[1] == 0x0db8 // documentation
+                || (first & 0xffc0) == 0xfec0 // site-local (deprecated, still routed by some)
+                || first == 0x2002 // 6to4: carries any IPv4 address, private ones included
+                || (first == 0x0064 && segments[1] == 0xff9b) // NAT64 of anything
+                || first == 0x2001 && segments[1] == 0x0db8 // documentation
         }
     }
 }
@@ -169,6 +173,9 @@ impl Outbound {
     pub fn new(policy: OutboundPolicy) -> Outbound {
         let policy = Arc::new(policy);
         let client = reqwest::Client::builder()
+            // Never the operator's HTTP_PROXY/HTTPS_PROXY: a proxy resolves names itself, and
+            // the address check below would never see where a request really goes.
+            .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .dns_resolver(Arc::new(GuardedResolver { policy: policy.clone() }))
             .user_agent(concat!("agent-host/", env!("CARGO_PKG_VERSION")))
@@ -399,6 +406,12 @@ mod tests {
             "fd00:ec2::254",
             "::ffff:127.0.0.1",
             "::ffff:169.254.169.254",
+            // IPv4-compatible, 6to4 and site-local forms of internal addresses.
+            "::127.0.0.1",
+            "::a9fe:a9fe",
+            "2002:7f00:1::",
+            "2002:a9fe:a9fe::1",
+            "fec0::1",
         ] {
             assert!(is_refused_ip(ip(refused)), "{refused} should be refused");
         }

@@ -262,7 +262,15 @@ async fn provider_errors_and_timeouts_are_clear_5xx() {
     let reply = chat(&fx, json!({"message": "hi"})).await;
     assert_eq!(reply.status, 502);
     assert_eq!(reply.error_code(), "model_unavailable");
-    assert!(reply.error_message().contains("upstream overloaded"));
+    // The provider's own words can carry the operator's account details: logged, not answered.
+    assert_eq!(
+        reply.error_message(),
+        "The language model provider refused the request (HTTP 500)"
+    );
+    assert!(
+        fx.server.log().contains("upstream overloaded"),
+        "the detail is in the log"
+    );
 
     let slow = start(
         Arc::new(|_, _| (200, json!({"sleep_ms": 3000}))),

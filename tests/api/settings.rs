@@ -41,10 +41,14 @@ fn a_bad_settings_file_is_one_clear_error() {
 #[test]
 fn the_readme_documents_every_setting_and_starts_with_the_two_commands() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
-    for (file_key, env_name, _, _) in agent_host::config::REFERENCE {
-        assert!(readme.contains(env_name), "README lacks {env_name}");
-        if !file_key.is_empty() {
-            assert!(readme.contains(&format!("`{file_key}`")), "README lacks `{file_key}`");
+    for setting in agent_host::config::reference() {
+        assert!(readme.contains(&setting.env), "README lacks {}", setting.env);
+        if !setting.file_key.is_empty() {
+            assert!(
+                readme.contains(&format!("`{}`", setting.file_key)),
+                "README lacks `{}`",
+                setting.file_key
+            );
         }
     }
     let head: String = readme.lines().take(12).collect::<Vec<_>>().join("\n");

@@ -65,7 +65,7 @@ fn open_shop() -> Shop {
     }
 }
 
-async fn post_x402(url: &str, body: &Value) -> Reply {
+pub(crate) async fn post_x402(url: &str, body: &Value) -> Reply {
     post_json(url, None, body).await
 }
 
@@ -246,7 +246,7 @@ pub(crate) fn base_payment(
         nonce: B256::repeat_byte(nonce),
         signature: alloy::primitives::Signature::test_signature(),
     };
-    auth.signature = payer.sign_hash_sync(&auth.signing_hash(&expected)).unwrap();
+    auth.signature = payer.sign_hash_sync(&auth.signing_hash(&expected.domain())).unwrap();
     let envelope = json!({
         "x402Version": 1, "scheme": "exact", "network": "base",
         "payload": {
@@ -270,7 +270,7 @@ pub(crate) fn in_the_name_of(payment: &str, from: &str) -> String {
     engine.encode(envelope.to_string())
 }
 
-async fn paid(url: &str, body: &Value, payment: &str) -> Reply {
+pub(crate) async fn paid(url: &str, body: &Value, payment: &str) -> Reply {
     send(client().post(url).header("x-payment", payment).json(body)).await
 }
 
@@ -511,13 +511,13 @@ config = { url = "http://127.0.0.1:9/hook" }
     assert!(payments[2]["refund_transfer_id"].is_string());
 }
 
-fn solana_key(field: &Value) -> solana_pubkey::Pubkey {
+pub(crate) fn solana_key(field: &Value) -> solana_pubkey::Pubkey {
     std::str::FromStr::from_str(field.as_str().unwrap()).unwrap()
 }
 
 /// The instructions standard x402 clients build: compute limit, compute price, and
 /// `TransferChecked` of `amount` USDC from `authority`'s token account to payTo's.
-fn solana_instructions(
+pub(crate) fn solana_instructions(
     authority: &solana_pubkey::Pubkey,
     requirement: &Value,
     amount: u64,
@@ -541,10 +541,10 @@ fn solana_instructions(
     ]
 }
 
-const COMPUTE_BUDGET: solana_pubkey::Pubkey =
+pub(crate) const COMPUTE_BUDGET: solana_pubkey::Pubkey =
     solana_pubkey::Pubkey::from_str_const("ComputeBudget111111111111111111111111111111");
 
-async fn latest_blockhash(chain: &crate::support::chains::LocalSolana) -> solana_hash::Hash {
+pub(crate) async fn latest_blockhash(chain: &crate::support::chains::LocalSolana) -> solana_hash::Hash {
     let latest = crate::support::chains::rpc(
         &chain.rpc_url,
         "getLatestBlockhash",
@@ -557,7 +557,7 @@ async fn latest_blockhash(chain: &crate::support::chains::LocalSolana) -> solana
 /// An X-PAYMENT value: `instructions` in a v0 message paid for by `fee_payer`, signed by
 /// each of `signers` in its own slot (slots of others stay empty). With `spec_form`, the
 /// payload also carries the first signature, as the spec's own form does.
-fn solana_envelope(
+pub(crate) fn solana_envelope(
     fee_payer: &solana_pubkey::Pubkey,
     instructions: &[solana_instruction::Instruction],
     signers: &[&solana_keypair::Keypair],
@@ -592,7 +592,7 @@ fn solana_envelope(
 
 /// A Solana payment in the standard x402 form: fee payer = `extra.feePayer` (left for the
 /// server to sign), the payer signs its `TransferChecked` of `amount` to `payTo`.
-async fn solana_payment(
+pub(crate) async fn solana_payment(
     chain: &crate::support::chains::LocalSolana,
     payer: &solana_keypair::Keypair,
     requirement: &Value,

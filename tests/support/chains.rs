@@ -32,6 +32,7 @@ alloy::sol! {
         function mint(address to, uint256 amount) returns (bool);
         function balanceOf(address account) returns (uint256);
         function blacklist(address account);
+        function transfer(address to, uint256 value) returns (bool);
     }
 }
 
@@ -233,7 +234,7 @@ impl LocalBase {
         assert_eq!(receipt["status"], "0x1", "USDC setup call reverted");
     }
 
-    async fn receipt(&self, hash: &str) -> Value {
+    pub async fn receipt(&self, hash: &str) -> Value {
         for _ in 0..200 {
             let receipt = rpc(&self.rpc_url, "eth_getTransactionReceipt", json!([hash])).await;
             if !receipt.is_null() {
@@ -282,6 +283,46 @@ impl LocalBase {
     pub async fn eth_of(&self, address: &str) -> u128 {
         let out = rpc(&self.rpc_url, "eth_getBalance", json!([address, "latest"])).await;
         u128::try_from(U256::from_str(out.as_str().unwrap()).unwrap()).unwrap()
+    }
+
+    /// With automine off, sent transactions wait in the pool until `mine`: a test decides
+    /// what lands first.
+    pub async fn set_automine(&self, on: bool) {
+        rpc(&self.rpc_url, "evm_setAutomine", json!([on])).await;
+    }
+
+    pub async fn mine(&self) {
+        rpc(&self.rpc_url, "evm_mine", json!([])).await;
+    }
+
+    /// Transactions waiting in the pool.
+    pub async fn pending(&self) -> u64 {
+        let status = rpc(&self.rpc_url, "txpool_status", json!([])).await;
+        u64::from_str_radix(status["pending"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+    }
+
+    /// Sends a USDC call as `from` (impersonated), paying `tip` wei of priority per gas so
+    /// that it lands before cheaper transactions of the same block. Its hash; not awaited.
+    pub async fn send_as(&self, from: &str, data: Vec<u8>, tip: u128) -> String {
+        rpc(&self.rpc_url, "anvil_impersonateAccount", json!([from])).await;
+        self.set_eth(from, 10u128.pow(18)).await;
+        let hash = rpc(
+            &self.rpc_url,
+            "eth_sendTransaction",
+            json!([{ "from": from, "to": BASE_USDC, "data": format!("0x{}", hex::encode(data)),
+                     "gas": "0x30d40", "maxPriorityFeePerGas": format!("{tip:#x}"), "maxFeePerGas": format!("{:#x}", tip + 10_000_000_000u128) }]),
+        )
+        .await;
+        hash.as_str().unwrap().to_string()
+    }
+
+    /// The calldata of a USDC `transfer`.
+    pub fn transfer_call(to: &str, micro: u64) -> Vec<u8> {
+        IFiatToken::transferCall {
+            to: Address::from_str(to).unwrap(),
+            value: U256::from(micro),
+        }
+        .abi_encode()
     }
 
     /// The settings that point agent-host at this chain.
@@ -384,6 +425,50 @@ impl LocalSolana {
                 .parse()
                 .unwrap(),
         )
+    }
+
+    /// Closes `owner`'s USDC account (it must be empty), as its owner would: signed by the
+    /// owner, its rent going back to the owner. Waits until it is gone.
+    pub async fn close_usdc_account(&self, owner: &solana_keypair::Keypair) {
+        use solana_signer::Signer;
+        let mint = solana_pubkey::Pubkey::from_str(&self.mint).unwrap();
+        let account = agent_host::chains::solana::associated_token_address(&owner.pubkey(), &mint);
+        let close = spl_token_interface::instruction::close_account(
+            &spl_token_interface::ID,
+            &account,
+            &owner.pubkey(),
+            &owner.pubkey(),
+            &[],
+        )
+        .unwrap();
+        let latest = rpc(
+            &self.rpc_url,
+            "getLatestBlockhash",
+            json!([{ "commitment": "confirmed" }]),
+        )
+        .await;
+        let blockhash = solana_hash::Hash::from_str(latest["value"]["blockhash"].as_str().unwrap()).unwrap();
+        let tx = solana_transaction::Transaction::new_signed_with_payer(
+            &[close],
+            Some(&owner.pubkey()),
+            &[owner],
+            blockhash,
+        );
+        let wire = base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            bincode::serialize(&tx).unwrap(),
+        );
+        rpc(
+            &self.rpc_url,
+            "sendTransaction",
+            json!([wire, { "encoding": "base64", "preflightCommitment": "confirmed" }]),
+        )
+        .await;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.usdc_of(&owner.pubkey().to_string()).await.is_some() {
+            assert!(Instant::now() < deadline, "the token account was not closed");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     pub fn env(&self) -> Vec<(&'static str, String)> {

@@ -6,6 +6,7 @@
 
 pub mod chains;
 pub mod fake_llm;
+pub mod hostile;
 pub mod payers;
 
 use std::io::{BufRead, BufReader};
@@ -466,6 +467,8 @@ pub fn plugin_path(artifact: &str) -> String {
     match artifact {
         "notes" => env!("BUILT_PLUGIN_NOTES").to_string(),
         "probe" => env!("BUILT_PLUGIN_PROBE").to_string(),
+        "moody" => env!("BUILT_PLUGIN_MOODY").to_string(),
+        "impostor" => env!("BUILT_PLUGIN_IMPOSTOR").to_string(),
         "simple_text" => env!("BUILT_PLUGIN_SIMPLE_TEXT").to_string(),
         other => panic!("no test plugin {other}"),
     }

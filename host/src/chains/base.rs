@@ -7,9 +7,9 @@ use std::time::Duration;
 use alloy::consensus::transaction::SignerRecoverable;
 use alloy::consensus::{SignableTransaction, Transaction, TxEip1559, TxEnvelope};
 use alloy::eips::eip2718::{Decodable2718, Encodable2718};
-use alloy::primitives::{Address, Bytes, TxKind, U256};
+use alloy::primitives::{Address, B256, Bytes, Signature, TxKind, U256};
 use alloy::signers::SignerSync;
-use alloy::sol_types::SolCall;
+use alloy::sol_types::{Eip712Domain, SolCall, SolEvent, SolStruct};
 use serde_json::{Value, json};
 
 use super::rpc::JsonRpc;
@@ -25,6 +25,49 @@ alloy::sol! {
         function authorizationState(address authorizer, bytes32 nonce) external view returns (bool);
         function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter,
             uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) external;
+    }
+}
+
+alloy::sol! {
+    /// EIP-3009, as USDC (FiatTokenV2) defines it.
+    struct TransferWithAuthorization {
+        address from;
+        address to;
+        uint256 value;
+        uint256 validAfter;
+        uint256 validBefore;
+        bytes32 nonce;
+    }
+
+    /// What USDC logs when an authorization is executed, and when tokens move.
+    event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce);
+    event Transfer(address indexed from, address indexed to, uint256 value);
+}
+
+/// An EIP-3009 `transferWithAuthorization` signed by `from`: `(from, nonce)` is its identity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Authorization {
+    pub from: Address,
+    pub to: Address,
+    pub value: U256,
+    pub valid_after: U256,
+    pub valid_before: U256,
+    pub nonce: B256,
+    pub signature: Signature,
+}
+
+impl Authorization {
+    /// The EIP-712 digest the payer signs, for a token's domain.
+    pub fn signing_hash(&self, domain: &Eip712Domain) -> B256 {
+        TransferWithAuthorization {
+            from: self.from,
+            to: self.to,
+            value: self.value,
+            validAfter: self.valid_after,
+            validBefore: self.valid_before,
+            nonce: self.nonce,
+        }
+        .eip712_signing_hash(domain)
     }
 }
 
@@ -135,7 +178,7 @@ impl BaseChain {
     }
 
     /// Whether an EIP-3009 nonce of `from` was used (or cancelled) on chain.
-    pub async fn authorization_used(&self, from: Address, nonce: alloy::primitives::B256) -> Result<bool, ChainError> {
+    pub async fn authorization_used(&self, from: Address, nonce: B256) -> Result<bool, ChainError> {
         let data = self
             .call(
                 self.usdc,
@@ -156,12 +199,63 @@ impl BaseChain {
         Ok(data[31] == 1)
     }
 
-    /// Signs, as `relayer` (who pays the gas), the call that settles an authorization.
-    pub async fn sign_settlement(
+    /// The transaction that executed `from`'s authorization `nonce` paying `to` exactly
+    /// `value`, whoever sent it (the payer can relay its own authorization before us): found
+    /// by the token's `AuthorizationUsed` log, then checked for the `Transfer` it made.
+    /// The search starts at the block of `not_before` (the authorization's `validAfter`,
+    /// counting one block a second, which overestimates Base's two) and spans at most
+    /// `MAX_LOG_BLOCKS`, what RPC providers accept in one query.
+    pub async fn authorization_settlement(
         &self,
-        relayer: &WalletKey,
-        auth: &crate::x402::evm::Authorization,
-    ) -> Result<SignedTx, ChainError> {
+        from: Address,
+        nonce: B256,
+        to: Address,
+        value: U256,
+        not_before: u64,
+    ) -> Result<Option<String>, ChainError> {
+        const MAX_LOG_BLOCKS: u64 = 10_000;
+        let head: Value = self.rpc.call("eth_getBlockByNumber", json!(["latest", false])).await?;
+        let head_number = quantity_u64(&head["number"], "eth_getBlockByNumber")?;
+        let head_time = quantity_u64(&head["timestamp"], "eth_getBlockByNumber")?;
+        let span = head_time
+            .saturating_sub(not_before)
+            .saturating_add(10)
+            .min(MAX_LOG_BLOCKS);
+        let filter = json!({
+            "address": self.usdc.to_string(),
+            "fromBlock": format!("0x{:x}", head_number.saturating_sub(span)),
+            "toBlock": "latest",
+            "topics": [AuthorizationUsed::SIGNATURE_HASH.to_string(), from.into_word().to_string(), nonce.to_string()],
+        });
+        let logs: Vec<Value> = self.rpc.call("eth_getLogs", json!([filter])).await?;
+        let Some(hash) = logs.iter().find_map(|l| l["transactionHash"].as_str()) else {
+            return Ok(None);
+        };
+        let receipt: Value = self.rpc.call("eth_getTransactionReceipt", json!([hash])).await?;
+        if receipt.is_null() || quantity_u64(&receipt["status"], "eth_getTransactionReceipt")? != 1 {
+            return Ok(None);
+        }
+        let topic = |v: &Value| v.as_str().map(str::to_ascii_lowercase);
+        let expected = [
+            Transfer::SIGNATURE_HASH.to_string(),
+            from.into_word().to_string(),
+            to.into_word().to_string(),
+        ];
+        let paid = receipt["logs"].as_array().into_iter().flatten().any(|log| {
+            let topics: Vec<Option<String>> = log["topics"].as_array().into_iter().flatten().map(topic).collect();
+            topic(&log["address"]) == Some(self.usdc.to_string().to_ascii_lowercase())
+                && topics.len() == 3
+                && topics
+                    .iter()
+                    .zip(&expected)
+                    .all(|(t, e)| t.as_deref() == Some(e.as_str()))
+                && log["data"].as_str().and_then(|d| U256::from_str(d).ok()) == Some(value)
+        });
+        Ok(paid.then(|| hash.to_string()))
+    }
+
+    /// Signs, as `relayer` (who pays the gas), the call that settles an authorization.
+    pub async fn sign_settlement(&self, relayer: &WalletKey, auth: &Authorization) -> Result<SignedTx, ChainError> {
         let WalletKey::Base(signer) = relayer else {
             return Err(ChainError::Refused("not a Base wallet key".into()));
         };
@@ -329,7 +423,7 @@ impl BaseChain {
             .call("eth_getTransactionCount", json!([sender.to_string(), "latest"]))
             .await?;
         if quantity_u64(&latest, "eth_getTransactionCount")? > envelope.nonce() {
-            return Ok(Landing::Failed(
+            return Ok(Landing::Dropped(
                 "the transaction was dropped: another transaction used its nonce".into(),
             ));
         }
@@ -363,6 +457,7 @@ impl UsdcChain for BaseChain {
         key: &'a WalletKey,
         recipient: &'a str,
         amount: MicroUsdc,
+        _create_account: bool,
     ) -> ChainFuture<'a, SignedTx> {
         Box::pin(async move {
             let WalletKey::Base(signer) = key else {
@@ -382,6 +477,11 @@ impl UsdcChain for BaseChain {
             .abi_encode();
             self.sign_call(signer, self.usdc, data).await
         })
+    }
+
+    fn can_receive<'a>(&'a self, recipient: &'a str) -> ChainFuture<'a, bool> {
+        // An EVM address holds any token as it is.
+        Box::pin(async move { parse_address(recipient).map(|_| true).map_err(ChainError::Refused) })
     }
 
     fn submit<'a>(&'a self, tx: &'a SignedTx) -> ChainFuture<'a, ()> {

@@ -58,10 +58,22 @@ pub struct SignedTx {
 pub enum Landing {
     /// Reached the configured confirmation level and succeeded.
     Confirmed,
-    /// Landed and failed, or can never land; the text says why.
+    /// Landed and failed: the signer paid its fee. The text says why.
     Failed(String),
+    /// Can never land (expired, or its nonce went to another transaction): nobody paid.
+    Dropped(String),
     /// Not decided yet.
     Pending,
+}
+
+impl Landing {
+    /// Landed and failed, or never will land: why.
+    pub fn failure(&self) -> Option<&str> {
+        match self {
+            Landing::Failed(why) | Landing::Dropped(why) => Some(why),
+            Landing::Confirmed | Landing::Pending => None,
+        }
+    }
 }
 
 pub trait UsdcChain: Send + Sync {
@@ -70,13 +82,17 @@ pub trait UsdcChain: Send + Sync {
     fn usdc_asset(&self) -> &str;
     fn balances<'a>(&'a self, owner: &'a str) -> ChainFuture<'a, Balances>;
     /// Checks funds and fees, then builds and signs a transfer of `amount` USDC from
-    /// `key` to `recipient`. Nothing is sent.
+    /// `key` to `recipient`. Nothing is sent. Where the recipient needs an account to hold
+    /// USDC (Solana), it is created at the sender's expense only with `create_account`.
     fn sign_transfer<'a>(
         &'a self,
         key: &'a WalletKey,
         recipient: &'a str,
         amount: MicroUsdc,
+        create_account: bool,
     ) -> ChainFuture<'a, SignedTx>;
+    /// Whether `recipient` can receive USDC without anything being created for it.
+    fn can_receive<'a>(&'a self, recipient: &'a str) -> ChainFuture<'a, bool>;
     /// Sends it; sending the same transaction again is harmless.
     fn submit<'a>(&'a self, tx: &'a SignedTx) -> ChainFuture<'a, ()>;
     fn landing<'a>(&'a self, tx: &'a SignedTx) -> ChainFuture<'a, Landing>;

@@ -67,9 +67,9 @@ impl JsonRpc {
             .json(&body)
             .send()
             .await
-            .map_err(|e| transport(describe(&e)))?;
+            .map_err(|e| transport(describe(e)))?;
         let status = response.status();
-        let bytes = response.bytes().await.map_err(|e| transport(describe(&e)))?;
+        let bytes = response.bytes().await.map_err(|e| transport(describe(e)))?;
         let reply: Value = serde_json::from_slice(&bytes).map_err(|_| {
             transport(format!(
                 "HTTP {status}, not a JSON-RPC answer: {}",
@@ -89,13 +89,15 @@ impl JsonRpc {
     }
 }
 
-/// reqwest's top-level message hides the cause (connection refused, timeout).
-fn describe(err: &reqwest::Error) -> String {
+/// reqwest's top-level message hides the cause (connection refused, timeout). The URL
+/// is left out: a provider's API key is often part of it.
+fn describe(err: reqwest::Error) -> String {
     if err.is_timeout() {
         return "the node did not answer in time".into();
     }
+    let err = err.without_url();
     let mut text = err.to_string();
-    let mut source = std::error::Error::source(err);
+    let mut source = std::error::Error::source(&err);
     while let Some(cause) = source {
         text = format!("{text}: {cause}");
         source = cause.source();

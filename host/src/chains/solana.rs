@@ -230,7 +230,13 @@ impl SolanaChain {
             .unwrap_or(5_000 * u64::from(message.header.num_required_signatures)))
     }
 
-    async fn sign(&self, key: &WalletKey, recipient: &str, amount: MicroUsdc) -> Result<SignedTx, ChainError> {
+    async fn sign(
+        &self,
+        key: &WalletKey,
+        recipient: &str,
+        amount: MicroUsdc,
+        create_account: bool,
+    ) -> Result<SignedTx, ChainError> {
         let WalletKey::Solana(keypair) = key else {
             return Err(ChainError::Refused("not a Solana wallet key".into()));
         };
@@ -246,6 +252,11 @@ impl SolanaChain {
             )));
         }
         let creates_account = self.account_data(&destination).await?.is_none();
+        if creates_account && !create_account {
+            return Err(ChainError::Refused(format!(
+                "{recipient} has no USDC account, and this transfer does not create one"
+            )));
+        }
         let mut instructions = Vec::with_capacity(2);
         if creates_account {
             instructions.push(create_associated_token_account_idempotent(
@@ -341,6 +352,14 @@ impl SolanaChain {
         }
     }
 
+    /// The current block height, as blockhash expiry counts it.
+    pub async fn block_height(&self) -> Result<u64, ChainError> {
+        Ok(self
+            .rpc
+            .call("getBlockHeight", json!([{ "commitment": self.commitment }]))
+            .await?)
+    }
+
     pub async fn status_of(&self, signature: &str, valid_until: Option<u64>) -> Result<Landing, ChainError> {
         let reply: Value = self
             .rpc
@@ -352,12 +371,9 @@ impl SolanaChain {
         let status = &reply["value"][0];
         if status.is_null() {
             if let Some(last_valid) = valid_until {
-                let height: u64 = self
-                    .rpc
-                    .call("getBlockHeight", json!([{ "commitment": self.commitment }]))
-                    .await?;
+                let height = self.block_height().await?;
                 if height > last_valid {
-                    return Ok(Landing::Failed(
+                    return Ok(Landing::Dropped(
                         "the transaction expired without landing (its blockhash is too old)".into(),
                     ));
                 }
@@ -411,8 +427,17 @@ impl UsdcChain for SolanaChain {
         key: &'a WalletKey,
         recipient: &'a str,
         amount: MicroUsdc,
+        create_account: bool,
     ) -> ChainFuture<'a, SignedTx> {
-        Box::pin(self.sign(key, recipient, amount))
+        Box::pin(self.sign(key, recipient, amount, create_account))
+    }
+
+    fn can_receive<'a>(&'a self, recipient: &'a str) -> ChainFuture<'a, bool> {
+        Box::pin(async move {
+            let owner = parse_address(recipient).map_err(ChainError::Refused)?;
+            let account = associated_token_address(&owner, &self.mint);
+            Ok(self.account_data(&account).await?.is_some())
+        })
     }
 
     fn submit<'a>(&'a self, tx: &'a SignedTx) -> ChainFuture<'a, ()> {

@@ -1,11 +1,17 @@
 //! The embedded provider: a small GGUF chat model (SmolLM2-135M-Instruct by default) run
 //! in-process on the CPU with candle, so `demo` chats offline. The model loads on first use;
 //! one generation runs at a time (on a blocking thread), within the request's deadline.
+//! Waiting callers hold no thread, at most `MAX_QUEUED` wait or run (more are told the
+//! model is busy), and a generation whose caller is gone (a plugin killed at its deadline,
+//! a client that hung up) stops at its next token.
 //! Small models cannot call functions reliably, so this provider answers in text only.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use tokio::sync::Semaphore;
 
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
@@ -24,6 +30,22 @@ struct Inner {
     max_tokens: u32,
     timeout: Duration,
     loaded: Mutex<Option<Arc<Mutex<Loaded>>>>,
+    /// Places for generations waiting or running.
+    queue: Arc<Semaphore>,
+    /// The one generation running.
+    turn: Arc<Semaphore>,
+}
+
+/// Generations waiting or running at once; more are refused at once.
+const MAX_QUEUED: usize = 4;
+
+/// Tells a running generation to stop when its caller's future is dropped.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 struct Loaded {
@@ -49,13 +71,16 @@ impl EmbeddedProvider {
             max_tokens,
             timeout,
             loaded: Mutex::new(None),
+            queue: Arc::new(Semaphore::new(MAX_QUEUED)),
+            turn: Arc::new(Semaphore::new(1)),
         };
         EmbeddedProvider { inner: Arc::new(inner) }
     }
 
     /// Generates a reply; blocking (run it off the async runtime).
     pub fn generate(&self, request: &CompletionRequest) -> Result<(String, GenerationStats), LlmError> {
-        self.inner.generate(request)
+        let deadline = Instant::now() + self.inner.timeout;
+        self.inner.generate(request, deadline, &AtomicBool::new(false))
     }
 }
 
@@ -115,9 +140,13 @@ impl Inner {
         text
     }
 
-    fn generate(&self, request: &CompletionRequest) -> Result<(String, GenerationStats), LlmError> {
+    fn generate(
+        &self,
+        request: &CompletionRequest,
+        deadline: Instant,
+        cancelled: &AtomicBool,
+    ) -> Result<(String, GenerationStats), LlmError> {
         let started = Instant::now();
-        let deadline = started + self.timeout;
         let loaded = self.load()?;
         let mut guard = loaded.lock().unwrap_or_else(|p| p.into_inner());
         let loaded = &mut *guard;
@@ -134,7 +163,7 @@ impl Inner {
         let mut input = prompt.clone();
         let mut position = 0;
         for step in 0..max_new {
-            if Instant::now() > deadline {
+            if Instant::now() > deadline || cancelled.load(Ordering::Relaxed) {
                 return Err(LlmError::Timeout(self.timeout.as_millis() as u64));
             }
             let tokens = Tensor::new(input.as_slice(), &Device::Cpu)
@@ -176,9 +205,27 @@ impl LlmProvider for EmbeddedProvider {
     fn complete(&self, request: CompletionRequest) -> LlmFuture<'_> {
         let inner = self.inner.clone();
         Box::pin(async move {
-            let (text, stats) = tokio::task::spawn_blocking(move || inner.generate(&request))
+            let deadline = Instant::now() + inner.timeout;
+            let timed_out = || LlmError::Timeout(inner.timeout.as_millis() as u64);
+            let Ok(place) = inner.queue.clone().try_acquire_owned() else {
+                return Err(LlmError::Busy);
+            };
+            // Waiting for the model holds no thread, and counts against the deadline.
+            let turn = tokio::time::timeout_at(deadline.into(), inner.turn.clone().acquire_owned())
                 .await
-                .map_err(|e| LlmError::BadAnswer(format!("embedded model task failed: {e}")))??;
+                .map_err(|_| timed_out())?
+                .map_err(|_| timed_out())?;
+            let cancelled = Arc::new(AtomicBool::new(false));
+            let _cancel = CancelOnDrop(cancelled.clone());
+            let generating = inner.clone();
+            let (text, stats) = tokio::task::spawn_blocking(move || {
+                // The model stays taken until the generation really ends, even if its
+                // caller has gone.
+                let _held = (place, turn);
+                generating.generate(&request, deadline, &cancelled)
+            })
+            .await
+            .map_err(|e| LlmError::BadAnswer(format!("embedded model task failed: {e}")))??;
             tracing::debug!(
                 prompt_tokens = stats.prompt_tokens,
                 generated = stats.generated_tokens,

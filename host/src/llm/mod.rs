@@ -90,6 +90,9 @@ pub enum LlmError {
     NotConfigured,
     #[error("the LLM provider did not answer within {0} ms")]
     Timeout(u64),
+    /// The embedded model has as many generations waiting as it takes.
+    #[error("the embedded model is busy with other generations; try again shortly")]
+    Busy,
     #[error("the LLM provider refused the request ({status}): {message}")]
     Refused { status: u16, message: String },
     #[error("the LLM provider could not be reached: {0}")]

@@ -27,9 +27,9 @@ pub fn build_engine(max_memory_bytes: usize, max_instances: u32) -> wasmtime::Re
         .total_memories(max_instances * 4)
         .total_tables(max_instances * 8)
         .total_stacks(max_instances)
-        .max_core_instances_per_component(50)
-        .max_memories_per_component(8)
-        .max_tables_per_component(16)
+        .max_core_instances_per_component(super::state::MAX_CORE_INSTANCES as u32)
+        .max_memories_per_component(super::state::MAX_MEMORIES as u32)
+        .max_tables_per_component(super::state::MAX_TABLES as u32)
         .max_memory_size(max_memory_bytes)
         // Keep a little of each slot resident: reusing a slot is then cheaper than zeroing
         // it again (runtime-notes: ~2x faster instantiation).

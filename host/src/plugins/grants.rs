@@ -26,11 +26,14 @@ pub struct Grants {
 }
 
 impl Grants {
+    /// `allow_llm`: the agent manifest grants this command the host's LLM (built-in
+    /// handlers, the `prompt` one among them, have it when they declare it).
     pub fn for_command(
         kind: PluginKind,
         declared: &[Capability],
         allowed_hosts: &[String],
         webhook_url: Option<&str>,
+        allow_llm: bool,
     ) -> Grants {
         let wants = |c: Capability| declared.contains(&c);
         let mut http_hosts: Vec<HostPattern> = allowed_hosts.iter().filter_map(|h| HostPattern::parse(h)).collect();
@@ -46,7 +49,7 @@ impl Grants {
             http: wants(Capability::Http) && !http_hosts.is_empty(),
             http_hosts,
             kv: wants(Capability::Kv),
-            llm: wants(Capability::Llm),
+            llm: wants(Capability::Llm) && (kind == PluginKind::BuiltIn || allow_llm),
             progress: wants(Capability::Progress),
             agent_info: wants(Capability::AgentInfo) && kind == PluginKind::BuiltIn,
         }
@@ -79,7 +82,7 @@ impl Grants {
         if self.llm {
             Ok(())
         } else {
-            Err("this plugin does not declare the llm capability".into())
+            Err("the llm capability needs both the plugin's declaration and allow_llm = true on the command in its agent manifest".into())
         }
     }
 
@@ -98,16 +101,17 @@ mod tests {
 
     #[test]
     fn a_capability_needs_a_declaration_and_a_grant() {
-        let none = Grants::for_command(PluginKind::Custom, &[], &["api.example.com".into()], None);
+        let none = Grants::for_command(PluginKind::Custom, &[], &["api.example.com".into()], None, false);
         assert!(none.check_http().is_err(), "declared nothing");
         assert!(none.check_kv().is_err());
-        let no_hosts = Grants::for_command(PluginKind::Custom, &[Capability::Http], &[], None);
+        let no_hosts = Grants::for_command(PluginKind::Custom, &[Capability::Http], &[], None, false);
         assert!(no_hosts.check_http().unwrap_err().contains("allowed_hosts"));
         let ok = Grants::for_command(
             PluginKind::Custom,
             &[Capability::Http, Capability::Kv],
             &["api.example.com".into()],
             None,
+            false,
         );
         assert_eq!(ok.check_http().unwrap().len(), 1);
         assert!(ok.check_kv().is_ok());
@@ -115,10 +119,32 @@ mod tests {
     }
 
     #[test]
+    fn a_custom_plugin_needs_its_command_to_grant_the_llm() {
+        let declared = [Capability::Llm];
+        let ungranted = Grants::for_command(PluginKind::Custom, &declared, &[], None, false);
+        assert!(ungranted.check_llm().unwrap_err().contains("allow_llm"));
+        assert!(
+            Grants::for_command(PluginKind::Custom, &declared, &[], None, true)
+                .check_llm()
+                .is_ok()
+        );
+        assert!(
+            Grants::for_command(PluginKind::BuiltIn, &declared, &[], None, false)
+                .check_llm()
+                .is_ok()
+        );
+        assert!(
+            Grants::for_command(PluginKind::Custom, &[], &[], None, true)
+                .check_llm()
+                .is_err()
+        );
+    }
+
+    #[test]
     fn agent_info_is_for_built_ins_only() {
-        let custom = Grants::for_command(PluginKind::Custom, &[Capability::AgentInfo], &[], None);
+        let custom = Grants::for_command(PluginKind::Custom, &[Capability::AgentInfo], &[], None, false);
         assert!(custom.check_agent_info().is_err());
-        let built_in = Grants::for_command(PluginKind::BuiltIn, &[Capability::AgentInfo], &[], None);
+        let built_in = Grants::for_command(PluginKind::BuiltIn, &[Capability::AgentInfo], &[], None, false);
         assert!(built_in.check_agent_info().is_ok());
     }
 
@@ -129,6 +155,7 @@ mod tests {
             &[Capability::Http],
             &[],
             Some("https://hooks.example.com/x"),
+            false,
         );
         let hosts = g.check_http().unwrap();
         assert!(hosts[0].matches("hooks.example.com", 443));

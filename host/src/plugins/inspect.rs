@@ -37,6 +37,13 @@ fn fail<T>(message: impl Into<String>) -> Result<T, InspectError> {
 }
 
 pub async fn inspect(rt: &PluginRuntime, bytes: Vec<u8>, kind: PluginKind) -> Result<Inspection, InspectError> {
+    let limit = rt.limits().max_component_bytes;
+    if bytes.len() > limit {
+        return fail(format!(
+            "the component is {} bytes; this host accepts at most {limit} (plugin_max_component_bytes)",
+            bytes.len()
+        ));
+    }
     if !wasmparser::Parser::is_component(&bytes) {
         if wasmparser::Parser::is_core_wasm(&bytes) {
             return fail("this is a core WebAssembly module, not a component: build it for the wasm32-wasip2 target");
@@ -91,7 +98,7 @@ pub async fn inspect(rt: &PluginRuntime, bytes: Vec<u8>, kind: PluginKind) -> Re
         source: Source::Memory(bytes),
     };
     let manifest = rt
-        .manifest(&reference)
+        .call_manifest(&reference)
         .await
         .map_err(|e| InspectError(format!("calling manifest() failed: {e}")))?;
     check_manifest(&manifest, kind)?;
@@ -99,7 +106,7 @@ pub async fn inspect(rt: &PluginRuntime, bytes: Vec<u8>, kind: PluginKind) -> Re
         hash,
         size,
         wit_version,
-        manifest: (*manifest).clone(),
+        manifest,
         imports,
     })
 }
@@ -142,32 +149,95 @@ pub fn check_manifest(manifest: &PluginManifest, kind: PluginKind) -> Result<(),
     Ok(())
 }
 
-/// The inspection as JSON (for `plugin inspect`).
-pub fn describe(inspection: &Inspection) -> serde_json::Value {
-    use crate::domain::{ParamType, ResponseFormat};
-    let m = &inspection.manifest;
-    let capability = |c: &Capability| match c {
+fn capability_name(c: &Capability) -> &'static str {
+    match c {
         Capability::Http => "http",
         Capability::Kv => "kv",
         Capability::Llm => "llm",
         Capability::Progress => "progress",
         Capability::AgentInfo => "agent-info",
-    };
+    }
+}
+
+/// A manifest as JSON: what `plugin inspect` prints and the store keeps.
+pub fn manifest_json(m: &PluginManifest) -> serde_json::Value {
+    use crate::domain::{ParamType, ResponseFormat};
+    serde_json::json!({
+        "name": m.name,
+        "version": m.version,
+        "description": m.description,
+        "parameters": m.parameters.iter().map(|p| serde_json::json!({
+            "name": p.name, "type": ParamType::from(p.kind).as_str(), "required": p.required, "description": p.description,
+        })).collect::<Vec<_>>(),
+        "responseFormat": ResponseFormat::from(m.response_format).as_str(),
+        "capabilities": m.capabilities.iter().map(capability_name).collect::<Vec<_>>(),
+        "longRunning": m.long_running,
+    })
+}
+
+/// Reads back what [`manifest_json`] wrote; `None` for anything else.
+pub fn manifest_from_json(value: &serde_json::Value) -> Option<PluginManifest> {
+    use crate::domain::{ParamSpec, ResponseFormat};
+    let text = |key: &str| value[key].as_str().map(str::to_string);
+    let parameters: Vec<ParamSpec> = serde_json::from_value(value["parameters"].clone()).ok()?;
+    let response_format: ResponseFormat = serde_json::from_value(value["responseFormat"].clone()).ok()?;
+    let all = [
+        Capability::Http,
+        Capability::Kv,
+        Capability::Llm,
+        Capability::Progress,
+        Capability::AgentInfo,
+    ];
+    let capabilities = value["capabilities"]
+        .as_array()?
+        .iter()
+        .map(|c| all.into_iter().find(|k| Some(capability_name(k)) == c.as_str()))
+        .collect::<Option<Vec<_>>>()?;
+    Some(PluginManifest {
+        name: text("name")?,
+        version: text("version")?,
+        description: text("description")?,
+        parameters: parameters.into_iter().map(Into::into).collect(),
+        response_format: response_format.into(),
+        capabilities,
+        long_running: value["longRunning"].as_bool()?,
+    })
+}
+
+/// The inspection as JSON (for `plugin inspect`).
+pub fn describe(inspection: &Inspection) -> serde_json::Value {
     serde_json::json!({
         "hash": inspection.hash,
         "size": inspection.size,
         "witVersion": inspection.wit_version,
-        "manifest": {
-            "name": m.name,
-            "version": m.version,
-            "description": m.description,
-            "parameters": m.parameters.iter().map(|p| serde_json::json!({
-                "name": p.name, "type": ParamType::from(p.kind).as_str(), "required": p.required, "description": p.description,
-            })).collect::<Vec<_>>(),
-            "responseFormat": ResponseFormat::from(m.response_format).as_str(),
-            "capabilities": m.capabilities.iter().map(capability).collect::<Vec<_>>(),
-            "longRunning": m.long_running,
-        },
+        "manifest": manifest_json(&inspection.manifest),
         "imports": inspection.imports,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::bindings::types::{ParamSpec, ParamType, ResponseFormat};
+
+    #[test]
+    fn a_stored_manifest_reads_back_the_same() {
+        let manifest = PluginManifest {
+            name: "weather".into(),
+            version: "1.2.0".into(),
+            description: "Weather".into(),
+            parameters: vec![ParamSpec {
+                name: "city".into(),
+                kind: ParamType::String,
+                required: true,
+                description: "City".into(),
+            }],
+            response_format: ResponseFormat::Markdown,
+            capabilities: vec![Capability::Http, Capability::Llm],
+            long_running: true,
+        };
+        let back = manifest_from_json(&manifest_json(&manifest)).unwrap();
+        assert_eq!(manifest_json(&back), manifest_json(&manifest));
+        assert!(manifest_from_json(&serde_json::json!({"name": "x"})).is_none());
+    }
 }

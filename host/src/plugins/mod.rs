@@ -8,11 +8,13 @@ mod engine;
 pub mod grants;
 mod host;
 mod inspect;
+pub mod slots;
 pub mod state;
 
 pub use bindings::types::{Capability, Invocation, Origin, Output, PluginManifest, ResponseFormat};
 pub use grants::{Grants, PluginKind};
-pub use inspect::{InspectError, Inspection, describe};
+pub use inspect::{InspectError, Inspection, describe, manifest_from_json, manifest_json};
+pub use slots::Tenant;
 pub use state::{AgentSnapshot, CallContext, HostServices, ProgressSink};
 
 use std::collections::HashMap;
@@ -22,12 +24,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
-use tokio::sync::Semaphore;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::domain::HandlerType;
 use bindings::types::CommandError;
 use engine::ComponentCache;
+use slots::Slots;
 use state::HostState;
 
 #[derive(Debug, Clone)]
@@ -37,6 +39,10 @@ pub struct RuntimeLimits {
     pub max_output_bytes: usize,
     /// Runs at once; more wait for a slot.
     pub max_concurrency: usize,
+    /// Runs one account may have at once.
+    pub max_concurrency_per_account: usize,
+    /// Largest component accepted.
+    pub max_component_bytes: usize,
 }
 
 /// A component to run: where its bytes are, and what kind of plugin it is.
@@ -75,6 +81,8 @@ pub enum ExecError {
     Crashed(String),
     /// The component could not be loaded or instantiated.
     Load(String),
+    /// No slot came free in time: the account's share, or the whole server, is busy.
+    Busy(String),
 }
 
 impl std::fmt::Display for ExecError {
@@ -85,6 +93,7 @@ impl std::fmt::Display for ExecError {
             ExecError::Unavailable(m) => write!(f, "unavailable: {m}"),
             ExecError::Crashed(m) => write!(f, "{m}"),
             ExecError::Load(m) => write!(f, "the plugin could not be loaded: {m}"),
+            ExecError::Busy(m) => write!(f, "{m}"),
         }
     }
 }
@@ -98,6 +107,11 @@ pub struct Run {
     pub agent: Option<AgentSnapshot>,
     pub progress: Option<ProgressSink>,
     pub timeout: Option<Duration>,
+    /// Whose run: decides its share of the slots.
+    pub tenant: Tenant,
+    /// The key-value store this run sees, within its agent's: the command's, named by the
+    /// agent manifest, never by the component.
+    pub kv_scope: String,
 }
 
 const BUILTIN_COMPONENTS: &[(HandlerType, &[u8])] = &[
@@ -112,12 +126,14 @@ const BUILTIN_COMPONENTS: &[(HandlerType, &[u8])] = &[
 
 /// Deadline for calling `manifest()`, which should do nothing but return data.
 const MANIFEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// Components are inspected (their `manifest()` called) under this tenant's share.
+const INSPECTION: &str = "(inspection)";
 
 pub struct PluginRuntime {
     cache: ComponentCache,
     services: Arc<HostServices>,
     limits: RuntimeLimits,
-    permits: Semaphore,
+    slots: Slots,
     builtins: Vec<(HandlerType, ComponentRef)>,
     plugin_dir: PathBuf,
     manifests: Mutex<HashMap<String, Arc<PluginManifest>>>,
@@ -153,7 +169,7 @@ impl PluginRuntime {
         Ok(PluginRuntime {
             cache,
             services: Arc::new(services),
-            permits: Semaphore::new(limits.max_concurrency.max(1)),
+            slots: Slots::new(limits.max_concurrency, limits.max_concurrency_per_account),
             limits,
             builtins,
             plugin_dir,
@@ -190,9 +206,21 @@ impl PluginRuntime {
         )
     }
 
-    /// Checks an uploaded component and stores it content-addressed, compiled and cached.
+    /// Checks an uploaded component and stores it content-addressed, compiled and cached,
+    /// with the manifest it declared: requests read that and never call `manifest()`.
     pub async fn install(&self, bytes: Vec<u8>) -> Result<Inspection, InspectError> {
         let inspection = self.inspect(bytes.clone(), PluginKind::Custom).await?;
+        self.services
+            .store
+            .put_plugin(
+                &inspection.hash,
+                &manifest_json(&inspection.manifest),
+                inspection.size,
+                &inspection.wit_version,
+            )
+            .await
+            .map_err(|e| InspectError(format!("cannot record the component: {e}")))?;
+        self.remember(&inspection.hash, Arc::new(inspection.manifest.clone()));
         let path = self.plugin_dir.join(format!("{}.wasm", inspection.hash));
         if !path.is_file() {
             let tmp = path.with_extension("tmp");
@@ -209,8 +237,17 @@ impl PluginRuntime {
         inspect::inspect(self, bytes, kind).await
     }
 
-    /// The component's own manifest (what it declares), asked once per process.
-    pub async fn manifest(&self, component: &ComponentRef) -> Result<Arc<PluginManifest>, ExecError> {
+    fn remember(&self, hash: &str, manifest: Arc<PluginManifest>) {
+        self.manifests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(hash.to_string(), manifest);
+    }
+
+    /// What a component declared (name, parameters, capabilities). A custom component's
+    /// was recorded when it was applied; a built-in one is asked once (it is our own code).
+    /// A request never runs an uploaded component's `manifest()`.
+    pub async fn declared(&self, component: &ComponentRef) -> Result<Arc<PluginManifest>, ExecError> {
         if let Some(found) = self
             .manifests
             .lock()
@@ -219,6 +256,53 @@ impl PluginRuntime {
         {
             return Ok(found.clone());
         }
+        let manifest = match component.kind {
+            PluginKind::BuiltIn => self.call_manifest(component).await?,
+            PluginKind::Custom => {
+                let stored = self
+                    .services
+                    .store
+                    .plugin_manifest(&component.hash)
+                    .await
+                    .map_err(|e| ExecError::Load(e.to_string()))?;
+                stored.as_ref().and_then(manifest_from_json).ok_or_else(|| {
+                    ExecError::Load("its manifest was never recorded; apply the agent's manifest again".into())
+                })?
+            }
+        };
+        let manifest = Arc::new(manifest);
+        self.remember(&component.hash, manifest.clone());
+        Ok(manifest)
+    }
+
+    /// Records the manifest of an installed component that has none recorded (applied by an
+    /// older version of this host): called at start, never on a request path.
+    pub async fn record_manifest(&self, hash: &str) -> Result<Arc<PluginManifest>, ExecError> {
+        let component = self.custom(hash);
+        let manifest = self.call_manifest(&component).await?;
+        let size = std::fs::metadata(self.plugin_dir.join(format!("{hash}.wasm"))).map_or(0, |m| m.len() as usize);
+        self.services
+            .store
+            .put_plugin(hash, &manifest_json(&manifest), size, bindings::WIT_VERSION)
+            .await
+            .map_err(|e| ExecError::Load(e.to_string()))?;
+        let manifest = Arc::new(manifest);
+        self.remember(hash, manifest.clone());
+        Ok(manifest)
+    }
+
+    /// Calls a component's `manifest()` in a fresh instance under the limits: when it is
+    /// installed or inspected, and once for each built-in.
+    async fn call_manifest(&self, component: &ComponentRef) -> Result<PluginManifest, ExecError> {
+        let inspection = Tenant {
+            account: INSPECTION.into(),
+            wait: Some(Duration::from_secs(30)),
+        };
+        let _slot = self
+            .slots
+            .acquire(&inspection, false)
+            .await
+            .map_err(|busy| ExecError::Busy(busy.0))?;
         let pre = self
             .cache
             .get(&component.hash, component.bytes())
@@ -240,20 +324,13 @@ impl PluginRuntime {
             plugin.agent_plugin_command().call_manifest(&mut store).await
         })
         .await;
-        let manifest = match result {
-            Ok(Ok(manifest)) => Arc::new(manifest),
-            Ok(Err(e)) => return Err(ExecError::Crashed(describe_failure(&e, &store, MANIFEST_TIMEOUT))),
-            Err(_) => {
-                return Err(ExecError::Crashed(format!(
-                    "manifest() did not return within {MANIFEST_TIMEOUT:?}"
-                )));
-            }
-        };
-        self.manifests
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(component.hash.clone(), manifest.clone());
-        Ok(manifest)
+        match result {
+            Ok(Ok(manifest)) => Ok(manifest),
+            Ok(Err(e)) => Err(ExecError::Crashed(describe_failure(&e, &store, MANIFEST_TIMEOUT))),
+            Err(_) => Err(ExecError::Crashed(format!(
+                "manifest() did not return within {MANIFEST_TIMEOUT:?}"
+            ))),
+        }
     }
 
     fn new_store(&self, call: CallContext, timeout: Duration) -> Store<HostState> {
@@ -273,24 +350,25 @@ impl PluginRuntime {
         store
     }
 
-    /// Runs `execute` in a fresh instance under the run's limits.
+    /// Runs `execute` in a fresh instance under the run's limits, once its tenant's share
+    /// of the slots allows.
     pub async fn execute(&self, run: Run) -> Result<Output, ExecError> {
-        let _permit = self
-            .permits
-            .acquire()
+        let timeout = run.timeout.unwrap_or(self.limits.default_timeout);
+        let long = timeout > self.limits.default_timeout;
+        let _slot = self
+            .slots
+            .acquire(&run.tenant, long)
             .await
-            .map_err(|_| ExecError::Load("the runtime is shutting down".into()))?;
-        let manifest = self.manifest(&run.component).await?;
+            .map_err(|busy| ExecError::Busy(busy.0))?;
         let pre = self
             .cache
             .get(&run.component.hash, run.component.bytes())
             .await
             .map_err(ExecError::Load)?;
-        let timeout = run.timeout.unwrap_or(self.limits.default_timeout);
         let call = CallContext {
             agent_id: run.agent_id,
             command: run.invocation.command.clone(),
-            plugin_scope: manifest.name.clone(),
+            plugin_scope: run.kv_scope,
             grants: run.grants,
             agent: run.agent,
             progress: run.progress,

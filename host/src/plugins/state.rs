@@ -19,6 +19,8 @@ pub struct HostServices {
     pub store: Store,
     pub outbound: Outbound,
     pub llm: Arc<dyn LlmProvider>,
+    /// Most tokens one plugin completion may ask for.
+    pub llm_max_tokens: u32,
 }
 
 /// Called with (percent, message) when a long run reports progress.
@@ -35,7 +37,7 @@ pub struct AgentSnapshot {
 pub struct CallContext {
     pub agent_id: String,
     pub command: String,
-    /// The key-value scope: the plugin's name.
+    /// The key-value scope within the agent's: its command's (see `Run::kv_scope`).
     pub plugin_scope: String,
     pub grants: Grants,
     pub agent: Option<AgentSnapshot>,
@@ -89,38 +91,105 @@ impl WasiView for HostState {
     }
 }
 
-/// Caps linear memory and tables, and remembers which cap was hit so the error can say so
-/// (an out-of-memory guest otherwise looks like any other `unreachable` trap).
+/// Caps linear memory and tables for the whole instance: every memory and every table it
+/// has counts against one budget (a component may hold several of each), and remembers
+/// which cap was hit so the error can say so (an out-of-memory guest otherwise looks like
+/// any other `unreachable` trap).
 pub struct Limiter {
     max_memory: usize,
+    memory_in_use: usize,
+    table_elements_in_use: usize,
     pub exceeded: Option<String>,
 }
 
+/// Table elements of one instance, all tables together.
 const MAX_TABLE_ELEMENTS: usize = 100_000;
 
 impl Limiter {
     pub fn new(max_memory: usize) -> Limiter {
         Limiter {
             max_memory,
+            memory_in_use: 0,
+            table_elements_in_use: 0,
             exceeded: None,
         }
     }
 }
 
 impl wasmtime::ResourceLimiter for Limiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        if desired > self.max_memory {
-            self.exceeded = Some(format!("the memory limit of {} MiB", self.max_memory >> 20));
+    // Called when a memory is created (current = 0) and each time it grows.
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let total = self.memory_in_use - current.min(self.memory_in_use) + desired;
+        if total > self.max_memory {
+            self.exceeded = Some(format!(
+                "the memory limit of {} MiB (all of the instance's memories together)",
+                self.max_memory >> 20
+            ));
             return Ok(false);
         }
+        self.memory_in_use = total;
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        if desired > MAX_TABLE_ELEMENTS {
-            self.exceeded = Some(format!("the table limit of {MAX_TABLE_ELEMENTS} elements"));
+    fn table_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let total = self.table_elements_in_use - current.min(self.table_elements_in_use) + desired;
+        if total > MAX_TABLE_ELEMENTS {
+            self.exceeded = Some(format!(
+                "the table limit of {MAX_TABLE_ELEMENTS} elements (all of the instance's tables together)"
+            ));
             return Ok(false);
         }
+        self.table_elements_in_use = total;
         Ok(true)
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+
+    fn instances(&self) -> usize {
+        MAX_CORE_INSTANCES
+    }
+}
+
+/// Memories, tables and core instances one component instance may create: enough for the
+/// toolchains we know (Rust: 1 memory; componentize-py and -js: a handful), few enough
+/// that one run cannot take a large share of the pool's slots.
+pub const MAX_MEMORIES: usize = 4;
+pub const MAX_TABLES: usize = 16;
+pub const MAX_CORE_INSTANCES: usize = 50;
+
+#[cfg(test)]
+mod tests {
+    use wasmtime::ResourceLimiter;
+
+    use super::*;
+
+    #[test]
+    fn every_memory_of_an_instance_counts_against_one_budget() {
+        let mut limiter = Limiter::new(100);
+        assert!(limiter.memory_growing(0, 40, None).unwrap(), "first memory");
+        assert!(limiter.memory_growing(0, 40, None).unwrap(), "second memory: 80 in all");
+        assert!(!limiter.memory_growing(0, 40, None).unwrap(), "a third would make 120");
+        assert!(
+            limiter
+                .exceeded
+                .as_deref()
+                .unwrap()
+                .contains("all of the instance's memories")
+        );
+        assert!(limiter.memory_growing(40, 60, None).unwrap(), "growing one by 20: 100");
+        assert!(!limiter.memory_growing(60, 61, None).unwrap());
+    }
+
+    #[test]
+    fn every_table_counts_too() {
+        let mut limiter = Limiter::new(1 << 20);
+        assert!(limiter.table_growing(0, 60_000, None).unwrap());
+        assert!(!limiter.table_growing(0, 60_000, None).unwrap());
     }
 }

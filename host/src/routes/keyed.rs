@@ -158,7 +158,16 @@ async fn execute(
     let services = &state.services;
     let (agent, all) = agents::owned_with_commands(&services.store, &caller.account.id, &agent_id).await?;
     let command = commands::pick(all, &agent, &command_name)?;
-    let result = commands::execute(services, &agent, &command, body.parameters, body.raw_text, Origin::Api).await?;
+    let result = commands::execute(
+        services,
+        &agent,
+        &command,
+        body.parameters,
+        body.raw_text,
+        Origin::Api,
+        None,
+    )
+    .await?;
     Ok(success(json!({
         "command": command.def.name,
         "result": {
@@ -300,6 +309,8 @@ async fn wallet_transfer(
             recipient: transfer.recipient,
             amount: transfer.amount,
             memo: transfer.memo,
+            // The account holder's own transfer: paying the recipient's account is theirs to do.
+            create_account: true,
         },
     )
     .await?;

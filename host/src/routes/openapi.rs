@@ -282,7 +282,10 @@ pub const OPERATIONS: &[Operation] = &[
             (404, "command_not_found"),
             (409, "payment_already_used"),
             (429, "rate_limit_exceeded"),
+            (429, "payment_in_progress"),
+            (429, "payer_cooling_off"),
             (500, "execution_error"),
+            (500, "internal_error"),
         ],
     },
 ];

@@ -238,6 +238,7 @@ async fn invoke(
             Some(asked.parameters),
             asked.raw_text,
             Origin::X402,
+            Some(&settled.payment_id),
         )
         .await
         .map(|r| (r.response, r.format.as_str().to_string(), r.media_url, r.status_url)),
@@ -257,25 +258,47 @@ async fn invoke(
     };
     let payment_response = payment_response_header(&settled, offer.network);
     let now = crate::clock::iso(crate::clock::now_ms());
+    // `refund`: Some for a failure that is refunded (its signature, or null while it is on its way).
+    let failed = |err: ApiError, refund: Option<Option<String>>| {
+        let mut body = json!({
+            "success": false,
+            "error": err.message,
+            "code": err.code,
+            "x402Version": X402_VERSION,
+            "receipt": settled.receipt(),
+        });
+        if let Some(signature) = refund {
+            body["refundTransactionSignature"] = json!(signature);
+        }
+        (
+            err.status,
+            [("x-payment-response", payment_response.clone())],
+            axum::Json(body),
+        )
+            .into_response()
+    };
     match outcome {
         Ok((response, format, media_url, status_url)) => {
-            // The job is linked first: a payment cut off before `served` is refunded at
-            // the next start, and its job's failure can find it.
-            let job_id = status_url
-                .as_deref()
-                .map(|url| url.rsplit('/').next().unwrap_or_default().to_string());
-            if let Some(job_id) = &job_id {
-                settled.attach_job(services, &agent.id, offer.network, job_id).await;
-            }
-            if let Err(err) = settled.served(services).await {
+            // A paid job served its payment when it was recorded. Anything else is marked
+            // served before the answer goes out: a payment left `settled` is refunded as
+            // never answered, so an answer must never leave without the mark.
+            crate::faults::crash_point("x402:after_work");
+            if status_url.is_none()
+                && let Err(err) = settled.served(services).await
+            {
                 tracing::error!(payment = settled.payment_id, "could not mark the payment served: {err}");
+                return failed(
+                    ApiError::internal("The answer could not be recorded; the payment will be refunded"),
+                    None,
+                );
             }
+            crate::faults::crash_point("x402:after_served");
             let (status, mut body) = match status_url {
                 Some(status_url) => (
                     StatusCode::ACCEPTED,
                     json!({
                         "success": true,
-                        "jobId": job_id,
+                        "jobId": status_url.rsplit('/').next().unwrap_or_default(),
                         "statusUrl": status_url,
                         "etaSeconds": 10,
                         "retryAfterSeconds": 2,
@@ -295,18 +318,21 @@ async fn invoke(
             }
             (status, [("x-payment-response", payment_response)], axum::Json(body)).into_response()
         }
+        // The payer's own input, refused by the command after its parameters were checked:
+        // the work ran and answered, so the payment counts as served (see payments::refund).
+        Err(err) if payments::payers_fault(&err) => {
+            if let Err(mark) = settled.served(services).await {
+                tracing::error!(
+                    payment = settled.payment_id,
+                    "could not mark the payment served: {mark}"
+                );
+            }
+            failed(err.into(), None)
+        }
         Err(err) => {
             let err: ApiError = err.into();
-            let refund = settled.refund(services, &agent.id, offer.network, &err.message).await;
-            let body = json!({
-                "success": false,
-                "error": err.message,
-                "code": err.code,
-                "x402Version": X402_VERSION,
-                "receipt": settled.receipt(),
-                "refundTransactionSignature": refund,
-            });
-            (err.status, [("x-payment-response", payment_response)], axum::Json(body)).into_response()
+            let refund = settled.refund(services, &err.message).await;
+            failed(err, Some(refund))
         }
     }
 }

@@ -80,6 +80,23 @@ async fn install_plugin(services: &Services, mut def: CommandDef) -> Result<Comm
     Ok(def)
 }
 
+/// After an upgrade, once at start: components applied before their manifests were
+/// recorded get them recorded (asked once, under the limits), and key-value data kept
+/// under a plugin's own name moves to the stores of the commands that run it. Both steps
+/// do nothing the second time.
+pub async fn upgrade_plugins(services: &Services) -> Result<(), ServiceError> {
+    for hash in services.store.unrecorded_plugins().await? {
+        match services.plugins.record_manifest(&hash).await {
+            Ok(manifest) => {
+                let moved = services.store.rescope_kv(&hash, &manifest.name).await?;
+                tracing::info!(plugin = %hash, moved, "recorded the manifest of a component applied before");
+            }
+            Err(err) => tracing::warn!(plugin = %hash, "could not record its manifest; apply its agent again: {err}"),
+        }
+    }
+    Ok(())
+}
+
 /// The agent if it exists and belongs to this account. Another account's agent answers
 /// exactly like a missing one, so ids cannot be probed.
 pub async fn owned(store: &Store, account_id: &str, id_or_username: &str) -> Result<Agent, ServiceError> {

@@ -174,7 +174,7 @@ async fn run_tool(services: &Services, agent: &Agent, offered: &[Command], call:
         Err(e) => return format!("Error: the arguments are not valid JSON ({e})."),
     };
     tracing::debug!(agent = %agent.id, tool = %call.name, "chat tool call");
-    match commands::execute(services, agent, command, Some(arguments), None, Origin::ChatTool).await {
+    match commands::execute(services, agent, command, Some(arguments), None, Origin::ChatTool, None).await {
         Ok(result) => {
             let mut body = json!({ "response": truncate(&result.response), "format": result.format });
             if let Some(url) = result.media_url {
@@ -265,6 +265,7 @@ mod tests {
                 config: json!({}),
                 plugin: None,
                 allowed_hosts: vec![],
+                allow_llm: false,
                 long_running: false,
                 timeout_ms: None,
             },

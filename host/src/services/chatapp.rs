@@ -21,13 +21,30 @@ pub struct Outgoing {
     pub keyboard: Option<Value>,
 }
 
+/// Why a message could not go out through the agent's bot. Telegram's own description
+/// (never a URL: the bot token is part of Telegram's) says what it refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ChatappError {
+    #[error("agent '{0}' was not found or has no chat-app bot set up")]
+    NotConfigured(String),
+    #[error("the chat-app bot of agent '{0}' is disabled")]
+    Disabled(String),
+    #[error("Telegram: {0}")]
+    ChatNotFound(String),
+    #[error("Telegram: {0}")]
+    BotBlocked(String),
+    #[error("replyToMessageId: {0}")]
+    ReplyTargetMissing(String),
+    #[error("Telegram rate limit: retry after {retry_after} s ({description})")]
+    RateLimited { retry_after: u64, description: String },
+    #[error("Telegram: {0}")]
+    Refused(String),
+    #[error("Telegram could not be reached: {0}")]
+    Unreachable(String),
+}
+
 pub fn not_configured(agent_ref: &str) -> ServiceError {
-    ServiceError::Api {
-        status: 404,
-        code: "chatapp_not_configured",
-        message: format!("Agent '{agent_ref}' was not found or has no chat-app bot set up"),
-        retry_after: None,
-    }
+    ChatappError::NotConfigured(agent_ref.to_string()).into()
 }
 
 /// Checks the token with `getMe`, then stores it sealed. Returns the bot's username.
@@ -47,7 +64,7 @@ pub async fn connect(services: &Services, agent: &Agent, token: &str) -> Result<
         .await
         .map_err(|e| match e {
             CallError::Api(api) => ServiceError::Validation(format!("Telegram refused the token: {}", api.description)),
-            CallError::Transport(m) => ServiceError::Execution(format!("Telegram could not be reached: {m}")),
+            CallError::Transport(m) => ChatappError::Unreachable(m).into(),
         })?;
     let username = me["username"].as_str().unwrap_or_default().to_string();
     let public = json!({ "bot_username": username, "bot_id": me["id"] });
@@ -67,23 +84,13 @@ async fn token(services: &Services, agent: &Agent, agent_ref: &str) -> Result<St
         .await?
         .ok_or_else(|| not_configured(agent_ref))?;
     if !integration.enabled {
-        return Err(ServiceError::Api {
-            status: 403,
-            code: "chatapp_disabled",
-            message: format!("The chat-app bot of agent '{agent_ref}' is disabled"),
-            retry_after: None,
-        });
+        return Err(ChatappError::Disabled(agent_ref.to_string()).into());
     }
     let secret = integrations::open(services, &integration)?;
     secret["bot_token"]
         .as_str()
         .map(str::to_string)
-        .ok_or_else(|| ServiceError::Api {
-            status: 500,
-            code: "internal_error",
-            message: "the stored bot token is unreadable".into(),
-            retry_after: None,
-        })
+        .ok_or_else(|| ServiceError::SecretUnusable("the stored bot token is unreadable".into()))
 }
 
 /// Sends a message; returns Telegram's `Message`.
@@ -108,14 +115,7 @@ pub async fn send(services: &Services, agent: &Agent, agent_ref: &str, out: Outg
 
 fn send_error(err: CallError) -> ServiceError {
     let api = match err {
-        CallError::Transport(m) => {
-            return ServiceError::Api {
-                status: 500,
-                code: "chatapp_send_failed",
-                message: format!("Telegram could not be reached: {m}"),
-                retry_after: None,
-            };
-        }
+        CallError::Transport(m) => return ChatappError::Unreachable(m).into(),
         CallError::Api(api) => api,
     };
     let ApiError {
@@ -125,35 +125,21 @@ fn send_error(err: CallError) -> ServiceError {
         ..
     } = api;
     let lower = description.to_lowercase();
-    let (status, code) = if error_code == 429 {
-        (429, "rate_limit_exceeded")
+    let error = if error_code == 429 {
+        ChatappError::RateLimited {
+            retry_after: retry_after.unwrap_or(1),
+            description,
+        }
     } else if lower.contains("chat not found") {
-        (404, "chat_not_found")
+        ChatappError::ChatNotFound(description)
     } else if lower.contains("bot was blocked by the user") {
-        (403, "bot_blocked")
+        ChatappError::BotBlocked(description)
     } else if lower.contains("message to be replied not found") || lower.contains("replied message not found") {
-        (400, "validation_error")
+        ChatappError::ReplyTargetMissing(description)
     } else {
-        (500, "chatapp_send_failed")
+        ChatappError::Refused(description)
     };
-    let message = match code {
-        "rate_limit_exceeded" => format!(
-            "Telegram rate limit: retry after {} s ({description})",
-            retry_after.unwrap_or(1)
-        ),
-        "validation_error" => format!("replyToMessageId: {description}"),
-        _ => format!("Telegram: {description}"),
-    };
-    ServiceError::Api {
-        status,
-        code,
-        message,
-        retry_after: if code == "rate_limit_exceeded" {
-            retry_after.or(Some(1))
-        } else {
-            None
-        },
-    }
+    error.into()
 }
 
 /// Telegram's limit on one message's text.
@@ -175,7 +161,7 @@ pub async fn register_webhook(services: &Services, agent: &Agent, url: &str) -> 
             CallError::Api(api) => {
                 ServiceError::Validation(format!("Telegram refused the webhook: {}", api.description))
             }
-            CallError::Transport(m) => ServiceError::Execution(format!("Telegram could not be reached: {m}")),
+            CallError::Transport(m) => ChatappError::Unreachable(m).into(),
         })?;
     // Called right after `connect`, so the bot is there and enabled.
     let integration = services
@@ -255,6 +241,7 @@ async fn run_command(services: &Services, agent: &Agent, rest: &str, text: &str)
         None,
         Some(text.to_string()),
         crate::plugins::Origin::Chatapp,
+        None,
     )
     .await
     {

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::{ServiceError, Services, jobs, params, wallets};
 use crate::domain::{Agent, Command, HandlerType, Network, ResponseFormat};
 use crate::plugins::bindings::agent::plugin::agent_info::{AgentProfile, CommandInfo};
-use crate::plugins::{AgentSnapshot, ComponentRef, ExecError, Grants, Invocation, Origin, ProgressSink, Run};
+use crate::plugins::{AgentSnapshot, ComponentRef, ExecError, Grants, Invocation, Origin, ProgressSink, Run, Tenant};
 
 /// A command's answer, as the keyed API reports it.
 #[derive(Debug, Clone)]
@@ -33,7 +33,8 @@ pub fn pick(commands: Vec<Command>, agent: &Agent, name: &str) -> Result<Command
         .ok_or_else(|| ServiceError::NotFound(format!("Command '{name}' not found for agent '{}'", agent.def.username)))
 }
 
-/// Runs `command` for `agent`. Long-running commands answer at once with a status address.
+/// Runs `command` for `agent`. Long-running commands answer at once with a status address;
+/// a paid one (`paid_by`, the payment's id) serves its payment when its job is recorded.
 pub async fn execute(
     services: &Services,
     agent: &Agent,
@@ -41,6 +42,7 @@ pub async fn execute(
     parameters: Option<Map<String, Value>>,
     raw_text: Option<String>,
     origin: Origin,
+    paid_by: Option<&str>,
 ) -> Result<CommandResult, ServiceError> {
     let resolved = params::resolve(
         &command.def.name,
@@ -50,7 +52,7 @@ pub async fn execute(
     )
     .map_err(ServiceError::Validation)?;
     if command.def.long_running {
-        let job_id = jobs::submit(services, agent, command, resolved, raw_text, origin).await?;
+        let job_id = jobs::submit(services, agent, command, resolved, raw_text, origin, paid_by).await?;
         return Ok(CommandResult {
             response: format!(
                 "Accepted: /{} is running; poll the status address for its result.",
@@ -78,9 +80,13 @@ pub async fn execute(
 pub fn exec_error(command: &str, err: ExecError) -> ServiceError {
     match err {
         ExecError::InvalidInput(m) => ServiceError::Validation(format!("/{command}: {m}")),
+        ExecError::Busy(m) => ServiceError::Busy(format!("/{command} did not start: {m}")),
         other => ServiceError::Execution(format!("/{command} failed: {other}")),
     }
 }
+
+/// How long a run that someone waits on (not a job) may wait for a plugin slot.
+const SLOT_WAIT: Duration = Duration::from_secs(5);
 
 /// The component a command runs.
 pub fn component_of(services: &Services, command: &Command) -> Result<ComponentRef, ServiceError> {
@@ -97,7 +103,8 @@ pub fn component_of(services: &Services, command: &Command) -> Result<ComponentR
     }
 }
 
-/// Everything one run needs: component, invocation, grants, limits.
+/// Everything one run needs: component, invocation, grants, limits. A job (`progress` is
+/// given) waits for its slot as long as it takes; anything else at most `SLOT_WAIT`.
 pub async fn prepare(
     services: &Services,
     agent: &Agent,
@@ -110,7 +117,7 @@ pub async fn prepare(
     let component = component_of(services, command)?;
     let manifest = services
         .plugins
-        .manifest(&component)
+        .declared(&component)
         .await
         .map_err(|e| exec_error(&command.def.name, e))?;
     let webhook_url = match command.def.handler_type {
@@ -122,6 +129,7 @@ pub async fn prepare(
         &manifest.capabilities,
         &command.def.allowed_hosts,
         webhook_url,
+        command.def.allow_llm,
     );
     let agent_snapshot = if grants.agent_info {
         Some(snapshot(services, agent).await?)
@@ -151,6 +159,10 @@ pub async fn prepare(
         services.settings.plugin_timeout_ms
     };
     let timeout = Duration::from_millis(command.def.timeout_ms.unwrap_or(default_timeout));
+    let tenant = Tenant {
+        account: agent.account_id.clone(),
+        wait: if progress.is_some() { None } else { Some(SLOT_WAIT) },
+    };
     Ok(Run {
         component,
         invocation: Invocation {
@@ -167,6 +179,10 @@ pub async fn prepare(
         agent: agent_snapshot,
         progress,
         timeout: Some(timeout),
+        tenant,
+        // The agent manifest names the store (its command), never the component: another
+        // component cannot claim a store by giving itself the same name.
+        kv_scope: format!("command:{}", command.def.name),
     })
 }
 

@@ -20,12 +20,7 @@ pub fn unseal(services: &Services, agent_id: &str, kind: &str, sealed: &[u8]) ->
     services
         .secrets
         .open(&purpose(agent_id, kind), sealed)
-        .map_err(|e| ServiceError::Api {
-            status: 500,
-            code: "internal_error",
-            message: e.to_string(),
-            retry_after: None,
-        })
+        .map_err(|e| ServiceError::SecretUnusable(e.to_string()))
 }
 
 /// Stores the account: `secret` sealed, `public` as is, enabled.
@@ -50,10 +45,6 @@ pub async fn save(
 /// The secret JSON of a stored account; a record that does not open is a 500 saying why.
 pub fn open(services: &Services, integration: &Integration) -> Result<Value, ServiceError> {
     let opened = unseal(services, &integration.agent_id, integration.kind, &integration.secret)?;
-    serde_json::from_slice(&opened).map_err(|_| ServiceError::Api {
-        status: 500,
-        code: "internal_error",
-        message: format!("the stored {} secret is unreadable", integration.kind),
-        retry_after: None,
-    })
+    serde_json::from_slice(&opened)
+        .map_err(|_| ServiceError::SecretUnusable(format!("the stored {} secret is unreadable", integration.kind)))
 }

@@ -5,6 +5,7 @@
 //! them). Finished jobs are deleted after the retention period.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -18,7 +19,8 @@ pub fn status_url(services: &Services, job_id: &str) -> String {
     format!("{}/jobs/{job_id}", services.public_base_url)
 }
 
-/// Records the job, then starts it. Returns its id (128 random bits).
+/// Records the job, then starts it. Returns its id (128 random bits). A paid job serves
+/// its payment (`paid_by`) in the same write that records it.
 pub async fn submit(
     services: &Services,
     agent: &Agent,
@@ -26,29 +28,33 @@ pub async fn submit(
     parameters: Map<String, Value>,
     raw_text: Option<String>,
     origin: Origin,
+    paid_by: Option<&str>,
 ) -> Result<String, ServiceError> {
     let id = crate::random::hex_token(16);
     let now = crate::clock::now_ms();
     let retention = services.settings.job_retention_hours as i64 * 3_600_000;
     services
         .store
-        .insert_job(JobRecord {
-            id: id.clone(),
-            agent_id: agent.id.clone(),
-            command: command.def.name.clone(),
-            origin: commands::origin_name(origin).to_string(),
-            parameters: Value::Object(parameters),
-            raw_text,
-            state: JobState::Queued,
-            progress: None,
-            response: None,
-            format: None,
-            artifact_url: None,
-            error: None,
-            code: None,
-            created_at: now,
-            expires_at: now + retention,
-        })
+        .insert_job(
+            JobRecord {
+                id: id.clone(),
+                agent_id: agent.id.clone(),
+                command: command.def.name.clone(),
+                origin: commands::origin_name(origin).to_string(),
+                parameters: Value::Object(parameters),
+                raw_text,
+                state: JobState::Queued,
+                progress: None,
+                response: None,
+                format: None,
+                artifact_url: None,
+                error: None,
+                code: None,
+                created_at: now,
+                expires_at: now + retention,
+            },
+            paid_by.map(str::to_string),
+        )
         .await?;
     tokio::spawn(run(services.clone(), id.clone()));
     Ok(id)
@@ -72,15 +78,15 @@ async fn run(services: Services, id: String) {
         },
     };
     let failure = match &outcome {
-        JobOutcome::Failed { error, .. } => Some(error.clone()),
+        JobOutcome::Failed { error, code } => Some((error.clone(), code.clone())),
         _ => None,
     };
     if let Err(e) = services.store.finish_job(&id, outcome).await {
         tracing::error!(job = %id, error = %e, "could not record a job's end");
     }
-    if let Some(why) = failure {
-        // A paid job that failed: its payer gets the money back.
-        super::payments::refund_failed_job(&services, &id, &why).await;
+    if let Some((why, code)) = failure {
+        // A paid job that failed by the agent's fault: its payer gets the money back.
+        super::payments::refund_failed_job(&services, &id, &why, &code).await;
     }
 }
 
@@ -102,14 +108,7 @@ async fn work(services: &Services, id: &str) -> Result<JobOutcome, (String, &'st
         .await
         .map_err(|e| (e.to_string(), "invalid_input"))?;
     let parameters = job.parameters.as_object().cloned().unwrap_or_default();
-    let store = services.store.clone();
-    let job_id = id.to_string();
-    let progress: ProgressSink = Arc::new(move |percent, _message| {
-        let (store, job_id) = (store.clone(), job_id.clone());
-        tokio::spawn(async move {
-            let _ = store.set_job_progress(&job_id, percent).await;
-        });
-    });
+    let (progress, _writer) = progress_writer(services, id);
     let origin = commands::parse_origin(&job.origin);
     let run = commands::prepare(
         services,
@@ -135,11 +134,49 @@ async fn work(services: &Services, id: &str) -> Result<JobOutcome, (String, &'st
                 ExecError::Unavailable(_) => "model_unavailable",
                 ExecError::Crashed(m) if m.contains("timed out") => "generation_timeout",
                 ExecError::Crashed(_) => "generation_failed",
-                ExecError::Load(_) => "internal_error",
+                ExecError::Load(_) | ExecError::Busy(_) => "internal_error",
             };
             Err((format!("/{} failed: {err}", command.def.name), code))
         }
     }
+}
+
+/// How often a job's progress is written at most: a plugin may report in a tight loop.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// Stops the job's progress writer when the job's work ends.
+struct StopOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A job's progress sink and its one writer: a report only stores the latest value (the
+/// plugin never waits, and nothing piles up); the writer saves it at most every
+/// `PROGRESS_EVERY`, for as long as the returned guard lives.
+fn progress_writer(services: &Services, job_id: &str) -> (ProgressSink, StopOnDrop) {
+    // 0: nothing new; p + 1: percent p reported since the last write.
+    let latest = Arc::new(AtomicU8::new(0));
+    let reported = latest.clone();
+    let sink: ProgressSink = Arc::new(move |percent, _message| {
+        reported.store(percent.min(100) + 1, Ordering::Relaxed);
+    });
+    let (store, job_id) = (services.store.clone(), job_id.to_string());
+    let writer = tokio::spawn(async move {
+        let mut every = tokio::time::interval(PROGRESS_EVERY);
+        loop {
+            every.tick().await;
+            let value = latest.swap(0, Ordering::Relaxed);
+            if value > 0
+                && let Err(e) = store.set_job_progress(&job_id, value - 1).await
+            {
+                tracing::warn!(job = %job_id, error = %e, "could not save a job's progress");
+            }
+        }
+    });
+    (sink, StopOnDrop(writer))
 }
 
 /// At start: run what never started, fail what was cut off mid-run.
@@ -159,7 +196,7 @@ pub async fn recover(services: &Services) -> Result<(usize, usize), ServiceError
             .await?;
         // A paid job: its payer gets the money back (in the background: it is a transfer).
         let (services, id) = (services.clone(), job.id.clone());
-        tokio::spawn(async move { super::payments::refund_failed_job(&services, &id, why).await });
+        tokio::spawn(async move { super::payments::refund_failed_job(&services, &id, why, "internal_error").await });
     }
     let queued = services.store.jobs_in_state(JobState::Queued).await?;
     for job in &queued {
@@ -218,22 +255,13 @@ pub async fn status(services: &Services, id: &str) -> Result<Value, ServiceError
                     "error": job.error.unwrap_or_else(|| "failed".into()),
                     "code": job.code.unwrap_or_else(|| "internal_error".into()),
                 });
-                if let Some(signature) = refund_of(services, &job.id).await? {
+                if let Some(payment) = services.store.payment_by_job(&job.id).await?
+                    && let Some(signature) = super::payments::refund::signature_of(services, &payment).await?
+                {
                     body["refundTransactionSignature"] = json!(signature);
                 }
                 body
             }
         },
     })
-}
-
-/// A failed paid job's refund, once it is on chain: its transaction signature.
-async fn refund_of(services: &Services, job_id: &str) -> Result<Option<String>, ServiceError> {
-    let Some(payment) = services.store.payment_by_job(job_id).await? else {
-        return Ok(None);
-    };
-    let Some(transfer_id) = payment.refund_transfer_id.filter(|_| payment.state == "refunded") else {
-        return Ok(None);
-    };
-    Ok(services.store.transfer(&transfer_id).await?.and_then(|t| t.signature))
 }

@@ -10,6 +10,7 @@ pub mod integrations;
 pub mod jobs;
 pub mod keys;
 pub mod knowledge;
+pub mod locks;
 pub mod params;
 pub mod payments;
 pub mod rate_limit;
@@ -49,11 +50,15 @@ pub struct Services {
     pub public_base_url: String,
     pub chains: Arc<Chains>,
     pub wallet_locks: Arc<wallets::WalletLocks>,
+    /// One settlement per payer, one worker per payment.
+    pub payment_locks: Arc<payments::PaymentLocks>,
     /// Abuse limits of the unkeyed x402 endpoints.
     pub x402_limiter: Arc<rate_limit::X402Limiter>,
 }
 
-/// What a service can refuse or fail with; each surface maps it to its own envelope.
+/// What a service can refuse or fail with. Services say *what* happened; only `error.rs`
+/// (and the x402 route, for its own envelope) decide the status, code and words a client
+/// sees. Upstream detail (a node's URL, a provider's text) stays in the log.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
     #[error("{0}")]
@@ -70,17 +75,23 @@ pub enum ServiceError {
     /// The language model failed or is not there.
     #[error(transparent)]
     Model(LlmError),
-    /// An outcome with its own status and code from the spec's error table.
-    #[error("{message}")]
-    Api {
-        status: u16,
-        code: &'static str,
-        message: String,
-        retry_after: Option<u64>,
-    },
     /// Too many requests from one caller (client address, payer, account).
     #[error("rate limit of {} requests exceeded; retry in {} s", .0.limit, .0.retry_after_secs)]
     RateLimited(rate_limit::RateDecision),
+    /// The caller's share of plugin runs is taken: it may retry shortly.
+    #[error("{0}")]
+    Busy(String),
+    /// A sealed secret (bot token, wallet key) does not open, or opens to nothing usable.
+    #[error("{0}")]
+    SecretUnusable(String),
+    #[error(transparent)]
+    Wallet(#[from] wallets::WalletError),
+    #[error(transparent)]
+    Chatapp(#[from] chatapp::ChatappError),
+    #[error(transparent)]
+    Social(#[from] social::SocialError),
+    #[error(transparent)]
+    X402(#[from] payments::X402Error),
     #[error(transparent)]
     Store(StoreError),
 }

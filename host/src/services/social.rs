@@ -17,13 +17,33 @@ use crate::outbound::{HostPattern, OutboundRequest};
 
 pub const KIND: &str = "social";
 
-fn api(status: u16, code: &'static str, message: impl Into<String>) -> ServiceError {
-    ServiceError::Api {
-        status,
-        code,
-        message: message.into(),
-        retry_after: None,
-    }
+/// Why a post did not go out. X's own `detail` says what it refused; a transport failure's
+/// text is only logged.
+#[derive(Debug, thiserror::Error)]
+pub enum SocialError {
+    #[error("agent '{0}' has no social account connected")]
+    NotConnected(String),
+    /// Posting is switched off in the agent's manifest.
+    #[error("posting is disabled for agent '{0}' ([social] enabled = false)")]
+    Disabled(String),
+    #[error("the social account's tokens are expired or revoked; connect it again")]
+    Unauthorized,
+    #[error("X refused: {0} (the account's tokens need write permission)")]
+    Forbidden(String),
+    /// X's limit; `reset_at` in Unix seconds when X said.
+    #[error("X rate limit: {detail}")]
+    RateLimited { detail: String, reset_at: Option<i64> },
+    #[error("this server has no X app credentials (social_client_id)")]
+    NotConfigured,
+    #[error("X did not take the media: {0}")]
+    MediaUploadFailed(String),
+    /// X calls the post itself invalid.
+    #[error("X: {0}")]
+    Invalid(String),
+    #[error("X: {0}")]
+    Upstream(String),
+    #[error("X could not be reached: {0}")]
+    Unreachable(String),
 }
 
 pub struct Post {
@@ -100,26 +120,16 @@ pub async fn post(
     agent_ref: &str,
     post: Post,
 ) -> Result<(String, String), ServiceError> {
-    let integration = services.store.integration(&agent.id, KIND).await?.ok_or_else(|| {
-        api(
-            400,
-            "social_not_connected",
-            format!("Agent '{agent_ref}' has no social account connected"),
-        )
-    })?;
+    let integration = services
+        .store
+        .integration(&agent.id, KIND)
+        .await?
+        .ok_or_else(|| SocialError::NotConnected(agent_ref.to_string()))?;
     if !integration.enabled {
-        return Err(api(
-            403,
-            "social_forbidden",
-            format!("Posting is disabled for agent '{agent_ref}' ([social] enabled = false)"),
-        ));
+        return Err(SocialError::Disabled(agent_ref.to_string()).into());
     }
     if services.settings.social_client_id.is_none() {
-        return Err(api(
-            500,
-            "social_not_configured",
-            "This server has no X app credentials (social_client_id)",
-        ));
+        return Err(SocialError::NotConfigured.into());
     }
     let secret = integrations::open(services, &integration)?;
     let mut session = Session {
@@ -152,11 +162,9 @@ pub async fn post(
         })
         .await
         .map_err(|e| match e {
-            ServiceError::Api {
-                code: "social_api_error",
-                message,
-                ..
-            } => api(502, "social_media_upload_failed", message),
+            ServiceError::Social(SocialError::Invalid(detail) | SocialError::Upstream(detail)) => {
+                SocialError::MediaUploadFailed(detail).into()
+            }
             other => other,
         })?;
         media_ids.push(id);
@@ -179,7 +187,7 @@ pub async fn post(
     .await?;
     let id = created["data"]["id"]
         .as_str()
-        .ok_or_else(|| api(502, "social_api_error", "X's answer has no post id"))?;
+        .ok_or_else(|| SocialError::Upstream("X's answer has no post id".into()))?;
     Ok((id.to_string(), session.username))
 }
 
@@ -205,19 +213,13 @@ where
 
 async fn refresh(services: &Services, agent: &Agent, session: &mut Session) -> Result<(), ServiceError> {
     session.refreshed = true;
-    let unauthorized = || {
-        api(
-            401,
-            "social_unauthorized",
-            "The social account's tokens are expired or revoked; connect it again",
-        )
-    };
+    let unauthorized = || ServiceError::from(SocialError::Unauthorized);
     let refresh_token = session.refresh.clone().ok_or_else(unauthorized)?;
     let client_id = services
         .settings
         .social_client_id
         .clone()
-        .ok_or_else(|| api(500, "social_not_configured", "This server has no X app credentials"))?;
+        .ok_or(SocialError::NotConfigured)?;
     let secret = services
         .settings
         .social_client_secret
@@ -229,7 +231,7 @@ async fn refresh(services: &Services, agent: &Agent, session: &mut Session) -> R
         .await
         .map_err(|e| match e {
             XError::Status { .. } => unauthorized(),
-            XError::Transport(m) => api(502, "social_api_error", format!("X could not be reached: {m}")),
+            XError::Transport(m) => SocialError::Unreachable(m).into(),
         })?;
     session.access = tokens["access_token"].as_str().ok_or_else(unauthorized)?.to_string();
     session.refresh = tokens["refresh_token"]
@@ -253,42 +255,23 @@ async fn refresh(services: &Services, agent: &Agent, session: &mut Session) -> R
 }
 
 fn x_error(err: XError) -> ServiceError {
-    match err {
-        XError::Status { status: 401, .. } => api(
-            401,
-            "social_unauthorized",
-            "The social account's tokens are expired or revoked; connect it again",
-        ),
+    let error = match err {
+        XError::Status { status: 401, .. } => SocialError::Unauthorized,
         XError::Status {
             status: 403, detail, ..
-        } => api(
-            403,
-            "social_forbidden",
-            format!("X refused: {detail} (the account's tokens need write permission)"),
-        ),
+        } => SocialError::Forbidden(detail),
         XError::Status {
             status: 429,
             detail,
             reset_at,
-        } => {
-            let now = crate::clock::now_ms() / 1000;
-            let wait = reset_at.map(|at| (at - now).max(1) as u64);
-            let when = reset_at
-                .map(|at| format!("; the limit resets at {}", crate::clock::iso(at * 1000)))
-                .unwrap_or_default();
-            ServiceError::Api {
-                status: 429,
-                code: "social_rate_limit",
-                message: format!("X rate limit: {detail}{when}"),
-                retry_after: wait,
-            }
-        }
+        } => SocialError::RateLimited { detail, reset_at },
         XError::Status {
             status: 400, detail, ..
-        } => api(400, "social_api_error", format!("X: {detail}")),
-        XError::Status { detail, .. } => api(502, "social_api_error", format!("X: {detail}")),
-        XError::Transport(m) => api(502, "social_api_error", format!("X could not be reached: {m}")),
-    }
+        } => SocialError::Invalid(detail),
+        XError::Status { detail, .. } => SocialError::Upstream(detail),
+        XError::Transport(m) => SocialError::Unreachable(m),
+    };
+    error.into()
 }
 
 /// Downloads each media URL through the outbound guard and recognises it by its bytes.

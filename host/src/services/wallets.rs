@@ -2,8 +2,6 @@
 //! chain, USDC transfers that are a store row before they are sent and move forward
 //! in one place (pending → confirmed | failed), one at a time per wallet.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -17,52 +15,40 @@ use crate::store::{NewTransfer, TransferKind, TransferRecord, TransferState, Wal
 /// How long a transfer request waits for its confirmation before answering.
 const CONFIRM_TIMEOUT: Duration = Duration::from_secs(90);
 
-/// One lock per wallet: its transfers go out one after another, so two requests
-/// cannot both spend the same balance.
-#[derive(Default)]
-pub struct WalletLocks {
-    locks: Mutex<HashMap<(String, Network), Arc<tokio::sync::Mutex<()>>>>,
-}
-
-impl WalletLocks {
-    pub(crate) fn of(&self, agent_id: &str, network: Network) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
-        locks.entry((agent_id.to_string(), network)).or_default().clone()
-    }
-}
+/// One lock per wallet (agent, network): its transfers go out one after another, so two
+/// requests cannot both spend the same balance, and a Base nonce is never used twice.
+pub type WalletLocks = super::locks::KeyedLocks<(String, Network)>;
 
 /// The sealing purpose binds the agent and the network.
 fn secret_kind(network: Network) -> String {
     format!("wallet:{network}")
 }
 
-fn not_configured(network: Network) -> ServiceError {
-    ServiceError::Api {
-        status: 400,
-        code: "wallet_not_configured",
-        message: format!(
-            "The agent has no {network} wallet; create one with `agent-host wallet create --agent ID --network {network}`"
-        ),
-        retry_after: None,
-    }
+/// What can go wrong with an agent's wallet. `ChainUnavailable` carries the node's own
+/// words for the log; clients are told only which network failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WalletError {
+    #[error("the agent has no {0} wallet")]
+    NotConfigured(Network),
+    #[error("the {network} RPC node failed: {detail}")]
+    ChainUnavailable { network: Network, detail: String },
+    /// The chain refused the transfer for a reason the caller can fix (funds, fees, address).
+    #[error("{0}")]
+    TransferFailed(String),
+    #[error("the {network} transfer {id} was sent but not confirmed within {waited_secs} s")]
+    NotConfirmed {
+        network: Network,
+        id: String,
+        waited_secs: u64,
+    },
 }
 
-/// A chain failure as the API reports it: refusals are the caller's to fix (400),
-/// anything else is ours, naming the network (500).
-fn chain_error(network: Network, err: ChainError) -> ServiceError {
+/// A chain failure as a wallet error: refusals are the caller's to fix, anything else is
+/// the node's.
+pub(crate) fn chain_error(network: Network, err: ChainError) -> WalletError {
     match err {
-        ChainError::Refused(message) => ServiceError::Api {
-            status: 400,
-            code: "transfer_failed",
-            message,
-            retry_after: None,
-        },
-        ChainError::Unavailable(message) => ServiceError::Api {
-            status: 500,
-            code: "internal_error",
-            message: format!("The {network} RPC node failed: {message}"),
-            retry_after: None,
-        },
+        ChainError::Refused(message) => WalletError::TransferFailed(message),
+        ChainError::Unavailable(detail) => WalletError::ChainUnavailable { network, detail },
     }
 }
 
@@ -98,26 +84,23 @@ pub async fn wallet(services: &Services, agent_id: &str, network: Network) -> Re
         .store
         .wallet(agent_id, network)
         .await?
-        .ok_or_else(|| not_configured(network))
+        .ok_or(ServiceError::Wallet(WalletError::NotConfigured(network)))
 }
 
 /// The wallet's key, opened only for as long as a signature takes.
 pub(crate) fn open_key(services: &Services, wallet: &WalletRecord) -> Result<WalletKey, ServiceError> {
     let secret = integrations::unseal(services, &wallet.agent_id, &secret_kind(wallet.network), &wallet.secret)
-        .map_err(|_| ServiceError::Api {
-            status: 500,
-            code: "internal_error",
-            message: format!(
+        .map_err(|_| {
+            ServiceError::SecretUnusable(format!(
                 "The agent's {} wallet key cannot be decrypted: the master key is not the one it was sealed with, or the record was altered",
                 wallet.network
-            ),
-            retry_after: None,
+            ))
         })?;
-    WalletKey::from_secret(wallet.network, &secret).map_err(|e| ServiceError::Api {
-        status: 500,
-        code: "internal_error",
-        message: format!("The agent's stored {} wallet key is unusable: {e}", wallet.network),
-        retry_after: None,
+    WalletKey::from_secret(wallet.network, &secret).map_err(|e| {
+        ServiceError::SecretUnusable(format!(
+            "The agent's stored {} wallet key is unusable: {e}",
+            wallet.network
+        ))
     })
 }
 
@@ -135,7 +118,9 @@ pub async fn balance(services: &Services, agent_id: &str, network: Network) -> R
         .await
         .map_err(|e| match e {
             // A balance read has nothing to refuse: any failure is the node's.
-            ChainError::Refused(m) | ChainError::Unavailable(m) => chain_error(network, ChainError::Unavailable(m)),
+            ChainError::Refused(detail) | ChainError::Unavailable(detail) => {
+                WalletError::ChainUnavailable { network, detail }
+            }
         })?;
     Ok(WalletBalance { wallet, balances })
 }
@@ -189,6 +174,9 @@ pub struct TransferOrder {
     pub recipient: String,
     pub amount: MicroUsdc,
     pub memo: Option<String>,
+    /// Pay for the recipient's USDC account when it has none (Solana). Never for a refund:
+    /// a payer could close it and keep the rent, again and again.
+    pub create_account: bool,
 }
 
 /// Sends USDC and waits for the configured confirmation. The row exists before anything
@@ -205,8 +193,7 @@ pub async fn transfer(services: &Services, order: TransferOrder) -> Result<Trans
         ));
     }
 
-    let lock = services.wallet_locks.of(&order.agent_id, network);
-    let _one_at_a_time = lock.lock().await;
+    let _one_at_a_time = services.wallet_locks.lock((order.agent_id.clone(), network)).await;
 
     let id = order.id.clone().unwrap_or_else(new_transfer_id);
     let store = &services.store;
@@ -225,11 +212,14 @@ pub async fn transfer(services: &Services, order: TransferOrder) -> Result<Trans
 
     let chain = services.chains.get(network);
     let fail = |reason: String| store.finish_transfer(&id, TransferState::Failed, Some(reason));
-    let signed = match chain.sign_transfer(&key, &order.recipient, order.amount).await {
+    let signed = match chain
+        .sign_transfer(&key, &order.recipient, order.amount, order.create_account)
+        .await
+    {
         Ok(signed) => signed,
         Err(err) => {
             fail(err.to_string()).await?;
-            return Err(chain_error(network, err));
+            return Err(chain_error(network, err).into());
         }
     };
     drop(key);
@@ -241,7 +231,7 @@ pub async fn transfer(services: &Services, order: TransferOrder) -> Result<Trans
             fail(reason.clone()).await?;
         }
         // Unavailable: it may have gone out; the row stays pending for reconciliation.
-        return Err(chain_error(network, err));
+        return Err(chain_error(network, err).into());
     }
     settle(services, network, &id, &signed).await?;
     let record = store
@@ -250,22 +240,15 @@ pub async fn transfer(services: &Services, order: TransferOrder) -> Result<Trans
         .ok_or_else(|| ServiceError::NotFound(format!("transfer {id} vanished")))?;
     match record.state {
         TransferState::Confirmed => Ok(record),
-        TransferState::Failed => Err(ServiceError::Api {
-            status: 400,
-            code: "transfer_failed",
-            message: record.error.unwrap_or_else(|| "the transfer failed".into()),
-            retry_after: None,
-        }),
-        TransferState::Pending => Err(ServiceError::Api {
-            status: 500,
-            code: "internal_error",
-            message: format!(
-                "The {network} transfer {} was sent but not confirmed within {} s; it stays recorded as pending and is checked again at the next start",
-                signed.id,
-                CONFIRM_TIMEOUT.as_secs()
-            ),
-            retry_after: None,
-        }),
+        TransferState::Failed => {
+            Err(WalletError::TransferFailed(record.error.unwrap_or_else(|| "the transfer failed".into())).into())
+        }
+        TransferState::Pending => Err(WalletError::NotConfirmed {
+            network,
+            id: signed.id,
+            waited_secs: CONFIRM_TIMEOUT.as_secs(),
+        }
+        .into()),
     }
 }
 
@@ -279,7 +262,7 @@ async fn settle(services: &Services, network: Network, id: &str, signed: &Signed
                 .finish_transfer(id, TransferState::Confirmed, None)
                 .await?
         }
-        Ok(Landing::Failed(reason)) => {
+        Ok(Landing::Failed(reason) | Landing::Dropped(reason)) => {
             services
                 .store
                 .finish_transfer(id, TransferState::Failed, Some(reason))
@@ -291,12 +274,20 @@ async fn settle(services: &Services, network: Network, id: &str, signed: &Signed
     Ok(())
 }
 
-/// After a restart: every transfer left pending is checked against its chain. One never
-/// signed is failed (nothing went out); a signed one is re-sent (harmless if it landed)
-/// and awaited. Returns how many rows were looked at.
+/// Every transfer left pending with no request of this process working on it (a crash,
+/// or a confirmation that did not come in time) is checked against its chain: one never
+/// signed is failed (nothing went out); a signed one is re-sent (harmless if it landed) and
+/// awaited. Runs at start and then periodically. Returns how many rows were looked at.
 pub async fn reconcile(services: &Services) -> Result<usize, ServiceError> {
     let pending = services.store.pending_transfers().await?;
-    for row in &pending {
+    let mut looked_at = 0;
+    for row in pending {
+        // The wallet's lock is held for a transfer's whole life: free means nobody here is
+        // signing or awaiting this row.
+        let Some(turn) = services.wallet_locks.try_lock((row.agent_id.clone(), row.network)) else {
+            continue;
+        };
+        looked_at += 1;
         let (Some(signature), Some(raw)) = (&row.signature, &row.raw_tx) else {
             services
                 .store
@@ -326,6 +317,7 @@ pub async fn reconcile(services: &Services) -> Result<usize, ServiceError> {
                 let services = services.clone();
                 let (network, id) = (row.network, row.id.clone());
                 tokio::spawn(async move {
+                    let _turn = turn;
                     if let Err(err) = settle(&services, network, &id, &signed).await {
                         tracing::warn!(transfer = id, "reconciliation failed: {err}");
                     }
@@ -337,7 +329,7 @@ pub async fn reconcile(services: &Services) -> Result<usize, ServiceError> {
                     .finish_transfer(&row.id, TransferState::Confirmed, None)
                     .await?;
             }
-            Ok(Landing::Failed(reason)) => {
+            Ok(Landing::Failed(reason) | Landing::Dropped(reason)) => {
                 services
                     .store
                     .finish_transfer(&row.id, TransferState::Failed, Some(reason))
@@ -346,5 +338,5 @@ pub async fn reconcile(services: &Services) -> Result<usize, ServiceError> {
             Err(err) => tracing::warn!(transfer = row.id, network = %row.network, "cannot reconcile yet: {err}"),
         }
     }
-    Ok(pending.len())
+    Ok(looked_at)
 }

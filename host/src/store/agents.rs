@@ -53,7 +53,7 @@ fn agent_from_row(row: &Row<'_>) -> rusqlite::Result<Result<Agent, StoreError>> 
 }
 
 const COMMAND_COLUMNS: &str = "id, agent_id, name, description, handler_type, parameters, response_format, \
-     enabled, integrations, price, config, plugin, allowed_hosts, long_running, timeout_ms";
+     enabled, integrations, price, config, plugin, allowed_hosts, long_running, timeout_ms, allow_llm";
 
 fn command_from_row(row: &Row<'_>) -> rusqlite::Result<Result<Command, StoreError>> {
     let handler: String = row.get(4)?;
@@ -82,6 +82,7 @@ fn command_from_row(row: &Row<'_>) -> rusqlite::Result<Result<Command, StoreErro
                 allowed_hosts: json_column(&hosts, "command allowed_hosts")?,
                 long_running: row.get(13)?,
                 timeout_ms: timeout.map(|t| t as u64),
+                allow_llm: row.get(15)?,
             },
         })
     })();
@@ -194,12 +195,12 @@ impl Store {
                 tx.execute(
                     "INSERT INTO commands (id, agent_id, name, position, description, handler_type, parameters,
                         response_format, enabled, integrations, price, config, plugin, allowed_hosts,
-                        long_running, timeout_ms, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?17)
+                        long_running, timeout_ms, allow_llm, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?18, ?17, ?17)
                      ON CONFLICT (id) DO UPDATE SET position = ?4, description = ?5, handler_type = ?6,
                         parameters = ?7, response_format = ?8, enabled = ?9, integrations = ?10, price = ?11,
                         config = ?12, plugin = ?13, allowed_hosts = ?14, long_running = ?15, timeout_ms = ?16,
-                        updated_at = ?17",
+                        allow_llm = ?18, updated_at = ?17",
                     params![
                         id,
                         agent_id,
@@ -217,7 +218,8 @@ impl Store {
                         to_json(&cmd.allowed_hosts),
                         cmd.long_running,
                         cmd.timeout_ms.map(|t| t as i64),
-                        now
+                        now,
+                        cmd.allow_llm
                     ],
                 )?;
                 command_ids.push((cmd.name.clone(), id));

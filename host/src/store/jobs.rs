@@ -97,7 +97,11 @@ fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Result<JobRecord, StoreError>
 }
 
 impl Store {
-    pub async fn insert_job(&self, job: JobRecord) -> Result<(), StoreError> {
+    /// Records a queued job. A paid job also serves its payment (`settled` → `served`,
+    /// linked to the job) in the same transaction: after a crash the job exists and will
+    /// run exactly when the payment counts as served, so a payer is never both served by
+    /// the job and refunded for it.
+    pub async fn insert_job(&self, job: JobRecord, paid_by: Option<String>) -> Result<(), StoreError> {
         self.write(move |tx| {
             tx.execute(
                 "INSERT INTO jobs (id, agent_id, command, origin, parameters, raw_text, state, created_at, expires_at)
@@ -114,6 +118,18 @@ impl Store {
                     job.expires_at
                 ],
             )?;
+            if let Some(payment) = paid_by {
+                let linked = tx.execute(
+                    "UPDATE payments SET job_id = ?2, state = 'served', updated_at = ?3
+                     WHERE id = ?1 AND state = 'settled'",
+                    params![payment, job.id, job.created_at],
+                )?;
+                if linked != 1 {
+                    return Err(StoreError::Conflict(format!(
+                        "payment {payment} is no longer settled; the job was not queued"
+                    )));
+                }
+            }
             Ok(())
         })
         .await

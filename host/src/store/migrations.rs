@@ -45,6 +45,16 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0006_payment_refunds",
         sql: include_str!("../../../migrations/0006_payment_refunds.sql"),
     },
+    Migration {
+        version: 7,
+        name: "0007_payment_hardening",
+        sql: include_str!("../../../migrations/0007_payment_hardening.sql"),
+    },
+    Migration {
+        version: 8,
+        name: "0008_plugin_manifests",
+        sql: include_str!("../../../migrations/0008_plugin_manifests.sql"),
+    },
 ];
 
 pub fn latest_version() -> i64 {

@@ -10,6 +10,7 @@ mod keys;
 mod kv;
 pub mod migrations;
 mod payments;
+mod plugins;
 mod rate;
 mod wallets;
 

@@ -4,7 +4,8 @@ use super::{Store, StoreError};
 use crate::domain::Network;
 use crate::money::MicroUsdc;
 
-/// A verified payment about to be settled.
+/// A verified payment, recorded with the transaction that settles it (signed, not yet
+/// sent), or, when someone else's transaction already settled it, as `settled`.
 #[derive(Debug, Clone)]
 pub struct NewPayment {
     pub id: String,
@@ -16,11 +17,18 @@ pub struct NewPayment {
     pub amount: MicroUsdc,
     pub command: Option<String>,
     pub request: String,
+    pub transaction: String,
+    /// The signed settlement, to send again or look up after a crash; `None` when the
+    /// payment is already on chain.
+    pub raw_tx: Option<String>,
+    pub valid_until: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
 pub struct PaymentRecord {
     pub id: String,
+    /// What makes it usable once (Solana: the settlement's signature; Base: payer + nonce).
+    pub identity: String,
     pub agent_id: String,
     pub network: String,
     pub payer: String,
@@ -31,6 +39,8 @@ pub struct PaymentRecord {
     pub transaction_signature: Option<String>,
     /// The signed settlement transaction, to check or re-send after a crash.
     pub raw_tx: Option<String>,
+    /// Solana: the last block height the settlement can land at.
+    pub valid_until: Option<u64>,
     pub job_id: Option<String>,
     pub refund_transfer_id: Option<String>,
     pub error: Option<String>,
@@ -39,7 +49,7 @@ pub struct PaymentRecord {
 }
 
 const PAYMENT_COLUMNS: &str = "id, agent_id, network, payer, pay_to, amount, command, state, transaction_signature, \
-                               raw_tx, job_id, refund_transfer_id, error, created_at, updated_at";
+                               raw_tx, job_id, refund_transfer_id, error, created_at, updated_at, valid_until, identity";
 
 fn payment_row(r: &rusqlite::Row<'_>) -> Result<PaymentRecord, rusqlite::Error> {
     Ok(PaymentRecord {
@@ -58,6 +68,8 @@ fn payment_row(r: &rusqlite::Row<'_>) -> Result<PaymentRecord, rusqlite::Error> 
         error: r.get(12)?,
         created_at: r.get(13)?,
         updated_at: r.get(14)?,
+        valid_until: r.get::<_, Option<i64>>(15)?.map(|h| h as u64),
+        identity: r.get(16)?,
     })
 }
 
@@ -66,9 +78,15 @@ impl Store {
     pub async fn insert_payment(&self, payment: NewPayment) -> Result<(), StoreError> {
         self.write(move |tx| {
             let now = crate::clock::now_ms();
+            let state = if payment.raw_tx.is_some() {
+                "verified"
+            } else {
+                "settled"
+            };
             let inserted = tx.execute(
-                "INSERT INTO payments (id, identity, agent_id, network, payer, pay_to, amount, command, request, state, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'verified', ?10, ?10)
+                "INSERT INTO payments (id, identity, agent_id, network, payer, pay_to, amount, command, request, state,
+                    transaction_signature, raw_tx, valid_until, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14)
                  ON CONFLICT (identity) DO NOTHING",
                 params![
                     payment.id,
@@ -80,6 +98,10 @@ impl Store {
                     payment.amount.0 as i64,
                     payment.command,
                     payment.request,
+                    state,
+                    payment.transaction,
+                    payment.raw_tx,
+                    payment.valid_until.map(|h| h as i64),
                     now
                 ],
             )?;
@@ -103,15 +125,47 @@ impl Store {
         .await
     }
 
-    /// Records the settlement transaction before it is sent.
-    pub async fn set_payment_transaction(&self, id: &str, signature: &str, raw_tx: &str) -> Result<(), StoreError> {
-        let (id, signature, raw_tx) = (id.to_string(), signature.to_string(), raw_tx.to_string());
+    /// `verified` → `settled`; `transaction` names the settling transaction when it was not
+    /// ours (someone else relayed the payer's authorization).
+    pub async fn settle_payment(&self, id: &str, transaction: Option<String>) -> Result<bool, StoreError> {
+        let id = id.to_string();
         self.write(move |tx| {
-            tx.execute(
-                "UPDATE payments SET transaction_signature = ?2, raw_tx = ?3, updated_at = ?4 WHERE id = ?1",
-                params![id, signature, raw_tx, crate::clock::now_ms()],
-            )?;
-            Ok(())
+            Ok(tx.execute(
+                "UPDATE payments SET state = 'settled', transaction_signature = COALESCE(?2, transaction_signature),
+                    updated_at = ?3
+                 WHERE id = ?1 AND state = 'verified'",
+                params![id, transaction, crate::clock::now_ms()],
+            )? == 1)
+        })
+        .await
+    }
+
+    /// `verified` → `failed`: nothing was taken from the payer. `charged`: the settlement
+    /// landed and failed, so the agent paid its fee (the payer's cool-off counts from it).
+    pub async fn fail_payment(&self, id: &str, reason: &str, charged: bool) -> Result<bool, StoreError> {
+        let (id, reason) = (id.to_string(), reason.to_string());
+        self.write(move |tx| {
+            let now = crate::clock::now_ms();
+            Ok(tx.execute(
+                "UPDATE payments SET state = 'failed', error = ?2, updated_at = ?3,
+                    failed_on_chain_at = CASE WHEN ?4 THEN ?3 ELSE failed_on_chain_at END
+                 WHERE id = ?1 AND state = 'verified'",
+                params![id, reason, now, charged],
+            )? == 1)
+        })
+        .await
+    }
+
+    /// When `payer`'s last settlement on `network` landed and failed, if ever.
+    pub async fn last_failure_on_chain(&self, network: Network, payer: &str) -> Result<Option<i64>, StoreError> {
+        let payer = payer.to_string();
+        self.read(move |conn| {
+            Ok(conn
+                .prepare_cached(
+                    "SELECT MAX(failed_on_chain_at) FROM payments
+                     WHERE network = ?1 AND payer = ?2 AND failed_on_chain_at IS NOT NULL",
+                )?
+                .query_row(params![network.as_str(), payer], |r| r.get(0))?)
         })
         .await
     }
@@ -138,28 +192,31 @@ impl Store {
         .await
     }
 
-    pub async fn set_payment_job(&self, id: &str, job_id: &str) -> Result<(), StoreError> {
-        let (id, job_id) = (id.to_string(), job_id.to_string());
-        self.write(move |tx| {
-            tx.execute(
-                "UPDATE payments SET job_id = ?2, updated_at = ?3 WHERE id = ?1",
-                params![id, job_id, crate::clock::now_ms()],
-            )?;
-            Ok(())
-        })
-        .await
-    }
-
-    /// Starts a refund: `settled`/`served` → `refunding`, naming the transfer that will
-    /// pay it before that transfer exists. False when the payment is not refundable (a
-    /// refund already started, or it was never settled): this is what makes it once only.
+    /// Starts a refund: `settled`/`served`/`refund_owed` → `refunding`, naming the transfer
+    /// that will pay it before that transfer exists. False when the payment is not
+    /// refundable (a refund already started, or it was never settled): this is what makes it
+    /// once only.
     pub async fn start_refund(&self, id: &str, transfer_id: &str, why: &str) -> Result<bool, StoreError> {
         let (id, transfer_id, why) = (id.to_string(), transfer_id.to_string(), why.to_string());
         self.write(move |tx| {
             Ok(tx.execute(
                 "UPDATE payments SET state = 'refunding', refund_transfer_id = ?2, error = ?3, updated_at = ?4
-                 WHERE id = ?1 AND state IN ('settled', 'served')",
+                 WHERE id = ?1 AND state IN ('settled', 'served', 'refund_owed')",
                 params![id, transfer_id, why, crate::clock::now_ms()],
+            )? == 1)
+        })
+        .await
+    }
+
+    /// A refund that cannot be paid yet (the payer has no account to receive it):
+    /// `settled`/`served`/`refunding` → `refund_owed`, with why. False when it is not refundable.
+    pub async fn owe_refund(&self, id: &str, why: &str) -> Result<bool, StoreError> {
+        let (id, why) = (id.to_string(), why.to_string());
+        self.write(move |tx| {
+            Ok(tx.execute(
+                "UPDATE payments SET state = 'refund_owed', refund_transfer_id = NULL, error = ?2, updated_at = ?3
+                 WHERE id = ?1 AND state IN ('settled', 'served', 'refund_owed', 'refunding')",
+                params![id, why, crate::clock::now_ms()],
             )? == 1)
         })
         .await
@@ -192,16 +249,29 @@ impl Store {
         .await
     }
 
-    /// Payments left unfinished by a previous run: `verified`, `settled` or `refunding`
-    /// and last touched before `before` (rows of requests in flight now are not ours).
-    pub async fn unfinished_payments(&self, before: i64) -> Result<Vec<PaymentRecord>, StoreError> {
+    /// Payments not at an end: `verified`, `settled` or `refunding`, and `refund_owed`
+    /// ones last tried before `owed_before` (those wait for the payer's account).
+    pub async fn unfinished_payments(&self, owed_before: i64) -> Result<Vec<PaymentRecord>, StoreError> {
         self.read(move |conn| {
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT {PAYMENT_COLUMNS} FROM payments
-                 WHERE state IN ('verified', 'settled', 'refunding') AND updated_at < ?1 ORDER BY created_at"
+                 WHERE state IN ('verified', 'settled', 'refunding')
+                    OR (state = 'refund_owed' AND updated_at < ?1)
+                 ORDER BY created_at"
             ))?;
-            let rows = stmt.query_map(params![before], payment_row)?;
+            let rows = stmt.query_map(params![owed_before], payment_row)?;
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
+    pub async fn payment(&self, id: &str) -> Result<Option<PaymentRecord>, StoreError> {
+        let id = id.to_string();
+        self.read(move |conn| {
+            Ok(conn
+                .prepare_cached(&format!("SELECT {PAYMENT_COLUMNS} FROM payments WHERE id = ?1"))?
+                .query_row(params![id], payment_row)
+                .optional()?)
         })
         .await
     }

@@ -2,24 +2,13 @@
 //! here against exactly what was asked before the relayer pays gas to settle it.
 
 use alloy::primitives::{Address, B256, Signature, U256};
-use alloy::sol_types::{Eip712Domain, SolStruct};
+use alloy::sol_types::Eip712Domain;
 use serde_json::Value;
 
 use super::PaymentError;
+pub use crate::chains::base::Authorization;
 use crate::chains::base::parse_address;
 use crate::money::MicroUsdc;
-
-alloy::sol! {
-    /// EIP-3009, as USDC (FiatTokenV2) defines it.
-    struct TransferWithAuthorization {
-        address from;
-        address to;
-        uint256 value;
-        uint256 validAfter;
-        uint256 validBefore;
-        bytes32 nonce;
-    }
-}
 
 /// An authorization must stay valid at least this long, to be settled in time.
 pub const SETTLE_MARGIN_SECS: u64 = 6;
@@ -36,16 +25,17 @@ pub struct Expected {
     pub domain_version: String,
 }
 
-/// A decoded, verified authorization: `(from, nonce)` is its identity.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Authorization {
-    pub from: Address,
-    pub to: Address,
-    pub value: U256,
-    pub valid_after: U256,
-    pub valid_before: U256,
-    pub nonce: B256,
-    pub signature: Signature,
+impl Expected {
+    /// The token's EIP-712 domain on this chain: what the payer signed for.
+    pub fn domain(&self) -> Eip712Domain {
+        Eip712Domain::new(
+            Some(self.domain_name.clone().into()),
+            Some(self.domain_version.clone().into()),
+            Some(U256::from(self.chain_id)),
+            Some(self.usdc),
+            None,
+        )
+    }
 }
 
 fn field<'a>(auth: &'a Value, name: &str) -> Result<&'a str, PaymentError> {
@@ -109,73 +99,51 @@ pub fn decode(payload: &Value) -> Result<Authorization, PaymentError> {
     })
 }
 
-impl Authorization {
-    /// The EIP-712 digest the payer signed, for this token and chain.
-    pub fn signing_hash(&self, expected: &Expected) -> B256 {
-        let domain = Eip712Domain::new(
-            Some(expected.domain_name.clone().into()),
-            Some(expected.domain_version.clone().into()),
-            Some(U256::from(expected.chain_id)),
-            Some(expected.usdc),
-            None,
-        );
-        TransferWithAuthorization {
-            from: self.from,
-            to: self.to,
-            value: self.value,
-            validAfter: self.valid_after,
-            validBefore: self.valid_before,
-            nonce: self.nonce,
-        }
-        .eip712_signing_hash(&domain)
+/// Every rule that needs no chain: recipient, exact amount, time window, signature.
+/// (Nonce reuse and the payer's balance are checked against the store and chain.)
+pub fn verify(auth: &Authorization, expected: &Expected, now_secs: u64) -> Result<(), PaymentError> {
+    if auth.to != expected.pay_to {
+        return Err(PaymentError::new(
+            "payment_recipient_mismatch",
+            format!(
+                "the authorization pays {}, not the agent's wallet {}",
+                auth.to, expected.pay_to
+            ),
+        ));
     }
-
-    /// Every rule that needs no chain: recipient, exact amount, time window, signature.
-    /// (Nonce reuse and the payer's balance are checked against the store and chain.)
-    pub fn verify(&self, expected: &Expected, now_secs: u64) -> Result<(), PaymentError> {
-        if self.to != expected.pay_to {
-            return Err(PaymentError::new(
-                "payment_recipient_mismatch",
-                format!(
-                    "the authorization pays {}, not the agent's wallet {}",
-                    self.to, expected.pay_to
-                ),
-            ));
-        }
-        let price = U256::from(expected.amount.0);
-        if self.value != price {
-            return Err(PaymentError::new(
-                "payment_amount_mismatch",
-                format!(
-                    "the authorization is for {} micro-USDC; this request costs exactly {}",
-                    self.value, price
-                ),
-            ));
-        }
-        if self.valid_after > U256::from(now_secs) {
-            return Err(PaymentError::new(
-                "payment_not_yet_valid",
-                "the authorization's validAfter is in the future",
-            ));
-        }
-        if self.valid_before < U256::from(now_secs + SETTLE_MARGIN_SECS) {
-            return Err(PaymentError::new(
-                "payment_expired",
-                format!("the authorization expires (validBefore) in under {SETTLE_MARGIN_SECS} seconds"),
-            ));
-        }
-        let signer = self
-            .signature
-            .recover_address_from_prehash(&self.signing_hash(expected))
-            .map_err(|_| PaymentError::new("invalid_signature", "the signature does not recover to an address"))?;
-        if signer != self.from {
-            return Err(PaymentError::new(
-                "invalid_signature",
-                "the signature is not the payer's for this authorization, token and chain",
-            ));
-        }
-        Ok(())
+    let price = U256::from(expected.amount.0);
+    if auth.value != price {
+        return Err(PaymentError::new(
+            "payment_amount_mismatch",
+            format!(
+                "the authorization is for {} micro-USDC; this request costs exactly {}",
+                auth.value, price
+            ),
+        ));
     }
+    if auth.valid_after > U256::from(now_secs) {
+        return Err(PaymentError::new(
+            "payment_not_yet_valid",
+            "the authorization's validAfter is in the future",
+        ));
+    }
+    if auth.valid_before < U256::from(now_secs + SETTLE_MARGIN_SECS) {
+        return Err(PaymentError::new(
+            "payment_expired",
+            format!("the authorization expires (validBefore) in under {SETTLE_MARGIN_SECS} seconds"),
+        ));
+    }
+    let signer = auth
+        .signature
+        .recover_address_from_prehash(&auth.signing_hash(&expected.domain()))
+        .map_err(|_| PaymentError::new("invalid_signature", "the signature does not recover to an address"))?;
+    if signer != auth.from {
+        return Err(PaymentError::new(
+            "invalid_signature",
+            "the signature is not the payer's for this authorization, token and chain",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -211,7 +179,7 @@ mod tests {
             signature: Signature::test_signature(),
         };
         edit(&mut auth);
-        let signature = payer.sign_hash_sync(&auth.signing_hash(exp)).unwrap();
+        let signature = payer.sign_hash_sync(&auth.signing_hash(&exp.domain())).unwrap();
         json!({
             "signature": format!("0x{}", hex::encode(signature.as_bytes())),
             "authorization": {
@@ -223,7 +191,7 @@ mod tests {
     }
 
     fn check(payload: &Value, exp: &Expected) -> Result<(), &'static str> {
-        decode(payload).and_then(|a| a.verify(exp, NOW)).map_err(|e| e.code)
+        decode(payload).and_then(|a| verify(&a, exp, NOW)).map_err(|e| e.code)
     }
 
     #[test]

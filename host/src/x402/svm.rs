@@ -16,9 +16,12 @@ const COMPUTE_BUDGET: Pubkey = Pubkey::from_str_const("ComputeBudget111111111111
 const TOKEN_2022: Pubkey = Pubkey::from_str_const("TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb");
 const MEMO: Pubkey = Pubkey::from_str_const("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr");
 const MEMO_V1: Pubkey = Pubkey::from_str_const("Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo");
-const LIGHTHOUSE: Pubkey = Pubkey::from_str_const("L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95");
 /// SPL Token instruction tag of `TransferChecked`.
 const TRANSFER_CHECKED: u8 = 12;
+/// What the chain charges per signature, in lamports.
+pub const LAMPORTS_PER_SIGNATURE: u64 = 5_000;
+/// The compute-unit limit the runtime grants a transaction that sets none (the most it allows).
+const MAX_COMPUTE_UNITS: u64 = 1_400_000;
 
 /// What the payment must be, chosen by the server for this request.
 #[derive(Debug, Clone)]
@@ -28,8 +31,9 @@ pub struct Expected {
     pub amount: MicroUsdc,
     /// The service's fee payer: a transaction whose fee payer it is gets co-signed.
     pub fee_payer: Option<Pubkey>,
-    /// Highest compute-unit price accepted, in micro-lamports (it is the fee payer's money).
-    pub max_compute_unit_price: u64,
+    /// The most a co-signed transaction may cost the fee payer, signatures and priority fee
+    /// together, in lamports: the chain charges it even when the transaction fails.
+    pub max_fee_lamports: u64,
 }
 
 /// A transaction that passed every local check.
@@ -40,6 +44,19 @@ pub struct Verified {
     pub payer: Pubkey,
     /// The service must add the fee payer's signature before sending.
     pub needs_fee_payer_signature: bool,
+    /// What the fee payer will be charged for it, in lamports, at most.
+    pub fee_lamports: u64,
+}
+
+/// The fee a message costs its fee payer: every signature, plus the priority fee, which is
+/// the unit price times the *requested* limit (or the runtime's maximum when none is set),
+/// whether or not the transaction succeeds.
+pub fn fee_lamports(signatures: usize, unit_limit: Option<u32>, unit_price_micro_lamports: Option<u64>) -> u64 {
+    let limit = unit_limit.map_or(MAX_COMPUTE_UNITS, u64::from);
+    let price = u128::from(unit_price_micro_lamports.unwrap_or(0));
+    let priority = (u128::from(limit) * price).div_ceil(1_000_000);
+    let total = u128::from(LAMPORTS_PER_SIGNATURE) * signatures as u128 + priority;
+    u64::try_from(total).unwrap_or(u64::MAX)
 }
 
 fn refuse(code: &'static str, message: impl Into<String>) -> PaymentError {
@@ -106,22 +123,24 @@ pub fn verify(tx: VersionedTransaction, expected: &Expected) -> Result<Verified,
     };
 
     let mut transfer = None;
+    let (mut unit_limit, mut unit_price) = (None, None);
     for instruction in instructions {
         let program = account(instruction.program_id_index)?;
         let data = &instruction.data;
         if program == COMPUTE_BUDGET {
+            // Each at most once: the runtime refuses duplicates anyway.
+            let duplicate = || refuse("invalid_payment", "a compute budget instruction appears twice");
             match data.first() {
-                Some(2) if data.len() == 5 => {} // SetComputeUnitLimit
+                Some(2) if data.len() == 5 => {
+                    let units = u32::from_le_bytes(data[1..5].try_into().expect("4 bytes"));
+                    if unit_limit.replace(units).is_some() {
+                        return Err(duplicate());
+                    }
+                }
                 Some(3) if data.len() == 9 => {
                     let price = u64::from_le_bytes(data[1..9].try_into().expect("8 bytes"));
-                    if price > expected.max_compute_unit_price {
-                        return Err(refuse(
-                            "invalid_payment",
-                            format!(
-                                "the compute unit price {price} is above the {} micro-lamports accepted",
-                                expected.max_compute_unit_price
-                            ),
-                        ));
+                    if unit_price.replace(price).is_some() {
+                        return Err(duplicate());
                     }
                 }
                 _ => {
@@ -153,8 +172,10 @@ pub fn verify(tx: VersionedTransaction, expected: &Expected) -> Result<Verified,
                 ));
             }
             transfer = Some((program, accounts, data.clone()));
-        } else if program == MEMO || program == MEMO_V1 || program == LIGHTHOUSE {
-            // Harmless: they move no funds.
+        } else if program == MEMO || program == MEMO_V1 {
+            // Harmless: moves no funds, and what it checks cannot change after simulation.
+            // (Lighthouse is refused: its assertions can pass simulation and fail on chain,
+            // where the fee payer pays for the failure.)
         } else {
             return Err(refuse(
                 "invalid_payment",
@@ -176,7 +197,7 @@ pub fn verify(tx: VersionedTransaction, expected: &Expected) -> Result<Verified,
 
     let (program, accounts, data) =
         transfer.ok_or_else(|| refuse("invalid_payment", "the transaction has no TransferChecked"))?;
-    let (mint, destination, authority) = (accounts[1], accounts[2], accounts[3]);
+    let (source, mint, destination, authority) = (accounts[0], accounts[1], accounts[2], accounts[3]);
     if mint != expected.mint {
         return Err(refuse(
             "wrong_asset",
@@ -203,6 +224,15 @@ pub fn verify(tx: VersionedTransaction, expected: &Expected) -> Result<Verified,
         ));
     }
 
+    // The payer's own token account: a delegate's authority could be revoked between the
+    // simulation and the landing, failing the transfer at the fee payer's expense.
+    if source != associated_token_address_with_program(&authority, &expected.mint, &program) {
+        return Err(refuse(
+            "invalid_payment",
+            "the transfer must draw on the payer's own USDC account",
+        ));
+    }
+
     let service_pays_fee = expected.fee_payer == Some(fee_payer);
     if service_pays_fee && authority == fee_payer {
         return Err(refuse(
@@ -211,6 +241,18 @@ pub fn verify(tx: VersionedTransaction, expected: &Expected) -> Result<Verified,
         ));
     }
     let required = message.header().num_required_signatures as usize;
+    let fee = fee_lamports(required, unit_limit, unit_price);
+    if service_pays_fee && fee > expected.max_fee_lamports {
+        return Err(refuse(
+            "invalid_payment",
+            format!(
+                "the transaction would cost its fee payer {fee} lamports (signatures and priority fee: unit limit {} x price {} micro-lamports); at most {} are paid",
+                unit_limit.map_or("unset".to_string(), |l| l.to_string()),
+                unit_price.unwrap_or(0),
+                expected.max_fee_lamports
+            ),
+        ));
+    }
     if tx.signatures.len() != required || keys.len() < required {
         return Err(refuse(
             "invalid_signature",
@@ -239,6 +281,7 @@ pub fn verify(tx: VersionedTransaction, expected: &Expected) -> Result<Verified,
         transaction: tx,
         payer: authority,
         needs_fee_payer_signature: service_pays_fee,
+        fee_lamports: fee,
     })
 }
 
@@ -270,7 +313,7 @@ mod tests {
                 mint: Pubkey::new_unique(),
                 amount: MicroUsdc(PRICE),
                 fee_payer: Some(service.pubkey()),
-                max_compute_unit_price: 5_000_000,
+                max_fee_lamports: 20_000,
             },
             service,
         }
@@ -356,6 +399,32 @@ mod tests {
     }
 
     #[test]
+    fn the_fee_counts_signatures_and_the_requested_priority() {
+        assert_eq!(
+            fee_lamports(2, Some(20_000), Some(1)),
+            10_001,
+            "@x402/svm's stock payment"
+        );
+        assert_eq!(
+            fee_lamports(2, Some(1_400_000), Some(5_000_000)),
+            7_010_000,
+            "the issue's abuse"
+        );
+        assert_eq!(fee_lamports(1, None, None), 5_000);
+        assert_eq!(fee_lamports(2, None, Some(1)), 10_002, "no limit: 1.4M units");
+        assert_eq!(fee_lamports(2, Some(u32::MAX), Some(u64::MAX)), u64::MAX, "saturates");
+    }
+
+    #[test]
+    fn the_payer_may_spend_its_own_fee_freely() {
+        let s = setup();
+        let mut expensive = standard(&s);
+        expensive[1] = price(5_000_000);
+        let tx = build(&s.payer.pubkey(), &[&s.payer], &expensive);
+        assert_eq!(check(tx, &s), Ok(false), "the spec's form: the payer pays its own fee");
+    }
+
+    #[test]
     fn every_rule_has_its_code() {
         let s = setup();
         let payer = s.payer.pubkey();
@@ -383,7 +452,47 @@ mod tests {
                 "payment_amount_mismatch",
                 with(&|ixs| ixs[2] = transfer(&s, &s.expected.mint, &s.expected.pay_to, PRICE + 1, &payer)),
             ),
-            ("invalid_payment", with(&|ixs| ixs[1] = price(5_000_001))),
+            // The stock clients' fee is 10,001 lamports; these make the fee payer pay more.
+            ("invalid_payment", with(&|ixs| ixs[1] = price(5_000_000))),
+            (
+                "invalid_payment",
+                with(&|ixs| {
+                    ixs[0] = limit(1_400_000);
+                    ixs[1] = price(5_000_000)
+                }),
+            ),
+            ("invalid_payment", with(&|ixs| ixs[1] = price(1_000_000_000))),
+            // No limit: the runtime's maximum counts.
+            ("invalid_payment", with(&|ixs| ixs[0] = price(20))),
+            ("invalid_payment", with(&|ixs| ixs.insert(0, limit(20_000)))),
+            // Lighthouse assertions can pass simulation and fail on chain.
+            (
+                "invalid_payment",
+                with(&|ixs| {
+                    ixs.push(Instruction::new_with_bytes(
+                        Pubkey::from_str_const("L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95"),
+                        &[0],
+                        vec![],
+                    ))
+                }),
+            ),
+            // A delegate's transfer from someone else's account.
+            (
+                "invalid_payment",
+                with(&|ixs| {
+                    ixs[2] = spl_token_interface::instruction::transfer_checked(
+                        &spl_token_interface::ID,
+                        &associated_token_address(&Pubkey::new_unique(), &s.expected.mint),
+                        &s.expected.mint,
+                        &associated_token_address(&s.expected.pay_to, &s.expected.mint),
+                        &payer,
+                        &[],
+                        PRICE,
+                        6,
+                    )
+                    .unwrap()
+                }),
+            ),
             ("invalid_payment", with(&|ixs| ixs.truncate(2))),
             (
                 "invalid_payment",

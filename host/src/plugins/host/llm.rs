@@ -26,7 +26,13 @@ impl Host for HostState {
                     Message::new(role, m.content)
                 })
                 .collect(),
-            max_tokens: request.max_tokens,
+            // A plugin's cost on the operator's provider is bounded like its time and memory.
+            max_tokens: Some(
+                request
+                    .max_tokens
+                    .unwrap_or(self.call.services.llm_max_tokens)
+                    .min(self.call.services.llm_max_tokens),
+            ),
             temperature: request.temperature,
             tools: Vec::new(),
         };

@@ -4,6 +4,21 @@ use crate::plugins::state::HostState;
 const MAX_LINES_PER_CALL: u32 = 200;
 const MAX_LINE_CHARS: usize = 2_000;
 
+/// A plugin's text as one log line: line breaks, escape sequences and every other control
+/// character are written out (`\n`, `\u{1b}`), so a plugin can neither forge a host log
+/// line nor restyle the operator's terminal.
+fn one_line(message: &str) -> String {
+    let mut line = String::with_capacity(message.len().min(MAX_LINE_CHARS));
+    for c in message.chars().take(MAX_LINE_CHARS) {
+        if c.is_control() {
+            line.extend(c.escape_default());
+        } else {
+            line.push(c);
+        }
+    }
+    line
+}
+
 impl Host for HostState {
     async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
         let call = &mut self.call;
@@ -11,7 +26,7 @@ impl Host for HostState {
         if call.log_lines > MAX_LINES_PER_CALL {
             return Ok(());
         }
-        let message: String = message.chars().take(MAX_LINE_CHARS).collect();
+        let message = one_line(&message);
         let (agent, command) = (&call.agent_id, &call.command);
         match level {
             Level::Debug => tracing::debug!(target: "plugin", agent, command, "{message}"),
@@ -20,5 +35,20 @@ impl Host for HostState {
             Level::Error => tracing::error!(target: "plugin", agent, command, "{message}"),
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn control_characters_are_written_out() {
+        assert_eq!(
+            one_line("done\n2026-11-23T00:00:00Z ERROR agent_host::routes: fake\r\t\u{1b}[31m"),
+            "done\\n2026-11-23T00:00:00Z ERROR agent_host::routes: fake\\r\\t\\u{1b}[31m"
+        );
+        assert_eq!(one_line("héllo wörld"), "héllo wörld");
+        assert_eq!(one_line(&"x".repeat(5_000)).len(), 2_000);
     }
 }

@@ -2,7 +2,9 @@
 //! end in a contained `execution_error` (or a refused capability) and never hurt the host.
 
 use agent_plugin_sdk::http::Request;
-use agent_plugin_sdk::{Capability, Error, Invocation, Manifest, Output, Param, Plugin, Result, kv, progress};
+use agent_plugin_sdk::{
+    Capability, Error, Invocation, Manifest, Output, Param, Plugin, Result, kv, llm, log, progress,
+};
 
 struct Probe;
 
@@ -16,6 +18,7 @@ impl Plugin for Probe {
             .capability(Capability::Http)
             .capability(Capability::Kv)
             .capability(Capability::Progress)
+            .capability(Capability::Llm)
     }
 
     fn execute(call: Invocation) -> Result<Output> {
@@ -72,6 +75,28 @@ impl Plugin for Probe {
                 kv::get_string("probe")?.unwrap_or_else(|| "nothing".into()),
             )),
             "panic" => panic!("the probe panicked on purpose"),
+            // Reports progress as fast as it can for `n` ms.
+            "progress_flood" => {
+                let ms = call.opt_param::<u64>("n")?.unwrap_or(1000);
+                let started = std::time::Instant::now();
+                let mut reports: u64 = 0;
+                while started.elapsed().as_millis() < ms as u128 {
+                    progress::report((reports % 100) as u8, Some("flooding"));
+                    reports += 1;
+                }
+                Ok(Output::text(format!("{reports} reports")))
+            }
+            // Writes `url` to the host log as given.
+            "log" => {
+                log::info(&call.param::<String>("url")?);
+                Ok(Output::text("logged"))
+            }
+            // Asks the host's LLM for a long answer of up to `n` tokens.
+            "llm" => {
+                let tokens = call.opt_param::<u32>("n")?;
+                let messages = [(llm::Role::User, "Write a very long story about the sea.".to_string())];
+                Ok(Output::text(llm::chat(&messages, tokens)?))
+            }
             other => Err(Error::invalid(format!("unknown mode {other}"))),
         }
     }

@@ -1,0 +1,17 @@
+//! Test-only crash points. A debug build dies on the spot (as if killed) at the point that
+//! `AGENT_HOST_TEST_FAULT` names, so tests can prove a money path survives a crash at that
+//! step. Release builds compile every point to nothing.
+
+/// The variable naming the point to crash at.
+pub const VARIABLE: &str = "AGENT_HOST_TEST_FAULT";
+
+#[inline]
+pub fn crash_point(name: &str) {
+    #[cfg(debug_assertions)]
+    if std::env::var(VARIABLE).is_ok_and(|point| point == name) {
+        eprintln!("test fault: crashing at {name}");
+        std::process::abort();
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = name;
+}

@@ -1,0 +1,143 @@
+//! x402 `exact` on Base: the payer signs an EIP-3009 authorization to the agent; the
+//! agent's wallet relays it (`transferWithAuthorization`) and pays the gas.
+
+use alloy::primitives::{Address, B256, U256};
+use serde_json::Value;
+
+use super::scheme::{Attempt, BoxFuture, Scheme, Terms};
+use crate::chains::base::parse_address;
+use crate::chains::{ChainError, SignedTx, WalletKey};
+use crate::domain::Network;
+use crate::services::{ServiceError, Services};
+use crate::x402::{PaymentError, evm};
+
+pub struct BaseExact;
+
+struct BaseAttempt {
+    auth: evm::Authorization,
+}
+
+/// `base:<payer lowercase>:<nonce>`: an authorization is usable once per payer and nonce.
+fn identity_of(from: Address, nonce: B256) -> String {
+    format!("base:{}:{nonce}", from.to_string().to_lowercase())
+}
+
+fn parse_identity(identity: &str) -> Option<(Address, B256)> {
+    let mut parts = identity.strip_prefix("base:")?.split(':');
+    let from = parts.next()?.parse().ok()?;
+    let nonce = parts.next()?.parse().ok()?;
+    Some((from, nonce))
+}
+
+impl Scheme for BaseExact {
+    fn network(&self) -> Network {
+        Network::Base
+    }
+
+    fn verify(&self, services: &Services, payload: &Value, terms: &Terms) -> Result<Box<dyn Attempt>, PaymentError> {
+        let base = &services.chains.base;
+        let auth = evm::decode(payload)?;
+        let expected = evm::Expected {
+            pay_to: parse_address(&terms.pay_to)
+                .map_err(|e| PaymentError::new("invalid_payment", format!("payTo: {e}")))?,
+            amount: terms.price,
+            usdc: base.usdc(),
+            chain_id: base.chain_id(),
+            domain_name: services.settings.base_usdc_eip712_name.clone(),
+            domain_version: services.settings.base_usdc_eip712_version.clone(),
+        };
+        evm::verify(&auth, &expected, crate::clock::now_ms() as u64 / 1000)?;
+        Ok(Box::new(BaseAttempt { auth }))
+    }
+
+    fn settled_elsewhere<'a>(
+        &'a self,
+        services: &'a Services,
+        identity: &'a str,
+        terms: &'a Terms,
+        since_secs: u64,
+    ) -> BoxFuture<'a, Result<Option<String>, ChainError>> {
+        Box::pin(async move {
+            let (Some((from, nonce)), Ok(to)) = (parse_identity(identity), parse_address(&terms.pay_to)) else {
+                return Ok(None);
+            };
+            services
+                .chains
+                .base
+                .authorization_settlement(from, nonce, to, U256::from(terms.price.0), since_secs)
+                .await
+        })
+    }
+}
+
+impl Attempt for BaseAttempt {
+    fn payer(&self) -> String {
+        self.auth.from.to_checksum(None)
+    }
+
+    fn complete(&mut self, _: &WalletKey) -> Result<(), PaymentError> {
+        Ok(())
+    }
+
+    fn identity(&self) -> String {
+        identity_of(self.auth.from, self.auth.nonce)
+    }
+
+    fn check<'a>(
+        &'a self,
+        services: &'a Services,
+        terms: &'a Terms,
+    ) -> BoxFuture<'a, Result<Option<String>, ServiceError>> {
+        Box::pin(async move {
+            let base = &services.chains.base;
+            let unavailable = |e| super::chain_unavailable(Network::Base, e);
+            if base
+                .authorization_used(self.auth.from, self.auth.nonce)
+                .await
+                .map_err(unavailable)?
+            {
+                // Used on chain, though never by us: if it paid the agent exactly this, the
+                // payer (or someone holding its authorization) settled it for us.
+                let since = (crate::clock::now_ms() as u64 / 1000).saturating_sub(super::ELSEWHERE_LOOKBACK_SECS);
+                let elsewhere = BaseExact
+                    .settled_elsewhere(services, &self.identity(), terms, since)
+                    .await
+                    .map_err(unavailable)?;
+                return match elsewhere {
+                    Some(tx) => Ok(Some(tx)),
+                    None => Err(super::already_used()),
+                };
+            }
+            let balance = base.usdc_of(self.auth.from).await.map_err(unavailable)?;
+            super::covers(balance, terms.price)?;
+            Ok(None)
+        })
+    }
+
+    fn prepare<'a>(
+        &'a self,
+        services: &'a Services,
+        key: &'a WalletKey,
+    ) -> BoxFuture<'a, Result<SignedTx, ChainError>> {
+        Box::pin(services.chains.base.sign_settlement(key, &self.auth))
+    }
+
+    fn uses_wallet_nonce(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_identity_names_payer_and_nonce_and_reads_back() {
+        let from: Address = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8".parse().unwrap();
+        let nonce = B256::repeat_byte(7);
+        let identity = identity_of(from, nonce);
+        assert!(identity.starts_with("base:0x70997970c51812dc3a010c7d01b50e0d17dc79c8:0x0707"));
+        assert_eq!(parse_identity(&identity), Some((from, nonce)));
+        assert_eq!(parse_identity("solana:abc"), None);
+    }
+}

@@ -1,0 +1,320 @@
+//! x402 payments: what a paid call costs (`offer`), the one pipeline that takes a payment
+//! on any network (verify → limit → record once → settle → serve or refund), refunds, and
+//! recovery of payments nobody is working on. Each network's rules live behind
+//! [`scheme::Scheme`].
+
+mod base;
+pub mod guard;
+mod offer;
+pub mod recovery;
+pub mod refund;
+pub mod scheme;
+mod solana;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+pub use guard::PaymentLocks;
+pub use offer::{MAX_TIMEOUT_SECONDS, Offer, offer};
+pub use refund::{payers_fault, refund_failed_job};
+
+use super::locks::KeyGuard;
+use super::{ServiceError, Services, wallets};
+use crate::chains::{self, ChainError, Landing, SignedTx};
+use crate::domain::Network;
+use crate::money::MicroUsdc;
+use crate::store::NewPayment;
+use crate::x402::PaymentError;
+use scheme::{Scheme, Terms};
+
+/// How far back a settlement by someone else's transaction is looked for, before the
+/// payment was presented.
+const ELSEWHERE_LOOKBACK_SECS: u64 = 3_600;
+
+/// What the x402 side refuses or cannot finish; the route words it in its envelope.
+#[derive(Debug, thiserror::Error)]
+pub enum X402Error {
+    #[error("no agent '{0}' takes x402 payments here")]
+    AgentNotSelling(String),
+    #[error("agent '{agent}' does not take payments on {network}")]
+    UnsupportedNetwork { agent: String, network: Network },
+    /// A payment refused before anything was taken from the payer.
+    #[error(transparent)]
+    Refused(PaymentError),
+    /// Another payment of this payer is being settled, and did not end in time.
+    #[error("another payment from this payer is being settled; retry when it has ended")]
+    PayerBusy,
+    /// This payer's last settlement failed on chain at the agent's expense.
+    #[error("this payer's last settlement failed on chain; it may pay again in {retry_after_secs} s")]
+    PayerCoolingOff { retry_after_secs: u64 },
+    /// Sent, but not confirmed in time: the payment stays recorded and is resolved later.
+    #[error("the settlement {0} was sent but not confirmed in time")]
+    SettlementPending(String),
+}
+
+/// A payment refused before anything was taken.
+fn refused(code: &'static str, message: impl Into<String>) -> ServiceError {
+    X402Error::Refused(PaymentError::new(code, message)).into()
+}
+
+fn refusal(err: PaymentError) -> ServiceError {
+    X402Error::Refused(err).into()
+}
+
+fn already_used() -> ServiceError {
+    refused("payment_already_used", "This payment has already been used")
+}
+
+fn chain_unavailable(network: Network, err: ChainError) -> ServiceError {
+    wallets::chain_error(network, err).into()
+}
+
+/// The payer's balance must cover the price, or nothing is attempted.
+fn covers(balance: MicroUsdc, price: MicroUsdc) -> Result<(), ServiceError> {
+    if balance < price {
+        return Err(refused(
+            "insufficient_funds",
+            format!("The payer holds {balance} USDC; the payment needs {price}"),
+        ));
+    }
+    Ok(())
+}
+
+/// What was asked, recorded with the payment.
+pub struct Purchase<'a> {
+    pub price: MicroUsdc,
+    pub command: Option<&'a str>,
+    pub request: &'a Value,
+}
+
+/// A payment that is on chain: the work it paid for may now be done. While it lives, no
+/// job's refund or recovery pass touches the payment.
+pub struct Settled {
+    pub payment_id: String,
+    pub agent_id: String,
+    pub network: Network,
+    pub payer: String,
+    pub pay_to: String,
+    pub amount: MicroUsdc,
+    pub transaction: String,
+    pub settled_at: i64,
+    _claim: KeyGuard<String>,
+}
+
+/// Verifies a payment header for `purchase`, records it (once, ever) with the transaction
+/// that settles it, settles it on chain and waits for the settlement. Nothing is served
+/// before this returns.
+pub async fn settle(
+    services: &Services,
+    offer: &Offer,
+    header: &str,
+    purchase: Purchase<'_>,
+) -> Result<Settled, ServiceError> {
+    let network = offer.network;
+    let decoded = crate::x402::decode_header(header, network.as_str()).map_err(refusal)?;
+    let scheme = scheme::of(network);
+    let terms = Terms {
+        pay_to: offer.pay_to.clone(),
+        price: purchase.price,
+    };
+    let mut attempt = scheme.verify(services, &decoded.payload, &terms).map_err(refusal)?;
+    let payer = attempt.payer();
+    guard::within_payer_limit(services, network, &payer)?;
+    guard::not_cooling_off(services, network, &payer).await?;
+    let _payer_turn = guard::payer_turn(services, network, &payer).await?;
+
+    let wallet = wallets::wallet(services, &offer.agent.id, network).await?;
+    let key = wallets::open_key(services, &wallet)?;
+    attempt.complete(&key).map_err(refusal)?;
+    let identity = attempt.identity();
+    if services.store.payment_identity_used(&identity).await? {
+        return Err(already_used());
+    }
+    let payment_id = format!("pay_{}", crate::random::hex_token(12));
+    let claim = services.payment_locks.claims.lock(payment_id.clone()).await;
+    let record = |transaction: &str, signed: Option<&SignedTx>| NewPayment {
+        id: payment_id.clone(),
+        identity: identity.clone(),
+        agent_id: offer.agent.id.clone(),
+        network,
+        payer: payer.clone(),
+        pay_to: offer.pay_to.clone(),
+        amount: purchase.price,
+        command: purchase.command.map(str::to_string),
+        request: purchase.request.to_string(),
+        transaction: transaction.to_string(),
+        raw_tx: signed.map(|s| s.raw.clone()),
+        valid_until: signed.and_then(|s| s.valid_until),
+    };
+    let settled = |transaction: String, claim| Settled {
+        payment_id: payment_id.clone(),
+        agent_id: offer.agent.id.clone(),
+        network,
+        payer: payer.clone(),
+        pay_to: offer.pay_to.clone(),
+        amount: purchase.price,
+        transaction,
+        settled_at: crate::clock::now_ms(),
+        _claim: claim,
+    };
+    let now_secs = crate::clock::now_ms() as u64 / 1000;
+
+    if let Some(elsewhere) = attempt.check(services, &terms).await? {
+        insert(services, record(&elsewhere, None)).await?;
+        return Ok(settled(elsewhere, claim));
+    }
+    // Base: the settlement spends the wallet's next nonce, so the wallet is ours until sent.
+    let wallet_turn = match attempt.uses_wallet_nonce() {
+        true => Some(services.wallet_locks.lock((offer.agent.id.clone(), network)).await),
+        false => None,
+    };
+    let signed = match attempt.prepare(services, &key).await {
+        Ok(signed) => signed,
+        Err(ChainError::Refused(reason)) => {
+            // The relay would fail when someone else executed the authorization first.
+            let since = now_secs.saturating_sub(ELSEWHERE_LOOKBACK_SECS);
+            let elsewhere = scheme
+                .settled_elsewhere(services, &identity, &terms, since)
+                .await
+                .map_err(|e| chain_unavailable(network, e))?;
+            let Some(elsewhere) = elsewhere else {
+                return Err(refused(
+                    "settlement_failed",
+                    format!("The payment could not be settled: {reason}"),
+                ));
+            };
+            insert(services, record(&elsewhere, None)).await?;
+            return Ok(settled(elsewhere, claim));
+        }
+        Err(other) => return Err(chain_unavailable(network, other)),
+    };
+    drop(key);
+    insert(services, record(&signed.id, Some(&signed))).await?;
+    let chain = services.chains.get(network);
+    let submitted = chain.submit(&signed).await;
+    drop(wallet_turn);
+    let landing = match submitted {
+        Err(ChainError::Refused(reason)) => Landing::Dropped(reason),
+        // Sent, or perhaps sent (the node did not answer): its landing tells.
+        _ => {
+            let timeout = Duration::from_secs(services.settings.x402_settle_timeout_secs);
+            chains::wait_for_landing(chain, &signed, timeout)
+                .await
+                .map_err(|e| chain_unavailable(network, e))?
+        }
+    };
+    let sent = Sent {
+        payment_id: &payment_id,
+        network,
+        identity: &identity,
+        terms: terms.clone(),
+        since_secs: now_secs.saturating_sub(ELSEWHERE_LOOKBACK_SECS),
+        tx: signed,
+    };
+    let transaction = conclude(services, scheme, &sent, landing).await?;
+    Ok(settled(transaction, claim))
+}
+
+/// Records a payment once, ever; a second record of its identity is a replay.
+async fn insert(services: &Services, payment: NewPayment) -> Result<(), ServiceError> {
+    services
+        .store
+        .insert_payment(payment)
+        .await
+        .map_err(|e| match ServiceError::from(e) {
+            ServiceError::Conflict(_) => already_used(),
+            other => other,
+        })
+}
+
+/// A recorded payment whose settlement went out (or may have).
+struct Sent<'a> {
+    payment_id: &'a str,
+    network: Network,
+    identity: &'a str,
+    terms: Terms,
+    /// From when a settlement by someone else's transaction would count.
+    since_secs: u64,
+    tx: SignedTx,
+}
+
+/// Records how a settlement ended and returns the transaction that settled the payment.
+/// Failed or dropped: unless the payer's money reached the agent by another transaction,
+/// the payment is `failed` (nothing was taken), and when ours landed and failed (the agent
+/// paid its fee), the payer's cool-off starts.
+async fn conclude(
+    services: &Services,
+    scheme: &dyn Scheme,
+    sent: &Sent<'_>,
+    landing: Landing,
+) -> Result<String, ServiceError> {
+    let store = &services.store;
+    let reason = match &landing {
+        Landing::Confirmed => {
+            store.settle_payment(sent.payment_id, None).await?;
+            return Ok(sent.tx.id.clone());
+        }
+        Landing::Pending => return Err(X402Error::SettlementPending(sent.tx.id.clone()).into()),
+        Landing::Failed(reason) | Landing::Dropped(reason) => reason,
+    };
+    let elsewhere = scheme
+        .settled_elsewhere(services, sent.identity, &sent.terms, sent.since_secs)
+        .await
+        .map_err(|e| chain_unavailable(sent.network, e))?;
+    if let Some(transaction) = elsewhere {
+        store.settle_payment(sent.payment_id, Some(transaction.clone())).await?;
+        return Ok(transaction);
+    }
+    let charged = matches!(landing, Landing::Failed(_));
+    store.fail_payment(sent.payment_id, reason, charged).await?;
+    Err(refused(
+        "settlement_failed",
+        format!("The payment could not be settled: {reason}"),
+    ))
+}
+
+impl Settled {
+    /// The spec's receipt.
+    pub fn receipt(&self) -> Value {
+        json!({
+            "amountPaidMicroUsdc": self.amount.0,
+            "amountPaidUsdc": self.amount.to_json_number(),
+            "transactionSignature": self.transaction,
+            "timestamp": crate::clock::iso(self.settled_at),
+            "payer": self.payer,
+            "payTo": self.pay_to,
+        })
+    }
+
+    /// The paid work was done: `settled` → `served`. Until this succeeds, the answer must
+    /// not go out (a payment left `settled` is refunded as never answered).
+    pub async fn served(&self, services: &Services) -> Result<(), ServiceError> {
+        if services
+            .store
+            .advance_payment(&self.payment_id, &["settled"], "served", None)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(ServiceError::Conflict(format!(
+                "payment {} is no longer settled",
+                self.payment_id
+            )))
+        }
+    }
+
+    /// The paid work failed after settlement, by the agent's fault: the payer gets the
+    /// amount back from the agent's wallet. Returns the refund's transaction signature, if
+    /// it went out.
+    pub async fn refund(&self, services: &Services, why: &str) -> Option<String> {
+        let refund = refund::Refund {
+            payment_id: &self.payment_id,
+            agent_id: &self.agent_id,
+            network: self.network,
+            payer: &self.payer,
+            amount: self.amount,
+        };
+        refund.start(services, why).await
+    }
+}

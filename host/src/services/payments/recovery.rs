@@ -1,0 +1,159 @@
+//! Finishing payments nobody is working on: cut off by a crash, or stuck (a settlement not
+//! confirmed in time, a refund that did not go out). Runs at start and then every
+//! `recovery_interval_secs`, one pass at a time; a payment that some request, job or
+//! earlier pass holds is left to it.
+//!
+//! - `verified`: its stored settlement is looked up on chain and sent again while the chain
+//!   has not seen it (the payer signed it; the record makes it once only). Landed: `settled`,
+//!   and on to the next rule. Failed, expired or never signed: `failed`, nothing was taken,
+//!   unless the payer's money reached the agent by another transaction (Base).
+//! - `settled`: the paid answer never reached the payer, so the payer is refunded.
+//! - `refunding`: the refund is finished or retried (see `Refund::resume`).
+//! - `refund_owed`: every `OWED_RETRY_PASSES` passes (10 minutes by default), paid if the
+//!   payer can receive it again.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::refund::Refund;
+use super::scheme::{self, Terms};
+use super::{ELSEWHERE_LOOKBACK_SECS, Sent, conclude};
+use crate::chains::{ChainError, Landing, SignedTx};
+use crate::domain::Network;
+use crate::services::{ServiceError, Services, wallets};
+use crate::store::PaymentRecord;
+
+/// An owed refund looks again for the payer's account every this many passes.
+const OWED_RETRY_PASSES: u32 = 20;
+
+/// One pass: every unfinished payment nobody holds is taken up, in the background (a
+/// settlement may take a while to confirm). Returns how many were taken up.
+pub async fn recover(services: &Services) -> Result<usize, ServiceError> {
+    let owed_retry = Duration::from_secs(services.settings.recovery_interval_secs) * OWED_RETRY_PASSES;
+    let owed_before = crate::clock::now_ms() - owed_retry.as_millis() as i64;
+    let unfinished = services.store.unfinished_payments(owed_before).await?;
+    let mut taken = 0;
+    for payment in unfinished {
+        let Some(claim) = services.payment_locks.claims.try_lock(payment.id.clone()) else {
+            continue;
+        };
+        taken += 1;
+        let services = services.clone();
+        tokio::spawn(async move {
+            let _claim = claim;
+            if let Err(err) = resume(&services, &payment).await {
+                tracing::warn!(payment = payment.id, "could not finish the payment yet: {err}");
+            }
+        });
+    }
+    Ok(taken)
+}
+
+/// Reconciles transfers, then payments, at start and every `recovery_interval_secs`, until
+/// `stop` turns true.
+pub async fn run_periodically(services: Services, mut stop: watch::Receiver<bool>) {
+    let every = Duration::from_secs(services.settings.recovery_interval_secs);
+    loop {
+        match wallets::reconcile(&services).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(transfers = n, "pending transfers reconciled"),
+            Err(e) => tracing::error!(error = %e, "could not reconcile pending transfers"),
+        }
+        match recover(&services).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(payments = n, "unfinished payments taken up"),
+            Err(e) => tracing::error!(error = %e, "could not take up unfinished payments"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+async fn resume(services: &Services, payment: &PaymentRecord) -> Result<(), ServiceError> {
+    let Some(network) = Network::parse(&payment.network) else {
+        return Ok(());
+    };
+    let mut state = payment.state.as_str();
+    if state == "verified" {
+        if !resume_settlement(services, payment, network).await? {
+            return Ok(());
+        }
+        state = "settled";
+    }
+    let refund = Refund::of(payment, network);
+    match state {
+        "settled" => {
+            refund
+                .start(services, "the service stopped before answering this paid request")
+                .await;
+        }
+        "refunding" => refund.resume(services, payment).await?,
+        "refund_owed" => {
+            let why = payment.error.as_deref().unwrap_or("refund");
+            let why = why.split("; owed:").next().unwrap_or(why);
+            refund.start(services, why).await;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// A `verified` payment: true once settled; false when it failed and nothing was taken.
+async fn resume_settlement(
+    services: &Services,
+    payment: &PaymentRecord,
+    network: Network,
+) -> Result<bool, ServiceError> {
+    let (Some(signature), Some(raw)) = (&payment.transaction_signature, &payment.raw_tx) else {
+        // Recorded before a signed settlement was (only rows from before 0007).
+        services
+            .store
+            .fail_payment(
+                &payment.id,
+                "the service stopped before sending the settlement; nothing was taken",
+                false,
+            )
+            .await?;
+        return Ok(false);
+    };
+    let tx = SignedTx {
+        id: signature.clone(),
+        raw: raw.clone(),
+        valid_until: payment.valid_until,
+    };
+    let chain = services.chains.get(network);
+    let unavailable = |e| super::chain_unavailable(network, e);
+    let mut landing = chain.landing(&tx).await.map_err(unavailable)?;
+    if landing == Landing::Pending {
+        // Not seen, or seen and not final: sending the same transaction again is harmless.
+        match chain.submit(&tx).await {
+            Err(ChainError::Refused(reason)) => landing = Landing::Dropped(reason),
+            Err(other) => return Err(unavailable(other)),
+            Ok(()) => {
+                let timeout = Duration::from_secs(services.settings.x402_settle_timeout_secs);
+                landing = crate::chains::wait_for_landing(chain, &tx, timeout)
+                    .await
+                    .map_err(unavailable)?;
+            }
+        }
+    }
+    let sent = Sent {
+        payment_id: &payment.id,
+        network,
+        identity: &payment.identity,
+        terms: Terms {
+            pay_to: payment.pay_to.clone(),
+            price: payment.amount,
+        },
+        since_secs: ((payment.created_at / 1000) as u64).saturating_sub(ELSEWHERE_LOOKBACK_SECS),
+        tx,
+    };
+    match conclude(services, scheme::of(network), &sent, landing).await {
+        Ok(_) => Ok(true),
+        Err(ServiceError::X402(super::X402Error::Refused(_))) => Ok(false),
+        Err(other) => Err(other),
+    }
+}

@@ -1,0 +1,186 @@
+//! Paying a payer back when the agent could not deliver what was paid for.
+//!
+//! The rules:
+//! - At most once: the payment moves to `refunding`, naming the refund's transfer, before
+//!   that transfer is written.
+//! - Only the agent's failures are refunded (a command that failed, timed out or could not
+//!   run; a model that was down; a service that stopped before answering). The payer's own
+//!   invalid input, which a command refuses after its parameters were checked, is not: the
+//!   work ran and answered, so the payment counts as served. Refunding it would let anyone
+//!   make the agent pay two network fees per request for nothing.
+//! - The agent's wallet pays the refund's fee: the failure was the agent's.
+//! - A refund never creates the payer's token account (Solana): a payer could close it
+//!   after each refund and keep its rent. When the payer has no account, the refund is
+//!   `refund_owed` and is paid once the account exists again.
+
+use crate::domain::Network;
+use crate::money::MicroUsdc;
+use crate::services::{ServiceError, Services, wallets};
+use crate::store::{PaymentRecord, TransferKind, TransferState};
+
+/// Whether a failure after payment was the payer's own doing (its input), not the agent's.
+pub fn payers_fault(err: &ServiceError) -> bool {
+    matches!(err, ServiceError::Validation(_))
+}
+
+/// Joins a refund's reason and why it did not go out (yet) in the payment's error.
+const REFUND_NOT_OUT: &str = "; the refund did not go out yet: ";
+
+pub struct Refund<'a> {
+    pub payment_id: &'a str,
+    pub agent_id: &'a str,
+    pub network: Network,
+    pub payer: &'a str,
+    pub amount: MicroUsdc,
+}
+
+impl<'a> Refund<'a> {
+    pub fn of(payment: &'a PaymentRecord, network: Network) -> Refund<'a> {
+        Refund {
+            payment_id: &payment.id,
+            agent_id: &payment.agent_id,
+            network,
+            payer: &payment.payer,
+            amount: payment.amount,
+        }
+    }
+
+    /// Starts the refund unless one already started; its signature once it landed.
+    pub async fn start(&self, services: &Services, why: &str) -> Option<String> {
+        if self.owed(services, why).await {
+            return None;
+        }
+        let transfer_id = wallets::new_transfer_id();
+        match services.store.start_refund(self.payment_id, &transfer_id, why).await {
+            Ok(true) => self.pay(services, transfer_id, why).await,
+            Ok(false) => None, // refunded or being refunded already, or never settled
+            Err(err) => {
+                tracing::error!(payment = self.payment_id, "could not start the refund: {err}");
+                None
+            }
+        }
+    }
+
+    /// True when the payer cannot receive the refund now; the payment is then `refund_owed`.
+    /// When the chain cannot tell, the refund goes ahead (and is retried if it fails).
+    async fn owed(&self, services: &Services, why: &str) -> bool {
+        match services.chains.get(self.network).can_receive(self.payer).await {
+            Ok(true) => false,
+            Ok(false) => {
+                let note = format!(
+                    "{why}; owed: the payer has no USDC account to receive it, and a refund does not create one"
+                );
+                if let Err(err) = services.store.owe_refund(self.payment_id, &note).await {
+                    tracing::error!(payment = self.payment_id, "could not record the owed refund: {err}");
+                }
+                true
+            }
+            Err(err) => {
+                tracing::warn!(
+                    payment = self.payment_id,
+                    "cannot tell whether the payer can receive: {err}"
+                );
+                false
+            }
+        }
+    }
+
+    /// Sends the refund as transfer `transfer_id`. One that does not go out leaves the
+    /// payment `refunding`, with why, for recovery to finish or retry.
+    async fn pay(&self, services: &Services, transfer_id: String, why: &str) -> Option<String> {
+        let order = wallets::TransferOrder {
+            id: Some(transfer_id),
+            agent_id: self.agent_id.to_string(),
+            network: self.network,
+            kind: TransferKind::Refund,
+            recipient: self.payer.to_string(),
+            amount: self.amount,
+            memo: Some(format!("refund of {}: {why}", self.payment_id)),
+            create_account: false,
+        };
+        match wallets::transfer(services, order).await {
+            Ok(record) => {
+                self.refunded(services).await;
+                record.signature
+            }
+            Err(err) => {
+                tracing::error!(payment = self.payment_id, "refund failed: {err}");
+                let note = format!("{why}{REFUND_NOT_OUT}{err}");
+                let _ = services.store.note_payment_error(self.payment_id, &note).await;
+                None
+            }
+        }
+    }
+
+    async fn refunded(&self, services: &Services) {
+        if let Err(err) = services
+            .store
+            .advance_payment(self.payment_id, &["refunding"], "refunded", None)
+            .await
+        {
+            tracing::error!(payment = self.payment_id, "could not mark the refund: {err}");
+        }
+    }
+
+    /// A refund left `refunding`: its transfer is looked up. Confirmed → `refunded`; still
+    /// pending → left to the transfer reconciliation; failed or never written → sent again
+    /// (or owed, when the payer's account is gone).
+    pub async fn resume(&self, services: &Services, payment: &PaymentRecord) -> Result<(), ServiceError> {
+        // The original reason, without the notes of attempts that did not go out.
+        let noted = payment.error.as_deref().unwrap_or("refund");
+        let why = noted.split(REFUND_NOT_OUT).next().unwrap_or(noted).to_string();
+        let previous = payment.refund_transfer_id.as_deref();
+        let transfer = match previous {
+            Some(id) => services.store.transfer(id).await?,
+            None => None,
+        };
+        match transfer.map(|t| t.state) {
+            Some(TransferState::Confirmed) => self.refunded(services).await,
+            Some(TransferState::Pending) => {}
+            Some(TransferState::Failed) | None => {
+                if self.owed(services, &why).await {
+                    return Ok(());
+                }
+                let transfer_id = wallets::new_transfer_id();
+                if services.store.retry_refund(&payment.id, previous, &transfer_id).await? {
+                    self.pay(services, transfer_id, &why).await;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Called when a job ends `failed`: a paid job's payer is refunded, unless the job failed
+/// on the payer's own input (`invalid_input`).
+pub async fn refund_failed_job(services: &Services, job_id: &str, why: &str, code: &str) {
+    if code == "invalid_input" {
+        return;
+    }
+    let payment = match services.store.payment_by_job(job_id).await {
+        Ok(Some(payment)) => payment,
+        Ok(None) => return,
+        Err(err) => {
+            tracing::error!(job = job_id, "could not look up the job's payment: {err}");
+            return;
+        }
+    };
+    let Some(network) = Network::parse(&payment.network) else {
+        return;
+    };
+    // The request that queued the job may still hold the payment: wait for its answer.
+    let _claim = services.payment_locks.claims.lock(payment.id.clone()).await;
+    Refund::of(&payment, network).start(services, why).await;
+}
+
+/// The refund's transaction signature, once it is on chain.
+pub async fn signature_of(services: &Services, payment: &PaymentRecord) -> Result<Option<String>, ServiceError> {
+    let Some(transfer_id) = payment
+        .refund_transfer_id
+        .as_ref()
+        .filter(|_| payment.state == "refunded")
+    else {
+        return Ok(None);
+    };
+    Ok(services.store.transfer(transfer_id).await?.and_then(|t| t.signature))
+}

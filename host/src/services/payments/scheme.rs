@@ -1,0 +1,79 @@
+//! One network's way of taking an x402 `exact` payment, behind one trait, so that the
+//! pipeline (verify → limit → record once → settle → serve or refund) is written once.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::Value;
+
+use crate::chains::{ChainError, SignedTx, WalletKey};
+use crate::domain::Network;
+use crate::money::MicroUsdc;
+use crate::services::{ServiceError, Services};
+use crate::x402::PaymentError;
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a request costs and who is paid: chosen by the server, never by the payer.
+#[derive(Debug, Clone)]
+pub struct Terms {
+    pub pay_to: String,
+    pub price: MicroUsdc,
+}
+
+pub trait Scheme: Send + Sync {
+    fn network(&self) -> Network;
+
+    /// Decodes and checks a payload against the terms, locally: no store, no chain.
+    fn verify(&self, services: &Services, payload: &Value, terms: &Terms) -> Result<Box<dyn Attempt>, PaymentError>;
+
+    /// A settlement that someone else's transaction made (Base: the payer, or anyone
+    /// holding its authorization, relayed it before us): that transaction's id, when the
+    /// chain shows the payment reached `terms.pay_to` since `since_secs` (Unix).
+    /// `identity` is the payment's.
+    fn settled_elsewhere<'a>(
+        &'a self,
+        services: &'a Services,
+        identity: &'a str,
+        terms: &'a Terms,
+        since_secs: u64,
+    ) -> BoxFuture<'a, Result<Option<String>, ChainError>>;
+}
+
+/// A payment that passed the local checks, on its way to the chain.
+pub trait Attempt: Send + Sync {
+    /// Who pays, as the network writes addresses.
+    fn payer(&self) -> String;
+
+    /// Adds what only the agent's key can, locally (Solana: the fee payer's signature,
+    /// when the payer left it to us). After this, `identity` is final.
+    fn complete(&mut self, key: &WalletKey) -> Result<(), PaymentError>;
+
+    /// What makes the payment usable once, ever (Solana: its signature; Base: payer + nonce).
+    fn identity(&self) -> String;
+
+    /// The chain checks before anything is signed: still valid, not used, covered by the
+    /// payer's balance. `Some(id)` when it is already settled on chain by someone else.
+    fn check<'a>(
+        &'a self,
+        services: &'a Services,
+        terms: &'a Terms,
+    ) -> BoxFuture<'a, Result<Option<String>, ServiceError>>;
+
+    /// The settlement, ready to send, made sure to succeed now (Solana: simulated with every
+    /// signature checked; Base: the relayer's transaction, signed by the agent's key after
+    /// its gas estimate). Nothing is sent.
+    fn prepare<'a>(&'a self, services: &'a Services, key: &'a WalletKey)
+    -> BoxFuture<'a, Result<SignedTx, ChainError>>;
+
+    /// The settlement spends the agent wallet's next nonce (Base): the wallet is held from
+    /// `prepare` until it is sent.
+    fn uses_wallet_nonce(&self) -> bool;
+}
+
+pub fn of(network: Network) -> &'static dyn Scheme {
+    match network {
+        Network::Solana => &super::solana::SolanaExact,
+        Network::Base => &super::base::BaseExact,
+    }
+}
