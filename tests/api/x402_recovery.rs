@@ -31,7 +31,7 @@ async fn hanging_hook(reached: Arc<tokio::sync::Notify>) -> FakeServer {
 }
 
 /// A signed Solana transaction over a blockhash the chain never issued: it can never land.
-fn unsent_solana_transaction() -> (String, String) {
+pub(crate) fn unsent_solana_transaction() -> (String, String) {
     use solana_signer::Signer;
     let signer = solana_keypair::Keypair::new();
     let memo = solana_pubkey::Pubkey::from_str_const("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr");
