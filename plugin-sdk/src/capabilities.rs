@@ -133,7 +133,8 @@ pub mod http {
     }
 }
 
-/// The key-value store of this agent and plugin.
+/// The key-value store of this agent's command (named by the agent manifest, so it survives
+/// a new version of the plugin and no other plugin can claim it).
 pub mod kv {
     use super::*;
 

@@ -16,9 +16,10 @@ pub enum ParamType {
 pub enum Capability {
     /// Outbound HTTP to the hosts the agent manifest grants (`allowed_hosts`).
     Http,
-    /// A key-value store scoped to the agent and this plugin.
+    /// A key-value store scoped to the agent and the command running this plugin.
     Kv,
-    /// Completions from the host's LLM provider.
+    /// Completions from the host's LLM provider (the agent manifest must also grant it to
+    /// the command: `allow_llm = true`).
     Llm,
     /// Progress reports for long runs.
     Progress,
