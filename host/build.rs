@@ -18,14 +18,14 @@ const PLUGINS: &[(&str, &str)] = &[
 ];
 
 fn main() {
-    let host_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
-    let root = host_dir.parent().unwrap().to_path_buf();
+    let host_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let root = host_dir.parent().expect("host/ is inside the workspace").to_path_buf();
     for watched in ["plugins", "plugin-sdk", "wit", "tests/plugins", "Cargo.lock"] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
 
     // OUT_DIR is TARGET/PROFILE/build/agent-host-HASH/out: keep one plugin build per TARGET.
-    let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let target_dir = out_dir
         .ancestors()
         .nth(4)

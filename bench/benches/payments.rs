@@ -2,6 +2,9 @@
 //! decode the `X-PAYMENT` header, then every local rule and signature check, for a Base
 //! EIP-3009 authorization and for a Solana transaction in the standard x402 form.
 
+// Benchmarks: a failed unwrap stops the run with its reason.
+#![allow(clippy::unwrap_used)]
+
 use agent_host::money::MicroUsdc;
 use agent_host::x402::{decode_header, evm, svm};
 use alloy::primitives::{B256, U256};

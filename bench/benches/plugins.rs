@@ -2,6 +2,9 @@
 //! it for every request (cached `InstancePre`, pooling allocator). Prints criterion's
 //! estimate and, per handler, p50/p99 over every call made.
 
+// Benchmarks: a failed unwrap stops the run with its reason.
+#![allow(clippy::unwrap_used)]
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

@@ -6,6 +6,10 @@
 //!
 //!     cargo run -p agent-host --example local_chains -- [--fund ADDRESS]... [--payer]
 
+// A developer tool: a failed unwrap stops it with the reason, and it talks to servers with their own
+// HTTP clients, outside the agent's guarded egress.
+#![allow(clippy::unwrap_used, clippy::disallowed_methods)]
+
 #[path = "../../tests/support/chains.rs"]
 #[allow(dead_code)]
 mod chains;

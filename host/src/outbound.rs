@@ -162,6 +162,20 @@ pub struct OutboundResponse {
     pub body: Vec<u8>,
 }
 
+/// A client for the endpoints the operator configured (chain nodes, Telegram, X, the LLM
+/// provider): their addresses are the operator's, never a tenant's, so no address guard, and
+/// an operator's proxy settings apply. Every HTTP client is built in this module (clippy's
+/// `disallowed_methods` keeps it so): anything a third party controls goes through [`Outbound`].
+#[allow(clippy::disallowed_methods)]
+pub fn operator_client(timeout: Option<Duration>) -> reqwest::Client {
+    let builder = reqwest::Client::builder();
+    let builder = match timeout {
+        Some(timeout) => builder.timeout(timeout),
+        None => builder,
+    };
+    builder.build().unwrap_or_default()
+}
+
 /// The guarded client. Cheap to clone.
 #[derive(Clone)]
 pub struct Outbound {
@@ -170,6 +184,7 @@ pub struct Outbound {
 }
 
 impl Outbound {
+    #[allow(clippy::disallowed_methods)] // the one guarded client
     pub fn new(policy: OutboundPolicy) -> Outbound {
         let policy = Arc::new(policy);
         let client = reqwest::Client::builder()

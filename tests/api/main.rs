@@ -1,6 +1,10 @@
 //! End-to-end tests: the real `agent-host` binary over real HTTP on 127.0.0.1, with a
 //! real SQLite file in a temp data dir. One test binary, one module per area.
 
+// Test code: a failed unwrap is a failed test, and tests talk to servers with their own
+// HTTP clients, outside the agent's guarded egress.
+#![allow(clippy::unwrap_used, clippy::disallowed_methods)]
+
 #[path = "../support/mod.rs"]
 mod support;
 

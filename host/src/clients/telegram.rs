@@ -30,7 +30,7 @@ pub enum CallError {
 
 impl Telegram {
     pub fn new(base: &str, timeout: Duration) -> Telegram {
-        let http = reqwest::Client::builder().timeout(timeout).build().unwrap_or_default();
+        let http = crate::outbound::operator_client(Some(timeout));
         Telegram {
             http,
             base: base.trim_end_matches('/').to_string(),

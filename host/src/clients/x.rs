@@ -31,7 +31,7 @@ const PROCESSING_LIMIT: Duration = Duration::from_secs(120);
 impl X {
     pub fn new(base: &str, timeout: Duration) -> X {
         X {
-            http: reqwest::Client::builder().timeout(timeout).build().unwrap_or_default(),
+            http: crate::outbound::operator_client(Some(timeout)),
             base: base.trim_end_matches('/').to_string(),
         }
     }

@@ -43,7 +43,8 @@ pub struct OpenAiProvider {
 impl OpenAiProvider {
     pub fn new(base_url: &str, model: &str, api_key: Option<String>, timeout: Duration) -> OpenAiProvider {
         OpenAiProvider {
-            client: reqwest::Client::new(),
+            // The request's own timeout bounds each call.
+            client: crate::outbound::operator_client(None),
             base_url: base_url.trim_end_matches('/').to_string(),
             model: model.to_string(),
             api_key,
