@@ -15,7 +15,7 @@ use crate::chains::{Chains, Explorer};
 use crate::clients::telegram::Telegram;
 use crate::clients::x::X;
 use crate::config::Settings;
-use crate::llm::{EmbeddedProvider, LlmProvider, NoProvider, OpenAiProvider};
+use crate::llm::{LlmProvider, NoProvider, OpenAiProvider};
 use crate::marker::MarkerKey;
 use crate::outbound::{HostPattern, Outbound, OutboundPolicy};
 use crate::plugins::{HostServices, PluginRuntime, RuntimeLimits};
@@ -61,7 +61,8 @@ pub fn llm_provider(settings: &Settings) -> Arc<dyn LlmProvider> {
             settings.llm_api_key.as_ref().map(|k| k.expose().to_string()),
             Duration::from_millis(settings.llm_timeout_ms),
         )),
-        _ if settings.embedded_model_file().is_file() => Arc::new(EmbeddedProvider::new(
+        #[cfg(feature = "embedded-model")]
+        _ if settings.embedded_model_file().is_file() => Arc::new(crate::llm::EmbeddedProvider::new(
             &settings.embedded_model_file(),
             settings.embedded_max_tokens,
             Duration::from_millis(settings.llm_timeout_ms),

@@ -397,7 +397,13 @@ fn price(check: &Checker<'_>, value: &Spanned<toml::Value>, field: &str) -> Resu
         toml::Value::String(s) => MicroUsdc::parse_decimal(s),
         _ => Err(crate::money::AmountError::NotANumber),
     };
-    parsed.map_err(|e| check.err(Some(&value.span()), field, format!("{e}")))
+    let price = parsed.map_err(|e| check.err(Some(&value.span()), field, format!("{e}")))?;
+    // Nothing can be paid for with 0: x402 needs an amount (the fuzzer found 0 accepted,
+    // and its payment then could not be recorded).
+    if price.0 == 0 {
+        return Err(check.err(Some(&value.span()), field, "must be more than 0 (at least 0.000001)"));
+    }
+    Ok(price)
 }
 
 fn valid_name(text: &str, min: usize, max: usize) -> bool {
@@ -470,6 +476,15 @@ default_price_usd = "0.01"
                 .starts_with("agent.toml:10: commands[0].price_usd: has more than 6 decimal"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_price_of_nothing_is_refused() {
+        for zero in ["0", "0.00", "\"0.000000\""] {
+            let err = parse_str(&GOOD.replace("price_usd = 0.05", &format!("price_usd = {zero}"))).unwrap_err();
+            assert_eq!(err.field.as_deref(), Some("commands[0].price_usd"), "{zero}");
+            assert!(err.message.contains("more than 0"), "{err}");
+        }
     }
 
     #[test]

@@ -3,10 +3,13 @@
 //! llama.cpp server, Ollama, ...), and an embedded GGUF model run in-process (the default
 //! when no remote provider is configured).
 
+#[cfg(feature = "embedded-model")]
 mod bpe;
+#[cfg(feature = "embedded-model")]
 mod embedded;
 mod openai;
 
+#[cfg(feature = "embedded-model")]
 pub use embedded::{EmbeddedProvider, GenerationStats};
 pub use openai::OpenAiProvider;
 

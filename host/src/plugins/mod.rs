@@ -13,7 +13,7 @@ pub mod state;
 
 pub use bindings::types::{Capability, Invocation, Origin, Output, PluginManifest, ResponseFormat};
 pub use grants::{Grants, PluginKind};
-pub use inspect::{InspectError, Inspection, describe, manifest_from_json, manifest_json};
+pub use inspect::{InspectError, Inspection, check_manifest, describe, manifest_from_json, manifest_json};
 pub use slots::Tenant;
 pub use state::{AgentSnapshot, CallContext, HostServices, ProgressSink};
 

@@ -196,16 +196,42 @@ pub async fn webhook_secret_matches(services: &Services, agent: &Agent, presente
         && subtle::ConstantTimeEq::ct_eq(expected.as_bytes(), presented.as_bytes()).into())
 }
 
+/// A text message read from a Telegram update.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IncomingText {
+    pub chat_id: i64,
+    pub message_id: Option<i64>,
+    pub text: String,
+    /// For `/name ...` or `/name@bot ...`: the command's name, lower case.
+    pub command: Option<String>,
+}
+
+/// What an update asks, if it is a text message (anything else needs no answer).
+pub fn read_update(update: &Value) -> Option<IncomingText> {
+    let message = &update["message"];
+    let chat_id = message["chat"]["id"].as_i64()?;
+    let text = message["text"].as_str()?.to_string();
+    let command = text.trim().strip_prefix('/').map(|rest| {
+        let word = rest.split_whitespace().next().unwrap_or_default();
+        word.split('@').next().unwrap_or(word).to_lowercase()
+    });
+    Some(IncomingText {
+        chat_id,
+        message_id: message["message_id"].as_i64(),
+        text,
+        command,
+    })
+}
+
 /// Answers one Telegram update: a `/command` offered on the chat-app runs through the
 /// plugin runtime; other text goes to the agent's chat. The reply goes back to that chat.
 pub async fn handle_update(services: &Services, agent: &Agent, update: &Value) -> Result<(), ServiceError> {
-    let message = &update["message"];
-    let (Some(chat_id), Some(text)) = (message["chat"]["id"].as_i64(), message["text"].as_str()) else {
+    let Some(incoming) = read_update(update) else {
         return Ok(()); // not a text message: nothing to answer
     };
-    let reply_to = message["message_id"].as_i64();
-    let answer = match text.trim().strip_prefix('/') {
-        Some(rest) => run_command(services, agent, rest, text).await,
+    let (chat_id, reply_to, text) = (incoming.chat_id, incoming.message_id, incoming.text.as_str());
+    let answer = match &incoming.command {
+        Some(name) => run_command(services, agent, name, text).await,
         None => chat_reply(services, agent, text).await,
     };
     let token = token(services, agent, &agent.def.username).await?;
@@ -221,9 +247,7 @@ pub async fn handle_update(services: &Services, agent: &Agent, update: &Value) -
     Ok(())
 }
 
-async fn run_command(services: &Services, agent: &Agent, rest: &str, text: &str) -> String {
-    let name = rest.split_whitespace().next().unwrap_or_default();
-    let name = name.split('@').next().unwrap_or(name).to_lowercase();
+async fn run_command(services: &Services, agent: &Agent, name: &str, text: &str) -> String {
     let commands = match services.store.commands(&agent.id).await {
         Ok(commands) => commands,
         Err(e) => return format!("Sorry, something went wrong: {e}"),

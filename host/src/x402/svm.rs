@@ -79,6 +79,14 @@ pub fn decode(payload: &Value) -> Result<VersionedTransaction, PaymentError> {
             "payload.transaction is not a Solana wire transaction",
         )
     })?;
+    // Exactly one transaction, canonically encoded: what is checked is what was sent (the
+    // fuzzer found trailing bytes and non-minimal lengths accepted before).
+    if bincode::serialize(&tx).ok().as_deref() != Some(bytes.as_slice()) {
+        return Err(refuse(
+            "invalid_payment",
+            "payload.transaction has bytes beyond the transaction, or is not canonically encoded",
+        ));
+    }
     if let Some(signature) = payload.get("signature").and_then(Value::as_str) {
         let first = tx.signatures.first().map(Signature::to_string).unwrap_or_default();
         let claimed = base64::engine::general_purpose::STANDARD
@@ -396,6 +404,26 @@ mod tests {
             check(build(&s.payer.pubkey(), &[&s.payer], &standard(&s)), &s),
             Ok(false)
         );
+    }
+
+    #[test]
+    fn only_the_exact_wire_bytes_of_one_transaction_decode() {
+        let s = setup();
+        let tx = build(&s.service.pubkey(), &[&s.payer], &standard(&s));
+        let mut bytes = bincode::serialize(&tx).unwrap();
+        let encode =
+            |b: &[u8]| serde_json::json!({ "transaction": base64::engine::general_purpose::STANDARD.encode(b) });
+        assert!(decode(&encode(&bytes)).is_ok());
+        bytes.push(0);
+        assert_eq!(
+            decode(&encode(&bytes)).unwrap_err().code,
+            "invalid_payment",
+            "a trailing byte"
+        );
+        // The first compact length (the signature count, 2) spelled in two bytes.
+        let mut padded = vec![0x82, 0x00];
+        padded.extend_from_slice(&bytes[1..bytes.len() - 1]);
+        assert!(decode(&encode(&padded)).is_err(), "a non-minimal length");
     }
 
     #[test]

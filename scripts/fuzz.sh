@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs every fuzz target in fuzz/ for SECONDS each (default 30) with cargo fuzz (libFuzzer).
+# A target that finds a crash or a broken invariant stops the script; its input is kept in
+# fuzz/artifacts/TARGET/ (replay: cargo fuzz run TARGET fuzz/artifacts/TARGET/crash-...).
+#
+# cargo fuzz passes nightly-only compiler flags; this machine has one stable toolchain and
+# no other can be fetched, so RUSTC_BOOTSTRAP=1 lets stable accept them. Targets run without
+# a sanitizer (-s none): the code under test is safe Rust, and libFuzzer's coverage and the
+# targets' own invariants are what find the bugs. Installs cargo-fuzz when it is missing.
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs="${1:-30}"
+shift || true
+if ! cargo fuzz --version 2>/dev/null | grep -q '0.13.2'; then
+    cargo install cargo-fuzz --locked --version 0.13.2
+fi
+export RUSTC_BOOTSTRAP=1
+build="${CARGO_TARGET_DIR:-$PWD/target}/fuzz"
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+    mapfile -t targets < <(cargo fuzz list --fuzz-dir fuzz)
+fi
+cargo fuzz build -s none --fuzz-dir fuzz --target-dir "$build"
+# The components the host builds are seeds for inspection.
+plugins="${CARGO_TARGET_DIR:-$PWD/target}/wasm-plugins/wasm32-wasip2/plugin"
+for target in "${targets[@]}"; do
+    corpus="fuzz/corpus/$target"
+    mkdir -p "$corpus" "fuzz/seeds/$target"
+    rm -rf "fuzz/artifacts/$target" # each run reports what it finds itself
+    max_len=4096
+    # Replies split at Telegram's 4,096 characters: the inputs must be able to pass it.
+    [ "$target" = telegram_update ] && max_len=20000
+    if [ "$target" = component_inspect ]; then
+        cp -n "$plugins"/*.wasm "$corpus"/ 2>/dev/null || true
+        max_len=400000
+    fi
+    echo "fuzz: $target for ${secs}s"
+    cargo fuzz run -s none --fuzz-dir fuzz --target-dir "$build" "$target" "$corpus" "fuzz/seeds/$target" -- \
+        -max_total_time="$secs" -max_len="$max_len" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \
+        2>&1 | grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|==|SUMMARY|Test unit written|thread .* panicked|Failed)' || true
+    if find "fuzz/artifacts/$target" -name 'crash-*' -o -name 'oom-*' -o -name 'timeout-*' 2>/dev/null | grep -q .; then
+        echo "fuzz: $target found an input that breaks it: fuzz/artifacts/$target/" >&2
+        exit 1
+    fi
+done
