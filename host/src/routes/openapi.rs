@@ -68,10 +68,13 @@ pub const OPERATIONS: &[Operation] = &[
         pending: false,
         request: Some(|| {
             json!({ "type": "object", "required": ["message"], "properties": {
-                "message": { "type": "string", "maxLength": 10000 },
-                "conversationHistory": { "type": "array", "items": { "$ref": "#/components/schemas/ChatMessage" } },
+                "message": { "type": "string", "maxLength": 10000, "pattern": "\\S", "description": "Not only white space" },
+                "conversationHistory": {
+                    "type": "array", "maxItems": 100, "items": { "$ref": "#/components/schemas/ChatMessage" },
+                    "description": "At most 100 turns and 100,000 characters in all",
+                },
                 "toolsEnabled": { "type": "boolean", "default": false },
-                "maxToolCalls": { "type": "integer", "minimum": 0, "maximum": 10, "default": 5 },
+                "maxToolCalls": { "type": ["integer", "null"], "minimum": 0, "maximum": 10, "default": 5 },
             }})
         }),
         response: || {
@@ -111,7 +114,7 @@ pub const OPERATIONS: &[Operation] = &[
         pending: false,
         request: Some(|| {
             json!({ "type": "object", "properties": {
-                "parameters": { "type": "object" }, "rawText": { "type": "string" },
+                "parameters": { "type": ["object", "null"] }, "rawText": { "type": ["string", "null"] },
             }})
         }),
         response: || {
@@ -130,11 +133,25 @@ pub const OPERATIONS: &[Operation] = &[
         pending: false,
         request: Some(|| {
             json!({ "type": "object", "required": ["chatId", "text"], "properties": {
-                "chatId": { "type": ["string", "integer"] },
-                "text": { "type": "string", "maxLength": 4096 },
-                "parseMode": { "type": "string", "enum": ["Markdown", "MarkdownV2", "HTML"] },
-                "replyToMessageId": { "type": "integer" },
-                "inlineKeyboard": { "type": "array", "items": { "type": "array", "items": { "type": "object" } } },
+                "chatId": {
+                    "oneOf": [
+                        { "type": "integer", "not": { "const": 0 } },
+                        { "type": "string", "pattern": "^\\s*-?0*[1-9][0-9]{0,17}\\s*$" },
+                    ],
+                    "description": "Positive: a user; negative: a group; -100...: a supergroup or channel",
+                },
+                "text": { "type": "string", "minLength": 1, "maxLength": 4096 },
+                "parseMode": { "type": ["string", "null"], "enum": ["Markdown", "MarkdownV2", "HTML", null] },
+                "replyToMessageId": { "type": ["integer", "null"], "minimum": 1 },
+                "inlineKeyboard": { "type": ["array", "null"], "items": { "type": "array", "items": {
+                    "type": "object", "required": ["text"],
+                    "properties": {
+                        "text": { "type": "string", "minLength": 1 },
+                        "callback_data": { "type": ["string", "null"], "minLength": 1, "description": "At most 64 bytes" },
+                        "url": { "type": ["string", "null"], "pattern": "^(https?|tg)://" },
+                    },
+                    "description": "Exactly one of callback_data or url",
+                }}},
             }})
         }),
         response: || {
@@ -158,10 +175,13 @@ pub const OPERATIONS: &[Operation] = &[
         pending: false,
         request: Some(|| {
             json!({ "type": "object", "properties": {
-                "text": { "type": "string", "maxLength": 280 },
-                "mediaUrls": { "type": "array", "items": { "type": "string", "format": "uri" }, "maxItems": 4 },
-                "replyToTweetId": { "type": "string" },
-            }})
+                "text": { "type": ["string", "null"], "description": "At most 280 as X counts (a URL 23, wide characters 2)" },
+                "mediaUrls": { "type": ["array", "null"], "items": { "type": "string", "pattern": "^https?://" }, "maxItems": 4 },
+                "replyToTweetId": { "type": ["string", "null"], "pattern": "^[0-9]+$" },
+            }, "anyOf": [
+                { "required": ["text"], "properties": { "text": { "type": "string", "pattern": "\\S" } } },
+                { "required": ["mediaUrls"], "properties": { "mediaUrls": { "type": "array", "minItems": 1 } } },
+            ]})
         }),
         response: || {
             success(json!({ "type": "object", "properties": {
@@ -201,8 +221,12 @@ pub const OPERATIONS: &[Operation] = &[
         pending: false,
         request: Some(|| {
             json!({ "type": "object", "required": ["recipientAddress", "amountUsdc"], "properties": {
-                "recipientAddress": { "type": "string" }, "amountUsdc": { "type": "number", "exclusiveMinimum": 0 },
-                "memo": { "type": "string" },
+                "recipientAddress": {
+                    "type": "string", "pattern": "\\S",
+                    "description": "Solana: base58 of 32 bytes; Base: 0x and 40 hex digits (EIP-55 when mixed case)",
+                },
+                "amountUsdc": { "type": "number", "minimum": 0.000001, "description": "At most 6 decimals" },
+                "memo": { "type": ["string", "null"], "maxLength": 500 },
             }})
         }),
         response: || {
@@ -243,7 +267,7 @@ pub const OPERATIONS: &[Operation] = &[
             || json!({ "type": "object", "properties": { "update_id": { "type": "integer" }, "message": { "type": "object" } } }),
         ),
         response: || json!({ "type": "object", "properties": { "ok": { "type": "boolean" } } }),
-        errors: &[(401, "unauthorized"), (404, "not_found")],
+        errors: &[(400, "validation_error"), (401, "unauthorized"), (404, "not_found")],
     },
     Operation {
         method: "get",
@@ -268,9 +292,15 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "A paid interaction with the agent (X-PAYMENT header); without it, 402 with the price of what was asked",
         keyed: false,
         pending: false,
-        request: Some(
-            || json!({ "type": "object", "properties": { "message": { "type": "string" }, "command": { "type": "string" } } }),
-        ),
+        request: Some(|| {
+            json!({ "type": "object", "properties": {
+                "message": { "type": ["string", "null"], "description": "A leading /command runs that command" },
+                "command": { "type": ["string", "null"] },
+            }, "anyOf": [
+                { "required": ["message"], "properties": { "message": { "type": "string", "pattern": "\\S" } } },
+                { "required": ["command"], "properties": { "command": { "type": "string", "pattern": "[^\\s/]" } } },
+            ]})
+        }),
         response: || json!({ "type": "object" }),
         errors: &[
             (400, "validation_error"),
@@ -328,10 +358,14 @@ pub fn document() -> Value {
             errors.push((501, "not_implemented"));
         }
         for (status, code) in errors {
-            let schema = if op.path.starts_with("/v1/") {
-                json!({ "$ref": "#/components/schemas/Error" })
-            } else {
-                json!({ "type": "object" })
+            // The paid API has its own envelope; its 402 is the price list or a refusal.
+            let schema = match (op.path.starts_with("/x402/"), status) {
+                (true, 402) => json!({ "oneOf": [
+                    { "$ref": "#/components/schemas/PaymentRequired" },
+                    { "$ref": "#/components/schemas/X402Error" },
+                ]}),
+                (true, _) => json!({ "$ref": "#/components/schemas/X402Error" }),
+                _ => json!({ "$ref": "#/components/schemas/Error" }),
             };
             // One status, several codes: the description lists them all.
             let entry = responses.entry(status.to_string()).or_insert_with(|| {
@@ -355,6 +389,13 @@ pub fn document() -> Value {
         });
         if op.keyed {
             operation["security"] = json!([{ "apiKey": [] }]);
+        }
+        if op.id == "x402Invoke" {
+            operation["responses"]["202"] = json!({
+                "description": "A paid long-running command: poll statusUrl",
+                "content": { "application/json": { "schema": { "type": "object",
+                    "required": ["success", "jobId", "statusUrl", "retryAfterSeconds", "receipt"] } } },
+            });
         }
         if op.id == "listCommands"
             && let Some(parameters) = operation["parameters"].as_array_mut()
@@ -384,6 +425,13 @@ pub fn document() -> Value {
                     "type": "object", "required": ["message", "code"],
                     "properties": { "message": { "type": "string" }, "code": { "type": "string" } },
                 }}},
+                "X402Error": { "type": "object", "required": ["success", "error", "code", "x402Version"], "properties": {
+                    "success": { "const": false }, "error": { "type": "string" }, "code": { "type": "string" },
+                    "x402Version": { "type": "integer" },
+                }},
+                "PaymentRequired": { "type": "object", "required": ["x402Version", "error", "accepts"], "properties": {
+                    "x402Version": { "type": "integer" }, "error": { "type": "string" }, "accepts": { "type": "array" },
+                }},
                 "ChatMessage": { "type": "object", "required": ["role", "content"], "properties": {
                     "role": { "type": "string", "enum": ["user", "assistant"] }, "content": { "type": "string" },
                 }},
