@@ -16,7 +16,11 @@ use crate::support::*;
 #[tokio::test(flavor = "multi_thread")]
 async fn the_api_keeps_to_its_published_schema() {
     let (base, solana) = (LocalBase::start().await, LocalSolana::start());
-    let llm = fake_openai(Arc::new(|_, _| text("Hello from the model.")), Arc::new(Mutex::new(Vec::new()))).await;
+    let llm = fake_openai(
+        Arc::new(|_, _| text("Hello from the model.")),
+        Arc::new(Mutex::new(Vec::new())),
+    )
+    .await;
     let env = TestEnv::new()
         .with_envs(base.env())
         .with_envs(solana.env())
@@ -25,7 +29,15 @@ async fn the_api_keeps_to_its_published_schema() {
         .with_env("AGENT_HOST_X402_CLIENT_LIMIT_PER_MINUTE", "1000000")
         .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "1000000");
     env.cli_json(&[
-        "account", "create", "acme", "--plan", "enterprise", "--rpm", "1000000", "--rpd", "100000000",
+        "account",
+        "create",
+        "acme",
+        "--plan",
+        "enterprise",
+        "--rpm",
+        "1000000",
+        "--rpd",
+        "100000000",
     ]);
     let key = env.create_key("acme");
     let helper = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/helper.toml");

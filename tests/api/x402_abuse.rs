@@ -53,7 +53,7 @@ fn price(micro_lamports: u64) -> solana_instruction::Instruction {
 }
 
 /// A seller on the local Solana chain whose wallet holds 1 SOL and an empty USDC account.
-async fn solana_shop(chain: &LocalSolana, env: TestEnv, manifest_extra: &str) -> (TestEnv, String) {
+pub(crate) async fn solana_shop(chain: &LocalSolana, env: TestEnv, manifest_extra: &str) -> (TestEnv, String) {
     // Room for the races below in the abuse limits.
     let env = env
         .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "1000")
@@ -68,7 +68,7 @@ async fn solana_shop(chain: &LocalSolana, env: TestEnv, manifest_extra: &str) ->
 }
 
 /// A seller on the local Base chain whose wallet holds gas (it relays settlements).
-async fn base_shop(chain: &LocalBase, env: TestEnv, manifest_extra: &str) -> (TestEnv, String) {
+pub(crate) async fn base_shop(chain: &LocalBase, env: TestEnv, manifest_extra: &str) -> (TestEnv, String) {
     let env = env.with_envs(chain.env());
     env.create_account("acme", "free");
     env.apply_agent(&format!("{}{manifest_extra}", paid_manifest("seller")), "acme");
@@ -78,7 +78,7 @@ async fn base_shop(chain: &LocalBase, env: TestEnv, manifest_extra: &str) -> (Te
 }
 
 /// A new Base payer holding `micro` USDC, and its address.
-async fn base_payer(chain: &LocalBase, micro: u64) -> (alloy::signers::local::PrivateKeySigner, String) {
+pub(crate) async fn base_payer(chain: &LocalBase, micro: u64) -> (alloy::signers::local::PrivateKeySigner, String) {
     let payer = alloy::signers::local::PrivateKeySigner::random();
     let address = payer.address().to_checksum(None);
     chain.mint_usdc(&address, micro).await;

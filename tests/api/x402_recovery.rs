@@ -53,7 +53,7 @@ pub(crate) fn unsent_solana_transaction() -> (String, String) {
 }
 
 fn payments(env: &TestEnv) -> Vec<Value> {
-    env.cli_json(&["payments", "list", "--agent", "seller"])
+    env.cli_json(&["payments", "list", "--agent", "seller", "--limit", "100000"])
         .as_array()
         .unwrap()
         .clone()
@@ -190,4 +190,438 @@ config = {{ url = "{}" }}
         .collect();
     assert_eq!(refunds.len(), 2, "{transfers}");
     assert!(refunds.iter().all(|t| t["state"] == "confirmed"), "{transfers}");
+}
+
+/// The steps of a paid request a crash can cut, in order.
+const PAYMENT_STEPS: [&str; 6] = [
+    "x402:after_sign",
+    "x402:after_record",
+    "x402:after_send",
+    "x402:after_confirm",
+    "x402:after_work",
+    "x402:after_served",
+];
+/// The steps of a refund (a wallet transfer) a crash can cut.
+const REFUND_STEPS: [&str; 5] = [
+    "refund:after_start",
+    "transfer:after_record",
+    "transfer:after_sign",
+    "transfer:after_send",
+    "transfer:after_confirm",
+];
+
+/// A paid command that always fails after settlement, so its payment is refunded.
+const BROKEN: &str = r#"
+[[commands]]
+command = "broken"
+description = "Calls a server that is not there"
+handler_type = "webhook"
+integrations = ["x402"]
+price_usd = 0.02
+config = { url = "http://127.0.0.1:9/hook" }
+"#;
+
+/// One network's side of the crash tests: its chain, the payer, and how it pays.
+enum Side {
+    Base(LocalBase, alloy::signers::local::PrivateKeySigner),
+    Solana(crate::support::chains::LocalSolana, solana_keypair::Keypair),
+}
+
+impl Side {
+    async fn start(network: &str) -> Side {
+        match network {
+            "base" => Side::Base(
+                LocalBase::start().await,
+                alloy::signers::local::PrivateKeySigner::random(),
+            ),
+            _ => Side::Solana(
+                crate::support::chains::LocalSolana::start(),
+                solana_keypair::Keypair::new(),
+            ),
+        }
+    }
+
+    fn payer(&self) -> String {
+        use solana_signer::Signer;
+        match self {
+            Side::Base(_, key) => key.address().to_checksum(None),
+            Side::Solana(_, key) => key.pubkey().to_string(),
+        }
+    }
+
+    async fn usdc_of(&self, owner: &str) -> u64 {
+        match self {
+            Side::Base(chain, _) => chain.usdc_of(owner).await,
+            Side::Solana(chain, _) => chain.usdc_of(owner).await.unwrap_or(0),
+        }
+    }
+
+    /// A seller with a funded wallet, and a payer holding `micro` USDC.
+    async fn shop(&self, env: TestEnv, manifest_extra: &str, micro: u64) -> (TestEnv, String) {
+        let shop = match self {
+            Side::Base(chain, _) => crate::x402_abuse::base_shop(chain, env, manifest_extra).await,
+            Side::Solana(chain, _) => crate::x402_abuse::solana_shop(chain, env, manifest_extra).await,
+        };
+        match self {
+            Side::Base(chain, _) if micro > 0 => chain.mint_usdc(&self.payer(), micro).await,
+            Side::Base(..) => {} // USDC refuses to mint nothing
+            Side::Solana(chain, _) => chain.set_usdc(&self.payer(), micro).await,
+        }
+        shop
+    }
+
+    /// A payment of `amount` for `requirement`, distinct for each `n`.
+    async fn payment(&self, requirement: &Value, amount: u64, n: u8) -> String {
+        match self {
+            Side::Base(_, key) => crate::x402::base_payment(key, requirement, amount, n, 60),
+            Side::Solana(chain, key) => {
+                use solana_signer::Signer;
+                let mut instructions = crate::x402::solana_instructions(&key.pubkey(), requirement, amount);
+                let mut limit = vec![2];
+                limit.extend_from_slice(&(20_000 + u32::from(n)).to_le_bytes());
+                instructions[0] =
+                    solana_instruction::Instruction::new_with_bytes(crate::x402::COMPUTE_BUDGET, &limit, vec![]);
+                crate::x402::solana_envelope(
+                    &crate::x402::solana_key(&requirement["extra"]["feePayer"]),
+                    &instructions,
+                    &[key],
+                    crate::x402::latest_blockhash(chain).await,
+                    false,
+                )
+            }
+        }
+    }
+}
+
+/// Waits until no payment is unfinished and no transfer pending.
+async fn all_settled(env: &TestEnv) -> (Vec<Value>, Vec<Value>) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let payments = payments(env);
+        let transfers = env.cli_json(&["wallet", "transfers", "--agent", "seller", "--limit", "100000"]);
+        let transfers = transfers.as_array().unwrap().clone();
+        let open = payments
+            .iter()
+            .any(|p| !["served", "refunded", "failed"].contains(&p["state"].as_str().unwrap()))
+            || transfers.iter().any(|t| t["state"] == "pending");
+        if !open {
+            return (payments, transfers);
+        }
+        assert!(Instant::now() < deadline, "left unfinished: {payments:?} {transfers:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The ledger against the chain: the payer spent exactly what was served, the agent holds
+/// exactly that, and each refunded payment has exactly one confirmed refund.
+async fn ledger_matches_the_chain(side: &Side, env: &TestEnv, wallet: &str, funded: u64, step: &str) {
+    let (payments, transfers) = all_settled(env).await;
+    let served: u64 = payments
+        .iter()
+        .filter(|p| p["state"] == "served")
+        .map(|p| p["receipt"]["amountPaidMicroUsdc"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        funded - side.usdc_of(&side.payer()).await,
+        served,
+        "{step}: the payer paid for what was served, once: {payments:?}"
+    );
+    assert_eq!(
+        side.usdc_of(wallet).await,
+        served,
+        "{step}: the agent holds exactly that"
+    );
+    let refunds: Vec<&Value> = transfers
+        .iter()
+        .filter(|t| t["kind"] == "refund" && t["state"] == "confirmed")
+        .collect();
+    let refunded: Vec<&Value> = payments.iter().filter(|p| p["state"] == "refunded").collect();
+    assert_eq!(
+        refunds.len(),
+        refunded.len(),
+        "{step}: one refund per refunded payment: {transfers:?}"
+    );
+    for payment in refunded {
+        let refund = refunds.iter().find(|t| t["id"] == payment["refund_transfer_id"]);
+        assert!(refund.is_some(), "{step}: {payment} names its confirmed refund");
+    }
+}
+
+/// Killed with SIGKILL at each step of a paid request and of its refund, restarted: every
+/// USDC that arrived is served or refunded exactly once, nothing is served twice, no
+/// transfer goes out twice (checked against the chain after every crash).
+async fn a_crash_at_any_step_of_a_payment_loses_and_doubles_nothing(network: &str) {
+    let side = Side::start(network).await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1")
+        .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "1000");
+    let funded = 1_000_000;
+    let (mut env, wallet) = side.shop(env, BROKEN, funded).await;
+    let hello = json!({ "command": "hello", "name": "Ann" });
+    let broken = json!({ "command": "broken" });
+    let steps = PAYMENT_STEPS
+        .iter()
+        .map(|s| (s, &hello, 50_000))
+        .chain(REFUND_STEPS.iter().map(|s| (s, &broken, 20_000)));
+    for (n, (step, body, price)) in steps.enumerate() {
+        env.set_env("AGENT_HOST_TEST_FAULT", step);
+        let server = env.serve();
+        let url = server.url(&format!("/x402/{network}/seller"));
+        let requirement = crate::x402::post_x402(&url, body).await.json()["accepts"][0].clone();
+        let payment = side.payment(&requirement, price, n as u8 + 1).await;
+        let cut = client()
+            .post(&url)
+            .header("x-payment", &payment)
+            .json(body)
+            .send()
+            .await;
+        assert!(
+            cut.is_err(),
+            "{step}: the server should have died before answering: {cut:?}"
+        );
+        drop(server);
+        env.set_env("AGENT_HOST_TEST_FAULT", "");
+        let _restarted = env.serve();
+        ledger_matches_the_chain(&side, &env, &wallet, funded, step).await;
+    }
+    // What each crash leads to: signed but never recorded, nothing happened; recorded, sent,
+    // confirmed or worked on but never answered, refunded; answered (served), kept; cut
+    // anywhere in a refund, refunded once.
+    let states: Vec<(String, String)> = payments(&env)
+        .iter()
+        .rev()
+        .map(|p| {
+            (
+                p["command"].as_str().unwrap().into(),
+                p["state"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [["hello", "refunded"]; 4]
+        .into_iter()
+        .chain([["hello", "served"]])
+        .chain([["broken", "refunded"]; 5])
+        .map(|[c, s]| (c.into(), s.into()))
+        .collect();
+    assert_eq!(states, expected);
+}
+
+#[tokio::test]
+async fn a_crash_at_any_step_of_a_base_payment_loses_and_doubles_nothing() {
+    a_crash_at_any_step_of_a_payment_loses_and_doubles_nothing("base").await;
+}
+
+#[tokio::test]
+async fn a_crash_at_any_step_of_a_solana_payment_loses_and_doubles_nothing() {
+    a_crash_at_any_step_of_a_payment_loses_and_doubles_nothing("solana").await;
+}
+
+/// Killed at each step of a wallet transfer and restarted: the transfer is sent at most
+/// once, and its record says what the chain did (never sent: failed; else confirmed).
+async fn a_crash_at_any_step_of_a_transfer_sends_it_at_most_once(network: &str) {
+    let side = Side::start(network).await;
+    let env = TestEnv::new().with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1");
+    let (mut env, wallet) = side.shop(env, "", 0).await;
+    match &side {
+        Side::Base(chain, _) => chain.mint_usdc(&wallet, 10_000_000).await,
+        Side::Solana(chain, _) => chain.set_usdc(&wallet, 10_000_000).await,
+    }
+    let key = env.create_key("acme");
+    let recipient = match &side {
+        Side::Base(..) => alloy::signers::local::PrivateKeySigner::random()
+            .address()
+            .to_checksum(None),
+        Side::Solana(..) => solana_signer::Signer::pubkey(&solana_keypair::Keypair::new()).to_string(),
+    };
+    let steps = [
+        "transfer:after_record",
+        "transfer:after_sign",
+        "transfer:after_send",
+        "transfer:after_confirm",
+    ];
+    for step in steps {
+        env.set_env("AGENT_HOST_TEST_FAULT", step);
+        let server = env.serve();
+        let url = server.url(&format!("/v1/agents/seller/wallet/{network}/transfer"));
+        let body = json!({ "recipientAddress": recipient, "amountUsdc": 1.5 });
+        let cut = client().post(&url).header("x-api-key", &key).json(&body).send().await;
+        assert!(cut.is_err(), "{step}: the server should have died before answering");
+        drop(server);
+        env.set_env("AGENT_HOST_TEST_FAULT", "");
+        let _restarted = env.serve();
+        all_settled(&env).await;
+    }
+    let transfers = env.cli_json(&["wallet", "transfers", "--agent", "seller"]);
+    let states: Vec<&str> = transfers
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .map(|t| t["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["failed", "confirmed", "confirmed", "confirmed"], "{transfers}");
+    assert_eq!(side.usdc_of(&recipient).await, 4_500_000, "three sent, each once");
+    assert_eq!(side.usdc_of(&wallet).await, 5_500_000);
+}
+
+#[tokio::test]
+async fn a_crash_at_any_step_of_a_base_transfer_sends_it_at_most_once() {
+    a_crash_at_any_step_of_a_transfer_sends_it_at_most_once("base").await;
+}
+
+#[tokio::test]
+async fn a_crash_at_any_step_of_a_solana_transfer_sends_it_at_most_once() {
+    a_crash_at_any_step_of_a_transfer_sends_it_at_most_once("solana").await;
+}
+
+/// 200 paid requests from the real clients (x402-fetch 1.2.0 and @x402/fetch 2.x, on Base
+/// and on Solana; messages, commands, failing commands that are refunded, long-running jobs),
+/// while the server is killed with SIGKILL at random moments and restarted. At the end the
+/// ledger matches both chains: each payer paid exactly for what was served, the agent holds
+/// exactly that, and every refunded payment has exactly one confirmed refund.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_hundred_payments_cut_by_random_kills_leave_the_ledger_whole() {
+    let (base, solana) = (LocalBase::start().await, crate::support::chains::LocalSolana::start());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let env = TestEnv::new()
+        .with_envs(base.env())
+        .with_envs(solana.env())
+        .with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1")
+        .with_env("AGENT_HOST_X402_CLIENT_LIMIT_PER_MINUTE", "100000")
+        .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "100000");
+    env.create_account("acme", "free");
+    env.apply_agent(
+        &format!("{}{BROKEN}{}", paid_manifest("seller"), crate::x402::REPORT),
+        "acme",
+    );
+    let base_wallet = env.create_wallet("seller", "base");
+    let solana_wallet = env.create_wallet("seller", "solana");
+    base.set_eth(&base_wallet, 10u128.pow(17)).await;
+    solana.set_sol(&solana_wallet, 10_000_000_000).await;
+    solana.set_usdc(&solana_wallet, 0).await;
+
+    // Eight payers, four on each chain, each paying 25 times in turn.
+    let mut payers = Vec::new();
+    for _ in 0..4 {
+        payers.push((Payer::on_base(&base, 2_000_000).await, "base"));
+        payers.push((Payer::on_solana(&solana, 2_000_000).await, "solana"));
+    }
+    let bodies = [
+        json!({ "command": "hello", "name": "Ann" }),
+        json!({ "command": "broken" }),
+        json!({ "command": "report" }),
+        json!({ "message": "/forecast Oslo" }),
+    ];
+    let mut workers = tokio::task::JoinSet::new();
+    for (i, ((payer, _), network)) in payers.iter().enumerate() {
+        let (payer, url, bodies) = (
+            payer.clone(),
+            format!("http://{listen}/x402/{network}/seller"),
+            bodies.clone(),
+        );
+        workers.spawn(async move {
+            for n in 0..25 {
+                let client = X402Client::ALL[(i + n) % 2];
+                let _ = try_pay_with(client, &payer, &url, &bodies[(i + n) % bodies.len()]).await;
+            }
+        });
+    }
+    // Killed every 2 to 8 seconds (a real client's paid request takes about 3), restarted
+    // on the same address at once.
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    eprintln!("random kills, seed {seed}");
+    let mut server = env.serve_with(&["serve", "--listen", &listen]);
+    let mut kills = 0;
+    while !workers.is_empty() {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let pause = Duration::from_millis(2_000 + seed % 6_000);
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {
+                server.crash();
+                kills += 1;
+                server = env.serve_with(&["serve", "--listen", &listen]);
+            }
+            done = workers.join_next() => { done.unwrap().unwrap(); }
+        }
+    }
+    assert!(kills >= 5, "killed {kills} times");
+
+    let (payments, transfers) = all_settled(&env).await;
+    let count = |state: &str| payments.iter().filter(|p| p["state"] == state).count();
+    assert!(
+        count("served") >= 20 && count("refunded") >= 5,
+        "a meaningful mix: {payments:?}"
+    );
+    for ((payer, address), network) in &payers {
+        let funded = 2_000_000;
+        let held = match *network {
+            "base" => base.usdc_of(address).await,
+            _ => solana.usdc_of(address).await.unwrap_or(0),
+        };
+        let served: u64 = payments
+            .iter()
+            .filter(|p| p["receipt"]["payer"] == address.as_str() && p["state"] == "served")
+            .map(|p| p["receipt"]["amountPaidMicroUsdc"].as_u64().unwrap())
+            .sum();
+        let theirs: Vec<String> = payments
+            .iter()
+            .filter(|p| p["receipt"]["payer"] == address.as_str())
+            .map(|p| {
+                format!(
+                    "{} {} {} {} {}",
+                    p["id"], p["command"], p["state"], p["receipt"]["transactionSignature"], p["error"]
+                )
+            })
+            .collect();
+        let refunds_to: Vec<String> = transfers
+            .iter()
+            .filter(|t| t["recipient"] == address.as_str())
+            .map(|t| {
+                format!(
+                    "{} {} {} {}",
+                    t["id"], t["state"], t["amount_micro_usdc"], t["signature"]
+                )
+            })
+            .collect();
+        assert_eq!(
+            funded - held,
+            served,
+            "{} {address}: paid exactly for what was served\n{theirs:#?}\n{refunds_to:#?}\n{}",
+            payer.network,
+            server.log()
+        );
+    }
+    let served_on = |network: &str| -> u64 {
+        payments
+            .iter()
+            .filter(|p| p["network"] == network && p["state"] == "served")
+            .map(|p| p["receipt"]["amountPaidMicroUsdc"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(base.usdc_of(&base_wallet).await, served_on("base"));
+    assert_eq!(solana.usdc_of(&solana_wallet).await.unwrap_or(0), served_on("solana"));
+    let refunds: Vec<&Value> = transfers
+        .iter()
+        .filter(|t| t["kind"] == "refund" && t["state"] == "confirmed")
+        .collect();
+    let refunded: Vec<&Value> = payments.iter().filter(|p| p["state"] == "refunded").collect();
+    assert_eq!(refunds.len(), refunded.len(), "one refund each");
+    eprintln!(
+        "{kills} kills; {} payments: {} served, {} refunded, {} failed",
+        payments.len(),
+        count("served"),
+        count("refunded"),
+        count("failed")
+    );
 }

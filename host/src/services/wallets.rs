@@ -209,6 +209,7 @@ pub async fn transfer(services: &Services, order: TransferOrder) -> Result<Trans
             memo: order.memo.clone(),
         })
         .await?;
+    crate::faults::crash_point("transfer:after_record");
 
     let chain = services.chains.get(network);
     let fail = |reason: String| store.finish_transfer(&id, TransferState::Failed, Some(reason));
@@ -226,6 +227,7 @@ pub async fn transfer(services: &Services, order: TransferOrder) -> Result<Trans
     store
         .set_transfer_signed(&id, &signed.id, &signed.raw, signed.valid_until)
         .await?;
+    crate::faults::crash_point("transfer:after_sign");
     if let Err(err) = chain.submit(&signed).await {
         if let ChainError::Refused(reason) = &err {
             fail(reason.clone()).await?;
@@ -233,7 +235,9 @@ pub async fn transfer(services: &Services, order: TransferOrder) -> Result<Trans
         // Unavailable: it may have gone out; the row stays pending for reconciliation.
         return Err(chain_error(network, err).into());
     }
+    crate::faults::crash_point("transfer:after_send");
     settle(services, network, &id, &signed).await?;
+    crate::faults::crash_point("transfer:after_confirm");
     let record = store
         .transfer(&id)
         .await?

@@ -190,10 +190,13 @@ pub async fn settle(
         Err(other) => return Err(chain_unavailable(network, other)),
     };
     drop(key);
+    crate::faults::crash_point("x402:after_sign");
     insert(services, record(&signed.id, Some(&signed))).await?;
+    crate::faults::crash_point("x402:after_record");
     let chain = services.chains.get(network);
     let submitted = chain.submit(&signed).await;
     drop(wallet_turn);
+    crate::faults::crash_point("x402:after_send");
     let landing = match submitted {
         Err(ChainError::Refused(reason)) => Landing::Dropped(reason),
         // Sent, or perhaps sent (the node did not answer): its landing tells.
@@ -213,6 +216,7 @@ pub async fn settle(
         tx: signed,
     };
     let transaction = conclude(services, scheme, &sent, landing).await?;
+    crate::faults::crash_point("x402:after_confirm");
     Ok(settled(transaction, claim))
 }
 

@@ -52,7 +52,10 @@ impl<'a> Refund<'a> {
         }
         let transfer_id = wallets::new_transfer_id();
         match services.store.start_refund(self.payment_id, &transfer_id, why).await {
-            Ok(true) => self.pay(services, transfer_id, why).await,
+            Ok(true) => {
+                crate::faults::crash_point("refund:after_start");
+                self.pay(services, transfer_id, why).await
+            }
             Ok(false) => None, // refunded or being refunded already, or never settled
             Err(err) => {
                 tracing::error!(payment = self.payment_id, "could not start the refund: {err}");
