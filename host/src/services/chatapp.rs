@@ -344,10 +344,11 @@ async fn send_with_retry(services: &Services, token: &str, body: &Value) -> Resu
     Ok(())
 }
 
-/// Splits text into Telegram-sized messages, preferring line breaks, then spaces.
+/// Splits text into Telegram-sized messages, preferring line breaks, then spaces. Telegram
+/// refuses a message that is only whitespace, so such parts are left out (never all of them).
 pub fn split_message(text: &str) -> Vec<String> {
     let text = if text.trim().is_empty() { "…" } else { text };
-    let mut parts = Vec::new();
+    let mut parts: Vec<String> = Vec::new();
     let mut rest: Vec<char> = text.chars().collect();
     while rest.len() > MAX_MESSAGE_CHARS {
         let window = &rest[..MAX_MESSAGE_CHARS];
@@ -362,6 +363,7 @@ pub fn split_message(text: &str) -> Vec<String> {
         rest.drain(..cut);
     }
     parts.push(rest.into_iter().collect());
+    parts.retain(|part| !part.trim().is_empty());
     parts
 }
 
@@ -385,5 +387,19 @@ mod tests {
             vec![4096, 4096, 808]
         );
         assert_eq!(parts.concat(), solid, "nothing lost");
+    }
+
+    #[test]
+    fn runs_of_whitespace_never_become_an_empty_message() {
+        // The telegram_update fuzz target's invariant pointed here: a window of only spaces
+        // was sent as an empty message, which Telegram refuses (and the rest of the reply).
+        let spaces_then_word = format!("{}end", " ".repeat(5_000));
+        assert_eq!(
+            split_message(&spaces_then_word),
+            vec![format!("{}end", " ".repeat(904))]
+        );
+        let word_then_spaces = format!("start{}", " ".repeat(5_000));
+        assert_eq!(split_message(&word_then_spaces), vec!["start"]);
+        assert_eq!(split_message(&format!("a{}", "\n".repeat(10_000))), vec!["a"]);
     }
 }
