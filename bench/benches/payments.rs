@@ -1,12 +1,15 @@
 //! x402 payment verification without the chain round trip (DESIGN §5: under 1 ms):
-//! decode the `X-PAYMENT` header, then every local rule and signature check, for a Base
-//! EIP-3009 authorization and for a Solana transaction in the standard x402 form.
+//! decode the payment header, then every local rule and signature check, for a Base
+//! EIP-3009 authorization and for a Solana transaction in the standard x402 form; each in
+//! version 1 (`X-PAYMENT`) and version 2 (`PAYMENT-SIGNATURE`, whose `accepted`
+//! requirement is also compared with the one offered).
 
 // Benchmarks: a failed unwrap stops the run with its reason.
 #![allow(clippy::unwrap_used)]
 
 use agent_host::money::MicroUsdc;
-use agent_host::x402::{decode_header, evm, svm};
+use agent_host::x402::wire::{self, NetworkNames, RequirementsV2, Version};
+use agent_host::x402::{evm, svm};
 use alloy::primitives::{B256, U256};
 use alloy::signers::SignerSync;
 use alloy::signers::local::PrivateKeySigner;
@@ -23,12 +26,54 @@ use solana_transaction::versioned::VersionedTransaction;
 
 const PRICE: u64 = 50_000;
 
-fn header(network: &str, payload: serde_json::Value) -> String {
-    let envelope = json!({ "x402Version": 1, "scheme": "exact", "network": network, "payload": payload });
-    base64::engine::general_purpose::STANDARD.encode(envelope.to_string())
+const BASE: NetworkNames<'static> = NetworkNames {
+    v1: "base",
+    v2: "eip155:8453",
+};
+const SOLANA: NetworkNames<'static> = NetworkNames {
+    v1: "solana",
+    v2: "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp",
+};
+
+/// One payload in both envelopes: (`X-PAYMENT`, `PAYMENT-SIGNATURE`, the v2 requirement).
+struct Headers {
+    v1: String,
+    v2: String,
+    offered: RequirementsV2,
 }
 
-fn base_payment() -> (String, evm::Expected) {
+fn headers(
+    network: NetworkNames<'_>,
+    pay_to: String,
+    asset: &str,
+    extra: serde_json::Value,
+    payload: serde_json::Value,
+) -> Headers {
+    let encode = |value: serde_json::Value| base64::engine::general_purpose::STANDARD.encode(value.to_string());
+    let v1 = json!({ "x402Version": 1, "scheme": "exact", "network": network.v1, "payload": payload });
+    let offered = RequirementsV2 {
+        scheme: "exact".into(),
+        network: network.v2.into(),
+        amount: PRICE.to_string(),
+        asset: asset.into(),
+        pay_to,
+        max_timeout_seconds: 60,
+        extra: extra.as_object().cloned().unwrap(),
+    };
+    let v2 = json!({
+        "x402Version": 2,
+        "resource": { "url": "https://pay.example.com/x402/base/agent", "mimeType": "application/json" },
+        "accepted": offered,
+        "payload": payload,
+    });
+    Headers {
+        v1: encode(v1),
+        v2: encode(v2),
+        offered,
+    }
+}
+
+fn base_payment() -> (Headers, evm::Expected) {
     let payer = PrivateKeySigner::random();
     let expected = evm::Expected {
         pay_to: PrivateKeySigner::random().address(),
@@ -57,10 +102,15 @@ fn base_payment() -> (String, evm::Expected) {
             "nonce": auth.nonce.to_string(),
         }
     });
-    (header("base", payload), expected)
+    let extra = json!({ "name": "USD Coin", "version": "2" });
+    let asset = expected.usdc.to_string();
+    (
+        headers(BASE, expected.pay_to.to_string(), &asset, extra, payload),
+        expected,
+    )
 }
 
-fn solana_payment() -> (String, svm::Expected) {
+fn solana_payment() -> (Headers, svm::Expected) {
     let payer = Keypair::new();
     let service = Keypair::new();
     let expected = svm::Expected {
@@ -96,26 +146,47 @@ fn solana_payment() -> (String, svm::Expected) {
         message,
     };
     let encoded = base64::engine::general_purpose::STANDARD.encode(bincode::serialize(&tx).unwrap());
-    (header("solana", json!({ "transaction": encoded })), expected)
+    let extra = json!({ "feePayer": service.pubkey().to_string() });
+    let payload = json!({ "transaction": encoded });
+    let asset = expected.mint.to_string();
+    (
+        headers(SOLANA, expected.pay_to.to_string(), &asset, extra, payload),
+        expected,
+    )
+}
+
+/// The envelope of `version`; v2's `accepted` must be the requirement offered.
+fn decode(version: Version, headers: &Headers, network: NetworkNames<'_>) -> wire::Payment {
+    let header = match version {
+        Version::V1 => &headers.v1,
+        Version::V2 => &headers.v2,
+    };
+    let payment = wire::decode_payment(version, header, network).unwrap();
+    if let Some(accepted) = &payment.accepted {
+        accepted.must_match(&headers.offered).unwrap();
+    }
+    payment
 }
 
 fn payments(c: &mut Criterion) {
-    let (base_header, base_expected) = base_payment();
-    c.bench_function("verify base (EIP-3009)", |b| {
-        b.iter(|| {
-            let decoded = decode_header(&base_header, "base").unwrap();
-            let auth = evm::decode(&decoded.payload).unwrap();
-            evm::verify(&auth, &base_expected, 1_800_000_000).unwrap();
-        })
-    });
-    let (solana_header, solana_expected) = solana_payment();
-    c.bench_function("verify solana (x402 exact)", |b| {
-        b.iter(|| {
-            let decoded = decode_header(&solana_header, "solana").unwrap();
-            let tx = svm::decode(&decoded.payload).unwrap();
-            svm::verify(tx, &solana_expected).unwrap();
-        })
-    });
+    let (base, base_expected) = base_payment();
+    let (solana, solana_expected) = solana_payment();
+    for (version, name) in [(Version::V1, "v1"), (Version::V2, "v2")] {
+        c.bench_function(&format!("verify base (EIP-3009) {name}"), |b| {
+            b.iter(|| {
+                let payment = decode(version, &base, BASE);
+                let auth = evm::decode(&payment.payload).unwrap();
+                evm::verify(&auth, &base_expected, 1_800_000_000).unwrap();
+            })
+        });
+        c.bench_function(&format!("verify solana (x402 exact) {name}"), |b| {
+            b.iter(|| {
+                let payment = decode(version, &solana, SOLANA);
+                let tx = svm::decode(&payment.payload).unwrap();
+                svm::verify(tx, &solana_expected).unwrap();
+            })
+        });
+    }
 }
 
 criterion_group!(benches, payments);

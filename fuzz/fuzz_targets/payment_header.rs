@@ -1,11 +1,13 @@
-//! The `X-PAYMENT` header as a payer sends it, arbitrary bytes: the envelope, then the
-//! network's payload (a Solana wire transaction, or an EIP-3009 authorization).
+//! The `X-PAYMENT` header (x402 version 1) as a payer sends it, arbitrary bytes: the
+//! envelope, then the network's payload (a Solana wire transaction, or an EIP-3009
+//! authorization). Version 2's header has its own target, `payment_signature`.
 //! Invariants: never panics; every refusal carries one of the documented codes; a Solana
 //! transaction that decodes re-serialises to exactly the bytes that were sent.
 
 #![no_main]
 
 use agent_host::money::MicroUsdc;
+use agent_host::x402::wire::{self, NetworkNames, Version};
 use agent_host::x402::{self, evm, svm};
 use base64::Engine;
 use libfuzzer_sys::fuzz_target;
@@ -36,8 +38,9 @@ fn documented(err: x402::PaymentError) {
 
 fuzz_target!(|data: &[u8]| {
     let header = String::from_utf8_lossy(data);
-    for network in ["solana", "base"] {
-        let decoded = match x402::decode_header(&header, network) {
+    for (network, v2) in [("solana", "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"), ("base", "eip155:8453")] {
+        let names = NetworkNames { v1: network, v2 };
+        let decoded = match wire::decode_payment(Version::V1, &header, names) {
             Ok(decoded) => decoded,
             Err(err) => {
                 documented(err);

@@ -141,6 +141,7 @@ fn chains(settings: &Settings) -> anyhow::Result<Chains> {
         usdc_mint: settings.solana_usdc_mint.clone(),
         commitment: settings.solana_commitment.clone(),
         rpc_timeout,
+        network_id: settings.solana_network_id.clone(),
     })
     .map_err(anyhow::Error::msg)?;
     let base = BaseChain::new(&BaseConfig {

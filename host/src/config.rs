@@ -259,6 +259,8 @@ settings! {
     solana_usdc_mint: String = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", "USDC mint on Solana (mainnet's)";
     solana_commitment: String = "confirmed", "when a Solana transfer counts as done: processed, confirmed or finalized";
     solana_cluster: String = "mainnet-beta", "the cluster named in Solana explorer links ({cluster})";
+    solana_network_id: Option<String> = "",
+        "the Solana chain's CAIP-2 id in x402 v2 (unset: solana: and the first 32 characters of its genesis hash, asked of the RPC); set it only for a fork standing in for another chain";
     solana_explorer_address_url: String = "https://explorer.solana.com/address/{address}?cluster={cluster}",
         "Solana explorer link to a wallet";
     solana_explorer_tx_url: String = "https://explorer.solana.com/tx/{signature}?cluster={cluster}",

@@ -28,3 +28,4 @@ mod x402;
 mod x402_abuse;
 mod x402_clients;
 mod x402_recovery;
+mod x402_v2;

@@ -1,7 +1,8 @@
-//! The real, published x402 clients pay the service end to end, on both local chains:
-//! `x402-fetch` 1.2.0 and `@x402/fetch` 2.x (version-1 schemes) each buy a message (the
-//! model's reply), a priced command and a long-running command (202, polled), and the
-//! money is checked on chain.
+//! The real, published x402 clients pay the service end to end, on both local chains,
+//! each set up as its own documentation says and nothing more: `x402-fetch` 1.2.0 (x402
+//! version 1) and `@x402/fetch` 2.x as its README's Quick Start (version 2 schemes only)
+//! each buy a message (the model's reply), a priced command and a long-running command
+//! (202, polled), on one route, and the money is checked on chain.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -9,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::fake_llm::{Policy, fake_openai, text};
-use crate::support::payers::{Paid, Payer, X402Client, pay_with};
+use crate::support::payers::{Paid, Payer, X402Client, network_id, pay_with};
 use crate::support::*;
 use crate::x402::{REPORT, paid_manifest};
 
@@ -54,10 +55,21 @@ fn assert_paid(client: X402Client, paid: &Paid, amount: u64, payer: &str, pay_to
     assert_eq!(receipt["amountPaidMicroUsdc"], amount, "{client:?}: {}", paid.body);
     assert_eq!(receipt["payer"], payer, "{client:?}");
     assert_eq!(receipt["payTo"], pay_to, "{client:?}");
+    // Each version's own header, with the network as that version names it.
+    let (version, named) = match client {
+        X402Client::Fetch1 => (1, network),
+        X402Client::Fetch2 => (2, network_id(network)),
+    };
+    assert_eq!(paid.body["x402Version"], version, "{client:?}: {}", paid.body);
+    assert_eq!(
+        paid.payment_response_header.as_deref(),
+        Some(client.response_header()),
+        "{client:?}"
+    );
     let header = &paid.payment_response;
     assert_eq!(header["success"], true, "{client:?}: {header}");
     assert_eq!(header["transaction"], receipt["transactionSignature"], "{client:?}");
-    assert_eq!(header["network"], network, "{client:?}");
+    assert_eq!(header["network"], named, "{client:?}");
     assert_eq!(header["payer"], payer, "{client:?}");
 }
 

@@ -4,12 +4,13 @@
 //   node pay.mjs CLIENT URL '<body JSON>'      (by hand, see the README's "Pay an agent")
 //
 // request: { client: "x402-fetch" | "@x402/fetch", network: "base" | "solana", url, body,
-//            key (Base: 0x-hex private key; Solana: base58 64-byte keypair), rpcUrl }
+//            key (Base: 0x-hex private key; Solana: base58 64-byte keypair), rpcUrl,
+//            networkId (v2 only: the CAIP-2 id the client registers; default eip155:* / solana:*) }
 // By hand, the network comes from the URL (/x402/{network}/...), the key from
 // PAYER_BASE_KEY / PAYER_SOLANA_KEY and the RPC from AGENT_HOST_{BASE,SOLANA}_RPC_URL.
-// Prints one JSON line: { status, body, paymentResponse } where paymentResponse is the
-// decoded X-PAYMENT-RESPONSE header (null when absent). A client that throws exits 1
-// with its message on stderr.
+// Prints one JSON line: { status, body, paymentResponse, paymentResponseHeader } where
+// paymentResponse is the decoded PAYMENT-RESPONSE (v2) or X-PAYMENT-RESPONSE (v1) header
+// (null when absent). A client that throws exits 1 with its message on stderr.
 import { createWalletClient, http, publicActions } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
@@ -52,18 +53,23 @@ async function legacyFetch() {
   return wrapFetchWithPayment(fetch, await solanaSigner(), undefined, undefined, config);
 }
 
-// @x402/fetch 2.x with its version-1 schemes (the server speaks x402 version 1).
+// @x402/fetch 2.x set up as its README's Quick Start shows: version-2 schemes only, one
+// per CAIP-2 network, nothing else configured (Solana: the RPC, a documented option of
+// ExactSvmScheme, since the chain is local).
 async function currentFetch() {
-  const { wrapFetchWithPayment, x402Client } = await import("@x402/fetch");
-  const client = new x402Client();
+  const { wrapFetchWithPaymentFromConfig } = await import("@x402/fetch");
   if (request.network === "base") {
-    const { ExactEvmSchemeV1 } = await import("@x402/evm/v1");
-    client.registerV1("base", new ExactEvmSchemeV1(privateKeyToAccount(request.key)));
-  } else {
-    const { ExactSvmSchemeV1 } = await import("@x402/svm/v1");
-    client.registerV1("solana", new ExactSvmSchemeV1(await solanaSigner(), { rpcUrl: request.rpcUrl }));
+    const { ExactEvmScheme } = await import("@x402/evm");
+    return wrapFetchWithPaymentFromConfig(fetch, {
+      schemes: [{ network: request.networkId ?? "eip155:*", client: new ExactEvmScheme(privateKeyToAccount(request.key)) }],
+    });
   }
-  return wrapFetchWithPayment(fetch, client);
+  const { ExactSvmScheme } = await import("@x402/svm");
+  return wrapFetchWithPaymentFromConfig(fetch, {
+    schemes: [
+      { network: request.networkId ?? "solana:*", client: new ExactSvmScheme(await solanaSigner(), { rpcUrl: request.rpcUrl }) },
+    ],
+  });
 }
 
 const clients = { "x402-fetch": legacyFetch, "@x402/fetch": currentFetch };
@@ -83,6 +89,7 @@ try {
 } catch {
   body = text;
 }
-const header = response.headers.get("x-payment-response");
+const paymentResponseHeader = ["payment-response", "x-payment-response"].find((name) => response.headers.has(name)) ?? null;
+const header = paymentResponseHeader && response.headers.get(paymentResponseHeader);
 const paymentResponse = header ? JSON.parse(Buffer.from(header, "base64").toString("utf8")) : null;
-console.log(JSON.stringify({ status: response.status, body, paymentResponse }));
+console.log(JSON.stringify({ status: response.status, body, paymentResponse, paymentResponseHeader }));

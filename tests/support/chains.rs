@@ -19,6 +19,10 @@ use serde_json::{Value, json};
 
 /// Base mainnet's USDC address; the tests' USDC lives there too.
 pub const BASE_USDC: &str = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+/// Solana mainnet's CAIP-2 id. The local Solana chain stands in for mainnet (its mint is
+/// mainnet USDC's address) and is named so, as Anvil stands in for Base with chain id 8453:
+/// the v2 clients know only mainnet, devnet and testnet ids.
+pub const SOLANA_MAINNET_ID: &str = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
 /// Anvil's first dev account (unlocked): deploys, owns and mints the USDC.
 const ANVIL_DEV: &str = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 
@@ -477,6 +481,7 @@ impl LocalSolana {
             ("AGENT_HOST_SOLANA_RPC_URL", self.rpc_url.clone()),
             ("AGENT_HOST_SOLANA_USDC_MINT", self.mint.clone()),
             ("AGENT_HOST_SOLANA_CLUSTER", "custom".into()),
+            ("AGENT_HOST_SOLANA_NETWORK_ID", SOLANA_MAINNET_ID.into()),
         ]
     }
 }

@@ -1,5 +1,6 @@
 //! The real, published x402 clients paying the service: `tests/node/pay.mjs` drives
-//! `x402-fetch` 1.2.0 or `@x402/fetch` 2.x (its version-1 schemes) through one paid request.
+//! `x402-fetch` 1.2.0 (x402 version 1) or `@x402/fetch` 2.x as its README's Quick Start
+//! sets it up (version 2 only) through one paid request.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -10,7 +11,8 @@ use serde_json::{Value, json};
 pub enum X402Client {
     /// `x402-fetch` 1.2.0, x402 version 1.
     Fetch1,
-    /// `@x402/fetch` 2.x with `ExactEvmSchemeV1` / `ExactSvmSchemeV1`.
+    /// `@x402/fetch` 2.x with `ExactEvmScheme` / `ExactSvmScheme` on one CAIP-2 network:
+    /// x402 version 2 only.
     Fetch2,
 }
 
@@ -22,6 +24,23 @@ impl X402Client {
             X402Client::Fetch1 => "x402-fetch",
             X402Client::Fetch2 => "@x402/fetch",
         }
+    }
+
+    /// The header its answer's settlement comes in.
+    pub fn response_header(self) -> &'static str {
+        match self {
+            X402Client::Fetch1 => "x-payment-response",
+            X402Client::Fetch2 => "payment-response",
+        }
+    }
+}
+
+/// The CAIP-2 ids the test server names its chains by: the local chains stand in for
+/// mainnet (Anvil runs chain id 8453; the Solana chain is given mainnet's id).
+pub fn network_id(network: &str) -> &'static str {
+    match network {
+        "base" => "eip155:8453",
+        _ => super::chains::SOLANA_MAINNET_ID,
     }
 }
 
@@ -69,8 +88,10 @@ impl Payer<'static> {
 pub struct Paid {
     pub status: u16,
     pub body: Value,
-    /// The decoded `X-PAYMENT-RESPONSE` header; `Null` when absent.
+    /// The decoded `PAYMENT-RESPONSE` or `X-PAYMENT-RESPONSE` header; `Null` when absent.
     pub payment_response: Value,
+    /// Which of the two it was.
+    pub payment_response_header: Option<String>,
 }
 
 /// Lets `client` pay for one `POST url` with `body`: it reads our 402, signs a payment and
@@ -86,7 +107,7 @@ pub async fn try_pay_with(client: X402Client, payer: &Payer<'_>, url: &str, body
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/node/pay.mjs");
     let request = json!({
         "client": client.package(), "network": payer.network, "key": payer.key,
-        "rpcUrl": payer.rpc_url, "url": url, "body": body,
+        "rpcUrl": payer.rpc_url, "url": url, "body": body, "networkId": network_id(payer.network),
     });
     let run = tokio::process::Command::new("node")
         .arg(&script)
@@ -109,5 +130,6 @@ pub async fn try_pay_with(client: X402Client, payer: &Payer<'_>, url: &str, body
         status: reply["status"].as_u64().unwrap() as u16,
         body: reply["body"].clone(),
         payment_response: reply["paymentResponse"].clone(),
+        payment_response_header: reply["paymentResponseHeader"].as_str().map(str::to_string),
     })
 }

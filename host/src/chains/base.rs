@@ -440,6 +440,11 @@ impl UsdcChain for BaseChain {
         &self.usdc_text
     }
 
+    fn network_id(&self) -> ChainFuture<'_, String> {
+        let id = format!("eip155:{}", self.chain_id);
+        Box::pin(async move { Ok(id) })
+    }
+
     fn balances<'a>(&'a self, owner: &'a str) -> ChainFuture<'a, Balances> {
         Box::pin(async move {
             let owner = parse_address(owner).map_err(ChainError::Refused)?;

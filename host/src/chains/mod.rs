@@ -80,6 +80,9 @@ pub trait UsdcChain: Send + Sync {
     fn network(&self) -> Network;
     /// The USDC asset this chain is configured with (mint or contract address).
     fn usdc_asset(&self) -> &str;
+    /// The chain's CAIP-2 id, read from the chain configured (`eip155:8453`,
+    /// `solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp`), so a testnet is never named mainnet.
+    fn network_id(&self) -> ChainFuture<'_, String>;
     fn balances<'a>(&'a self, owner: &'a str) -> ChainFuture<'a, Balances>;
     /// Checks funds and fees, then builds and signs a transfer of `amount` USDC from
     /// `key` to `recipient`. Nothing is sent. Where the recipient needs an account to hold

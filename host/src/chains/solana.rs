@@ -31,6 +31,9 @@ pub struct SolanaConfig {
     /// `processed`, `confirmed` or `finalized`: when a transfer counts as done.
     pub commitment: String,
     pub rpc_timeout: Duration,
+    /// The CAIP-2 id to use instead of the one derived from the genesis hash: for a fork
+    /// that stands in for another chain (a local Surfpool standing in for mainnet).
+    pub network_id: Option<String>,
 }
 
 pub struct SolanaChain {
@@ -38,6 +41,32 @@ pub struct SolanaChain {
     mint: Pubkey,
     mint_text: String,
     commitment: String,
+    /// Asked of the chain once: a chain's genesis never changes.
+    network_id: tokio::sync::OnceCell<String>,
+    /// When asking last failed: not asked again for a while, so a chain that is down does
+    /// not slow every price list.
+    network_id_failed: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+/// How long the genesis hash is waited for, and how long after a failure it is not asked.
+const NETWORK_ID_WAIT: Duration = Duration::from_secs(3);
+const NETWORK_ID_RETRY: Duration = Duration::from_secs(10);
+
+/// CAIP-2 names a Solana chain by the first 32 characters of its genesis hash.
+pub fn caip2_of_genesis(genesis_hash: &str) -> String {
+    format!("solana:{}", genesis_hash.get(..32).unwrap_or(genesis_hash))
+}
+
+/// `solana:` and 1 to 32 base58 characters, as CAIP-2 allows.
+fn check_network_id(id: &str) -> Result<(), String> {
+    let reference = id.strip_prefix("solana:").unwrap_or_default();
+    let base58 = |c: char| c.is_ascii_alphanumeric() && !matches!(c, '0' | 'O' | 'I' | 'l');
+    if reference.is_empty() || reference.len() > 32 || !reference.chars().all(base58) {
+        return Err(format!(
+            "solana_network_id: '{id}' is not a CAIP-2 Solana id (solana: and up to 32 base58 characters of the genesis hash)"
+        ));
+    }
+    Ok(())
 }
 
 /// A base58 public key of 32 bytes.
@@ -84,11 +113,18 @@ impl SolanaChain {
                 config.commitment
             ));
         }
+        let network_id = tokio::sync::OnceCell::new();
+        if let Some(id) = &config.network_id {
+            check_network_id(id)?;
+            let _ = network_id.set(id.clone());
+        }
         Ok(SolanaChain {
             rpc: JsonRpc::new(&config.rpc_url, config.rpc_timeout),
             mint,
             mint_text: config.usdc_mint.clone(),
             commitment: config.commitment.clone(),
+            network_id,
+            network_id_failed: std::sync::Mutex::new(None),
         })
     }
 
@@ -410,6 +446,35 @@ impl UsdcChain for SolanaChain {
         &self.mint_text
     }
 
+    fn network_id(&self) -> ChainFuture<'_, String> {
+        Box::pin(async move {
+            if let Some(id) = self.network_id.get() {
+                return Ok(id.clone());
+            }
+            let failed = || self.network_id_failed.lock().unwrap_or_else(|p| p.into_inner());
+            if failed().is_some_and(|at| at.elapsed() < NETWORK_ID_RETRY) {
+                return Err(ChainError::Unavailable(
+                    "the chain's genesis hash is not known yet".into(),
+                ));
+            }
+            let ask = self.network_id.get_or_try_init(|| async {
+                let genesis: String = self.rpc.call("getGenesisHash", json!([])).await?;
+                Ok::<_, ChainError>(caip2_of_genesis(&genesis))
+            });
+            match tokio::time::timeout(NETWORK_ID_WAIT, ask).await {
+                Ok(Ok(id)) => Ok(id.clone()),
+                Ok(Err(err)) => {
+                    *failed() = Some(std::time::Instant::now());
+                    Err(err)
+                }
+                Err(_) => {
+                    *failed() = Some(std::time::Instant::now());
+                    Err(ChainError::Unavailable("getGenesisHash did not answer in time".into()))
+                }
+            }
+        })
+    }
+
     fn balances<'a>(&'a self, owner: &'a str) -> ChainFuture<'a, Balances> {
         Box::pin(async move {
             let owner = parse_address(owner).map_err(ChainError::Refused)?;
@@ -446,5 +511,34 @@ impl UsdcChain for SolanaChain {
 
     fn landing<'a>(&'a self, tx: &'a SignedTx) -> ChainFuture<'a, Landing> {
         Box::pin(self.status_of(&tx.id, tx.valid_until))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chain_is_named_by_its_genesis_hash() {
+        // Mainnet's and devnet's genesis hashes, as getGenesisHash returns them.
+        assert_eq!(
+            caip2_of_genesis("5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d"),
+            "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"
+        );
+        assert_eq!(
+            caip2_of_genesis("EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG"),
+            "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1"
+        );
+        assert_eq!(check_network_id("solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"), Ok(()));
+        for wrong in [
+            "solana",
+            "solana:",
+            "mainnet",
+            "solana:devnet0",
+            "eip155:8453",
+            "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpX",
+        ] {
+            assert!(check_network_id(wrong).is_err(), "{wrong}");
+        }
     }
 }

@@ -35,6 +35,7 @@ async fn descriptor() -> axum::Json<Value> {
             "walletTransfer": "POST /v1/agents/{agentId}/wallet/{network}/transfer",
             "x402Requirements": "GET /x402/{network}/{agentId}",
             "x402Invoke": "POST /x402/{network}/{agentId}",
+            "x402Discovery": "GET /.well-known/x402",
         },
         "documentation": "/openapi.json",
     }))

@@ -273,7 +273,7 @@ pub const OPERATIONS: &[Operation] = &[
         method: "get",
         path: "/x402/{network}/{agentId}",
         id: "x402Requirements",
-        summary: "What a paid call to the agent costs (x402 version 1)",
+        summary: "What a paid call to the agent costs: x402 version 1 in the body, version 2 in the PAYMENT-REQUIRED header",
         keyed: false,
         pending: false,
         request: None,
@@ -289,7 +289,7 @@ pub const OPERATIONS: &[Operation] = &[
         method: "post",
         path: "/x402/{network}/{agentId}",
         id: "x402Invoke",
-        summary: "A paid interaction with the agent (X-PAYMENT header); without it, 402 with the price of what was asked",
+        summary: "A paid interaction with the agent (X-PAYMENT for x402 version 1, PAYMENT-SIGNATURE for version 2); without either, 402 with the price of what was asked in both versions",
         keyed: false,
         pending: false,
         request: Some(|| {
@@ -304,7 +304,12 @@ pub const OPERATIONS: &[Operation] = &[
         response: || json!({ "type": "object" }),
         errors: &[
             (400, "validation_error"),
+            (400, "invalid_payment"),
             (402, "payment_required"),
+            (402, "invalid_payment"),
+            (402, "unsupported_x402_version"),
+            (402, "wrong_network"),
+            (402, "payment_requirement_mismatch"),
             (402, "payment_amount_mismatch"),
             (402, "invalid_signature"),
             (402, "settlement_failed"),
@@ -318,7 +323,27 @@ pub const OPERATIONS: &[Operation] = &[
             (500, "internal_error"),
         ],
     },
+    Operation {
+        method: "get",
+        path: "/.well-known/x402",
+        id: "x402Discovery",
+        summary: "Every agent for sale here over x402, as a discovery list (x402 v2 specification §8, served by the origin)",
+        keyed: false,
+        pending: false,
+        request: None,
+        response: || json!({ "$ref": "#/components/schemas/DiscoveryList" }),
+        errors: &[(400, "validation_error"), (429, "rate_limit_exceeded")],
+    },
 ];
+
+/// The paid API's answers: its own error envelope, and both versions' headers.
+fn is_x402(path: &str) -> bool {
+    path.starts_with("/x402/") || path == "/.well-known/x402"
+}
+
+fn header(description: &str) -> Value {
+    json!({ "description": description, "schema": { "type": "string" } })
+}
 
 fn success(data: Value) -> Value {
     json!({ "type": "object", "required": ["success", "data"], "properties": {
@@ -359,7 +384,7 @@ pub fn document() -> Value {
         }
         for (status, code) in errors {
             // The paid API has its own envelope; its 402 is the price list or a refusal.
-            let schema = match (op.path.starts_with("/x402/"), status) {
+            let schema = match (is_x402(op.path), status) {
                 (true, 402) => json!({ "oneOf": [
                     { "$ref": "#/components/schemas/PaymentRequired" },
                     { "$ref": "#/components/schemas/X402Error" },
@@ -396,6 +421,37 @@ pub fn document() -> Value {
                 "content": { "application/json": { "schema": { "type": "object",
                     "required": ["success", "jobId", "statusUrl", "retryAfterSeconds", "receipt"] } } },
             });
+            let settled = json!({
+                "X-PAYMENT-RESPONSE": header("x402 version 1: base64 of {success, transaction, network, payer}"),
+                "PAYMENT-RESPONSE": header("x402 version 2: base64 of {success, transaction, network (CAIP-2), payer}"),
+            });
+            for status in ["200", "202"] {
+                operation["responses"][status]["headers"] = settled.clone();
+            }
+            if let Some(parameters) = operation["parameters"].as_array_mut() {
+                parameters.push(json!({ "name": "X-PAYMENT", "in": "header", "required": false,
+                    "description": "x402 version 1: base64 of {x402Version: 1, scheme, network, payload}",
+                    "schema": { "type": "string" } }));
+                parameters.push(json!({ "name": "PAYMENT-SIGNATURE", "in": "header", "required": false,
+                    "description": "x402 version 2: base64 of {x402Version: 2, accepted, payload, resource?, extensions?}",
+                    "schema": { "type": "string" } }));
+            }
+        }
+        if op.id == "x402Requirements" || op.id == "x402Invoke" {
+            let status = if op.id == "x402Invoke" { "402" } else { "200" };
+            operation["responses"][status]["headers"] = json!({
+                "PAYMENT-REQUIRED": header("x402 version 2: base64 of {x402Version: 2, error, resource, accepts, extensions}; absent while the chain's CAIP-2 id is unknown"),
+            });
+        }
+        if op.id == "x402Discovery"
+            && let Some(parameters) = operation["parameters"].as_array_mut()
+        {
+            parameters.push(json!({ "name": "limit", "in": "query", "required": false,
+                "schema": { "type": "integer", "minimum": 1, "maximum": 100, "default": 20 } }));
+            parameters.push(json!({ "name": "offset", "in": "query", "required": false,
+                "schema": { "type": "integer", "minimum": 0, "maximum": 1000000, "default": 0 } }));
+            parameters.push(json!({ "name": "type", "in": "query", "required": false,
+                "schema": { "type": "string" } }));
         }
         if op.id == "listCommands"
             && let Some(parameters) = operation["parameters"].as_array_mut()
@@ -427,10 +483,22 @@ pub fn document() -> Value {
                 }}},
                 "X402Error": { "type": "object", "required": ["success", "error", "code", "x402Version"], "properties": {
                     "success": { "const": false }, "error": { "type": "string" }, "code": { "type": "string" },
-                    "x402Version": { "type": "integer" },
+                    "x402Version": { "type": "integer", "enum": [1, 2] },
                 }},
                 "PaymentRequired": { "type": "object", "required": ["x402Version", "error", "accepts"], "properties": {
-                    "x402Version": { "type": "integer" }, "error": { "type": "string" }, "accepts": { "type": "array" },
+                    "x402Version": { "type": "integer", "const": 1 }, "error": { "type": "string" }, "accepts": { "type": "array" },
+                }},
+                "DiscoveryList": { "type": "object", "required": ["x402Version", "items", "pagination"], "properties": {
+                    "x402Version": { "type": "integer", "const": 2 },
+                    "items": { "type": "array", "items": { "type": "object",
+                        "required": ["resource", "type", "x402Version", "accepts", "lastUpdated"], "properties": {
+                            "resource": { "type": "string" }, "type": { "type": "string" },
+                            "x402Version": { "type": "integer", "enum": [1, 2] }, "accepts": { "type": "array" },
+                            "lastUpdated": { "type": "integer" }, "metadata": { "type": "object" },
+                        }}},
+                    "pagination": { "type": "object", "required": ["limit", "offset", "total"], "properties": {
+                        "limit": { "type": "integer" }, "offset": { "type": "integer" }, "total": { "type": "integer" },
+                    }},
                 }},
                 "ChatMessage": { "type": "object", "required": ["role", "content"], "properties": {
                     "role": { "type": "string", "enum": ["user", "assistant"] }, "content": { "type": "string" },

@@ -11,20 +11,22 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::app::AppState;
-use crate::error::{ApiError, ApiPath, rate_headers};
+use crate::domain::Command;
+use crate::error::{ApiError, ApiPath, ApiQuery, rate_headers};
+use crate::money::MicroUsdc;
 use crate::plugins::Origin;
 use crate::services::chat::{self, ChatInput};
 use crate::services::payments::{self, Offer};
 use crate::services::{ServiceError, commands, params};
-pub use crate::x402::X402_VERSION;
+use crate::x402::wire::{self, PAYMENT_REQUIRED_HEADER, Payment, SettleResponse, Version};
 
 pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/x402/{network}/{agent_id}", get(requirements).post(invoke))
+        .route("/.well-known/x402", get(discovery))
         .route_layer(axum::middleware::from_fn_with_state(state, limit_clients))
 }
 
@@ -36,7 +38,7 @@ async fn limit_clients(State(state): State<AppState>, request: Request, next: Ne
     let mut response = if decision.allowed {
         next.run(request).await
     } else {
-        x402_error(ServiceError::RateLimited(decision).into())
+        x402_error(ServiceError::RateLimited(decision).into(), Version::V1)
     };
     if !response.headers().contains_key("x-ratelimit-limit") {
         response.headers_mut().extend(rate_headers(&decision));
@@ -66,35 +68,70 @@ fn client_address(request: &Request, header: Option<&str>) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-/// Any failure, in the paid API's envelope (with the error's headers: Retry-After...).
-fn x402_error(err: ApiError) -> Response {
-    let body = json!({ "success": false, "error": err.message, "code": err.code, "x402Version": X402_VERSION });
+/// Any failure, in the paid API's envelope (with the error's headers: Retry-After...),
+/// in the version the payer spoke.
+fn x402_error(err: ApiError, version: Version) -> Response {
+    let body = json!({ "success": false, "error": err.message, "code": err.code, "x402Version": version.number() });
     let mut response = (err.status, axum::Json(body)).into_response();
     response.headers_mut().extend(err.headers);
     response
 }
 
-/// `{x402Version, error, accepts}`: what the request costs.
-fn payment_required(status: StatusCode, accepts: Value) -> Response {
-    let body = json!({
-        "x402Version": X402_VERSION,
-        "error": "X-PAYMENT header is required",
-        "accepts": [accepts],
-    });
-    (status, axum::Json(body)).into_response()
+/// What the request costs, in both versions at once: the v1 body `{x402Version, error,
+/// accepts}` and the v2 `PAYMENT-REQUIRED` header. A v2 client reads the header, a v1
+/// client the body; neither has anything to configure.
+fn payment_required(
+    state: &AppState,
+    status: StatusCode,
+    offer: &Offer,
+    price: MicroUsdc,
+    command: Option<&Command>,
+) -> Response {
+    let (v1, v2) = offer.payment_required(&state.services, price, command, None);
+    let mut response = (status, axum::Json(v1)).into_response();
+    if let Some(v2) = v2 {
+        insert_header(&mut response, PAYMENT_REQUIRED_HEADER, &wire::encode_header(&v2));
+    }
+    response
 }
 
-async fn find_offer(state: &AppState, network: &str, agent_id: &str) -> Result<Offer, Response> {
-    let network = crate::domain::Network::parse(network).ok_or_else(|| {
-        x402_error(ApiError::new(
+fn insert_header(response: &mut Response, name: &'static str, value: &str) {
+    if let Ok(value) = axum::http::HeaderValue::from_str(value) {
+        response.headers_mut().insert(name, value);
+    }
+}
+
+/// The payment header a request carries, and its version; none is a request for the price.
+fn presented(headers: &HeaderMap) -> Result<Option<(Version, String)>, ApiError> {
+    let read = |version: Version| {
+        headers
+            .get(version.payment_header())
+            .map(|v| (version, v.to_str().unwrap_or_default().to_string()))
+    };
+    match (read(Version::V1), read(Version::V2)) {
+        (Some(_), Some(_)) => Err(ApiError::new(
             StatusCode::BAD_REQUEST,
-            "unsupported_network",
-            format!("Network '{network}' is not served: use solana or base"),
-        ))
+            "invalid_payment",
+            "Send one payment: X-PAYMENT (x402 version 1) or PAYMENT-SIGNATURE (version 2), not both",
+        )),
+        (one, other) => Ok(one.or(other)),
+    }
+}
+
+async fn find_offer(state: &AppState, network: &str, agent_id: &str, version: Version) -> Result<Offer, Response> {
+    let network = crate::domain::Network::parse(network).ok_or_else(|| {
+        x402_error(
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "unsupported_network",
+                format!("Network '{network}' is not served: use solana or base"),
+            ),
+            version,
+        )
     })?;
     payments::offer(&state.services, agent_id, network)
         .await
-        .map_err(|e| x402_error(e.into()))
+        .map_err(|e| x402_error(e.into(), version))
 }
 
 /// GET: the agent's price list, as a payment requirement for a plain message.
@@ -102,13 +139,50 @@ async fn requirements(
     State(state): State<AppState>,
     ApiPath((network, agent_id)): ApiPath<(String, String)>,
 ) -> Response {
-    match find_offer(&state, &network, &agent_id).await {
-        Ok(offer) => payment_required(
-            StatusCode::OK,
-            offer.requirement(&state.services, offer.default_price, None),
-        ),
+    match find_offer(&state, &network, &agent_id, Version::V1).await {
+        Ok(offer) => payment_required(&state, StatusCode::OK, &offer, offer.default_price, None),
         Err(response) => response,
     }
+}
+
+/// `GET /.well-known/x402?limit=&offset=&type=`: every agent for sale here, in the shape
+/// of the facilitators' discovery list (x402 v2 specification §8), served by the origin
+/// itself as proposed in x402-foundation/x402#2582.
+async fn discovery(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<std::collections::HashMap<String, String>>,
+) -> Response {
+    let number = |name: &str, default: usize, range: std::ops::RangeInclusive<usize>| match query.get(name) {
+        None => Ok(default),
+        Some(text) => text.parse::<usize>().ok().filter(|n| range.contains(n)).ok_or_else(|| {
+            ApiError::validation(format!(
+                "Invalid query parameter '{name}': must be an integer from {} to {}",
+                range.start(),
+                range.end()
+            ))
+        }),
+    };
+    let page = number("limit", 20, 1..=100).and_then(|limit| Ok((limit, number("offset", 0, 0..=1_000_000)?)));
+    let (limit, offset) = match page {
+        Ok(page) => page,
+        Err(err) => return x402_error(err, Version::V2),
+    };
+    // Every resource here is an HTTP one.
+    let wanted = query.get("type").is_none_or(|kind| kind == "http");
+    let catalog = match payments::catalog::catalog(&state.services, if wanted { limit } else { 0 }, offset).await {
+        Ok(catalog) => catalog,
+        Err(err) => return x402_error(err.into(), Version::V2),
+    };
+    let list = wire::DiscoveryList {
+        x402_version: 2,
+        items: catalog.items,
+        pagination: wire::Pagination {
+            limit,
+            offset,
+            total: if wanted { catalog.total } else { 0 },
+        },
+    };
+    axum::Json(list).into_response()
 }
 
 /// What a paid request asks for: a message (a leading `/command` runs it) or a command.
@@ -169,41 +243,46 @@ fn read_request(body: &[u8]) -> Result<Asked, ApiError> {
     }
 }
 
-/// POST: without `X-PAYMENT`, a 402 priced for exactly what was asked.
+/// POST: without a payment, a 402 priced for exactly what was asked.
 async fn invoke(
     State(state): State<AppState>,
     ApiPath((network, agent_id)): ApiPath<(String, String)>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let offer = match find_offer(&state, &network, &agent_id).await {
+    let presented = match presented(&headers) {
+        Ok(presented) => presented,
+        Err(err) => return x402_error(err, Version::V1),
+    };
+    let version = presented.as_ref().map(|(v, _)| *v).unwrap_or(Version::V1);
+    let offer = match find_offer(&state, &network, &agent_id, version).await {
         Ok(offer) => offer,
         Err(response) => return response,
     };
     let asked = match read_request(&body) {
         Ok(asked) => asked,
-        Err(err) => return x402_error(err),
+        Err(err) => return x402_error(err, version),
     };
     let command = match &asked.command {
         None => None,
         Some(name) => match offer.command(name) {
             Some(command) => Some(command),
             None => {
-                return x402_error(ApiError::new(
-                    StatusCode::NOT_FOUND,
-                    "command_not_found",
-                    format!("The agent offers no paid command '/{name}'"),
-                ));
+                return x402_error(
+                    ApiError::new(
+                        StatusCode::NOT_FOUND,
+                        "command_not_found",
+                        format!("The agent offers no paid command '/{name}'"),
+                    ),
+                    version,
+                );
             }
         },
     };
     let price = command.map(|c| offer.price_of(c)).unwrap_or(offer.default_price);
-    if !headers.contains_key("x-payment") {
-        return payment_required(
-            StatusCode::PAYMENT_REQUIRED,
-            offer.requirement(&state.services, price, command),
-        );
-    }
+    let Some((version, header)) = presented else {
+        return payment_required(&state, StatusCode::PAYMENT_REQUIRED, &offer, price, command);
+    };
     // A request that cannot run is refused before any money moves.
     if let Some(command) = command
         && let Err(message) = params::resolve(
@@ -213,21 +292,43 @@ async fn invoke(
             asked.raw_text.as_deref(),
         )
     {
-        return x402_error(ApiError::validation(message));
+        return x402_error(ApiError::validation(message), version);
     }
-    let header = headers
-        .get("x-payment")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
+    let refused = |err: ServiceError| {
+        let err: ApiError = err.into();
+        let (status, reason) = (err.status, err.message.clone());
+        let mut response = x402_error(err, version);
+        // A v2 client reads why in the PAYMENT-REQUIRED header of the 402, as the
+        // reference servers send it.
+        if version == Version::V2
+            && status == StatusCode::PAYMENT_REQUIRED
+            && let (_, Some(v2)) = offer.payment_required(&state.services, price, command, Some(reason))
+        {
+            insert_header(&mut response, PAYMENT_REQUIRED_HEADER, &wire::encode_header(&v2));
+        }
+        response
+    };
+    if version == Version::V2 && offer.network_id.is_none() {
+        // The chain has not told us its id yet, so no v2 payment can be checked.
+        let unknown = crate::services::wallets::WalletError::ChainUnavailable {
+            network: offer.network,
+            detail: "its CAIP-2 id (genesis hash) is not known yet".into(),
+        };
+        return x402_error(ServiceError::from(unknown).into(), version);
+    }
+    let payment: Payment = match wire::decode_payment(version, &header, offer.network_names()) {
+        Ok(payment) => payment,
+        Err(err) => return refused(payments::X402Error::Refused(err).into()),
+    };
     let services = &state.services;
     let purchase = payments::Purchase {
         price,
         command: command.map(|c| c.def.name.as_str()),
         request: &asked.body,
     };
-    let settled = match payments::settle(services, &offer, header, purchase).await {
+    let settled = match payments::settle(services, &offer, &payment, purchase).await {
         Ok(settled) => settled,
-        Err(err) => return x402_error(err.into()),
+        Err(err) => return refused(err),
     };
     let agent = &offer.agent;
     let outcome = match command {
@@ -256,7 +357,8 @@ async fn invoke(
                 .map(|r| (r.response, "text".to_string(), None, None))
         }
     };
-    let payment_response = payment_response_header(&settled, offer.network);
+    let payment_response = payment_response_header(&settled, &offer, version);
+    let response_header = version.response_header();
     let now = crate::clock::iso(crate::clock::now_ms());
     // `refund`: Some for a failure that is refunded (its signature, or null while it is on its way).
     let failed = |err: ApiError, refund: Option<Option<String>>| {
@@ -264,7 +366,7 @@ async fn invoke(
             "success": false,
             "error": err.message,
             "code": err.code,
-            "x402Version": X402_VERSION,
+            "x402Version": version.number(),
             "receipt": settled.receipt(),
         });
         if let Some(signature) = refund {
@@ -272,7 +374,7 @@ async fn invoke(
         }
         (
             err.status,
-            [("x-payment-response", payment_response.clone())],
+            [(response_header, payment_response.clone())],
             axum::Json(body),
         )
             .into_response()
@@ -312,11 +414,11 @@ async fn invoke(
             body["receipt"] = settled.receipt();
             body["agentId"] = json!(agent.id);
             body["timestamp"] = json!(now);
-            body["x402Version"] = json!(X402_VERSION);
+            body["x402Version"] = json!(version.number());
             if let Some(url) = media_url.filter(|_| format == "image") {
                 body["imageUrl"] = json!(url);
             }
-            (status, [("x-payment-response", payment_response)], axum::Json(body)).into_response()
+            (status, [(response_header, payment_response)], axum::Json(body)).into_response()
         }
         // The payer's own input, refused by the command after its parameters were checked:
         // the work ran and answered, so the payment counts as served (see payments::refund).
@@ -337,13 +439,20 @@ async fn invoke(
     }
 }
 
-/// `X-PAYMENT-RESPONSE`: base64 of `{success, transaction, network, payer}`.
-fn payment_response_header(settled: &payments::Settled, network: crate::domain::Network) -> String {
-    let value = json!({
-        "success": true,
-        "transaction": settled.transaction,
-        "network": network.as_str(),
-        "payer": settled.payer,
-    });
-    base64::engine::general_purpose::STANDARD.encode(value.to_string())
+/// `X-PAYMENT-RESPONSE` (v1) or `PAYMENT-RESPONSE` (v2): base64 of `{success,
+/// transaction, network, payer}`, the network named as the payment's version names it.
+fn payment_response_header(settled: &payments::Settled, offer: &Offer, version: Version) -> String {
+    let names = offer.network_names();
+    let response = SettleResponse {
+        success: true,
+        error_reason: None,
+        transaction: settled.transaction.clone(),
+        network: match version {
+            Version::V1 => names.v1,
+            Version::V2 => names.v2,
+        }
+        .to_string(),
+        payer: settled.payer.clone(),
+    };
+    wire::encode_header(&response)
 }

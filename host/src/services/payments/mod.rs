@@ -4,6 +4,7 @@
 //! [`scheme::Scheme`].
 
 mod base;
+pub mod catalog;
 pub mod guard;
 mod offer;
 pub mod recovery;
@@ -26,6 +27,7 @@ use crate::domain::Network;
 use crate::money::MicroUsdc;
 use crate::store::NewPayment;
 use crate::x402::PaymentError;
+use crate::x402::wire::Payment;
 use scheme::{Scheme, Terms};
 
 /// How far back a settlement by someone else's transaction is looked for, before the
@@ -102,23 +104,31 @@ pub struct Settled {
     _claim: KeyGuard<String>,
 }
 
-/// Verifies a payment header for `purchase`, records it (once, ever) with the transaction
-/// that settles it, settles it on chain and waits for the settlement. Nothing is served
-/// before this returns.
+/// Verifies a payment (either version, its envelope already decoded) for `purchase`,
+/// records it (once, ever) with the transaction that settles it, settles it on chain and
+/// waits for the settlement. Nothing is served before this returns.
 pub async fn settle(
     services: &Services,
     offer: &Offer,
-    header: &str,
+    payment: &Payment,
     purchase: Purchase<'_>,
 ) -> Result<Settled, ServiceError> {
     let network = offer.network;
-    let decoded = crate::x402::decode_header(header, network.as_str()).map_err(refusal)?;
+    if let Some(accepted) = &payment.accepted {
+        let offered = offer.requirement_v2(services, purchase.price).ok_or_else(|| {
+            refused(
+                "wrong_network",
+                "x402 version 2 is not offered on this network right now",
+            )
+        })?;
+        accepted.must_match(&offered).map_err(refusal)?;
+    }
     let scheme = scheme::of(network);
     let terms = Terms {
         pay_to: offer.pay_to.clone(),
         price: purchase.price,
     };
-    let mut attempt = scheme.verify(services, &decoded.payload, &terms).map_err(refusal)?;
+    let mut attempt = scheme.verify(services, &payment.payload, &terms).map_err(refusal)?;
     let payer = attempt.payer();
     guard::within_payer_limit(services, network, &payer)?;
     guard::not_cooling_off(services, network, &payer).await?;

@@ -11,6 +11,9 @@ use super::X402Error;
 use crate::domain::{Agent, Command, Integration, Network, ParamType};
 use crate::money::MicroUsdc;
 use crate::services::{ServiceError, Services, agents, wallets};
+use crate::x402::wire::{
+    NetworkNames, PaymentRequiredV1, PaymentRequiredV2, RequirementsV1, RequirementsV2, ResourceInfo, SCHEME,
+};
 
 /// Name given to clients in `extra.serviceName`.
 const SERVICE_NAME: &str = "agent-host";
@@ -21,6 +24,9 @@ pub const MAX_TIMEOUT_SECONDS: u64 = 60;
 pub struct Offer {
     pub agent: Agent,
     pub network: Network,
+    /// The network's CAIP-2 id, as x402 v2 names it; `None` while the chain cannot tell
+    /// (Solana asks its RPC once): then only version 1 is offered.
+    pub network_id: Option<String>,
     pub pay_to: String,
     /// Enabled commands offered on x402, in manifest order.
     pub commands: Vec<Command>,
@@ -49,8 +55,16 @@ pub async fn offer(services: &Services, id_or_username: &str, network: Network) 
         .into());
     }
     let wallet = wallets::wallet(services, &agent.id, network).await?;
+    let network_id = match services.chains.get(network).network_id().await {
+        Ok(id) => Some(id),
+        Err(err) => {
+            tracing::warn!(%network, "x402 version 2 is not offered until the chain names itself: {err}");
+            None
+        }
+    };
     agents::offered_on(&mut commands, Integration::X402);
     Ok(Offer {
+        network_id,
         pay_to: wallet.address,
         agent,
         network,
@@ -68,49 +82,194 @@ impl Offer {
         self.commands.iter().find(|c| c.def.name == name)
     }
 
-    /// The `accepts` entry for a request that costs `price` (`command` when it names one).
-    pub fn requirement(&self, services: &Services, price: MicroUsdc, command: Option<&Command>) -> Value {
-        let agent = &self.agent;
-        let description = match command {
-            Some(c) => format!("Run /{} of {}", c.def.name, agent.def.name),
-            None => format!("A message to {}, or one of its commands", agent.def.name),
-        };
-        let mut extra = json!({
-            "serviceName": SERVICE_NAME,
-            "agentId": agent.id,
-            "agentName": agent.def.name,
-            "availableCommands": self.commands.iter().map(|c| c.def.name.clone()).collect::<Vec<_>>(),
-            "commandPricing": self.commands.iter()
-                .map(|c| (c.def.name.clone(), self.price_of(c).to_json_number()))
-                .collect::<Map<_, _>>(),
-        });
+    /// The network as each x402 version names it (v2: empty while unknown, so that no
+    /// v2 payment matches).
+    pub fn network_names(&self) -> NetworkNames<'_> {
+        NetworkNames {
+            v1: self.network.as_str(),
+            v2: self.network_id.as_deref().unwrap_or_default(),
+        }
+    }
+
+    fn resource_url(&self, services: &Services) -> String {
+        format!("{}/x402/{}/{}", services.public_base_url, self.network, self.agent.id)
+    }
+
+    fn description(&self, command: Option<&Command>) -> String {
+        let name = &self.agent.def.name;
+        match command {
+            Some(c) => format!("Run /{} of {name}", c.def.name),
+            None => format!("A message to {name}, or one of its commands"),
+        }
+    }
+
+    /// What a standard client needs to sign for this network, in both versions.
+    fn signing_extra(&self, services: &Services) -> Map<String, Value> {
+        let mut extra = Map::new();
         match self.network {
             // Standard clients leave the fee payer's signature to us.
-            Network::Solana => extra["feePayer"] = json!(self.pay_to),
+            Network::Solana => {
+                extra.insert("feePayer".into(), json!(self.pay_to));
+            }
             // Standard clients sign EIP-712 with the token's own domain.
             Network::Base => {
-                extra["name"] = json!(services.settings.base_usdc_eip712_name);
-                extra["version"] = json!(services.settings.base_usdc_eip712_version);
+                extra.insert("name".into(), json!(services.settings.base_usdc_eip712_name));
+                extra.insert("version".into(), json!(services.settings.base_usdc_eip712_version));
             }
         }
-        json!({
-            "scheme": "exact",
-            "network": self.network.as_str(),
-            "maxAmountRequired": price.0.to_string(),
-            "resource": format!("{}/x402/{}/{}", services.public_base_url, self.network, agent.id),
-            "description": description,
-            "mimeType": "application/json",
-            "payTo": self.pay_to,
-            "maxTimeoutSeconds": MAX_TIMEOUT_SECONDS,
-            "asset": services.chains.get(self.network).usdc_asset(),
-            "outputSchema": { "input": {
+        extra
+    }
+
+    /// The v1 `accepts` entry for a request that costs `price` (`command` when it names one).
+    pub fn requirement_v1(&self, services: &Services, price: MicroUsdc, command: Option<&Command>) -> RequirementsV1 {
+        let agent = &self.agent;
+        let mut extra = Map::new();
+        extra.insert("serviceName".into(), json!(SERVICE_NAME));
+        extra.insert("agentId".into(), json!(agent.id));
+        extra.insert("agentName".into(), json!(agent.def.name));
+        extra.insert(
+            "availableCommands".into(),
+            json!(self.commands.iter().map(|c| c.def.name.clone()).collect::<Vec<_>>()),
+        );
+        extra.insert(
+            "commandPricing".into(),
+            Value::Object(
+                self.commands
+                    .iter()
+                    .map(|c| (c.def.name.clone(), self.price_of(c).to_json_number()))
+                    .collect(),
+            ),
+        );
+        extra.extend(self.signing_extra(services));
+        RequirementsV1 {
+            scheme: SCHEME.into(),
+            network: self.network.as_str().into(),
+            max_amount_required: price.0.to_string(),
+            resource: self.resource_url(services),
+            description: self.description(command),
+            mime_type: "application/json".into(),
+            pay_to: self.pay_to.clone(),
+            max_timeout_seconds: MAX_TIMEOUT_SECONDS,
+            asset: services.chains.get(self.network).usdc_asset().into(),
+            output_schema: Some(json!({ "input": {
                 "type": "http",
                 "method": "POST",
                 "bodyType": "json",
                 "bodyFields": self.body_fields(),
-            }},
-            "extra": extra,
+            }})),
+            extra,
+        }
+    }
+
+    /// The v2 requirement for a request that costs `price`. A payer echoes it back, and it
+    /// must come back identical: it holds only what pays (what describes the resource is
+    /// in `resource` and the `bazaar` extension), so it depends on the price alone.
+    pub fn requirement_v2(&self, services: &Services, price: MicroUsdc) -> Option<RequirementsV2> {
+        Some(RequirementsV2 {
+            scheme: SCHEME.into(),
+            network: self.network_id.clone()?,
+            amount: price.0.to_string(),
+            asset: services.chains.get(self.network).usdc_asset().into(),
+            pay_to: self.pay_to.clone(),
+            max_timeout_seconds: MAX_TIMEOUT_SECONDS,
+            extra: self.signing_extra(services),
         })
+    }
+
+    /// The 402 (or price list) in both versions: the v1 body and the v2 header's object
+    /// (while the network's id is known). `error` is the v2 reason; the v1 body keeps the
+    /// spec's wording.
+    pub fn payment_required(
+        &self,
+        services: &Services,
+        price: MicroUsdc,
+        command: Option<&Command>,
+        error: Option<String>,
+    ) -> (PaymentRequiredV1, Option<PaymentRequiredV2>) {
+        let v1 = PaymentRequiredV1 {
+            x402_version: 1,
+            error: "X-PAYMENT header is required".into(),
+            accepts: vec![self.requirement_v1(services, price, command)],
+        };
+        let Some(requirement) = self.requirement_v2(services, price) else {
+            return (v1, None);
+        };
+        let mut extensions = Map::new();
+        extensions.insert("bazaar".into(), self.bazaar(command));
+        let v2 = PaymentRequiredV2 {
+            x402_version: 2,
+            error: Some(error.unwrap_or_else(|| "PAYMENT-SIGNATURE header is required".into())),
+            resource: ResourceInfo {
+                url: self.resource_url(services),
+                description: Some(self.description(command)),
+                mime_type: Some("application/json".into()),
+            },
+            accepts: vec![requirement],
+            extensions,
+        };
+        (v1, Some(v2))
+    }
+
+    /// The v2 `bazaar` extension: the request's input and output, as `info` (an example)
+    /// and `schema` (JSON Schema of `info`), built from the same data as v1's
+    /// `outputSchema`. A command's request describes that command's parameters alone.
+    pub fn bazaar(&self, command: Option<&Command>) -> Value {
+        let (body_example, body_schema) = match command {
+            Some(command) => command_body(command),
+            None => (
+                json!({ "message": "Hello" }),
+                json!({ "type": "object", "properties": Value::Object(self.body_schema_properties()) }),
+            ),
+        };
+        let output_example = json!({
+            "success": true,
+            "response": "…",
+            "format": command.map(|c| c.def.response_format.as_str()).unwrap_or("text"),
+            "agentId": self.agent.id,
+        });
+        json!({
+            "info": {
+                "input": { "type": "http", "method": "POST", "bodyType": "json", "body": body_example },
+                "output": { "type": "json", "example": output_example },
+            },
+            "schema": {
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "type": "object",
+                "properties": {
+                    "input": {
+                        "type": "object",
+                        "properties": {
+                            "type": { "type": "string", "const": "http" },
+                            "method": { "type": "string", "enum": ["POST"] },
+                            "bodyType": { "type": "string", "enum": ["json"] },
+                            "body": body_schema,
+                        },
+                        "required": ["type", "method", "bodyType", "body"],
+                        "additionalProperties": false,
+                    },
+                    "output": {
+                        "type": "object",
+                        "properties": { "type": { "type": "string" }, "example": { "type": "object" } },
+                        "required": ["type"],
+                    },
+                },
+                "required": ["input"],
+            },
+        })
+    }
+
+    /// The request body's fields, as JSON Schema properties (the v1 `bodyFields` minus
+    /// its `required: false` markers).
+    fn body_schema_properties(&self) -> Map<String, Value> {
+        self.body_fields()
+            .into_iter()
+            .map(|(name, mut field)| {
+                if let Some(field) = field.as_object_mut() {
+                    field.remove("required");
+                }
+                (name, field)
+            })
+            .collect()
     }
 
     /// `message`, `command` (with the paid commands as its enum) and the union of their
@@ -131,21 +290,57 @@ impl Offer {
                 if fields.contains_key(&param.name) {
                     continue;
                 }
-                let kind = match param.kind {
-                    ParamType::File => "string",
-                    other => other.as_str(),
-                };
-                let description = if param.description.is_empty() {
-                    format!("Parameter of /{}", command.def.name)
-                } else {
-                    format!("{} (/{})", param.description, command.def.name)
-                };
                 fields.insert(
                     param.name.clone(),
-                    json!({ "type": kind, "required": false, "description": description }),
+                    json!({ "type": json_type(param.kind), "required": false, "description": param_description(command, param) }),
                 );
             }
         }
         fields
     }
+}
+
+/// A parameter's JSON type: a file travels as a URL or data string.
+fn json_type(kind: ParamType) -> &'static str {
+    match kind {
+        ParamType::File => "string",
+        other => other.as_str(),
+    }
+}
+
+fn param_description(command: &Command, param: &crate::domain::ParamSpec) -> String {
+    if param.description.is_empty() {
+        format!("Parameter of /{}", command.def.name)
+    } else {
+        format!("{} (/{})", param.description, command.def.name)
+    }
+}
+
+/// One command's request: an example body and its JSON Schema.
+fn command_body(command: &Command) -> (Value, Value) {
+    let mut example = Map::new();
+    example.insert("command".into(), json!(command.def.name));
+    let mut properties = Map::new();
+    properties.insert("command".into(), json!({ "type": "string", "const": command.def.name }));
+    let mut required = vec![json!("command")];
+    for param in &command.def.parameters {
+        let kind = json_type(param.kind);
+        properties.insert(
+            param.name.clone(),
+            json!({ "type": kind, "description": param_description(command, param) }),
+        );
+        if param.required {
+            required.push(json!(param.name));
+            let sample = match param.kind {
+                ParamType::Number => json!(1),
+                ParamType::Boolean => json!(true),
+                ParamType::Array => json!([]),
+                ParamType::Object => json!({}),
+                ParamType::String | ParamType::File => json!(param.name),
+            };
+            example.insert(param.name.clone(), sample);
+        }
+    }
+    let schema = json!({ "type": "object", "properties": properties, "required": required });
+    (Value::Object(example), schema)
 }

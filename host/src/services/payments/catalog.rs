@@ -1,0 +1,88 @@
+//! What is for sale here: every agent that takes x402 payments, on each network it takes
+//! them on, as a discovery list a crawler or a buyer agent reads without knowing usernames.
+
+use serde_json::{Map, Value, json};
+
+use super::offer::{Offer, offer};
+use crate::domain::Network;
+use crate::services::{ServiceError, Services};
+use crate::x402::wire::{DiscoveredResource, Requirements};
+
+/// One page of the list, and how many entries there are in all.
+pub struct Catalog {
+    pub items: Vec<DiscoveredResource>,
+    pub total: usize,
+}
+
+/// The entries `offset..offset + limit`, in username then network order. An agent is on
+/// sale on a network when its manifest enables x402 there and it has a wallet to be paid in.
+pub async fn catalog(services: &Services, limit: usize, offset: usize) -> Result<Catalog, ServiceError> {
+    let mut on_sale: Vec<(String, Network)> = Vec::new();
+    for summary in services.store.list_agents().await? {
+        let agent = summary.agent;
+        let x402 = &agent.def.x402;
+        if !x402.enabled || x402.default_price.is_none() {
+            continue;
+        }
+        for network in &x402.networks {
+            if services.store.wallet(&agent.id, *network).await?.is_some() {
+                on_sale.push((agent.id.clone(), *network));
+            }
+        }
+    }
+    let total = on_sale.len();
+    let mut items = Vec::new();
+    for (agent_id, network) in on_sale.into_iter().skip(offset).take(limit) {
+        // Changed or gone since the list was read: left out of this page.
+        let Ok(offer) = offer(services, &agent_id, network).await else {
+            continue;
+        };
+        items.push(entry(services, &offer));
+    }
+    Ok(Catalog { items, total })
+}
+
+/// The agent on one network: its message price as the requirement, and each paid command
+/// with its price and its request's description (the v2 `bazaar` extension's content).
+fn entry(services: &Services, offer: &Offer) -> DiscoveredResource {
+    let (_, v2) = offer.payment_required(services, offer.default_price, None, None);
+    let (version, accepts, resource) = match v2 {
+        Some(v2) => (
+            2,
+            v2.accepts.into_iter().map(Requirements::V2).collect(),
+            v2.resource.url,
+        ),
+        None => {
+            let v1 = offer.requirement_v1(services, offer.default_price, None);
+            (1, vec![Requirements::V1(v1.clone())], v1.resource)
+        }
+    };
+    let commands: Vec<Value> = offer
+        .commands
+        .iter()
+        .map(|command| {
+            json!({
+                "command": command.def.name,
+                "description": command.def.description,
+                "amount": offer.price_of(command).0.to_string(),
+                "bazaar": offer.bazaar(Some(command)),
+            })
+        })
+        .collect();
+    let agent = &offer.agent;
+    let mut metadata = Map::new();
+    metadata.insert("agentId".into(), json!(agent.id));
+    metadata.insert("agentName".into(), json!(agent.def.name));
+    metadata.insert("username".into(), json!(agent.def.username));
+    metadata.insert("network".into(), json!(offer.network.as_str()));
+    metadata.insert("bazaar".into(), offer.bazaar(None));
+    metadata.insert("commands".into(), Value::Array(commands));
+    DiscoveredResource {
+        resource,
+        kind: "http".into(),
+        x402_version: version,
+        accepts,
+        last_updated: agent.updated_at / 1000,
+        metadata,
+    }
+}

@@ -1,0 +1,382 @@
+//! x402 version 2 beside version 1 on the same route: the `PAYMENT-REQUIRED` header on
+//! every 402 and price list, `PAYMENT-SIGNATURE` payments checked against what was
+//! offered, `PAYMENT-RESPONSE`, CAIP-2 network ids read from the chain configured, replays
+//! across versions, and the discovery list at `/.well-known/x402`. (The real v2 client
+//! pays in `x402_clients`.)
+
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::support::chains::{BASE_USDC, LocalBase, LocalSolana, SOLANA_MAINNET_ID};
+use crate::support::*;
+use crate::x402::{base_payment, paid, paid_manifest, post_x402, solana_payment};
+
+const PUBLIC: &str = "https://pay.example.com";
+/// Nothing listens there: a Solana RPC that cannot answer.
+const NO_RPC: &str = "http://127.0.0.1:9";
+
+fn b64_json(text: &str) -> Value {
+    serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(text).unwrap()).unwrap()
+}
+
+/// The decoded `PAYMENT-REQUIRED` header of an answer.
+fn payment_required(reply: &Reply) -> Value {
+    let header = reply
+        .header("payment-required")
+        .unwrap_or_else(|| panic!("no PAYMENT-REQUIRED header: {} {}", reply.status, reply.text));
+    b64_json(header)
+}
+
+/// A v1 `X-PAYMENT` value re-sent as a v2 `PAYMENT-SIGNATURE`: the same signed payload,
+/// with the requirement the payer accepted.
+fn as_v2(v1: &str, accepted: &Value) -> String {
+    let envelope = b64_json(v1);
+    let v2 = json!({
+        "x402Version": 2,
+        "resource": { "url": "ignored by the server", "mimeType": "application/json" },
+        "accepted": accepted,
+        "payload": envelope["payload"],
+    });
+    base64::engine::general_purpose::STANDARD.encode(v2.to_string())
+}
+
+async fn paid_v2(url: &str, body: &Value, payment: &str) -> Reply {
+    send(client().post(url).header("payment-signature", payment).json(body)).await
+}
+
+fn refused(reply: &Reply, status: u16, code: &str) {
+    let body = reply.json();
+    assert_eq!(
+        (reply.status, body["code"].clone(), body["x402Version"].clone()),
+        (status, json!(code), json!(2)),
+        "{}",
+        reply.text
+    );
+}
+
+/// A seller on both networks, on a server with `envs`.
+fn seller(envs: Vec<(&'static str, String)>) -> (TestEnv, String, String, String) {
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_PUBLIC_BASE_URL", PUBLIC)
+        .with_envs(envs);
+    env.create_account("acme", "free");
+    let agent_id = env.apply_agent(&paid_manifest("seller"), "acme");
+    let solana_wallet = env.create_wallet("seller", "solana");
+    let base_wallet = env.create_wallet("seller", "base");
+    (env, agent_id, solana_wallet, base_wallet)
+}
+
+#[tokio::test]
+async fn every_402_and_the_price_list_carry_the_v2_requirement() {
+    let (env, agent_id, _, base_wallet) = seller(vec![("AGENT_HOST_SOLANA_RPC_URL", NO_RPC.into())]);
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+
+    let listed = get(&url, None).await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    // The v1 body is untouched: v1 clients read it as before.
+    assert_eq!(listed.json()["x402Version"], 1);
+    assert_eq!(listed.json()["accepts"][0]["maxAmountRequired"], "10000");
+    let mut v2 = payment_required(&listed);
+    let bazaar = v2["extensions"]["bazaar"].take();
+    assert_eq!(
+        v2,
+        json!({
+            "x402Version": 2,
+            "error": "PAYMENT-SIGNATURE header is required",
+            "resource": {
+                "url": format!("{PUBLIC}/x402/base/{agent_id}"),
+                "description": "A message to Agent seller, or one of its commands",
+                "mimeType": "application/json",
+            },
+            "accepts": [{
+                "scheme": "exact",
+                "network": "eip155:8453",
+                "amount": "10000",
+                "asset": BASE_USDC,
+                "payTo": base_wallet,
+                "maxTimeoutSeconds": 60,
+                "extra": { "name": "USD Coin", "version": "2" },
+            }],
+            "extensions": { "bazaar": null },
+        })
+    );
+    // The bazaar extension describes the request, as v1's outputSchema did.
+    assert_eq!(
+        bazaar["info"]["input"],
+        json!({ "type": "http", "method": "POST", "bodyType": "json", "body": { "message": "Hello" } })
+    );
+    let body = &bazaar["schema"]["properties"]["input"]["properties"]["body"]["properties"];
+    assert_eq!(body["command"]["enum"], json!(["hello", "forecast"]));
+    assert_eq!(body["city"]["type"], "string");
+    assert_eq!(body["message"]["type"], "string");
+
+    // A 402 is priced and described for exactly what was asked.
+    let forecast = post_x402(&url, &json!({ "command": "forecast", "city": "Oslo" })).await;
+    assert_eq!(forecast.status, 402, "{}", forecast.text);
+    let v2 = payment_required(&forecast);
+    assert_eq!(v2["accepts"][0]["amount"], "10000");
+    assert_eq!(v2["resource"]["description"], "Run /forecast of Agent seller");
+    let input = &v2["extensions"]["bazaar"];
+    assert_eq!(
+        input["info"]["input"]["body"],
+        json!({ "command": "forecast", "city": "city" })
+    );
+    assert_eq!(
+        input["schema"]["properties"]["input"]["properties"]["body"]["required"],
+        json!(["command", "city"])
+    );
+    let hello = post_x402(&url, &json!({ "message": "/hello Ann" })).await;
+    assert_eq!(payment_required(&hello)["accepts"][0]["amount"], "50000");
+
+    // A Solana RPC that cannot name its chain: version 1 only, and a v2 payment cannot be
+    // checked, so it is refused before anything else happens.
+    let solana = server.url("/x402/solana/seller");
+    let listed = get(&solana, None).await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    assert_eq!(listed.json()["accepts"][0]["network"], "solana");
+    assert!(listed.header("payment-required").is_none());
+    let unnamed = paid_v2(&solana, &json!({ "message": "Hi" }), "e30=").await;
+    assert_eq!(
+        (unnamed.status, unnamed.json()["code"].clone()),
+        (500, json!("internal_error"))
+    );
+    assert_eq!(unnamed.json()["x402Version"], 2);
+}
+
+#[tokio::test]
+async fn a_network_is_named_by_the_chain_configured() {
+    // A Base testnet by its chain id.
+    let (env, ..) = seller(vec![
+        ("AGENT_HOST_BASE_CHAIN_ID", "84532".into()),
+        ("AGENT_HOST_SOLANA_RPC_URL", NO_RPC.into()),
+    ]);
+    let server = env.serve();
+    let v2 = payment_required(&get(&server.url("/x402/base/seller"), None).await);
+    assert_eq!(v2["accepts"][0]["network"], "eip155:84532");
+    drop(server);
+
+    // A Solana chain by its genesis hash, asked of its RPC (here a local chain, which is
+    // not mainnet: without the tests' stand-in setting it gets its own id).
+    let chain = LocalSolana::start();
+    let envs = chain
+        .env()
+        .into_iter()
+        .filter(|(name, _)| *name != "AGENT_HOST_SOLANA_NETWORK_ID")
+        .collect();
+    let (env, ..) = seller(envs);
+    let server = env.serve();
+    let genesis = crate::support::chains::rpc(&chain.rpc_url, "getGenesisHash", json!([])).await;
+    let genesis = genesis.as_str().unwrap();
+    let v2 = payment_required(&get(&server.url("/x402/solana/seller"), None).await);
+    assert_eq!(v2["accepts"][0]["network"], format!("solana:{}", &genesis[..32]));
+    assert_ne!(v2["accepts"][0]["network"], SOLANA_MAINNET_ID);
+    assert_eq!(
+        get(&server.url("/x402/solana/seller"), None).await.json()["accepts"][0]["network"],
+        "solana",
+        "v1 keeps its network names"
+    );
+}
+
+#[tokio::test]
+async fn a_v2_payment_on_base_must_match_the_offer_and_is_served_once_across_versions() {
+    let chain = LocalBase::start().await;
+    let (env, _, _, agent_wallet) = seller(chain.env());
+    chain.set_eth(&agent_wallet, 10u128.pow(16)).await; // it relays: pays the gas
+    let server = env.serve();
+    let payer = alloy::signers::local::PrivateKeySigner::random();
+    let payer_address = payer.address().to_checksum(None);
+    chain.mint_usdc(&payer_address, 1_000_000).await;
+    let url = server.url("/x402/base/seller");
+    let hello = json!({ "command": "hello", "name": "Ann" });
+    let offered = payment_required(&post_x402(&url, &hello).await)["accepts"][0].clone();
+    let signed = base_payment(&payer, &offered, 50_000, 1, 60);
+
+    // Accepted terms other than the offer's are refused, whatever was signed.
+    for (field, value, code) in [
+        ("amount", json!("1"), "payment_requirement_mismatch"),
+        (
+            "payTo",
+            json!(format!("{payer_address}")),
+            "payment_requirement_mismatch",
+        ),
+        ("maxTimeoutSeconds", json!(86_400), "payment_requirement_mismatch"),
+        ("network", json!("eip155:84532"), "wrong_network"),
+    ] {
+        let mut accepted = offered.clone();
+        accepted[field] = value;
+        let reply = paid_v2(&url, &hello, &as_v2(&signed, &accepted)).await;
+        refused(&reply, 402, code);
+        // The v2 client reads why in the PAYMENT-REQUIRED header of the 402.
+        let v2 = payment_required(&reply);
+        assert_eq!(v2["error"], reply.json()["error"], "{field}");
+        assert_eq!(v2["accepts"][0], offered);
+    }
+    // A v1 payment in the v2 header, or both headers at once.
+    refused(&paid_v2(&url, &hello, &signed).await, 402, "unsupported_x402_version");
+    let both = client()
+        .post(&url)
+        .header("x-payment", &signed)
+        .header("payment-signature", as_v2(&signed, &offered))
+        .json(&hello);
+    let reply = send(both).await;
+    assert_eq!(
+        (reply.status, reply.json()["code"].clone()),
+        (400, json!("invalid_payment"))
+    );
+    assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "nothing moved");
+
+    // Paid in v2: served, the settlement in PAYMENT-RESPONSE with the CAIP-2 network.
+    let reply = paid_v2(&url, &hello, &as_v2(&signed, &offered)).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let body = reply.json();
+    assert_eq!(body["response"], "Hello, Ann!");
+    assert_eq!(body["x402Version"], 2);
+    let settlement = body["receipt"]["transactionSignature"].clone();
+    assert_eq!(
+        b64_json(reply.header("payment-response").unwrap()),
+        json!({ "success": true, "transaction": settlement, "network": "eip155:8453", "payer": payer_address })
+    );
+    assert!(reply.header("x-payment-response").is_none());
+
+    // The same signed authorization again, in either version: used once, ever.
+    let again = paid(&url, &hello, &signed).await;
+    assert_eq!(
+        (again.status, again.json()["code"].clone()),
+        (409, json!("payment_already_used"))
+    );
+    refused(
+        &paid_v2(&url, &hello, &as_v2(&signed, &offered)).await,
+        409,
+        "payment_already_used",
+    );
+
+    // And the other way round: paid in v1 first, then replayed in v2.
+    let second = base_payment(&payer, &offered, 50_000, 2, 60);
+    let reply = paid(&url, &hello, &second).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(b64_json(reply.header("x-payment-response").unwrap())["network"], "base");
+    refused(
+        &paid_v2(&url, &hello, &as_v2(&second, &offered)).await,
+        409,
+        "payment_already_used",
+    );
+
+    assert_eq!(chain.usdc_of(&payer_address).await, 900_000);
+    assert_eq!(chain.usdc_of(&agent_wallet).await, 100_000);
+}
+
+#[tokio::test]
+async fn a_solana_payment_is_served_once_across_versions() {
+    use solana_signer::Signer;
+    let chain = LocalSolana::start();
+    let (env, _, agent_wallet, _) = seller(chain.env());
+    chain.set_sol(&agent_wallet, 1_000_000_000).await; // it pays the fees
+    chain.set_usdc(&agent_wallet, 0).await; // x402 clients need payTo's token account to exist
+    let server = env.serve();
+    let payer = solana_keypair::Keypair::new();
+    let payer_address = payer.pubkey().to_string();
+    chain.set_usdc(&payer_address, 1_000_000).await;
+    let url = server.url("/x402/solana/seller");
+    let hello = json!({ "message": "/hello Ann" });
+    let offered = payment_required(&post_x402(&url, &hello).await)["accepts"][0].clone();
+    assert_eq!(offered["network"], SOLANA_MAINNET_ID);
+    assert_eq!(offered["extra"], json!({ "feePayer": agent_wallet }));
+
+    let first = solana_payment(&chain, &payer, &offered, 50_000).await;
+    let reply = paid_v2(&url, &hello, &as_v2(&first, &offered)).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let settled = b64_json(reply.header("payment-response").unwrap());
+    assert_eq!(settled["network"], SOLANA_MAINNET_ID);
+    assert_eq!(settled["payer"], payer_address.as_str());
+    let again = paid(&url, &hello, &first).await;
+    assert_eq!(
+        (again.status, again.json()["code"].clone()),
+        (409, json!("payment_already_used"))
+    );
+
+    let second = solana_payment(&chain, &payer, &offered, 50_000).await;
+    assert_eq!(paid(&url, &hello, &second).await.status, 200);
+    refused(
+        &paid_v2(&url, &hello, &as_v2(&second, &offered)).await,
+        409,
+        "payment_already_used",
+    );
+
+    assert_eq!(chain.usdc_of(&payer_address).await, Some(900_000));
+    assert_eq!(chain.usdc_of(&agent_wallet).await, Some(100_000));
+}
+
+#[tokio::test]
+async fn the_discovery_list_shows_every_agent_for_sale() {
+    let (env, seller_id, _, base_wallet) = seller(vec![("AGENT_HOST_SOLANA_RPC_URL", NO_RPC.into())]);
+    // A second seller on Base only (no Solana wallet), and an agent that sells nothing.
+    let other_id = env.apply_agent(&paid_manifest("trader"), "acme");
+    env.create_wallet("trader", "base");
+    env.apply_agent(&manifest("private"), "acme");
+    env.create_wallet("private", "base");
+    let server = env.serve();
+
+    let list = get(&server.url("/.well-known/x402"), None).await;
+    assert_eq!(list.status, 200, "{}", list.text);
+    let list = list.json();
+    assert_eq!(list["x402Version"], 2);
+    assert_eq!(list["pagination"], json!({ "limit": 20, "offset": 0, "total": 3 }));
+    let entries: Vec<(String, u64)> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| {
+            (
+                item["resource"].as_str().unwrap().to_string(),
+                item["x402Version"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // Username order, then the manifest's network order; Solana cannot name its chain
+    // here, so its entry is a version-1 one.
+    assert_eq!(
+        entries,
+        vec![
+            (format!("{PUBLIC}/x402/solana/{seller_id}"), 1),
+            (format!("{PUBLIC}/x402/base/{seller_id}"), 2),
+            (format!("{PUBLIC}/x402/base/{other_id}"), 2),
+        ]
+    );
+    let base = &list["items"][1];
+    assert_eq!(base["type"], "http");
+    let price_list = payment_required(&get(&server.url("/x402/base/seller"), None).await);
+    assert_eq!(
+        base["accepts"][0], price_list["accepts"][0],
+        "what a payer would be offered"
+    );
+    assert_eq!(base["accepts"][0]["payTo"], base_wallet.as_str());
+    assert_eq!(base["metadata"]["username"], "seller");
+    let commands: Vec<(Value, Value)> = base["metadata"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["command"].clone(), c["amount"].clone()))
+        .collect();
+    assert_eq!(
+        commands,
+        vec![(json!("hello"), json!("50000")), (json!("forecast"), json!("10000"))]
+    );
+    assert_eq!(list["items"][0]["accepts"][0]["maxAmountRequired"], "10000");
+
+    // Pages, the type filter, and refused queries in the x402 envelope.
+    let page = get(&server.url("/.well-known/x402?limit=1&offset=2"), None)
+        .await
+        .json();
+    assert_eq!(page["pagination"], json!({ "limit": 1, "offset": 2, "total": 3 }));
+    assert_eq!(page["items"][0]["resource"], format!("{PUBLIC}/x402/base/{other_id}"));
+    let mcp = get(&server.url("/.well-known/x402?type=mcp"), None).await.json();
+    assert_eq!(
+        (mcp["items"].clone(), mcp["pagination"]["total"].clone()),
+        (json!([]), json!(0))
+    );
+    for query in ["limit=0", "limit=101", "limit=ten", "offset=-1"] {
+        let reply = get(&server.url(&format!("/.well-known/x402?{query}")), None).await;
+        refused(&reply, 400, "validation_error");
+    }
+}
