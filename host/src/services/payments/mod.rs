@@ -20,6 +20,9 @@ pub use guard::PaymentLocks;
 pub use offer::{MAX_TIMEOUT_SECONDS, Offer, offer};
 pub use refund::{payers_fault, refund_failed_job};
 
+#[cfg(test)]
+mod tests;
+
 use super::locks::KeyGuard;
 use super::{ServiceError, Services, wallets};
 use crate::chains::{self, ChainError, Landing, SignedTx};
@@ -113,6 +116,28 @@ pub async fn settle(
     payment: &Payment,
     purchase: Purchase<'_>,
 ) -> Result<Settled, ServiceError> {
+    let rails = Rails {
+        scheme: scheme::of(offer.network),
+        chain: services.chains.get(offer.network),
+    };
+    settle_on(services, rails, offer, payment, purchase).await
+}
+
+/// What a payment moves on: the network's way of taking it, and its chain. In service,
+/// the network's own; in the pipeline's unit tests, a fake.
+#[derive(Clone, Copy)]
+struct Rails<'a> {
+    scheme: &'a dyn Scheme,
+    chain: &'a dyn chains::UsdcChain,
+}
+
+async fn settle_on(
+    services: &Services,
+    rails: Rails<'_>,
+    offer: &Offer,
+    payment: &Payment,
+    purchase: Purchase<'_>,
+) -> Result<Settled, ServiceError> {
     let network = offer.network;
     if let Some(accepted) = &payment.accepted {
         let offered = offer.requirement_v2(services, purchase.price).ok_or_else(|| {
@@ -123,7 +148,7 @@ pub async fn settle(
         })?;
         accepted.must_match(&offered).map_err(refusal)?;
     }
-    let scheme = scheme::of(network);
+    let Rails { scheme, chain } = rails;
     let terms = Terms {
         pay_to: offer.pay_to.clone(),
         price: purchase.price,
@@ -203,7 +228,6 @@ pub async fn settle(
     crate::faults::crash_point("x402:after_sign");
     insert(services, record(&signed.id, Some(&signed))).await?;
     crate::faults::crash_point("x402:after_record");
-    let chain = services.chains.get(network);
     let submitted = chain.submit(&signed).await;
     drop(wallet_turn);
     crate::faults::crash_point("x402:after_send");
