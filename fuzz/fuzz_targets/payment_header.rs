@@ -38,7 +38,10 @@ fn documented(err: x402::PaymentError) {
 
 fuzz_target!(|data: &[u8]| {
     let header = String::from_utf8_lossy(data);
-    for (network, v2) in [("solana", "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"), ("base", "eip155:8453")] {
+    for (network, v2) in [
+        ("solana", "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp"),
+        ("base", "eip155:8453"),
+    ] {
         let names = NetworkNames { v1: network, v2 };
         let decoded = match wire::decode_payment(Version::V1, &header, names) {
             Ok(decoded) => decoded,

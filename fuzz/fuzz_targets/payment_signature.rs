@@ -44,7 +44,12 @@ fuzz_target!(|data: &[u8]| {
     let payment = match wire::decode_payment(Version::V2, &header, BASE) {
         Ok(payment) => payment,
         Err(err) => {
-            assert!(CODES.contains(&err.code), "undocumented code {} ({})", err.code, err.message);
+            assert!(
+                CODES.contains(&err.code),
+                "undocumented code {} ({})",
+                err.code,
+                err.message
+            );
             return;
         }
     };
