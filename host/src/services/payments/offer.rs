@@ -57,8 +57,9 @@ pub async fn offer(services: &Services, id_or_username: &str, network: Network) 
     let wallet = wallets::wallet(services, &agent.id, network).await?;
     let network_id = match services.chains.get(network).network_id().await {
         Ok(id) => Some(id),
+        // The chain logs why, when it asks (at most every few seconds): not every request.
         Err(err) => {
-            tracing::warn!(%network, "x402 version 2 is not offered until the chain names itself: {err}");
+            tracing::debug!(%network, "x402 version 2 is not offered until the chain names itself: {err}");
             None
         }
     };
