@@ -659,3 +659,59 @@ fn a_scaffolded_plugin_builds_and_is_accepted() {
     ]);
     assert_eq!(again.status.code(), Some(1), "an existing folder is not overwritten");
 }
+
+/// Components live in the database, content-addressed: a host whose data dir has neither
+/// the component nor its compiled artifact (another host applied the agent) runs it from
+/// the database, and keeps a copy. A component recorded before the database kept bytes
+/// gets them at start, from the data dir's copy.
+#[tokio::test]
+async fn a_plugin_runs_from_the_database_when_the_data_dir_lacks_it() {
+    let env = TestEnv::new();
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(&notes_manifest("nb1"), "alice");
+    let hash = agent_host::plugins::content_hash(&std::fs::read(plugin_path("notes")).unwrap());
+    let copy = env.path(&format!("plugins/{hash}.wasm"));
+    let stored = || {
+        let conn = rusqlite::Connection::open(env.path("agent-host.db")).unwrap();
+        conn.query_row("SELECT component FROM plugins WHERE hash = ?1", [&hash], |r| {
+            r.get::<_, Option<Vec<u8>>>(0)
+        })
+        .unwrap()
+    };
+    assert_eq!(
+        stored().map(|b| agent_host::plugins::content_hash(&b)),
+        Some(hash.clone())
+    );
+
+    // Neither the component nor any compiled artifact is left on this host's disk.
+    std::fs::remove_file(&copy).unwrap();
+    for artifact in std::fs::read_dir(env.path("cache")).unwrap() {
+        std::fs::remove_file(artifact.unwrap().path()).unwrap();
+    }
+    let server = env.serve();
+    let added = run(&server, &key, "nb1", "notes", json!({"rawText": "/notes add Buy milk"})).await;
+    assert_eq!(response_of(&added), "Noted (1 in all).");
+    assert!(copy.is_file(), "a copy is kept in the data dir");
+    let health = get(&server.url("/health"), None).await.json();
+    assert_eq!(health["plugins"]["compiled"], 1, "{health}");
+    drop(server);
+
+    // Recorded before the database kept bytes: filled in at start from the copy.
+    {
+        let conn = rusqlite::Connection::open(env.path("agent-host.db")).unwrap();
+        conn.execute("UPDATE plugins SET component = NULL", []).unwrap();
+    }
+    assert_eq!(stored(), None);
+    let server = env.serve();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while stored().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the component was not stored at start"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(stored().map(|b| agent_host::plugins::content_hash(&b)), Some(hash));
+    let listed = run(&server, &key, "nb1", "notes", json!({"rawText": "/notes list"})).await;
+    assert_eq!(response_of(&listed), "1. Buy milk");
+}

@@ -53,22 +53,66 @@ pub struct ComponentRef {
     source: Source,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 enum Source {
     Embedded(&'static [u8]),
     Memory(Arc<Vec<u8>>),
-    File(PathBuf),
+    /// An uploaded component: the data dir's copy, or else the database's bytes (which
+    /// then become the copy), as when another host installed it.
+    Stored {
+        copy: PathBuf,
+        store: crate::store::Store,
+    },
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Embedded(_) => f.write_str("Embedded"),
+            Source::Memory(_) => f.write_str("Memory"),
+            Source::Stored { copy, .. } => write!(f, "Stored({})", copy.display()),
+        }
+    }
 }
 
 impl ComponentRef {
+    /// Its bytes, read only when neither memory nor the compiled cache has the component
+    /// (on the blocking pool: see `ComponentCache::component`).
     fn bytes(&self) -> impl FnOnce() -> Result<Vec<u8>, String> + Send + 'static {
-        let source = self.source.clone();
+        let (source, hash) = (self.source.clone(), self.hash.clone());
         move || match source {
             Source::Embedded(bytes) => Ok(bytes.to_vec()),
             Source::Memory(bytes) => Ok(bytes.to_vec()),
-            Source::File(path) => std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display())),
+            Source::Stored { copy, store } => stored_bytes(&hash, &copy, &store),
         }
     }
+}
+
+/// The data dir's copy of an uploaded component, or the database's bytes, checked against
+/// the content hash and kept as the copy.
+fn stored_bytes(hash: &str, copy: &Path, store: &crate::store::Store) -> Result<Vec<u8>, String> {
+    if let Ok(bytes) = std::fs::read(copy) {
+        return Ok(bytes);
+    }
+    let stored = tokio::runtime::Handle::current()
+        .block_on(store.plugin_component(hash))
+        .map_err(|e| format!("cannot read component {hash} from the database: {e}"))?
+        .ok_or_else(|| {
+            format!("component {hash} is neither in the data dir nor in the database; apply its agent again")
+        })?;
+    if content_hash(&stored) != hash {
+        return Err(format!(
+            "the database's bytes of component {hash} do not match its hash"
+        ));
+    }
+    let tmp = copy.with_extension("tmp");
+    if std::fs::write(&tmp, &stored)
+        .and_then(|_| std::fs::rename(&tmp, copy))
+        .is_err()
+    {
+        tracing::warn!(path = %copy.display(), "could not keep a copy of the component");
+    }
+    Ok(stored)
 }
 
 /// Why a run produced no output. The first three are the plugin's own answer.
@@ -256,7 +300,10 @@ impl PluginRuntime {
         ComponentRef {
             hash: hash.to_string(),
             kind: PluginKind::Custom,
-            source: Source::File(self.plugin_dir.join(format!("{hash}.wasm"))),
+            source: Source::Stored {
+                copy: self.plugin_dir.join(format!("{hash}.wasm")),
+                store: self.services.store.clone(),
+            },
         }
     }
 
@@ -277,8 +324,8 @@ impl PluginRuntime {
             .put_plugin(
                 &inspection.hash,
                 &manifest_json(&inspection.manifest),
-                inspection.size,
                 &inspection.wit_version,
+                &bytes,
             )
             .await
             .map_err(|e| InspectError(format!("cannot record the component: {e}")))?;
@@ -342,15 +389,36 @@ impl PluginRuntime {
     pub async fn record_manifest(&self, hash: &str) -> Result<Arc<PluginManifest>, ExecError> {
         let component = self.custom(hash);
         let manifest = self.call_manifest(&component).await?;
-        let size = std::fs::metadata(self.plugin_dir.join(format!("{hash}.wasm"))).map_or(0, |m| m.len() as usize);
+        let bytes = self.local_copy(hash).map_err(ExecError::Load)?;
         self.services
             .store
-            .put_plugin(hash, &manifest_json(&manifest), size, bindings::WIT_VERSION)
+            .put_plugin(hash, &manifest_json(&manifest), bindings::WIT_VERSION, &bytes)
             .await
             .map_err(|e| ExecError::Load(e.to_string()))?;
         let manifest = Arc::new(manifest);
         self.remember(hash, manifest.clone());
         Ok(manifest)
+    }
+
+    /// The data dir's copy of an uploaded component, checked against its hash.
+    fn local_copy(&self, hash: &str) -> Result<Vec<u8>, String> {
+        let path = self.plugin_dir.join(format!("{hash}.wasm"));
+        let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if content_hash(&bytes) != hash {
+            return Err(format!("{} does not match its hash", path.display()));
+        }
+        Ok(bytes)
+    }
+
+    /// Puts the bytes of a component recorded before the database kept them into the
+    /// database, from the data dir's copy: called at start, never on a request path.
+    pub async fn store_component(&self, hash: &str) -> Result<(), String> {
+        let bytes = self.local_copy(hash)?;
+        self.services
+            .store
+            .put_plugin_component(hash, bytes)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     /// Calls a component's `manifest()` in a fresh instance under the limits: when it is

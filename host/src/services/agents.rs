@@ -82,8 +82,9 @@ async fn install_plugin(services: &Services, mut def: CommandDef) -> Result<Comm
 
 /// After an upgrade, once at start: components applied before their manifests were
 /// recorded get them recorded (asked once, under the limits), and key-value data kept
-/// under a plugin's own name moves to the stores of the commands that run it. Both steps
-/// do nothing the second time.
+/// under a plugin's own name moves to the stores of the commands that run it, and
+/// components recorded before the database kept their bytes get them. Each step does
+/// nothing the second time.
 pub async fn upgrade_plugins(services: &Services) -> Result<(), ServiceError> {
     for hash in services.store.unrecorded_plugins().await? {
         match services.plugins.record_manifest(&hash).await {
@@ -92,6 +93,13 @@ pub async fn upgrade_plugins(services: &Services) -> Result<(), ServiceError> {
                 tracing::info!(plugin = %hash, moved, "recorded the manifest of a component applied before");
             }
             Err(err) => tracing::warn!(plugin = %hash, "could not record its manifest; apply its agent again: {err}"),
+        }
+    }
+    // Components recorded before the database kept their bytes: from the data dir's copy.
+    for hash in services.store.plugins_without_component().await? {
+        match services.plugins.store_component(&hash).await {
+            Ok(()) => tracing::info!(plugin = %hash, "stored the component in the database"),
+            Err(err) => tracing::warn!(plugin = %hash, "could not store the component in the database: {err}"),
         }
     }
     Ok(())

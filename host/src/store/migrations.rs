@@ -55,6 +55,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0008_plugin_manifests",
         sql: include_str!("../../../migrations/0008_plugin_manifests.sql"),
     },
+    Migration {
+        version: 9,
+        name: "0009_plugin_components",
+        sql: include_str!("../../../migrations/0009_plugin_components.sql"),
+    },
 ];
 
 pub fn latest_version() -> i64 {
