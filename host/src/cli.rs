@@ -432,6 +432,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 .map(|p| {
                     json!({
                         "id": p.id, "network": p.network, "state": p.state, "command": p.command,
+                        "x402Version": p.x402_version,
                         "receipt": {
                             "amountPaidMicroUsdc": p.amount.0,
                             "amountPaidUsdc": p.amount.to_json_number(),

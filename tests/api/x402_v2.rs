@@ -264,6 +264,15 @@ async fn a_v2_payment_on_base_must_match_the_offer_and_is_served_once_across_ver
 
     assert_eq!(chain.usdc_of(&payer_address).await, 900_000);
     assert_eq!(chain.usdc_of(&agent_wallet).await, 100_000);
+    // Each payment is recorded with the version it arrived in (newest first).
+    let payments = env.cli_json(&["payments", "list", "--agent", "seller"]);
+    let versions: Vec<Value> = payments
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["x402Version"].clone())
+        .collect();
+    assert_eq!(versions, vec![json!(1), json!(2)], "{payments}");
 }
 
 #[tokio::test]

@@ -60,6 +60,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0009_plugin_components",
         sql: include_str!("../../../migrations/0009_plugin_components.sql"),
     },
+    Migration {
+        version: 10,
+        name: "0010_payment_version",
+        sql: include_str!("../../../migrations/0010_payment_version.sql"),
+    },
 ];
 
 pub fn latest_version() -> i64 {

@@ -22,6 +22,8 @@ pub struct NewPayment {
     /// payment is already on chain.
     pub raw_tx: Option<String>,
     pub valid_until: Option<u64>,
+    /// The x402 version it arrived in.
+    pub x402_version: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -46,10 +48,13 @@ pub struct PaymentRecord {
     pub error: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// The x402 version it arrived in.
+    pub x402_version: u64,
 }
 
 const PAYMENT_COLUMNS: &str = "id, agent_id, network, payer, pay_to, amount, command, state, transaction_signature, \
-                               raw_tx, job_id, refund_transfer_id, error, created_at, updated_at, valid_until, identity";
+                               raw_tx, job_id, refund_transfer_id, error, created_at, updated_at, valid_until, identity, \
+                               x402_version";
 
 fn payment_row(r: &rusqlite::Row<'_>) -> Result<PaymentRecord, rusqlite::Error> {
     Ok(PaymentRecord {
@@ -70,6 +75,7 @@ fn payment_row(r: &rusqlite::Row<'_>) -> Result<PaymentRecord, rusqlite::Error> 
         updated_at: r.get(14)?,
         valid_until: r.get::<_, Option<i64>>(15)?.map(|h| h as u64),
         identity: r.get(16)?,
+        x402_version: r.get::<_, i64>(17)? as u64,
     })
 }
 
@@ -85,8 +91,8 @@ impl Store {
             };
             let inserted = tx.execute(
                 "INSERT INTO payments (id, identity, agent_id, network, payer, pay_to, amount, command, request, state,
-                    transaction_signature, raw_tx, valid_until, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14)
+                    transaction_signature, raw_tx, valid_until, created_at, updated_at, x402_version)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, ?15)
                  ON CONFLICT (identity) DO NOTHING",
                 params![
                     payment.id,
@@ -102,7 +108,8 @@ impl Store {
                     payment.transaction,
                     payment.raw_tx,
                     payment.valid_until.map(|h| h as i64),
-                    now
+                    now,
+                    payment.x402_version as i64
                 ],
             )?;
             if inserted == 0 {

@@ -181,6 +181,7 @@ async fn settle_on(
         transaction: transaction.to_string(),
         raw_tx: signed.map(|s| s.raw.clone()),
         valid_until: signed.and_then(|s| s.valid_until),
+        x402_version: payment.version.number(),
     };
     let settled = |transaction: String, claim| Settled {
         payment_id: payment_id.clone(),
