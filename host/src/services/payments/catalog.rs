@@ -45,17 +45,10 @@ pub async fn catalog(services: &Services, limit: usize, offset: usize) -> Result
 /// The agent on one network: its message price as the requirement, and each paid command
 /// with its price and its request's description (the v2 `bazaar` extension's content).
 fn entry(services: &Services, offer: &Offer) -> DiscoveredResource {
-    let (_, v2) = offer.payment_required(services, offer.default_price, None, None);
-    let (version, accepts, resource) = match v2 {
-        Some(v2) => (
-            2,
-            v2.accepts.into_iter().map(Requirements::V2).collect(),
-            v2.resource.url,
-        ),
-        None => {
-            let v1 = offer.requirement_v1(services, offer.default_price, None);
-            (1, vec![Requirements::V1(v1.clone())], v1.resource)
-        }
+    let price = offer.default_price;
+    let (version, requirement) = match offer.requirement_v2(services, price) {
+        Some(v2) => (2, Requirements::V2(v2)),
+        None => (1, Requirements::V1(offer.requirement_v1(services, price, None))),
     };
     let commands: Vec<Value> = offer
         .commands
@@ -78,10 +71,10 @@ fn entry(services: &Services, offer: &Offer) -> DiscoveredResource {
     metadata.insert("bazaar".into(), offer.bazaar(None));
     metadata.insert("commands".into(), Value::Array(commands));
     DiscoveredResource {
-        resource,
+        resource: offer.resource_url(services),
         kind: "http".into(),
         x402_version: version,
-        accepts,
+        accepts: vec![requirement],
         last_updated: agent.updated_at / 1000,
         metadata,
     }

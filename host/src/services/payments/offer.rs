@@ -92,7 +92,8 @@ impl Offer {
         }
     }
 
-    fn resource_url(&self, services: &Services) -> String {
+    /// The absolute URL a paid request is posted to.
+    pub fn resource_url(&self, services: &Services) -> String {
         format!("{}/x402/{}/{}", services.public_base_url, self.network, self.agent.id)
     }
 
