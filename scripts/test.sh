@@ -5,6 +5,9 @@
 # and real local chains: Anvil with Circle's USDC (npm, tests/node) and Surfpool (crates.io,
 # tests/solana-chain, its own lock file; ~15 min to build the first time, seconds after),
 # and the real x402 clients that pay (npm x402-fetch 1.2.0 and @x402/fetch 2.x: tests/node/pay.mjs).
+# The end-to-end suite then runs a second time with every test on PostgreSQL (Debian's
+# `postgresql`, a throwaway cluster on a free port: scripts/postgres.sh), where the
+# multi-host tests also run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -24,3 +27,10 @@ cargo build --locked --quiet --manifest-path tests/solana-chain/Cargo.toml --tar
 export SOLANA_CHAIN_BIN="$target/solana-chain/debug/solana-chain"
 
 cargo test --locked -p agent-host -p agent-plugin-sdk "$@"
+
+pg_dir="$(mktemp -d /tmp/agent-host-pg.XXXXXX)"
+trap 'scripts/postgres.sh stop "$pg_dir"' EXIT
+TEST_POSTGRES_URL="$(scripts/postgres.sh start "$pg_dir")"
+export TEST_POSTGRES_URL
+echo "test: the end-to-end suite again, on PostgreSQL ($TEST_POSTGRES_URL)"
+cargo test --locked -p agent-host --test api "$@"

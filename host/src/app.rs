@@ -20,14 +20,14 @@ use crate::marker::MarkerKey;
 use crate::outbound::{HostPattern, Outbound, OutboundPolicy};
 use crate::plugins::{HostServices, PluginRuntime, RuntimeLimits};
 use crate::secrets::MasterKey;
-use crate::services::rate_limit::{RateLimiter, X402Limiter};
+use crate::services::rate_limit::{Limiter, X402Limiter};
 use crate::services::{Services, jobs, payments};
 use crate::store::Store;
 
 #[derive(Clone)]
 pub struct AppState {
     pub services: Services,
-    pub limiter: Arc<RateLimiter>,
+    pub limiter: Arc<Limiter>,
     pub started: Instant,
     /// Telegram update ids seen lately, per agent: Telegram re-sends an update it thinks
     /// was not received, and each should be answered once.
@@ -113,9 +113,12 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
     );
     let chains = chains(&settings).context("chain settings")?;
     let x402_limiter = Arc::new(X402Limiter::new(
+        &store,
         settings.x402_client_limits(),
         settings.x402_payer_limits(),
     ));
+    let wallet_locks = Arc::new(crate::services::locks::KeyedLocks::across(&store, "wallet"));
+    let payment_locks = Arc::new(crate::services::payments::PaymentLocks::across(&store));
     Ok(Services {
         store,
         plugins,
@@ -129,8 +132,8 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         public_base_url,
         chains: Arc::new(chains),
         x402_limiter,
-        wallet_locks: Arc::default(),
-        payment_locks: Arc::default(),
+        wallet_locks,
+        payment_locks,
     })
 }
 
@@ -179,10 +182,16 @@ pub fn cli_services(settings: Settings, store: Store) -> anyhow::Result<Services
     services(settings, store, public_base_url)
 }
 
-/// Prepares the data dir and opens the store (applying migrations).
-pub fn open_store(settings: &Settings) -> anyhow::Result<Store> {
+/// Prepares the data dir and opens the store (applying migrations): the PostgreSQL
+/// database when `database_url` names one, else SQLite in the data dir.
+pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("cannot create the data dir {}", settings.data_dir.display()))?;
+    if let Some(url) = &settings.database_url {
+        return Store::connect(url.expose(), settings.database_pool_size)
+            .await
+            .context("cannot open the PostgreSQL database (database_url)");
+    }
     let path = settings.database_path();
     Store::open(&path, Duration::from_millis(settings.db_busy_timeout_ms))
         .with_context(|| format!("cannot open the database {}", path.display()))
@@ -196,8 +205,8 @@ pub struct Server {
 
 impl Server {
     pub async fn bind(settings: Settings, store: Store, listen: &[String]) -> anyhow::Result<Server> {
-        let limiter = Arc::new(RateLimiter::default());
-        limiter.restore(store.load_rate_usage().await?);
+        let limiter = Arc::new(Limiter::new(&store, "account"));
+        limiter.local().restore(store.load_rate_usage().await?);
         let mut listeners = Vec::with_capacity(listen.len());
         for address in listen {
             let listener = TcpListener::bind(address)
@@ -236,7 +245,7 @@ impl Server {
         if let Err(e) = crate::services::agents::upgrade_plugins(&state.services).await {
             tracing::error!(error = %e, "could not upgrade the recorded plugins");
         }
-        match jobs::recover(&state.services).await {
+        match jobs::recover(&state.services, true).await {
             Ok((0, 0)) => {}
             Ok((resumed, failed)) => tracing::info!(resumed, failed, "jobs recovered after a restart"),
             Err(e) => tracing::error!(error = %e, "could not recover jobs"),
@@ -279,7 +288,11 @@ impl Server {
         let _ = flusher.await;
         let _ = cleaner.await;
         let _ = recovery.await;
-        state.services.store.save_rate_usage(state.limiter.snapshot()).await?;
+        state
+            .services
+            .store
+            .save_rate_usage(state.limiter.local().snapshot())
+            .await?;
         Ok(())
     }
 }
@@ -291,7 +304,12 @@ async fn flush_rate_usage(state: AppState, mut stop: watch::Receiver<bool>) {
             _ = tokio::time::sleep(every) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
-        if let Err(e) = state.services.store.save_rate_usage(state.limiter.snapshot()).await {
+        if let Err(e) = state
+            .services
+            .store
+            .save_rate_usage(state.limiter.local().snapshot())
+            .await
+        {
             tracing::warn!(error = %e, "could not save rate-limit counters");
         }
     }

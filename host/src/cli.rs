@@ -285,7 +285,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let out = Output { json: cli.json };
     let serving = matches!(cli.command, Top::Serve { .. } | Top::Demo { .. });
     init_tracing(if serving { &settings.log } else { "warn" });
-    let store = app::open_store(&settings)?;
+    let store = app::open_store(&settings).await?;
     match cli.command {
         Top::Serve { listen } => serve(settings, store, listen, &out, None).await,
         Top::Demo { listen } => demo(settings, store, listen, &out).await,

@@ -220,6 +220,9 @@ settings! {
     listen: Vec<String> = "127.0.0.1:8080",
         "addresses to serve on; a list in the file, comma-separated in env (also --listen, repeatable)";
     max_body_bytes: usize = "1048576" [1 ..= 1073741824], "largest request body accepted; more answers 413";
+    database_url: Option<Secret> = "",
+        "PostgreSQL database shared by several hosts, postgres://user:password@host:port/name (unset: SQLite in the data dir)";
+    database_pool_size: usize = "32" [2 ..= 1000], "PostgreSQL connections this host opens at most";
     db_busy_timeout_ms: u64 = "5000" [0 ..= 600000], "how long a database write waits for another process's lock";
     rate_limit_flush_secs: u64 = "10" [1 ..= 3600], "how often rate-limit counters are saved (also saved at shutdown)";
     shutdown_grace_secs: u64 = "30" [0 ..= 3600], "how long shutdown waits for requests in flight";
@@ -237,6 +240,8 @@ settings! {
     plugin_llm_max_tokens: u32 = "1024" [1 ..= 1000000], "most tokens a plugin's LLM completion may ask for";
     job_timeout_ms: u64 = "300000" [1 ..= 86400000], "default deadline of a long-running command";
     job_retention_hours: u64 = "24" [1 ..= 8760], "how long a job's status stays readable";
+    job_lease_secs: u64 = "30" [3 ..= 3600],
+        "a running job's lease, renewed by its host; once it runs out (the host died) the job is failed, not run twice";
     outbound_allowed_hosts: Vec<String> = "*", "hosts plugins may reach at all (commands must also grant them)";
     outbound_allow_private: Vec<String> = "",
         "hosts allowed to resolve to private or loopback addresses, e.g. 127.0.0.1:9000";

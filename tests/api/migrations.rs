@@ -1,15 +1,9 @@
-use rusqlite::Connection;
-
 use crate::support::*;
 
 fn versions(env: &TestEnv) -> Vec<(i64, String)> {
-    let conn = Connection::open(env.path("agent-host.db")).unwrap();
-    let mut stmt = conn
-        .prepare("SELECT version, name FROM schema_migrations ORDER BY version")
-        .unwrap();
-    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
+    env.sql("SELECT version, name FROM schema_migrations ORDER BY version")
+        .into_iter()
+        .map(|row| (row[0].as_ref().unwrap().parse().unwrap(), row[1].clone().unwrap()))
         .collect()
 }
 
@@ -24,9 +18,9 @@ fn a_fresh_data_dir_gets_every_migration_once() {
         .collect();
     assert_eq!(applied, expected);
     assert!(expected.len() >= 2);
-    let conn = Connection::open(env.path("agent-host.db")).unwrap();
-    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
-    assert_eq!(mode, "wal");
+    if env.postgres_url().is_none() {
+        assert_eq!(env.sql("PRAGMA journal_mode")[0][0].as_deref(), Some("wal"));
+    }
 }
 
 #[test]
@@ -46,13 +40,7 @@ fn running_again_keeps_data_and_applies_nothing_twice() {
 fn a_database_newer_than_the_binary_is_refused() {
     let env = TestEnv::new();
     env.create_account("alice", "free");
-    let conn = Connection::open(env.path("agent-host.db")).unwrap();
-    conn.execute(
-        "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (999, '0999_future', 'x', 0)",
-        [],
-    )
-    .unwrap();
-    drop(conn);
+    env.sql("INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (999, '0999_future', 'x', 0)");
     for args in [&["serve", "--listen", "127.0.0.1:0"][..], &["agent", "list"][..]] {
         let out = env.cli(args);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
@@ -69,10 +57,7 @@ fn a_database_newer_than_the_binary_is_refused() {
 fn an_edited_migration_is_noticed() {
     let env = TestEnv::new();
     env.create_account("alice", "free");
-    let conn = Connection::open(env.path("agent-host.db")).unwrap();
-    conn.execute("UPDATE schema_migrations SET checksum = 'edited' WHERE version = 1", [])
-        .unwrap();
-    drop(conn);
+    env.sql("UPDATE schema_migrations SET checksum = 'edited' WHERE version = 1");
     let out = env.cli(&["agent", "list"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stderr.contains("0001_init differs"), "{}", out.stderr);

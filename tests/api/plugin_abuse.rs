@@ -521,14 +521,11 @@ async fn an_upgrade_keeps_the_notes_kept_under_a_plugins_own_name() {
         "alice",
     );
     // As an older version left it: no recorded manifest, the store named by the plugin.
-    let db = rusqlite::Connection::open(env.path("agent-host.db")).unwrap();
-    db.execute("DELETE FROM plugins", []).unwrap();
-    db.execute(
-        "INSERT INTO plugin_kv (agent_id, scope, key, value, updated_at) VALUES (?1, 'notes', 'notes', ?2, 0)",
-        rusqlite::params![agent_id, b"Water the plants".to_vec()],
-    )
-    .unwrap();
-    drop(db);
+    env.sql("DELETE FROM plugins");
+    env.sql(&format!(
+        "INSERT INTO plugin_kv (agent_id, scope, key, value, updated_at) VALUES ('{agent_id}', 'notes', 'notes', {}, 0)",
+        env.blob_literal(b"Water the plants")
+    ));
     let server = env.serve();
     let listed = post_json(
         &server.url("/v1/agents/desk/commands/memo/execute"),

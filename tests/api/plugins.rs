@@ -672,11 +672,9 @@ async fn a_plugin_runs_from_the_database_when_the_data_dir_lacks_it() {
     let hash = agent_host::plugins::content_hash(&std::fs::read(plugin_path("notes")).unwrap());
     let copy = env.path(&format!("plugins/{hash}.wasm"));
     let stored = || {
-        let conn = rusqlite::Connection::open(env.path("agent-host.db")).unwrap();
-        conn.query_row("SELECT component FROM plugins WHERE hash = ?1", [&hash], |r| {
-            r.get::<_, Option<Vec<u8>>>(0)
-        })
-        .unwrap()
+        env.sql(&format!("SELECT component FROM plugins WHERE hash = '{hash}'"))[0][0]
+            .as_ref()
+            .map(|bytes| hex::decode(bytes).unwrap())
     };
     assert_eq!(
         stored().map(|b| agent_host::plugins::content_hash(&b)),
@@ -697,10 +695,7 @@ async fn a_plugin_runs_from_the_database_when_the_data_dir_lacks_it() {
     drop(server);
 
     // Recorded before the database kept bytes: filled in at start from the copy.
-    {
-        let conn = rusqlite::Connection::open(env.path("agent-host.db")).unwrap();
-        conn.execute("UPDATE plugins SET component = NULL", []).unwrap();
-    }
+    env.sql("UPDATE plugins SET component = NULL");
     assert_eq!(stored(), None);
     let server = env.serve();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);

@@ -156,10 +156,9 @@ async fn wallets_are_created_imported_and_listed_by_the_cli() {
     assert!(!refused.status.success());
 
     // The secret is sealed: the private key's bytes are nowhere in the database file.
-    let db = std::fs::read(env.data_dir().join("agent-host.db")).unwrap();
     let dev_key = hex::decode("ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80").unwrap();
-    assert!(!db.windows(32).any(|w| w == dev_key.as_slice()));
-    assert!(!db.windows(32).any(|w| w == &keypair[..32]));
+    assert!(!env.database_contains(&dev_key));
+    assert!(!env.database_contains(&keypair[..32]));
 }
 
 #[tokio::test]
@@ -519,17 +518,16 @@ async fn a_wallet_key_that_does_not_decrypt_is_a_clear_500() {
     let world = World::start().await;
     world.base.set_eth(&world.base_wallet, ETH / 100).await;
     world.base.mint_usdc(&world.base_wallet, 1_000_000).await;
-    {
-        let db = rusqlite::Connection::open(world.env.data_dir().join("agent-host.db")).unwrap();
-        // One byte of the sealed key changed (the last, in the authentication tag).
-        db.execute(
-            "UPDATE wallets SET secret = CAST(substr(secret, 1, length(secret) - 1)
-                 || CASE WHEN substr(secret, -1) = x'00' THEN x'01' ELSE x'00' END AS BLOB)
-             WHERE network = 'solana'",
-            [],
-        )
+    // One bit of the sealed key flipped (in the last byte, the authentication tag's).
+    let sealed = world.env.sql("SELECT secret FROM wallets WHERE network = 'solana'")[0][0]
+        .clone()
         .unwrap();
-    }
+    let mut sealed = hex::decode(sealed).unwrap();
+    *sealed.last_mut().unwrap() ^= 1;
+    world.env.sql(&format!(
+        "UPDATE wallets SET secret = {} WHERE network = 'solana'",
+        world.env.blob_literal(&sealed)
+    ));
     let reply = world
         .transfer(
             "solana",
@@ -573,14 +571,13 @@ async fn pending_transfers_are_reconciled_against_the_chain_at_start() {
 
     // As a crash would leave them: two sent but not marked, one never signed.
     {
-        let db = rusqlite::Connection::open(world.env.data_dir().join("agent-host.db")).unwrap();
-        db.execute("UPDATE transfers SET state = 'pending'", []).unwrap();
-        db.execute(
+        world.env.sql("UPDATE transfers SET state = 'pending'");
+        world.env.sql(&format!(
             "INSERT INTO transfers (id, agent_id, network, sender, recipient, amount, state, created_at, updated_at)
-             VALUES ('tr_cut', ?1, 'base', ?2, ?2, 5, 'pending', 0, 0)",
-            [&world.agent, &world.base_wallet],
-        )
-        .unwrap();
+             VALUES ('tr_cut', '{}', 'base', '{wallet}', '{wallet}', 5, 'pending', 0, 0)",
+            world.agent,
+            wallet = world.base_wallet
+        ));
     }
     world.server = world.env.serve();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);

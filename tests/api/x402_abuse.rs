@@ -629,15 +629,13 @@ async fn an_expired_solana_settlement_is_failed_while_the_service_runs() {
     let _server = env.serve();
     // Planted after the start: the recovery that runs at start cannot have seen it.
     let (signature, raw) = crate::x402_recovery::unsent_solana_transaction();
-    let db = rusqlite::Connection::open(env.path("agent-host.db")).unwrap();
-    db.execute(
+    env.sql(&format!(
         "INSERT INTO payments (id, identity, agent_id, network, payer, pay_to, amount, request, state,
                                transaction_signature, raw_tx, valid_until, created_at, updated_at)
-         SELECT 'pay_expired', 'solana:' || ?1, id, 'solana', 'payer', 'agent', 10000, '{}', 'verified', ?1, ?2, 1, 0, 0
-         FROM agents WHERE username = 'seller'",
-        [&signature, &raw],
-    )
-    .unwrap();
+         SELECT 'pay_expired', 'solana:{signature}', id, 'solana', 'payer', 'agent', 10000, '{{}}', 'verified',
+                '{signature}', '{raw}', 1, 0, 0
+         FROM agents WHERE username = 'seller'"
+    ));
     let failed = newest_payment_becomes(&env, "failed", Duration::from_secs(20)).await;
     assert_eq!(failed["id"], "pay_expired");
     assert!(failed["error"].as_str().unwrap().contains("expired"), "{failed}");

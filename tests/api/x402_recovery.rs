@@ -152,22 +152,19 @@ config = {{ url = "{}" }}
     // And two payments cut off before their settlement got anywhere: one never signed, one
     // (Solana) signed and stored but never sent, now past its blockhash.
     {
-        let db = rusqlite::Connection::open(env.data_dir().join("agent-host.db")).unwrap();
-        db.execute(
+        env.sql(&format!(
             "INSERT INTO payments (id, identity, agent_id, network, payer, pay_to, amount, request, state, created_at, updated_at)
-             SELECT 'pay_cut', 'base:cut', agent_id, 'base', ?1, pay_to, 10000, '{}', 'verified', 0, 0 FROM payments LIMIT 1",
-            [&payer_address],
-        )
-        .unwrap();
+             SELECT 'pay_cut', 'base:cut', agent_id, 'base', '{payer_address}', pay_to, 10000, '{{}}', 'verified', 0, 0
+             FROM payments LIMIT 1"
+        ));
         let (signature, raw) = unsent_solana_transaction();
-        db.execute(
+        env.sql(&format!(
             "INSERT INTO payments (id, identity, agent_id, network, payer, pay_to, amount, request, state,
                                    transaction_signature, raw_tx, created_at, updated_at)
-             SELECT 'pay_unsent', 'solana:unsent', agent_id, 'solana', 'x', 'y', 10000, '{}', 'verified', ?1, ?2, 0, 0
-             FROM payments LIMIT 1",
-            [&signature, &raw],
-        )
-        .unwrap();
+             SELECT 'pay_unsent', 'solana:unsent', agent_id, 'solana', 'x', 'y', 10000, '{{}}', 'verified',
+                    '{signature}', '{raw}', 0, 0
+             FROM payments LIMIT 1"
+        ));
     }
 
     // Third run: the served-never answer is refunded; the unsigned one failed, nothing taken.

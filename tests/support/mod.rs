@@ -8,6 +8,7 @@ pub mod chains;
 pub mod fake_llm;
 pub mod hostile;
 pub mod payers;
+pub mod postgres;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -18,10 +19,13 @@ use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_agent-host");
 
-/// A data dir plus the environment the binary runs with.
+/// A data dir plus the environment the binary runs with. When `TEST_POSTGRES_URL` names a
+/// PostgreSQL cluster (scripts/test.sh starts one for the second run of the suite), each
+/// environment gets a fresh database of its own there instead of the data dir's SQLite file.
 pub struct TestEnv {
     dir: tempfile::TempDir,
     env: Vec<(String, String)>,
+    database: Option<postgres::Database>,
 }
 
 /// What a CLI call printed.
@@ -62,10 +66,66 @@ impl Default for TestEnv {
 
 impl TestEnv {
     pub fn new() -> TestEnv {
+        let database = postgres::Database::for_tests();
+        let env = match &database {
+            Some(db) => vec![("AGENT_HOST_DATABASE_URL".to_string(), db.url.clone())],
+            None => Vec::new(),
+        };
+        TestEnv {
+            dir: tempfile::tempdir().expect("temp dir"),
+            env,
+            database,
+        }
+    }
+
+    /// An environment on SQLite in its data dir, whichever backend the run uses (for what
+    /// is about that file itself).
+    pub fn sqlite() -> TestEnv {
         TestEnv {
             dir: tempfile::tempdir().expect("temp dir"),
             env: Vec::new(),
+            database: None,
         }
+    }
+
+    /// Runs SQL text on this environment's database, as a crash or an older version might
+    /// have left it; the rows as text (bytes as lowercase hex, NULL as None).
+    pub fn sql(&self, sql: &str) -> Vec<Vec<Option<String>>> {
+        match &self.database {
+            Some(db) => db.rows(sql),
+            None => sqlite_rows(&self.path("agent-host.db"), sql),
+        }
+    }
+
+    /// `bytes` written as a literal of this environment's SQL.
+    pub fn blob_literal(&self, bytes: &[u8]) -> String {
+        match &self.database {
+            Some(_) => format!("'\\x{}'::bytea", hex::encode(bytes)),
+            None => format!("X'{}'", hex::encode(bytes)),
+        }
+    }
+
+    /// True when `needle` appears anywhere in what the database keeps: SQLite's file and
+    /// its write-ahead log, or a dump of the PostgreSQL database (where bytes also count
+    /// when they appear hex-encoded).
+    pub fn database_contains(&self, needle: &[u8]) -> bool {
+        let within = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+        match &self.database {
+            Some(db) => {
+                let dump = db.dump();
+                within(&dump, needle) || within(&dump, hex::encode(needle).as_bytes())
+            }
+            None => {
+                let file = std::fs::read(self.path("agent-host.db")).expect("database file");
+                let wal = std::fs::read(self.path("agent-host.db-wal")).unwrap_or_default();
+                within(&file, needle) || within(&wal, needle)
+            }
+        }
+    }
+
+    /// The PostgreSQL database this environment uses, if any.
+    pub fn postgres_url(&self) -> Option<&str> {
+        self.database.as_ref().map(|db| db.url.as_str())
     }
 
     pub fn with_env(mut self, name: &str, value: &str) -> TestEnv {
@@ -234,6 +294,29 @@ impl TestEnv {
             log_path,
         }
     }
+}
+
+fn sqlite_rows(path: &Path, sql: &str) -> Vec<Vec<Option<String>>> {
+    use rusqlite::types::ValueRef;
+    let conn = rusqlite::Connection::open(path).expect("open the database file");
+    let mut stmt = conn.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let columns = stmt.column_count();
+    let mut rows = stmt.query([]).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().expect("next row") {
+        out.push(
+            (0..columns)
+                .map(|i| match row.get_ref(i).expect("column") {
+                    ValueRef::Null => None,
+                    ValueRef::Integer(n) => Some(n.to_string()),
+                    ValueRef::Real(x) => Some(x.to_string()),
+                    ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+                    ValueRef::Blob(b) => Some(hex::encode(b)),
+                })
+                .collect(),
+        );
+    }
+    out
 }
 
 pub struct TestServer {

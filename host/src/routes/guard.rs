@@ -20,9 +20,14 @@ pub async fn require_key(State(state): State<AppState>, mut request: Request, ne
         Ok(caller) => caller,
         Err(err) => return ApiError::from(err).into_response(),
     };
-    let decision = state
+    let decision = match state
         .limiter
-        .check(&caller.account.id, caller.account.limits, crate::clock::now_ms());
+        .check(&caller.account.id, caller.account.limits, crate::clock::now_ms())
+        .await
+    {
+        Ok(decision) => decision,
+        Err(err) => return ApiError::from(crate::services::ServiceError::from(err)).into_response(),
+    };
     let mut response = if decision.allowed {
         request.extensions_mut().insert(caller);
         next.run(request).await

@@ -34,7 +34,15 @@ pub fn routes(state: AppState) -> Router<AppState> {
 /// that address's rate-limit headers (a payer's own limit, when it binds, replaces them).
 async fn limit_clients(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let client = client_address(&request, state.services.settings.client_ip_header.as_deref());
-    let decision = state.services.x402_limiter.client(&client, crate::clock::now_ms());
+    let decision = match state
+        .services
+        .x402_limiter
+        .client(&client, crate::clock::now_ms())
+        .await
+    {
+        Ok(decision) => decision,
+        Err(err) => return x402_error(ServiceError::from(err).into(), Version::V1),
+    };
     let mut response = if decision.allowed {
         next.run(request).await
     } else {

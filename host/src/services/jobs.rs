@@ -60,9 +60,35 @@ pub async fn submit(
     Ok(id)
 }
 
-/// Runs one queued job to its end.
+/// How long a running job's lease lasts; its host renews it every third of that.
+fn lease(services: &Services) -> Duration {
+    Duration::from_secs(services.settings.job_lease_secs)
+}
+
+fn lease_until(services: &Services) -> i64 {
+    crate::clock::now_ms() + lease(services).as_millis() as i64
+}
+
+/// Renews the job's lease while the returned guard lives, so other hosts know it runs.
+fn lease_keeper(services: &Services, job_id: &str) -> StopOnDrop {
+    let (services, job_id) = (services.clone(), job_id.to_string());
+    StopOnDrop(tokio::spawn(async move {
+        let mut every = tokio::time::interval(lease(&services) / 3);
+        every.tick().await;
+        loop {
+            every.tick().await;
+            match services.store.renew_job_lease(&job_id, lease_until(&services)).await {
+                Ok(true) => {}
+                Ok(false) => return, // finished, or failed by another host as cut off
+                Err(e) => tracing::warn!(job = %job_id, error = %e, "could not renew a job's lease"),
+            }
+        }
+    }))
+}
+
+/// Runs one queued job to its end, unless another host or task took it first.
 async fn run(services: Services, id: String) {
-    match services.store.start_job(&id).await {
+    match services.store.start_job(&id, lease_until(&services)).await {
         Ok(true) => {}
         Ok(false) => return, // someone else has it, or it is finished
         Err(e) => {
@@ -70,6 +96,7 @@ async fn run(services: Services, id: String) {
             return;
         }
     }
+    let leased = lease_keeper(&services, &id);
     let outcome = match work(&services, &id).await {
         Ok(output) => output,
         Err((error, code)) => JobOutcome::Failed {
@@ -77,6 +104,7 @@ async fn run(services: Services, id: String) {
             code: code.to_string(),
         },
     };
+    drop(leased);
     let failure = match &outcome {
         JobOutcome::Failed { error, code } => Some((error.clone(), code.clone())),
         _ => None,
@@ -179,11 +207,17 @@ fn progress_writer(services: &Services, job_id: &str) -> (ProgressSink, StopOnDr
     (sink, StopOnDrop(writer))
 }
 
-/// At start: run what never started, fail what was cut off mid-run.
-pub async fn recover(services: &Services) -> Result<(usize, usize), ServiceError> {
-    let interrupted = services.store.jobs_in_state(JobState::Running).await?;
+/// Runs what never started and fails what was cut off mid-run (its host stopped renewing
+/// its lease), at start and in every recovery pass. At the start of the only host serving
+/// from its store every running job was cut off, lease or not.
+pub async fn recover(services: &Services, at_start: bool) -> Result<(usize, usize), ServiceError> {
+    let before = match at_start && !services.store.is_shared() {
+        true => i64::MAX,
+        false => crate::clock::now_ms(),
+    };
+    let interrupted = services.store.jobs_cut_off(before).await?;
     for job in &interrupted {
-        let why = "the server restarted while this job was running; it was not run again";
+        let why = "the server running this job stopped before it finished; it was not run again";
         services
             .store
             .finish_job(

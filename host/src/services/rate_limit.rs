@@ -1,13 +1,15 @@
 //! Rate limits: a fixed per-minute and a fixed per-day window (UTC) per key. Counting
 //! happens under one lock, so N parallel requests never let more than the limit through.
-//! Keyed-API counters (per account) are saved periodically and at shutdown, and loaded at
-//! start; the x402 abuse limits (per client address, per payer) live in memory.
+//! A single host counts in memory: keyed-API counters (per account) are saved periodically
+//! and at shutdown, and loaded at start; the x402 abuse limits (per client address, per
+//! payer) live in memory only. Hosts sharing a store count in it instead (one statement per
+//! request, store/rate.rs), so together they let through exactly the limit.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use crate::domain::RateLimits;
-use crate::store::UsageRow;
+use crate::store::{Store, StoreError, UsageRow};
 
 const MINUTE_MS: i64 = 60_000;
 const DAY_MS: i64 = 86_400_000;
@@ -75,39 +77,12 @@ impl RateLimiter {
         }
         let minute_full = usage.minute_count >= limits.per_minute;
         let day_full = usage.day_count >= limits.per_day;
-        let minute_reset = minute_start + MINUTE_MS;
-        let day_reset = day_start + DAY_MS;
-        if minute_full || day_full {
-            // Both must have room again; wait for the later of the full windows.
-            let (limit, reset) = if day_full {
-                (limits.per_day, day_reset)
-            } else {
-                (limits.per_minute, minute_reset)
-            };
-            return RateDecision {
-                allowed: false,
-                limit,
-                remaining: 0,
-                reset_unix: reset.div_euclid(1000),
-                retry_after_secs: ((reset - now_ms).max(0) as u64).div_ceil(1000).max(1),
-            };
+        let allowed = !(minute_full || day_full);
+        if allowed {
+            usage.minute_count += 1;
+            usage.day_count += 1;
         }
-        usage.minute_count += 1;
-        usage.day_count += 1;
-        let minute_left = limits.per_minute - usage.minute_count;
-        let day_left = limits.per_day - usage.day_count;
-        let (limit, remaining, reset) = if day_left < minute_left {
-            (limits.per_day, day_left, day_reset)
-        } else {
-            (limits.per_minute, minute_left, minute_reset)
-        };
-        RateDecision {
-            allowed: true,
-            limit,
-            remaining,
-            reset_unix: reset.div_euclid(1000),
-            retry_after_secs: 0,
-        }
+        decide(limits, now_ms, allowed, usage.minute_count, usage.day_count)
     }
 
     /// Current counters, for saving.
@@ -147,33 +122,113 @@ impl RateLimiter {
     }
 }
 
+/// The headers' view of a request that was counted (`allowed`, with the windows' counts
+/// after it) or refused (with the counts as they stand).
+fn decide(limits: RateLimits, now_ms: i64, allowed: bool, minute_count: u32, day_count: u32) -> RateDecision {
+    let minute_reset = now_ms - now_ms.rem_euclid(MINUTE_MS) + MINUTE_MS;
+    let day_reset = now_ms - now_ms.rem_euclid(DAY_MS) + DAY_MS;
+    if !allowed {
+        // Both must have room again; wait for the later of the full windows.
+        let (limit, reset) = if day_count >= limits.per_day {
+            (limits.per_day, day_reset)
+        } else {
+            (limits.per_minute, minute_reset)
+        };
+        return RateDecision {
+            allowed: false,
+            limit,
+            remaining: 0,
+            reset_unix: reset.div_euclid(1000),
+            retry_after_secs: ((reset - now_ms).max(0) as u64).div_ceil(1000).max(1),
+        };
+    }
+    let minute_left = limits.per_minute.saturating_sub(minute_count);
+    let day_left = limits.per_day.saturating_sub(day_count);
+    let (limit, remaining, reset) = if day_left < minute_left {
+        (limits.per_day, day_left, day_reset)
+    } else {
+        (limits.per_minute, minute_left, minute_reset)
+    };
+    RateDecision {
+        allowed: true,
+        limit,
+        remaining,
+        reset_unix: reset.div_euclid(1000),
+        retry_after_secs: 0,
+    }
+}
+
+/// One kind of key's limits: counted in this process, or in the store when several hosts
+/// share it.
+pub struct Limiter {
+    local: RateLimiter,
+    /// The shared store and the scope of these keys in its counters.
+    shared: Option<(Store, &'static str)>,
+}
+
+impl Limiter {
+    pub fn new(store: &Store, scope: &'static str) -> Limiter {
+        Limiter {
+            local: RateLimiter::default(),
+            shared: store.is_shared().then(|| (store.clone(), scope)),
+        }
+    }
+
+    /// Counts one request of `key` at `now_ms` if both windows have room.
+    pub async fn check(&self, key: &str, limits: RateLimits, now_ms: i64) -> Result<RateDecision, StoreError> {
+        let Some((store, scope)) = &self.shared else {
+            return Ok(self.local.check(key, limits, now_ms));
+        };
+        let windows = (
+            now_ms - now_ms.rem_euclid(MINUTE_MS),
+            now_ms - now_ms.rem_euclid(DAY_MS),
+        );
+        let counted = store
+            .count_request(scope, key, windows, (limits.per_minute, limits.per_day))
+            .await?;
+        Ok(decide(
+            limits,
+            now_ms,
+            counted.allowed,
+            counted.minute_count,
+            counted.day_count,
+        ))
+    }
+
+    /// The in-process counters (saved and restored by a single host).
+    pub fn local(&self) -> &RateLimiter {
+        &self.local
+    }
+}
+
 /// The unkeyed x402 endpoints' abuse limits: every request per client address, and every
 /// signed payment per payer (counted after its signature checks, before any chain call,
 /// so nobody can spend another payer's allowance).
 pub struct X402Limiter {
-    clients: RateLimiter,
-    payers: RateLimiter,
+    clients: Limiter,
+    payers: Limiter,
     client_limits: RateLimits,
     payer_limits: RateLimits,
 }
 
 impl X402Limiter {
-    pub fn new(client_limits: RateLimits, payer_limits: RateLimits) -> X402Limiter {
+    pub fn new(store: &Store, client_limits: RateLimits, payer_limits: RateLimits) -> X402Limiter {
         X402Limiter {
-            clients: RateLimiter::default(),
-            payers: RateLimiter::default(),
+            clients: Limiter::new(store, "x402_client"),
+            payers: Limiter::new(store, "x402_payer"),
             client_limits,
             payer_limits,
         }
     }
 
-    pub fn client(&self, address: &str, now_ms: i64) -> RateDecision {
-        self.clients.check(address, self.client_limits, now_ms)
+    pub async fn client(&self, address: &str, now_ms: i64) -> Result<RateDecision, StoreError> {
+        self.clients.check(address, self.client_limits, now_ms).await
     }
 
-    pub fn payer(&self, network: &str, payer: &str, now_ms: i64) -> RateDecision {
+    pub async fn payer(&self, network: &str, payer: &str, now_ms: i64) -> Result<RateDecision, StoreError> {
         self.payers
             .check(&format!("{network}:{payer}"), self.payer_limits, now_ms)
+            .await
     }
 }
 
@@ -228,19 +283,64 @@ mod tests {
         assert_eq!(limiter.snapshot().len(), 2, "only today's key is left (two windows)");
     }
 
-    #[test]
-    fn x402_clients_and_payers_count_apart() {
+    fn temp_store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.db"), std::time::Duration::from_secs(5)).unwrap();
+        (dir, store)
+    }
+
+    #[tokio::test]
+    async fn x402_clients_and_payers_count_apart() {
+        let (_dir, store) = temp_store();
         let limiter = X402Limiter::new(
+            &store,
             LIMITS,
             RateLimits {
                 per_minute: 1,
                 per_day: 1,
             },
         );
-        assert!(limiter.payer("base", "0xabc", T0).allowed);
-        assert!(!limiter.payer("base", "0xabc", T0 + 1).allowed);
-        assert!(limiter.payer("solana", "0xabc", T0 + 1).allowed, "per network");
-        assert_eq!(limiter.client("10.0.0.1", T0).remaining, 2);
+        assert!(limiter.payer("base", "0xabc", T0).await.unwrap().allowed);
+        assert!(!limiter.payer("base", "0xabc", T0 + 1).await.unwrap().allowed);
+        assert!(
+            limiter.payer("solana", "0xabc", T0 + 1).await.unwrap().allowed,
+            "per network"
+        );
+        assert_eq!(limiter.client("10.0.0.1", T0).await.unwrap().remaining, 2);
+    }
+
+    /// The shared counters (one statement in the store, as several hosts use them) decide
+    /// exactly as the in-process ones: the same answers and headers, window after window.
+    #[tokio::test]
+    async fn shared_counters_decide_as_the_local_ones() {
+        let (_dir, store) = temp_store();
+        let shared = Limiter {
+            local: RateLimiter::default(),
+            shared: Some((store, "account")),
+        };
+        let local = RateLimiter::default();
+        let times = [
+            0,
+            1,
+            2,
+            3,
+            10_000,
+            MINUTE_MS,
+            MINUTE_MS + 1,
+            MINUTE_MS + 2,
+            2 * MINUTE_MS,
+            DAY_MS,
+            DAY_MS + 1,
+        ];
+        for (i, offset) in times.into_iter().enumerate() {
+            let expected = local.check("a", LIMITS, T0 + offset);
+            let got = shared.check("a", LIMITS, T0 + offset).await.unwrap();
+            assert_eq!(got, expected, "request {i} at +{offset} ms");
+        }
+        // A host whose clock is a minute behind counts into the newer window it finds.
+        let behind = shared.check("a", LIMITS, T0 + DAY_MS + 2 - MINUTE_MS).await.unwrap();
+        assert_eq!(behind.remaining, 0, "the day's third request of the current minute");
+        assert!(!shared.check("a", LIMITS, T0 + DAY_MS + 3).await.unwrap().allowed);
     }
 
     #[test]

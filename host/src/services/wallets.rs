@@ -193,7 +193,7 @@ pub async fn transfer(services: &Services, order: TransferOrder) -> Result<Trans
         ));
     }
 
-    let _one_at_a_time = services.wallet_locks.lock((order.agent_id.clone(), network)).await;
+    let _one_at_a_time = services.wallet_locks.lock((order.agent_id.clone(), network)).await?;
 
     let id = order.id.clone().unwrap_or_else(new_transfer_id);
     let store = &services.store;
@@ -288,7 +288,11 @@ pub async fn reconcile(services: &Services) -> Result<usize, ServiceError> {
     for row in pending {
         // The wallet's lock is held for a transfer's whole life: free means nobody here is
         // signing or awaiting this row.
-        let Some(turn) = services.wallet_locks.try_lock((row.agent_id.clone(), row.network)) else {
+        let Some(turn) = services
+            .wallet_locks
+            .try_lock((row.agent_id.clone(), row.network))
+            .await?
+        else {
             continue;
         };
         looked_at += 1;

@@ -1,6 +1,5 @@
-use rusqlite::{OptionalExtension, Row, params};
-
-use super::{Store, StoreError, is_unique_violation};
+use super::sql::{Row, args};
+use super::{Store, StoreError};
 use crate::domain::{Account, Plan, RateLimits};
 
 pub struct NewAccount {
@@ -13,34 +12,28 @@ pub struct NewAccount {
 pub(super) const ACCOUNT_COLUMNS: &str = "a.id, a.name, a.plan, a.rpm, a.rpd, a.created_at";
 
 /// Reads an account from the six columns of `ACCOUNT_COLUMNS`, starting at `at`.
-pub(super) fn account_from_row(row: &Row<'_>, at: usize) -> rusqlite::Result<Result<Account, StoreError>> {
+pub(super) fn account_from_row(row: &Row, at: usize) -> Result<Account, StoreError> {
+    let id: String = row.get(at)?;
     let plan_text: String = row.get(at + 2)?;
     let rpm: Option<u32> = row.get(at + 3)?;
     let rpd: Option<u32> = row.get(at + 4)?;
-    let id: String = row.get(at)?;
-    let name: String = row.get(at + 1)?;
-    let created_at: i64 = row.get(at + 5)?;
     let Some(plan) = Plan::parse(&plan_text) else {
-        return Ok(Err(StoreError::Corrupt(format!(
+        return Err(StoreError::Corrupt(format!(
             "account {id} has unknown plan {plan_text}"
-        ))));
+        )));
     };
     let limits = match (rpm, rpd, plan.default_limits()) {
         (Some(per_minute), Some(per_day), _) => RateLimits { per_minute, per_day },
         (_, _, Some(defaults)) => defaults,
-        _ => {
-            return Ok(Err(StoreError::Corrupt(format!(
-                "enterprise account {id} has no limits"
-            ))));
-        }
+        _ => return Err(StoreError::Corrupt(format!("enterprise account {id} has no limits"))),
     };
-    Ok(Ok(Account {
+    Ok(Account {
         id,
-        name,
+        name: row.get(at + 1)?,
         plan,
         limits,
-        created_at,
-    }))
+        created_at: row.get(at + 5)?,
+    })
 }
 
 impl Store {
@@ -61,12 +54,12 @@ impl Store {
         };
         let custom = new.custom_limits;
         let row = account.clone();
-        self.write(move |tx| {
-            tx.execute(
+        self.write(move |db| {
+            db.execute(
                 "INSERT INTO accounts (id, name, plan, rpm, rpd, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    row.id,
-                    row.name,
+                args![
+                    &row.id,
+                    &row.name,
                     row.plan.as_str(),
                     custom.map(|l| l.per_minute),
                     custom.map(|l| l.per_day),
@@ -74,10 +67,10 @@ impl Store {
                 ],
             )
             .map_err(|e| {
-                if is_unique_violation(&e) {
+                if e.is_unique_violation() {
                     StoreError::Conflict(format!("an account named '{}' already exists", row.name))
                 } else {
-                    e.into()
+                    e
                 }
             })?;
             Ok(())
@@ -88,11 +81,10 @@ impl Store {
 
     pub async fn account_by_name(&self, name: &str) -> Result<Option<Account>, StoreError> {
         let name = name.to_string();
-        self.read(move |conn| {
+        self.read(move |db| {
             let sql = format!("SELECT {ACCOUNT_COLUMNS} FROM accounts a WHERE a.name = ?1");
-            conn.prepare_cached(&sql)?
-                .query_row([name], |row| account_from_row(row, 0))
-                .optional()?
+            db.query_opt(&sql, args![name])?
+                .map(|row| account_from_row(&row, 0))
                 .transpose()
         })
         .await
@@ -100,11 +92,10 @@ impl Store {
 
     pub async fn account_by_id(&self, id: &str) -> Result<Option<Account>, StoreError> {
         let id = id.to_string();
-        self.read(move |conn| {
+        self.read(move |db| {
             let sql = format!("SELECT {ACCOUNT_COLUMNS} FROM accounts a WHERE a.id = ?1");
-            conn.prepare_cached(&sql)?
-                .query_row([id], |row| account_from_row(row, 0))
-                .optional()?
+            db.query_opt(&sql, args![id])?
+                .map(|row| account_from_row(&row, 0))
                 .transpose()
         })
         .await

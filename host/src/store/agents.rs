@@ -1,6 +1,5 @@
-use rusqlite::{Connection, OptionalExtension, Row, params};
-
-use super::{Store, StoreError, is_unique_violation, json_column, to_json};
+use super::sql::{Db, Row, args};
+use super::{Store, StoreError, json_column, to_json};
 use crate::domain::{Agent, AgentDef, Command, CommandDef, HandlerType, ResponseFormat, X402Settings};
 use crate::money::MicroUsdc;
 
@@ -22,94 +21,67 @@ pub struct AgentSummary {
 const AGENT_COLUMNS: &str = "g.id, g.account_id, g.username, g.name, g.personality, g.knowledge, \
      g.x402_enabled, g.x402_default_price, g.x402_networks, g.created_at, g.updated_at";
 
-fn agent_from_row(row: &Row<'_>) -> rusqlite::Result<Result<Agent, StoreError>> {
-    let knowledge: String = row.get(5)?;
-    let networks: String = row.get(8)?;
+fn agent_from_row(row: &Row) -> Result<Agent, StoreError> {
     let price: Option<i64> = row.get(7)?;
-    let built = (|| {
-        Ok(Agent {
-            id: row.get(0)?,
-            account_id: row.get(1)?,
-            def: AgentDef {
-                username: row.get(2)?,
-                name: row.get(3)?,
-                personality: row.get(4)?,
-                knowledge: json_column(&knowledge, "agent knowledge")?,
-                x402: X402Settings {
-                    enabled: row.get(6)?,
-                    default_price: price.map(|p| MicroUsdc(p as u64)),
-                    networks: json_column(&networks, "agent x402 networks")?,
-                },
+    Ok(Agent {
+        id: row.get(0)?,
+        account_id: row.get(1)?,
+        def: AgentDef {
+            username: row.get(2)?,
+            name: row.get(3)?,
+            personality: row.get(4)?,
+            knowledge: json_column(&row.get::<String>(5)?, "agent knowledge")?,
+            x402: X402Settings {
+                enabled: row.get(6)?,
+                default_price: price.map(|p| MicroUsdc(p as u64)),
+                networks: json_column(&row.get::<String>(8)?, "agent x402 networks")?,
             },
-            created_at: row.get(9)?,
-            updated_at: row.get(10)?,
-        })
-    })();
-    match built {
-        Ok(agent) => Ok(Ok(agent)),
-        Err(StoreError::Sqlite(e)) => Err(e),
-        Err(other) => Ok(Err(other)),
-    }
+        },
+        created_at: row.get(9)?,
+        updated_at: row.get(10)?,
+    })
 }
 
 const COMMAND_COLUMNS: &str = "id, agent_id, name, description, handler_type, parameters, response_format, \
      enabled, integrations, price, config, plugin, allowed_hosts, long_running, timeout_ms, allow_llm";
 
-fn command_from_row(row: &Row<'_>) -> rusqlite::Result<Result<Command, StoreError>> {
+fn command_from_row(row: &Row) -> Result<Command, StoreError> {
     let handler: String = row.get(4)?;
-    let parameters: String = row.get(5)?;
     let format: String = row.get(6)?;
-    let integrations: String = row.get(8)?;
     let price: Option<i64> = row.get(9)?;
-    let config: String = row.get(10)?;
-    let hosts: String = row.get(12)?;
     let timeout: Option<i64> = row.get(14)?;
-    let built = (|| {
-        Ok(Command {
-            id: row.get(0)?,
-            agent_id: row.get(1)?,
-            def: CommandDef {
-                name: row.get(2)?,
-                description: row.get(3)?,
-                handler_type: json_column::<HandlerType>(&format!("\"{handler}\""), "command handler_type")?,
-                parameters: json_column(&parameters, "command parameters")?,
-                response_format: json_column::<ResponseFormat>(&format!("\"{format}\""), "command response_format")?,
-                enabled: row.get(7)?,
-                integrations: json_column(&integrations, "command integrations")?,
-                price: price.map(|p| MicroUsdc(p as u64)),
-                config: json_column(&config, "command config")?,
-                plugin: row.get(11)?,
-                allowed_hosts: json_column(&hosts, "command allowed_hosts")?,
-                long_running: row.get(13)?,
-                timeout_ms: timeout.map(|t| t as u64),
-                allow_llm: row.get(15)?,
-            },
-        })
-    })();
-    match built {
-        Ok(command) => Ok(Ok(command)),
-        Err(StoreError::Sqlite(e)) => Err(e),
-        Err(other) => Ok(Err(other)),
-    }
+    Ok(Command {
+        id: row.get(0)?,
+        agent_id: row.get(1)?,
+        def: CommandDef {
+            name: row.get(2)?,
+            description: row.get(3)?,
+            handler_type: json_column::<HandlerType>(&format!("\"{handler}\""), "command handler_type")?,
+            parameters: json_column(&row.get::<String>(5)?, "command parameters")?,
+            response_format: json_column::<ResponseFormat>(&format!("\"{format}\""), "command response_format")?,
+            enabled: row.get(7)?,
+            integrations: json_column(&row.get::<String>(8)?, "command integrations")?,
+            price: price.map(|p| MicroUsdc(p as u64)),
+            config: json_column(&row.get::<String>(10)?, "command config")?,
+            plugin: row.get(11)?,
+            allowed_hosts: json_column(&row.get::<String>(12)?, "command allowed_hosts")?,
+            long_running: row.get(13)?,
+            timeout_ms: timeout.map(|t| t as u64),
+            allow_llm: row.get(15)?,
+        },
+    })
 }
 
-fn find_agent(conn: &Connection, id_or_username: &str) -> Result<Option<Agent>, StoreError> {
+fn find_agent(db: &dyn Db, id_or_username: &str) -> Result<Option<Agent>, StoreError> {
     let sql = format!("SELECT {AGENT_COLUMNS} FROM agents g WHERE g.id = ?1 OR g.username = ?1");
-    conn.prepare_cached(&sql)?
-        .query_row([id_or_username], agent_from_row)
-        .optional()?
+    db.query_opt(&sql, args![id_or_username])?
+        .map(|row| agent_from_row(&row))
         .transpose()
 }
 
-fn commands_of(conn: &Connection, agent_id: &str) -> Result<Vec<Command>, StoreError> {
+fn commands_of(db: &dyn Db, agent_id: &str) -> Result<Vec<Command>, StoreError> {
     let sql = format!("SELECT {COMMAND_COLUMNS} FROM commands WHERE agent_id = ?1 ORDER BY position");
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map([agent_id], command_from_row)?;
-    let mut out = Vec::new();
-    for row in rows {
-        out.push(row??);
-    }
-    Ok(out)
+    db.query(&sql, args![agent_id])?.iter().map(command_from_row).collect()
 }
 
 fn json_enum<T: serde::Serialize>(value: &T) -> String {
@@ -126,9 +98,9 @@ impl Store {
         commands: Vec<CommandDef>,
     ) -> Result<ApplyOutcome, StoreError> {
         let account_id = account_id.to_string();
-        self.write(move |tx| {
+        self.write(move |db| {
             let now = crate::clock::now_ms();
-            let existing = find_agent(tx, &def.username)?;
+            let existing = find_agent(db, &def.username)?;
             let (agent_id, created) = match existing {
                 Some(agent) if agent.account_id != account_id => {
                     return Err(StoreError::Conflict(format!(
@@ -141,16 +113,16 @@ impl Store {
             };
             let price = def.x402.default_price.map(|p| p.0 as i64);
             if created {
-                tx.execute(
+                db.execute(
                     "INSERT INTO agents (id, account_id, username, name, personality, knowledge,
                         x402_enabled, x402_default_price, x402_networks, created_at, updated_at)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)",
-                    params![
-                        agent_id,
-                        account_id,
-                        def.username,
-                        def.name,
-                        def.personality,
+                    args![
+                        &agent_id,
+                        &account_id,
+                        &def.username,
+                        &def.name,
+                        &def.personality,
                         to_json(&def.knowledge),
                         def.x402.enabled,
                         price,
@@ -159,20 +131,20 @@ impl Store {
                     ],
                 )
                 .map_err(|e| {
-                    if is_unique_violation(&e) {
+                    if e.is_unique_violation() {
                         StoreError::Conflict(format!("the username '{}' is taken", def.username))
                     } else {
-                        e.into()
+                        e
                     }
                 })?;
             } else {
-                tx.execute(
+                db.execute(
                     "UPDATE agents SET name = ?2, personality = ?3, knowledge = ?4, x402_enabled = ?5,
                         x402_default_price = ?6, x402_networks = ?7, updated_at = ?8 WHERE id = ?1",
-                    params![
-                        agent_id,
-                        def.name,
-                        def.personality,
+                    args![
+                        &agent_id,
+                        &def.name,
+                        &def.personality,
                         to_json(&def.knowledge),
                         def.x402.enabled,
                         price,
@@ -184,15 +156,15 @@ impl Store {
 
             let mut command_ids = Vec::with_capacity(commands.len());
             for (position, cmd) in commands.iter().enumerate() {
-                let id: Option<String> = tx
-                    .query_row(
+                let id: Option<String> = db
+                    .query_opt(
                         "SELECT id FROM commands WHERE agent_id = ?1 AND name = ?2",
-                        params![agent_id, cmd.name],
-                        |r| r.get(0),
-                    )
-                    .optional()?;
+                        args![&agent_id, &cmd.name],
+                    )?
+                    .map(|r| r.get(0))
+                    .transpose()?;
                 let id = id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-                tx.execute(
+                db.execute(
                     "INSERT INTO commands (id, agent_id, name, position, description, handler_type, parameters,
                         response_format, enabled, integrations, price, config, plugin, allowed_hosts,
                         long_running, timeout_ms, allow_llm, created_at, updated_at)
@@ -201,12 +173,12 @@ impl Store {
                         parameters = ?7, response_format = ?8, enabled = ?9, integrations = ?10, price = ?11,
                         config = ?12, plugin = ?13, allowed_hosts = ?14, long_running = ?15, timeout_ms = ?16,
                         allow_llm = ?18, updated_at = ?17",
-                    params![
-                        id,
-                        agent_id,
-                        cmd.name,
+                    args![
+                        &id,
+                        &agent_id,
+                        &cmd.name,
                         position as i64,
-                        cmd.description,
+                        &cmd.description,
                         cmd.handler_type.as_str(),
                         to_json(&cmd.parameters),
                         json_enum(&cmd.response_format),
@@ -214,7 +186,7 @@ impl Store {
                         to_json(&cmd.integrations),
                         cmd.price.map(|p| p.0 as i64),
                         to_json(&cmd.config),
-                        cmd.plugin,
+                        &cmd.plugin,
                         to_json(&cmd.allowed_hosts),
                         cmd.long_running,
                         cmd.timeout_ms.map(|t| t as i64),
@@ -226,20 +198,19 @@ impl Store {
             }
 
             let mut removed_commands = Vec::new();
-            {
-                let mut stmt = tx.prepare("SELECT name FROM commands WHERE agent_id = ?1 ORDER BY position")?;
-                let names = stmt.query_map([&agent_id], |r| r.get::<_, String>(0))?;
-                for name in names {
-                    let name = name?;
-                    if !commands.iter().any(|c| c.name == name) {
-                        removed_commands.push(name);
-                    }
+            for row in db.query(
+                "SELECT name FROM commands WHERE agent_id = ?1 ORDER BY position",
+                args![&agent_id],
+            )? {
+                let name: String = row.get(0)?;
+                if !commands.iter().any(|c| c.name == name) {
+                    removed_commands.push(name);
                 }
             }
             for name in &removed_commands {
-                tx.execute(
+                db.execute(
                     "DELETE FROM commands WHERE agent_id = ?1 AND name = ?2",
-                    params![agent_id, name],
+                    args![&agent_id, name],
                 )?;
             }
             Ok(ApplyOutcome {
@@ -255,30 +226,25 @@ impl Store {
     /// The agent with this id or username, whoever owns it.
     pub async fn agent(&self, id_or_username: &str) -> Result<Option<Agent>, StoreError> {
         let key = id_or_username.to_string();
-        self.read(move |conn| find_agent(conn, &key)).await
+        self.read(move |db| find_agent(db, &key)).await
     }
 
     pub async fn list_agents(&self) -> Result<Vec<AgentSummary>, StoreError> {
-        self.read(|conn| {
+        self.read(|db| {
             let sql = format!(
                 "SELECT {AGENT_COLUMNS}, a.name, (SELECT COUNT(*) FROM commands c WHERE c.agent_id = g.id)
                  FROM agents g JOIN accounts a ON a.id = g.account_id ORDER BY g.username"
             );
-            let mut stmt = conn.prepare_cached(&sql)?;
-            let rows = stmt.query_map([], |row| {
-                let account_name: String = row.get(11)?;
-                let command_count: u32 = row.get(12)?;
-                Ok(agent_from_row(row)?.map(|agent| AgentSummary {
-                    agent,
-                    account_name,
-                    command_count,
-                }))
-            })?;
-            let mut out = Vec::new();
-            for row in rows {
-                out.push(row??);
-            }
-            Ok(out)
+            db.query(&sql, args![])?
+                .iter()
+                .map(|row| {
+                    Ok(AgentSummary {
+                        agent: agent_from_row(row)?,
+                        account_name: row.get(11)?,
+                        command_count: row.get(12)?,
+                    })
+                })
+                .collect()
         })
         .await
     }
@@ -286,11 +252,11 @@ impl Store {
     /// The agent and its commands (in manifest order), in one read.
     pub async fn agent_with_commands(&self, id_or_username: &str) -> Result<Option<(Agent, Vec<Command>)>, StoreError> {
         let key = id_or_username.to_string();
-        self.read(move |conn| {
-            let Some(agent) = find_agent(conn, &key)? else {
+        self.read(move |db| {
+            let Some(agent) = find_agent(db, &key)? else {
                 return Ok(None);
             };
-            let commands = commands_of(conn, &agent.id)?;
+            let commands = commands_of(db, &agent.id)?;
             Ok(Some((agent, commands)))
         })
         .await
@@ -299,6 +265,6 @@ impl Store {
     /// The agent's commands in manifest order.
     pub async fn commands(&self, agent_id: &str) -> Result<Vec<Command>, StoreError> {
         let agent_id = agent_id.to_string();
-        self.read(move |conn| commands_of(conn, &agent_id)).await
+        self.read(move |db| commands_of(db, &agent_id)).await
     }
 }

@@ -1,5 +1,4 @@
-use rusqlite::{OptionalExtension, params};
-
+use super::sql::args;
 use super::{Store, StoreError, json_column, to_json};
 
 /// An agent's connection to a third-party account. `secret` is sealed by the caller.
@@ -14,12 +13,12 @@ pub struct Integration {
 
 impl Store {
     pub async fn put_integration(&self, integration: Integration) -> Result<(), StoreError> {
-        self.write(move |tx| {
-            tx.execute(
+        self.write(move |db| {
+            db.execute(
                 "INSERT INTO agent_integrations (agent_id, kind, enabled, secret, public, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                  ON CONFLICT (agent_id, kind) DO UPDATE SET enabled = ?3, secret = ?4, public = ?5, updated_at = ?6",
-                params![
+                args![
                     integration.agent_id,
                     integration.kind,
                     integration.enabled,
@@ -35,25 +34,21 @@ impl Store {
 
     pub async fn integration(&self, agent_id: &str, kind: &'static str) -> Result<Option<Integration>, StoreError> {
         let agent_id = agent_id.to_string();
-        self.read(move |conn| {
-            let row = conn
-                .prepare_cached(
-                    "SELECT enabled, secret, public FROM agent_integrations WHERE agent_id = ?1 AND kind = ?2",
-                )?
-                .query_row(params![agent_id, kind], |r| {
-                    Ok((r.get::<_, bool>(0)?, r.get::<_, Vec<u8>>(1)?, r.get::<_, String>(2)?))
-                })
-                .optional()?;
-            row.map(|(enabled, secret, public)| {
-                Ok(Integration {
-                    agent_id,
-                    kind,
-                    enabled,
-                    secret,
-                    public: json_column(&public, "integration public data")?,
-                })
-            })
-            .transpose()
+        self.read(move |db| {
+            let Some(row) = db.query_opt(
+                "SELECT enabled, secret, public FROM agent_integrations WHERE agent_id = ?1 AND kind = ?2",
+                args![&agent_id, kind],
+            )?
+            else {
+                return Ok(None);
+            };
+            Ok(Some(Integration {
+                agent_id,
+                kind,
+                enabled: row.get(0)?,
+                secret: row.get(1)?,
+                public: json_column(&row.get::<String>(2)?, "integration public data")?,
+            }))
         })
         .await
     }
@@ -66,10 +61,10 @@ impl Store {
         enabled: bool,
     ) -> Result<bool, StoreError> {
         let agent_id = agent_id.to_string();
-        self.write(move |tx| {
-            Ok(tx.execute(
+        self.write(move |db| {
+            Ok(db.execute(
                 "UPDATE agent_integrations SET enabled = ?3, updated_at = ?4 WHERE agent_id = ?1 AND kind = ?2",
-                params![agent_id, kind, enabled, crate::clock::now_ms()],
+                args![agent_id, kind, enabled, crate::clock::now_ms()],
             )? == 1)
         })
         .await
@@ -78,10 +73,10 @@ impl Store {
     /// Removes it; false if there was none.
     pub async fn delete_integration(&self, agent_id: &str, kind: &'static str) -> Result<bool, StoreError> {
         let agent_id = agent_id.to_string();
-        self.write(move |tx| {
-            Ok(tx.execute(
+        self.write(move |db| {
+            Ok(db.execute(
                 "DELETE FROM agent_integrations WHERE agent_id = ?1 AND kind = ?2",
-                params![agent_id, kind],
+                args![agent_id, kind],
             )? == 1)
         })
         .await

@@ -1,5 +1,4 @@
-use rusqlite::{OptionalExtension, Row, params};
-
+use super::sql::{Row, args};
 use super::{Store, StoreError, json_column, to_json};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,22 +66,17 @@ pub enum JobOutcome {
 const COLUMNS: &str = "id, agent_id, command, origin, parameters, raw_text, state, progress, response, format, \
      artifact_url, error, code, created_at, expires_at";
 
-fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Result<JobRecord, StoreError>> {
-    let parameters: String = row.get(4)?;
+fn job_from_row(row: &Row) -> Result<JobRecord, StoreError> {
     let state: String = row.get(6)?;
     let Some(state) = JobState::parse(&state) else {
-        return Ok(Err(StoreError::Corrupt(format!("job in unknown state {state}"))));
+        return Err(StoreError::Corrupt(format!("job in unknown state {state}")));
     };
-    let parameters = match json_column(&parameters, "job parameters") {
-        Ok(p) => p,
-        Err(e) => return Ok(Err(e)),
-    };
-    Ok(Ok(JobRecord {
+    Ok(JobRecord {
         id: row.get(0)?,
         agent_id: row.get(1)?,
         command: row.get(2)?,
         origin: row.get(3)?,
-        parameters,
+        parameters: json_column(&row.get::<String>(4)?, "job parameters")?,
         raw_text: row.get(5)?,
         state,
         progress: row.get(7)?,
@@ -93,7 +87,7 @@ fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Result<JobRecord, StoreError>
         code: row.get(12)?,
         created_at: row.get(13)?,
         expires_at: row.get(14)?,
-    }))
+    })
 }
 
 impl Store {
@@ -102,12 +96,12 @@ impl Store {
     /// run exactly when the payment counts as served, so a payer is never both served by
     /// the job and refunded for it.
     pub async fn insert_job(&self, job: JobRecord, paid_by: Option<String>) -> Result<(), StoreError> {
-        self.write(move |tx| {
-            tx.execute(
+        self.write(move |db| {
+            db.execute(
                 "INSERT INTO jobs (id, agent_id, command, origin, parameters, raw_text, state, created_at, expires_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![
-                    job.id,
+                args![
+                    &job.id,
                     job.agent_id,
                     job.command,
                     job.origin,
@@ -119,10 +113,10 @@ impl Store {
                 ],
             )?;
             if let Some(payment) = paid_by {
-                let linked = tx.execute(
+                let linked = db.execute(
                     "UPDATE payments SET job_id = ?2, state = 'served', updated_at = ?3
                      WHERE id = ?1 AND state = 'settled'",
-                    params![payment, job.id, job.created_at],
+                    args![&payment, &job.id, job.created_at],
                 )?;
                 if linked != 1 {
                     return Err(StoreError::Conflict(format!(
@@ -137,49 +131,77 @@ impl Store {
 
     pub async fn job(&self, id: &str) -> Result<Option<JobRecord>, StoreError> {
         let id = id.to_string();
-        self.read(move |conn| {
-            let sql = format!("SELECT {COLUMNS} FROM jobs WHERE id = ?1");
-            conn.prepare_cached(&sql)?
-                .query_row([id], job_from_row)
-                .optional()?
+        self.read(move |db| {
+            db.query_opt(&format!("SELECT {COLUMNS} FROM jobs WHERE id = ?1"), args![id])?
+                .map(|row| job_from_row(&row))
                 .transpose()
         })
         .await
     }
 
     pub async fn jobs_in_state(&self, state: JobState) -> Result<Vec<JobRecord>, StoreError> {
-        self.read(move |conn| {
-            let sql = format!("SELECT {COLUMNS} FROM jobs WHERE state = ?1 ORDER BY created_at");
-            let mut stmt = conn.prepare_cached(&sql)?;
-            let rows = stmt.query_map([state.as_str()], job_from_row)?;
-            let mut out = Vec::new();
-            for row in rows {
-                out.push(row??);
-            }
-            Ok(out)
+        self.read(move |db| {
+            db.query(
+                &format!("SELECT {COLUMNS} FROM jobs WHERE state = ?1 ORDER BY created_at"),
+                args![state.as_str()],
+            )?
+            .iter()
+            .map(job_from_row)
+            .collect()
         })
         .await
     }
 
-    /// Moves a queued job to running; false if it was not queued (taken already).
-    pub async fn start_job(&self, id: &str) -> Result<bool, StoreError> {
+    /// Moves a queued job to running, leased to the caller until `lease_until`; false if it
+    /// was not queued (another host or task took it).
+    pub async fn start_job(&self, id: &str, lease_until: i64) -> Result<bool, StoreError> {
         let id = id.to_string();
-        self.write(move |tx| {
-            let changed = tx.execute(
-                "UPDATE jobs SET state = 'running', started_at = ?2, progress = 0 WHERE id = ?1 AND state = 'queued'",
-                params![id, crate::clock::now_ms()],
+        self.write(move |db| {
+            let changed = db.execute(
+                "UPDATE jobs SET state = 'running', started_at = ?2, progress = 0, lease_until = ?3
+                 WHERE id = ?1 AND state = 'queued'",
+                args![id, crate::clock::now_ms(), lease_until],
             )?;
             Ok(changed == 1)
         })
         .await
     }
 
+    /// Extends a running job's lease; false when it is no longer running.
+    pub async fn renew_job_lease(&self, id: &str, lease_until: i64) -> Result<bool, StoreError> {
+        let id = id.to_string();
+        self.write(move |db| {
+            Ok(db.execute(
+                "UPDATE jobs SET lease_until = ?2 WHERE id = ?1 AND state = 'running'",
+                args![id, lease_until],
+            )? == 1)
+        })
+        .await
+    }
+
+    /// Running jobs whose lease ended before `before`: their host stopped renewing it.
+    pub async fn jobs_cut_off(&self, before: i64) -> Result<Vec<JobRecord>, StoreError> {
+        self.read(move |db| {
+            db.query(
+                &format!(
+                    "SELECT {COLUMNS} FROM jobs
+                     WHERE state = 'running' AND (lease_until IS NULL OR lease_until < ?1) ORDER BY created_at"
+                ),
+                args![before],
+            )?
+            .iter()
+            .map(job_from_row)
+            .collect()
+        })
+        .await
+    }
+
     pub async fn set_job_progress(&self, id: &str, percent: u8) -> Result<(), StoreError> {
         let id = id.to_string();
-        self.write(move |tx| {
-            tx.execute(
+        self.write(move |db| {
+            db.execute(
                 "UPDATE jobs SET progress = ?2 WHERE id = ?1 AND state = 'running'",
-                params![id, percent],
+                args![id, percent],
             )?;
             Ok(())
         })
@@ -189,18 +211,18 @@ impl Store {
     /// Records the end of an unfinished job; a finished one is left as it is.
     pub async fn finish_job(&self, id: &str, outcome: JobOutcome) -> Result<(), StoreError> {
         let id = id.to_string();
-        self.write(move |tx| {
+        self.write(move |db| {
             let now = crate::clock::now_ms();
             match outcome {
-                JobOutcome::Succeeded { response, format, artifact_url } => tx.execute(
+                JobOutcome::Succeeded { response, format, artifact_url } => db.execute(
                     "UPDATE jobs SET state = 'succeeded', progress = 100, response = ?2, format = ?3, artifact_url = ?4,
                         finished_at = ?5 WHERE id = ?1 AND state IN ('queued', 'running')",
-                    params![id, response, format, artifact_url, now],
+                    args![id, response, format, artifact_url, now],
                 )?,
-                JobOutcome::Failed { error, code } => tx.execute(
+                JobOutcome::Failed { error, code } => db.execute(
                     "UPDATE jobs SET state = 'failed', error = ?2, code = ?3, finished_at = ?4
                      WHERE id = ?1 AND state IN ('queued', 'running')",
-                    params![id, error, code, now],
+                    args![id, error, code, now],
                 )?,
             };
             Ok(())
@@ -209,7 +231,7 @@ impl Store {
     }
 
     pub async fn delete_expired_jobs(&self, now: i64) -> Result<usize, StoreError> {
-        self.write(move |tx| Ok(tx.execute("DELETE FROM jobs WHERE expires_at < ?1", [now])?))
+        self.write(move |db| Ok(db.execute("DELETE FROM jobs WHERE expires_at < ?1", args![now])? as usize))
             .await
     }
 }

@@ -1,6 +1,5 @@
-use rusqlite::{OptionalExtension, params};
-
 use super::accounts::{ACCOUNT_COLUMNS, account_from_row};
+use super::sql::{Row, args};
 use super::{Store, StoreError};
 use crate::domain::{Account, ApiKeyInfo};
 
@@ -11,7 +10,9 @@ pub struct KeyRecord {
     pub account: Account,
 }
 
-fn info_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ApiKeyInfo> {
+const KEY_COLUMNS: &str = "id, account_id, created_at, last_used_at, revoked_at";
+
+fn info_from_row(row: &Row) -> Result<ApiKeyInfo, StoreError> {
     Ok(ApiKeyInfo {
         id: row.get(0)?,
         account_id: row.get(1)?,
@@ -31,10 +32,10 @@ impl Store {
             revoked_at: None,
         };
         let row = info.clone();
-        self.write(move |tx| {
-            tx.execute(
+        self.write(move |db| {
+            db.execute(
                 "INSERT INTO api_keys (id, account_id, secret_hash, created_at) VALUES (?1, ?2, ?3, ?4)",
-                params![row.id, row.account_id, secret_hash, row.created_at],
+                args![row.id, row.account_id, secret_hash, row.created_at],
             )?;
             Ok(())
         })
@@ -44,13 +45,14 @@ impl Store {
 
     pub async fn list_keys(&self, account_id: &str) -> Result<Vec<ApiKeyInfo>, StoreError> {
         let account_id = account_id.to_string();
-        self.read(move |conn| {
-            let mut stmt = conn.prepare(
-                "SELECT id, account_id, created_at, last_used_at, revoked_at FROM api_keys
-                 WHERE account_id = ?1 ORDER BY created_at, id",
-            )?;
-            let rows = stmt.query_map([account_id], info_from_row)?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        self.read(move |db| {
+            db.query(
+                &format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE account_id = ?1 ORDER BY created_at, id"),
+                args![account_id],
+            )?
+            .iter()
+            .map(info_from_row)
+            .collect()
         })
         .await
     }
@@ -59,40 +61,33 @@ impl Store {
     /// Revoking twice keeps the first revocation time.
     pub async fn revoke_key(&self, id: &str) -> Result<Option<ApiKeyInfo>, StoreError> {
         let id = id.to_string();
-        self.write(move |tx| {
-            tx.execute(
+        self.write(move |db| {
+            db.execute(
                 "UPDATE api_keys SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
-                params![id, crate::clock::now_ms()],
+                args![&id, crate::clock::now_ms()],
             )?;
-            Ok(tx
-                .query_row(
-                    "SELECT id, account_id, created_at, last_used_at, revoked_at FROM api_keys WHERE id = ?1",
-                    [id],
-                    info_from_row,
-                )
-                .optional()?)
+            db.query_opt(&format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = ?1"), args![id])?
+                .map(|row| info_from_row(&row))
+                .transpose()
         })
         .await
     }
 
     pub async fn key_for_auth(&self, id: &str) -> Result<Option<KeyRecord>, StoreError> {
         let id = id.to_string();
-        self.read(move |conn| {
+        self.read(move |db| {
             let sql = format!(
                 "SELECT k.id, k.account_id, k.created_at, k.last_used_at, k.revoked_at, k.secret_hash, {ACCOUNT_COLUMNS}
                  FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ?1"
             );
-            conn.prepare_cached(&sql)?
-                .query_row([id], |row| {
-                    let info = info_from_row(row)?;
-                    let secret_hash: Vec<u8> = row.get(5)?;
-                    Ok(account_from_row(row, 6)?.map(|account| KeyRecord {
-                        info,
-                        secret_hash,
-                        account,
-                    }))
+            db.query_opt(&sql, args![id])?
+                .map(|row| {
+                    Ok(KeyRecord {
+                        info: info_from_row(&row)?,
+                        secret_hash: row.get(5)?,
+                        account: account_from_row(&row, 6)?,
+                    })
                 })
-                .optional()?
                 .transpose()
         })
         .await
@@ -100,8 +95,8 @@ impl Store {
 
     pub async fn touch_key(&self, id: &str, at: i64) -> Result<(), StoreError> {
         let id = id.to_string();
-        self.write(move |tx| {
-            tx.execute("UPDATE api_keys SET last_used_at = ?2 WHERE id = ?1", params![id, at])?;
+        self.write(move |db| {
+            db.execute("UPDATE api_keys SET last_used_at = ?2 WHERE id = ?1", args![id, at])?;
             Ok(())
         })
         .await

@@ -1,70 +1,55 @@
-//! Numbered SQL files from `migrations/`, applied in order and recorded in
-//! `schema_migrations` with a checksum, so an edited or unknown migration is noticed.
+//! Numbered SQL files, applied in order and recorded in `schema_migrations` with a
+//! checksum, so an edited or unknown migration is noticed. Each migration is written
+//! twice, once per dialect (`migrations/` for SQLite, `migrations/postgres/` for
+//! PostgreSQL), with the same number and name: the two schemas move together.
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use sha2::{Digest, Sha256};
 
-use super::StoreError;
+use super::sql::{Db, args};
+use super::{Dialect, StoreError};
 
 pub struct Migration {
     pub version: i64,
     pub name: &'static str,
-    pub sql: &'static str,
+    pub sqlite: &'static str,
+    pub postgres: &'static str,
+}
+
+impl Migration {
+    pub fn sql(&self, dialect: Dialect) -> &'static str {
+        match dialect {
+            Dialect::Sqlite => self.sqlite,
+            Dialect::Postgres => self.postgres,
+        }
+    }
+}
+
+/// One entry of [`MIGRATIONS`]: both files of a numbered migration.
+macro_rules! migration {
+    ($version:literal, $name:literal) => {
+        Migration {
+            version: $version,
+            name: $name,
+            sqlite: include_str!(concat!("../../../migrations/", $name, ".sql")),
+            postgres: include_str!(concat!("../../../migrations/postgres/", $name, ".sql")),
+        }
+    };
 }
 
 /// Every migration this binary knows, in order. Add new files at the end; never edit one
 /// that has shipped.
 pub const MIGRATIONS: &[Migration] = &[
-    Migration {
-        version: 1,
-        name: "0001_init",
-        sql: include_str!("../../../migrations/0001_init.sql"),
-    },
-    Migration {
-        version: 2,
-        name: "0002_plugins_and_jobs",
-        sql: include_str!("../../../migrations/0002_plugins_and_jobs.sql"),
-    },
-    Migration {
-        version: 3,
-        name: "0003_integrations",
-        sql: include_str!("../../../migrations/0003_integrations.sql"),
-    },
-    Migration {
-        version: 4,
-        name: "0004_wallets",
-        sql: include_str!("../../../migrations/0004_wallets.sql"),
-    },
-    Migration {
-        version: 5,
-        name: "0005_payments",
-        sql: include_str!("../../../migrations/0005_payments.sql"),
-    },
-    Migration {
-        version: 6,
-        name: "0006_payment_refunds",
-        sql: include_str!("../../../migrations/0006_payment_refunds.sql"),
-    },
-    Migration {
-        version: 7,
-        name: "0007_payment_hardening",
-        sql: include_str!("../../../migrations/0007_payment_hardening.sql"),
-    },
-    Migration {
-        version: 8,
-        name: "0008_plugin_manifests",
-        sql: include_str!("../../../migrations/0008_plugin_manifests.sql"),
-    },
-    Migration {
-        version: 9,
-        name: "0009_plugin_components",
-        sql: include_str!("../../../migrations/0009_plugin_components.sql"),
-    },
-    Migration {
-        version: 10,
-        name: "0010_payment_version",
-        sql: include_str!("../../../migrations/0010_payment_version.sql"),
-    },
+    migration!(1, "0001_init"),
+    migration!(2, "0002_plugins_and_jobs"),
+    migration!(3, "0003_integrations"),
+    migration!(4, "0004_wallets"),
+    migration!(5, "0005_payments"),
+    migration!(6, "0006_payment_refunds"),
+    migration!(7, "0007_payment_hardening"),
+    migration!(8, "0008_plugin_manifests"),
+    migration!(9, "0009_plugin_components"),
+    migration!(10, "0010_payment_version"),
+    migration!(11, "0011_several_hosts"),
 ];
 
 pub fn latest_version() -> i64 {
@@ -75,22 +60,21 @@ fn checksum(sql: &str) -> String {
     hex::encode(Sha256::digest(sql.as_bytes()))
 }
 
-/// Brings the database up to this binary's schema. Runs in one IMMEDIATE transaction so
-/// that two processes starting at once (a server and a CLI call) cannot both apply it.
-pub fn apply(conn: &mut Connection) -> Result<(), StoreError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    tx.execute_batch(
+/// Brings the database up to this binary's schema. The caller runs it in one transaction
+/// that no other process can run beside (SQLite: IMMEDIATE; PostgreSQL: an advisory lock),
+/// so two processes starting at once cannot both apply a migration.
+pub fn apply(db: &dyn Db, dialect: Dialect) -> Result<(), StoreError> {
+    db.batch(
         "CREATE TABLE IF NOT EXISTS schema_migrations (
-            version    INTEGER PRIMARY KEY,
+            version    BIGINT PRIMARY KEY,
             name       TEXT NOT NULL,
             checksum   TEXT NOT NULL,
-            applied_at INTEGER NOT NULL
+            applied_at BIGINT NOT NULL
         )",
     )?;
-    let newest: Option<i64> = tx
-        .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| r.get(0))
-        .optional()?
-        .flatten();
+    let newest: Option<i64> = db
+        .query_one("SELECT MAX(version) FROM schema_migrations", args![])?
+        .get(0)?;
     if let Some(newest) = newest
         && newest > latest_version()
     {
@@ -100,43 +84,44 @@ pub fn apply(conn: &mut Connection) -> Result<(), StoreError> {
         });
     }
     for migration in MIGRATIONS {
-        let recorded: Option<String> = tx
-            .query_row(
+        let recorded: Option<String> = db
+            .query_opt(
                 "SELECT checksum FROM schema_migrations WHERE version = ?1",
-                [migration.version],
-                |r| r.get(0),
-            )
-            .optional()?;
-        let sum = checksum(migration.sql);
+                args![migration.version],
+            )?
+            .map(|row| row.get(0))
+            .transpose()?;
+        let sum = checksum(migration.sql(dialect));
         match recorded {
             Some(existing) if existing == sum => continue,
             Some(_) => return Err(StoreError::MigrationChanged { name: migration.name }),
             None => {
-                tx.execute_batch(migration.sql)?;
-                tx.execute(
+                db.batch(migration.sql(dialect))?;
+                db.execute(
                     "INSERT INTO schema_migrations (version, name, checksum, applied_at)
                      VALUES (?1, ?2, ?3, ?4)",
-                    params![migration.version, migration.name, sum, crate::clock::now_ms()],
+                    args![migration.version, migration.name, sum, crate::clock::now_ms()],
                 )?;
                 tracing::info!(migration = migration.name, "applied migration");
             }
         }
     }
-    tx.commit()?;
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    use rusqlite::{Connection, params};
+
     use super::*;
 
     /// A database at 0005 with a refund under way (the old 'claimed' marker) keeps every
     /// payment through 0006, and the claimed one becomes `refunding`.
     #[test]
     fn payments_survive_the_refunding_rebuild() {
-        let mut conn = Connection::open_in_memory().unwrap();
+        let conn = Connection::open_in_memory().unwrap();
         for migration in &MIGRATIONS[..5] {
-            conn.execute_batch(migration.sql).unwrap();
+            conn.execute_batch(migration.sqlite).unwrap();
         }
         conn.execute_batch(
             "INSERT INTO payments (id, identity, agent_id, network, payer, pay_to, amount, request, state, refund_transfer_id, created_at, updated_at) VALUES
@@ -149,11 +134,11 @@ mod tests {
         for migration in &MIGRATIONS[..5] {
             conn.execute(
                 "INSERT INTO schema_migrations VALUES (?1, ?2, ?3, 0)",
-                params![migration.version, migration.name, checksum(migration.sql)],
+                params![migration.version, migration.name, checksum(migration.sqlite)],
             )
             .unwrap();
         }
-        apply(&mut conn).unwrap();
+        apply(&conn, Dialect::Sqlite).unwrap();
         let rows: Vec<(String, String, Option<String>, i64)> = conn
             .prepare("SELECT id, state, refund_transfer_id, amount FROM payments ORDER BY id")
             .unwrap()

@@ -1,6 +1,8 @@
 //! The repository layer. All SQL of the service lives under this module, behind typed
-//! async functions, so routes and services never see SQLite (and a PostgreSQL backend
-//! can take its place). Work runs on tokio's blocking pool, never on a runtime thread.
+//! async functions, so routes and services never see which database they use: SQLite in
+//! the data dir (the embedded default) or PostgreSQL shared by several hosts. Each function
+//! is written once, against [`sql::Db`]. Work runs on tokio's blocking pool, never on a
+//! runtime thread.
 
 mod accounts;
 mod agents;
@@ -8,10 +10,14 @@ mod integrations;
 mod jobs;
 mod keys;
 mod kv;
+mod locks;
 pub mod migrations;
 mod payments;
 mod plugins;
+mod postgres;
 mod rate;
+pub mod sql;
+mod sqlite;
 mod wallets;
 
 pub use accounts::NewAccount;
@@ -19,20 +25,28 @@ pub use agents::{AgentSummary, ApplyOutcome};
 pub use integrations::Integration;
 pub use jobs::{JobOutcome, JobRecord, JobState};
 pub use keys::KeyRecord;
+pub use locks::SharedTurn;
 pub use payments::{NewPayment, PaymentRecord};
-pub use rate::UsageRow;
+pub use rate::{Counted, UsageRow};
+use sql::args;
 pub use wallets::{NewTransfer, TransferKind, TransferRecord, TransferState, WalletRecord};
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use postgres::Postgres;
+use sql::Db;
+use sqlite::Sqlite;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    #[error("database error: {0}")]
+    Postgres(#[from] postgres::PgError),
+    #[error("the database cannot be reached: {0}")]
+    Unavailable(String),
     #[error(
         "the database schema (version {database}) is newer than this agent-host supports \
          (version {binary}); run a newer agent-host or restore a backup"
@@ -52,113 +66,103 @@ pub enum StoreError {
     Task(String),
 }
 
-/// Readers kept open between calls; more are opened on demand under load.
-const IDLE_READERS: usize = 8;
+impl StoreError {
+    /// A row with this key (or unique value) exists already.
+    fn is_unique_violation(&self) -> bool {
+        match self {
+            StoreError::Sqlite(rusqlite::Error::SqliteFailure(e, _)) => {
+                e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                    || e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+            }
+            StoreError::Postgres(e) => e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION),
+            _ => false,
+        }
+    }
+}
+
+/// Which SQL a migration is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
 
 #[derive(Clone)]
 pub struct Store {
-    inner: Arc<Inner>,
+    backend: Arc<Backend>,
 }
 
-struct Inner {
-    path: PathBuf,
-    busy_timeout: Duration,
-    /// SQLite allows one writer at a time; taking this lock first avoids busy retries
-    /// between our own writers. Other processes (the CLI) are covered by busy_timeout.
-    writer: Mutex<Connection>,
-    readers: Mutex<Vec<Connection>>,
+enum Backend {
+    Sqlite(Sqlite),
+    Postgres(Postgres),
 }
 
 impl Store {
-    /// Opens (creating if needed) the database at `path` and applies pending migrations.
+    /// Opens (creating if needed) the SQLite database at `path` and applies pending
+    /// migrations.
     pub fn open(path: &Path, busy_timeout: Duration) -> Result<Store, StoreError> {
-        let mut writer = open_connection(path, busy_timeout)?;
-        migrations::apply(&mut writer)?;
         Ok(Store {
-            inner: Arc::new(Inner {
-                path: path.to_path_buf(),
-                busy_timeout,
-                writer: Mutex::new(writer),
-                readers: Mutex::new(Vec::new()),
-            }),
+            backend: Arc::new(Backend::Sqlite(Sqlite::open(path, busy_timeout)?)),
         })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.inner.path
+    /// Connects to the PostgreSQL database at `url` (a pool of at most `pool_size`
+    /// connections) and applies pending migrations.
+    pub async fn connect(url: &str, pool_size: usize) -> Result<Store, StoreError> {
+        Ok(Store {
+            backend: Arc::new(Backend::Postgres(Postgres::connect(url, pool_size).await?)),
+        })
     }
 
-    /// Runs a read on a pooled connection, off the async runtime.
+    pub fn dialect(&self) -> Dialect {
+        match &*self.backend {
+            Backend::Sqlite(_) => Dialect::Sqlite,
+            Backend::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    /// Runs a read, off the async runtime.
     pub(crate) async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&dyn Db) -> Result<T, StoreError> + Send + 'static,
     {
-        let inner = self.inner.clone();
-        run_blocking(move || {
-            let pooled = inner.readers.lock().map_err(poisoned)?.pop();
-            let conn = match pooled {
-                Some(conn) => conn,
-                None => open_connection(&inner.path, inner.busy_timeout)?,
-            };
-            let result = f(&conn);
-            let mut readers = inner.readers.lock().map_err(poisoned)?;
-            if readers.len() < IDLE_READERS {
-                readers.push(conn);
-            }
-            result
+        let backend = self.backend.clone();
+        run_blocking(move || match &*backend {
+            Backend::Sqlite(db) => db.read(f),
+            Backend::Postgres(db) => db.read(f),
         })
         .await
     }
 
-    /// Runs `f` in one IMMEDIATE transaction; it commits only if `f` returns Ok.
+    /// Runs `f` in one transaction, off the async runtime; it commits only if `f` returns Ok.
     pub(crate) async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&Transaction<'_>) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&dyn Db) -> Result<T, StoreError> + Send + 'static,
     {
-        let inner = self.inner.clone();
-        run_blocking(move || {
-            let mut conn = inner.writer.lock().map_err(poisoned)?;
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let value = f(&tx)?;
-            tx.commit()?;
-            Ok(value)
+        let backend = self.backend.clone();
+        run_blocking(move || match &*backend {
+            Backend::Sqlite(db) => db.write(f),
+            Backend::Postgres(db) => db.write(f),
         })
         .await
     }
 
     /// True when the database answers a trivial query.
     pub async fn ping(&self) -> bool {
-        self.read(|conn| Ok(conn.prepare_cached("SELECT 1")?.query_row([], |r| r.get::<_, i64>(0))?))
+        self.read(|db| db.query_one("SELECT 1", args![])?.get::<i64>(0))
             .await
             .is_ok()
     }
 
     pub async fn schema_version(&self) -> Result<i64, StoreError> {
-        self.read(|conn| {
-            Ok(
-                conn.query_row("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", [], |r| {
-                    r.get(0)
-                })?,
-            )
+        self.read(|db| {
+            db.query_one("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", args![])?
+                .get(0)
         })
         .await
     }
-}
-
-fn open_connection(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    conn.busy_timeout(busy_timeout)?;
-    // WAL lets readers run beside the writer; NORMAL sync is durable across process
-    // crashes (the WAL survives) and only risks the last commits on power loss.
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.pragma_update(None, "foreign_keys", "ON")?;
-    Ok(conn)
 }
 
 async fn run_blocking<T, F>(f: F) -> Result<T, StoreError>
@@ -171,10 +175,6 @@ where
         .map_err(|e| StoreError::Task(e.to_string()))?
 }
 
-fn poisoned<E>(_: E) -> StoreError {
-    StoreError::Task("a database lock was poisoned by an earlier panic".into())
-}
-
 /// Reads a JSON column, reporting corruption instead of panicking.
 fn json_column<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T, StoreError> {
     serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
@@ -183,12 +183,4 @@ fn json_column<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result
 fn to_json<T: serde::Serialize>(value: &T) -> String {
     // Serialising our own plain data types cannot fail.
     serde_json::to_string(value).unwrap_or_else(|_| "null".into())
-}
-
-fn is_unique_violation(err: &rusqlite::Error) -> bool {
-    matches!(
-        err,
-        rusqlite::Error::SqliteFailure(e, _) if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
-            || e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
-    )
 }

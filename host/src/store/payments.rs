@@ -1,5 +1,4 @@
-use rusqlite::{OptionalExtension, params};
-
+use super::sql::{Row, args};
 use super::{Store, StoreError};
 use crate::domain::Network;
 use crate::money::MicroUsdc;
@@ -56,14 +55,14 @@ const PAYMENT_COLUMNS: &str = "id, agent_id, network, payer, pay_to, amount, com
                                raw_tx, job_id, refund_transfer_id, error, created_at, updated_at, valid_until, identity, \
                                x402_version";
 
-fn payment_row(r: &rusqlite::Row<'_>) -> Result<PaymentRecord, rusqlite::Error> {
+fn payment_row(r: &Row) -> Result<PaymentRecord, StoreError> {
     Ok(PaymentRecord {
         id: r.get(0)?,
         agent_id: r.get(1)?,
         network: r.get(2)?,
         payer: r.get(3)?,
         pay_to: r.get(4)?,
-        amount: MicroUsdc(r.get::<_, i64>(5)? as u64),
+        amount: MicroUsdc(r.get(5)?),
         command: r.get(6)?,
         state: r.get(7)?,
         transaction_signature: r.get(8)?,
@@ -73,28 +72,28 @@ fn payment_row(r: &rusqlite::Row<'_>) -> Result<PaymentRecord, rusqlite::Error> 
         error: r.get(12)?,
         created_at: r.get(13)?,
         updated_at: r.get(14)?,
-        valid_until: r.get::<_, Option<i64>>(15)?.map(|h| h as u64),
+        valid_until: r.get(15)?,
         identity: r.get(16)?,
-        x402_version: r.get::<_, i64>(17)? as u64,
+        x402_version: r.get(17)?,
     })
 }
 
 impl Store {
     /// Records a payment; `Conflict` when its identity was ever recorded before.
     pub async fn insert_payment(&self, payment: NewPayment) -> Result<(), StoreError> {
-        self.write(move |tx| {
+        self.write(move |db| {
             let now = crate::clock::now_ms();
             let state = if payment.raw_tx.is_some() {
                 "verified"
             } else {
                 "settled"
             };
-            let inserted = tx.execute(
+            let inserted = db.execute(
                 "INSERT INTO payments (id, identity, agent_id, network, payer, pay_to, amount, command, request, state,
                     transaction_signature, raw_tx, valid_until, created_at, updated_at, x402_version)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, ?15)
                  ON CONFLICT (identity) DO NOTHING",
-                params![
+                args![
                     payment.id,
                     payment.identity,
                     payment.agent_id,
@@ -122,11 +121,9 @@ impl Store {
 
     pub async fn payment_identity_used(&self, identity: &str) -> Result<bool, StoreError> {
         let identity = identity.to_string();
-        self.read(move |conn| {
-            Ok(conn
-                .prepare_cached("SELECT 1 FROM payments WHERE identity = ?1")?
-                .query_row(params![identity], |_| Ok(()))
-                .optional()?
+        self.read(move |db| {
+            Ok(db
+                .query_opt("SELECT 1 FROM payments WHERE identity = ?1", args![identity])?
                 .is_some())
         })
         .await
@@ -136,12 +133,12 @@ impl Store {
     /// ours (someone else relayed the payer's authorization).
     pub async fn settle_payment(&self, id: &str, transaction: Option<String>) -> Result<bool, StoreError> {
         let id = id.to_string();
-        self.write(move |tx| {
-            Ok(tx.execute(
+        self.write(move |db| {
+            Ok(db.execute(
                 "UPDATE payments SET state = 'settled', transaction_signature = COALESCE(?2, transaction_signature),
                     updated_at = ?3
                  WHERE id = ?1 AND state = 'verified'",
-                params![id, transaction, crate::clock::now_ms()],
+                args![id, transaction, crate::clock::now_ms()],
             )? == 1)
         })
         .await
@@ -151,13 +148,13 @@ impl Store {
     /// landed and failed, so the agent paid its fee (the payer's cool-off counts from it).
     pub async fn fail_payment(&self, id: &str, reason: &str, charged: bool) -> Result<bool, StoreError> {
         let (id, reason) = (id.to_string(), reason.to_string());
-        self.write(move |tx| {
+        self.write(move |db| {
             let now = crate::clock::now_ms();
-            Ok(tx.execute(
+            Ok(db.execute(
                 "UPDATE payments SET state = 'failed', error = ?2, updated_at = ?3,
                     failed_on_chain_at = CASE WHEN ?4 THEN ?3 ELSE failed_on_chain_at END
                  WHERE id = ?1 AND state = 'verified'",
-                params![id, reason, now, charged],
+                args![id, reason, now, charged],
             )? == 1)
         })
         .await
@@ -166,13 +163,13 @@ impl Store {
     /// When `payer`'s last settlement on `network` landed and failed, if ever.
     pub async fn last_failure_on_chain(&self, network: Network, payer: &str) -> Result<Option<i64>, StoreError> {
         let payer = payer.to_string();
-        self.read(move |conn| {
-            Ok(conn
-                .prepare_cached(
-                    "SELECT MAX(failed_on_chain_at) FROM payments
-                     WHERE network = ?1 AND payer = ?2 AND failed_on_chain_at IS NOT NULL",
-                )?
-                .query_row(params![network.as_str(), payer], |r| r.get(0))?)
+        self.read(move |db| {
+            db.query_one(
+                "SELECT MAX(failed_on_chain_at) FROM payments
+                 WHERE network = ?1 AND payer = ?2 AND failed_on_chain_at IS NOT NULL",
+                args![network.as_str(), payer],
+            )?
+            .get(0)
         })
         .await
     }
@@ -186,14 +183,14 @@ impl Store {
         error: Option<String>,
     ) -> Result<bool, StoreError> {
         let id = id.to_string();
-        self.write(move |tx| {
+        self.write(move |db| {
             let placeholders = from.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
-            Ok(tx.execute(
+            Ok(db.execute(
                 &format!(
                     "UPDATE payments SET state = ?2, error = COALESCE(?3, error), updated_at = ?4
                      WHERE id = ?1 AND state IN ({placeholders})"
                 ),
-                params![id, to, error, crate::clock::now_ms()],
+                args![id, to, error, crate::clock::now_ms()],
             )? == 1)
         })
         .await
@@ -205,11 +202,11 @@ impl Store {
     /// once only.
     pub async fn start_refund(&self, id: &str, transfer_id: &str, why: &str) -> Result<bool, StoreError> {
         let (id, transfer_id, why) = (id.to_string(), transfer_id.to_string(), why.to_string());
-        self.write(move |tx| {
-            Ok(tx.execute(
+        self.write(move |db| {
+            Ok(db.execute(
                 "UPDATE payments SET state = 'refunding', refund_transfer_id = ?2, error = ?3, updated_at = ?4
                  WHERE id = ?1 AND state IN ('settled', 'served', 'refund_owed')",
-                params![id, transfer_id, why, crate::clock::now_ms()],
+                args![id, transfer_id, why, crate::clock::now_ms()],
             )? == 1)
         })
         .await
@@ -219,11 +216,11 @@ impl Store {
     /// `settled`/`served`/`refunding` → `refund_owed`, with why. False when it is not refundable.
     pub async fn owe_refund(&self, id: &str, why: &str) -> Result<bool, StoreError> {
         let (id, why) = (id.to_string(), why.to_string());
-        self.write(move |tx| {
-            Ok(tx.execute(
+        self.write(move |db| {
+            Ok(db.execute(
                 "UPDATE payments SET state = 'refund_owed', refund_transfer_id = NULL, error = ?2, updated_at = ?3
                  WHERE id = ?1 AND state IN ('settled', 'served', 'refund_owed', 'refunding')",
-                params![id, why, crate::clock::now_ms()],
+                args![id, why, crate::clock::now_ms()],
             )? == 1)
         })
         .await
@@ -233,11 +230,11 @@ impl Store {
     /// written; false when another attempt got there first.
     pub async fn retry_refund(&self, id: &str, previous: Option<&str>, transfer_id: &str) -> Result<bool, StoreError> {
         let (id, previous, transfer_id) = (id.to_string(), previous.map(str::to_string), transfer_id.to_string());
-        self.write(move |tx| {
-            Ok(tx.execute(
+        self.write(move |db| {
+            Ok(db.execute(
                 "UPDATE payments SET refund_transfer_id = ?3, updated_at = ?4
-                 WHERE id = ?1 AND state = 'refunding' AND refund_transfer_id IS ?2",
-                params![id, previous, transfer_id, crate::clock::now_ms()],
+                 WHERE id = ?1 AND state = 'refunding' AND refund_transfer_id IS NOT DISTINCT FROM ?2",
+                args![id, previous, transfer_id, crate::clock::now_ms()],
             )? == 1)
         })
         .await
@@ -246,10 +243,10 @@ impl Store {
     /// Notes why a payment is stuck (a refund that did not go out) without moving it.
     pub async fn note_payment_error(&self, id: &str, error: &str) -> Result<(), StoreError> {
         let (id, error) = (id.to_string(), error.to_string());
-        self.write(move |tx| {
-            tx.execute(
+        self.write(move |db| {
+            db.execute(
                 "UPDATE payments SET error = ?2, updated_at = ?3 WHERE id = ?1",
-                params![id, error, crate::clock::now_ms()],
+                args![id, error, crate::clock::now_ms()],
             )?;
             Ok(())
         })
@@ -259,37 +256,45 @@ impl Store {
     /// Payments not at an end: `verified`, `settled` or `refunding`, and `refund_owed`
     /// ones last tried before `owed_before` (those wait for the payer's account).
     pub async fn unfinished_payments(&self, owed_before: i64) -> Result<Vec<PaymentRecord>, StoreError> {
-        self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {PAYMENT_COLUMNS} FROM payments
-                 WHERE state IN ('verified', 'settled', 'refunding')
-                    OR (state = 'refund_owed' AND updated_at < ?1)
-                 ORDER BY created_at"
-            ))?;
-            let rows = stmt.query_map(params![owed_before], payment_row)?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        self.read(move |db| {
+            db.query(
+                &format!(
+                    "SELECT {PAYMENT_COLUMNS} FROM payments
+                     WHERE state IN ('verified', 'settled', 'refunding')
+                        OR (state = 'refund_owed' AND updated_at < ?1)
+                     ORDER BY created_at"
+                ),
+                args![owed_before],
+            )?
+            .iter()
+            .map(payment_row)
+            .collect()
         })
         .await
     }
 
     pub async fn payment(&self, id: &str) -> Result<Option<PaymentRecord>, StoreError> {
         let id = id.to_string();
-        self.read(move |conn| {
-            Ok(conn
-                .prepare_cached(&format!("SELECT {PAYMENT_COLUMNS} FROM payments WHERE id = ?1"))?
-                .query_row(params![id], payment_row)
-                .optional()?)
+        self.read(move |db| {
+            db.query_opt(
+                &format!("SELECT {PAYMENT_COLUMNS} FROM payments WHERE id = ?1"),
+                args![id],
+            )?
+            .map(|row| payment_row(&row))
+            .transpose()
         })
         .await
     }
 
     pub async fn payment_by_job(&self, job_id: &str) -> Result<Option<PaymentRecord>, StoreError> {
         let job_id = job_id.to_string();
-        self.read(move |conn| {
-            Ok(conn
-                .prepare_cached(&format!("SELECT {PAYMENT_COLUMNS} FROM payments WHERE job_id = ?1"))?
-                .query_row(params![job_id], payment_row)
-                .optional()?)
+        self.read(move |db| {
+            db.query_opt(
+                &format!("SELECT {PAYMENT_COLUMNS} FROM payments WHERE job_id = ?1"),
+                args![job_id],
+            )?
+            .map(|row| payment_row(&row))
+            .transpose()
         })
         .await
     }
@@ -297,12 +302,16 @@ impl Store {
     /// An agent's payments, newest first.
     pub async fn payments_of(&self, agent_id: &str, limit: u32) -> Result<Vec<PaymentRecord>, StoreError> {
         let agent_id = agent_id.to_string();
-        self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {PAYMENT_COLUMNS} FROM payments WHERE agent_id = ?1 ORDER BY created_at DESC, id LIMIT ?2"
-            ))?;
-            let rows = stmt.query_map(params![agent_id, limit], payment_row)?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        self.read(move |db| {
+            db.query(
+                &format!(
+                    "SELECT {PAYMENT_COLUMNS} FROM payments WHERE agent_id = ?1 ORDER BY created_at DESC, id LIMIT ?2"
+                ),
+                args![agent_id, limit],
+            )?
+            .iter()
+            .map(payment_row)
+            .collect()
         })
         .await
     }

@@ -1,5 +1,4 @@
-use rusqlite::{OptionalExtension, Row, params};
-
+use super::sql::{Row, args};
 use super::{Store, StoreError};
 use crate::domain::Network;
 use crate::money::MicroUsdc;
@@ -80,25 +79,23 @@ pub struct NewTransfer {
     pub memo: Option<String>,
 }
 
-fn network_column(text: &str) -> Result<Network, rusqlite::Error> {
-    Network::parse(text).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, format!("network {text}").into())
-    })
+fn network_column(text: &str) -> Result<Network, StoreError> {
+    Network::parse(text).ok_or_else(|| StoreError::Corrupt(format!("unknown network {text}")))
 }
 
 const TRANSFER_COLUMNS: &str = "id, agent_id, network, kind, sender, recipient, amount, memo, state, signature, \
                                 raw_tx, valid_until, error, created_at, updated_at";
 
-fn transfer_row(row: &Row<'_>) -> Result<TransferRecord, rusqlite::Error> {
+fn transfer_row(row: &Row) -> Result<TransferRecord, StoreError> {
     let state: String = row.get(8)?;
     Ok(TransferRecord {
         id: row.get(0)?,
         agent_id: row.get(1)?,
-        network: network_column(&row.get::<_, String>(2)?)?,
+        network: network_column(&row.get::<String>(2)?)?,
         kind: row.get(3)?,
         sender: row.get(4)?,
         recipient: row.get(5)?,
-        amount: MicroUsdc(row.get::<_, i64>(6)? as u64),
+        amount: MicroUsdc(row.get(6)?),
         memo: row.get(7)?,
         state: match state.as_str() {
             "confirmed" => TransferState::Confirmed,
@@ -107,7 +104,7 @@ fn transfer_row(row: &Row<'_>) -> Result<TransferRecord, rusqlite::Error> {
         },
         signature: row.get(9)?,
         raw_tx: row.get(10)?,
-        valid_until: row.get::<_, Option<i64>>(11)?.map(|v| v as u64),
+        valid_until: row.get(11)?,
         error: row.get(12)?,
         created_at: row.get(13)?,
         updated_at: row.get(14)?,
@@ -117,11 +114,11 @@ fn transfer_row(row: &Row<'_>) -> Result<TransferRecord, rusqlite::Error> {
 impl Store {
     /// Creates the agent's wallet on a network; an existing one is a conflict.
     pub async fn insert_wallet(&self, wallet: WalletRecord) -> Result<(), StoreError> {
-        self.write(move |tx| {
-            let inserted = tx.execute(
+        self.write(move |db| {
+            let inserted = db.execute(
                 "INSERT INTO wallets (agent_id, network, address, secret, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (agent_id, network) DO NOTHING",
-                params![
+                args![
                     wallet.agent_id,
                     wallet.network.as_str(),
                     wallet.address,
@@ -142,19 +139,21 @@ impl Store {
 
     pub async fn wallet(&self, agent_id: &str, network: Network) -> Result<Option<WalletRecord>, StoreError> {
         let agent_id = agent_id.to_string();
-        self.read(move |conn| {
-            Ok(conn
-                .prepare_cached("SELECT address, secret, created_at FROM wallets WHERE agent_id = ?1 AND network = ?2")?
-                .query_row(params![agent_id, network.as_str()], |r| {
-                    Ok(WalletRecord {
-                        agent_id: agent_id.clone(),
-                        network,
-                        address: r.get(0)?,
-                        secret: r.get(1)?,
-                        created_at: r.get(2)?,
-                    })
+        self.read(move |db| {
+            db.query_opt(
+                "SELECT address, secret, created_at FROM wallets WHERE agent_id = ?1 AND network = ?2",
+                args![&agent_id, network.as_str()],
+            )?
+            .map(|r| {
+                Ok(WalletRecord {
+                    agent_id: agent_id.clone(),
+                    network,
+                    address: r.get(0)?,
+                    secret: r.get(1)?,
+                    created_at: r.get(2)?,
                 })
-                .optional()?)
+            })
+            .transpose()
         })
         .await
     }
@@ -162,31 +161,33 @@ impl Store {
     /// Every wallet of an agent, without their secrets' meaning (still sealed).
     pub async fn wallets_of(&self, agent_id: &str) -> Result<Vec<WalletRecord>, StoreError> {
         let agent_id = agent_id.to_string();
-        self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(
+        self.read(move |db| {
+            db.query(
                 "SELECT network, address, secret, created_at FROM wallets WHERE agent_id = ?1 ORDER BY network",
-            )?;
-            let rows = stmt.query_map(params![agent_id], |r| {
+                args![&agent_id],
+            )?
+            .iter()
+            .map(|r| {
                 Ok(WalletRecord {
                     agent_id: agent_id.clone(),
-                    network: network_column(&r.get::<_, String>(0)?)?,
+                    network: network_column(&r.get::<String>(0)?)?,
                     address: r.get(1)?,
                     secret: r.get(2)?,
                     created_at: r.get(3)?,
                 })
-            })?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            })
+            .collect()
         })
         .await
     }
 
     pub async fn insert_transfer(&self, transfer: NewTransfer) -> Result<(), StoreError> {
-        self.write(move |tx| {
+        self.write(move |db| {
             let now = crate::clock::now_ms();
-            tx.execute(
+            db.execute(
                 "INSERT INTO transfers (id, agent_id, network, kind, sender, recipient, amount, memo, state, created_at, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', ?9, ?9)",
-                params![
+                args![
                     transfer.id,
                     transfer.agent_id,
                     transfer.network.as_str(),
@@ -212,11 +213,11 @@ impl Store {
         valid_until: Option<u64>,
     ) -> Result<(), StoreError> {
         let (id, signature, raw_tx) = (id.to_string(), signature.to_string(), raw_tx.to_string());
-        self.write(move |tx| {
-            tx.execute(
+        self.write(move |db| {
+            db.execute(
                 "UPDATE transfers SET signature = ?2, raw_tx = ?3, valid_until = ?4, updated_at = ?5
                  WHERE id = ?1 AND state = 'pending'",
-                params![
+                args![
                     id,
                     signature,
                     raw_tx,
@@ -237,10 +238,10 @@ impl Store {
         error: Option<String>,
     ) -> Result<(), StoreError> {
         let id = id.to_string();
-        self.write(move |tx| {
-            tx.execute(
+        self.write(move |db| {
+            db.execute(
                 "UPDATE transfers SET state = ?2, error = ?3, updated_at = ?4 WHERE id = ?1 AND state = 'pending'",
-                params![id, state.as_str(), error, crate::clock::now_ms()],
+                args![id, state.as_str(), error, crate::clock::now_ms()],
             )?;
             Ok(())
         })
@@ -249,11 +250,13 @@ impl Store {
 
     pub async fn transfer(&self, id: &str) -> Result<Option<TransferRecord>, StoreError> {
         let id = id.to_string();
-        self.read(move |conn| {
-            Ok(conn
-                .prepare_cached(&format!("SELECT {TRANSFER_COLUMNS} FROM transfers WHERE id = ?1"))?
-                .query_row(params![id], transfer_row)
-                .optional()?)
+        self.read(move |db| {
+            db.query_opt(
+                &format!("SELECT {TRANSFER_COLUMNS} FROM transfers WHERE id = ?1"),
+                args![id],
+            )?
+            .map(|row| transfer_row(&row))
+            .transpose()
         })
         .await
     }
@@ -261,23 +264,29 @@ impl Store {
     /// An agent's transfers, newest first.
     pub async fn transfers_of(&self, agent_id: &str, limit: u32) -> Result<Vec<TransferRecord>, StoreError> {
         let agent_id = agent_id.to_string();
-        self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {TRANSFER_COLUMNS} FROM transfers WHERE agent_id = ?1 ORDER BY created_at DESC, id LIMIT ?2"
-            ))?;
-            let rows = stmt.query_map(params![agent_id, limit], transfer_row)?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        self.read(move |db| {
+            db.query(
+                &format!(
+                    "SELECT {TRANSFER_COLUMNS} FROM transfers WHERE agent_id = ?1 ORDER BY created_at DESC, id LIMIT ?2"
+                ),
+                args![agent_id, limit],
+            )?
+            .iter()
+            .map(transfer_row)
+            .collect()
         })
         .await
     }
 
     pub async fn pending_transfers(&self) -> Result<Vec<TransferRecord>, StoreError> {
-        self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {TRANSFER_COLUMNS} FROM transfers WHERE state = 'pending' ORDER BY created_at"
-            ))?;
-            let rows = stmt.query_map([], transfer_row)?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        self.read(move |db| {
+            db.query(
+                &format!("SELECT {TRANSFER_COLUMNS} FROM transfers WHERE state = 'pending' ORDER BY created_at"),
+                args![],
+            )?
+            .iter()
+            .map(transfer_row)
+            .collect()
         })
         .await
     }

@@ -14,8 +14,8 @@ use crate::services::{ServiceError, Services};
 /// How long a payer's next payment waits for its previous one's settlement.
 const PAYER_WAIT: Duration = Duration::from_secs(30);
 
-/// In-process turns: one settlement per payer, and one worker per payment (a request, a
-/// job's refund, or recovery) at a time.
+/// Turns (across hosts when the store is shared): one settlement per payer, and one worker
+/// per payment (a request, a job's refund, or recovery) at a time.
 #[derive(Default)]
 pub struct PaymentLocks {
     pub payers: Arc<KeyedLocks<(Network, String)>>,
@@ -23,12 +23,22 @@ pub struct PaymentLocks {
     pub claims: Arc<KeyedLocks<String>>,
 }
 
+impl PaymentLocks {
+    pub fn across(store: &crate::store::Store) -> PaymentLocks {
+        PaymentLocks {
+            payers: Arc::new(KeyedLocks::across(store, "payer")),
+            claims: Arc::new(KeyedLocks::across(store, "payment")),
+        }
+    }
+}
+
 /// A payer whose signature checked out counts one payment against its limit here, before
 /// any chain call; past the limit: 429.
-pub fn within_payer_limit(services: &Services, network: Network, payer: &str) -> Result<(), ServiceError> {
+pub async fn within_payer_limit(services: &Services, network: Network, payer: &str) -> Result<(), ServiceError> {
     let decision = services
         .x402_limiter
-        .payer(network.as_str(), payer, crate::clock::now_ms());
+        .payer(network.as_str(), payer, crate::clock::now_ms())
+        .await?;
     if decision.allowed {
         Ok(())
     } else {
@@ -64,6 +74,6 @@ pub async fn payer_turn(
         .payment_locks
         .payers
         .lock_within((network, payer.to_string()), PAYER_WAIT)
-        .await
+        .await?
         .ok_or_else(|| X402Error::PayerBusy.into())
 }

@@ -155,7 +155,7 @@ async fn settle_on(
     };
     let mut attempt = scheme.verify(services, &payment.payload, &terms).map_err(refusal)?;
     let payer = attempt.payer();
-    guard::within_payer_limit(services, network, &payer)?;
+    guard::within_payer_limit(services, network, &payer).await?;
     guard::not_cooling_off(services, network, &payer).await?;
     let _payer_turn = guard::payer_turn(services, network, &payer).await?;
 
@@ -167,7 +167,7 @@ async fn settle_on(
         return Err(already_used());
     }
     let payment_id = format!("pay_{}", crate::random::hex_token(12));
-    let claim = services.payment_locks.claims.lock(payment_id.clone()).await;
+    let claim = services.payment_locks.claims.lock(payment_id.clone()).await?;
     let record = |transaction: &str, signed: Option<&SignedTx>| NewPayment {
         id: payment_id.clone(),
         identity: identity.clone(),
@@ -202,7 +202,7 @@ async fn settle_on(
     }
     // Base: the settlement spends the wallet's next nonce, so the wallet is ours until sent.
     let wallet_turn = match attempt.uses_wallet_nonce() {
-        true => Some(services.wallet_locks.lock((offer.agent.id.clone(), network)).await),
+        true => Some(services.wallet_locks.lock((offer.agent.id.clone(), network)).await?),
         false => None,
     };
     let signed = match attempt.prepare(services, &key).await {

@@ -35,7 +35,7 @@ pub async fn recover(services: &Services) -> Result<usize, ServiceError> {
     let unfinished = services.store.unfinished_payments(owed_before).await?;
     let mut taken = 0;
     for payment in unfinished {
-        let Some(claim) = services.payment_locks.claims.try_lock(payment.id.clone()) else {
+        let Some(claim) = services.payment_locks.claims.try_lock(payment.id.clone()).await? else {
             continue;
         };
         taken += 1;
@@ -51,24 +51,38 @@ pub async fn recover(services: &Services) -> Result<usize, ServiceError> {
 }
 
 /// Reconciles transfers, then payments, at start and every `recovery_interval_secs`, until
-/// `stop` turns true.
+/// `stop` turns true. Hosts sharing a store take turns: a pass runs on one host at a time
+/// (the others skip it), so a payment cut off by a host that died is finished by another.
 pub async fn run_periodically(services: Services, mut stop: watch::Receiver<bool>) {
     let every = Duration::from_secs(services.settings.recovery_interval_secs);
     loop {
-        match wallets::reconcile(&services).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(transfers = n, "pending transfers reconciled"),
-            Err(e) => tracing::error!(error = %e, "could not reconcile pending transfers"),
-        }
-        match recover(&services).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(payments = n, "unfinished payments taken up"),
-            Err(e) => tracing::error!(error = %e, "could not take up unfinished payments"),
+        match services.store.try_turn("recovery").await {
+            Ok(Some(_pass)) => pass(&services).await,
+            Ok(None) => tracing::debug!("another host is running recovery"),
+            Err(e) => tracing::error!(error = %e, "could not take the recovery turn"),
         }
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
+    }
+}
+
+async fn pass(services: &Services) {
+    match crate::services::jobs::recover(services, false).await {
+        Ok((0, 0)) => {}
+        Ok((queued, cut_off)) => tracing::info!(queued, cut_off, "jobs taken up"),
+        Err(e) => tracing::error!(error = %e, "could not take up jobs"),
+    }
+    match wallets::reconcile(services).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(transfers = n, "pending transfers reconciled"),
+        Err(e) => tracing::error!(error = %e, "could not reconcile pending transfers"),
+    }
+    match recover(services).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(payments = n, "unfinished payments taken up"),
+        Err(e) => tracing::error!(error = %e, "could not take up unfinished payments"),
     }
 }
 

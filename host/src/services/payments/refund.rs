@@ -172,7 +172,19 @@ pub async fn refund_failed_job(services: &Services, job_id: &str, why: &str, cod
         return;
     };
     // The request that queued the job may still hold the payment: wait for its answer.
-    let _claim = services.payment_locks.claims.lock(payment.id.clone()).await;
+    // If that fails, the payment stays `served` with a failed job: recovery does not take
+    // those up, so say so loudly.
+    let _claim = match services.payment_locks.claims.lock(payment.id.clone()).await {
+        Ok(claim) => claim,
+        Err(err) => {
+            tracing::error!(
+                job = job_id,
+                payment = payment.id,
+                "could not refund the failed job's payer: {err}"
+            );
+            return;
+        }
+    };
     Refund::of(&payment, network).start(services, why).await;
 }
 

@@ -1,0 +1,13 @@
+-- What several hosts sharing one database need (PostgreSQL; as ../0011_several_hosts.sql):
+-- running jobs' leases, and request counters every host adds to.
+ALTER TABLE jobs ADD COLUMN lease_until BIGINT;
+
+CREATE TABLE rate_counters (
+    scope        TEXT NOT NULL,
+    key          TEXT NOT NULL,
+    minute_start BIGINT NOT NULL,
+    minute_count BIGINT NOT NULL,
+    day_start    BIGINT NOT NULL,
+    day_count    BIGINT NOT NULL,
+    PRIMARY KEY (scope, key)
+);
