@@ -15,3 +15,11 @@ CREATE TABLE rate_counters (
     day_count    INTEGER NOT NULL,
     PRIMARY KEY (scope, key)
 );
+
+-- Facts every process using this database must agree on, e.g. a value sealed with the
+-- master key, so a host given another key refuses to start instead of failing to open
+-- the secrets other hosts sealed.
+CREATE TABLE deployment_facts (
+    name  TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+);

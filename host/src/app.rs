@@ -187,14 +187,34 @@ pub fn cli_services(settings: Settings, store: Store) -> anyhow::Result<Services
 pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("cannot create the data dir {}", settings.data_dir.display()))?;
-    if let Some(url) = &settings.database_url {
-        return Store::connect(url.expose(), settings.database_pool_size)
+    let store = match &settings.database_url {
+        Some(url) => Store::connect(url.expose(), settings.database_pool_size)
             .await
-            .context("cannot open the PostgreSQL database (database_url)");
+            .context("cannot open the PostgreSQL database (database_url)")?,
+        None => {
+            let path = settings.database_path();
+            Store::open(&path, Duration::from_millis(settings.db_busy_timeout_ms))
+                .with_context(|| format!("cannot open the database {}", path.display()))?
+        }
+    };
+    same_master_key(settings, &store).await?;
+    Ok(store)
+}
+
+/// Every process using one database must seal and open secrets with the same master key:
+/// the first records a value sealed with its key, and one that cannot open it stops here
+/// (rather than fail on each secret another host sealed).
+async fn same_master_key(settings: &Settings, store: &Store) -> anyhow::Result<()> {
+    const FACT: &str = "master-key-check";
+    let master = MasterKey::load_or_create(&settings.data_dir).context("master key")?;
+    let recorded = store.agree_on_fact(FACT, master.seal(FACT, b"agent-host")).await?;
+    if master.open(FACT, &recorded).is_err() {
+        anyhow::bail!(
+            "the master key differs from the one this database's secrets were sealed with; \
+             give every host the same AGENT_HOST_MASTER_KEY"
+        );
     }
-    let path = settings.database_path();
-    Store::open(&path, Duration::from_millis(settings.db_busy_timeout_ms))
-        .with_context(|| format!("cannot open the database {}", path.display()))
+    Ok(())
 }
 
 /// A server whose listeners are bound and which is ready to run.

@@ -11,3 +11,9 @@ CREATE TABLE rate_counters (
     day_count    BIGINT NOT NULL,
     PRIMARY KEY (scope, key)
 );
+
+-- Facts every process using this database must agree on (a value sealed with the master key).
+CREATE TABLE deployment_facts (
+    name  TEXT PRIMARY KEY,
+    value BYTEA NOT NULL
+);

@@ -22,6 +22,7 @@ mod rate_limits;
 mod sandbox;
 mod schema;
 mod settings;
+mod several_hosts;
 mod social;
 mod wallets;
 mod x402;

@@ -25,7 +25,7 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_agent-host");
 pub struct TestEnv {
     dir: tempfile::TempDir,
     env: Vec<(String, String)>,
-    database: Option<postgres::Database>,
+    database: Option<std::sync::Arc<postgres::Database>>,
 }
 
 /// What a CLI call printed.
@@ -66,7 +66,7 @@ impl Default for TestEnv {
 
 impl TestEnv {
     pub fn new() -> TestEnv {
-        let database = postgres::Database::for_tests();
+        let database = postgres::Database::for_tests().map(std::sync::Arc::new);
         let env = match &database {
             Some(db) => vec![("AGENT_HOST_DATABASE_URL".to_string(), db.url.clone())],
             None => Vec::new(),
@@ -120,6 +120,17 @@ impl TestEnv {
                 let wal = std::fs::read(self.path("agent-host.db-wal")).unwrap_or_default();
                 within(&file, needle) || within(&wal, needle)
             }
+        }
+    }
+
+    /// Another host sharing this environment's database and settings, with a data dir of
+    /// its own (give the first one `AGENT_HOST_MASTER_KEY`, as every host needs the same).
+    pub fn another_host(&self) -> TestEnv {
+        assert!(self.database.is_some(), "hosts share a PostgreSQL database");
+        TestEnv {
+            dir: tempfile::tempdir().expect("temp dir"),
+            env: self.env.clone(),
+            database: self.database.clone(),
         }
     }
 

@@ -6,6 +6,7 @@
 
 mod accounts;
 mod agents;
+mod facts;
 mod integrations;
 mod jobs;
 mod keys;
