@@ -68,6 +68,21 @@ enum Top {
     /// x402 payments the agent received.
     #[command(subcommand)]
     Payments(PaymentsCmd),
+    /// The database itself.
+    #[command(subcommand)]
+    Db(DbCmd),
+}
+
+#[derive(Subcommand)]
+enum DbCmd {
+    /// Copy every row of this database (the data dir's SQLite file, or database_url) into
+    /// an empty PostgreSQL database, which is migrated first: how a single host moves to a
+    /// database several hosts share. Stop the server first.
+    Copy {
+        /// The target, postgres://user:password@host:port/name
+        #[arg(long, value_name = "URL")]
+        to: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -424,6 +439,23 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Top::Wallet(command) => wallet(settings, store, command, &out).await,
+        Top::Db(DbCmd::Copy { to }) => {
+            let target = crate::store::Store::connect(&to, 4)
+                .await
+                .context("cannot open the target database (--to)")?;
+            let copied = store.copy_into(&target).await?;
+            let rows: u64 = copied.iter().map(|(_, n)| *n as u64).sum();
+            let tables: serde_json::Map<String, Value> =
+                copied.iter().map(|(table, n)| (table.to_string(), json!(n))).collect();
+            out.print(
+                &json!({ "copied": tables, "rows": rows }),
+                &format!(
+                    "Copied {rows} rows in {} tables. Give every host this database_url and the same master key.",
+                    copied.len()
+                ),
+            );
+            Ok(())
+        }
         Top::Payments(PaymentsCmd::List { agent, limit }) => {
             let found = find_agent(&store, &agent).await?;
             let list = store.payments_of(&found.id, limit).await?;

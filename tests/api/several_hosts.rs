@@ -360,3 +360,54 @@ fn a_host_given_another_master_key_refuses_to_start() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_sqlite_deployment_moves_to_postgres_with_db_copy() {
+    let Some(cluster) = postgres::cluster() else {
+        eprintln!("db copy needs PostgreSQL: run with TEST_POSTGRES_URL (scripts/test.sh does)");
+        return;
+    };
+    // A single host on SQLite, with an account, a key, an agent, a wallet and a finished job.
+    let single = TestEnv::sqlite().with_env("AGENT_HOST_MASTER_KEY", MASTER_KEY);
+    let key = single.account_with_key("acme", "pro");
+    let agent_id = single.apply_agent(&format!("{}{}", paid_manifest("seller"), crate::x402::REPORT), "acme");
+    let wallet = single.create_wallet("seller", "base");
+    let server = single.serve();
+    let hello = post_json(
+        &server.url("/v1/agents/seller/commands/report/execute"),
+        Some(&key),
+        &json!({ "parameters": {} }),
+    )
+    .await;
+    assert_eq!(hello.status, 200, "{}", hello.text);
+    let job = status_url(&hello).rsplit_once("/jobs/").unwrap().1.to_string();
+    poll_job(&server.url(&format!("/jobs/{job}")), Duration::from_secs(5)).await;
+    drop(server);
+
+    let target = postgres::Database::create(&cluster);
+    let copied = single.cli_json(&["db", "copy", "--to", &target.url]);
+    assert_eq!(copied["copied"]["accounts"], 1, "{copied}");
+    assert_eq!(copied["copied"]["api_keys"], 1, "{copied}");
+    assert_eq!(copied["copied"]["wallets"], 1, "{copied}");
+    assert!(copied["rows"].as_u64().unwrap() >= 5, "{copied}");
+
+    // A host on PostgreSQL, with an empty data dir of its own, serves it all as it was.
+    let moved = TestEnv::sqlite()
+        .with_env("AGENT_HOST_MASTER_KEY", MASTER_KEY)
+        .with_env("AGENT_HOST_DATABASE_URL", &target.url);
+    let server = moved.serve();
+    let listed = get(&server.url("/v1/agents/seller/commands"), Some(&key)).await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    let wallets = moved.cli_json(&["wallet", "list", "--agent", "seller"]);
+    assert!(wallets.to_string().contains(&wallet), "{wallets}");
+    let found = moved.cli_json(&["agent", "list"]);
+    assert!(found.to_string().contains(&agent_id), "{found}");
+    let status = poll_job(&server.url(&format!("/jobs/{job}")), Duration::from_secs(5)).await;
+    assert_eq!(status["state"], "succeeded", "{status}");
+    assert_eq!(status["response"], "The report is ready.");
+
+    // Copying again would mix two deployments: refused.
+    let again = single.cli(&["db", "copy", "--to", &target.url]);
+    assert!(!again.status.success());
+    assert!(again.stderr.contains("already holds data"), "{}", again.stderr);
+}

@@ -6,6 +6,7 @@
 
 mod accounts;
 mod agents;
+mod copy;
 mod facts;
 mod integrations;
 mod jobs;

@@ -1,0 +1,91 @@
+//! Moving a deployment from one store to another (SQLite in a data dir → the PostgreSQL
+//! database several hosts will share): every row of every table, columns by name, into a
+//! target with the same schema version and no data yet.
+
+use super::sql::{Db, Value, args};
+use super::{Dialect, Store, StoreError};
+
+/// Every table holding data, parents before the tables that refer to them.
+/// `schema_migrations` is not copied: the target applied the same migrations itself.
+const TABLES: &[&str] = &[
+    "accounts",
+    "api_keys",
+    "agents",
+    "commands",
+    "rate_usage",
+    "rate_counters",
+    "plugins",
+    "plugin_kv",
+    "agent_integrations",
+    "wallets",
+    "transfers",
+    "payments",
+    "jobs",
+    "deployment_facts",
+];
+
+impl Store {
+    /// Copies every row into `target`, which must be empty and at the same schema version.
+    /// Returns how many rows each table had.
+    pub async fn copy_into(&self, target: &Store) -> Result<Vec<(&'static str, usize)>, StoreError> {
+        let (ours, theirs) = (self.schema_version().await?, target.schema_version().await?);
+        if ours != theirs {
+            return Err(StoreError::Conflict(format!(
+                "the target's schema is at version {theirs}, this database's at {ours}"
+            )));
+        }
+        for table in TABLES {
+            let count: i64 = target
+                .read(move |db| db.query_one(&format!("SELECT COUNT(*) FROM {table}"), args![])?.get(0))
+                .await?;
+            if count > 0 {
+                return Err(StoreError::Conflict(format!(
+                    "the target already holds data (table {table}); copy into an empty database"
+                )));
+            }
+        }
+        let dialect = self.dialect();
+        let mut copied = Vec::with_capacity(TABLES.len());
+        for table in TABLES {
+            let (columns, rows) = self
+                .read(move |db| {
+                    let columns = column_names(db, dialect, table)?;
+                    let rows = db.query(&format!("SELECT {} FROM {table}", columns.join(", ")), args![])?;
+                    Ok((columns, rows))
+                })
+                .await?;
+            let count = rows.len();
+            target
+                .write(move |db| {
+                    let placeholders: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
+                    let insert = format!(
+                        "INSERT INTO {table} ({}) VALUES ({})",
+                        columns.join(", "),
+                        placeholders.join(", ")
+                    );
+                    for row in rows {
+                        db.execute(&insert, &row.into_values())?;
+                    }
+                    Ok(())
+                })
+                .await?;
+            copied.push((*table, count));
+        }
+        Ok(copied)
+    }
+}
+
+/// A table's columns, quoted (one of them is `window`, a keyword in PostgreSQL).
+fn column_names(db: &dyn Db, dialect: Dialect, table: &str) -> Result<Vec<String>, StoreError> {
+    let sql = match dialect {
+        Dialect::Sqlite => "SELECT name FROM pragma_table_info(?1) ORDER BY cid",
+        Dialect::Postgres => {
+            "SELECT column_name::text FROM information_schema.columns
+             WHERE table_schema = current_schema() AND table_name = ?1 ORDER BY ordinal_position"
+        }
+    };
+    db.query(sql, &[Value::from(table)])?
+        .iter()
+        .map(|row| Ok(format!("\"{}\"", row.get::<String>(0)?)))
+        .collect()
+}
