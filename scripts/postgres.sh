@@ -20,10 +20,12 @@ as_owner() {
 case "$action" in
 start)
     if [ -z "$(bin_dir)" ]; then
-        if [ "$(id -u)" = 0 ]; then
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
-        else
-            DEBIAN_FRONTEND=noninteractive sudo apt-get install -y -qq postgresql >/dev/null
+        sudo=""
+        if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
+        # A fresh machine may not have the package lists yet.
+        if ! DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql >/dev/null; then
+            $sudo apt-get update -qq >/dev/null
+            DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql >/dev/null
         fi
     fi
     bin="$(bin_dir)"

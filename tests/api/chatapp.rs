@@ -213,15 +213,30 @@ async fn missing_disabled_and_undecryptable_bots() {
     );
     assert!(bot.sent.lock().unwrap().len() == 1, "nothing was sent while disabled");
 
-    // The same data dir under another master key: the stored token cannot be opened.
-    let env = TestEnv::new()
+    // The same data dir under another master key does not start: it could open none of
+    // the secrets sealed before.
+    let mut env = TestEnv::new()
         .with_env("AGENT_HOST_CHATAPP_API_BASE", &bot._telegram.base)
         .with_env("AGENT_HOST_MASTER_KEY", MASTER);
     let key = env.account_with_key("alice", "free");
     env.apply_agent(&manifest("alpha"), "alice");
     env.cli_json(&["chatapp", "connect", "--agent", "alpha", "--token", TOKEN]);
-    let rekeyed = env.with_env("AGENT_HOST_MASTER_KEY", &"ab".repeat(32));
-    let server = rekeyed.serve();
+    env.set_env("AGENT_HOST_MASTER_KEY", &"ab".repeat(32));
+    let refused = env.cli(&["serve", "--listen", "127.0.0.1:0"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(refused.stderr.contains("master key differs"), "{}", refused.stderr);
+    // A stored token damaged at rest (one bit of its authentication tag) cannot be opened.
+    env.set_env("AGENT_HOST_MASTER_KEY", MASTER);
+    let sealed = env.sql("SELECT secret FROM agent_integrations WHERE kind = 'chatapp'")[0][0]
+        .clone()
+        .unwrap();
+    let mut sealed = hex::decode(sealed).unwrap();
+    *sealed.last_mut().unwrap() ^= 1;
+    env.sql(&format!(
+        "UPDATE agent_integrations SET secret = {} WHERE kind = 'chatapp'",
+        env.blob_literal(&sealed)
+    ));
+    let server = env.serve();
     let reply = post_json(
         &server.url("/v1/agents/alpha/chatapp/send"),
         Some(&key),
