@@ -121,7 +121,10 @@ impl<K: Eq + Hash + Clone + TurnName> KeyedLocks<K> {
     pub async fn lock(self: &Arc<Self>, key: K) -> Result<KeyGuard<K>, StoreError> {
         let guard = self.entry(&key).lock_owned().await;
         let held = self.held(key, guard);
-        Ok(self.share(held, None).await?.expect("waited without a deadline"))
+        // Without a deadline the shared turn is waited for until it comes.
+        self.share(held, None)
+            .await?
+            .ok_or_else(|| StoreError::Task("a turn waited for without a deadline was not taken".into()))
     }
 
     /// Waits for the key at most `wait`; `None` when it stayed taken.
