@@ -6,7 +6,8 @@
 //! `x402:after_record`, `x402:after_send`, `x402:after_confirm`, `x402:after_work`,
 //! `x402:after_served`, and in a refund `refund:after_start`; in a wallet transfer
 //! (refunds are one): `transfer:after_record`, `transfer:after_sign`, `transfer:after_send`,
-//! `transfer:after_confirm`.
+//! `transfer:after_confirm`; in a job that failed, between its end and its refund:
+//! `job:after_finish`.
 
 /// The variable naming the point to crash at.
 pub const VARIABLE: &str = "AGENT_HOST_TEST_FAULT";

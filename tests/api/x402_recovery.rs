@@ -622,3 +622,62 @@ async fn two_hundred_payments_cut_by_random_kills_leave_the_ledger_whole() {
         count("failed")
     );
 }
+
+/// A paid long-running command that always fails, after the payer has its status address.
+const SLOW_BROKEN: &str = r#"
+[[commands]]
+command = "slowbroken"
+description = "A long job that fails"
+handler_type = "webhook"
+integrations = ["x402"]
+price_usd = 0.04
+long_running = true
+config = { url = "http://127.0.0.1:9/hook" }
+"#;
+
+/// Killed between a paid job's failure and its refund: the payment still says `served`;
+/// after the restart, a recovery pass starts the refund, once.
+#[tokio::test]
+async fn a_paid_jobs_refund_cut_off_by_a_crash_is_paid_after_the_restart() {
+    let side = Side::start("base").await;
+    let env = TestEnv::new().with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1");
+    let funded = 1_000_000;
+    let (mut env, wallet) = side.shop(env, SLOW_BROKEN, funded).await;
+    env.set_env("AGENT_HOST_TEST_FAULT", "job:after_finish");
+    let mut server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let body = json!({ "command": "slowbroken" });
+    let requirement = crate::x402::post_x402(&url, &body).await.json()["accepts"][0].clone();
+    let payment = side.payment(&requirement, 40_000, 1).await;
+    let accepted = crate::x402::paid(&url, &body, &payment).await;
+    assert_eq!(accepted.status, 202, "{}", accepted.text);
+    // The job fails at once (nothing listens on port 9), and the server dies right after.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while client().get(server.url("/health")).send().await.is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "the server should have died after the job failed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    server.crash();
+    assert_eq!(
+        payments(&env)[0]["state"],
+        "served",
+        "cut off before the refund started"
+    );
+    assert_eq!(side.usdc_of(&side.payer()).await, funded - 40_000);
+
+    env.set_env("AGENT_HOST_TEST_FAULT", "");
+    let _restarted = env.serve();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while payments(&env)[0]["state"] != "refunded" {
+        assert!(Instant::now() < deadline, "never refunded: {:?}", payments(&env));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (_, transfers) = all_settled(&env).await;
+    let refunds: Vec<&Value> = transfers.iter().filter(|t| t["kind"] == "refund").collect();
+    assert_eq!(refunds.len(), 1, "{transfers:?}");
+    assert_eq!(side.usdc_of(&side.payer()).await, funded, "paid back in full");
+    assert_eq!(side.usdc_of(&wallet).await, 0);
+}

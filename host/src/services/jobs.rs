@@ -113,6 +113,7 @@ async fn run(services: Services, id: String) {
         tracing::error!(job = %id, error = %e, "could not record a job's end");
     }
     if let Some((why, code)) = failure {
+        crate::faults::crash_point("job:after_finish");
         // A paid job that failed by the agent's fault: its payer gets the money back.
         super::payments::refund_failed_job(&services, &id, &why, &code).await;
     }

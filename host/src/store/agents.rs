@@ -99,6 +99,8 @@ impl Store {
     ) -> Result<ApplyOutcome, StoreError> {
         let account_id = account_id.to_string();
         self.write(move |db| {
+            // Two applies of one username at once (two hosts): the second sees the first.
+            db.serialize(&format!("agent:{}", def.username))?;
             let now = crate::clock::now_ms();
             let existing = find_agent(db, &def.username)?;
             let (agent_id, created) = match existing {

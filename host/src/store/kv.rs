@@ -26,6 +26,8 @@ impl Store {
     ) -> Result<(), StoreError> {
         let (agent_id, scope, key) = (agent_id.to_string(), scope.to_string(), key.to_string());
         self.write(move |db| {
+            // Two hosts adding keys to one scope at once must not both pass the cap.
+            db.serialize(&format!("kv:{agent_id}:{scope}"))?;
             let exists: bool = db
                 .query_one(
                     "SELECT EXISTS (SELECT 1 FROM plugin_kv WHERE agent_id = ?1 AND scope = ?2 AND key = ?3)",

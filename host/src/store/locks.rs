@@ -54,7 +54,7 @@ impl Store {
 }
 
 /// The 64-bit advisory lock key of a turn's name.
-fn lock_key(name: &str) -> i64 {
+pub(super) fn lock_key(name: &str) -> i64 {
     let digest = Sha256::digest(name.as_bytes());
     i64::from_be_bytes(digest[..8].try_into().unwrap_or_default())
 }

@@ -273,6 +273,31 @@ impl Store {
         .await
     }
 
+    /// Payments that paid for a job which then failed by the agent's fault, still `served`:
+    /// their refund was cut off before it started (a crash between the job's end and its
+    /// refund). With the job's error, the refund's reason.
+    pub async fn served_for_failed_jobs(&self) -> Result<Vec<(PaymentRecord, String)>, StoreError> {
+        self.read(move |db| {
+            let columns: Vec<String> = PAYMENT_COLUMNS.split(',').map(|c| format!("p.{}", c.trim())).collect();
+            db.query(
+                &format!(
+                    "SELECT {}, j.error FROM jobs j JOIN payments p ON p.job_id = j.id
+                     WHERE j.state = 'failed' AND j.code <> 'invalid_input' AND p.state = 'served'
+                     ORDER BY j.created_at",
+                    columns.join(", ")
+                ),
+                args![],
+            )?
+            .iter()
+            .map(|row| {
+                let why: Option<String> = row.get(columns.len())?;
+                Ok((payment_row(row)?, why.unwrap_or_else(|| "the paid job failed".into())))
+            })
+            .collect()
+        })
+        .await
+    }
+
     pub async fn payment(&self, id: &str) -> Result<Option<PaymentRecord>, StoreError> {
         let id = id.to_string();
         self.read(move |db| {

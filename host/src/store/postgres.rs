@@ -204,6 +204,14 @@ impl<C: GenericClient> Db for PgDb<'_, C> {
     fn batch(&self, sql: &str) -> Result<(), StoreError> {
         Ok(self.handle.block_on(self.client.batch_execute(sql))?)
     }
+
+    fn serialize(&self, name: &str) -> Result<(), StoreError> {
+        self.execute(
+            "SELECT pg_advisory_xact_lock(?1)",
+            &[Value::Int(super::locks::lock_key(name))],
+        )?;
+        Ok(())
+    }
 }
 
 type BoxError = Box<dyn Error + Sync + Send>;

@@ -22,6 +22,10 @@ pub trait Db {
     fn execute(&self, sql: &str, args: &[Value]) -> Result<u64, StoreError>;
     /// Runs several statements without parameters (migrations).
     fn batch(&self, sql: &str) -> Result<(), StoreError>;
+    /// Inside a write: waits until no other transaction anywhere holds `name`, and holds it
+    /// until this one ends, for a read-then-write that must see every earlier write.
+    /// (SQLite's one writer at a time already is that.)
+    fn serialize(&self, name: &str) -> Result<(), StoreError>;
 }
 
 impl dyn Db + '_ {

@@ -102,6 +102,10 @@ impl Db for Connection {
     fn batch(&self, sql: &str) -> Result<(), StoreError> {
         Ok(self.execute_batch(sql)?)
     }
+
+    fn serialize(&self, _name: &str) -> Result<(), StoreError> {
+        Ok(()) // writes take the database's one write lock (IMMEDIATE) already
+    }
 }
 
 fn value_of(value: ValueRef<'_>) -> Value {

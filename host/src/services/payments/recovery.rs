@@ -11,6 +11,8 @@
 //! - `refunding`: the refund is finished or retried (see `Refund::resume`).
 //! - `refund_owed`: every `OWED_RETRY_PASSES` passes (10 minutes by default), paid if the
 //!   payer can receive it again.
+//! - `served` for a job that then failed by the agent's fault: the refund was cut off before
+//!   it started, and starts now.
 
 use std::time::Duration;
 
@@ -45,6 +47,22 @@ pub async fn recover(services: &Services) -> Result<usize, ServiceError> {
             if let Err(err) = resume(&services, &payment).await {
                 tracing::warn!(payment = payment.id, "could not finish the payment yet: {err}");
             }
+        });
+    }
+    // A paid job that failed, whose refund a crash (or an unreachable database) cut off
+    // before it started: the payment still says `served`.
+    for (payment, why) in services.store.served_for_failed_jobs().await? {
+        let Some(network) = Network::parse(&payment.network) else {
+            continue;
+        };
+        let Some(claim) = services.payment_locks.claims.try_lock(payment.id.clone()).await? else {
+            continue;
+        };
+        taken += 1;
+        let services = services.clone();
+        tokio::spawn(async move {
+            let _claim = claim;
+            Refund::of(&payment, network).start(&services, &why).await;
         });
     }
     Ok(taken)

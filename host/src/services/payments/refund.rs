@@ -172,8 +172,8 @@ pub async fn refund_failed_job(services: &Services, job_id: &str, why: &str, cod
         return;
     };
     // The request that queued the job may still hold the payment: wait for its answer.
-    // If that fails, the payment stays `served` with a failed job: recovery does not take
-    // those up, so say so loudly.
+    // If that fails, the payment stays `served` with a failed job, and the next recovery
+    // pass starts its refund.
     let _claim = match services.payment_locks.claims.lock(payment.id.clone()).await {
         Ok(claim) => claim,
         Err(err) => {
