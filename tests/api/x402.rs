@@ -27,6 +27,30 @@ long_running = true
 config = { text = "The report is ready." }
 "#;
 
+/// A paid command that always fails after settlement (nothing listens on port 9), so its
+/// payment is refunded.
+pub(crate) const BROKEN: &str = r#"
+[[commands]]
+command = "broken"
+description = "Calls a server that is not there"
+handler_type = "webhook"
+integrations = ["x402"]
+price_usd = 0.02
+config = { url = "http://127.0.0.1:9/hook" }
+"#;
+
+/// A paid long-running command that always fails, after the payer has its status address.
+pub(crate) const SLOW_BROKEN: &str = r#"
+[[commands]]
+command = "slowbroken"
+description = "A long job that fails"
+handler_type = "webhook"
+integrations = ["x402"]
+price_usd = 0.04
+long_running = true
+config = { url = "http://127.0.0.1:9/hook" }
+"#;
+
 pub(crate) fn paid_manifest(username: &str) -> String {
     format!(
         r#"{}
@@ -284,25 +308,10 @@ async fn a_base_payment_is_verified_settled_once_and_served() {
         .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "1000")
         .with_env("AGENT_HOST_X402_CLIENT_LIMIT_PER_MINUTE", "1000");
     env.create_account("acme", "free");
-    let broken = r#"
-[[commands]]
-command = "broken"
-description = "Calls a server that is not there"
-handler_type = "webhook"
-integrations = ["x402"]
-price_usd = 0.02
-config = { url = "http://127.0.0.1:9/hook" }
-
-[[commands]]
-command = "slowbroken"
-description = "A long job that fails"
-handler_type = "webhook"
-integrations = ["x402"]
-price_usd = 0.04
-long_running = true
-config = { url = "http://127.0.0.1:9/hook" }
-"#;
-    let agent_id = env.apply_agent(&format!("{}{broken}{REPORT}", paid_manifest("seller")), "acme");
+    let agent_id = env.apply_agent(
+        &format!("{}{BROKEN}{SLOW_BROKEN}{REPORT}", paid_manifest("seller")),
+        "acme",
+    );
     let agent_wallet = env.create_wallet("seller", "base");
     chain.set_eth(&agent_wallet, 10u128.pow(16)).await; // it relays: pays the gas
     let server = env.serve();

@@ -207,17 +207,6 @@ const REFUND_STEPS: [&str; 5] = [
     "transfer:after_confirm",
 ];
 
-/// A paid command that always fails after settlement, so its payment is refunded.
-const BROKEN: &str = r#"
-[[commands]]
-command = "broken"
-description = "Calls a server that is not there"
-handler_type = "webhook"
-integrations = ["x402"]
-price_usd = 0.02
-config = { url = "http://127.0.0.1:9/hook" }
-"#;
-
 /// One network's side of the crash tests: its chain, the payer, and how it pays.
 enum Side {
     Base(LocalBase, alloy::signers::local::PrivateKeySigner),
@@ -353,7 +342,7 @@ async fn a_crash_at_any_step_of_a_payment_loses_and_doubles_nothing(network: &st
         .with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1")
         .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "1000");
     let funded = 1_000_000;
-    let (mut env, wallet) = side.shop(env, BROKEN, funded).await;
+    let (mut env, wallet) = side.shop(env, crate::x402::BROKEN, funded).await;
     let hello = json!({ "command": "hello", "name": "Ann" });
     let broken = json!({ "command": "broken" });
     let steps = PAYMENT_STEPS
@@ -493,7 +482,12 @@ async fn two_hundred_payments_cut_by_random_kills_leave_the_ledger_whole() {
         .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "100000");
     env.create_account("acme", "free");
     env.apply_agent(
-        &format!("{}{BROKEN}{}", paid_manifest("seller"), crate::x402::REPORT),
+        &format!(
+            "{}{}{}",
+            paid_manifest("seller"),
+            crate::x402::BROKEN,
+            crate::x402::REPORT
+        ),
         "acme",
     );
     let base_wallet = env.create_wallet("seller", "base");
@@ -623,18 +617,6 @@ async fn two_hundred_payments_cut_by_random_kills_leave_the_ledger_whole() {
     );
 }
 
-/// A paid long-running command that always fails, after the payer has its status address.
-const SLOW_BROKEN: &str = r#"
-[[commands]]
-command = "slowbroken"
-description = "A long job that fails"
-handler_type = "webhook"
-integrations = ["x402"]
-price_usd = 0.04
-long_running = true
-config = { url = "http://127.0.0.1:9/hook" }
-"#;
-
 /// Killed between a paid job's failure and its refund: the payment still says `served`;
 /// after the restart, a recovery pass starts the refund, once.
 #[tokio::test]
@@ -642,7 +624,7 @@ async fn a_paid_jobs_refund_cut_off_by_a_crash_is_paid_after_the_restart() {
     let side = Side::start("base").await;
     let env = TestEnv::new().with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1");
     let funded = 1_000_000;
-    let (mut env, wallet) = side.shop(env, SLOW_BROKEN, funded).await;
+    let (mut env, wallet) = side.shop(env, crate::x402::SLOW_BROKEN, funded).await;
     env.set_env("AGENT_HOST_TEST_FAULT", "job:after_finish");
     let mut server = env.serve();
     let url = server.url("/x402/base/seller");

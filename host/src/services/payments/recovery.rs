@@ -37,17 +37,14 @@ pub async fn recover(services: &Services) -> Result<usize, ServiceError> {
     let unfinished = services.store.unfinished_payments(owed_before).await?;
     let mut taken = 0;
     for payment in unfinished {
-        let Some(claim) = services.payment_locks.claims.try_lock(payment.id.clone()).await? else {
-            continue;
-        };
-        taken += 1;
-        let services = services.clone();
-        tokio::spawn(async move {
-            let _claim = claim;
-            if let Err(err) = resume(&services, &payment).await {
-                tracing::warn!(payment = payment.id, "could not finish the payment yet: {err}");
-            }
-        });
+        taken += usize::from(
+            take_up(services, payment, |services, payment| async move {
+                if let Err(err) = resume(&services, &payment).await {
+                    tracing::warn!(payment = payment.id, "could not finish the payment yet: {err}");
+                }
+            })
+            .await?,
+        );
     }
     // A paid job that failed, whose refund a crash (or an unreachable database) cut off
     // before it started: the payment still says `served`.
@@ -55,17 +52,32 @@ pub async fn recover(services: &Services) -> Result<usize, ServiceError> {
         let Some(network) = Network::parse(&payment.network) else {
             continue;
         };
-        let Some(claim) = services.payment_locks.claims.try_lock(payment.id.clone()).await? else {
-            continue;
-        };
-        taken += 1;
-        let services = services.clone();
-        tokio::spawn(async move {
-            let _claim = claim;
-            Refund::of(&payment, network).start(&services, &why).await;
-        });
+        taken += usize::from(
+            take_up(services, payment, move |services, payment| async move {
+                Refund::of(&payment, network).start(&services, &why).await;
+            })
+            .await?,
+        );
     }
     Ok(taken)
+}
+
+/// Runs `work` on the payment in the background, holding its claim, unless someone holds
+/// it already; true when taken.
+async fn take_up<F, Work>(services: &Services, payment: PaymentRecord, work: F) -> Result<bool, ServiceError>
+where
+    F: FnOnce(Services, PaymentRecord) -> Work + Send + 'static,
+    Work: std::future::Future<Output = ()> + Send + 'static,
+{
+    let Some(claim) = services.payment_locks.claims.try_lock(payment.id.clone()).await? else {
+        return Ok(false);
+    };
+    let services = services.clone();
+    tokio::spawn(async move {
+        let _claim = claim;
+        work(services, payment).await;
+    });
+    Ok(true)
 }
 
 /// Reconciles transfers, then payments, at start and every `recovery_interval_secs`, until
