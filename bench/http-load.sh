@@ -1,46 +1,86 @@
 #!/usr/bin/env bash
-# HTTP load: `POST .../commands/hello/execute` (a simple_text command, one fresh WASM
-# instance per call) against the cheapest authenticated endpoint of the same server
-# (`GET .../commands`, which does the same key check, rate limit and agent lookup), in one
-# run, with wrk at 64 connections. Prints both and their ratios.
-# Usage: bench/http-load.sh [SECONDS]   (needs wrk: apt-get install wrk)
+# HTTP load against a fixed reference, in one run: a bare axum server answering the same
+# JSON (bench/examples/bare_server.rs, no key check, no store, no plugin), then agent-host's
+# `GET /health`, `GET .../commands` (key check, rate limit, agent lookup, JSON) and
+# `POST .../commands/hello/execute` (the same plus a fresh simple_text instance), each with
+# wrk at 64 connections. The reference runs first and last; ratios are to their mean, since
+# only ratios compare across runs on a shared machine.
+# Usage: bench/http-load.sh [SECONDS] [sqlite|postgres]   (needs wrk: apt-get install wrk;
+#        postgres starts a throwaway cluster with scripts/postgres.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-10}"
+backend="${2:-sqlite}"
 command -v wrk >/dev/null || { echo "wrk is required: apt-get install wrk" >&2; exit 1; }
 cargo build --release --locked -q -p agent-host
-bin="${CARGO_TARGET_DIR:-$PWD/target}/release/agent-host"
+cargo build --release --locked -q -p agent-host-bench --example bare_server
+target="${CARGO_TARGET_DIR:-$PWD/target}/release"
 data="$(mktemp -d)"
-trap 'kill "$server" 2>/dev/null || true; rm -rf "$data"' EXIT
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    if [ -d "$data/pg" ]; then scripts/postgres.sh stop "$data/pg"; fi
+    rm -rf "$data"
+}
+trap cleanup EXIT
 export AGENT_HOST_LOG=warn
-"$bin" --data-dir "$data" account create bench --plan enterprise --rpm 1000000000 --rpd 1000000000 >/dev/null
-key="$("$bin" --data-dir "$data" key create --account bench 2>/dev/null)"
-"$bin" --data-dir "$data" agent apply examples/helper.toml --account bench >/dev/null
-"$bin" --data-dir "$data" --json serve --listen 127.0.0.1:0 > "$data/ready" &
-server=$!
+case "$backend" in
+sqlite) ;;
+postgres)
+    admin="$(scripts/postgres.sh start "$data/pg")"
+    psql -q "$admin" -c "CREATE DATABASE bench" >/dev/null
+    export AGENT_HOST_DATABASE_URL="${admin%/postgres}/bench"
+    ;;
+*) echo "backend must be sqlite or postgres" >&2; exit 2 ;;
+esac
+host() { "$target/agent-host" --data-dir "$data/host" "$@"; }
+host account create bench --plan enterprise --rpm 1000000000 --rpd 1000000000 >/dev/null
+key="$(host key create --account bench 2>/dev/null)"
+host agent apply examples/helper.toml --account bench >/dev/null
+"$target/agent-host" --data-dir "$data/host" --json serve --listen 127.0.0.1:0 > "$data/ready" &
+pids+=($!)
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+"$target/examples/bare_server" "$port" &
+pids+=($!)
 for _ in $(seq 1 100); do [ -s "$data/ready" ] && break; sleep 0.1; done
 base="$(sed -E 's/.*"(http:[^"]+)".*/\1/' "$data/ready")"
+bare="http://127.0.0.1:$port"
 curl -sf -H "x-api-key: $key" -H 'content-type: application/json' -d '{"parameters":{"name":"Ann"}}' \
     "$base/v1/agents/helper/commands/hello/execute" >/dev/null
+curl -sf -H 'content-type: application/json' -d '{"parameters":{"name":"Ann"}}' \
+    "$bare/v1/agents/helper/commands/hello/execute" >/dev/null
 cat > "$data/post.lua" <<'LUA'
 wrk.method = "POST"
 wrk.body = '{"parameters":{"name":"Ann"}}'
 wrk.headers["content-type"] = "application/json"
 LUA
 
-run() { # name, extra wrk args...
-    local name="$1"; shift
-    wrk -t1 -c64 -d"${secs}s" --latency -H "x-api-key: $key" "$@" > "$data/$name.txt"
-    local rps p50 p99
-    rps="$(awk '/Requests\/sec/ {print $2}' "$data/$name.txt")"
-    p50="$(awk '$1 == "50%" {print $2}' "$data/$name.txt")"
-    p99="$(awk '$1 == "99%" {print $2}' "$data/$name.txt")"
+# wrk's latency in ms, whatever unit it printed.
+ms() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n *= 1; else if (v ~ /s$/) n *= 1000; printf "%.2f", n }'; }
+run() { # name, url, extra wrk args...
+    local name="$1" url="$2"; shift 2
+    wrk -t1 -c64 -d"${secs}s" --latency -H "x-api-key: $key" "$@" "$url" > "$data/$name.txt"
+    local rps p50 p99 errors
+    rps="$(awk '/Requests\/sec/ {printf "%d", $2}' "$data/$name.txt")"
+    p50="$(ms "$(awk '$1 == "50%" {print $2}' "$data/$name.txt")")"
+    p99="$(ms "$(awk '$1 == "99%" {print $2}' "$data/$name.txt")")"
     errors="$(awk '/Non-2xx/ {print $5}' "$data/$name.txt")"
-    printf '%-10s %10s req/s   p50 %8s   p99 %8s   non-2xx %s\n' "$name" "$rps" "$p50" "$p99" "${errors:-0}"
-    echo "$rps" > "$data/$name.rps"
+    printf '%-12s %8s req/s   p50 %7s ms   p99 %7s ms   non-2xx %s\n' "$name" "$rps" "$p50" "$p99" "${errors:-0}"
+    echo "$rps $p99" > "$data/$name.res"
 }
-echo "wrk -t1 -c64 -d${secs}s against $base (release build, $(nproc) cores shared by server and wrk)"
+echo "wrk -t1 -c64 -d${secs}s, $backend, release builds, $(nproc) cores shared by the servers and wrk"
+run bare-first "$bare/v1/agents/helper/commands/hello/execute" -s "$data/post.lua"
+run health "$base/health"
 run list "$base/v1/agents/helper/commands"
-run execute -s "$data/post.lua" "$base/v1/agents/helper/commands/hello/execute"
-awk -v a="$(cat "$data/execute.rps")" -v b="$(cat "$data/list.rps")" \
-    'BEGIN { printf "execute / list throughput: %.2f (target >= 0.80)\n", a / b }'
+run execute "$base/v1/agents/helper/commands/hello/execute" -s "$data/post.lua"
+run bare-last "$bare/v1/agents/helper/commands/hello/execute" -s "$data/post.lua"
+awk '
+    FILENAME ~ /bare-(first|last)/ { bare_rps += $1 / 2; bare_p99 += $2 / 2; next }
+    { split(FILENAME, p, "/"); n = p[length(p)]; sub(/\.res$/, "", n); rps[n] = $1; p99[n] = $2 }
+    END {
+        printf "bare reference (mean of first and last): %d req/s, p99 %.2f ms\n", bare_rps, bare_p99
+        printf "health  / bare: %.2f\n", rps["health"] / bare_rps
+        printf "list    / bare: %.2f   (target >= 0.70)\n", rps["list"] / bare_rps
+        printf "execute / bare: %.2f   (target >= 0.60)\n", rps["execute"] / bare_rps
+        printf "execute p99 / bare p99: %.2f   (target <= 1.50)\n", p99["execute"] / bare_p99
+    }' "$data"/bare-first.res "$data"/bare-last.res "$data"/health.res "$data"/list.res "$data"/execute.res

@@ -260,6 +260,10 @@ impl Server {
         let (stop_tx, stop_rx) = watch::channel(false);
         let router = crate::routes::router(state.clone());
 
+        let watcher = state
+            .services
+            .store
+            .watch_for_changes(Duration::from_millis(state.services.settings.cache_check_ms));
         let flusher = tokio::spawn(flush_rate_usage(state.clone(), stop_rx.clone()));
         let cleaner = tokio::spawn(jobs::clean_up_periodically(state.services.clone(), stop_rx.clone()));
         if let Err(e) = crate::services::agents::upgrade_plugins(&state.services).await {
@@ -305,6 +309,7 @@ impl Server {
         if drained.is_err() {
             tracing::warn!("requests still in flight after {} s; stopping anyway", grace.as_secs());
         }
+        watcher.abort();
         let _ = flusher.await;
         let _ = cleaner.await;
         let _ = recovery.await;

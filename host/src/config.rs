@@ -224,6 +224,8 @@ settings! {
         "PostgreSQL database shared by several hosts, postgres://user:password@host:port/name (unset: SQLite in the data dir)";
     database_pool_size: usize = "32" [2 ..= 1000], "PostgreSQL connections this host opens at most";
     db_busy_timeout_ms: u64 = "5000" [0 ..= 600000], "how long a database write waits for another process's lock";
+    cache_check_ms: u64 = "100" [10 ..= 1000],
+        "how often a server checks the database for writes made elsewhere; every process sees a write within 3 × this";
     rate_limit_flush_secs: u64 = "10" [1 ..= 3600], "how often rate-limit counters are saved (also saved at shutdown)";
     shutdown_grace_secs: u64 = "30" [0 ..= 3600], "how long shutdown waits for requests in flight";
     log: String = "info", "log filter (tracing EnvFilter syntax), written to stderr";

@@ -13,6 +13,7 @@ mod chat;
 mod chatapp;
 mod cli;
 mod errors;
+mod freshness;
 mod jobs;
 mod meta;
 mod migrations;

@@ -69,17 +69,34 @@ async fn limits_keys_and_replays_hold_across_hosts() {
     assert_eq!((allowed, refused), (60, 30), "{statuses:?}");
 
     // A key made by one host's CLI works on every host; revoked, every host refuses it.
-    let other = b.account_with_key("beta", "free");
+    let other = b.account_with_key("beta", "pro");
     b.apply_agent(&crate::support::manifest("beta_agent"), "beta");
     for host in &hosts {
         let reply = get(&host.url("/v1/agents/beta_agent/commands"), Some(&other)).await;
         assert_eq!(reply.status, 200, "{}", reply.text);
     }
+    // Each host keeps keys and agents in memory, yet sees a write made on another within
+    // a second: a command changed by an apply, then a revocation.
+    let changed = crate::support::manifest("beta_agent").replace("Hello, {{name}}!", "Hi, {{name}}.");
+    a.apply_agent(&changed, "beta");
+    let hello = |host: &TestServer| {
+        let url = host.url("/v1/agents/beta_agent/commands/hello/execute");
+        let other = other.clone();
+        async move { post_json(&url, Some(&other), &json!({ "parameters": { "name": "Ann" } })).await }
+    };
+    for host in &hosts {
+        time_until(Duration::from_secs(1), "the applied text served", || async {
+            hello(host).await.json()["data"]["result"]["response"] == "Hi, Ann."
+        })
+        .await;
+    }
     let key_id = other.split('_').take(2).collect::<Vec<_>>().join("_");
     c.cli_json(&["key", "revoke", &key_id]);
     for host in &hosts {
-        let reply = get(&host.url("/v1/agents/beta_agent/commands"), Some(&other)).await;
-        assert_eq!(reply.status, 401, "{}", reply.text);
+        time_until(Duration::from_secs(1), "the revoked key refused", || async {
+            hello(host).await.status == 401
+        })
+        .await;
     }
 
     // A payment is used once across hosts: the replay sent to the others is refused.

@@ -568,6 +568,23 @@ pub fn plugin_path(artifact: &str) -> String {
     }
 }
 
+/// Polls `check` every 10 ms until it holds, and returns how long that took; fails the
+/// test when it still does not hold after `limit`.
+pub async fn time_until<F, Fut>(limit: Duration, what: &str, mut check: F) -> Duration
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    loop {
+        if check().await {
+            return start.elapsed();
+        }
+        assert!(start.elapsed() < limit, "{what}: not after {limit:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// Polls a job's status address until it leaves `processing` (at most `limit`).
 pub async fn poll_job(status_url: &str, limit: Duration) -> serde_json::Value {
     let deadline = Instant::now() + limit;

@@ -65,15 +65,11 @@ async fn list_commands(
             ))
         })?),
     };
-    let (agent, mut commands) =
-        agents::owned_with_commands(&state.services.store, &caller.account.id, &agent_id).await?;
-    if let Some(integration) = integration {
-        agents::offered_on(&mut commands, integration);
-    }
+    let found = agents::owned_with_commands(&state.services.store, &caller.account.id, &agent_id).await?;
     Ok(success(json!({
-        "agent_id": agent.id,
-        "agent_username": agent.def.username,
-        "commands": commands.iter().map(command_json).collect::<Vec<_>>(),
+        "agent_id": found.agent.id,
+        "agent_username": found.agent.def.username,
+        "commands": agents::offered(&found.commands, integration).map(command_json).collect::<Vec<_>>(),
     })))
 }
 
@@ -118,7 +114,8 @@ async fn chat(
 ) -> Result<axum::Json<Value>, ApiError> {
     body.validate()?;
     let services = &state.services;
-    let (agent, commands) = agents::owned_with_commands(&services.store, &caller.account.id, &agent_id).await?;
+    let found = agents::owned_with_commands(&services.store, &caller.account.id, &agent_id).await?;
+    let (agent, commands) = (&found.agent, found.commands.clone());
     // Caused by one of our own plugins (webhook → chat)? Then no tools: no loops.
     let from_our_plugin = headers
         .get(crate::marker::HEADER)
@@ -141,7 +138,7 @@ async fn chat(
         tools_enabled: body.tools_enabled && !from_our_plugin,
         max_tool_calls,
     };
-    let reply = chat::chat(services, &agent, commands, input).await?;
+    let reply = chat::chat(services, agent, commands, input).await?;
     Ok(success(json!({
         "response": reply.response,
         "agentId": agent.id,
@@ -156,12 +153,13 @@ async fn execute(
     ApiJson(body): ApiJson<ExecuteRequest>,
 ) -> Result<axum::Json<Value>, ApiError> {
     let services = &state.services;
-    let (agent, all) = agents::owned_with_commands(&services.store, &caller.account.id, &agent_id).await?;
-    let command = commands::pick(all, &agent, &command_name)?;
+    let found = agents::owned_with_commands(&services.store, &caller.account.id, &agent_id).await?;
+    let agent = &found.agent;
+    let command = commands::pick(&found.commands, agent, &command_name)?;
     let result = commands::execute(
         services,
-        &agent,
-        &command,
+        agent,
+        command,
         body.parameters,
         body.raw_text,
         Origin::Api,

@@ -1,9 +1,10 @@
 use std::path::Path;
+use std::sync::Arc;
 
 use super::{ServiceError, Services, accounts};
 use crate::domain::{Agent, Command, CommandDef, HandlerType, Integration, ResponseFormat};
 use crate::manifest::{self, AgentManifest};
-use crate::store::{ApplyOutcome, Store};
+use crate::store::{AgentWithCommands, ApplyOutcome, Store};
 
 /// `agent apply`: validates the manifest and creates or updates the agent. A new agent
 /// needs an owner; an existing one keeps its owner (naming another is refused).
@@ -114,19 +115,22 @@ pub async fn owned(store: &Store, account_id: &str, id_or_username: &str) -> Res
     }
 }
 
-/// The agent (as `owned` decides) with its commands, in one store read.
+/// The agent (as `owned` decides) with its commands, in one store read (or none: the
+/// read cache).
 pub async fn owned_with_commands(
     store: &Store,
     account_id: &str,
     id_or_username: &str,
-) -> Result<(Agent, Vec<Command>), ServiceError> {
+) -> Result<Arc<AgentWithCommands>, ServiceError> {
     match store.agent_with_commands(id_or_username).await? {
-        Some((agent, commands)) if agent.account_id == account_id => Ok((agent, commands)),
+        Some(found) if found.agent.account_id == account_id => Ok(found),
         _ => Err(ServiceError::NotFound(format!("Agent '{id_or_username}' not found"))),
     }
 }
 
-/// Only the enabled commands offered on this integration.
-pub fn offered_on(commands: &mut Vec<Command>, integration: Integration) {
-    commands.retain(|c| c.def.enabled && c.def.integrations.contains(&integration));
+/// The enabled commands offered on this integration, if one is named, else all.
+pub fn offered(commands: &[Command], integration: Option<Integration>) -> impl Iterator<Item = &Command> {
+    commands
+        .iter()
+        .filter(move |c| integration.is_none_or(|i| c.def.enabled && c.def.integrations.contains(&i)))
 }

@@ -312,11 +312,12 @@ async fn await_job(services: &Services, status_url: &str) -> String {
 }
 
 async fn chat_reply(services: &Services, agent: &Agent, text: &str) -> String {
-    let mut commands = match services.store.commands(&agent.id).await {
-        Ok(commands) => commands,
+    let commands = match services.store.commands(&agent.id).await {
+        Ok(commands) => super::agents::offered(&commands, Some(crate::domain::Integration::Chatapp))
+            .cloned()
+            .collect(),
         Err(e) => return format!("Sorry, something went wrong: {e}"),
     };
-    super::agents::offered_on(&mut commands, crate::domain::Integration::Chatapp);
     let input = super::chat::ChatInput {
         message: text.chars().take(super::chat::MESSAGE_MAX_CHARS).collect(),
         history: Vec::new(),

@@ -21,14 +21,14 @@ pub struct CommandResult {
 
 pub async fn find(services: &Services, agent: &Agent, name: &str) -> Result<Command, ServiceError> {
     let commands = services.store.commands(&agent.id).await?;
-    pick(commands, agent, name)
+    pick(&commands, agent, name).cloned()
 }
 
 /// The command named `name` (with or without `/`) among the agent's commands.
-pub fn pick(commands: Vec<Command>, agent: &Agent, name: &str) -> Result<Command, ServiceError> {
+pub fn pick<'a>(commands: &'a [Command], agent: &Agent, name: &str) -> Result<&'a Command, ServiceError> {
     let name = name.trim_start_matches('/');
     commands
-        .into_iter()
+        .iter()
         .find(|c| c.def.name == name)
         .ok_or_else(|| ServiceError::NotFound(format!("Command '{name}' not found for agent '{}'", agent.def.username)))
 }

@@ -3,6 +3,8 @@
 //! once and stored only as its SHA-256. Neither part contains `_`, so keys split cleanly.
 //! Verification compares hashes in constant time, and does the same work for unknown ids.
 
+use std::sync::Arc;
+
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -25,8 +27,7 @@ pub struct IssuedKey {
 /// Who is calling, once their key checked out.
 #[derive(Debug, Clone)]
 pub struct Caller {
-    pub account: Account,
-    pub key_id: String,
+    pub account: Arc<Account>,
 }
 
 fn hash_secret(secret: &str) -> [u8; 32] {
@@ -83,7 +84,7 @@ pub async fn authenticate(store: &Store, presented: &str) -> Result<Caller, Serv
         return Err(ServiceError::Unauthorized("This API key has been revoked".to_string()));
     }
     let now = crate::clock::now_ms();
-    if record.info.last_used_at.is_none_or(|t| now - t >= TOUCH_EVERY_MS) {
+    if record.claim_touch(now, TOUCH_EVERY_MS) {
         // Bookkeeping only: the request does not wait for it.
         let store = store.clone();
         let key_id = record.info.id.clone();
@@ -94,8 +95,7 @@ pub async fn authenticate(store: &Store, presented: &str) -> Result<Caller, Serv
         });
     }
     Ok(Caller {
-        account: record.account,
-        key_id: record.info.id,
+        account: record.account.clone(),
     })
 }
 

@@ -1,4 +1,7 @@
 use super::sql::{Db, Row, args};
+use std::sync::Arc;
+
+use super::cache::AgentWithCommands;
 use super::{Store, StoreError, json_column, to_json};
 use crate::domain::{Agent, AgentDef, Command, CommandDef, HandlerType, ResponseFormat, X402Settings};
 use crate::money::MicroUsdc;
@@ -98,7 +101,7 @@ impl Store {
         commands: Vec<CommandDef>,
     ) -> Result<ApplyOutcome, StoreError> {
         let account_id = account_id.to_string();
-        self.write(move |db| {
+        self.write_cached(move |db| {
             // Two applies of one username at once (two hosts): the second sees the first.
             db.serialize(&format!("agent:{}", def.username))?;
             let now = crate::clock::now_ms();
@@ -227,8 +230,10 @@ impl Store {
 
     /// The agent with this id or username, whoever owns it.
     pub async fn agent(&self, id_or_username: &str) -> Result<Option<Agent>, StoreError> {
-        let key = id_or_username.to_string();
-        self.read(move |db| find_agent(db, &key)).await
+        Ok(self
+            .agent_with_commands(id_or_username)
+            .await?
+            .map(|found| found.agent.clone()))
     }
 
     pub async fn list_agents(&self) -> Result<Vec<AgentSummary>, StoreError> {
@@ -251,22 +256,38 @@ impl Store {
         .await
     }
 
-    /// The agent and its commands (in manifest order), in one read.
-    pub async fn agent_with_commands(&self, id_or_username: &str) -> Result<Option<(Agent, Vec<Command>)>, StoreError> {
+    /// The agent and its commands (in manifest order), in one read, from the read cache
+    /// when it has them.
+    pub async fn agent_with_commands(
+        &self,
+        id_or_username: &str,
+    ) -> Result<Option<Arc<AgentWithCommands>>, StoreError> {
+        if let Some(found) = self.cache.agent(id_or_username) {
+            return Ok(Some(found));
+        }
+        let ticket = self.cache.ticket();
         let key = id_or_username.to_string();
-        self.read(move |db| {
-            let Some(agent) = find_agent(db, &key)? else {
-                return Ok(None);
-            };
-            let commands = commands_of(db, &agent.id)?;
-            Ok(Some((agent, commands)))
-        })
-        .await
+        let found = self
+            .read(move |db| {
+                let Some(agent) = find_agent(db, &key)? else {
+                    return Ok(None);
+                };
+                let commands = commands_of(db, &agent.id)?;
+                Ok(Some(Arc::new(AgentWithCommands { agent, commands })))
+            })
+            .await?;
+        if let Some(found) = &found {
+            self.cache.keep_agent(ticket, found);
+        }
+        Ok(found)
     }
 
     /// The agent's commands in manifest order.
     pub async fn commands(&self, agent_id: &str) -> Result<Vec<Command>, StoreError> {
-        let agent_id = agent_id.to_string();
-        self.read(move |db| commands_of(db, &agent_id)).await
+        Ok(self
+            .agent_with_commands(agent_id)
+            .await?
+            .map(|found| found.commands.clone())
+            .unwrap_or_default())
     }
 }

@@ -1,13 +1,40 @@
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
 use super::accounts::{ACCOUNT_COLUMNS, account_from_row};
 use super::sql::{Row, args};
 use super::{Store, StoreError};
 use crate::domain::{Account, ApiKeyInfo};
 
 /// What authentication needs to know about a presented key id.
+#[derive(Debug)]
 pub struct KeyRecord {
     pub info: ApiKeyInfo,
     pub secret_hash: Vec<u8>,
-    pub account: Account,
+    pub account: Arc<Account>,
+    /// When this process last recorded the key's use (ms), or the stored time.
+    touched_at: AtomicI64,
+}
+
+impl KeyRecord {
+    pub fn new(info: ApiKeyInfo, secret_hash: Vec<u8>, account: Account) -> KeyRecord {
+        KeyRecord {
+            touched_at: AtomicI64::new(info.last_used_at.unwrap_or(i64::MIN / 2)),
+            info,
+            secret_hash,
+            account: Arc::new(account),
+        }
+    }
+
+    /// True at most once per `every` ms of use: whoever gets true records the use.
+    pub fn claim_touch(&self, now: i64, every: i64) -> bool {
+        let last = self.touched_at.load(Ordering::Relaxed);
+        now - last >= every
+            && self
+                .touched_at
+                .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+    }
 }
 
 const KEY_COLUMNS: &str = "id, account_id, created_at, last_used_at, revoked_at";
@@ -61,7 +88,7 @@ impl Store {
     /// Revoking twice keeps the first revocation time.
     pub async fn revoke_key(&self, id: &str) -> Result<Option<ApiKeyInfo>, StoreError> {
         let id = id.to_string();
-        self.write(move |db| {
+        self.write_cached(move |db| {
             db.execute(
                 "UPDATE api_keys SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
                 args![&id, crate::clock::now_ms()],
@@ -73,24 +100,34 @@ impl Store {
         .await
     }
 
-    pub async fn key_for_auth(&self, id: &str) -> Result<Option<KeyRecord>, StoreError> {
+    /// The key with this id and its account, from the read cache when it has them.
+    pub async fn key_for_auth(&self, id: &str) -> Result<Option<Arc<KeyRecord>>, StoreError> {
+        if let Some(found) = self.cache.key(id) {
+            return Ok(Some(found));
+        }
+        let ticket = self.cache.ticket();
         let id = id.to_string();
-        self.read(move |db| {
-            let sql = format!(
+        let found = self
+            .read(move |db| {
+                let sql = format!(
                 "SELECT k.id, k.account_id, k.created_at, k.last_used_at, k.revoked_at, k.secret_hash, {ACCOUNT_COLUMNS}
                  FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ?1"
             );
-            db.query_opt(&sql, args![id])?
-                .map(|row| {
-                    Ok(KeyRecord {
-                        info: info_from_row(&row)?,
-                        secret_hash: row.get(5)?,
-                        account: account_from_row(&row, 6)?,
+                db.query_opt(&sql, args![id])?
+                    .map(|row| {
+                        Ok(Arc::new(KeyRecord::new(
+                            info_from_row(&row)?,
+                            row.get(5)?,
+                            account_from_row(&row, 6)?,
+                        )))
                     })
-                })
-                .transpose()
-        })
-        .await
+                    .transpose()
+            })
+            .await?;
+        if let Some(record) = &found {
+            self.cache.keep_key(ticket, record);
+        }
+        Ok(found)
     }
 
     pub async fn touch_key(&self, id: &str, at: i64) -> Result<(), StoreError> {

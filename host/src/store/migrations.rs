@@ -50,6 +50,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(9, "0009_plugin_components"),
     migration!(10, "0010_payment_version"),
     migration!(11, "0011_several_hosts"),
+    migration!(12, "0012_keyed_path"),
 ];
 
 pub fn latest_version() -> i64 {

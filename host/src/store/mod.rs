@@ -6,6 +6,7 @@
 
 mod accounts;
 mod agents;
+mod cache;
 mod copy;
 mod facts;
 mod integrations;
@@ -24,6 +25,7 @@ mod wallets;
 
 pub use accounts::NewAccount;
 pub use agents::{AgentSummary, ApplyOutcome};
+pub use cache::AgentWithCommands;
 pub use integrations::Integration;
 pub use jobs::{JobOutcome, JobRecord, JobState};
 pub use keys::KeyRecord;
@@ -92,6 +94,7 @@ pub enum Dialect {
 #[derive(Clone)]
 pub struct Store {
     backend: Arc<Backend>,
+    cache: Arc<cache::ReadCache>,
 }
 
 enum Backend {
@@ -105,6 +108,7 @@ impl Store {
     pub fn open(path: &Path, busy_timeout: Duration) -> Result<Store, StoreError> {
         Ok(Store {
             backend: Arc::new(Backend::Sqlite(Sqlite::open(path, busy_timeout)?)),
+            cache: Arc::default(),
         })
     }
 
@@ -113,6 +117,7 @@ impl Store {
     pub async fn connect(url: &str, pool_size: usize) -> Result<Store, StoreError> {
         Ok(Store {
             backend: Arc::new(Backend::Postgres(Postgres::connect(url, pool_size).await?)),
+            cache: Arc::default(),
         })
     }
 
@@ -149,6 +154,18 @@ impl Store {
             Backend::Postgres(db) => db.write(f),
         })
         .await
+    }
+
+    /// A write to what the read cache holds: this process's cache is emptied as soon as it
+    /// is done (other processes learn of it through `cache_version`).
+    pub(crate) async fn write_cached<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&dyn Db) -> Result<T, StoreError> + Send + 'static,
+    {
+        let result = self.write(f).await;
+        self.cache.clear();
+        result
     }
 
     /// True when the database answers a trivial query.

@@ -38,11 +38,12 @@ fn agent_not_found(id_or_username: &str) -> ServiceError {
 }
 
 pub async fn offer(services: &Services, id_or_username: &str, network: Network) -> Result<Offer, ServiceError> {
-    let (agent, mut commands) = services
+    let found = services
         .store
         .agent_with_commands(id_or_username)
         .await?
         .ok_or_else(|| agent_not_found(id_or_username))?;
+    let agent = found.agent.clone();
     let x402 = &agent.def.x402;
     let Some(default_price) = x402.default_price.filter(|_| x402.enabled) else {
         return Err(agent_not_found(id_or_username));
@@ -63,7 +64,9 @@ pub async fn offer(services: &Services, id_or_username: &str, network: Network) 
             None
         }
     };
-    agents::offered_on(&mut commands, Integration::X402);
+    let commands = agents::offered(&found.commands, Some(Integration::X402))
+        .cloned()
+        .collect();
     Ok(Offer {
         network_id,
         pay_to: wallet.address,

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Where a keyed request's CPU goes: loads one endpoint of a release server with wrk (64
+# connections) while `perf` samples the server, then prints the hottest functions (self
+# time, and with their callees) as shares of the server's CPU. Divide by the requests
+# served (printed) for microseconds per request. Release builds have no debug info; perf
+# unwinds through .eh_frame, which they keep.
+# Usage: bench/profile.sh [execute|list] [SECONDS]   (needs perf and wrk)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what="${1:-execute}"
+secs="${2:-8}"
+command -v perf >/dev/null || { echo "perf is required: apt-get install linux-perf" >&2; exit 1; }
+cargo build --release --locked -q -p agent-host
+bin="${CARGO_TARGET_DIR:-$PWD/target}/release/agent-host"
+data="$(mktemp -d)"
+server=""
+trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$data"' EXIT
+export AGENT_HOST_LOG=warn
+"$bin" --data-dir "$data" account create bench --plan enterprise --rpm 1000000000 --rpd 1000000000 >/dev/null
+key="$("$bin" --data-dir "$data" key create --account bench 2>/dev/null)"
+"$bin" --data-dir "$data" agent apply examples/helper.toml --account bench >/dev/null
+"$bin" --data-dir "$data" --json serve --listen 127.0.0.1:0 > "$data/ready" &
+server=$!
+for _ in $(seq 1 100); do [ -s "$data/ready" ] && break; sleep 0.1; done
+base="$(sed -E 's/.*"(http:[^"]+)".*/\1/' "$data/ready")"
+cat > "$data/post.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body = '{"parameters":{"name":"Ann"}}'
+wrk.headers["content-type"] = "application/json"
+LUA
+case "$what" in
+execute) args=(-s "$data/post.lua" "$base/v1/agents/helper/commands/hello/execute") ;;
+list) args=("$base/v1/agents/helper/commands") ;;
+*) echo "execute or list" >&2; exit 2 ;;
+esac
+wrk -t1 -c64 -d2s -H "x-api-key: $key" "${args[@]}" >/dev/null # warm up
+wrk -t1 -c64 -d"$((secs + 2))s" -H "x-api-key: $key" "${args[@]}" > "$data/wrk.txt" &
+load=$!
+sleep 1
+perf record -F 499 -g --call-graph dwarf,16384 -o "$data/perf.data" -p "$server" -- sleep "$secs" 2>/dev/null >/dev/null
+wait "$load"
+grep -E "Requests/sec" "$data/wrk.txt"
+report() { perf report -i "$data/perf.data" --sort symbol --stdio -g none "$@" 2>/dev/null |
+    grep -E '^ +[0-9.]+%' | sed -E 's/ +-? +-? *$//; s/ +/ /g' | cut -c1-160; }
+echo "--- self time"
+report --no-children | head -40 || true
+echo "--- with callees"
+report --children | head -70 || true

@@ -1,0 +1,279 @@
+//! The read cache of a serving process: API keys (with their accounts) and agents (with
+//! their commands), which every keyed request reads, kept in memory.
+//!
+//! It is as fresh as the database to within a stated bound. Every write to the cached
+//! tables, by any process (this one, the CLI on the same SQLite file, another host on the
+//! same PostgreSQL database), bumps `cache_version` through triggers (migration 0012). A
+//! watcher reads that number every check interval and empties the cache when it moved. An
+//! entry is served only while the last check that found nothing new started less than
+//! `max_age` ago: if checks stall or fail, reads go to the database, so a write is never
+//! missed for longer than `max_age`, however the process is doing. This process's own
+//! writes empty the cache at once.
+//!
+//! Why a polled number rather than LISTEN/NOTIFY: it works the same on both backends, and
+//! NOTIFY would still need a poll behind it, since notifications sent while a host is
+//! reconnecting are lost. Ten tiny reads a second per host cost nothing measurable.
+//!
+//! Without a watcher (the CLI, tests calling the store directly) the cache is off and
+//! every read goes to the database.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use super::Store;
+use super::keys::KeyRecord;
+use super::sql::args;
+use crate::domain::{Agent, Command};
+
+/// An agent as the keyed path needs it: itself and its commands in manifest order.
+#[derive(Debug)]
+pub struct AgentWithCommands {
+    pub agent: Agent,
+    pub commands: Vec<Command>,
+}
+
+/// Entries kept at most per map; past it the map starts afresh (the active set of a real
+/// deployment is far smaller; this only bounds memory).
+const MAX_ENTRIES: usize = 100_000;
+
+pub struct ReadCache {
+    /// Bumped whenever the cache is emptied: a read that started before cannot fill it.
+    generation: AtomicU64,
+    on: AtomicBool,
+    /// The database's `cache_version` at the last check.
+    seen_version: AtomicI64,
+    /// When the last check that found the cache current started, in ms since `epoch`.
+    checked_at_ms: AtomicU64,
+    epoch: Instant,
+    max_age_ms: AtomicU64,
+    keys: RwLock<HashMap<String, Arc<KeyRecord>>>,
+    agents: RwLock<HashMap<String, Arc<AgentWithCommands>>>,
+}
+
+/// A read about to go to the database, to be kept if nothing changed meanwhile.
+#[derive(Clone, Copy)]
+pub struct Ticket(Option<u64>);
+
+impl ReadCache {
+    pub fn new() -> ReadCache {
+        ReadCache {
+            generation: AtomicU64::new(0),
+            on: AtomicBool::new(false),
+            seen_version: AtomicI64::new(i64::MIN),
+            checked_at_ms: AtomicU64::new(0),
+            epoch: Instant::now(),
+            max_age_ms: AtomicU64::new(0),
+            keys: RwLock::default(),
+            agents: RwLock::default(),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Entries may be served: a watcher runs and its last check is recent enough.
+    fn current(&self) -> bool {
+        self.on.load(Ordering::Acquire)
+            && self.now_ms().saturating_sub(self.checked_at_ms.load(Ordering::Acquire))
+                < self.max_age_ms.load(Ordering::Relaxed)
+    }
+
+    /// Entries will be served once a check succeeded, while the last one is under `max_age`.
+    fn enable(&self, max_age: Duration) {
+        self.max_age_ms.store(max_age.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// A check that started at `started` (ms) read `version`: empties the cache if it
+    /// moved, then counts the cache current as of `started`.
+    fn checked(&self, started: u64, version: i64) {
+        if self.seen_version.swap(version, Ordering::AcqRel) != version {
+            self.clear();
+        }
+        self.checked_at_ms.fetch_max(started, Ordering::AcqRel);
+        self.on.store(true, Ordering::Release);
+    }
+
+    /// Something cached may have changed: drop everything.
+    pub fn clear(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.keys.write().unwrap_or_else(|p| p.into_inner()).clear();
+        self.agents.write().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    /// Taken before a database read whose result may be kept.
+    pub fn ticket(&self) -> Ticket {
+        Ticket(self.current().then(|| self.generation.load(Ordering::Acquire)))
+    }
+
+    pub fn key(&self, id: &str) -> Option<Arc<KeyRecord>> {
+        if !self.current() {
+            return None;
+        }
+        self.keys.read().unwrap_or_else(|p| p.into_inner()).get(id).cloned()
+    }
+
+    pub fn keep_key(&self, ticket: Ticket, record: &Arc<KeyRecord>) {
+        self.keep(ticket, &self.keys, [record.info.id.as_str()], record);
+    }
+
+    pub fn agent(&self, id_or_username: &str) -> Option<Arc<AgentWithCommands>> {
+        if !self.current() {
+            return None;
+        }
+        self.agents
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id_or_username)
+            .cloned()
+    }
+
+    pub fn keep_agent(&self, ticket: Ticket, found: &Arc<AgentWithCommands>) {
+        let names = [found.agent.id.as_str(), found.agent.def.username.as_str()];
+        self.keep(ticket, &self.agents, names, found);
+    }
+
+    /// Keeps `value` under `names`, unless the cache was emptied since `ticket` was taken:
+    /// then the read may predate a write, and is not kept.
+    fn keep<T, const N: usize>(
+        &self,
+        ticket: Ticket,
+        map: &RwLock<HashMap<String, Arc<T>>>,
+        names: [&str; N],
+        value: &Arc<T>,
+    ) {
+        let Ticket(Some(generation)) = ticket else { return };
+        let mut map = map.write().unwrap_or_else(|p| p.into_inner());
+        // Checked under the map's lock: `clear` bumps the generation before taking it.
+        if self.generation.load(Ordering::Acquire) != generation {
+            return;
+        }
+        if map.len() + N > MAX_ENTRIES {
+            map.clear();
+        }
+        for name in names {
+            map.insert(name.to_string(), value.clone());
+        }
+    }
+}
+
+impl Store {
+    /// Serves keys and agents from memory from now on, for as long as the returned task
+    /// runs: it reads `cache_version` every `every`, and entries are served only while the
+    /// last successful check started less than `3 × every` ago. That is the bound on how
+    /// late any process sees a write made elsewhere.
+    pub fn watch_for_changes(&self, every: Duration) -> tokio::task::JoinHandle<()> {
+        let store = self.clone();
+        store.cache.enable(every * 3);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(every);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                let started = store.cache.now_ms();
+                let version = store
+                    .read(|db| {
+                        db.query_one("SELECT version FROM cache_version WHERE id = 1", args![])?
+                            .get::<i64>(0)
+                    })
+                    .await;
+                match version {
+                    Ok(version) => store.cache.checked(started, version),
+                    // Entries age out on their own: reads go to the database until a check works.
+                    Err(e) => tracing::warn!(error = %e, "cannot check the database for changes"),
+                }
+            }
+        })
+    }
+}
+
+impl Default for ReadCache {
+    fn default() -> Self {
+        ReadCache::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Account, ApiKeyInfo, Plan, RateLimits};
+
+    fn key(id: &str) -> Arc<KeyRecord> {
+        let info = ApiKeyInfo {
+            id: id.into(),
+            account_id: "acc".into(),
+            created_at: 0,
+            last_used_at: None,
+            revoked_at: None,
+        };
+        let account = Account {
+            id: "acc".into(),
+            name: "acme".into(),
+            plan: Plan::Free,
+            limits: RateLimits {
+                per_minute: 60,
+                per_day: 1000,
+            },
+            created_at: 0,
+        };
+        Arc::new(KeyRecord::new(info, vec![0; 32], account))
+    }
+
+    fn watched() -> ReadCache {
+        let cache = ReadCache::new();
+        cache.enable(Duration::from_secs(60));
+        cache.checked(cache.now_ms(), 1);
+        cache
+    }
+
+    #[test]
+    fn nothing_is_kept_or_served_before_a_check_succeeded() {
+        let cache = ReadCache::new();
+        cache.enable(Duration::from_secs(60));
+        cache.keep_key(cache.ticket(), &key("k1"));
+        assert!(cache.key("k1").is_none());
+        cache.checked(cache.now_ms(), 1);
+        cache.keep_key(cache.ticket(), &key("k1"));
+        assert!(cache.key("k1").is_some());
+    }
+
+    #[test]
+    fn a_read_that_began_before_a_change_is_not_kept() {
+        let cache = watched();
+        let before = cache.ticket();
+        // A change lands while the read is on its way to the database.
+        cache.checked(cache.now_ms(), 2);
+        cache.keep_key(before, &key("k1"));
+        assert!(cache.key("k1").is_none(), "it may hold what the change replaced");
+        cache.keep_key(cache.ticket(), &key("k1"));
+        assert!(cache.key("k1").is_some());
+    }
+
+    #[test]
+    fn a_moved_version_empties_the_cache_and_the_same_one_keeps_it() {
+        let cache = watched();
+        cache.keep_key(cache.ticket(), &key("k1"));
+        cache.checked(cache.now_ms(), 1);
+        assert!(cache.key("k1").is_some());
+        cache.checked(cache.now_ms(), 2);
+        assert!(cache.key("k1").is_none());
+    }
+
+    #[test]
+    fn entries_are_not_served_once_checks_stop() {
+        let cache = ReadCache::new();
+        cache.enable(Duration::from_millis(30));
+        cache.checked(cache.now_ms(), 1);
+        cache.keep_key(cache.ticket(), &key("k1"));
+        assert!(cache.key("k1").is_some());
+        std::thread::sleep(Duration::from_millis(40));
+        assert!(
+            cache.key("k1").is_none(),
+            "no check for longer than the bound: ask the database"
+        );
+        cache.checked(cache.now_ms(), 1);
+        assert!(cache.key("k1").is_some());
+    }
+}
