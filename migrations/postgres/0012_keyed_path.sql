@@ -1,3 +1,9 @@
+-- rate_counters.lease_until: on a shared database each host takes a share of a key's
+-- window ahead of use (services/rate_limit.rs) and hands back what it did not use; this
+-- says until when some host may still hold such a share, so a request refused meanwhile
+-- waits for it rather than being refused while the limit still has room.
+ALTER TABLE rate_counters ADD COLUMN lease_until BIGINT;
+
 -- The keyed path's read cache (store/cache.rs) keeps API keys with their accounts, and
 -- agents with their commands, in each serving process. Every write to those tables, by any
 -- host or CLI, bumps this one number; hosts check it every `cache_check_ms` and drop what

@@ -13,6 +13,7 @@ pub mod knowledge;
 pub mod locks;
 pub mod params;
 pub mod payments;
+pub mod rate_leases;
 pub mod rate_limit;
 pub mod social;
 pub mod social_text;

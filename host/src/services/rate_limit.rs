@@ -2,12 +2,13 @@
 //! happens under one lock, so N parallel requests never let more than the limit through.
 //! A single host counts in memory: keyed-API counters (per account) are saved periodically
 //! and at shutdown, and loaded at start; the x402 abuse limits (per client address, per
-//! payer) live in memory only. Hosts sharing a store count in it instead (one statement per
-//! request, store/rate.rs), so together they let through exactly the limit.
+//! payer) live in memory only. Hosts sharing a store count in it instead, each from shares
+//! it leases ahead of use (rate_leases.rs), so together they let through exactly the limit.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
+use super::rate_leases::Leases;
 use crate::domain::RateLimits;
 use crate::store::{Store, StoreError, UsageRow};
 
@@ -158,34 +159,31 @@ fn decide(limits: RateLimits, now_ms: i64, allowed: bool, minute_count: u32, day
     }
 }
 
-/// One kind of key's limits: counted in this process, or in the store when several hosts
-/// share it.
+/// One kind of key's limits: counted in this process, or, when several hosts share the
+/// store, in shares of the store's counters each host leases (services/rate_leases.rs).
 pub struct Limiter {
     local: RateLimiter,
-    /// The shared store and the scope of these keys in its counters.
-    shared: Option<(Store, &'static str)>,
+    shared: Option<Arc<Leases>>,
 }
 
 impl Limiter {
     pub fn new(store: &Store, scope: &'static str) -> Limiter {
         Limiter {
             local: RateLimiter::default(),
-            shared: store.is_shared().then(|| (store.clone(), scope)),
+            shared: store.is_shared().then(|| Leases::new(store.clone(), scope)),
         }
     }
 
     /// Counts one request of `key` at `now_ms` if both windows have room.
     pub async fn check(&self, key: &str, limits: RateLimits, now_ms: i64) -> Result<RateDecision, StoreError> {
-        let Some((store, scope)) = &self.shared else {
+        let Some(leases) = &self.shared else {
             return Ok(self.local.check(key, limits, now_ms));
         };
         let windows = (
             now_ms - now_ms.rem_euclid(MINUTE_MS),
             now_ms - now_ms.rem_euclid(DAY_MS),
         );
-        let counted = store
-            .count_request(scope, key, windows, (limits.per_minute, limits.per_day))
-            .await?;
+        let counted = leases.count(key, limits, windows, now_ms).await?;
         Ok(decide(
             limits,
             now_ms,
@@ -316,7 +314,7 @@ mod tests {
         let (_dir, store) = temp_store();
         let shared = Limiter {
             local: RateLimiter::default(),
-            shared: Some((store, "account")),
+            shared: Some(Leases::new(store, "account")),
         };
         let local = RateLimiter::default();
         let times = [
@@ -341,6 +339,44 @@ mod tests {
         let behind = shared.check("a", LIMITS, T0 + DAY_MS + 2 - MINUTE_MS).await.unwrap();
         assert_eq!(behind.remaining, 0, "the day's third request of the current minute");
         assert!(!shared.check("a", LIMITS, T0 + DAY_MS + 3).await.unwrap().allowed);
+    }
+
+    /// Two hosts leasing shares of one key let through exactly the limit, even when one of
+    /// them sits on an unused share as the other runs out: the other waits for it.
+    #[tokio::test]
+    async fn hosts_leasing_shares_let_through_exactly_the_limit() {
+        let (_dir, store) = temp_store();
+        let limits = RateLimits {
+            per_minute: 40,
+            per_day: 1000,
+        };
+        let hosts = [
+            Limiter {
+                local: RateLimiter::default(),
+                shared: Some(Leases::new(store.clone(), "account")),
+            },
+            Limiter {
+                local: RateLimiter::default(),
+                shared: Some(Leases::new(store, "account")),
+            },
+        ];
+        let now = || T0 + (crate::clock::now_ms() % 1000);
+        // The first host is busy for a while: its shares grow past what it then uses.
+        let mut allowed = 0;
+        for _ in 0..12 {
+            allowed += usize::from(hosts[0].check("a", limits, now()).await.unwrap().allowed);
+        }
+        // The second asks for far more than is left.
+        let mut last = None;
+        for _ in 0..60 {
+            let decision = hosts[1].check("a", limits, now()).await.unwrap();
+            allowed += usize::from(decision.allowed);
+            last = Some(decision);
+        }
+        assert_eq!(allowed, 40, "exactly the limit across both hosts");
+        let last = last.unwrap();
+        assert!(!last.allowed);
+        assert_eq!((last.limit, last.remaining), (40, 0));
     }
 
     #[test]

@@ -51,59 +51,92 @@ impl Store {
     }
 }
 
-/// One request counted against a key's two windows in the shared counters.
+/// A share of a key's two windows granted to one host (see services/rate_limit.rs).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Counted {
-    /// False when a window was full: nothing was counted.
-    pub allowed: bool,
-    /// The windows' counts after this request (or as they stand, when refused).
+pub struct Claimed {
+    /// Requests granted, counted in both windows already; 0 when a window is full.
+    pub granted: u32,
+    /// The windows' counts after this claim (or as they stand, when nothing was granted).
     pub minute_count: u32,
     pub day_count: u32,
+    /// Until when (Unix ms) some host may still hold granted requests it has not used.
+    pub lease_until: i64,
 }
 
+/// What a host hands back: requests it was granted in these windows and did not use.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Unused {
+    pub windows: (i64, i64),
+    pub count: u32,
+}
+
+/// At most this share of what is left goes to one claim, so no host sits on the rest.
+const SHARE_DIVISOR: u32 = 4;
+
 impl Store {
-    /// Counts one request of `key` in `scope` if both windows have room, in one statement
-    /// every host's requests go through. A host whose clock is behind counts into the
-    /// newer window it finds rather than reopening an old one.
-    pub async fn count_request(
+    /// Gives back `unused` (if any), then grants up to `want` requests of `key` in `scope`
+    /// for the windows starting at `windows`, as both windows' room allows (and never more
+    /// than a quarter of it, but at least one), recording that this host may hold them
+    /// until `lease_until`. One transaction, taken in turn with every host's claims on this
+    /// key. A host whose clock is behind counts into the newer window it finds.
+    pub async fn claim_requests(
         &self,
         scope: &'static str,
         key: &str,
         (minute_start, day_start): (i64, i64),
         (per_minute, per_day): (u32, u32),
-    ) -> Result<Counted, StoreError> {
+        want: u32,
+        unused: Option<Unused>,
+        lease_until: i64,
+    ) -> Result<Claimed, StoreError> {
         let key = key.to_string();
         self.write(move |db| {
-            let counted = db.query_opt(
-                "INSERT INTO rate_counters AS r (scope, key, minute_start, minute_count, day_start, day_count)
-                 VALUES (?1, ?2, ?3, 1, ?4, 1)
-                 ON CONFLICT (scope, key) DO UPDATE SET
-                    minute_start = CASE WHEN r.minute_start >= ?3 THEN r.minute_start ELSE ?3 END,
-                    minute_count = CASE WHEN r.minute_start >= ?3 THEN r.minute_count ELSE 0 END + 1,
-                    day_start = CASE WHEN r.day_start >= ?4 THEN r.day_start ELSE ?4 END,
-                    day_count = CASE WHEN r.day_start >= ?4 THEN r.day_count ELSE 0 END + 1
-                 WHERE (CASE WHEN r.minute_start >= ?3 THEN r.minute_count ELSE 0 END) < ?5
-                   AND (CASE WHEN r.day_start >= ?4 THEN r.day_count ELSE 0 END) < ?6
-                 RETURNING minute_count, day_count",
-                args![scope, &key, minute_start, day_start, per_minute, per_day],
-            )?;
-            if let Some(row) = counted {
-                return Ok(Counted {
-                    allowed: true,
-                    minute_count: row.get(0)?,
-                    day_count: row.get(1)?,
-                });
+            db.serialize(&format!("rate:{scope}:{key}"))?;
+            if let Some(Unused { windows: (m, d), count }) = unused.filter(|u| u.count > 0) {
+                db.execute(
+                    "UPDATE rate_counters SET
+                        minute_count = CASE WHEN minute_start = ?3 AND minute_count >= ?5 THEN minute_count - ?5 ELSE minute_count END,
+                        day_count = CASE WHEN day_start = ?4 AND day_count >= ?5 THEN day_count - ?5 ELSE day_count END
+                     WHERE scope = ?1 AND key = ?2",
+                    args![scope, &key, m, d, count],
+                )?;
             }
-            let row = db.query_one(
-                "SELECT CASE WHEN minute_start >= ?3 THEN minute_count ELSE 0 END,
-                        CASE WHEN day_start >= ?4 THEN day_count ELSE 0 END
-                 FROM rate_counters WHERE scope = ?1 AND key = ?2",
-                args![scope, key, minute_start, day_start],
+            let row = db.query_opt(
+                "SELECT minute_start, minute_count, day_start, day_count, lease_until FROM rate_counters
+                 WHERE scope = ?1 AND key = ?2",
+                args![scope, &key],
             )?;
-            Ok(Counted {
-                allowed: false,
-                minute_count: row.get(0)?,
-                day_count: row.get(1)?,
+            let (mut minute, mut day, mut until) = ((minute_start, 0u32), (day_start, 0u32), 0i64);
+            if let Some(row) = row {
+                let stored_minute: i64 = row.get(0)?;
+                if stored_minute >= minute_start {
+                    minute = (stored_minute, row.get(1)?);
+                }
+                let stored_day: i64 = row.get(2)?;
+                if stored_day >= day_start {
+                    day = (stored_day, row.get(3)?);
+                }
+                until = row.get::<Option<i64>>(4)?.unwrap_or(0);
+            }
+            let room = per_minute.saturating_sub(minute.1).min(per_day.saturating_sub(day.1));
+            let granted = want.min((room / SHARE_DIVISOR).max(1)).min(room);
+            if granted > 0 {
+                minute.1 += granted;
+                day.1 += granted;
+                until = until.max(lease_until);
+                db.execute(
+                    "INSERT INTO rate_counters (scope, key, minute_start, minute_count, day_start, day_count, lease_until)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                     ON CONFLICT (scope, key) DO UPDATE SET minute_start = ?3, minute_count = ?4,
+                        day_start = ?5, day_count = ?6, lease_until = ?7",
+                    args![scope, &key, minute.0, minute.1, day.0, day.1, until],
+                )?;
+            }
+            Ok(Claimed {
+                granted,
+                minute_count: minute.1,
+                day_count: day.1,
+                lease_until: until,
             })
         })
         .await

@@ -1,0 +1,231 @@
+//! Rate limits shared by several hosts, without a database round trip per request.
+//!
+//! Each host claims a share of a key's windows ahead of use (a lease: a number of requests,
+//! counted in the shared counters at once) and lets requests through from it in memory. A
+//! lease grows while it is used up quickly and shrinks while it is not, takes at most a
+//! quarter of what is left, and lives `LEASE_MS`; what a host did not use is handed back
+//! when its lease ends (with its next claim, or by the sweeper). So together the hosts never
+//! let more than the limit through, and a busy key costs one claim per lease, not one per
+//! request.
+//!
+//! Exact at the edge too: when a claim finds the windows full while some host may still
+//! hold an unused share, the request waits until those shares end (at most `LEASE_MS`
+//! plus two sweeps) and asks once more, so it is refused only if the limit really is spent.
+//! A key refused with no share outstanding is refused in memory until its window turns.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::Mutex as AsyncMutex;
+
+use crate::domain::RateLimits;
+use crate::store::{Claimed, Store, StoreError, Unused};
+
+/// How long a host may hold a share before handing back what it did not use.
+pub const LEASE_MS: i64 = 1_000;
+/// How often unused shares of idle keys are handed back.
+const SWEEP_EVERY: Duration = Duration::from_millis(250);
+/// Largest share one claim asks for.
+const MAX_SHARE: u32 = 1_024;
+
+/// One key's share on this host.
+#[derive(Debug, Default)]
+struct Lease {
+    /// The minute and day windows the share was granted in.
+    windows: (i64, i64),
+    left: u32,
+    /// The windows' counts (every host's) once the share was granted.
+    counts: (u32, u32),
+    expires_ms: i64,
+    /// How many the next claim asks for.
+    size: u32,
+    /// Refused without asking until then (ms): the limit is spent and nobody holds a share.
+    refused_until: i64,
+}
+
+/// What one request gets from the shared counters.
+pub struct Counted {
+    pub allowed: bool,
+    /// The windows' counts after this request, as far as this host knows.
+    pub minute_count: u32,
+    pub day_count: u32,
+}
+
+pub struct Leases {
+    store: Store,
+    scope: &'static str,
+    keys: Mutex<HashMap<String, Arc<AsyncMutex<Lease>>>>,
+}
+
+impl Leases {
+    /// Leases of `scope`'s keys in `store`, with a sweeper handing back idle keys' unused
+    /// shares for as long as the leases live.
+    pub fn new(store: Store, scope: &'static str) -> Arc<Leases> {
+        let leases = Arc::new(Leases {
+            store,
+            scope,
+            keys: Mutex::new(HashMap::new()),
+        });
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(sweep(Arc::downgrade(&leases)));
+        }
+        leases
+    }
+
+    fn slot(&self, key: &str) -> Arc<AsyncMutex<Lease>> {
+        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        keys.entry(key.to_string())
+            .or_insert_with(|| {
+                Arc::new(AsyncMutex::new(Lease {
+                    size: 1,
+                    ..Lease::default()
+                }))
+            })
+            .clone()
+    }
+
+    /// Counts one request of `key` in `windows` at `now_ms`, from this host's share if it has
+    /// one, else from a new claim.
+    pub async fn count(
+        &self,
+        key: &str,
+        limits: RateLimits,
+        windows: (i64, i64),
+        now_ms: i64,
+    ) -> Result<Counted, StoreError> {
+        let slot = self.slot(key);
+        let mut lease = slot.lock().await;
+        let current = lease.windows == windows;
+        if current && lease.left > 0 && now_ms < lease.expires_ms {
+            lease.left -= 1;
+            return Ok(lease.counted(true));
+        }
+        if current && now_ms < lease.refused_until {
+            return Ok(lease.counted(false));
+        }
+        // A share used up before it ended asks for twice as much next time; one that ended
+        // with requests left over, for half.
+        lease.size = if lease.left == 0 && now_ms < lease.expires_ms {
+            (lease.size * 2).min(MAX_SHARE)
+        } else if lease.left > 0 {
+            (lease.size / 2).max(1)
+        } else {
+            lease.size
+        };
+        let size = lease.size;
+        let mut claimed = self.claim(key, limits, windows, &mut lease, size, now_ms).await?;
+        if claimed.granted == 0 && claimed.lease_until > now_ms {
+            // Full, but shares may still come back: wait for them, then ask once more.
+            let wait = claimed.lease_until - now_ms + 2 * SWEEP_EVERY.as_millis() as i64;
+            tokio::time::sleep(Duration::from_millis(wait as u64)).await;
+            claimed = self.claim(key, limits, windows, &mut lease, 1, now_ms + wait).await?;
+        }
+        if claimed.granted == 0 {
+            // Nothing outstanding: spent until a window turns. Else look again shortly.
+            lease.refused_until = if claimed.lease_until > now_ms {
+                now_ms + SWEEP_EVERY.as_millis() as i64
+            } else {
+                windows.0 + 60_000
+            };
+            return Ok(lease.counted(false));
+        }
+        lease.left -= 1;
+        Ok(lease.counted(true))
+    }
+
+    /// Hands back the share's unused requests and asks for `want` more.
+    async fn claim(
+        &self,
+        key: &str,
+        limits: RateLimits,
+        windows: (i64, i64),
+        lease: &mut Lease,
+        want: u32,
+        now_ms: i64,
+    ) -> Result<Claimed, StoreError> {
+        let unused = (lease.left > 0).then_some(Unused {
+            windows: lease.windows,
+            count: lease.left,
+        });
+        let expires_ms = now_ms + LEASE_MS;
+        let claimed = self
+            .store
+            .claim_requests(
+                self.scope,
+                key,
+                windows,
+                (limits.per_minute, limits.per_day),
+                want,
+                unused,
+                expires_ms,
+            )
+            .await?;
+        *lease = Lease {
+            windows,
+            left: claimed.granted,
+            counts: (claimed.minute_count, claimed.day_count),
+            expires_ms,
+            size: lease.size,
+            refused_until: 0,
+        };
+        Ok(claimed)
+    }
+
+    /// Hands back the unused requests of shares that ended (keys idle on this host), and
+    /// forgets keys with nothing held.
+    async fn sweep_once(&self, now_ms: i64) {
+        let slots: Vec<(String, Arc<AsyncMutex<Lease>>)> = {
+            let keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+            keys.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        };
+        for (key, slot) in slots {
+            let Ok(mut lease) = slot.try_lock() else { continue };
+            if lease.expires_ms > now_ms {
+                continue;
+            }
+            if lease.left > 0 {
+                let unused = Unused {
+                    windows: lease.windows,
+                    count: lease.left,
+                };
+                // Asking for nothing: only the hand-back happens.
+                let handed = self
+                    .store
+                    .claim_requests(self.scope, &key, lease.windows, (0, 0), 0, Some(unused), 0)
+                    .await;
+                match handed {
+                    Ok(_) => lease.left = 0,
+                    Err(e) => tracing::warn!(error = %e, "could not hand back an unused rate-limit share"),
+                }
+            } else if lease.refused_until <= now_ms {
+                drop(lease);
+                let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+                // Nobody else holds it (the map's and ours): forget it.
+                if keys.get(&key).is_some_and(|s| Arc::strong_count(s) == 2) {
+                    keys.remove(&key);
+                }
+            }
+        }
+    }
+}
+
+impl Lease {
+    /// This request's view: the counts at the claim, plus what this host used since.
+    fn counted(&self, allowed: bool) -> Counted {
+        Counted {
+            allowed,
+            minute_count: self.counts.0 - self.left,
+            day_count: self.counts.1 - self.left,
+        }
+    }
+}
+
+async fn sweep(leases: Weak<Leases>) {
+    let mut ticks = tokio::time::interval(SWEEP_EVERY);
+    loop {
+        ticks.tick().await;
+        let Some(leases) = leases.upgrade() else { return };
+        leases.sweep_once(crate::clock::now_ms()).await;
+    }
+}
