@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::domain::RateLimits;
-use crate::store::{Claimed, Store, StoreError, Unused};
+use crate::store::{Claim, Claimed, Store, StoreError, Unused};
 
 /// How long a host may hold a share before handing back what it did not use.
 pub const LEASE_MS: i64 = 1_000;
@@ -156,9 +156,11 @@ impl Leases {
                 key,
                 windows,
                 (limits.per_minute, limits.per_day),
-                want,
-                unused,
-                expires_ms,
+                Claim {
+                    want,
+                    unused,
+                    lease_until: expires_ms,
+                },
             )
             .await?;
         *lease = Lease {
@@ -192,7 +194,17 @@ impl Leases {
                 // Asking for nothing: only the hand-back happens.
                 let handed = self
                     .store
-                    .claim_requests(self.scope, &key, lease.windows, (0, 0), 0, Some(unused), 0)
+                    .claim_requests(
+                        self.scope,
+                        &key,
+                        lease.windows,
+                        (0, 0),
+                        Claim {
+                            want: 0,
+                            unused: Some(unused),
+                            lease_until: 0,
+                        },
+                    )
                     .await;
                 match handed {
                     Ok(_) => lease.left = 0,

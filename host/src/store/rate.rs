@@ -70,11 +70,20 @@ pub struct Unused {
     pub count: u32,
 }
 
+/// What one claim asks: `want` more requests, after handing back `unused`, held by this
+/// host until `lease_until` (Unix ms).
+#[derive(Debug, Clone, Copy)]
+pub struct Claim {
+    pub want: u32,
+    pub unused: Option<Unused>,
+    pub lease_until: i64,
+}
+
 /// At most this share of what is left goes to one claim, so no host sits on the rest.
 const SHARE_DIVISOR: u32 = 4;
 
 impl Store {
-    /// Gives back `unused` (if any), then grants up to `want` requests of `key` in `scope`
+    /// Hands back `unused` (if any), then grants up to `want` requests of `key` in `scope`
     /// for the windows starting at `windows`, as both windows' room allows (and never more
     /// than a quarter of it, but at least one), recording that this host may hold them
     /// until `lease_until`. One transaction, taken in turn with every host's claims on this
@@ -85,9 +94,11 @@ impl Store {
         key: &str,
         (minute_start, day_start): (i64, i64),
         (per_minute, per_day): (u32, u32),
-        want: u32,
-        unused: Option<Unused>,
-        lease_until: i64,
+        Claim {
+            want,
+            unused,
+            lease_until,
+        }: Claim,
     ) -> Result<Claimed, StoreError> {
         let key = key.to_string();
         self.write(move |db| {
