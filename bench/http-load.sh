@@ -16,10 +16,11 @@ cargo build --release --locked -q -p agent-host
 cargo build --release --locked -q -p agent-host-bench --example bare_server
 target="${CARGO_TARGET_DIR:-$PWD/target}/release"
 data="$(mktemp -d)"
+pgdir=""
 pids=()
 cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    if [ -d "$data/pg" ]; then scripts/postgres.sh stop "$data/pg"; fi
+    if [ -n "$pgdir" ]; then scripts/postgres.sh stop "$pgdir"; fi
     rm -rf "$data"
 }
 trap cleanup EXIT
@@ -27,7 +28,9 @@ export AGENT_HOST_LOG=warn
 case "$backend" in
 sqlite) ;;
 postgres)
-    admin="$(scripts/postgres.sh start "$data/pg")"
+    # Its own directory: the cluster may belong to the postgres user (scripts/postgres.sh).
+    pgdir="$(mktemp -d)"
+    admin="$(scripts/postgres.sh start "$pgdir")"
     psql -q "$admin" -c "CREATE DATABASE bench" >/dev/null
     export AGENT_HOST_DATABASE_URL="${admin%/postgres}/bench"
     ;;

@@ -4,7 +4,8 @@
 # time, and with their callees) as shares of the server's CPU. Divide by the requests
 # served (printed) for microseconds per request. Release builds have no debug info; perf
 # unwinds through .eh_frame, which they keep.
-# Usage: bench/profile.sh [execute|list] [SECONDS]   (needs perf and wrk)
+# Usage: bench/profile.sh [execute|list] [SECONDS]   (needs perf and wrk; KEEP_PERF=FILE keeps
+#        the samples for perf report)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-execute}"
@@ -46,3 +47,30 @@ echo "--- self time"
 report --no-children | head -40 || true
 echo "--- with callees"
 report --children | head -70 || true
+echo "--- by part of the request (a sample counts in the first part its stack shows)"
+perf script -i "$data/perf.data" 2>/dev/null | python3 -c '
+import sys
+parts = [
+    ("database reads (blocking pool, SQLite or PostgreSQL)", ["rusqlite", "tokio_postgres", "Sqlite>::read", "Postgres>::read", "blocking::pool::Spawner"]),
+    ("plugin: instantiate", ["instantiate_async"]),
+    ("plugin: drop the instance", ["drop_in_place<wasmtime::runtime::store::StoreOpaque>"]),
+    ("plugin: the call and the rest of the run", ["PluginRuntime::execute", "commands::prepare"]),
+    ("key check and rate limit", ["keys::authenticate", "RateLimiter::check", "Leases::count"]),
+    ("JSON in and out", ["serde_json", "serde_path_to_error"]),
+    ("HTTP: hyper and the socket", ["hyper::", "tokio::net::tcp", "writev", "readv", "recvfrom", "sendto"]),
+]
+counts = {name: 0 for name, _ in parts}
+total = 0
+for stack in sys.stdin.read().split("\n\n"):
+    if not stack.strip():
+        continue
+    total += 1
+    for name, markers in parts:
+        if any(m in stack for m in markers):
+            counts[name] += 1
+            break
+for name, _ in parts:
+    print(f"{100 * counts[name] / max(total, 1):5.1f}%  {name}")
+print(f"{100 * (total - sum(counts.values())) / max(total, 1):5.1f}%  other (runtime, scheduling, allocator, kernel)")
+'
+if [ -n "${KEEP_PERF:-}" ]; then cp "$data/perf.data" "$KEEP_PERF"; fi

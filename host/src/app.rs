@@ -26,7 +26,8 @@ use crate::store::Store;
 
 #[derive(Clone)]
 pub struct AppState {
-    pub services: Services,
+    /// Shared, not copied: every request's extractors clone the state.
+    pub services: Arc<Services>,
     pub limiter: Arc<Limiter>,
     pub started: Instant,
     /// Telegram update ids seen lately, per agent: Telegram re-sends an update it thinks
@@ -241,7 +242,7 @@ impl Server {
             .unwrap_or_else(|| first.map(|a| format!("http://{a}")).unwrap_or_default());
         let services = services(settings, store, public_base_url)?;
         let state = AppState {
-            services,
+            services: Arc::new(services),
             limiter,
             started: Instant::now(),
             recent_updates: Default::default(),
@@ -265,7 +266,7 @@ impl Server {
             .store
             .watch_for_changes(Duration::from_millis(state.services.settings.cache_check_ms));
         let flusher = tokio::spawn(flush_rate_usage(state.clone(), stop_rx.clone()));
-        let cleaner = tokio::spawn(jobs::clean_up_periodically(state.services.clone(), stop_rx.clone()));
+        let cleaner = tokio::spawn(jobs::clean_up_periodically((*state.services).clone(), stop_rx.clone()));
         if let Err(e) = crate::services::agents::upgrade_plugins(&state.services).await {
             tracing::error!(error = %e, "could not upgrade the recorded plugins");
         }
@@ -277,7 +278,7 @@ impl Server {
         // Transfers, then payments, cut off by a crash or stuck: checked against the chain
         // now and then, in the background (an unreachable node must not delay serving).
         let recovery = tokio::spawn(payments::recovery::run_periodically(
-            state.services.clone(),
+            (*state.services).clone(),
             stop_rx.clone(),
         ));
         let mut servers = tokio::task::JoinSet::new();

@@ -4,17 +4,20 @@ use std::collections::HashMap;
 
 use axum::Router;
 use axum::extract::{FromRequestParts, State};
-use axum::http::HeaderMap;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use bytes::Bytes;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::guard;
 use super::requests::{self, ChatRequest, ChatappSendRequest, ExecuteRequest, SocialPostRequest, TransferRequest};
 use crate::app::AppState;
 use crate::chains;
-use crate::domain::{Command, Integration, ParamSpec, ParamType};
+use crate::domain::{Command, Integration, ParamSpec, ParamType, ResponseFormat};
 use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::plugins::Origin;
 use crate::services::chat::{self, ChatInput};
@@ -56,7 +59,7 @@ async fn list_commands(
     caller: Caller,
     ApiPath(agent_id): ApiPath<String>,
     ApiQuery(query): ApiQuery<HashMap<String, String>>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let integration = match query.get("integration") {
         None => None,
         Some(text) => Some(Integration::parse(text).ok_or_else(|| {
@@ -66,11 +69,19 @@ async fn list_commands(
         })?),
     };
     let found = agents::owned_with_commands(&state.services.store, &caller.account.id, &agent_id).await?;
-    Ok(success(json!({
-        "agent_id": found.agent.id,
-        "agent_username": found.agent.def.username,
-        "commands": agents::offered(&found.commands, integration).map(command_json).collect::<Vec<_>>(),
-    })))
+    let body = found.listing(integration, || {
+        let listing = json!({ "success": true, "data": {
+            "agent_id": found.agent.id,
+            "agent_username": found.agent.def.username,
+            "commands": agents::offered(&found.commands, integration).map(command_json).collect::<Vec<_>>(),
+        }});
+        Bytes::from(listing.to_string())
+    });
+    Ok((
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        body,
+    )
+        .into_response())
 }
 
 fn command_json(cmd: &Command) -> Value {
@@ -146,12 +157,35 @@ async fn chat(
     })))
 }
 
+/// The execute answer, written straight from the result (no JSON tree in between).
+#[derive(Serialize)]
+struct Executed<'a> {
+    success: bool,
+    data: ExecutedData<'a>,
+}
+
+#[derive(Serialize)]
+struct ExecutedData<'a> {
+    command: &'a str,
+    result: ExecutedResult<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecutedResult<'a> {
+    success: bool,
+    response: &'a str,
+    format: ResponseFormat,
+    media_url: Option<&'a str>,
+    status_url: Option<&'a str>,
+}
+
 async fn execute(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath((agent_id, command_name)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<ExecuteRequest>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let services = &state.services;
     let found = agents::owned_with_commands(&services.store, &caller.account.id, &agent_id).await?;
     let agent = &found.agent;
@@ -166,16 +200,20 @@ async fn execute(
         None,
     )
     .await?;
-    Ok(success(json!({
-        "command": command.def.name,
-        "result": {
-            "success": true,
-            "response": result.response,
-            "format": result.format,
-            "mediaUrl": result.media_url,
-            "statusUrl": result.status_url,
+    Ok(axum::Json(Executed {
+        success: true,
+        data: ExecutedData {
+            command: &command.def.name,
+            result: ExecutedResult {
+                success: true,
+                response: &result.response,
+                format: result.format,
+                media_url: result.media_url.as_deref(),
+                status_url: result.status_url.as_deref(),
+            },
         },
-    })))
+    })
+    .into_response())
 }
 
 async fn chatapp_send(

@@ -52,10 +52,35 @@ pub struct Counted {
     pub day_count: u32,
 }
 
+/// One key on this host: its share, read and taken from under a plain mutex (never held
+/// across an await), and a turn for claiming, so one request at a time asks the store.
+#[derive(Default)]
+struct KeyState {
+    lease: Mutex<Lease>,
+    claiming: AsyncMutex<()>,
+}
+
+impl KeyState {
+    fn lease(&self) -> std::sync::MutexGuard<'_, Lease> {
+        self.lease.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A request from the share, if it has one for these windows.
+    fn take(&self, windows: (i64, i64), now_ms: i64) -> Option<Counted> {
+        let mut lease = self.lease();
+        let current = lease.windows == windows;
+        if current && lease.left > 0 && now_ms < lease.expires_ms {
+            lease.left -= 1;
+            return Some(lease.counted(true));
+        }
+        (current && now_ms < lease.refused_until).then(|| lease.counted(false))
+    }
+}
+
 pub struct Leases {
     store: Store,
     scope: &'static str,
-    keys: Mutex<HashMap<String, Arc<AsyncMutex<Lease>>>>,
+    keys: Mutex<HashMap<String, Arc<KeyState>>>,
 }
 
 impl Leases {
@@ -73,16 +98,15 @@ impl Leases {
         leases
     }
 
-    fn slot(&self, key: &str) -> Arc<AsyncMutex<Lease>> {
+    fn key(&self, key: &str) -> Arc<KeyState> {
         let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
-        keys.entry(key.to_string())
-            .or_insert_with(|| {
-                Arc::new(AsyncMutex::new(Lease {
-                    size: 1,
-                    ..Lease::default()
-                }))
-            })
-            .clone()
+        if let Some(found) = keys.get(key) {
+            return found.clone();
+        }
+        let state = Arc::new(KeyState::default());
+        state.lease().size = 1;
+        keys.insert(key.to_string(), state.clone());
+        state
     }
 
     /// Counts one request of `key` in `windows` at `now_ms`, from this host's share if it has
@@ -94,33 +118,36 @@ impl Leases {
         windows: (i64, i64),
         now_ms: i64,
     ) -> Result<Counted, StoreError> {
-        let slot = self.slot(key);
-        let mut lease = slot.lock().await;
-        let current = lease.windows == windows;
-        if current && lease.left > 0 && now_ms < lease.expires_ms {
-            lease.left -= 1;
-            return Ok(lease.counted(true));
+        let state = self.key(key);
+        if let Some(counted) = state.take(windows, now_ms) {
+            return Ok(counted);
         }
-        if current && now_ms < lease.refused_until {
-            return Ok(lease.counted(false));
+        let _turn = state.claiming.lock().await;
+        // Whoever claimed while this request waited may have left enough for it.
+        if let Some(counted) = state.take(windows, now_ms) {
+            return Ok(counted);
         }
         // A share used up before it ended asks for twice as much next time; one that ended
         // with requests left over, for half.
-        lease.size = if lease.left == 0 && now_ms < lease.expires_ms {
-            (lease.size * 2).min(MAX_SHARE)
-        } else if lease.left > 0 {
-            (lease.size / 2).max(1)
-        } else {
+        let size = {
+            let mut lease = state.lease();
+            lease.size = if lease.left == 0 && now_ms < lease.expires_ms {
+                (lease.size * 2).min(MAX_SHARE)
+            } else if lease.left > 0 {
+                (lease.size / 2).max(1)
+            } else {
+                lease.size
+            };
             lease.size
         };
-        let size = lease.size;
-        let mut claimed = self.claim(key, limits, windows, &mut lease, size, now_ms).await?;
+        let mut claimed = self.claim(key, limits, windows, &state, size, now_ms).await?;
         if claimed.granted == 0 && claimed.lease_until > now_ms {
             // Full, but shares may still come back: wait for them, then ask once more.
             let wait = claimed.lease_until - now_ms + 2 * SWEEP_EVERY.as_millis() as i64;
             tokio::time::sleep(Duration::from_millis(wait as u64)).await;
-            claimed = self.claim(key, limits, windows, &mut lease, 1, now_ms + wait).await?;
+            claimed = self.claim(key, limits, windows, &state, 1, now_ms + wait).await?;
         }
+        let mut lease = state.lease();
         if claimed.granted == 0 {
             // Nothing outstanding: spent until a window turns. Else look again shortly.
             lease.refused_until = if claimed.lease_until > now_ms {
@@ -134,20 +161,27 @@ impl Leases {
         Ok(lease.counted(true))
     }
 
-    /// Hands back the share's unused requests and asks for `want` more.
+    /// Hands back the share's unused requests and asks for `want` more; the caller holds
+    /// the key's claiming turn.
     async fn claim(
         &self,
         key: &str,
         limits: RateLimits,
         windows: (i64, i64),
-        lease: &mut Lease,
+        state: &KeyState,
         want: u32,
         now_ms: i64,
     ) -> Result<Claimed, StoreError> {
-        let unused = (lease.left > 0).then_some(Unused {
-            windows: lease.windows,
-            count: lease.left,
-        });
+        // Taken out of the share now: requests meanwhile find it empty and wait their turn.
+        let unused = {
+            let mut lease = state.lease();
+            let unused = (lease.left > 0).then_some(Unused {
+                windows: lease.windows,
+                count: lease.left,
+            });
+            lease.left = 0;
+            unused
+        };
         let expires_ms = now_ms + LEASE_MS;
         let claimed = self
             .store
@@ -162,13 +196,25 @@ impl Leases {
                     lease_until: expires_ms,
                 },
             )
-            .await?;
+            .await;
+        let mut lease = state.lease();
+        let claimed = match claimed {
+            Ok(claimed) => claimed,
+            Err(e) => {
+                // Not handed back after all: keep them.
+                if let Some(unused) = unused {
+                    lease.left = unused.count;
+                }
+                return Err(e);
+            }
+        };
+        let size = lease.size;
         *lease = Lease {
             windows,
             left: claimed.granted,
             counts: (claimed.minute_count, claimed.day_count),
             expires_ms,
-            size: lease.size,
+            size,
             refused_until: 0,
         };
         Ok(claimed)
@@ -177,27 +223,32 @@ impl Leases {
     /// Hands back the unused requests of shares that ended (keys idle on this host), and
     /// forgets keys with nothing held.
     async fn sweep_once(&self, now_ms: i64) {
-        let slots: Vec<(String, Arc<AsyncMutex<Lease>>)> = {
+        let keys: Vec<(String, Arc<KeyState>)> = {
             let keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
             keys.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
         };
-        for (key, slot) in slots {
-            let Ok(mut lease) = slot.try_lock() else { continue };
-            if lease.expires_ms > now_ms {
-                continue;
-            }
-            if lease.left > 0 {
-                let unused = Unused {
+        for (key, state) in keys {
+            let Ok(_turn) = state.claiming.try_lock() else { continue };
+            let (unused, forget) = {
+                let mut lease = state.lease();
+                if lease.expires_ms > now_ms {
+                    continue;
+                }
+                let unused = (lease.left > 0).then_some(Unused {
                     windows: lease.windows,
                     count: lease.left,
-                };
+                });
+                lease.left = 0;
+                (unused, unused.is_none() && lease.refused_until <= now_ms)
+            };
+            if let Some(unused) = unused {
                 // Asking for nothing: only the hand-back happens.
                 let handed = self
                     .store
                     .claim_requests(
                         self.scope,
                         &key,
-                        lease.windows,
+                        unused.windows,
                         (0, 0),
                         Claim {
                             want: 0,
@@ -206,14 +257,13 @@ impl Leases {
                         },
                     )
                     .await;
-                match handed {
-                    Ok(_) => lease.left = 0,
-                    Err(e) => tracing::warn!(error = %e, "could not hand back an unused rate-limit share"),
+                if let Err(e) = handed {
+                    tracing::warn!(error = %e, "could not hand back an unused rate-limit share");
+                    state.lease().left = unused.count;
                 }
-            } else if lease.refused_until <= now_ms {
-                drop(lease);
+            } else if forget {
                 let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
-                // Nobody else holds it (the map's and ours): forget it.
+                // Nobody else holds it (the map's, ours): forget it.
                 if keys.get(&key).is_some_and(|s| Arc::strong_count(s) == 2) {
                     keys.remove(&key);
                 }

@@ -273,7 +273,7 @@ impl Store {
                     return Ok(None);
                 };
                 let commands = commands_of(db, &agent.id)?;
-                Ok(Some(Arc::new(AgentWithCommands { agent, commands })))
+                Ok(Some(Arc::new(AgentWithCommands::new(agent, commands))))
             })
             .await?;
         if let Some(found) = &found {

@@ -19,19 +19,46 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use super::Store;
 use super::keys::KeyRecord;
 use super::sql::args;
-use crate::domain::{Agent, Command};
+use bytes::Bytes;
+
+use crate::domain::{Agent, Command, Integration};
 
 /// An agent as the keyed path needs it: itself and its commands in manifest order.
 #[derive(Debug)]
 pub struct AgentWithCommands {
     pub agent: Agent,
     pub commands: Vec<Command>,
+    /// Its command listings as served (all commands, and per integration), rendered on
+    /// first use and dropped with the entry, so they are exactly as fresh as it is.
+    listings: [OnceLock<Bytes>; 4],
+}
+
+impl AgentWithCommands {
+    pub fn new(agent: Agent, commands: Vec<Command>) -> AgentWithCommands {
+        AgentWithCommands {
+            agent,
+            commands,
+            listings: Default::default(),
+        }
+    }
+
+    /// The listing of the commands offered on `integration` (all, for none), rendered by
+    /// `render` once.
+    pub fn listing(&self, integration: Option<Integration>, render: impl FnOnce() -> Bytes) -> Bytes {
+        let slot = match integration {
+            None => 0,
+            Some(Integration::Chatapp) => 1,
+            Some(Integration::Social) => 2,
+            Some(Integration::X402) => 3,
+        };
+        self.listings[slot].get_or_init(render).clone()
+    }
 }
 
 /// Entries kept at most per map; past it the map starts afresh (the active set of a real
