@@ -35,12 +35,19 @@ list) args=("$base/v1/agents/helper/commands") ;;
 *) echo "execute or list" >&2; exit 2 ;;
 esac
 wrk -t1 -c64 -d2s -H "x-api-key: $key" "${args[@]}" >/dev/null # warm up
+# The server's CPU time (user + system, in clock ticks) over the whole measured run.
+ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
+before="$(ticks)"
 wrk -t1 -c64 -d"$((secs + 2))s" -H "x-api-key: $key" "${args[@]}" > "$data/wrk.txt" &
 load=$!
 sleep 1
 perf record -F 499 -g --call-graph dwarf,16384 -o "$data/perf.data" -p "$server" -- sleep "$secs" 2>/dev/null >/dev/null
 wait "$load"
+after="$(ticks)"
 grep -E "Requests/sec" "$data/wrk.txt"
+requests="$(awk '/requests in/ {print $1}' "$data/wrk.txt")"
+awk -v t="$((after - before))" -v hz="$(getconf CLK_TCK)" -v n="$requests" \
+    'BEGIN { printf "server CPU per request: %.1f us (%d requests)\n", t / hz * 1e6 / n, n }'
 report() { perf report -i "$data/perf.data" --sort symbol --stdio -g none "$@" 2>/dev/null |
     grep -E '^ +[0-9.]+%' | sed -E 's/ +-? +-? *$//; s/ +/ /g' | cut -c1-160; }
 echo "--- self time"
