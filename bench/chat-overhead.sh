@@ -5,6 +5,7 @@
 # Usage: bench/chat-overhead.sh [SECONDS]   (needs wrk)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 secs="${1:-8}"
 command -v wrk >/dev/null || { echo "wrk is required: apt-get install wrk" >&2; exit 1; }
 cargo build --release --locked -q -p agent-host
@@ -17,9 +18,7 @@ export AGENT_HOST_LOG=warn AGENT_HOST_LLM_BASE_URL=http://127.0.0.1:18999/v1 AGE
 "$target/agent-host" --data-dir "$data" account create bench --plan enterprise --rpm 1000000000 --rpd 1000000000 >/dev/null
 key="$("$target/agent-host" --data-dir "$data" key create --account bench 2>/dev/null)"
 "$target/agent-host" --data-dir "$data" agent apply examples/helper.toml --account bench >/dev/null
-"$target/agent-host" --data-dir "$data" --json serve --listen 127.0.0.1:0 > "$data/ready" 2> "$data/server.log" & server=$!
-for _ in $(seq 1 100); do [ -s "$data/ready" ] && break; sleep 0.1; done
-base="$(sed -E 's/.*"(http:[^"]+)".*/\1/' "$data/ready")"
+start_server "$target/agent-host" "$data"
 cat > "$data/chat.lua" <<'LUA'
 wrk.method = "POST"
 wrk.body = '{"message":"When does the office open?","conversationHistory":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello!"}]}'

@@ -9,6 +9,7 @@
 #        postgres starts a throwaway cluster with scripts/postgres.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 secs="${1:-10}"
 backend="${2:-sqlite}"
 command -v wrk >/dev/null || { echo "wrk is required: apt-get install wrk" >&2; exit 1; }
@@ -40,23 +41,17 @@ host() { "$target/agent-host" --data-dir "$data/host" "$@"; }
 host account create bench --plan enterprise --rpm 1000000000 --rpd 1000000000 >/dev/null
 key="$(host key create --account bench 2>/dev/null)"
 host agent apply examples/helper.toml --account bench >/dev/null
-"$target/agent-host" --data-dir "$data/host" --json serve --listen 127.0.0.1:0 > "$data/ready" &
-pids+=($!)
+start_server "$target/agent-host" "$data/host"
+pids+=("$server")
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 "$target/examples/bare_server" "$port" &
 pids+=($!)
-for _ in $(seq 1 100); do [ -s "$data/ready" ] && break; sleep 0.1; done
-base="$(sed -E 's/.*"(http:[^"]+)".*/\1/' "$data/ready")"
 bare="http://127.0.0.1:$port"
 curl -sf -H "x-api-key: $key" -H 'content-type: application/json' -d '{"parameters":{"name":"Ann"}}' \
     "$base/v1/agents/helper/commands/hello/execute" >/dev/null
 curl -sf -H 'content-type: application/json' -d '{"parameters":{"name":"Ann"}}' \
     "$bare/v1/agents/helper/commands/hello/execute" >/dev/null
-cat > "$data/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.body = '{"parameters":{"name":"Ann"}}'
-wrk.headers["content-type"] = "application/json"
-LUA
+execute_lua "$data/post.lua"
 
 # wrk's latency in ms, whatever unit it printed.
 ms() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n *= 1; else if (v ~ /s$/) n *= 1000; printf "%.2f", n }'; }

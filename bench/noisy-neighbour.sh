@@ -6,6 +6,7 @@
 # Usage: bench/noisy-neighbour.sh [SECONDS]   (needs wrk: apt-get install wrk)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 secs="${1:-20}"
 command -v wrk >/dev/null || { echo "wrk is required: apt-get install wrk" >&2; exit 1; }
 cargo build --release --locked -q -p agent-host
@@ -40,15 +41,8 @@ long_running = true
 timeout_ms = 30000
 TOML
 cli agent apply "$data/hostile.toml" --account hostile >/dev/null
-"$bin" --data-dir "$data" --json serve --listen 127.0.0.1:0 > "$data/ready" &
-server=$!
-for _ in $(seq 1 100); do [ -s "$data/ready" ] && break; sleep 0.1; done
-base="$(sed -E 's/.*"(http:[^"]+)".*/\1/' "$data/ready")"
-cat > "$data/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.body = '{"parameters":{"name":"Ann"}}'
-wrk.headers["content-type"] = "application/json"
-LUA
+start_server "$bin" "$data"
+execute_lua "$data/post.lua"
 
 measure() { # label
     wrk -t1 -c8 -d"${secs}s" --latency -H "x-api-key: $quiet" -s "$data/post.lua" \

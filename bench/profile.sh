@@ -8,6 +8,7 @@
 #        the samples for perf report)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 what="${1:-execute}"
 secs="${2:-8}"
 command -v perf >/dev/null || { echo "perf is required: apt-get install linux-perf" >&2; exit 1; }
@@ -20,15 +21,8 @@ export AGENT_HOST_LOG=warn
 "$bin" --data-dir "$data" account create bench --plan enterprise --rpm 1000000000 --rpd 1000000000 >/dev/null
 key="$("$bin" --data-dir "$data" key create --account bench 2>/dev/null)"
 "$bin" --data-dir "$data" agent apply examples/helper.toml --account bench >/dev/null
-"$bin" --data-dir "$data" --json serve --listen 127.0.0.1:0 > "$data/ready" &
-server=$!
-for _ in $(seq 1 100); do [ -s "$data/ready" ] && break; sleep 0.1; done
-base="$(sed -E 's/.*"(http:[^"]+)".*/\1/' "$data/ready")"
-cat > "$data/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.body = '{"parameters":{"name":"Ann"}}'
-wrk.headers["content-type"] = "application/json"
-LUA
+start_server "$bin" "$data"
+execute_lua "$data/post.lua"
 case "$what" in
 execute) args=(-s "$data/post.lua" "$base/v1/agents/helper/commands/hello/execute") ;;
 list) args=("$base/v1/agents/helper/commands") ;;

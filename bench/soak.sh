@@ -8,6 +8,7 @@
 # Usage: bench/soak.sh [MINUTES]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 minutes="${1:-10}"
 cargo build --release --locked -q -p agent-host
 bin="${CARGO_TARGET_DIR:-$PWD/target}/release/agent-host"
@@ -42,10 +43,7 @@ PY
 model=$!
 for _ in $(seq 1 50); do [ -s "$data/model-port" ] && break; sleep 0.1; done
 export AGENT_HOST_LLM_BASE_URL="http://127.0.0.1:$(cat "$data/model-port")/v1" AGENT_HOST_LLM_MODEL=stand-in
-"$bin" --data-dir "$data" --json serve --listen 127.0.0.1:0 > "$data/ready" &
-server=$!
-for _ in $(seq 1 100); do [ -s "$data/ready" ] && break; sleep 0.1; done
-base="$(sed -E 's/.*"(http:[^"]+)".*/\1/' "$data/ready")"
+start_server "$bin" "$data"
 
 python3 - "$base" "$key" "$minutes" "$data/load.txt" <<'PY' &
 import http.client, json, sys, threading, time, urllib.parse

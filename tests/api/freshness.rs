@@ -10,18 +10,9 @@ use crate::support::*;
 
 const BOUND: Duration = Duration::from_secs(1);
 
-/// An account on the pro plan (300 a minute: room for polling), its agent and a server.
+/// Alice on the pro plan (300 a minute: room for polling), her agent and a server.
 fn start() -> Fixture {
-    let env = TestEnv::new();
-    let key = env.account_with_key("alice", "pro");
-    let agent_id = env.apply_agent(&manifest("alpha"), "alice");
-    let server = env.serve();
-    Fixture {
-        env,
-        server,
-        key,
-        agent_id,
-    }
+    Fixture::on_plan("pro")
 }
 
 async fn hello(fx: &Fixture, key: &str) -> Reply {

@@ -504,8 +504,13 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn start() -> Fixture {
+        Fixture::on_plan("free")
+    }
+
+    /// The same, with alice on `plan`.
+    pub fn on_plan(plan: &str) -> Fixture {
         let env = TestEnv::new();
-        let key = env.account_with_key("alice", "free");
+        let key = env.account_with_key("alice", plan);
         let agent_id = env.apply_agent(&manifest("alpha"), "alice");
         let server = env.serve();
         Fixture {
