@@ -8,7 +8,9 @@
 //! entry is served only while the last check that found nothing new started less than
 //! `max_age` ago: if checks stall or fail, reads go to the database, so a write is never
 //! missed for longer than `max_age`, however the process is doing. This process's own
-//! writes empty the cache at once.
+//! writes that change a held entry (`revoke_key`, `apply_agent`, through `write_cached`)
+//! empty the cache at once; new keys, accounts and agents need nothing, since only what
+//! exists is held.
 //!
 //! Why a polled number rather than LISTEN/NOTIFY: it works the same on both backends, and
 //! NOTIFY would still need a poll behind it, since notifications sent while a host is
