@@ -63,11 +63,42 @@ pub struct Account {
     pub created_at: i64,
 }
 
+/// What a key may do. Each scope includes the ones before it, so a key can be given to a
+/// webhook or a bot with only the power it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyScope {
+    /// The spec's agent endpoints, except moving money: chat, commands, chat-app, social,
+    /// wallet balance.
+    Use,
+    /// `use`, and USDC transfers out of the agent's wallets.
+    Spend,
+    /// `spend`, and the account itself (`/v1/account/...`): keys, agents, plugins, wallets.
+    Manage,
+}
+
+impl KeyScope {
+    pub const ALL: [KeyScope; 3] = [KeyScope::Use, KeyScope::Spend, KeyScope::Manage];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyScope::Use => "use",
+            KeyScope::Spend => "spend",
+            KeyScope::Manage => "manage",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<KeyScope> {
+        KeyScope::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+}
+
 /// An API key as listed: never the secret, which exists only when created.
 #[derive(Debug, Clone, Serialize)]
 pub struct ApiKeyInfo {
     pub id: String,
     pub account_id: String,
+    pub scope: KeyScope,
     pub created_at: i64,
     pub last_used_at: Option<i64>,
     pub revoked_at: Option<i64>,

@@ -93,6 +93,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::NotFound(m) => ApiError::not_found(m),
             ServiceError::Conflict(m) => ApiError::new(S::CONFLICT, "conflict", m),
             ServiceError::Unauthorized(m) => ApiError::unauthorized(m),
+            ServiceError::Forbidden(m) => ApiError::new(S::FORBIDDEN, "insufficient_scope", m),
             ServiceError::Execution(m) => ApiError::new(S::INTERNAL_SERVER_ERROR, "execution_error", m),
             ServiceError::Model(e) => model_error(e),
             ServiceError::RateLimited(decision) => {
@@ -293,6 +294,28 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
             }
         };
         decode_json(body).map(ApiJson)
+    }
+}
+
+/// A raw body (a component, a manifest), with the same JSON errors as `ApiJson` when it
+/// cannot be read or is over the limit, and its content type's essence (lowercase, without
+/// parameters) when it has one.
+pub struct ApiBody {
+    pub bytes: Bytes,
+    pub mime: Option<String>,
+}
+
+impl<S: Send + Sync> FromRequest<S> for ApiBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let mime = req
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|t| t.split(';').next().unwrap_or_default().trim().to_ascii_lowercase());
+        let bytes = Bytes::from_request(req, state).await.map_err(body_rejection)?;
+        Ok(ApiBody { bytes, mime })
     }
 }
 

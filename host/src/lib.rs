@@ -1,5 +1,5 @@
 //! agent-host: the agent interaction service. Flow runs one way:
-//! {routes, cli} → services → {store, plugins, chains, llm, clients}.
+//! {routes, cli} → services → {store, plugins, chains, llm, clients}; both entry points show records through `views`.
 
 pub mod app;
 pub mod chains;
@@ -22,4 +22,5 @@ pub mod scaffold;
 pub mod secrets;
 pub mod services;
 pub mod store;
+pub mod views;
 pub mod x402;

@@ -135,6 +135,26 @@ impl Checker<'_> {
     }
 }
 
+/// Where a custom command's `plugin` comes from.
+#[derive(Debug, Clone, Copy)]
+pub enum PluginSource<'a> {
+    /// A file, relative to this folder (the manifest's own), or an uploaded component's
+    /// `sha256:` hash: `agent apply` on the server.
+    Files(&'a Path),
+    /// Only uploaded components, by `sha256:` hash: a manifest sent over the network never
+    /// names a file on the server.
+    Uploaded,
+}
+
+/// How a custom command names an uploaded component: `sha256:` and its 64 hex digits.
+pub const HASH_PREFIX: &str = "sha256:";
+
+/// The hash of a `sha256:` reference, if `text` is one.
+pub fn uploaded_hash(text: &str) -> Option<&str> {
+    let hash = text.strip_prefix(HASH_PREFIX)?;
+    (hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())).then_some(hash)
+}
+
 /// Reads and checks the manifest at `path`; relative plugin paths resolve against its folder.
 pub fn load(path: &Path) -> Result<AgentManifest, ManifestError> {
     let source = std::fs::read_to_string(path).map_err(|e| ManifestError {
@@ -144,10 +164,28 @@ pub fn load(path: &Path) -> Result<AgentManifest, ManifestError> {
         message: format!("cannot read the manifest: {e}"),
     })?;
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    parse(&source, &path.display().to_string(), &base)
+    parse(&source, &path.display().to_string(), PluginSource::Files(&base))
 }
 
-pub fn parse(source: &str, file: &str, base_dir: &Path) -> Result<AgentManifest, ManifestError> {
+/// The same manifest as JSON (the management API accepts both): turned into TOML and
+/// checked by the same rules, so every message is the same. Lines would count the TOML
+/// made here, not the caller's JSON, so errors name the field only.
+pub fn parse_json(source: &str, file: &str) -> Result<AgentManifest, ManifestError> {
+    let error = |message: String| ManifestError {
+        file: file.to_string(),
+        line: None,
+        field: None,
+        message,
+    };
+    let value: toml::Value = serde_json::from_str(source).map_err(|e| error(format!("malformed JSON: {e}")))?;
+    if !value.is_table() {
+        return Err(error("the manifest must be a JSON object".into()));
+    }
+    let text = toml::to_string(&value).map_err(|e| error(format!("cannot read the manifest: {e}")))?;
+    parse(&text, file, PluginSource::Uploaded).map_err(|e| ManifestError { line: None, ..e })
+}
+
+pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentManifest, ManifestError> {
     let check = Checker {
         file: file.to_string(),
         source,
@@ -268,9 +306,26 @@ pub fn parse(source: &str, file: &str, base_dir: &Path) -> Result<AgentManifest,
         let config =
             serde_json::to_value(&cmd.config).map_err(|e| check.err(Some(&span), at("config"), e.to_string()))?;
         check_handler_config(&check, &span, &at, cmd.handler_type, &cmd.config, cmd.plugin.is_some())?;
-        let plugin = match cmd.plugin {
-            None => None,
-            Some(p) => {
+        let plugin = match (cmd.plugin, plugins) {
+            (None, _) => None,
+            (Some(p), _) if p.get_ref().starts_with(HASH_PREFIX) => match uploaded_hash(p.get_ref()) {
+                Some(_) => Some(p.into_inner()),
+                None => {
+                    return Err(check.err(
+                        Some(&p.span()),
+                        at("plugin"),
+                        "a sha256: reference is 64 lowercase hex digits",
+                    ));
+                }
+            },
+            (Some(p), PluginSource::Uploaded) => {
+                return Err(check.err(
+                    Some(&p.span()),
+                    at("plugin"),
+                    "name an uploaded component by its hash, sha256:<64 hex digits> (upload it first: POST /v1/account/plugins)",
+                ));
+            }
+            (Some(p), PluginSource::Files(base_dir)) => {
                 let resolved: PathBuf = base_dir.join(p.get_ref());
                 if !resolved.is_file() {
                     return Err(check.err(
@@ -430,7 +485,7 @@ mod tests {
     use super::*;
 
     fn parse_str(source: &str) -> Result<AgentManifest, ManifestError> {
-        parse(source, "agent.toml", Path::new("."))
+        parse(source, "agent.toml", PluginSource::Files(Path::new(".")))
     }
 
     const GOOD: &str = r#"

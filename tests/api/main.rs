@@ -8,6 +8,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod account;
 mod auth;
 mod chat;
 mod chatapp;

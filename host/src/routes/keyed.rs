@@ -17,7 +17,7 @@ use super::guard;
 use super::requests::{self, ChatRequest, ChatappSendRequest, ExecuteRequest, SocialPostRequest, TransferRequest};
 use crate::app::AppState;
 use crate::chains;
-use crate::domain::{Command, Integration, ParamSpec, ParamType, ResponseFormat};
+use crate::domain::{Command, Integration, KeyScope, ParamSpec, ParamType, ResponseFormat};
 use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::plugins::Origin;
 use crate::services::chat::{self, ChatInput};
@@ -47,6 +47,20 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
             .get::<Caller>()
             .cloned()
             .ok_or_else(|| ApiError::internal("Internal server error"))
+    }
+}
+
+/// A caller whose key may move money (scope `spend` or `manage`). As an extractor it runs
+/// before the body is read, so a key without the scope learns nothing else.
+pub struct Spender(pub Caller);
+
+impl<S: Send + Sync> FromRequestParts<S> for Spender {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let caller = Caller::from_request_parts(parts, state).await?;
+        caller.require(KeyScope::Spend)?;
+        Ok(Spender(caller))
     }
 }
 
@@ -327,7 +341,7 @@ async fn wallet_balance(
 
 async fn wallet_transfer(
     State(state): State<AppState>,
-    caller: Caller,
+    Spender(caller): Spender,
     ApiPath((agent_id, network)): ApiPath<(String, String)>,
     ApiJson(body): ApiJson<TransferRequest>,
 ) -> Result<axum::Json<Value>, ApiError> {

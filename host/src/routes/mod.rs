@@ -1,6 +1,7 @@
 //! HTTP surface: extract and validate the wire format, call a service, answer in the
 //! spec's envelope. Only this module and `error` know axum.
 
+mod account;
 mod chatapp;
 mod guard;
 mod jobs;
@@ -23,6 +24,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(meta::routes())
         .merge(keyed::routes(state.clone()))
+        .merge(account::routes(state.clone()))
         .merge(x402::routes(state.clone()))
         .merge(jobs::routes())
         .merge(chatapp::routes())

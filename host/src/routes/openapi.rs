@@ -17,6 +17,10 @@ pub struct Operation {
 }
 
 const KEYED_ERRORS: &[(u16, &str)] = &[(401, "unauthorized"), (404, "not_found"), (429, "rate_limit_exceeded")];
+/// The management API's: a key without scope `manage` is refused; lists take `?limit`.
+const MANAGE_ERRORS: &[(u16, &str)] = &[(400, "validation_error"), (403, "insufficient_scope")];
+/// Operations that answer 201 when they make something (`applyAgent` also 200 on update).
+const CREATES: &[&str] = &["createKey", "applyAgent", "addWallet", "uploadPlugin"];
 
 pub const OPERATIONS: &[Operation] = &[
     Operation {
@@ -236,7 +240,11 @@ pub const OPERATIONS: &[Operation] = &[
                 "explorerUrl": { "type": "string" }, "memo": { "type": "string" },
             }}}})
         },
-        errors: &[(400, "transfer_failed"), (500, "internal_error")],
+        errors: &[
+            (400, "transfer_failed"),
+            (403, "insufficient_scope"),
+            (500, "internal_error"),
+        ],
     },
     Operation {
         method: "get",
@@ -325,6 +333,198 @@ pub const OPERATIONS: &[Operation] = &[
     },
     Operation {
         method: "get",
+        path: "/v1/account",
+        id: "showAccount",
+        summary: "The account of this key: name, plan and rate limits (scope manage)",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(json!({ "type": "object", "required": ["id", "name", "plan", "rpm", "rpd"] })),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "get",
+        path: "/v1/account/keys",
+        id: "listKeys",
+        summary: "The account's API keys: ids, scopes and times, never secrets",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || {
+            success(
+                json!({ "type": "object", "properties": { "keys": { "type": "array", "items": { "$ref": "#/components/schemas/Key" } } } }),
+            )
+        },
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "post",
+        path: "/v1/account/keys",
+        id: "createKey",
+        summary: "Create an API key (201); its secret is in this answer only",
+        keyed: true,
+        pending: false,
+        request: Some(|| {
+            json!({ "type": "object", "properties": {
+                "scope": { "type": ["string", "null"], "enum": ["use", "spend", "manage", null], "default": "use" },
+            }})
+        }),
+        response: || success(json!({ "type": "object", "required": ["key", "id", "scope"] })),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "delete",
+        path: "/v1/account/keys/{keyId}",
+        id: "revokeKey",
+        summary: "Revoke one of the account's keys",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(json!({ "$ref": "#/components/schemas/Key" })),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "get",
+        path: "/v1/account/agents",
+        id: "listAgents",
+        summary: "The account's agents",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(json!({ "type": "object", "properties": { "agents": { "type": "array" } } })),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "post",
+        path: "/v1/account/agents",
+        id: "applyAgent",
+        summary: "Create (201) or update (200) an agent from its manifest, TOML or JSON; plugins by sha256: hash",
+        keyed: true,
+        pending: false,
+        request: Some(|| json!({ "type": "object", "required": ["username", "name"] })),
+        response: || success(json!({ "type": "object", "required": ["id", "username", "created", "commands"] })),
+        errors: &[
+            (400, "validation_error"),
+            (403, "insufficient_scope"),
+            (409, "conflict"),
+            (415, "validation_error"),
+        ],
+    },
+    Operation {
+        method: "get",
+        path: "/v1/account/agents/{agentId}",
+        id: "showAgent",
+        summary: "One of the account's agents with its commands",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(json!({ "type": "object", "required": ["id", "username", "commands"] })),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "delete",
+        path: "/v1/account/agents/{agentId}",
+        id: "deleteAgent",
+        summary: "Delete an agent that holds no wallet; its jobs, transfers and payments stay on record",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(json!({ "type": "object", "required": ["id", "deleted"] })),
+        errors: &[(403, "insufficient_scope"), (409, "conflict")],
+    },
+    Operation {
+        method: "get",
+        path: "/v1/account/agents/{agentId}/wallets",
+        id: "listWallets",
+        summary: "The agent's wallet addresses",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(json!({ "type": "object", "properties": { "wallets": { "type": "array" } } })),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "post",
+        path: "/v1/account/agents/{agentId}/wallets",
+        id: "addWallet",
+        summary: "Create the agent's wallet on a network (201), or import one from its secret key",
+        keyed: true,
+        pending: false,
+        request: Some(|| {
+            json!({ "type": "object", "required": ["network"], "properties": {
+                "network": { "type": "string", "enum": ["solana", "base"] },
+                "secret": { "type": ["string", "null"], "description": "Import this key instead of making one" },
+            }})
+        }),
+        response: || success(json!({ "type": "object", "required": ["network", "address"] })),
+        errors: &[
+            (400, "validation_error"),
+            (403, "insufficient_scope"),
+            (409, "conflict"),
+        ],
+    },
+    Operation {
+        method: "get",
+        path: "/v1/account/agents/{agentId}/transfers",
+        id: "listTransfers",
+        summary: "The agent's USDC transfers, newest first, with their states",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(json!({ "type": "object", "properties": { "transfers": { "type": "array" } } })),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "get",
+        path: "/v1/account/agents/{agentId}/payments",
+        id: "listPayments",
+        summary: "The x402 payments the agent received, newest first, with receipts and states",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(json!({ "type": "object", "properties": { "payments": { "type": "array" } } })),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "get",
+        path: "/v1/account/agents/{agentId}/jobs",
+        id: "listJobs",
+        summary: "The agent's long-running jobs, newest first, with their states",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(json!({ "type": "object", "properties": { "jobs": { "type": "array" } } })),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "get",
+        path: "/v1/account/plugins",
+        id: "listPlugins",
+        summary: "The components the account uploaded, by content hash",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(json!({ "type": "object", "properties": { "plugins": { "type": "array" } } })),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "post",
+        path: "/v1/account/plugins",
+        id: "uploadPlugin",
+        summary: "Upload a component (application/wasm, 201), checked as agent apply checks it",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(json!({ "type": "object", "required": ["hash", "plugin", "manifest"] })),
+        errors: &[
+            (400, "validation_error"),
+            (403, "insufficient_scope"),
+            (413, "validation_error"),
+            (415, "validation_error"),
+        ],
+    },
+    Operation {
+        method: "get",
         path: "/.well-known/x402",
         id: "x402Discovery",
         summary: "Every agent for sale here over x402, as a discovery list (x402 v2 specification §8, served by the origin)",
@@ -368,13 +568,16 @@ pub fn document() -> Value {
     let mut paths = Map::new();
     for op in OPERATIONS {
         let mut responses = Map::new();
-        responses.insert(
-            "200".into(),
-            json!({
-                "description": "Success",
-                "content": { "application/json": { "schema": (op.response)() } },
-            }),
-        );
+        let success_answer = json!({
+            "description": "Success",
+            "content": { "application/json": { "schema": (op.response)() } },
+        });
+        if CREATES.contains(&op.id) {
+            responses.insert("201".into(), success_answer.clone());
+        }
+        if !CREATES.contains(&op.id) || op.id == "applyAgent" {
+            responses.insert("200".into(), success_answer);
+        }
         let mut errors: Vec<(u16, &str)> = op.errors.to_vec();
         if op.keyed {
             errors.extend_from_slice(KEYED_ERRORS);
@@ -467,6 +670,27 @@ pub fn document() -> Value {
                 "content": { "application/json": { "schema": request() } },
             });
         }
+        if op.id == "createKey" {
+            // No body is a key of scope `use`.
+            operation["requestBody"]["required"] = json!(false);
+        }
+        if op.id == "applyAgent" {
+            operation["requestBody"]["content"]["application/toml"] =
+                json!({ "schema": { "type": "string", "description": "The manifest as agent apply reads it" } });
+        }
+        if op.id == "uploadPlugin" {
+            // application/wasm is the component's own type; octet-stream is accepted too.
+            let binary = json!({ "schema": { "type": "string", "format": "binary" } });
+            operation["requestBody"] = json!({ "required": true, "content": {
+                "application/wasm": binary, "application/octet-stream": binary,
+            }});
+        }
+        if ["listTransfers", "listPayments", "listJobs"].contains(&op.id)
+            && let Some(parameters) = operation["parameters"].as_array_mut()
+        {
+            parameters.push(json!({ "name": "limit", "in": "query", "required": false,
+                "schema": { "type": "integer", "minimum": 1, "maximum": 500, "default": 50 } }));
+        }
         let entry = paths.entry(op.path.to_string()).or_insert_with(|| json!({}));
         entry[op.method] = operation;
     }
@@ -499,6 +723,11 @@ pub fn document() -> Value {
                     "pagination": { "type": "object", "required": ["limit", "offset", "total"], "properties": {
                         "limit": { "type": "integer" }, "offset": { "type": "integer" }, "total": { "type": "integer" },
                     }},
+                }},
+                "Key": { "type": "object", "required": ["id", "scope", "created_at", "active"], "properties": {
+                    "id": { "type": "string" }, "scope": { "type": "string", "enum": ["use", "spend", "manage"] },
+                    "created_at": { "type": "string" }, "last_used_at": { "type": ["string", "null"] },
+                    "revoked_at": { "type": ["string", "null"] }, "active": { "type": "boolean" },
                 }},
                 "ChatMessage": { "type": "object", "required": ["role", "content"], "properties": {
                     "role": { "type": "string", "enum": ["user", "assistant"] }, "content": { "type": "string" },

@@ -4,7 +4,8 @@ use std::sync::Arc;
 use super::{ServiceError, Services, accounts};
 use crate::domain::{Agent, Command, CommandDef, HandlerType, Integration, ResponseFormat};
 use crate::manifest::{self, AgentManifest};
-use crate::store::{AgentWithCommands, ApplyOutcome, Store};
+use crate::plugins::PluginManifest;
+use crate::store::{AgentSummary, AgentWithCommands, ApplyOutcome, Store};
 
 /// `agent apply`: validates the manifest and creates or updates the agent. A new agent
 /// needs an owner; an existing one keeps its owner (naming another is refused).
@@ -18,6 +19,20 @@ pub async fn apply_file(
     Ok((manifest, outcome))
 }
 
+/// A manifest sent over the network (the management API): TOML, or the same as JSON.
+/// Plugins are named by the hash of a component the account uploaded.
+pub fn parse_sent(body: &[u8], json: bool) -> Result<AgentManifest, ServiceError> {
+    let text =
+        std::str::from_utf8(body).map_err(|_| ServiceError::Validation("the manifest is not UTF-8 text".into()))?;
+    let parsed = if json {
+        manifest::parse_json(text, "manifest")
+    } else {
+        manifest::parse(text, "manifest", manifest::PluginSource::Uploaded)
+    };
+    parsed.map_err(|e| ServiceError::Validation(e.to_string()))
+}
+
+/// `agent apply` on the server: a new agent needs its owner named.
 pub async fn apply(
     services: &Services,
     manifest: &AgentManifest,
@@ -35,11 +50,22 @@ pub async fn apply(
             )));
         }
     };
+    apply_as(services, manifest, &account_id).await
+}
+
+/// Creates or updates the agent as this account's. A username another account holds is
+/// refused.
+pub async fn apply_as(
+    services: &Services,
+    manifest: &AgentManifest,
+    account_id: &str,
+) -> Result<ApplyOutcome, ServiceError> {
+    let store = &services.store;
     let mut commands = Vec::with_capacity(manifest.commands.len());
     for command in &manifest.commands {
-        commands.push(install_plugin(services, command.clone()).await?);
+        commands.push(install_plugin(services, account_id, command.clone()).await?);
     }
-    let outcome = store.apply_agent(&account_id, manifest.agent.clone(), commands).await?;
+    let outcome = store.apply_agent(account_id, manifest.agent.clone(), commands).await?;
     for (kind, enabled) in [
         ("chatapp", manifest.chatapp_enabled),
         ("social", manifest.social_enabled),
@@ -52,22 +78,52 @@ pub async fn apply(
     Ok(outcome)
 }
 
-/// For a custom command: checks its component, stores it by content hash (compiled and
-/// cached), and fills in what the agent manifest leaves to the plugin's own manifest.
-async fn install_plugin(services: &Services, mut def: CommandDef) -> Result<CommandDef, ServiceError> {
+/// For a custom command: finds its component (a file, checked and stored by content hash,
+/// compiled and cached; or one the account uploaded, by hash), records it as the account's,
+/// and fills in what the agent manifest leaves to the plugin's own manifest.
+async fn install_plugin(
+    services: &Services,
+    account_id: &str,
+    mut def: CommandDef,
+) -> Result<CommandDef, ServiceError> {
     if def.handler_type != HandlerType::Custom {
         return Ok(def);
     }
-    let Some(path) = def.plugin.clone() else { return Ok(def) };
-    let bytes = std::fs::read(&path)
-        .map_err(|e| ServiceError::Validation(format!("command '{}': cannot read {path}: {e}", def.name)))?;
-    let inspection = services
-        .plugins
-        .install(bytes)
-        .await
-        .map_err(|e| ServiceError::Validation(format!("command '{}': {path}: {e}", def.name)))?;
-    let plugin = inspection.manifest;
-    def.plugin = Some(inspection.hash);
+    let Some(reference) = def.plugin.clone() else {
+        return Ok(def);
+    };
+    let (hash, plugin): (String, PluginManifest) = match manifest::uploaded_hash(&reference) {
+        Some(hash) => {
+            let not_uploaded = || {
+                ServiceError::Validation(format!(
+                    "command '{}': this account has uploaded no component {reference}",
+                    def.name
+                ))
+            };
+            if !services.store.account_has_plugin(account_id, hash).await? {
+                return Err(not_uploaded());
+            }
+            let declared = services
+                .plugins
+                .declared(&services.plugins.custom(hash))
+                .await
+                .map_err(|_| not_uploaded())?;
+            (hash.to_string(), (*declared).clone())
+        }
+        None => {
+            let bytes = std::fs::read(&reference).map_err(|e| {
+                ServiceError::Validation(format!("command '{}': cannot read {reference}: {e}", def.name))
+            })?;
+            let inspection = services
+                .plugins
+                .install(bytes)
+                .await
+                .map_err(|e| ServiceError::Validation(format!("command '{}': {reference}: {e}", def.name)))?;
+            services.store.add_account_plugin(account_id, &inspection.hash).await?;
+            (inspection.hash, inspection.manifest)
+        }
+    };
+    def.plugin = Some(hash);
     if def.parameters.is_empty() {
         def.parameters = plugin.parameters.into_iter().map(Into::into).collect();
     }
@@ -104,6 +160,29 @@ pub async fn upgrade_plugins(services: &Services) -> Result<(), ServiceError> {
         }
     }
     Ok(())
+}
+
+/// Every agent (the operator's view), or one account's.
+pub async fn list(store: &Store, account_id: Option<&str>) -> Result<Vec<AgentSummary>, ServiceError> {
+    Ok(store.list_agents(account_id).await?)
+}
+
+/// Deletes an agent of this account with its commands, integrations and key-value data.
+/// Its jobs, transfers and payments stay on record. An agent that holds a wallet is kept:
+/// its key would go with it, and with the key any funds at the address.
+pub async fn delete(store: &Store, account_id: &str, id_or_username: &str) -> Result<Agent, ServiceError> {
+    let agent = owned(store, account_id, id_or_username).await?;
+    let wallets = store.wallets_of(&agent.id).await?;
+    if !wallets.is_empty() {
+        let networks: Vec<&str> = wallets.iter().map(|w| w.network.as_str()).collect();
+        return Err(ServiceError::Conflict(format!(
+            "agent '{}' holds a wallet on {}; its key would be lost with it, so it is not deleted",
+            agent.def.username,
+            networks.join(" and ")
+        )));
+    }
+    store.delete_agent(&agent.id).await?;
+    Ok(agent)
 }
 
 /// The agent if it exists and belongs to this account. Another account's agent answers

@@ -255,6 +255,15 @@ pub async fn clean_up_periodically(services: Services, mut stop: tokio::sync::wa
     }
 }
 
+/// The agent's jobs, newest first, for its owner.
+pub async fn list(
+    store: &crate::store::Store,
+    agent_id: &str,
+    limit: u32,
+) -> Result<Vec<crate::store::JobRecord>, ServiceError> {
+    Ok(store.jobs_of(agent_id, limit).await?)
+}
+
 /// The status record the spec defines; always answered with HTTP 200.
 pub async fn status(services: &Services, id: &str) -> Result<Value, ServiceError> {
     let job = services.store.job(id).await?;

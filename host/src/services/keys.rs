@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::ServiceError;
-use crate::domain::{Account, ApiKeyInfo};
+use crate::domain::{Account, ApiKeyInfo, KeyScope};
 use crate::store::Store;
 
 pub const KEY_PREFIX: &str = "ahk_";
@@ -28,6 +28,21 @@ pub struct IssuedKey {
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub account: Arc<Account>,
+    pub scope: KeyScope,
+}
+
+impl Caller {
+    /// Refuses a key whose scope does not include `needed`.
+    pub fn require(&self, needed: KeyScope) -> Result<(), ServiceError> {
+        if self.scope >= needed {
+            return Ok(());
+        }
+        Err(ServiceError::Forbidden(format!(
+            "This API key has scope '{}'; this needs a key with scope '{}'",
+            self.scope.as_str(),
+            needed.as_str()
+        )))
+    }
 }
 
 fn hash_secret(secret: &str) -> [u8; 32] {
@@ -56,16 +71,36 @@ pub fn normalise_key_id(id: &str) -> String {
     }
 }
 
-pub async fn issue(store: &Store, account: &Account) -> Result<IssuedKey, ServiceError> {
+pub async fn issue(store: &Store, account: &Account, scope: KeyScope) -> Result<IssuedKey, ServiceError> {
     let id = format!("{KEY_PREFIX}{}", crate::random::hex_token(ID_HEX_LEN / 2));
     let secret = crate::random::alphanumeric(SECRET_CHARS);
     let info = store
-        .insert_key(&id, &account.id, hash_secret(&secret).to_vec())
+        .insert_key(&id, &account.id, scope, hash_secret(&secret).to_vec())
         .await?;
     Ok(IssuedKey {
         key: format!("{id}_{secret}"),
         info,
     })
+}
+
+/// The account's keys, oldest first (ids and times; never secrets).
+pub async fn list(store: &Store, account: &Account) -> Result<Vec<ApiKeyInfo>, ServiceError> {
+    Ok(store.list_keys(&account.id).await?)
+}
+
+pub fn parse_scope(text: &str) -> Result<KeyScope, ServiceError> {
+    KeyScope::parse(text)
+        .ok_or_else(|| ServiceError::Validation(format!("unknown key scope '{text}': use one of use, spend, manage")))
+}
+
+/// Revokes a key. With an account named, only that account's keys: another's answers as
+/// unknown, so key ids cannot be probed.
+pub async fn revoke(store: &Store, key_id: &str, account: Option<&Account>) -> Result<ApiKeyInfo, ServiceError> {
+    let id = normalise_key_id(key_id.trim());
+    store
+        .revoke_key(&id, account.map(|a| a.id.as_str()))
+        .await?
+        .ok_or_else(|| ServiceError::NotFound(format!("no key with id {key_id}")))
 }
 
 pub async fn authenticate(store: &Store, presented: &str) -> Result<Caller, ServiceError> {
@@ -96,6 +131,7 @@ pub async fn authenticate(store: &Store, presented: &str) -> Result<Caller, Serv
     }
     Ok(Caller {
         account: record.account.clone(),
+        scope: record.info.scope,
     })
 }
 

@@ -13,6 +13,7 @@ pub mod knowledge;
 pub mod locks;
 pub mod params;
 pub mod payments;
+pub mod plugins;
 pub mod rate_leases;
 pub mod rate_limit;
 pub mod social;
@@ -70,6 +71,9 @@ pub enum ServiceError {
     Conflict(String),
     #[error("{0}")]
     Unauthorized(String),
+    /// The key checked out but its scope does not reach this.
+    #[error("{0}")]
+    Forbidden(String),
     /// A command ran and failed, or could not run.
     #[error("{0}")]
     Execution(String),

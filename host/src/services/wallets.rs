@@ -52,6 +52,20 @@ pub(crate) fn chain_error(network: Network, err: ChainError) -> WalletError {
     }
 }
 
+/// The agent's wallets (addresses; the sealed keys never leave the store's record).
+pub async fn list(store: &crate::store::Store, agent_id: &str) -> Result<Vec<WalletRecord>, ServiceError> {
+    Ok(store.wallets_of(agent_id).await?)
+}
+
+/// The agent's transfers, newest first.
+pub async fn transfers(
+    store: &crate::store::Store,
+    agent_id: &str,
+    limit: u32,
+) -> Result<Vec<crate::store::TransferRecord>, ServiceError> {
+    Ok(store.transfers_of(agent_id, limit).await?)
+}
+
 /// Creates (`secret` = None) or imports the agent's wallet on `network`; its address.
 pub async fn add(
     services: &Services,

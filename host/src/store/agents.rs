@@ -236,14 +236,22 @@ impl Store {
             .map(|found| found.agent.clone()))
     }
 
-    pub async fn list_agents(&self) -> Result<Vec<AgentSummary>, StoreError> {
-        self.read(|db| {
-            let sql = format!(
+    /// Every agent, or one account's, by username.
+    pub async fn list_agents(&self, account_id: Option<&str>) -> Result<Vec<AgentSummary>, StoreError> {
+        let account_id = account_id.map(str::to_string);
+        self.read(move |db| {
+            let select = format!(
                 "SELECT {AGENT_COLUMNS}, a.name, (SELECT COUNT(*) FROM commands c WHERE c.agent_id = g.id)
-                 FROM agents g JOIN accounts a ON a.id = g.account_id ORDER BY g.username"
+                 FROM agents g JOIN accounts a ON a.id = g.account_id"
             );
-            db.query(&sql, args![])?
-                .iter()
+            let rows = match account_id {
+                Some(id) => db.query(
+                    &format!("{select} WHERE g.account_id = ?1 ORDER BY g.username"),
+                    args![id],
+                )?,
+                None => db.query(&format!("{select} ORDER BY g.username"), args![])?,
+            };
+            rows.iter()
                 .map(|row| {
                     Ok(AgentSummary {
                         agent: agent_from_row(row)?,
@@ -252,6 +260,17 @@ impl Store {
                     })
                 })
                 .collect()
+        })
+        .await
+    }
+
+    /// Deletes the agent; its commands, integrations, wallets and key-value data go with it
+    /// (the schema cascades). Jobs, transfers and payments keep their rows.
+    pub async fn delete_agent(&self, agent_id: &str) -> Result<(), StoreError> {
+        let agent_id = agent_id.to_string();
+        self.write_cached(move |db| {
+            db.execute("DELETE FROM agents WHERE id = ?1", args![agent_id])?;
+            Ok(())
         })
         .await
     }

@@ -227,12 +227,13 @@ impl Default for ReadCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{Account, ApiKeyInfo, Plan, RateLimits};
+    use crate::domain::{Account, ApiKeyInfo, KeyScope, Plan, RateLimits};
 
     fn key(id: &str) -> Arc<KeyRecord> {
         let info = ApiKeyInfo {
             id: id.into(),
             account_id: "acc".into(),
+            scope: KeyScope::Use,
             created_at: 0,
             last_used_at: None,
             revoked_at: None,

@@ -15,6 +15,7 @@ const TABLES: &[&str] = &[
     "rate_usage",
     "rate_counters",
     "plugins",
+    "account_plugins",
     "plugin_kv",
     "agent_integrations",
     "wallets",

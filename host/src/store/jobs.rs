@@ -10,7 +10,7 @@ pub enum JobState {
 }
 
 impl JobState {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             JobState::Queued => "queued",
             JobState::Running => "running",
@@ -135,6 +135,21 @@ impl Store {
             db.query_opt(&format!("SELECT {COLUMNS} FROM jobs WHERE id = ?1"), args![id])?
                 .map(|row| job_from_row(&row))
                 .transpose()
+        })
+        .await
+    }
+
+    /// The agent's jobs, newest first (expired ones are deleted by the clean-up).
+    pub async fn jobs_of(&self, agent_id: &str, limit: u32) -> Result<Vec<JobRecord>, StoreError> {
+        let agent_id = agent_id.to_string();
+        self.read(move |db| {
+            db.query(
+                &format!("SELECT {COLUMNS} FROM jobs WHERE agent_id = ?1 ORDER BY created_at DESC, id LIMIT ?2"),
+                args![agent_id, limit as i64],
+            )?
+            .iter()
+            .map(job_from_row)
+            .collect()
         })
         .await
     }

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use super::accounts::{ACCOUNT_COLUMNS, account_from_row};
 use super::sql::{Row, args};
 use super::{Store, StoreError};
-use crate::domain::{Account, ApiKeyInfo};
+use crate::domain::{Account, ApiKeyInfo, KeyScope};
 
 /// What authentication needs to know about a presented key id.
 #[derive(Debug)]
@@ -37,23 +37,32 @@ impl KeyRecord {
     }
 }
 
-const KEY_COLUMNS: &str = "id, account_id, created_at, last_used_at, revoked_at";
+const KEY_COLUMNS: &str = "id, account_id, scope, created_at, last_used_at, revoked_at";
 
 fn info_from_row(row: &Row) -> Result<ApiKeyInfo, StoreError> {
+    let scope: String = row.get(2)?;
     Ok(ApiKeyInfo {
         id: row.get(0)?,
         account_id: row.get(1)?,
-        created_at: row.get(2)?,
-        last_used_at: row.get(3)?,
-        revoked_at: row.get(4)?,
+        scope: KeyScope::parse(&scope).ok_or_else(|| StoreError::Corrupt(format!("key with unknown scope {scope}")))?,
+        created_at: row.get(3)?,
+        last_used_at: row.get(4)?,
+        revoked_at: row.get(5)?,
     })
 }
 
 impl Store {
-    pub async fn insert_key(&self, id: &str, account_id: &str, secret_hash: Vec<u8>) -> Result<ApiKeyInfo, StoreError> {
+    pub async fn insert_key(
+        &self,
+        id: &str,
+        account_id: &str,
+        scope: KeyScope,
+        secret_hash: Vec<u8>,
+    ) -> Result<ApiKeyInfo, StoreError> {
         let info = ApiKeyInfo {
             id: id.to_string(),
             account_id: account_id.to_string(),
+            scope,
             created_at: crate::clock::now_ms(),
             last_used_at: None,
             revoked_at: None,
@@ -61,8 +70,8 @@ impl Store {
         let row = info.clone();
         self.write(move |db| {
             db.execute(
-                "INSERT INTO api_keys (id, account_id, secret_hash, created_at) VALUES (?1, ?2, ?3, ?4)",
-                args![row.id, row.account_id, secret_hash, row.created_at],
+                "INSERT INTO api_keys (id, account_id, scope, secret_hash, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                args![row.id, row.account_id, row.scope.as_str(), secret_hash, row.created_at],
             )?;
             Ok(())
         })
@@ -84,18 +93,29 @@ impl Store {
         .await
     }
 
-    /// Marks a key revoked; returns the key as it now stands, or None if unknown.
-    /// Revoking twice keeps the first revocation time.
-    pub async fn revoke_key(&self, id: &str) -> Result<Option<ApiKeyInfo>, StoreError> {
+    /// Marks a key revoked; returns the key as it now stands, or None if unknown (or, when
+    /// an account is named, not that account's). Revoking twice keeps the first time.
+    pub async fn revoke_key(&self, id: &str, account_id: Option<&str>) -> Result<Option<ApiKeyInfo>, StoreError> {
         let id = id.to_string();
+        let account_id = account_id.map(str::to_string);
         self.write_cached(move |db| {
-            db.execute(
-                "UPDATE api_keys SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
-                args![&id, crate::clock::now_ms()],
-            )?;
-            db.query_opt(&format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = ?1"), args![id])?
-                .map(|row| info_from_row(&row))
-                .transpose()
+            let Some(row) = db.query_opt(&format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = ?1"), args![&id])?
+            else {
+                return Ok(None);
+            };
+            let key = info_from_row(&row)?;
+            if account_id.as_ref().is_some_and(|a| *a != key.account_id) {
+                return Ok(None);
+            }
+            if key.revoked_at.is_some() {
+                return Ok(Some(key));
+            }
+            let now = crate::clock::now_ms();
+            db.execute("UPDATE api_keys SET revoked_at = ?2 WHERE id = ?1", args![&id, now])?;
+            Ok(Some(ApiKeyInfo {
+                revoked_at: Some(now),
+                ..key
+            }))
         })
         .await
     }
@@ -110,15 +130,15 @@ impl Store {
         let found = self
             .read(move |db| {
                 let sql = format!(
-                "SELECT k.id, k.account_id, k.created_at, k.last_used_at, k.revoked_at, k.secret_hash, {ACCOUNT_COLUMNS}
+                "SELECT k.id, k.account_id, k.scope, k.created_at, k.last_used_at, k.revoked_at, k.secret_hash, {ACCOUNT_COLUMNS}
                  FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ?1"
             );
                 db.query_opt(&sql, args![id])?
                     .map(|row| {
                         Ok(Arc::new(KeyRecord::new(
                             info_from_row(&row)?,
-                            row.get(5)?,
-                            account_from_row(&row, 6)?,
+                            row.get(6)?,
+                            account_from_row(&row, 7)?,
                         )))
                     })
                     .transpose()

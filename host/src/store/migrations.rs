@@ -51,6 +51,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(10, "0010_payment_version"),
     migration!(11, "0011_several_hosts"),
     migration!(12, "0012_keyed_path"),
+    migration!(13, "0013_self_service"),
 ];
 
 pub fn latest_version() -> i64 {

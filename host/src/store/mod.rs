@@ -31,6 +31,7 @@ pub use jobs::{JobOutcome, JobRecord, JobState};
 pub use keys::KeyRecord;
 pub use locks::SharedTurn;
 pub use payments::{NewPayment, PaymentRecord};
+pub use plugins::AccountPlugin;
 pub use rate::{Claim, Claimed, Unused, UsageRow};
 use sql::args;
 pub use wallets::{NewTransfer, TransferKind, TransferRecord, TransferState, WalletRecord};

@@ -120,4 +120,72 @@ impl Store {
         })
         .await
     }
+
+    /// Records that this account uploaded (or applied) the component; once.
+    pub async fn add_account_plugin(&self, account_id: &str, hash: &str) -> Result<(), StoreError> {
+        let (account_id, hash) = (account_id.to_string(), hash.to_string());
+        self.write(move |db| {
+            db.execute(
+                "INSERT INTO account_plugins (account_id, hash, created_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (account_id, hash) DO NOTHING",
+                args![account_id, hash, crate::clock::now_ms()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    pub async fn account_has_plugin(&self, account_id: &str, hash: &str) -> Result<bool, StoreError> {
+        let (account_id, hash) = (account_id.to_string(), hash.to_string());
+        self.read(move |db| {
+            Ok(db
+                .query_opt(
+                    "SELECT 1 FROM account_plugins ap JOIN plugins p ON p.hash = ap.hash
+                     WHERE ap.account_id = ?1 AND ap.hash = ?2",
+                    args![account_id, hash],
+                )?
+                .is_some())
+        })
+        .await
+    }
+
+    /// The components this account uploaded, newest first, with what each declared and
+    /// how many of the account's commands run it.
+    pub async fn account_plugins(&self, account_id: &str) -> Result<Vec<AccountPlugin>, StoreError> {
+        let account_id = account_id.to_string();
+        self.read(move |db| {
+            db.query(
+                "SELECT p.hash, p.manifest, p.size, p.wit_version, ap.created_at,
+                        (SELECT COUNT(*) FROM commands c JOIN agents g ON g.id = c.agent_id
+                         WHERE c.plugin = p.hash AND g.account_id = ap.account_id)
+                 FROM account_plugins ap JOIN plugins p ON p.hash = ap.hash
+                 WHERE ap.account_id = ?1 ORDER BY ap.created_at DESC, p.hash",
+                args![account_id],
+            )?
+            .iter()
+            .map(|row| {
+                Ok(AccountPlugin {
+                    hash: row.get(0)?,
+                    manifest: super::json_column(&row.get::<String>(1)?, "plugin manifest")?,
+                    size: row.get::<i64>(2)? as u64,
+                    wit_version: row.get(3)?,
+                    uploaded_at: row.get(4)?,
+                    used_by: row.get::<i64>(5)? as u32,
+                })
+            })
+            .collect()
+        })
+        .await
+    }
+}
+
+/// A component as its uploader lists it.
+#[derive(Debug, Clone)]
+pub struct AccountPlugin {
+    pub hash: String,
+    pub manifest: serde_json::Value,
+    pub size: u64,
+    pub wit_version: String,
+    pub uploaded_at: i64,
+    pub used_by: u32,
 }

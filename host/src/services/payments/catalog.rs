@@ -18,7 +18,7 @@ pub struct Catalog {
 /// sale on a network when its manifest enables x402 there and it has a wallet to be paid in.
 pub async fn catalog(services: &Services, limit: usize, offset: usize) -> Result<Catalog, ServiceError> {
     let mut on_sale: Vec<(String, Network)> = Vec::new();
-    for summary in services.store.list_agents().await? {
+    for summary in services.store.list_agents(None).await? {
         let agent = summary.agent;
         let x402 = &agent.def.x402;
         if !x402.enabled || x402.default_price.is_none() {

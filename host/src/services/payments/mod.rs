@@ -107,6 +107,15 @@ pub struct Settled {
     _claim: KeyGuard<String>,
 }
 
+/// The agent's payments, newest first, with their receipts and states, for its owner.
+pub async fn list(
+    store: &crate::store::Store,
+    agent_id: &str,
+    limit: u32,
+) -> Result<Vec<crate::store::PaymentRecord>, ServiceError> {
+    Ok(store.payments_of(agent_id, limit).await?)
+}
+
 /// Verifies a payment (either version, its envelope already decoded) for `purchase`,
 /// records it (once, ever) with the transaction that settles it, settles it on chain and
 /// waits for the settlement. Nothing is served before this returns.

@@ -178,7 +178,7 @@ default_price_usd = 0.01
 networks = ["base"]
 "#,
         "seller.toml",
-        dir.path(),
+        crate::manifest::PluginSource::Uploaded,
     )
     .unwrap();
     let applied = crate::services::agents::apply(&services, &manifest, Some("acme"))

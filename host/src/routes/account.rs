@@ -1,0 +1,263 @@
+//! `/v1/account`: the account holder's own keys, agents, plugins, wallets, payments and
+//! jobs, for keys with scope `manage`. Every route calls the service the CLI calls and
+//! answers with the JSON the CLI prints (`views`), in the keyed API's envelope. An id of
+//! another account's record answers exactly like a missing one.
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, FromRequestParts, State};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use axum::middleware;
+use axum::routing::{delete, get};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::guard;
+use super::requests;
+use crate::app::AppState;
+use crate::domain::KeyScope;
+use crate::error::{ApiBody, ApiError, ApiJson, ApiPath, ApiQuery};
+use crate::services::keys::Caller;
+use crate::services::{agents, jobs, keys, payments, plugins, wallets};
+use crate::views;
+
+pub fn routes(state: AppState) -> Router<AppState> {
+    let max_component = state.services.settings.plugin_max_component_bytes;
+    Router::new()
+        .route("/v1/account", get(show_account))
+        .route("/v1/account/keys", get(list_keys).post(create_key))
+        .route("/v1/account/keys/{key_id}", delete(revoke_key))
+        .route("/v1/account/agents", get(list_agents).post(apply_agent))
+        .route("/v1/account/agents/{agent_id}", get(show_agent).delete(delete_agent))
+        .route(
+            "/v1/account/agents/{agent_id}/wallets",
+            get(list_wallets).post(add_wallet),
+        )
+        .route("/v1/account/agents/{agent_id}/transfers", get(list_transfers))
+        .route("/v1/account/agents/{agent_id}/payments", get(list_payments))
+        .route("/v1/account/agents/{agent_id}/jobs", get(list_jobs))
+        .route(
+            "/v1/account/plugins",
+            get(list_plugins)
+                .post(upload_plugin)
+                .layer(DefaultBodyLimit::max(max_component)),
+        )
+        .route_layer(middleware::from_fn_with_state(state, guard::require_key))
+}
+
+/// A caller whose key may manage the account. Checked before the body is read.
+pub struct Manager(pub Caller);
+
+impl<S: Send + Sync> FromRequestParts<S> for Manager {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let caller = Caller::from_request_parts(parts, state).await?;
+        caller.require(KeyScope::Manage)?;
+        Ok(Manager(caller))
+    }
+}
+
+type Answer = Result<(StatusCode, axum::Json<Value>), ApiError>;
+
+fn ok(data: Value) -> Answer {
+    Ok((StatusCode::OK, axum::Json(json!({ "success": true, "data": data }))))
+}
+
+fn created(data: Value) -> Answer {
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(json!({ "success": true, "data": data })),
+    ))
+}
+
+/// `?limit=N` on the lists: 1 to 500, 50 when absent.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    limit: Option<u32>,
+}
+
+impl ListQuery {
+    fn limit(&self) -> Result<u32, ApiError> {
+        match self.limit {
+            None => Ok(50),
+            Some(n @ 1..=500) => Ok(n),
+            Some(n) => Err(ApiError::validation(format!(
+                "Invalid query parameter 'limit': {n} is not between 1 and 500"
+            ))),
+        }
+    }
+}
+
+async fn show_account(Manager(caller): Manager) -> Answer {
+    ok(views::account(&caller.account))
+}
+
+async fn list_keys(State(state): State<AppState>, Manager(caller): Manager) -> Answer {
+    let list = keys::list(&state.services.store, &caller.account).await?;
+    ok(json!({ "keys": list.iter().map(views::key).collect::<Vec<_>>() }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateKey {
+    /// `use` when absent: a new key gets the least power unless more is asked for.
+    scope: Option<String>,
+}
+
+async fn create_key(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiJson(body): ApiJson<CreateKey>,
+) -> Answer {
+    let scope = match body.scope.as_deref() {
+        None => KeyScope::Use,
+        Some(text) => keys::parse_scope(text)?,
+    };
+    let issued = keys::issue(&state.services.store, &caller.account, scope).await?;
+    created(views::issued_key(&issued, &caller.account))
+}
+
+async fn revoke_key(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiPath(key_id): ApiPath<String>,
+) -> Answer {
+    let key = keys::revoke(&state.services.store, &key_id, Some(&caller.account)).await?;
+    ok(views::key(&key))
+}
+
+async fn list_agents(State(state): State<AppState>, Manager(caller): Manager) -> Answer {
+    let list = agents::list(&state.services.store, Some(&caller.account.id)).await?;
+    ok(json!({ "agents": list.iter().map(views::agent_summary).collect::<Vec<_>>() }))
+}
+
+/// Creates or updates an agent from its manifest: TOML (`application/toml`, `text/plain`
+/// or no content type) or the same as JSON (`application/json`).
+async fn apply_agent(State(state): State<AppState>, Manager(caller): Manager, body: ApiBody) -> Answer {
+    let json = match body.mime.as_deref() {
+        None | Some("application/toml") | Some("text/plain") | Some("text/x-toml") => false,
+        Some("application/json") => true,
+        Some(other) => {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "validation_error",
+                format!("Content-Type {other} is not a manifest: send application/toml or application/json"),
+            ));
+        }
+    };
+    let manifest = agents::parse_sent(&body.bytes, json)?;
+    let outcome = agents::apply_as(&state.services, &manifest, &caller.account.id).await?;
+    let view = views::applied(&manifest, &outcome);
+    if outcome.created { created(view) } else { ok(view) }
+}
+
+async fn show_agent(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiPath(agent_id): ApiPath<String>,
+) -> Answer {
+    let found = agents::owned_with_commands(&state.services.store, &caller.account.id, &agent_id).await?;
+    ok(views::agent(&found.agent, &caller.account.name, &found.commands))
+}
+
+async fn delete_agent(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiPath(agent_id): ApiPath<String>,
+) -> Answer {
+    let agent = agents::delete(&state.services.store, &caller.account.id, &agent_id).await?;
+    ok(json!({ "id": agent.id, "username": agent.def.username, "deleted": true }))
+}
+
+async fn list_wallets(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiPath(agent_id): ApiPath<String>,
+) -> Answer {
+    let store = &state.services.store;
+    let agent = agents::owned(store, &caller.account.id, &agent_id).await?;
+    let list = wallets::list(store, &agent.id).await?;
+    ok(json!({ "wallets": list.iter().map(views::wallet).collect::<Vec<_>>() }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AddWallet {
+    network: String,
+    /// An existing secret key to import (as `wallet import` reads it); absent: a new one.
+    secret: Option<String>,
+}
+
+async fn add_wallet(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiPath(agent_id): ApiPath<String>,
+    ApiJson(body): ApiJson<AddWallet>,
+) -> Answer {
+    let network = requests::network(&body.network)?;
+    let services = &state.services;
+    let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
+    let address = wallets::add(services, &agent.id, network, body.secret.as_deref()).await?;
+    created(json!({ "network": network.as_str(), "address": address }))
+}
+
+async fn list_transfers(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiPath(agent_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Answer {
+    let services = &state.services;
+    let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
+    let list = wallets::transfers(&services.store, &agent.id, query.limit()?).await?;
+    let rows: Vec<Value> = list.iter().map(|t| views::transfer(t, &services.chains)).collect();
+    ok(json!({ "transfers": rows }))
+}
+
+async fn list_payments(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiPath(agent_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Answer {
+    let services = &state.services;
+    let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
+    let list = payments::list(&services.store, &agent.id, query.limit()?).await?;
+    let rows: Vec<Value> = list.iter().map(|p| views::payment(p, &services.chains)).collect();
+    ok(json!({ "payments": rows }))
+}
+
+async fn list_jobs(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiPath(agent_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Answer {
+    let services = &state.services;
+    let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
+    let list = jobs::list(&services.store, &agent.id, query.limit()?).await?;
+    ok(json!({ "jobs": list.iter().map(views::job).collect::<Vec<_>>() }))
+}
+
+async fn list_plugins(State(state): State<AppState>, Manager(caller): Manager) -> Answer {
+    let list = plugins::list(&state.services.store, &caller.account.id).await?;
+    ok(json!({ "plugins": list.iter().map(views::account_plugin).collect::<Vec<_>>() }))
+}
+
+/// A component as the body (`application/wasm`), up to `plugin_max_component_bytes`.
+async fn upload_plugin(State(state): State<AppState>, Manager(caller): Manager, body: ApiBody) -> Answer {
+    match body.mime.as_deref() {
+        Some("application/wasm") | Some("application/octet-stream") => {}
+        _ => {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "validation_error",
+                "Content-Type must be application/wasm: the body is the component's bytes",
+            ));
+        }
+    }
+    let inspection = plugins::upload(&state.services, &caller.account.id, body.bytes.to_vec()).await?;
+    created(views::inspection(&inspection))
+}

@@ -1,0 +1,145 @@
+//! How the account's records are shown: the JSON that both `agent-host --json` and the
+//! management API (`/v1/account/...`) answer with, written once. Times are ISO 8601,
+//! amounts are micro-USDC integers beside their USDC number; secrets never appear.
+
+use serde_json::{Value, json};
+
+use crate::chains::Chains;
+use crate::clock::iso;
+use crate::domain::{Account, Agent, ApiKeyInfo, Command, Network};
+use crate::manifest::AgentManifest;
+use crate::plugins::{Inspection, describe};
+use crate::services::keys::IssuedKey;
+use crate::store::{AccountPlugin, AgentSummary, ApplyOutcome, JobRecord, PaymentRecord, TransferRecord, WalletRecord};
+
+pub fn account(a: &Account) -> Value {
+    json!({
+        "id": a.id, "name": a.name, "plan": a.plan,
+        "rpm": a.limits.per_minute, "rpd": a.limits.per_day,
+        "created_at": iso(a.created_at),
+    })
+}
+
+pub fn key(k: &ApiKeyInfo) -> Value {
+    json!({
+        "id": k.id,
+        "scope": k.scope,
+        "created_at": iso(k.created_at),
+        "last_used_at": k.last_used_at.map(iso),
+        "revoked_at": k.revoked_at.map(iso),
+        "active": k.revoked_at.is_none(),
+    })
+}
+
+/// The one answer that holds a key's secret.
+pub fn issued_key(issued: &IssuedKey, account: &Account) -> Value {
+    json!({ "key": issued.key, "id": issued.info.id, "scope": issued.info.scope, "account": account.name })
+}
+
+pub fn agent_summary(s: &AgentSummary) -> Value {
+    json!({
+        "id": s.agent.id, "username": s.agent.def.username, "name": s.agent.def.name,
+        "account": s.account_name, "commands": s.command_count,
+    })
+}
+
+pub fn agent(agent: &Agent, account_name: &str, commands: &[Command]) -> Value {
+    json!({
+        "id": agent.id,
+        "username": agent.def.username,
+        "name": agent.def.name,
+        "account": account_name,
+        "personality": agent.def.personality,
+        "knowledge": agent.def.knowledge,
+        "x402": {
+            "enabled": agent.def.x402.enabled,
+            "default_price_usd": agent.def.x402.default_price.map(|p| p.to_json_number()),
+            "networks": agent.def.x402.networks,
+        },
+        "created_at": iso(agent.created_at),
+        "updated_at": iso(agent.updated_at),
+        "commands": commands.iter().map(|c| json!({
+            "id": c.id, "command": c.def.name, "handler_type": c.def.handler_type.as_str(),
+            "description": c.def.description, "enabled": c.def.enabled, "integrations": c.def.integrations,
+            "price_usd": c.def.price.map(|p| p.to_json_number()), "parameters": c.def.parameters,
+            "long_running": c.def.long_running,
+            "plugin": c.def.plugin.as_ref().map(|hash| format!("{}{hash}", crate::manifest::HASH_PREFIX)),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+pub fn applied(manifest: &AgentManifest, outcome: &ApplyOutcome) -> Value {
+    json!({
+        "id": outcome.agent_id,
+        "username": manifest.agent.username,
+        "created": outcome.created,
+        "commands": outcome.command_ids.iter().map(|(name, id)| json!({ "command": name, "id": id })).collect::<Vec<_>>(),
+        "removed_commands": outcome.removed_commands,
+    })
+}
+
+/// An inspected or uploaded component: what `plugin inspect` prints.
+pub fn inspection(inspection: &Inspection) -> Value {
+    let mut value = describe(inspection);
+    value["plugin"] = json!(format!("{}{}", crate::manifest::HASH_PREFIX, inspection.hash));
+    value
+}
+
+pub fn account_plugin(p: &AccountPlugin) -> Value {
+    json!({
+        "hash": p.hash,
+        "plugin": format!("{}{}", crate::manifest::HASH_PREFIX, p.hash),
+        "size": p.size,
+        "witVersion": p.wit_version,
+        "manifest": p.manifest,
+        "uploaded_at": iso(p.uploaded_at),
+        "used_by_commands": p.used_by,
+    })
+}
+
+pub fn wallet(w: &WalletRecord) -> Value {
+    json!({ "network": w.network.as_str(), "address": w.address, "created_at": iso(w.created_at) })
+}
+
+fn explorer_url(chains: &Chains, network: &str, signature: Option<&str>) -> Option<String> {
+    let network = Network::parse(network)?;
+    Some(chains.explorer(network).tx(signature?))
+}
+
+pub fn transfer(t: &TransferRecord, chains: &Chains) -> Value {
+    json!({
+        "id": t.id, "network": t.network.as_str(), "kind": t.kind, "state": t.state.as_str(),
+        "amount_usdc": t.amount.to_json_number(), "amount_micro_usdc": t.amount.0,
+        "sender": t.sender, "recipient": t.recipient, "memo": t.memo,
+        "signature": t.signature, "error": t.error,
+        "explorer_url": explorer_url(chains, t.network.as_str(), t.signature.as_deref()),
+        "created_at": iso(t.created_at), "updated_at": iso(t.updated_at),
+    })
+}
+
+pub fn payment(p: &PaymentRecord, chains: &Chains) -> Value {
+    json!({
+        "id": p.id, "network": p.network, "state": p.state, "command": p.command,
+        "x402Version": p.x402_version,
+        "receipt": {
+            "amountPaidMicroUsdc": p.amount.0,
+            "amountPaidUsdc": p.amount.to_json_number(),
+            "transactionSignature": p.transaction_signature,
+            "timestamp": iso(p.created_at),
+            "payer": p.payer,
+            "payTo": p.pay_to,
+        },
+        "explorer_url": explorer_url(chains, &p.network, p.transaction_signature.as_deref()),
+        "job_id": p.job_id, "refund_transfer_id": p.refund_transfer_id, "error": p.error,
+        "updated_at": iso(p.updated_at),
+    })
+}
+
+/// A job as its owner lists it: the status the spec defines is at `/jobs/{id}`.
+pub fn job(j: &JobRecord) -> Value {
+    json!({
+        "id": j.id, "command": j.command, "origin": j.origin, "state": j.state.as_str(),
+        "progress": j.progress, "error": j.error, "code": j.code,
+        "created_at": iso(j.created_at), "expires_at": iso(j.expires_at),
+    })
+}

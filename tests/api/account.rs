@@ -1,0 +1,469 @@
+//! The management API (`/v1/account/...`): what an account holder does without a shell on
+//! the server. Each endpoint's success, its validation errors, the key scopes, and that one
+//! account never sees or touches another's keys, agents, plugins, wallets or payments.
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+async fn delete(url: &str, key: &str) -> Reply {
+    send(client().delete(url).header("x-api-key", key)).await
+}
+
+async fn post_body(url: &str, key: &str, content_type: &str, body: Vec<u8>) -> Reply {
+    send(
+        client()
+            .post(url)
+            .header("x-api-key", key)
+            .header("content-type", content_type)
+            .body(body),
+    )
+    .await
+}
+
+/// A key of `scope` made through the API with `manager`'s key.
+async fn new_key(server: &TestServer, manager: &str, scope: &str) -> String {
+    let reply = post_json(
+        &server.url("/v1/account/keys"),
+        Some(manager),
+        &json!({ "scope": scope }),
+    )
+    .await;
+    assert_eq!(reply.status, 201, "{}", reply.text);
+    assert_eq!(reply.json()["data"]["scope"], scope);
+    reply.json()["data"]["key"].as_str().unwrap().to_string()
+}
+
+fn custom_manifest(username: &str, plugin: &str) -> String {
+    format!(
+        r#"
+username = "{username}"
+name = "Agent {username}"
+
+[[commands]]
+command = "probe"
+handler_type = "custom"
+plugin = "{plugin}"
+"#
+    )
+}
+
+#[tokio::test]
+async fn keys_are_made_listed_and_revoked_by_their_account() {
+    let fx = Fixture::start();
+    let made = post_json(&fx.url("/v1/account/keys"), Some(&fx.key), &json!({})).await;
+    assert_eq!(made.status, 201, "{}", made.text);
+    let data = made.json()["data"].clone();
+    assert_eq!(data["scope"], "use", "a key gets the least power unless asked: {data}");
+    let new_key = data["key"].as_str().unwrap().to_string();
+    let new_id = data["id"].as_str().unwrap().to_string();
+    assert!(new_key.starts_with(&format!("{new_id}_")));
+
+    let commands = fx.url(&format!("/v1/agents/{}/commands", fx.agent_id));
+    assert_eq!(
+        get(&commands, Some(&new_key)).await.status,
+        200,
+        "the new key works at once"
+    );
+
+    let listed = get(&fx.url("/v1/account/keys"), Some(&fx.key)).await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    let secret = new_key.rsplit('_').next().unwrap();
+    assert!(!listed.text.contains(secret), "a list never holds a secret");
+    let keys = listed.json()["data"]["keys"].as_array().unwrap().clone();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    let row = keys.iter().find(|k| k["id"] == new_id.as_str()).unwrap();
+    assert_eq!(
+        (row["scope"].as_str(), row["active"].as_bool()),
+        (Some("use"), Some(true))
+    );
+
+    let revoked = delete(&fx.url(&format!("/v1/account/keys/{new_id}")), &fx.key).await;
+    assert_eq!(revoked.status, 200, "{}", revoked.text);
+    assert_eq!(revoked.json()["data"]["active"], false);
+    let refused = get(&commands, Some(&new_key)).await;
+    assert_eq!(
+        (refused.status, refused.error_code()),
+        (401, "unauthorized".to_string())
+    );
+
+    let unknown = delete(&fx.url("/v1/account/keys/ahk_0000000000000000"), &fx.key).await;
+    assert_eq!((unknown.status, unknown.error_code()), (404, "not_found".to_string()));
+    let bad = post_json(&fx.url("/v1/account/keys"), Some(&fx.key), &json!({ "scope": "root" })).await;
+    assert_eq!((bad.status, bad.error_code()), (400, "validation_error".to_string()));
+    assert!(bad.error_message().contains("use, spend, manage"), "{}", bad.text);
+    let account = get(&fx.url("/v1/account"), Some(&fx.key)).await.json();
+    assert_eq!(
+        (&account["data"]["name"], &account["data"]["plan"]),
+        (&json!("alice"), &json!("free"))
+    );
+}
+
+#[tokio::test]
+async fn a_key_does_only_what_its_scope_allows() {
+    let fx = Fixture::start();
+    let user = new_key(&fx.server, &fx.key, "use").await;
+    let spender = new_key(&fx.server, &fx.key, "spend").await;
+    let agent = &fx.agent_id;
+
+    // Use: the agent endpoints, but no money out and no account.
+    let execute = fx.url(&format!("/v1/agents/{agent}/commands/hello/execute"));
+    let ran = post_json(&execute, Some(&user), &json!({ "parameters": { "name": "Ann" } })).await;
+    assert_eq!(ran.status, 200, "{}", ran.text);
+    let transfer = fx.url(&format!("/v1/agents/{agent}/wallet/base/transfer"));
+    // Refused before the body is read: a malformed body still says "scope".
+    let refused = post_json(&transfer, Some(&user), &json!({ "nonsense": true })).await;
+    assert_eq!(
+        (refused.status, refused.error_code()),
+        (403, "insufficient_scope".to_string()),
+        "{}",
+        refused.text
+    );
+    assert!(refused.error_message().contains("'spend'"), "{}", refused.text);
+    for (method, path) in [
+        ("GET", "/v1/account"),
+        ("POST", "/v1/account/keys"),
+        ("GET", "/v1/account/agents"),
+        ("POST", "/v1/account/plugins"),
+    ] {
+        for key in [&user, &spender] {
+            let request = match method {
+                "GET" => client().get(fx.url(path)),
+                _ => client().post(fx.url(path)).json(&json!({ "scope": "manage" })),
+            };
+            let reply = send(request.header("x-api-key", key)).await;
+            assert_eq!(
+                (reply.status, reply.error_code()),
+                (403, "insufficient_scope".to_string()),
+                "{method} {path}: {}",
+                reply.text
+            );
+            assert!(reply.header("x-ratelimit-limit").is_some(), "refusals are counted too");
+        }
+    }
+    // Spend: the transfer gets past the scope (and fails on what it is: no wallet).
+    let tried = post_json(
+        &transfer,
+        Some(&spender),
+        &json!({ "recipientAddress": "0x000000000000000000000000000000000000dEaD", "amountUsdc": 1 }),
+    )
+    .await;
+    assert_ne!(tried.status, 403, "{}", tried.text);
+    assert_eq!(tried.error_code(), "wallet_not_configured", "{}", tried.text);
+    // Keys made by the CLI for an account holder manage.
+    assert_eq!(get(&fx.url("/v1/account"), Some(&fx.key)).await.status, 200);
+    let listed = fx.env.cli_json(&["key", "list", "--account", "alice"]);
+    let scopes: Vec<&str> = listed["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["scope"].as_str().unwrap())
+        .collect();
+    assert_eq!(scopes, ["manage", "use", "spend"]);
+}
+
+#[tokio::test]
+async fn agents_are_applied_over_http_with_the_same_checks_as_the_cli() {
+    let fx = Fixture::start();
+    let url = fx.url("/v1/account/agents");
+    let created = post_body(&url, &fx.key, "application/toml", manifest("beta").into_bytes()).await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    assert_eq!(created.json()["data"]["created"], true);
+    let changed = manifest("beta").replace("Hello, {{name}}!", "Howdy, {{name}}!");
+    let updated = post_body(&url, &fx.key, "application/toml", changed.into_bytes()).await;
+    assert_eq!(
+        (updated.status, &updated.json()["data"]["created"]),
+        (200, &json!(false))
+    );
+    let ran = post_json(
+        &fx.url("/v1/agents/beta/commands/hello/execute"),
+        Some(&fx.key),
+        &json!({ "parameters": { "name": "Bo" } }),
+    )
+    .await;
+    assert_eq!(ran.json()["data"]["result"]["response"], "Howdy, Bo!", "{}", ran.text);
+
+    // The same manifest as JSON.
+    let as_json = json!({
+        "username": "gamma", "name": "Gamma",
+        "commands": [{ "command": "hi", "handler_type": "simple_text", "config": { "text": "hi" } }],
+    });
+    let made = post_json(&url, Some(&fx.key), &as_json).await;
+    assert_eq!(made.status, 201, "{}", made.text);
+
+    // A mistake gets the message `agent apply` prints, file name aside.
+    let broken = manifest("delta").replace("handler_type = \"simple_text\"", "handler_type = \"simple_txt\"");
+    let reply = post_body(&url, &fx.key, "application/toml", broken.clone().into_bytes()).await;
+    assert_eq!(
+        (reply.status, reply.error_code()),
+        (400, "validation_error".to_string())
+    );
+    std::fs::write(fx.env.path("broken.toml"), &broken).unwrap();
+    let cli = fx.env.cli(&[
+        "agent",
+        "apply",
+        fx.env.path("broken.toml").to_str().unwrap(),
+        "--account",
+        "alice",
+    ]);
+    let cli_message = cli.stderr.trim().trim_start_matches("error: ").to_string();
+    let (_, cli_rest) = cli_message.split_once(".toml").unwrap();
+    let api_rest = reply.error_message().strip_prefix("manifest").unwrap().to_string();
+    assert_eq!(api_rest, cli_rest, "the API says what the CLI says");
+    assert!(api_rest.starts_with(":10:"), "with its line: {api_rest}");
+
+    // A manifest sent over the network never names a file on the server.
+    let by_path = custom_manifest("eps", "/etc/passwd");
+    let reply = post_body(&url, &fx.key, "application/toml", by_path.into_bytes()).await;
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    assert!(reply.error_message().contains("commands[0].plugin"), "{}", reply.text);
+    assert!(reply.error_message().contains("sha256:"), "{}", reply.text);
+    let reply = post_body(&url, &fx.key, "text/html", b"<p>".to_vec()).await;
+    assert_eq!(
+        (reply.status, reply.error_code()),
+        (415, "validation_error".to_string())
+    );
+    let reply = post_body(&url, &fx.key, "application/json", b"[1]".to_vec()).await;
+    assert_eq!(
+        (reply.status, reply.error_code()),
+        (400, "validation_error".to_string())
+    );
+
+    let list = get(&url, Some(&fx.key)).await.json();
+    let names: Vec<&str> = list["data"]["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["username"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["alpha", "beta", "gamma"]);
+    let shown = get(&fx.url("/v1/account/agents/beta"), Some(&fx.key)).await.json();
+    assert_eq!(shown["data"]["commands"][0]["command"], "hello");
+    assert_eq!(shown, {
+        let cli = fx.env.cli_json(&["agent", "show", "beta"]);
+        json!({ "success": true, "data": cli })
+    });
+}
+
+#[tokio::test]
+async fn a_plugin_uploaded_over_http_runs_as_a_command() {
+    let env = TestEnv::new().with_env("AGENT_HOST_PLUGIN_MAX_COMPONENT_BYTES", "4000000");
+    let key = env.account_with_key("alice", "free");
+    let server = env.serve();
+    let bytes = std::fs::read(plugin_path("probe")).unwrap();
+    let uploads = server.url("/v1/account/plugins");
+    let uploaded = post_body(&uploads, &key, "application/wasm", bytes.clone()).await;
+    assert_eq!(uploaded.status, 201, "{}", uploaded.text);
+    let plugin = uploaded.json()["data"]["plugin"].as_str().unwrap().to_string();
+    assert!(plugin.starts_with("sha256:") && plugin.len() == 7 + 64, "{plugin}");
+    assert_eq!(uploaded.json()["data"]["manifest"]["name"], "probe");
+
+    let listed = get(&uploads, Some(&key)).await.json();
+    let plugins = listed["data"]["plugins"].as_array().unwrap();
+    assert_eq!(plugins.len(), 1);
+    assert_eq!(
+        (&plugins[0]["plugin"], &plugins[0]["used_by_commands"]),
+        (&json!(plugin), &json!(0))
+    );
+
+    let applied = post_body(
+        &server.url("/v1/account/agents"),
+        &key,
+        "application/toml",
+        custom_manifest("prober", &plugin).into_bytes(),
+    )
+    .await;
+    assert_eq!(applied.status, 201, "{}", applied.text);
+    let ran = post_json(
+        &server.url("/v1/agents/prober/commands/probe/execute"),
+        Some(&key),
+        &json!({ "parameters": { "mode": "echo", "url": "uploaded" } }),
+    )
+    .await;
+    assert_eq!(
+        ran.json()["data"]["result"]["response"],
+        "probe ok: uploaded",
+        "{}",
+        ran.text
+    );
+    let listed = get(&uploads, Some(&key)).await.json();
+    assert_eq!(listed["data"]["plugins"][0]["used_by_commands"], 1);
+
+    // What is not a component of our world is refused with the reason.
+    let reply = post_body(&uploads, &key, "application/wasm", b"\0asm\x01\0\0\0".to_vec()).await;
+    assert_eq!(
+        (reply.status, reply.error_code()),
+        (400, "validation_error".to_string())
+    );
+    assert!(reply.error_message().contains("not a component"), "{}", reply.text);
+    let reply = post_body(&uploads, &key, "application/wasm", Vec::new()).await;
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    let reply = post_body(&uploads, &key, "text/plain", bytes).await;
+    assert_eq!(reply.status, 415, "{}", reply.text);
+    let reply = post_body(&uploads, &key, "application/wasm", vec![0u8; 4_000_001]).await;
+    assert_eq!(
+        (reply.status, reply.error_code()),
+        (413, "validation_error".to_string()),
+        "{}",
+        reply.text
+    );
+    let unknown = custom_manifest("ghost", &format!("sha256:{}", "ab".repeat(32)));
+    let reply = post_body(
+        &server.url("/v1/account/agents"),
+        &key,
+        "application/toml",
+        unknown.into_bytes(),
+    )
+    .await;
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    assert!(
+        reply.error_message().contains("has uploaded no component"),
+        "{}",
+        reply.text
+    );
+}
+
+#[tokio::test]
+async fn an_agents_wallets_and_records_are_its_owners_to_see() {
+    let fx = Fixture::start();
+    let agent = &fx.agent_id;
+    let wallets = fx.url(&format!("/v1/account/agents/{agent}/wallets"));
+    let made = post_json(&wallets, Some(&fx.key), &json!({ "network": "base" })).await;
+    assert_eq!(made.status, 201, "{}", made.text);
+    let address = made.json()["data"]["address"].as_str().unwrap().to_string();
+    assert!(address.starts_with("0x") && address.len() == 42, "{address}");
+    let again = post_json(&wallets, Some(&fx.key), &json!({ "network": "base" })).await;
+    assert_eq!(
+        (again.status, again.error_code()),
+        (409, "conflict".to_string()),
+        "{}",
+        again.text
+    );
+    let bad = post_json(&wallets, Some(&fx.key), &json!({ "network": "ethereum" })).await;
+    assert_eq!((bad.status, bad.error_code()), (400, "validation_error".to_string()));
+    let listed = get(&wallets, Some(&fx.key)).await;
+    assert!(!listed.text.contains("secret"), "{}", listed.text);
+    assert_eq!(listed.json()["data"]["wallets"][0]["address"], address.as_str());
+
+    for (list, field) in [("transfers", "transfers"), ("payments", "payments"), ("jobs", "jobs")] {
+        let url = fx.url(&format!("/v1/account/agents/{agent}/{list}"));
+        let reply = get(&url, Some(&fx.key)).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        assert_eq!(reply.json()["data"][field], json!([]));
+        let reply = get(&format!("{url}?limit=0"), Some(&fx.key)).await;
+        assert_eq!(
+            (reply.status, reply.error_code()),
+            (400, "validation_error".to_string())
+        );
+    }
+
+    // An agent with a wallet keeps its key: not deleted. One without goes.
+    let kept = delete(&fx.url(&format!("/v1/account/agents/{agent}")), &fx.key).await;
+    assert_eq!(
+        (kept.status, kept.error_code()),
+        (409, "conflict".to_string()),
+        "{}",
+        kept.text
+    );
+    assert!(kept.error_message().contains("wallet on base"), "{}", kept.text);
+    fx.env.apply_agent(&manifest("beta"), "alice");
+    let gone = delete(&fx.url("/v1/account/agents/beta"), &fx.key).await;
+    assert_eq!(gone.status, 200, "{}", gone.text);
+    let after = get(&fx.url("/v1/agents/beta/commands"), Some(&fx.key)).await;
+    assert_eq!(after.status, 404, "{}", after.text);
+}
+
+/// Bob's key, with `manage`, against Alice's records: every one answers like a missing one,
+/// and nothing of Alice's changes.
+#[tokio::test]
+async fn one_account_never_reaches_anothers_records() {
+    let env = TestEnv::new();
+    let alice = env.account_with_key("alice", "free");
+    let bob = env.account_with_key("bob", "free");
+    let alpha = env.apply_agent(&manifest("alpha"), "alice");
+    env.apply_agent(&manifest("bobby"), "bob");
+    env.create_wallet("alpha", "base");
+    let server = env.serve();
+    let uploaded = post_body(
+        &server.url("/v1/account/plugins"),
+        &alice,
+        "application/wasm",
+        std::fs::read(plugin_path("probe")).unwrap(),
+    )
+    .await;
+    let alices_plugin = uploaded.json()["data"]["plugin"].as_str().unwrap().to_string();
+    let alices_key_id = env.cli_json(&["key", "list", "--account", "alice"])["keys"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let agents = get(&server.url("/v1/account/agents"), Some(&bob)).await.json();
+    let names: Vec<&str> = agents["data"]["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["username"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["bobby"]);
+    let keys = get(&server.url("/v1/account/keys"), Some(&bob)).await;
+    assert!(!keys.text.contains(&alices_key_id), "{}", keys.text);
+    let plugins = get(&server.url("/v1/account/plugins"), Some(&bob)).await.json();
+    assert_eq!(plugins["data"]["plugins"], json!([]));
+
+    for target in [alpha.as_str(), "alpha"] {
+        for path in ["", "/wallets", "/transfers", "/payments", "/jobs"] {
+            let reply = get(&server.url(&format!("/v1/account/agents/{target}{path}")), Some(&bob)).await;
+            assert_eq!(
+                (reply.status, reply.error_code()),
+                (404, "not_found".to_string()),
+                "{path}: {}",
+                reply.text
+            );
+        }
+        let reply = post_json(
+            &server.url(&format!("/v1/account/agents/{target}/wallets")),
+            Some(&bob),
+            &json!({ "network": "solana" }),
+        )
+        .await;
+        assert_eq!(reply.status, 404, "{}", reply.text);
+        let reply = delete(&server.url(&format!("/v1/account/agents/{target}")), &bob).await;
+        assert_eq!(reply.status, 404, "{}", reply.text);
+    }
+    let reply = delete(&server.url(&format!("/v1/account/keys/{alices_key_id}")), &bob).await;
+    assert_eq!((reply.status, reply.error_code()), (404, "not_found".to_string()));
+    // Alice's name is taken, but her agent is not Bob's to change.
+    let reply = post_body(
+        &server.url("/v1/account/agents"),
+        &bob,
+        "application/toml",
+        manifest("alpha").into_bytes(),
+    )
+    .await;
+    assert_eq!(
+        (reply.status, reply.error_code()),
+        (409, "conflict".to_string()),
+        "{}",
+        reply.text
+    );
+    // Knowing the hash of Alice's component does not let Bob run it.
+    let reply = post_body(
+        &server.url("/v1/account/agents"),
+        &bob,
+        "application/toml",
+        custom_manifest("bobprobe", &alices_plugin).into_bytes(),
+    )
+    .await;
+    assert_eq!(reply.status, 400, "{}", reply.text);
+
+    // Nothing of Alice's moved.
+    assert_eq!(get(&server.url("/v1/account"), Some(&alice)).await.status, 200);
+    let hers = get(&server.url("/v1/account/agents/alpha/wallets"), Some(&alice))
+        .await
+        .json();
+    assert_eq!(hers["data"]["wallets"].as_array().map(Vec::len), Some(1));
+    let hers = get(&server.url("/v1/account/agents/alpha"), Some(&alice)).await.json();
+    assert_eq!(hers["data"]["name"], "Agent alpha");
+    let value: Value = get(&server.url("/v1/account/plugins"), Some(&alice)).await.json();
+    assert_eq!(value["data"]["plugins"][0]["plugin"], alices_plugin.as_str());
+}
