@@ -172,6 +172,9 @@ pub async fn list(store: &Store, account_id: Option<&str>) -> Result<Vec<AgentSu
 /// its key would go with it, and with the key any funds at the address.
 pub async fn delete(store: &Store, account_id: &str, id_or_username: &str) -> Result<Agent, ServiceError> {
     let agent = owned(store, account_id, id_or_username).await?;
+    if store.delete_agent_without_wallets(&agent.id).await? {
+        return Ok(agent);
+    }
     let wallets = store.wallets_of(&agent.id).await?;
     if !wallets.is_empty() {
         let networks: Vec<&str> = wallets.iter().map(|w| w.network.as_str()).collect();
@@ -181,7 +184,7 @@ pub async fn delete(store: &Store, account_id: &str, id_or_username: &str) -> Re
             networks.join(" and ")
         )));
     }
-    store.delete_agent(&agent.id).await?;
+    // Deleted meanwhile by another request: gone either way.
     Ok(agent)
 }
 

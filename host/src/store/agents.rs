@@ -264,13 +264,18 @@ impl Store {
         .await
     }
 
-    /// Deletes the agent; its commands, integrations, wallets and key-value data go with it
-    /// (the schema cascades). Jobs, transfers and payments keep their rows.
-    pub async fn delete_agent(&self, agent_id: &str) -> Result<(), StoreError> {
+    /// Deletes the agent unless it holds a wallet (checked in the same statement, so a
+    /// wallet made meanwhile is never lost); its commands, integrations and key-value data go
+    /// with it (the schema cascades). Jobs, transfers and payments keep their rows. False when
+    /// nothing was deleted.
+    pub async fn delete_agent_without_wallets(&self, agent_id: &str) -> Result<bool, StoreError> {
         let agent_id = agent_id.to_string();
         self.write_cached(move |db| {
-            db.execute("DELETE FROM agents WHERE id = ?1", args![agent_id])?;
-            Ok(())
+            let deleted = db.execute(
+                "DELETE FROM agents WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM wallets WHERE agent_id = ?1)",
+                args![agent_id],
+            )?;
+            Ok(deleted > 0)
         })
         .await
     }
