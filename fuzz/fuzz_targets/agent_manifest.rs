@@ -11,7 +11,11 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let lines = source.split('\n').count();
-    match agent_host::manifest::parse(source, "fuzz.toml", std::path::Path::new("/nonexistent")) {
+    match agent_host::manifest::parse(
+        source,
+        "fuzz.toml",
+        agent_host::manifest::PluginSource::Files(std::path::Path::new("/nonexistent")),
+    ) {
         Ok(manifest) => {
             let name_ok = |n: &str, max: usize| {
                 (1..=max).contains(&n.len())
