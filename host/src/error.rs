@@ -309,19 +309,20 @@ impl<S: Send + Sync> FromRequest<S> for ApiBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let mime = req
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(|t| t.split(';').next().unwrap_or_default().trim().to_ascii_lowercase());
+        let mime = req.headers().get(CONTENT_TYPE).and_then(mime_essence);
         let bytes = Bytes::from_request(req, state).await.map_err(body_rejection)?;
         Ok(ApiBody { bytes, mime })
     }
 }
 
+/// A content type without its parameters, lowercase: `application/json`.
+fn mime_essence(value: &HeaderValue) -> Option<String> {
+    let text = value.to_str().ok()?;
+    Some(text.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
+}
+
 fn is_json(value: &HeaderValue) -> bool {
-    let Ok(text) = value.to_str() else { return false };
-    let mime = text.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let Some(mime) = mime_essence(value) else { return false };
     mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
 }
 
