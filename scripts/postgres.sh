@@ -20,13 +20,7 @@ as_owner() {
 case "$action" in
 start)
     if [ -z "$(bin_dir)" ]; then
-        sudo=""
-        if [ "$(id -u)" != 0 ]; then sudo=sudo; fi
-        # A fresh machine may not have the package lists yet.
-        if ! DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql >/dev/null; then
-            $sudo apt-get update -qq >/dev/null
-            DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq postgresql >/dev/null
-        fi
+        "$(dirname "$0")/apt-install.sh" postgresql
     fi
     bin="$(bin_dir)"
     mkdir -p "$dir"

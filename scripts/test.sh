@@ -5,6 +5,8 @@
 # and real local chains: Anvil with Circle's USDC (npm, tests/node) and Surfpool (crates.io,
 # tests/solana-chain, its own lock file; ~15 min to build the first time, seconds after),
 # and the real x402 clients that pay (npm x402-fetch 1.2.0 and @x402/fetch 2.x: tests/node/pay.mjs).
+# The web console is driven in Debian's `chromium` (installed here when missing) by npm's
+# playwright-core (tests/node/console.mjs).
 # The end-to-end suite then runs a second time with every test on PostgreSQL (Debian's
 # `postgresql`, a throwaway cluster on a free port: scripts/postgres.sh), where the
 # multi-host tests also run.
@@ -23,6 +25,9 @@ fi
 # `npm install`, not `npm ci`: npm leaves the other platforms' optional anvil packages out of
 # the lock file and `npm ci` then refuses it. Versions are pinned exactly in package.json.
 npm install --prefix tests/node --no-audit --no-fund --loglevel=error
+if [ ! -x /usr/bin/chromium ]; then
+    scripts/apt-install.sh chromium
+fi
 cargo build --locked --quiet --manifest-path tests/solana-chain/Cargo.toml --target-dir "$target/solana-chain"
 export SOLANA_CHAIN_BIN="$target/solana-chain/debug/solana-chain"
 

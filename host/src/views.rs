@@ -10,7 +10,9 @@ use crate::domain::{Account, Agent, ApiKeyInfo, Command, Network};
 use crate::manifest::AgentManifest;
 use crate::plugins::{Inspection, describe};
 use crate::services::keys::IssuedKey;
-use crate::store::{AccountPlugin, AgentSummary, ApplyOutcome, JobRecord, PaymentRecord, TransferRecord, WalletRecord};
+use crate::store::{
+    AccountPlugin, AgentSummary, ApplyOutcome, Integration, JobRecord, PaymentRecord, TransferRecord, WalletRecord,
+};
 
 pub fn account(a: &Account) -> Value {
     json!({
@@ -97,8 +99,28 @@ pub fn account_plugin(p: &AccountPlugin) -> Value {
     })
 }
 
-pub fn wallet(w: &WalletRecord) -> Value {
-    json!({ "network": w.network.as_str(), "address": w.address, "created_at": iso(w.created_at) })
+/// A wallet's address, with where to see it and a payment request that funds it with USDC.
+pub fn wallet(w: &WalletRecord, chains: &Chains) -> Value {
+    json!({
+        "network": w.network.as_str(), "address": w.address,
+        "explorer_url": chains.explorer(w.network).address(&w.address),
+        "funding_uri": chains.get(w.network).funding_uri(&w.address),
+        "created_at": iso(w.created_at),
+    })
+}
+
+/// `text` as a QR code in SVG, black on white with the standard quiet zone; `None` if
+/// it is too long for any QR code.
+pub fn qr_svg(text: &str) -> Option<String> {
+    use qrcode::render::svg;
+    let code = qrcode::QrCode::new(text.as_bytes()).ok()?;
+    Some(
+        code.render::<svg::Color<'_>>()
+            .min_dimensions(240, 240)
+            .dark_color(svg::Color("#000"))
+            .light_color(svg::Color("#fff"))
+            .build(),
+    )
 }
 
 fn explorer_url(chains: &Chains, network: &str, signature: Option<&str>) -> Option<String> {
@@ -142,4 +164,19 @@ pub fn job(j: &JobRecord) -> Value {
         "progress": j.progress, "error": j.error, "code": j.code,
         "created_at": iso(j.created_at), "expires_at": iso(j.expires_at),
     })
+}
+
+/// A connected third-party account: whether it may be used, and its public side (the
+/// bot's or the account's username and id); `null` when none is connected.
+pub fn integration(connected: Option<&Integration>) -> Value {
+    match connected {
+        None => Value::Null,
+        Some(i) => {
+            let mut view = json!({ "enabled": i.enabled });
+            if let (Some(out), Some(public)) = (view.as_object_mut(), i.public.as_object()) {
+                out.extend(public.clone());
+            }
+            view
+        }
+    }
 }

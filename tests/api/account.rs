@@ -6,10 +6,6 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-async fn delete(url: &str, key: &str) -> Reply {
-    send(client().delete(url).header("x-api-key", key)).await
-}
-
 async fn post_body(url: &str, key: &str, content_type: &str, body: Vec<u8>) -> Reply {
     send(
         client()
@@ -78,7 +74,13 @@ async fn keys_are_made_listed_and_revoked_by_their_account() {
         (Some("use"), Some(true))
     );
 
-    let revoked = delete(&fx.url(&format!("/v1/account/keys/{new_id}")), &fx.key).await;
+    let revoked = keyed(
+        reqwest::Method::DELETE,
+        &fx.url(&format!("/v1/account/keys/{new_id}")),
+        &fx.key,
+        None,
+    )
+    .await;
     assert_eq!(revoked.status, 200, "{}", revoked.text);
     assert_eq!(revoked.json()["data"]["active"], false);
     let refused = get(&commands, Some(&new_key)).await;
@@ -87,7 +89,13 @@ async fn keys_are_made_listed_and_revoked_by_their_account() {
         (401, "unauthorized".to_string())
     );
 
-    let unknown = delete(&fx.url("/v1/account/keys/ahk_0000000000000000"), &fx.key).await;
+    let unknown = keyed(
+        reqwest::Method::DELETE,
+        &fx.url("/v1/account/keys/ahk_0000000000000000"),
+        &fx.key,
+        None,
+    )
+    .await;
     assert_eq!((unknown.status, unknown.error_code()), (404, "not_found".to_string()));
     let bad = post_json(&fx.url("/v1/account/keys"), Some(&fx.key), &json!({ "scope": "root" })).await;
     assert_eq!((bad.status, bad.error_code()), (400, "validation_error".to_string()));
@@ -358,7 +366,13 @@ async fn an_agents_wallets_and_records_are_its_owners_to_see() {
     }
 
     // An agent with a wallet keeps its key: not deleted. One without goes.
-    let kept = delete(&fx.url(&format!("/v1/account/agents/{agent}")), &fx.key).await;
+    let kept = keyed(
+        reqwest::Method::DELETE,
+        &fx.url(&format!("/v1/account/agents/{agent}")),
+        &fx.key,
+        None,
+    )
+    .await;
     assert_eq!(
         (kept.status, kept.error_code()),
         (409, "conflict".to_string()),
@@ -367,7 +381,13 @@ async fn an_agents_wallets_and_records_are_its_owners_to_see() {
     );
     assert!(kept.error_message().contains("wallet on base"), "{}", kept.text);
     fx.env.apply_agent(&manifest("beta"), "alice");
-    let gone = delete(&fx.url("/v1/account/agents/beta"), &fx.key).await;
+    let gone = keyed(
+        reqwest::Method::DELETE,
+        &fx.url("/v1/account/agents/beta"),
+        &fx.key,
+        None,
+    )
+    .await;
     assert_eq!(gone.status, 200, "{}", gone.text);
     let after = get(&fx.url("/v1/agents/beta/commands"), Some(&fx.key)).await;
     assert_eq!(after.status, 404, "{}", after.text);
@@ -427,10 +447,22 @@ async fn one_account_never_reaches_anothers_records() {
         )
         .await;
         assert_eq!(reply.status, 404, "{}", reply.text);
-        let reply = delete(&server.url(&format!("/v1/account/agents/{target}")), &bob).await;
+        let reply = keyed(
+            reqwest::Method::DELETE,
+            &server.url(&format!("/v1/account/agents/{target}")),
+            &bob,
+            None,
+        )
+        .await;
         assert_eq!(reply.status, 404, "{}", reply.text);
     }
-    let reply = delete(&server.url(&format!("/v1/account/keys/{alices_key_id}")), &bob).await;
+    let reply = keyed(
+        reqwest::Method::DELETE,
+        &server.url(&format!("/v1/account/keys/{alices_key_id}")),
+        &bob,
+        None,
+    )
+    .await;
     assert_eq!((reply.status, reply.error_code()), (404, "not_found".to_string()));
     // Alice's name is taken, but her agent is not Bob's to change.
     let reply = post_body(

@@ -436,3 +436,127 @@ async fn inbound_updates_need_the_secret_token() {
     .await;
     assert_eq!(unknown.status, 404);
 }
+
+/// The account holder connects, disables, enables and disconnects the bot over the
+/// management API, as the CLI does, and the keyed send follows each step.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_owner_manages_the_bot_over_the_api() {
+    use reqwest::Method;
+    let bot = connected().await;
+    let bob = bot.env.account_with_key("bob", "free");
+    let at = |path: &str| bot.server.url(&format!("/v1/account/agents/alpha/integrations{path}"));
+    let hello = json!({ "chatId": "42", "text": "hi" });
+
+    let gone = keyed(Method::DELETE, &at("/chatapp"), &bot.key, None).await;
+    assert_eq!(gone.json()["data"], json!({ "disconnected": true }));
+    assert_eq!(
+        send_msg(&bot, "alpha", hello.clone()).await.error_code(),
+        "chatapp_not_configured"
+    );
+    let view = keyed(Method::GET, &at(""), &bot.key, None).await;
+    assert_eq!(view.json()["data"], json!({ "chatapp": null, "social": null }));
+
+    let wrong = keyed(
+        Method::PUT,
+        &at("/chatapp"),
+        &bot.key,
+        Some(&json!({ "token": "999:WRONG" })),
+    )
+    .await;
+    assert_eq!((wrong.status, wrong.error_code()), (400, "validation_error".into()));
+    assert!(
+        wrong
+            .error_message()
+            .contains("Telegram refused the token: Unauthorized"),
+        "{}",
+        wrong.text
+    );
+
+    // The token goes into Telegram's path: nothing in it may change the address called.
+    for odd in ["123:abc/../../getUpdates", "123:abc?x=1", "123:é", ":abc", "123:"] {
+        let refused = keyed(Method::PUT, &at("/chatapp"), &bot.key, Some(&json!({ "token": odd }))).await;
+        assert_eq!(
+            (refused.status, refused.error_code()),
+            (400, "validation_error".into()),
+            "{odd}"
+        );
+        assert!(refused.error_message().contains("@BotFather"), "{}", refused.text);
+    }
+    let body = json!({ "token": TOKEN, "webhook_url": "https://agents.example/chatapp/alpha/webhook" });
+    let made = keyed(Method::PUT, &at("/chatapp"), &bot.key, Some(&body)).await;
+    assert_eq!(made.status, 200, "{}", made.text);
+    assert_eq!(made.json()["data"]["bot_username"], "helper_bot");
+    let registered = bot
+        .sent
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|s| s["setWebhook"]["url"] == "https://agents.example/chatapp/alpha/webhook");
+    assert!(registered, "the webhook is registered with Telegram");
+    assert_eq!(send_msg(&bot, "alpha", hello.clone()).await.status, 200);
+    assert!(!bot.env.database_contains(TOKEN.as_bytes()), "the token is kept sealed");
+
+    let off = keyed(
+        Method::PATCH,
+        &at("/chatapp"),
+        &bot.key,
+        Some(&json!({ "enabled": false })),
+    )
+    .await;
+    assert_eq!(off.status, 200, "{}", off.text);
+    let refused = send_msg(&bot, "alpha", hello.clone()).await;
+    assert_eq!((refused.status, refused.error_code()), (403, "chatapp_disabled".into()));
+    let view = keyed(Method::GET, &at(""), &bot.key, None).await.json();
+    assert_eq!(view["data"]["chatapp"]["enabled"], false);
+    assert_eq!(view["data"]["chatapp"]["bot_username"], "helper_bot");
+    assert!(!view.to_string().contains(TOKEN), "the token is never shown");
+
+    // Another account's manage key finds no such agent, and changes nothing.
+    for (method, body) in [
+        (Method::GET, None),
+        (Method::PATCH, Some(json!({ "enabled": true }))),
+        (Method::DELETE, None),
+    ] {
+        let path = if method == Method::GET { "" } else { "/chatapp" };
+        let reply = keyed(method.clone(), &at(path), &bob, body.as_ref()).await;
+        assert_eq!(
+            (reply.status, reply.error_code()),
+            (404, "not_found".into()),
+            "{method}"
+        );
+    }
+    let put = keyed(Method::PUT, &at("/chatapp"), &bob, Some(&json!({ "token": TOKEN }))).await;
+    assert_eq!(put.status, 404);
+    assert_eq!(
+        send_msg(&bot, "alpha", hello.clone()).await.error_code(),
+        "chatapp_disabled"
+    );
+
+    let on = keyed(
+        Method::PATCH,
+        &at("/chatapp"),
+        &bot.key,
+        Some(&json!({ "enabled": true })),
+    )
+    .await;
+    assert_eq!(on.status, 200);
+    assert_eq!(send_msg(&bot, "alpha", hello.clone()).await.status, 200);
+    let bad = keyed(
+        Method::PATCH,
+        &at("/chatapp"),
+        &bot.key,
+        Some(&json!({ "enabled": "yes" })),
+    )
+    .await;
+    assert_eq!((bad.status, bad.error_code()), (400, "validation_error".into()));
+    keyed(Method::DELETE, &at("/chatapp"), &bot.key, None).await;
+    let none = keyed(
+        Method::PATCH,
+        &at("/chatapp"),
+        &bot.key,
+        Some(&json!({ "enabled": true })),
+    )
+    .await;
+    assert_eq!((none.status, none.error_code()), (404, "not_found".into()));
+    assert!(none.error_message().contains("connect one first"), "{}", none.text);
+}

@@ -13,6 +13,7 @@ mod auth;
 mod chat;
 mod chatapp;
 mod cli;
+mod console;
 mod errors;
 mod freshness;
 mod jobs;

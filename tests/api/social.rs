@@ -324,3 +324,61 @@ async fn unconnected_accounts_and_unconfigured_servers() {
         (400, "social_not_connected".to_string())
     );
 }
+
+/// The account holder connects, disables and disconnects the social account over the
+/// management API, as the CLI does, and posting follows each step.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_owner_manages_the_social_account_over_the_api() {
+    use reqwest::Method;
+    let s = setup("good-access", "good-refresh", true).await;
+    let at = s.server.url("/v1/account/agents/alpha/integrations/social");
+    let hello = json!({ "text": "Hello over the API" });
+
+    let gone = keyed(Method::DELETE, &at, &s.key, None).await;
+    assert_eq!(gone.json()["data"], json!({ "disconnected": true }));
+    assert_eq!(post_to(&s, hello.clone()).await.error_code(), "social_not_connected");
+
+    let refused = keyed(Method::PUT, &at, &s.key, Some(&json!({ "access_token": "stolen" }))).await;
+    assert_eq!((refused.status, refused.error_code()), (400, "validation_error".into()));
+    assert!(
+        refused.error_message().contains("X refused the access token"),
+        "{}",
+        refused.text
+    );
+
+    // What cannot go in an Authorization header is refused here, not by the HTTP client.
+    for odd in ["two words", "line\nbreak", "é", ""] {
+        let refused = keyed(Method::PUT, &at, &s.key, Some(&json!({ "access_token": odd }))).await;
+        assert_eq!(
+            (refused.status, refused.error_code()),
+            (400, "validation_error".into()),
+            "{odd:?}"
+        );
+    }
+    let body = json!({ "access_token": "good-access", "refresh_token": "good-refresh", "expires_in": 7200 });
+    let made = keyed(Method::PUT, &at, &s.key, Some(&body)).await;
+    assert_eq!(made.status, 200, "{}", made.text);
+    assert_eq!(made.json()["data"]["username"], "helper_x");
+    assert_eq!(post_to(&s, hello.clone()).await.status, 200);
+    assert!(!s.env.database_contains(b"good-refresh"), "the tokens are kept sealed");
+
+    let off = keyed(Method::PATCH, &at, &s.key, Some(&json!({ "enabled": false }))).await;
+    assert_eq!(off.status, 200, "{}", off.text);
+    let blocked = post_to(&s, hello.clone()).await;
+    assert_eq!((blocked.status, blocked.error_code()), (403, "social_forbidden".into()));
+    let view = keyed(
+        Method::GET,
+        &s.server.url("/v1/account/agents/alpha/integrations"),
+        &s.key,
+        None,
+    )
+    .await;
+    let view = view.json();
+    assert_eq!(view["data"]["social"]["username"], "helper_x");
+    assert_eq!(view["data"]["social"]["enabled"], false);
+    assert!(!view.to_string().contains("good-access"), "tokens are never shown");
+
+    let on = keyed(Method::PATCH, &at, &s.key, Some(&json!({ "enabled": true }))).await;
+    assert_eq!(on.status, 200);
+    assert_eq!(post_to(&s, hello).await.status, 200);
+}

@@ -452,6 +452,30 @@ pub async fn post_json(url: &str, key: Option<&str>, body: &Value) -> Reply {
     send(request).await
 }
 
+/// Runs a tool to its end within `limit` (killed if it outlives the test); answers whether
+/// it succeeded and all it printed, standard output then error.
+pub async fn run_tool(mut command: tokio::process::Command, limit: Duration, what: &str) -> (bool, String) {
+    let output = tokio::time::timeout(limit, command.kill_on_drop(true).output())
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not end within {limit:?}"))
+        .unwrap_or_else(|e| panic!("{what} could not start ({e}): scripts/test.sh installs it"));
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), log)
+}
+
+/// Any method with a key, and a JSON body when given.
+pub async fn keyed(method: reqwest::Method, url: &str, key: &str, body: Option<&Value>) -> Reply {
+    let mut request = client().request(method, url).header("x-api-key", key);
+    if let Some(body) = body {
+        request = request.json(body);
+    }
+    send(request).await
+}
+
 /// A small manifest for an agent with this username.
 pub fn manifest(username: &str) -> String {
     format!(

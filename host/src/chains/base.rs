@@ -440,6 +440,14 @@ impl UsdcChain for BaseChain {
         &self.usdc_text
     }
 
+    /// EIP-681: a call of the token's `transfer` to `address`, on this chain id.
+    fn funding_uri(&self, address: &str) -> String {
+        format!(
+            "ethereum:{}@{}/transfer?address={address}",
+            self.usdc_text, self.chain_id
+        )
+    }
+
     fn network_id(&self) -> ChainFuture<'_, String> {
         let id = format!("eip155:{}", self.chain_id);
         Box::pin(async move { Ok(id) })

@@ -80,6 +80,9 @@ pub trait UsdcChain: Send + Sync {
     fn network(&self) -> Network;
     /// The USDC asset this chain is configured with (mint or contract address).
     fn usdc_asset(&self) -> &str;
+    /// A payment request for USDC to `address` that wallets open (and scan as a QR code):
+    /// Solana Pay on Solana, EIP-681 on an EVM chain.
+    fn funding_uri(&self, address: &str) -> String;
     /// The chain's CAIP-2 id, read from the chain configured (`eip155:8453`,
     /// `solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp`), so a testnet is never named mainnet.
     fn network_id(&self) -> ChainFuture<'_, String>;

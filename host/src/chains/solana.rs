@@ -446,6 +446,11 @@ impl UsdcChain for SolanaChain {
         &self.mint_text
     }
 
+    /// A Solana Pay transfer request for the USDC mint.
+    fn funding_uri(&self, address: &str) -> String {
+        format!("solana:{address}?spl-token={}", self.mint_text)
+    }
+
     fn network_id(&self) -> ChainFuture<'_, String> {
         Box::pin(async move {
             if let Some(id) = self.network_id.get() {

@@ -1,11 +1,10 @@
 //! `agent-host chatapp ...` and `agent-host social ...`: the agent's third-party accounts.
 
-use anyhow::anyhow;
 use clap::Subcommand;
 use serde_json::json;
 
 use super::{Ctx, read_stdin_line, service};
-use crate::services::{chatapp, social};
+use crate::services::{chatapp, integrations, social};
 
 #[derive(Subcommand)]
 pub enum ChatappCmd {
@@ -88,7 +87,9 @@ pub async fn chatapp(ctx: &Ctx, command: ChatappCmd) -> anyhow::Result<()> {
         ChatappCmd::Disconnect { agent } => {
             let services = ctx.services()?;
             let found = ctx.agent(&agent).await?;
-            let removed = chatapp::disconnect(&services, &found).await.map_err(service)?;
+            let removed = integrations::disconnect(&services, &found.id, chatapp::KIND)
+                .await
+                .map_err(service)?;
             ctx.out.print(
                 &json!({ "agent": found.def.username, "disconnected": removed }),
                 &if removed {
@@ -105,14 +106,11 @@ pub async fn chatapp(ctx: &Ctx, command: ChatappCmd) -> anyhow::Result<()> {
 }
 
 async fn set_chatapp_enabled(ctx: &Ctx, agent: &str, enabled: bool) -> anyhow::Result<()> {
+    let services = ctx.services()?;
     let found = ctx.agent(agent).await?;
-    if !ctx
-        .store
-        .set_integration_enabled(&found.id, chatapp::KIND, enabled)
-        .await?
-    {
-        return Err(anyhow!("agent '{agent}' has no chat-app bot; connect one first"));
-    }
+    integrations::set_enabled(&services, &found.id, chatapp::KIND, enabled)
+        .await
+        .map_err(service)?;
     ctx.out.print(
         &json!({ "agent": found.def.username, "enabled": enabled }),
         &format!(
@@ -158,7 +156,9 @@ pub async fn social(ctx: &Ctx, command: SocialCmd) -> anyhow::Result<()> {
         SocialCmd::Disconnect { agent } => {
             let services = ctx.services()?;
             let found = ctx.agent(&agent).await?;
-            let removed = social::disconnect(&services, &found).await.map_err(service)?;
+            let removed = integrations::disconnect(&services, &found.id, social::KIND)
+                .await
+                .map_err(service)?;
             ctx.out.print(
                 &json!({ "agent": found.def.username, "disconnected": removed }),
                 if removed {

@@ -78,7 +78,8 @@ pub async fn wallet(ctx: &Ctx, command: WalletCmd) -> anyhow::Result<()> {
         WalletCmd::List { agent } => {
             let found = ctx.agent(&agent).await?;
             let list = wallets::list(&ctx.store, &found.id).await.map_err(service)?;
-            let rows: Vec<Value> = list.iter().map(views::wallet).collect();
+            let chains = &ctx.services()?.chains;
+            let rows: Vec<Value> = list.iter().map(|w| views::wallet(w, chains)).collect();
             ctx.out.list(
                 &json!(rows),
                 &list,

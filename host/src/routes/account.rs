@@ -5,10 +5,11 @@
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, FromRequestParts, State};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
 use axum::middleware;
-use axum::routing::{delete, get};
+use axum::response::IntoResponse;
+use axum::routing::{delete, get, put};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -18,7 +19,7 @@ use crate::app::AppState;
 use crate::domain::KeyScope;
 use crate::error::{ApiBody, ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::services::keys::Caller;
-use crate::services::{agents, jobs, keys, payments, plugins, wallets};
+use crate::services::{agents, chatapp, integrations, jobs, keys, payments, plugins, social, wallets};
 use crate::views;
 
 pub fn routes(state: AppState) -> Router<AppState> {
@@ -33,9 +34,19 @@ pub fn routes(state: AppState) -> Router<AppState> {
             "/v1/account/agents/{agent_id}/wallets",
             get(list_wallets).post(add_wallet),
         )
+        .route("/v1/account/agents/{agent_id}/wallets/{network}/qr", get(wallet_qr))
         .route("/v1/account/agents/{agent_id}/transfers", get(list_transfers))
         .route("/v1/account/agents/{agent_id}/payments", get(list_payments))
         .route("/v1/account/agents/{agent_id}/jobs", get(list_jobs))
+        .route("/v1/account/agents/{agent_id}/integrations", get(show_integrations))
+        .route(
+            "/v1/account/agents/{agent_id}/integrations/chatapp",
+            put(connect_chatapp).patch(enable_chatapp).delete(disconnect_chatapp),
+        )
+        .route(
+            "/v1/account/agents/{agent_id}/integrations/social",
+            put(connect_social).patch(enable_social).delete(disconnect_social),
+        )
         .route(
             "/v1/account/plugins",
             get(list_plugins)
@@ -179,7 +190,8 @@ async fn list_wallets(
     let store = &state.services.store;
     let agent = agents::owned(store, &caller.account.id, &agent_id).await?;
     let list = wallets::list(store, &agent.id).await?;
-    ok(json!({ "wallets": list.iter().map(views::wallet).collect::<Vec<_>>() }))
+    let rows: Vec<Value> = list.iter().map(|w| views::wallet(w, &state.services.chains)).collect();
+    ok(json!({ "wallets": rows }))
 }
 
 #[derive(Deserialize)]
@@ -201,6 +213,25 @@ async fn add_wallet(
     let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
     let address = wallets::add(services, &agent.id, network, body.secret.as_deref()).await?;
     created(json!({ "network": network.as_str(), "address": address }))
+}
+
+/// The wallet's funding request (`funding_uri`) as a QR code, `image/svg+xml`.
+async fn wallet_qr(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiPath((agent_id, network)): ApiPath<(String, String)>,
+) -> Result<axum::response::Response, ApiError> {
+    let network = requests::network(&network)?;
+    let services = &state.services;
+    let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
+    let wallet = wallets::wallet(services, &agent.id, network).await?;
+    let uri = services.chains.get(network).funding_uri(&wallet.address);
+    let svg = views::qr_svg(&uri).ok_or_else(|| ApiError::internal("The address does not fit a QR code"))?;
+    let headers = [
+        (header::CONTENT_TYPE, "image/svg+xml"),
+        (header::CACHE_CONTROL, "private, no-cache"),
+    ];
+    Ok((headers, svg).into_response())
 }
 
 async fn list_transfers(
@@ -260,4 +291,128 @@ async fn upload_plugin(State(state): State<AppState>, Manager(caller): Manager, 
     }
     let inspection = plugins::upload(&state.services, &caller.account.id, body.bytes.to_vec()).await?;
     created(views::inspection(&inspection))
+}
+
+async fn show_integrations(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiPath(agent_id): ApiPath<String>,
+) -> Answer {
+    let services = &state.services;
+    let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
+    let bot = integrations::connected(services, &agent.id, chatapp::KIND).await?;
+    let account = integrations::connected(services, &agent.id, social::KIND).await?;
+    ok(json!({
+        "chatapp": views::integration(bot.as_ref()),
+        "social": views::integration(account.as_ref()),
+    }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConnectChatapp {
+    /// The bot token from @BotFather; checked with Telegram's getMe before it is kept.
+    token: String,
+    /// Registered with setWebhook when given, so the bot answers in its chats.
+    webhook_url: Option<String>,
+}
+
+async fn connect_chatapp(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiPath(agent_id): ApiPath<String>,
+    ApiJson(body): ApiJson<ConnectChatapp>,
+) -> Answer {
+    let services = &state.services;
+    let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
+    let username = chatapp::connect(services, &agent, &body.token).await?;
+    if let Some(url) = &body.webhook_url {
+        chatapp::register_webhook(services, &agent, url).await?;
+    }
+    ok(json!({ "bot_username": username, "enabled": true, "webhook_url": body.webhook_url }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConnectSocial {
+    access_token: String,
+    refresh_token: Option<String>,
+    /// Seconds until the access token expires, as X's token endpoint said.
+    expires_in: Option<i64>,
+}
+
+async fn connect_social(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiPath(agent_id): ApiPath<String>,
+    ApiJson(body): ApiJson<ConnectSocial>,
+) -> Answer {
+    let services = &state.services;
+    let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
+    let username = social::connect(
+        services,
+        &agent,
+        &body.access_token,
+        body.refresh_token.as_deref(),
+        body.expires_in,
+    )
+    .await?;
+    ok(json!({ "username": username, "enabled": true, "refreshable": body.refresh_token.is_some() }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Enabled {
+    enabled: bool,
+}
+
+async fn enable_chatapp(
+    state: State<AppState>,
+    manager: Manager,
+    path: ApiPath<String>,
+    body: ApiJson<Enabled>,
+) -> Answer {
+    set_enabled(state, manager, path, body, chatapp::KIND).await
+}
+
+async fn enable_social(
+    state: State<AppState>,
+    manager: Manager,
+    path: ApiPath<String>,
+    body: ApiJson<Enabled>,
+) -> Answer {
+    set_enabled(state, manager, path, body, social::KIND).await
+}
+
+async fn set_enabled(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiPath(agent_id): ApiPath<String>,
+    ApiJson(body): ApiJson<Enabled>,
+    kind: &'static str,
+) -> Answer {
+    let services = &state.services;
+    let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
+    integrations::set_enabled(services, &agent.id, kind, body.enabled).await?;
+    ok(json!({ "enabled": body.enabled }))
+}
+
+async fn disconnect_chatapp(state: State<AppState>, manager: Manager, path: ApiPath<String>) -> Answer {
+    disconnect(state, manager, path, chatapp::KIND).await
+}
+
+async fn disconnect_social(state: State<AppState>, manager: Manager, path: ApiPath<String>) -> Answer {
+    disconnect(state, manager, path, social::KIND).await
+}
+
+async fn disconnect(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiPath(agent_id): ApiPath<String>,
+    kind: &'static str,
+) -> Answer {
+    let services = &state.services;
+    let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
+    let removed = integrations::disconnect(services, &agent.id, kind).await?;
+    ok(json!({ "disconnected": removed }))
 }

@@ -3,6 +3,7 @@
 
 mod account;
 mod chatapp;
+mod console;
 mod guard;
 mod jobs;
 mod keyed;
@@ -28,6 +29,7 @@ pub fn router(state: AppState) -> Router {
         .merge(x402::routes(state.clone()))
         .merge(jobs::routes())
         .merge(chatapp::routes())
+        .merge(console::routes())
         .fallback(unknown_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(max_body))

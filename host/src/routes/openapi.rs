@@ -465,6 +465,17 @@ pub const OPERATIONS: &[Operation] = &[
     },
     Operation {
         method: "get",
+        path: "/v1/account/agents/{agentId}/wallets/{network}/qr",
+        id: "walletQr",
+        summary: "The wallet's funding request (Solana Pay or EIP-681 for USDC) as a QR code, image/svg+xml",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || json!({ "type": "string" }),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "get",
         path: "/v1/account/agents/{agentId}/transfers",
         id: "listTransfers",
         summary: "The agent's USDC transfers, newest first, with their states",
@@ -494,6 +505,102 @@ pub const OPERATIONS: &[Operation] = &[
         pending: false,
         request: None,
         response: || success(json!({ "type": "object", "properties": { "jobs": { "type": "array" } } })),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "get",
+        path: "/v1/account/agents/{agentId}/integrations",
+        id: "showIntegrations",
+        summary: "The agent's chat-app bot and social account: connected, enabled, public names (never tokens)",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(json!({ "type": "object", "required": ["chatapp", "social"] })),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "put",
+        path: "/v1/account/agents/{agentId}/integrations/chatapp",
+        id: "connectChatapp",
+        summary: "Connect the agent's bot: the token is checked with Telegram's getMe and kept sealed",
+        keyed: true,
+        pending: false,
+        request: Some(|| {
+            json!({ "type": "object", "required": ["token"], "properties": {
+                "token": { "type": "string", "description": "The bot token from @BotFather" },
+                "webhook_url": { "type": ["string", "null"], "description": "Registered with setWebhook when given" },
+            }})
+        }),
+        response: || success(json!({ "type": "object", "required": ["bot_username", "enabled"] })),
+        errors: &[
+            (400, "validation_error"),
+            (403, "insufficient_scope"),
+            (500, "chatapp_send_failed"),
+        ],
+    },
+    Operation {
+        method: "patch",
+        path: "/v1/account/agents/{agentId}/integrations/chatapp",
+        id: "enableChatapp",
+        summary: "Let the bot send again, or keep it connected but refused (403 chatapp_disabled)",
+        keyed: true,
+        pending: false,
+        request: Some(enabled_body),
+        response: || success(json!({ "type": "object", "required": ["enabled"] })),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "delete",
+        path: "/v1/account/agents/{agentId}/integrations/chatapp",
+        id: "disconnectChatapp",
+        summary: "Forget the agent's bot and its token",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(json!({ "type": "object", "required": ["disconnected"] })),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "put",
+        path: "/v1/account/agents/{agentId}/integrations/social",
+        id: "connectSocial",
+        summary: "Connect the agent's social account with its OAuth 2.0 user tokens, checked with /2/users/me and kept sealed",
+        keyed: true,
+        pending: false,
+        request: Some(|| {
+            json!({ "type": "object", "required": ["access_token"], "properties": {
+                "access_token": { "type": "string" },
+                "refresh_token": { "type": ["string", "null"] },
+                "expires_in": { "type": ["integer", "null"], "description": "Seconds until the access token expires" },
+            }})
+        }),
+        response: || success(json!({ "type": "object", "required": ["username", "enabled"] })),
+        errors: &[
+            (400, "validation_error"),
+            (403, "insufficient_scope"),
+            (502, "social_api_error"),
+        ],
+    },
+    Operation {
+        method: "patch",
+        path: "/v1/account/agents/{agentId}/integrations/social",
+        id: "enableSocial",
+        summary: "Let the agent post again, or keep the account connected but refused",
+        keyed: true,
+        pending: false,
+        request: Some(enabled_body),
+        response: || success(json!({ "type": "object", "required": ["enabled"] })),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "delete",
+        path: "/v1/account/agents/{agentId}/integrations/social",
+        id: "disconnectSocial",
+        summary: "Forget the agent's social account and its tokens",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(json!({ "type": "object", "required": ["disconnected"] })),
         errors: MANAGE_ERRORS,
     },
     Operation {
@@ -543,6 +650,10 @@ fn is_x402(path: &str) -> bool {
 
 fn header(description: &str) -> Value {
     json!({ "description": description, "schema": { "type": "string" } })
+}
+
+fn enabled_body() -> Value {
+    json!({ "type": "object", "required": ["enabled"], "properties": { "enabled": { "type": "boolean" } } })
 }
 
 fn success(data: Value) -> Value {
@@ -684,6 +795,9 @@ pub fn document() -> Value {
             operation["requestBody"] = json!({ "required": true, "content": {
                 "application/wasm": binary, "application/octet-stream": binary,
             }});
+        }
+        if op.id == "walletQr" {
+            operation["responses"]["200"]["content"] = json!({ "image/svg+xml": { "schema": (op.response)() } });
         }
         if ["listTransfers", "listPayments", "listJobs"].contains(&op.id)
             && let Some(parameters) = operation["parameters"].as_array_mut()

@@ -50,9 +50,16 @@ pub fn not_configured(agent_ref: &str) -> ServiceError {
 /// Checks the token with `getMe`, then stores it sealed. Returns the bot's username.
 pub async fn connect(services: &Services, agent: &Agent, token: &str) -> Result<String, ServiceError> {
     let token = token.trim();
-    let valid = token
-        .split_once(':')
-        .is_some_and(|(id, rest)| id.bytes().all(|b| b.is_ascii_digit()) && !rest.is_empty());
+    // `<bot id>:<secret>`, the secret in URL-safe characters: the token goes into the
+    // request's path, so anything else could change which address is called.
+    let valid = token.split_once(':').is_some_and(|(id, secret)| {
+        !id.is_empty()
+            && id.bytes().all(|b| b.is_ascii_digit())
+            && !secret.is_empty()
+            && secret
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    });
     if !valid {
         return Err(ServiceError::Validation(
             "a bot token looks like 123456:ABC-DEF... (from @BotFather)".into(),
@@ -70,10 +77,6 @@ pub async fn connect(services: &Services, agent: &Agent, token: &str) -> Result<
     let public = json!({ "bot_username": username, "bot_id": me["id"] });
     integrations::save(services, &agent.id, KIND, &json!({ "bot_token": token }), public).await?;
     Ok(username)
-}
-
-pub async fn disconnect(services: &Services, agent: &Agent) -> Result<bool, ServiceError> {
-    Ok(services.store.delete_integration(&agent.id, KIND).await?)
 }
 
 /// The bot token, if the bot is set up and enabled.

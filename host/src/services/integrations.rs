@@ -48,3 +48,43 @@ pub fn open(services: &Services, integration: &Integration) -> Result<Value, Ser
     serde_json::from_slice(&opened)
         .map_err(|_| ServiceError::SecretUnusable(format!("the stored {} secret is unreadable", integration.kind)))
 }
+
+/// Lets the agent's `kind` account be used again, or keeps it connected but refused
+/// (`chatapp_disabled`, `social_disabled`). `NotFound` if none is connected.
+pub async fn set_enabled(
+    services: &Services,
+    agent_id: &str,
+    kind: &'static str,
+    enabled: bool,
+) -> Result<(), ServiceError> {
+    if services.store.set_integration_enabled(agent_id, kind, enabled).await? {
+        Ok(())
+    } else {
+        Err(ServiceError::NotFound(format!(
+            "The agent has no {} connected; connect one first",
+            describe(kind)
+        )))
+    }
+}
+
+/// Forgets the agent's `kind` account and its sealed tokens; false if none was connected.
+pub async fn disconnect(services: &Services, agent_id: &str, kind: &'static str) -> Result<bool, ServiceError> {
+    Ok(services.store.delete_integration(agent_id, kind).await?)
+}
+
+/// What the owner may see of the agent's `kind` account: never its secret.
+pub async fn connected(
+    services: &Services,
+    agent_id: &str,
+    kind: &'static str,
+) -> Result<Option<Integration>, ServiceError> {
+    Ok(services.store.integration(agent_id, kind).await?)
+}
+
+fn describe(kind: &str) -> &str {
+    match kind {
+        super::chatapp::KIND => "chat-app bot",
+        super::social::KIND => "social account",
+        other => other,
+    }
+}

@@ -60,9 +60,14 @@ pub async fn connect(
     refresh_token: Option<&str>,
     expires_in: Option<i64>,
 ) -> Result<String, ServiceError> {
+    if !is_bearer_token(access_token) {
+        return Err(ServiceError::Validation(
+            "access_token is not an OAuth 2.0 bearer token (letters, digits and -._~+/, then any =)".into(),
+        ));
+    }
     let me = services.x.me(access_token).await.map_err(|e| match e {
         XError::Status { detail, .. } => ServiceError::Validation(format!("X refused the access token: {detail}")),
-        XError::Transport(m) => ServiceError::Execution(format!("X could not be reached: {m}")),
+        XError::Transport(m) => SocialError::Unreachable(m).into(),
     })?;
     let username = me["data"]["username"].as_str().unwrap_or_default().to_string();
     let expires_at = expires_in.map(|secs| crate::clock::now_ms() / 1000 + secs);
@@ -79,8 +84,13 @@ pub async fn connect(
     Ok(username)
 }
 
-pub async fn disconnect(services: &Services, agent: &Agent) -> Result<bool, ServiceError> {
-    Ok(services.store.delete_integration(&agent.id, KIND).await?)
+/// RFC 6750's `b64token`: what may follow `Bearer ` in the header it is sent in.
+fn is_bearer_token(token: &str) -> bool {
+    let body = token.trim_end_matches('=');
+    !body.is_empty()
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b))
 }
 
 async fn store_tokens(

@@ -51,6 +51,9 @@ impl UsdcChain for FakeChain {
     fn network_id(&self) -> ChainFuture<'_, String> {
         Box::pin(async { Ok("eip155:8453".to_string()) })
     }
+    fn funding_uri(&self, _: &str) -> String {
+        unreachable!("not used by the pipeline")
+    }
     fn balances<'a>(&'a self, _: &'a str) -> ChainFuture<'a, Balances> {
         not_here()
     }

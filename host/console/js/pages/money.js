@@ -1,0 +1,51 @@
+import { enc, get } from "../api.js";
+import { external, fill, h, short, table, time, usdc } from "../dom.js";
+
+/** What the agent earned over x402 (with receipts) and what it sent. */
+export async function paymentsTab(panel, agent) {
+  const [{ payments }, { transfers }] = await Promise.all([
+    get(`/v1/account/agents/${enc(agent.id)}/payments?limit=100`),
+    get(`/v1/account/agents/${enc(agent.id)}/transfers?limit=100`),
+  ]);
+  fill(
+    panel,
+    h("h2", {}, "x402 payments received"),
+    table("Payments received over x402, newest first", [
+      ["When", (p) => time(p.receipt.timestamp)],
+      ["Amount", (p) => usdc(p.receipt.amountPaidMicroUsdc)],
+      ["Command", (p) => (p.command ? `/${p.command}` : "chat")],
+      ["Payer", (p) => short(p.receipt.payer)],
+      ["Network", (p) => `${p.network} (x402 v${p.x402Version})`],
+      ["State", (p) => h("span", { class: `state ${p.state}` }, p.state)],
+      ["Transaction", (p) => external(p.explorer_url, h("span", {}, "Explorer ", short(p.receipt.transactionSignature, 6)))],
+      ["Receipt", (p) => receipt(p)],
+    ], payments, "No payments yet."),
+    h("h2", {}, "Transfers"),
+    table("Transfers from the agent's wallets, newest first", [
+      ["When", (t) => time(t.created_at)],
+      ["Amount", (t) => usdc(t.amount_micro_usdc)],
+      ["Kind", (t) => t.kind],
+      ["To", (t) => short(t.recipient)],
+      ["Network", (t) => t.network],
+      ["State", (t) => h("span", { class: `state ${t.state}` }, t.state)],
+      ["Transaction", (t) => external(t.explorer_url, h("span", {}, "Explorer ", short(t.signature, 6)))],
+      ["Memo", (t) => t.memo ?? t.error],
+    ], transfers, "No transfers yet."),
+  );
+}
+
+function receipt(p) {
+  const r = p.receipt;
+  return h("details", { class: "receipt" },
+    h("summary", {}, "Receipt"),
+    h("dl", {},
+      h("dt", {}, "Paid"), h("dd", {}, usdc(r.amountPaidMicroUsdc)),
+      h("dt", {}, "Payer"), h("dd", {}, h("code", {}, r.payer)),
+      h("dt", {}, "Paid to"), h("dd", {}, h("code", {}, r.payTo)),
+      h("dt", {}, "Transaction"), h("dd", {}, h("code", {}, r.transactionSignature ?? "—")),
+      h("dt", {}, "Time"), h("dd", {}, time(r.timestamp)),
+      p.job_id ? [h("dt", {}, "Job"), h("dd", {}, h("code", {}, p.job_id))] : null,
+      p.error ? [h("dt", {}, "Error"), h("dd", {}, p.error)] : null,
+    ),
+  );
+}

@@ -1,0 +1,120 @@
+//! The web console at `/console`: its files and their headers over HTTP, and the account
+//! holder's flows in headless Chromium (tests/node/console.mjs, with playwright-core) against
+//! a server with a real x402 payment on the local Base chain.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::chains::LocalBase;
+use crate::support::payers::{Payer, X402Client, pay_with};
+use crate::support::*;
+use crate::x402::{REPORT, paid_manifest};
+
+#[tokio::test]
+async fn the_console_is_served_with_a_strict_policy() {
+    let fx = Fixture::start();
+    for path in ["/console", "/console/"] {
+        let page = get(&fx.url(path), None).await;
+        assert_eq!(page.status, 200);
+        assert_eq!(page.header("content-type"), Some("text/html; charset=utf-8"));
+        assert!(page.text.contains("/console/js/main.js"), "{}", page.text);
+        let csp = page.header("content-security-policy").unwrap();
+        for directive in [
+            "default-src 'none'",
+            "script-src 'self'",
+            "connect-src 'self'",
+            "frame-ancestors 'none'",
+        ] {
+            assert!(csp.contains(directive), "{csp}");
+        }
+        assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
+        assert_eq!(page.header("x-frame-options"), Some("DENY"));
+        assert!(page.header("set-cookie").is_none(), "no cookie, ever");
+    }
+    let script = get(&fx.url("/console/js/main.js"), None).await;
+    assert_eq!(script.header("content-type"), Some("text/javascript; charset=utf-8"));
+    // Nothing from elsewhere: no CDN, no remote font.
+    assert!(!script.text.contains("https://"), "{}", script.text);
+    let missing = get(&fx.url("/console/js/../../secrets"), None).await;
+    assert_eq!(missing.status, 404);
+    let missing = get(&fx.url("/console/nothing.js"), None).await;
+    assert_eq!((missing.status, missing.error_code()), (404, "not_found".into()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_account_holder_does_it_all_in_the_browser() {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        std::path::Path::new(&chromium).exists(),
+        "{chromium} is missing: scripts/test.sh installs Debian's chromium"
+    );
+    let chain = LocalBase::start().await;
+    let env = TestEnv::new()
+        .with_envs(chain.env())
+        .with_env("AGENT_HOST_PLUGIN_MAX_COMPONENT_BYTES", "4000000");
+    let manage_key = env.account_with_key("acme", "free");
+    let nap = format!(
+        "\n[[commands]]\ncommand = \"nap\"\nhandler_type = \"custom\"\nplugin = \"{}\"\nlong_running = true\ntimeout_ms = 30000\n",
+        plugin_path("probe")
+    );
+    let seller = env.apply_agent(&format!("{}{REPORT}{nap}", paid_manifest("seller")), "acme");
+    let wallet = env.create_wallet("seller", "base");
+    chain.set_eth(&wallet, 10u128.pow(16)).await; // it relays the payments: pays the gas
+    let server = env.serve();
+
+    // A real x402 client buys a command and a long-running report.
+    let (payer, payer_address) = Payer::on_base(&chain, 1_000_000).await;
+    let url = server.url("/x402/base/seller");
+    let paid = pay_with(
+        X402Client::Fetch2,
+        &payer,
+        &url,
+        &json!({ "command": "forecast", "city": "Paris" }),
+    )
+    .await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    let paid_tx = paid.body["receipt"]["transactionSignature"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let report = pay_with(X402Client::Fetch2, &payer, &url, &json!({ "command": "report" })).await;
+    assert_eq!(report.status, 202, "{}", report.body);
+    poll_job(report.body["statusUrl"].as_str().unwrap(), Duration::from_secs(20)).await;
+
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/node/console.mjs");
+    let mut run = tokio::process::Command::new("node");
+    run.arg(script)
+        .env("CONSOLE_BASE", server.url(""))
+        .env("MANAGE_KEY", &manage_key)
+        .env("SELLER", &seller)
+        .env("PAID_TX", &paid_tx)
+        .env("PAYER", &payer_address)
+        .env("NOTES_WASM", plugin_path("notes"))
+        .env("CHROMIUM", &chromium);
+    // CONSOLE_SCREENSHOTS=docs/console refreshes the README's pictures.
+    if let Ok(dir) = std::env::var("CONSOLE_SCREENSHOTS") {
+        run.env("SCREENSHOTS", dir);
+    }
+    let (passed, log) = run_tool(run, Duration::from_secs(180), "the browser flows").await;
+    assert!(
+        passed,
+        "the browser flows failed:\n{log}\nserver log:\n{}",
+        server.log()
+    );
+    assert!(log.contains("console: all flows passed"), "{log}");
+
+    // What the page did is really done: the plugin's command ran, and its note is kept.
+    let notes = post_json(
+        &server.url("/v1/agents/notebook/commands/notes/execute"),
+        Some(&manage_key),
+        &json!({ "parameters": { "action": "list" } }),
+    )
+    .await;
+    assert_eq!(
+        notes.json()["data"]["result"]["response"],
+        "1. Buy milk",
+        "{}",
+        notes.text
+    );
+}

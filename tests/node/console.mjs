@@ -1,0 +1,207 @@
+// The web console in a real browser (Debian's chromium, driven by playwright-core), against
+// a running agent-host that tests/api/console.rs set up. Walks what an account holder does
+// with only a browser, checks each step as they would see it, and checks with the API
+// itself that what the page did took effect. Exits 1 with the failure on stderr.
+//
+// env: CONSOLE_BASE (http://127.0.0.1:PORT), MANAGE_KEY, SELLER (the paid agent's id),
+//      PAID_TX (the x402 payment's transaction), PAYER (its payer), NOTES_WASM (the example
+//      plugin), CHROMIUM (default /usr/bin/chromium), SCREENSHOTS (a directory, optional).
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import jsQR from "jsqr";
+import { chromium } from "playwright-core";
+
+const env = (name, fallback) => {
+  const value = process.env[name] ?? fallback;
+  if (value === undefined) throw new Error(`${name} is not set`);
+  return value;
+};
+const base = env("CONSOLE_BASE");
+const manageKey = env("MANAGE_KEY");
+const seller = env("SELLER");
+const paidTx = env("PAID_TX");
+const payer = env("PAYER");
+const notesWasm = env("NOTES_WASM");
+const shots = process.env.SCREENSHOTS;
+if (shots) mkdirSync(shots, { recursive: true });
+
+const api = async (path, key) => {
+  const response = await fetch(base + path, { headers: { "x-api-key": key } });
+  return { status: response.status, body: await response.json() };
+};
+
+const browser = await chromium.launch({ executablePath: env("CHROMIUM", "/usr/bin/chromium") });
+const page = await browser.newPage({ viewport: { width: 1200, height: 860 } });
+const problems = [];
+page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+// The API's refusals the flows provoke (a bad key, a bad manifest) are answers, not faults;
+// anything else the page logs as an error (a script error, a CSP refusal) is.
+page.on("console", (m) => m.type() === "error" && !m.text().startsWith("Failed to load resource") && problems.push(`console: ${m.text()}`));
+page.on("requestfailed", (r) => problems.push(`request failed: ${r.url()}`));
+const shot = async (name) => shots && page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
+const step = (name) => console.log(`console: ${name}`);
+
+/** Every form control has a name a screen reader can say. */
+async function everyControlIsLabelled() {
+  const unlabelled = await page.evaluate(() =>
+    [...document.querySelectorAll("input, select, textarea")]
+      .filter((el) => el.type !== "hidden" && !el.labels?.length && !el.getAttribute("aria-label"))
+      .map((el) => el.outerHTML),
+  );
+  assert.deepEqual(unlabelled, [], "controls without a label");
+}
+
+try {
+  step("sign in, by keyboard");
+  const first = await page.goto(`${base}/console`);
+  const csp = first.headers()["content-security-policy"];
+  assert.match(csp, /default-src 'none'/);
+  assert.match(csp, /script-src 'self'/);
+  await page.getByLabel("API key").waitFor();
+  await shot("sign-in");
+  await page.keyboard.type("ahk_not-a-key");
+  await page.keyboard.press("Enter");
+  await page.getByText("This key is not valid, or it was revoked.").waitFor();
+  await page.getByLabel("API key").fill(manageKey);
+  await page.keyboard.press("Enter");
+  await page.getByRole("heading", { name: "Agents", level: 1 }).waitFor();
+  await page.getByRole("link", { name: "seller" }).waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement?.tagName), "H1", "focus moves to the page heading");
+  assert.equal(await page.evaluate(() => document.cookie), "", "no cookie");
+  assert.ok(!page.url().includes(manageKey), "the key never goes in the address");
+  await everyControlIsLabelled();
+  await shot("agents");
+
+  step("create a key; use it against the API");
+  await page.getByRole("link", { name: "API keys" }).click();
+  await page.getByRole("heading", { name: "API keys" }).waitFor();
+  await page.getByLabel("Scope").selectOption("use");
+  await page.getByRole("button", { name: "Create key" }).click();
+  const secretBox = page.getByLabel("The new key");
+  await secretBox.waitFor();
+  await page.getByText("Copy this key now: it is shown only once.").waitFor();
+  await page.getByRole("button", { name: "Copy key" }).waitFor();
+  const newKey = await secretBox.inputValue();
+  assert.ok(newKey.length > 20, newKey);
+  const used = await api(`/v1/agents/${seller}/commands`, newKey);
+  assert.equal(used.status, 200, JSON.stringify(used.body));
+  assert.equal(used.body.data.agent_username, "seller");
+  const managing = await api("/v1/account/keys", newKey);
+  assert.equal(managing.status, 403, "a use key cannot manage");
+  await everyControlIsLabelled();
+  await shot("keys");
+
+  step("revoke it (Escape first: nothing happens); the API refuses it");
+  const keys = (await api("/v1/account/keys", manageKey)).body.data.keys;
+  const made = keys.find((k) => k.scope === "use" && k.active);
+  const revokeButton = page.getByRole("button", { name: `Revoke ${made.id}` });
+  await revokeButton.click();
+  await page.getByRole("dialog").waitFor();
+  await page.keyboard.press("Escape");
+  await page.getByRole("dialog").waitFor({ state: "detached" });
+  assert.equal((await api(`/v1/agents/${seller}/commands`, newKey)).status, 200, "cancelled: still valid");
+  await revokeButton.click();
+  await page.getByRole("dialog").getByRole("button", { name: "Revoke" }).click();
+  await page.getByText(`Key ${made.id} is revoked.`).waitFor();
+  const refused = await api(`/v1/agents/${seller}/commands`, newKey);
+  assert.equal(refused.status, 401, JSON.stringify(refused.body));
+  assert.equal(refused.body.error.code, "unauthorized");
+
+  step("upload the example plugin and run its command from the page");
+  await page.getByRole("link", { name: "Plugins" }).click();
+  await page.getByLabel("Component (.wasm)").setInputFiles(notesWasm);
+  await page.getByRole("button", { name: "Upload" }).click();
+  const line = await page.locator(".once code.uri").textContent();
+  assert.match(line, /^plugin = "sha256:[0-9a-f]{64}"$/);
+  await page.getByRole("cell", { name: "notes" }).waitFor();
+  await everyControlIsLabelled();
+  await shot("plugins");
+  await page.getByRole("link", { name: "Agents" }).click();
+  const manifest = `username = "notebook"\nname = "Notebook"\n\n[[commands]]\ncommand = "notes"\nhandler_type = "custom"\n${line}\n`;
+  await page.getByLabel("Manifest (TOML or JSON)").fill("username = \"notebook\"\n[[commands]\n");
+  await page.getByRole("button", { name: "Apply manifest" }).click();
+  await page.getByText("manifest:2: unclosed array table").waitFor(); // the CLI's message, with its line
+  await page.getByLabel("Manifest (TOML or JSON)").fill(manifest);
+  await page.getByRole("button", { name: "Apply manifest" }).click();
+  await page.getByRole("link", { name: "notebook" }).first().click();
+  await page.getByRole("heading", { name: "Notebook", level: 1 }).waitFor();
+  await page.getByLabel("Command", { exact: true }).selectOption("notes");
+  await page.getByLabel("action (required)").fill("add");
+  await page.getByLabel("text", { exact: true }).fill("Buy milk");
+  await page.getByRole("button", { name: "Run command" }).click();
+  await page.locator("pre.response", { hasText: "Noted (1 in all)." }).waitFor();
+  await page.getByLabel("action (required)").fill("list");
+  await page.getByLabel("text", { exact: true }).fill("");
+  await page.getByRole("button", { name: "Run command" }).click();
+  await page.locator("pre.response", { hasText: "Buy milk" }).waitFor();
+  await everyControlIsLabelled();
+  await shot("commands");
+
+  step("the x402 payment, with its receipt and explorer link");
+  await page.goto(`${base}/console#/agents/${seller}/payments`);
+  const row = page.getByRole("row").filter({ hasText: "0.01 USDC" }).first();
+  await row.waitFor();
+  const explorer = row.getByRole("link", { name: /Explorer/ });
+  assert.ok((await explorer.getAttribute("href")).includes(paidTx), "the explorer link names the transaction");
+  await row.getByText("Receipt").click();
+  await row.getByText(payer).waitFor();
+  await row.getByText(paidTx).waitFor();
+  await shot("payments");
+
+  step("wallets: address, balance, QR code");
+  await page.getByRole("link", { name: "Wallets" }).click();
+  await page.getByRole("heading", { name: "Base wallet" }).waitFor();
+  await page.getByText(/^Balance: [0-9.]+ USDC/).waitFor();
+  const qr = page.getByRole("img", { name: /QR code to fund/ });
+  await qr.waitFor();
+  await page.waitForFunction(() => document.querySelector("img.qr")?.naturalWidth > 0);
+  // The QR code, read as a phone's camera would, is the wallet's USDC payment request.
+  const image = await page.evaluate(() => {
+    const img = document.querySelector("img.qr");
+    const canvas = document.createElement("canvas");
+    [canvas.width, canvas.height] = [img.naturalWidth, img.naturalHeight];
+    const context = canvas.getContext("2d");
+    context.drawImage(img, 0, 0);
+    return { width: canvas.width, height: canvas.height, data: [...context.getImageData(0, 0, canvas.width, canvas.height).data] };
+  });
+  const read = jsQR(Uint8ClampedArray.from(image.data), image.width, image.height);
+  const [baseWallet] = (await api(`/v1/account/agents/${seller}/wallets`, manageKey)).body.data.wallets;
+  assert.equal(read?.data, baseWallet.funding_uri, "the QR code holds the funding request");
+  assert.match(baseWallet.funding_uri, new RegExp(`^ethereum:0x[0-9a-fA-F]{40}@\\d+/transfer\\?address=${baseWallet.address}$`));
+  await page.getByRole("button", { name: "Create a Solana wallet" }).waitFor();
+  await everyControlIsLabelled();
+  await shot("wallets");
+
+  step("a long-running command: its progress, on the command page and in the jobs");
+  await page.getByRole("link", { name: "Commands" }).click();
+  await page.getByLabel("Command", { exact: true }).selectOption("nap");
+  await page.getByLabel("mode (required)").fill("sleep");
+  await page.getByLabel("n", { exact: true }).fill("6000");
+  await page.getByRole("button", { name: "Run command" }).click();
+  await page.getByRole("progressbar", { name: "Progress of the command" }).waitFor();
+  await page.getByRole("link", { name: "Jobs" }).click();
+  const napping = page.getByRole("row").filter({ hasText: "/nap" });
+  await napping.getByRole("progressbar").waitFor();
+  // The page refreshes itself: the bar moves as the plugin reports progress.
+  await page.waitForFunction(() => [...document.querySelectorAll("tbody progress")].some((p) => p.value > 0));
+  await shot("jobs");
+  await napping.filter({ hasText: "succeeded" }).waitFor({ timeout: 20000 });
+  assert.equal(await napping.getByRole("progressbar").count(), 0);
+  await page.getByRole("row").filter({ hasText: "/report" }).filter({ hasText: "succeeded" }).waitFor();
+
+  step("chat-app and social");
+  await page.getByRole("link", { name: "Chat-app and social" }).click();
+  await page.getByRole("heading", { name: "Chat-app bot (Telegram)" }).waitFor();
+  await everyControlIsLabelled();
+  await shot("integrations");
+
+  assert.deepEqual(problems, [], "the page logged no errors (a CSP refusal would show here)");
+  console.log("console: all flows passed");
+} catch (e) {
+  // What the reader saw when it failed, for whoever reads the test's log.
+  const seen = await page.locator("main").innerText().catch(() => "(no page)");
+  console.error(`console: failed at ${page.url()}; the page said:\n${seen}`);
+  throw e;
+} finally {
+  await browser.close();
+}
