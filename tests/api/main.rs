@@ -20,6 +20,7 @@ mod jobs;
 mod meta;
 mod migrations;
 mod plugin_abuse;
+mod plugin_run;
 mod plugins;
 mod rate_limits;
 mod sandbox;

@@ -163,19 +163,24 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let settings = Settings::load(cli.data_dir.as_deref())?;
     let serving = matches!(cli.command, Top::Serve { .. } | Top::Demo { .. });
     init_tracing(if serving { &settings.log } else { "warn" });
-    let store = app::open_store(&settings).await?;
-    let ctx = Ctx {
-        settings,
-        store,
-        out: Output { json: cli.json },
-    };
+    let out = Output { json: cli.json };
     match cli.command {
+        // A plugin author's commands need neither the server nor its database.
+        Top::Plugin(command) => plugins::run(settings, &out, command).await,
+        command => with_store(settings, out, command).await,
+    }
+}
+
+async fn with_store(settings: Settings, out: Output, command: Top) -> anyhow::Result<()> {
+    let store = app::open_store(&settings).await?;
+    let ctx = Ctx { settings, store, out };
+    match command {
         Top::Serve { listen } => serve::serve(ctx, listen, None).await,
         Top::Demo { listen } => serve::demo(ctx, listen).await,
         Top::Account(command) => accounts::run(&ctx, command).await,
         Top::Key(command) => keys::run(&ctx, command).await,
         Top::Agent(command) => agents::run(&ctx, command).await,
-        Top::Plugin(command) => plugins::run(&ctx, command).await,
+        Top::Plugin(command) => plugins::run(ctx.settings, &ctx.out, command).await,
         Top::Chatapp(command) => integrations::chatapp(&ctx, command).await,
         Top::Social(command) => integrations::social(&ctx, command).await,
         Top::Wallet(command) => wallets::wallet(&ctx, command).await,

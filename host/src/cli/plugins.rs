@@ -1,12 +1,18 @@
-//! `agent-host plugin ...`
+//! `agent-host plugin ...`: what a plugin author does on their own machine. None of it
+//! needs a server or the server's database: each command gets a local workspace (a
+//! throwaway one, or the `--kv-dir` the author keeps between runs).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow};
 use clap::Subcommand;
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
-use super::Ctx;
+use super::{Output, service};
+use crate::app;
+use crate::config::Settings;
+use crate::services::Services;
+use crate::services::local_run::{self, LocalRun};
 use crate::views;
 
 #[derive(Subcommand)]
@@ -24,13 +30,38 @@ pub enum PluginCmd {
         #[arg(long, value_name = "DIR")]
         sdk_path: Option<PathBuf>,
     },
+    /// Run the component's `execute` once, in the server's sandbox (its limits, its outbound
+    /// guard), and print the answer or the error. No server or database is needed.
+    Run {
+        file: PathBuf,
+        /// A parameter, read as the plugin declares its type; repeat for more.
+        #[arg(long = "param", value_name = "NAME=VALUE")]
+        params: Vec<String>,
+        /// The command's `config` table as a JSON object.
+        #[arg(long, value_name = "JSON")]
+        config: Option<String>,
+        /// A host the plugin may reach (as `allowed_hosts` in an agent manifest); repeat for more.
+        #[arg(long = "allow-host", value_name = "HOST")]
+        allow_hosts: Vec<String>,
+        /// Let the plugin use the language model (`allow_llm`).
+        #[arg(long)]
+        allow_llm: bool,
+        /// The run's deadline (default: the server's plugin_timeout_ms, or job_timeout_ms
+        /// for a plugin that calls itself long-running).
+        #[arg(long, value_name = "MS")]
+        timeout_ms: Option<u64>,
+        /// Keep the plugin's key-value store in DIR between runs (default: forgotten).
+        #[arg(long, value_name = "DIR")]
+        kv_dir: Option<PathBuf>,
+    },
 }
 
-pub async fn run(ctx: &Ctx, command: PluginCmd) -> anyhow::Result<()> {
+pub async fn run(settings: Settings, out: &Output, command: PluginCmd) -> anyhow::Result<()> {
     match command {
         PluginCmd::Inspect { file } => {
             let bytes = std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-            let services = ctx.services()?;
+            let workspace = Workspace::new(None)?;
+            let services = workspace.services(settings).await?;
             let inspection = services
                 .plugins
                 .inspect(bytes, crate::plugins::PluginKind::Custom)
@@ -49,13 +80,13 @@ pub async fn run(ctx: &Ctx, command: PluginCmd) -> anyhow::Result<()> {
                 value["manifest"]["capabilities"],
                 value["manifest"]["parameters"]
             );
-            ctx.out.print(&value, &text);
+            out.print(&value, &text);
         }
         PluginCmd::New { name, dir, sdk_path } => {
             let dir = dir.unwrap_or_else(|| PathBuf::from("."));
             let sdk = sdk_path.unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../plugin-sdk")));
             let created = crate::scaffold::create(&dir, &name, &sdk)?;
-            ctx.out.print(
+            out.print(
                 &json!({ "path": created.display().to_string(), "name": name }),
                 &format!(
                     "created {}\nbuild it: cd {} && cargo build --release --target wasm32-wasip2",
@@ -64,6 +95,97 @@ pub async fn run(ctx: &Ctx, command: PluginCmd) -> anyhow::Result<()> {
                 ),
             );
         }
+        PluginCmd::Run {
+            file,
+            params,
+            config,
+            allow_hosts,
+            allow_llm,
+            timeout_ms,
+            kv_dir,
+        } => {
+            let run = LocalRun {
+                file: std::path::absolute(&file).with_context(|| format!("cannot find {}", file.display()))?,
+                parameters: params.iter().map(|p| name_value(p)).collect::<anyhow::Result<_>>()?,
+                config: match config {
+                    Some(text) => config_object(&text)?,
+                    None => Map::new(),
+                },
+                allowed_hosts: allow_hosts,
+                allow_llm,
+                timeout_ms,
+            };
+            let workspace = Workspace::new(kv_dir.as_deref())?;
+            let services = workspace.services(settings).await?;
+            let result = local_run::run(&services, &run).await.map_err(service)?;
+            let media = result
+                .media_url
+                .as_deref()
+                .map(|u| format!("\nmedia: {u}"))
+                .unwrap_or_default();
+            out.print(
+                &json!({ "response": result.response, "format": result.format.as_str(), "mediaUrl": result.media_url }),
+                &format!("{}{media}", result.response),
+            );
+        }
     }
     Ok(())
+}
+
+/// `name=value` from `--param`.
+fn name_value(text: &str) -> anyhow::Result<(String, String)> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| anyhow!("--param {text}: write it as NAME=VALUE"))?;
+    Ok((name.trim().to_string(), value.to_string()))
+}
+
+fn config_object(text: &str) -> anyhow::Result<Map<String, Value>> {
+    match serde_json::from_str(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(anyhow!("--config must be a JSON object")),
+        Err(e) => Err(anyhow!("--config is not JSON: {e}")),
+    }
+}
+
+/// Where a local command keeps its database, master key and compiled components: the
+/// author's `--kv-dir`, or a folder of its own that is removed afterwards.
+struct Workspace {
+    dir: PathBuf,
+    throwaway: bool,
+}
+
+impl Workspace {
+    fn new(kept: Option<&Path>) -> anyhow::Result<Workspace> {
+        let (dir, throwaway) = match kept {
+            Some(dir) => (dir.to_path_buf(), false),
+            None => {
+                let unique = format!(
+                    "agent-host-plugin-{}-{}",
+                    std::process::id(),
+                    crate::random::hex_token(8)
+                );
+                (std::env::temp_dir().join(unique), true)
+            }
+        };
+        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        Ok(Workspace { dir, throwaway })
+    }
+
+    /// The server's services, with its limits and outbound rules, over a local SQLite
+    /// store in this workspace.
+    async fn services(&self, mut settings: Settings) -> anyhow::Result<Services> {
+        settings.data_dir = self.dir.clone();
+        settings.database_url = None;
+        let store = app::open_store(&settings).await?;
+        app::cli_services(settings, store)
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        if self.throwaway {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
 }

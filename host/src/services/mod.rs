@@ -10,6 +10,7 @@ pub mod integrations;
 pub mod jobs;
 pub mod keys;
 pub mod knowledge;
+pub mod local_run;
 pub mod locks;
 pub mod params;
 pub mod payments;

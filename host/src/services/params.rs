@@ -73,7 +73,7 @@ pub fn parse_raw_text(raw: &str, command: &str, specs: &[ParamSpec]) -> Result<M
         match word.split_once('=') {
             Some((name, value)) if specs.iter().any(|s| s.name == name) => {
                 let spec = specs.iter().find(|s| s.name == name).expect("checked above");
-                out.insert(name.to_string(), coerce(spec, value)?);
+                out.insert(name.to_string(), from_text(spec, value)?);
             }
             _ => positional.push(word),
         }
@@ -89,7 +89,7 @@ pub fn parse_raw_text(raw: &str, command: &str, specs: &[ParamSpec]) -> Result<M
         } else {
             word
         };
-        out.insert(spec.name.clone(), coerce(spec, &value)?);
+        out.insert(spec.name.clone(), from_text(spec, &value)?);
     }
     let extra: Vec<String> = rest.collect();
     if !extra.is_empty() {
@@ -101,8 +101,8 @@ pub fn parse_raw_text(raw: &str, command: &str, specs: &[ParamSpec]) -> Result<M
     Ok(out)
 }
 
-/// Reads text as the parameter's type.
-fn coerce(spec: &ParamSpec, text: &str) -> Result<Value, String> {
+/// Reads text as the parameter's type (`rawText` words, `plugin run --param` values).
+pub fn from_text(spec: &ParamSpec, text: &str) -> Result<Value, String> {
     let name = &spec.name;
     match spec.kind {
         ParamType::String => Ok(Value::String(text.to_string())),
