@@ -153,3 +153,141 @@ async fn outbound_http_goes_through_the_servers_guard() {
     assert!(private.stderr.contains("private, loopback"), "{}", private.stderr);
     assert!(!private.stdout.contains("internal data"));
 }
+
+#[test]
+fn plugin_test_runs_the_cases_beside_the_plugin() {
+    let env = TestEnv::sqlite();
+    let cases = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../plugins/examples/notes/plugin-tests.toml"
+    );
+    let notes = plugin_path("notes");
+    let passed = env.cli(&["plugin", "test", cases, "--plugin", &notes]);
+    assert!(passed.status.success(), "{}{}", passed.stdout, passed.stderr);
+    assert!(
+        passed.stdout.contains("ok    lists what was added"),
+        "{}",
+        passed.stdout
+    );
+    assert!(
+        passed.stdout.trim_end().ends_with("7 passed, 0 failed"),
+        "{}",
+        passed.stdout
+    );
+
+    // A wrong expectation fails the run and says what came instead; the others still run.
+    let wrong = env.path("wrong.toml");
+    std::fs::write(
+        &wrong,
+        format!(
+            "plugin = {notes:?}\n\n[[case]]\nname = \"adds\"\nparams = {{ action = \"add\", text = \"tea\" }}\nexpect = \"Noted.\"\n\n\
+             [[case]]\nname = \"lists\"\nparams = {{ action = \"list\" }}\nexpect_contains = \"tea\"\n\n\
+             [[case]]\nname = \"should refuse\"\nparams = {{ action = \"list\" }}\nexpect_error = \"nope\"\n"
+        ),
+    )
+    .unwrap();
+    let failed = env.cli(&["plugin", "test", wrong.to_str().unwrap()]);
+    assert_eq!(failed.status.code(), Some(1));
+    assert!(
+        failed
+            .stdout
+            .contains("FAIL  adds: expected \"Noted.\", got \"Noted (1 in all).\""),
+        "{}",
+        failed.stdout
+    );
+    assert!(failed.stdout.contains("ok    lists"), "{}", failed.stdout);
+    assert!(
+        failed
+            .stdout
+            .contains("FAIL  should refuse: expected an error, got \"1. tea\""),
+        "{}",
+        failed.stdout
+    );
+    assert!(failed.stdout.contains("1 passed, 2 failed"), "{}", failed.stdout);
+    assert!(failed.stderr.is_empty(), "{}", failed.stderr);
+
+    let report = env.cli(&["--json", "plugin", "test", wrong.to_str().unwrap()]);
+    assert_eq!(report.status.code(), Some(1));
+    let report = report.json();
+    assert_eq!(
+        (report["passed"].as_u64(), report["failed"].as_u64()),
+        (Some(1), Some(2))
+    );
+    assert_eq!(
+        report["cases"][1],
+        json!({ "name": "lists", "passed": true, "detail": null })
+    );
+
+    let missing = env.cli(&["plugin", "test", env.path("none.toml").to_str().unwrap()]);
+    assert!(
+        missing.stderr.contains("none.toml: cannot read it"),
+        "{}",
+        missing.stderr
+    );
+}
+
+/// Reads lines from a child's pipe on a thread, so a test can wait for one with a deadline.
+fn lines_of(pipe: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    receive
+}
+
+fn wait_for(lines: &std::sync::mpsc::Receiver<String>, wanted: &str) -> Vec<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut seen = Vec::new();
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        match lines.recv_timeout(left) {
+            Ok(line) if line.contains(wanted) => return seen,
+            Ok(line) => seen.push(line),
+            Err(_) => break,
+        }
+    }
+    panic!("no line with {wanted:?} within 30 s; saw {seen:?}");
+}
+
+#[test]
+fn watch_rebuilds_and_runs_again_when_a_source_changes() {
+    let env = TestEnv::sqlite();
+    let project = env.path("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::copy(plugin_path("notes"), project.join("plugin.wasm")).unwrap();
+    std::fs::write(project.join("lib.src"), "first").unwrap();
+    // The "build" swaps in another component, so a rerun shows it took the new one.
+    let build = format!("cp {} plugin.wasm", plugin_path("probe"));
+    let mut child = env.cli_child(
+        &[
+            "plugin",
+            "run",
+            "plugin.wasm",
+            "--param",
+            "action=list",
+            "--watch",
+            "--build",
+            &build,
+        ],
+        &project,
+    );
+    let out = lines_of(child.stdout.take().unwrap());
+    let err = lines_of(child.stderr.take().unwrap());
+    wait_for(&out, "No notes yet.");
+    std::fs::write(project.join("lib.src"), "second").unwrap();
+    wait_for(&err, &format!("changed: {build}"));
+    // The probe takes `mode`, not `action`: the new component answered.
+    wait_for(&err, "unknown parameter 'action'; this command takes: mode, url, n");
+    // One change, one rebuild: the build writing the component does not start another.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(
+        err.try_iter().all(|line| !line.contains("changed")),
+        "a rebuild started another"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

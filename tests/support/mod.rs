@@ -203,6 +203,18 @@ impl TestEnv {
         }
     }
 
+    /// Starts the CLI in `dir` and leaves it running, its output piped (`plugin run --watch`).
+    pub fn cli_child(&self, args: &[&str], dir: &Path) -> std::process::Child {
+        self.command()
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run agent-host")
+    }
+
     /// Runs the CLI with `input` on its standard input (secrets arrive this way).
     pub fn cli_with_stdin(&self, args: &[&str], input: &str) -> CliOutput {
         use std::io::Write;

@@ -11,6 +11,7 @@ mod keys;
 mod plugins;
 mod serve;
 mod wallets;
+mod watch;
 
 use std::path::PathBuf;
 
@@ -117,6 +118,7 @@ pub fn main() -> i32 {
     };
     match runtime.block_on(run(cli)) {
         Ok(()) => 0,
+        Err(err) if err.is::<AlreadyReported>() => 1,
         Err(err) => {
             let message = one_line(&err);
             if json_output {
@@ -128,6 +130,18 @@ pub fn main() -> i32 {
         }
     }
 }
+
+/// A failure the command has printed itself (failed plugin cases): exit 1, print nothing more.
+#[derive(Debug)]
+struct AlreadyReported;
+
+impl std::fmt::Display for AlreadyReported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("reported above")
+    }
+}
+
+impl std::error::Error for AlreadyReported {}
 
 /// `context: cause: cause` on one line.
 fn one_line(err: &anyhow::Error) -> String {

@@ -8,11 +8,12 @@ use anyhow::{Context, anyhow};
 use clap::Subcommand;
 use serde_json::{Map, Value, json};
 
-use super::{Output, service};
+use super::{AlreadyReported, Output, service, watch};
 use crate::app;
 use crate::config::Settings;
 use crate::services::Services;
-use crate::services::local_run::{self, LocalRun};
+use crate::services::local_run::{self, LocalSetup};
+use crate::services::plugin_cases;
 use crate::views;
 
 #[derive(Subcommand)]
@@ -53,7 +54,50 @@ pub enum PluginCmd {
         /// Keep the plugin's key-value store in DIR between runs (default: forgotten).
         #[arg(long, value_name = "DIR")]
         kv_dir: Option<PathBuf>,
+        #[command(flatten)]
+        watch: WatchArgs,
     },
+    /// Run the cases of a TOML file (default plugin-tests.toml) against the component it
+    /// names, in order, on one fresh key-value store; exit 1 if any fails.
+    Test {
+        /// The cases file.
+        #[arg(default_value = plugin_cases::DEFAULT_FILE)]
+        cases: PathBuf,
+        /// The component, instead of the one the file names.
+        #[arg(long, value_name = "FILE.wasm")]
+        plugin: Option<PathBuf>,
+        #[command(flatten)]
+        watch: WatchArgs,
+    },
+}
+
+#[derive(clap::Args)]
+pub struct WatchArgs {
+    /// Rebuild and run again whenever a source in the current folder (or the component)
+    /// changes, until stopped.
+    #[arg(long)]
+    watch: bool,
+    /// The build `--watch` runs (default: the folder's own: cargo for wasm32-wasip2,
+    /// `npm run build`, or ./build.sh).
+    #[arg(long, value_name = "COMMAND", requires = "watch")]
+    build: Option<String>,
+}
+
+impl WatchArgs {
+    /// Runs `once`, or keeps running it as the sources change.
+    async fn run<F, Fut>(&self, component: &Path, once: F) -> anyhow::Result<()>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = anyhow::Result<()>>,
+    {
+        let mut once = once;
+        if !self.watch {
+            return once().await;
+        }
+        let folder = std::env::current_dir().context("cannot read the current folder")?;
+        let build = watch::build_command(&folder, self.build.as_deref());
+        watch::watch(&folder, component, build, once).await
+    }
 }
 
 pub async fn run(settings: Settings, out: &Output, command: PluginCmd) -> anyhow::Result<()> {
@@ -95,6 +139,17 @@ pub async fn run(settings: Settings, out: &Output, command: PluginCmd) -> anyhow
                 ),
             );
         }
+        PluginCmd::Test { cases, plugin, watch } => {
+            let component = plugin_cases::read(&cases, plugin.as_deref())
+                .map_err(service)?
+                .setup
+                .file;
+            watch
+                .run(&component, || {
+                    test_cases(settings.clone(), out, &cases, plugin.as_deref())
+                })
+                .await?
+        }
         PluginCmd::Run {
             file,
             params,
@@ -103,10 +158,10 @@ pub async fn run(settings: Settings, out: &Output, command: PluginCmd) -> anyhow
             allow_llm,
             timeout_ms,
             kv_dir,
+            watch,
         } => {
-            let run = LocalRun {
+            let setup = LocalSetup {
                 file: std::path::absolute(&file).with_context(|| format!("cannot find {}", file.display()))?,
-                parameters: params.iter().map(|p| name_value(p)).collect::<anyhow::Result<_>>()?,
                 config: match config {
                     Some(text) => config_object(&text)?,
                     None => Map::new(),
@@ -115,29 +170,82 @@ pub async fn run(settings: Settings, out: &Output, command: PluginCmd) -> anyhow
                 allow_llm,
                 timeout_ms,
             };
-            let workspace = Workspace::new(kv_dir.as_deref())?;
-            let services = workspace.services(settings).await?;
-            let result = local_run::run(&services, &run).await.map_err(service)?;
-            let media = result
-                .media_url
-                .as_deref()
-                .map(|u| format!("\nmedia: {u}"))
-                .unwrap_or_default();
-            out.print(
-                &json!({ "response": result.response, "format": result.format.as_str(), "mediaUrl": result.media_url }),
-                &format!("{}{media}", result.response),
-            );
+            let parameters = params
+                .iter()
+                .map(|p| name_value(p))
+                .collect::<anyhow::Result<Map<String, Value>>>()?;
+            let component = setup.file.clone();
+            watch
+                .run(&component, || {
+                    run_once(settings.clone(), out, &setup, parameters.clone(), kv_dir.as_deref())
+                })
+                .await?;
         }
     }
     Ok(())
 }
 
-/// `name=value` from `--param`.
-fn name_value(text: &str) -> anyhow::Result<(String, String)> {
+/// One `plugin run`: install the component in the workspace, run it, print its answer.
+async fn run_once(
+    settings: Settings,
+    out: &Output,
+    setup: &LocalSetup,
+    parameters: Map<String, Value>,
+    kv_dir: Option<&Path>,
+) -> anyhow::Result<()> {
+    let workspace = Workspace::new(kv_dir)?;
+    let services = workspace.services(settings).await?;
+    let plugin = local_run::install(&services, setup).await.map_err(service)?;
+    let result = local_run::run(&services, &plugin, parameters).await.map_err(service)?;
+    let media = result
+        .media_url
+        .as_deref()
+        .map(|u| format!("\nmedia: {u}"))
+        .unwrap_or_default();
+    out.print(
+        &json!({ "response": result.response, "format": result.format.as_str(), "mediaUrl": result.media_url }),
+        &format!("{}{media}", result.response),
+    );
+    Ok(())
+}
+
+/// `name=value` from `--param`: text, read as the parameter's type when the run starts.
+fn name_value(text: &str) -> anyhow::Result<(String, Value)> {
     let (name, value) = text
         .split_once('=')
         .ok_or_else(|| anyhow!("--param {text}: write it as NAME=VALUE"))?;
-    Ok((name.trim().to_string(), value.to_string()))
+    Ok((name.trim().to_string(), Value::String(value.to_string())))
+}
+
+/// `plugin test`: every case in order, each reported; the summary last.
+async fn test_cases(settings: Settings, out: &Output, cases: &Path, plugin: Option<&Path>) -> anyhow::Result<()> {
+    let file = plugin_cases::read(cases, plugin).map_err(service)?;
+    let workspace = Workspace::new(None)?;
+    let services = workspace.services(settings).await?;
+    let installed = local_run::install(&services, &file.setup).await.map_err(service)?;
+    let mut reports = Vec::with_capacity(file.cases.len());
+    let mut lines = Vec::with_capacity(file.cases.len() + 1);
+    for case in &file.cases {
+        let outcome = local_run::run(&services, &installed, case.params.clone()).await;
+        let verdict = plugin_cases::check(case, &outcome);
+        lines.push(match &verdict {
+            Ok(()) => format!("ok    {}", case.name),
+            Err(why) => format!("FAIL  {}: {why}", case.name),
+        });
+        reports.push(json!({ "name": case.name, "passed": verdict.is_ok(), "detail": verdict.err() }));
+    }
+    let failed = reports.iter().filter(|r| r["passed"] == false).count();
+    let passed = reports.len() - failed;
+    lines.push(format!("{passed} passed, {failed} failed"));
+    out.print(
+        &json!({ "passed": passed, "failed": failed, "cases": reports }),
+        &lines.join("\n"),
+    );
+    if failed > 0 {
+        Err(AlreadyReported.into())
+    } else {
+        Ok(())
+    }
 }
 
 fn config_object(text: &str) -> anyhow::Result<Map<String, Value>> {

@@ -9,19 +9,17 @@ use serde_json::{Map, Value, json};
 
 use super::commands::{self, CommandResult};
 use super::{ServiceError, Services, accounts, agents, params};
-use crate::domain::Plan;
+use crate::domain::{Agent, Command, Plan};
 use crate::manifest::{self, PluginSource};
 use crate::plugins::{Origin, PluginKind};
 
 /// The local agent the run belongs to; its key-value store lives as long as the store does.
 const LOCAL: &str = "local";
 
-/// What to run, as the author gave it on the command line.
+/// The component and how it is granted, as the author gave them.
 #[derive(Debug, Clone, Default)]
-pub struct LocalRun {
+pub struct LocalSetup {
     pub file: PathBuf,
-    /// `name=value` pairs, read as the command's parameter types say.
-    pub parameters: Vec<(String, String)>,
     /// The command's `config` table, as an agent manifest would give it.
     pub config: Map<String, Value>,
     /// Hosts the command may reach (an agent manifest's `allowed_hosts`).
@@ -30,24 +28,29 @@ pub struct LocalRun {
     pub timeout_ms: Option<u64>,
 }
 
-/// Runs the component once and answers what the execute endpoint would.
-pub async fn run(services: &Services, run: &LocalRun) -> Result<CommandResult, ServiceError> {
-    let bytes = std::fs::read(&run.file)
-        .map_err(|e| ServiceError::Validation(format!("cannot read {}: {e}", run.file.display())))?;
+/// The component installed as the local agent's only command, ready to run.
+pub struct LocalPlugin {
+    agent: Agent,
+    command: Command,
+}
+
+/// Checks the component and makes it the local agent's command, as `agent apply` would.
+pub async fn install(services: &Services, setup: &LocalSetup) -> Result<LocalPlugin, ServiceError> {
+    let bytes = std::fs::read(&setup.file)
+        .map_err(|e| ServiceError::Validation(format!("cannot read {}: {e}", setup.file.display())))?;
     let declared = services
         .plugins
         .inspect(bytes, PluginKind::Custom)
         .await
-        .map_err(|e| ServiceError::Validation(format!("{}: {e}", run.file.display())))?
+        .map_err(|e| ServiceError::Validation(format!("{}: {e}", setup.file.display())))?
         .manifest;
-    let name = declared.name.clone();
     // Run in the foreground even when the plugin calls itself long-running: a local run
     // waits for its answer, with a job's deadline.
-    let timeout_ms = run
+    let timeout_ms = setup
         .timeout_ms
         .or(declared.long_running.then_some(services.settings.job_timeout_ms));
-    let manifest = local_manifest(&name, run, timeout_ms)?;
-    let folder = run.file.parent().unwrap_or(Path::new("."));
+    let manifest = local_manifest(&declared.name, setup, timeout_ms)?;
+    let folder = setup.file.parent().unwrap_or(Path::new("."));
     let manifest = manifest::parse(&manifest, "plugin run", PluginSource::Files(folder))
         .map_err(|e| ServiceError::Validation(e.to_string()))?;
     let account = match accounts::by_name(&services.store, LOCAL).await {
@@ -57,34 +60,50 @@ pub async fn run(services: &Services, run: &LocalRun) -> Result<CommandResult, S
     };
     agents::apply_as(services, &manifest, &account.id).await?;
     let agent = agents::owned(&services.store, &account.id, LOCAL).await?;
-    let command = commands::find(services, &agent, &name).await?;
-    let mut parameters = Map::new();
-    for (key, text) in &run.parameters {
-        let value = match command.def.parameters.iter().find(|spec| &spec.name == key) {
-            Some(spec) => params::from_text(spec, text).map_err(ServiceError::Validation)?,
-            // Unknown: the run's own check names the parameters the command takes.
-            None => Value::String(text.clone()),
-        };
-        parameters.insert(key.clone(), value);
-    }
-    commands::execute(services, &agent, &command, Some(parameters), None, Origin::Api, None).await
+    let command = commands::find(services, &agent, &declared.name).await?;
+    Ok(LocalPlugin { agent, command })
 }
 
-/// The agent manifest of the local agent: one custom command running `run.file`.
-fn local_manifest(name: &str, run: &LocalRun, timeout_ms: Option<u64>) -> Result<String, ServiceError> {
-    let file = run
+/// Runs it once and answers what the execute endpoint would. A text value of a parameter
+/// the plugin declares as another type is read as that type (`--param n=5` is a number).
+pub async fn run(
+    services: &Services,
+    plugin: &LocalPlugin,
+    mut parameters: Map<String, Value>,
+) -> Result<CommandResult, ServiceError> {
+    for spec in &plugin.command.def.parameters {
+        if let Some(Value::String(text)) = parameters.get(&spec.name) {
+            let value = params::from_text(spec, text).map_err(ServiceError::Validation)?;
+            parameters.insert(spec.name.clone(), value);
+        }
+    }
+    commands::execute(
+        services,
+        &plugin.agent,
+        &plugin.command,
+        Some(parameters),
+        None,
+        Origin::Api,
+        None,
+    )
+    .await
+}
+
+/// The agent manifest of the local agent: one custom command running `setup.file`.
+fn local_manifest(name: &str, setup: &LocalSetup, timeout_ms: Option<u64>) -> Result<String, ServiceError> {
+    let file = setup
         .file
         .file_name()
         .and_then(|f| f.to_str())
-        .ok_or_else(|| ServiceError::Validation(format!("{} is not a file name", run.file.display())))?;
+        .ok_or_else(|| ServiceError::Validation(format!("{} is not a file name", setup.file.display())))?;
     let mut command = json!({
         "command": name,
         "handler_type": "custom",
         "plugin": file,
-        "allowed_hosts": run.allowed_hosts,
-        "allow_llm": run.allow_llm,
+        "allowed_hosts": setup.allowed_hosts,
+        "allow_llm": setup.allow_llm,
         "long_running": false,
-        "config": run.config,
+        "config": setup.config,
     });
     if let Some(ms) = timeout_ms {
         command["timeout_ms"] = json!(ms);

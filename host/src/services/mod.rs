@@ -14,6 +14,7 @@ pub mod local_run;
 pub mod locks;
 pub mod params;
 pub mod payments;
+pub mod plugin_cases;
 pub mod plugins;
 pub mod rate_leases;
 pub mod rate_limit;
