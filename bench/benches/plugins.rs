@@ -74,7 +74,7 @@ fn setup(rt: &tokio::runtime::Runtime) -> Setup {
         llm: Arc::new(InstantLlm),
         llm_max_tokens: 1024,
     };
-    let runtime = Arc::new(PluginRuntime::new(dir.path(), limits, services).unwrap());
+    let runtime = Arc::new(PluginRuntime::new(dir.path(), &dir.path().join("cache"), limits, services).unwrap());
     Setup {
         runtime,
         webhook_url,

@@ -45,7 +45,7 @@ fn fixture() -> &'static Fixture {
             max_concurrency_per_account: 4,
             max_component_bytes: 1 << 20,
         };
-        let runtime = PluginRuntime::new(dir.path(), limits, services).expect("runtime");
+        let runtime = PluginRuntime::new(dir.path(), &dir.path().join("cache"), limits, services).expect("runtime");
         let tokio = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

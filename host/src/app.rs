@@ -93,7 +93,16 @@ pub fn plugin_runtime(
         llm,
         llm_max_tokens: settings.plugin_llm_max_tokens,
     };
-    Ok(Arc::new(PluginRuntime::new(&settings.data_dir, limits, services)?))
+    let cache_dir = match &settings.plugin_cache_dir {
+        Some(dir) => std::path::PathBuf::from(dir),
+        None => settings.data_dir.join("cache"),
+    };
+    Ok(Arc::new(PluginRuntime::new(
+        &settings.data_dir,
+        &cache_dir,
+        limits,
+        services,
+    )?))
 }
 
 /// Everything services need, for this data dir and settings.

@@ -232,6 +232,7 @@ settings! {
     public_base_url: Option<String> = "", "absolute base URL of this server, used in status addresses (unset: http:// + the first listen address)";
     recovery_interval_secs: u64 = "30" [1 ..= 3600],
         "how often stuck or cut-off payments, refunds and transfers are taken up again";
+    plugin_cache_dir: Option<String> = "", "where compiled components are kept (unset: DATA_DIR/cache)";
     plugin_timeout_ms: u64 = "5000" [1 ..= 3600000], "default deadline of one command run (a command's timeout_ms overrides)";
     plugin_memory_mib: u64 = "128" [1 ..= 4096], "memory cap of one plugin instance: all its linear memories together";
     plugin_max_output_bytes: usize = "1048576" [1 ..= 1073741824], "largest command output accepted";

@@ -185,6 +185,8 @@ impl TestEnv {
         cmd.env("AGENT_HOST_LOG", "warn");
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd.arg("--data-dir").arg(self.dir.path());
+        // `plugin run` keeps compiled components in the user's cache: this test's own.
+        cmd.env("XDG_CACHE_HOME", self.dir.path().join("user-cache"));
         cmd
     }
 

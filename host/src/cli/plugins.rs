@@ -285,9 +285,20 @@ impl Workspace {
     async fn services(&self, mut settings: Settings) -> anyhow::Result<Services> {
         settings.data_dir = self.dir.clone();
         settings.database_url = None;
+        // Compiled components outlive the workspace: a large one (JavaScript, Python)
+        // compiles once, not on every run.
+        if settings.plugin_cache_dir.is_none() {
+            settings.plugin_cache_dir = user_cache_dir().map(|d| d.join("agent-host").display().to_string());
+        }
         let store = app::open_store(&settings).await?;
         app::cli_services(settings, store)
     }
+}
+
+/// `$XDG_CACHE_HOME`, else `~/.cache`.
+fn user_cache_dir() -> Option<PathBuf> {
+    let from = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    from("XDG_CACHE_HOME").or_else(|| from("HOME").map(|home| home.join(".cache")))
 }
 
 impl Drop for Workspace {

@@ -139,8 +139,10 @@ impl ComponentCache {
         let path = self.artifact_path(hash);
         let (component, from_disk) = tokio::task::spawn_blocking(move || {
             if path.is_file() {
-                // SAFETY: the artifact was written by this host (serialize below) into its
-                // own data dir, and its name carries the engine's compatibility hash.
+                // SAFETY: the artifact was written by agent-host (serialize below) into a
+                // cache folder only its user writes (the data dir's, the operator's
+                // `plugin_cache_dir`, or that user's own cache folder for `plugin run`),
+                // whole (renamed into place), and its name carries the engine's hash.
                 match unsafe { Component::deserialize_file(&engine, &path) } {
                     Ok(component) => return Ok::<_, String>((component, true)),
                     Err(e) => {
@@ -153,7 +155,8 @@ impl ComponentCache {
             let component = Component::new(&engine, &bytes).map_err(|e| format!("not a valid component: {e:#}"))?;
             tracing::info!(ms = started.elapsed().as_millis() as u64, "compiled a component");
             if let Ok(artifact) = component.serialize() {
-                let tmp = path.with_extension("tmp");
+                // A name of its own: processes sharing the cache never write one file.
+                let tmp = path.with_extension(format!("{}-{}.tmp", std::process::id(), crate::random::hex_token(4)));
                 if std::fs::write(&tmp, artifact)
                     .and_then(|_| std::fs::rename(&tmp, &path))
                     .is_err()

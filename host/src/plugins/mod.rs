@@ -249,14 +249,19 @@ pub fn content_hash(bytes: &[u8]) -> String {
 }
 
 impl PluginRuntime {
-    /// `data_dir/plugins` holds uploaded components by content hash; `data_dir/cache`
-    /// their compiled artifacts.
-    pub fn new(data_dir: &Path, limits: RuntimeLimits, services: HostServices) -> anyhow::Result<PluginRuntime> {
+    /// `data_dir/plugins` holds uploaded components by content hash; `cache_dir` their
+    /// compiled artifacts (by the same hash and this engine's settings).
+    pub fn new(
+        data_dir: &Path,
+        cache_dir: &Path,
+        limits: RuntimeLimits,
+        services: HostServices,
+    ) -> anyhow::Result<PluginRuntime> {
         let max_instances = (limits.max_concurrency as u32 + 8).max(16);
         let engine = engine::build_engine(limits.max_memory_bytes, max_instances)
             .map_err(|e| anyhow::anyhow!("cannot configure the WebAssembly engine: {e:#}"))?;
         engine::start_epoch_ticker(&engine);
-        let cache = ComponentCache::new(engine, &data_dir.join("cache"))
+        let cache = ComponentCache::new(engine, cache_dir)
             .map_err(|e| anyhow::anyhow!("cannot prepare the component cache: {e:#}"))?;
         let plugin_dir = data_dir.join("plugins");
         std::fs::create_dir_all(&plugin_dir)?;
