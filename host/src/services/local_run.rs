@@ -49,7 +49,7 @@ pub async fn install(services: &Services, setup: &LocalSetup) -> Result<LocalPlu
     let timeout_ms = setup
         .timeout_ms
         .or(declared.long_running.then_some(services.settings.job_timeout_ms));
-    let manifest = local_manifest(&declared.name, setup, timeout_ms)?;
+    let manifest = local_manifest(&command_name(&declared.name), setup, timeout_ms)?;
     let folder = setup.file.parent().unwrap_or(Path::new("."));
     let manifest = manifest::parse(&manifest, "plugin run", PluginSource::Files(folder))
         .map_err(|e| ServiceError::Validation(e.to_string()))?;
@@ -60,7 +60,7 @@ pub async fn install(services: &Services, setup: &LocalSetup) -> Result<LocalPlu
     };
     agents::apply_as(services, &manifest, &account.id).await?;
     let agent = agents::owned(&services.store, &account.id, LOCAL).await?;
-    let command = commands::find(services, &agent, &declared.name).await?;
+    let command = commands::find(services, &agent, &command_name(&declared.name)).await?;
     Ok(LocalPlugin { agent, command })
 }
 
@@ -87,6 +87,23 @@ pub async fn run(
         None,
     )
     .await
+}
+
+/// The plugin's name as a command name (`hello-world` → `hello_world`): what an agent
+/// manifest would most likely call it.
+fn command_name(plugin: &str) -> String {
+    let name: String = plugin
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .take(32)
+        .collect();
+    if name.is_empty() { "plugin".into() } else { name }
 }
 
 /// The agent manifest of the local agent: one custom command running `setup.file`.

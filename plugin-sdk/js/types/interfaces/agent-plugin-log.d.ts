@@ -1,0 +1,15 @@
+declare module 'agent:plugin/log@0.1.0' {
+  export function log(level: Level, message: string): void;
+  /**
+   * # Variants
+   * 
+   * ## `"debug"`
+   * 
+   * ## `"info"`
+   * 
+   * ## `"warn"`
+   * 
+   * ## `"error"`
+   */
+  export type Level = 'debug' | 'info' | 'warn' | 'error';
+}
