@@ -9,78 +9,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_host::domain::HandlerType;
-use agent_host::llm::{Completion, CompletionRequest, LlmFuture, LlmProvider};
-use agent_host::outbound::{HostPattern, Outbound, OutboundPolicy};
 use agent_host::plugins::bindings::agent::plugin::agent_info::{AgentProfile, CommandInfo};
-use agent_host::plugins::{
-    AgentSnapshot, Grants, HostServices, Invocation, Origin, PluginRuntime, ResponseFormat, Run, RuntimeLimits, Tenant,
-};
-use agent_host::store::Store;
+use agent_host::plugins::{AgentSnapshot, Grants, Invocation, Origin, ResponseFormat, Run, Tenant};
 use criterion::{Criterion, criterion_group, criterion_main};
 
-/// An LLM that answers at once, so the prompt bench measures the host, not a model.
-struct InstantLlm;
-
-impl LlmProvider for InstantLlm {
-    fn name(&self) -> String {
-        "instant".into()
-    }
-    fn complete(&self, _: CompletionRequest) -> LlmFuture<'_> {
-        Box::pin(async {
-            Ok(Completion {
-                content: "A short poem.".into(),
-                tool_calls: Vec::new(),
-            })
-        })
-    }
-}
-
-struct Setup {
-    runtime: Arc<PluginRuntime>,
-    webhook_url: String,
-    _dir: tempfile::TempDir,
-}
-
-fn setup(rt: &tokio::runtime::Runtime) -> Setup {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("bench.db"), Duration::from_secs(5)).unwrap();
-    let webhook_url = rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let router = axum::Router::new().route("/hook", axum::routing::post(|| async { "hooked" }));
-        tokio::spawn(async move { axum::serve(listener, router).await });
-        format!("http://127.0.0.1:{port}/hook")
-    });
-    let port = webhook_url.split(':').nth(2).unwrap().split('/').next().unwrap();
-    let outbound = Outbound::new(OutboundPolicy {
-        allowed_hosts: vec![HostPattern::parse("*").unwrap()],
-        private_exceptions: vec![HostPattern::parse(&format!("127.0.0.1:{port}")).unwrap()],
-        max_response_bytes: 1 << 20,
-        max_timeout: Duration::from_secs(5),
-        max_redirects: 5,
-        marker: None,
-    });
-    let limits = RuntimeLimits {
-        default_timeout: Duration::from_secs(5),
-        max_memory_bytes: 128 << 20,
-        max_output_bytes: 1 << 20,
-        max_concurrency: 64,
-        max_concurrency_per_account: 64,
-        max_component_bytes: 32 << 20,
-    };
-    let services = HostServices {
-        store,
-        outbound,
-        llm: Arc::new(InstantLlm),
-        llm_max_tokens: 1024,
-    };
-    let runtime = Arc::new(PluginRuntime::new(dir.path(), &dir.path().join("cache"), limits, services).unwrap());
-    Setup {
-        runtime,
-        webhook_url,
-        _dir: dir,
-    }
-}
+mod common;
+use common::{Setup, percentile, setup};
 
 async fn make_run(setup: &Setup, handler: HandlerType) -> Run {
     let component = setup.runtime.builtin(handler).unwrap();
@@ -144,10 +78,6 @@ async fn make_run(setup: &Setup, handler: HandlerType) -> Run {
         },
         kv_scope: format!("command:{command}"),
     }
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
 fn handlers(c: &mut Criterion) {
