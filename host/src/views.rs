@@ -11,7 +11,8 @@ use crate::manifest::AgentManifest;
 use crate::plugins::{Inspection, describe};
 use crate::services::keys::IssuedKey;
 use crate::store::{
-    AccountPlugin, AgentSummary, ApplyOutcome, Integration, JobRecord, PaymentRecord, TransferRecord, WalletRecord,
+    AccountPlugin, AgentSummary, ApplyOutcome, Integration, JobRecord, PaymentRecord, PluginRun, TransferRecord,
+    WalletRecord,
 };
 
 pub fn account(a: &Account) -> Value {
@@ -179,4 +180,14 @@ pub fn integration(connected: Option<&Integration>) -> Value {
             view
         }
     }
+}
+
+/// A kept plugin run: what it was asked, how it ended, how long it took, what it logged.
+pub fn plugin_run(r: &PluginRun) -> Value {
+    json!({
+        "id": r.id, "command": r.command, "origin": r.origin,
+        "started_at": iso(r.started_at), "duration_ms": r.duration_ms,
+        "outcome": r.outcome, "error": r.error,
+        "lines": r.lines.iter().map(|l| json!({ "at": iso(l.at), "level": l.level, "message": l.message })).collect::<Vec<_>>(),
+    })
 }

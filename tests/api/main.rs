@@ -17,6 +17,7 @@ mod console;
 mod errors;
 mod freshness;
 mod jobs;
+mod logs;
 mod meta;
 mod migrations;
 mod plugin_abuse;

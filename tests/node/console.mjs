@@ -134,8 +134,17 @@ try {
   await page.getByLabel("text", { exact: true }).fill("");
   await page.getByRole("button", { name: "Run command" }).click();
   await page.locator("pre.response", { hasText: "Buy milk" }).waitFor();
+  // A refused run shows its reason, and is kept in the agent's logs.
+  await page.getByLabel("action (required)").fill("burn");
+  await page.getByRole("button", { name: "Run command" }).click();
+  await page.getByText("unknown action 'burn'", { exact: false }).first().waitFor();
   await everyControlIsLabelled();
   await shot("commands");
+
+  await page.getByRole("link", { name: "Logs" }).click();
+  await page.getByRole("row").filter({ hasText: "/notes" }).filter({ hasText: "invalid_input" }).waitFor();
+  await page.getByText("error: unknown action 'burn'", { exact: false }).waitFor();
+  await shot("logs");
 
   step("the x402 payment, with its receipt and explorer link");
   await page.goto(`${base}/console#/agents/${seller}/payments`);

@@ -8,6 +8,7 @@ mod agents;
 mod db;
 mod integrations;
 mod keys;
+mod logs;
 mod plugins;
 mod serve;
 mod wallets;
@@ -82,6 +83,8 @@ enum Top {
     /// The database itself.
     #[command(subcommand)]
     Db(db::DbCmd),
+    /// An agent's plugin runs that logged or failed, with their lines (newest first).
+    Logs(logs::LogsArgs),
 }
 
 /// What every command gets: the settings, the opened store, and how to print.
@@ -200,6 +203,7 @@ async fn with_store(settings: Settings, out: Output, command: Top) -> anyhow::Re
         Top::Wallet(command) => wallets::wallet(&ctx, command).await,
         Top::Payments(command) => wallets::payments(&ctx, command).await,
         Top::Db(command) => db::run(&ctx, command).await,
+        Top::Logs(args) => logs::run(&ctx, args).await,
     }
 }
 

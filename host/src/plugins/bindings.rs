@@ -87,3 +87,24 @@ impl From<ParamSpec> for types::ParamSpec {
         }
     }
 }
+
+/// How an origin is written in the store (jobs, plugin runs).
+pub fn origin_name(origin: types::Origin) -> &'static str {
+    match origin {
+        types::Origin::Api => "api",
+        types::Origin::ChatTool => "chat_tool",
+        types::Origin::X402 => "x402",
+        types::Origin::Chatapp => "chatapp",
+        types::Origin::Social => "social",
+    }
+}
+
+pub fn parse_origin(text: &str) -> types::Origin {
+    match text {
+        "chat_tool" => types::Origin::ChatTool,
+        "x402" => types::Origin::X402,
+        "chatapp" => types::Origin::Chatapp,
+        "social" => types::Origin::Social,
+        _ => types::Origin::Api,
+    }
+}

@@ -27,6 +27,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::domain::HandlerType;
+use crate::store::PluginRun;
 use bindings::types::CommandError;
 use engine::ComponentCache;
 use slots::Slots;
@@ -167,6 +168,9 @@ const BUILTIN_COMPONENTS: &[(HandlerType, &[u8])] = &[
     (HandlerType::Webhook, include_bytes!(env!("BUILT_PLUGIN_WEBHOOK"))),
     (HandlerType::BuiltIn, include_bytes!(env!("BUILT_PLUGIN_BUILT_IN"))),
 ];
+
+/// Runs kept per agent and command for their owner (`agent-host logs`); older ones go.
+pub const RUNS_KEPT_PER_COMMAND: u32 = 100;
 
 /// Deadline for calling `manifest()`, which should do nothing but return data.
 const MANIFEST_TIMEOUT: Duration = Duration::from_secs(2);
@@ -452,6 +456,8 @@ impl PluginRuntime {
             progress: None,
             services: self.services.clone(),
             log_lines: 0,
+            kept_log: Vec::new(),
+            kept_log_bytes: 0,
         };
         let mut store = self.new_store(call, MANIFEST_TIMEOUT);
         let result = tokio::time::timeout(MANIFEST_TIMEOUT + Duration::from_secs(1), async {
@@ -486,7 +492,7 @@ impl PluginRuntime {
     }
 
     /// Runs `execute` in a fresh instance under the run's limits, once its tenant's share
-    /// of the slots allows.
+    /// of the slots allows. A run that logged or did not succeed is kept for its owner.
     pub async fn execute(&self, run: Run) -> Result<Output, ExecError> {
         let timeout = run.timeout.unwrap_or(self.limits.default_timeout);
         let long = timeout > self.limits.default_timeout;
@@ -500,6 +506,18 @@ impl PluginRuntime {
             .get(&run.component.hash, run.component.bytes())
             .await
             .map_err(ExecError::Load)?;
+        let record = PluginRun {
+            id: uuid::Uuid::new_v4().to_string(),
+            agent_id: run.agent_id.clone(),
+            command: run.invocation.command.clone(),
+            origin: bindings::origin_name(run.invocation.origin).into(),
+            started_at: crate::clock::now_ms(),
+            duration_ms: 0,
+            outcome: String::new(),
+            error: None,
+            lines: Vec::new(),
+        };
+        let started = Instant::now();
         let call = CallContext {
             agent_id: run.agent_id,
             command: run.invocation.command.clone(),
@@ -509,6 +527,8 @@ impl PluginRuntime {
             progress: run.progress,
             services: self.services.clone(),
             log_lines: 0,
+            kept_log: Vec::new(),
+            kept_log_bytes: 0,
         };
         let mut store = self.new_store(call, timeout);
         let invocation = run.invocation;
@@ -528,11 +548,52 @@ impl PluginRuntime {
             .await;
             (outcome, store)
         };
-        let (outcome, store) = self
-            .guests
-            .finish(run)
-            .await
-            .map_err(|e| ExecError::Crashed(format!("the plugin's run ended abnormally: {e}")))?;
+        let (result, lines) = match self.guests.finish(run).await {
+            Err(e) => (
+                Err(ExecError::Crashed(format!("the plugin's run ended abnormally: {e}"))),
+                Vec::new(),
+            ),
+            Ok((outcome, mut store)) => {
+                let result = self.judge(outcome, &store, timeout);
+                (result, std::mem::take(&mut store.data_mut().call.kept_log))
+            }
+        };
+        if !lines.is_empty() || result.is_err() {
+            let (outcome, error) = match &result {
+                Ok(_) => ("succeeded", None),
+                Err(ExecError::InvalidInput(m)) => ("invalid_input", Some(m.clone())),
+                Err(ExecError::Failed(m)) => ("failed", Some(m.clone())),
+                Err(ExecError::Unavailable(m)) => ("unavailable", Some(m.clone())),
+                Err(other) => ("crashed", Some(other.to_string())),
+            };
+            let record = PluginRun {
+                duration_ms: started.elapsed().as_millis() as i64,
+                outcome: outcome.into(),
+                error,
+                lines,
+                ..record
+            };
+            // The answer does not wait on its record: a run's caller gets what it got even
+            // when the store cannot keep the record.
+            if let Err(e) = self
+                .services
+                .store
+                .record_plugin_run(record, RUNS_KEPT_PER_COMMAND)
+                .await
+            {
+                tracing::warn!(error = %e, "could not keep a plugin run's record");
+            }
+        }
+        result
+    }
+
+    /// What a finished run comes to: its output within the limits, or why not.
+    fn judge(
+        &self,
+        outcome: Result<wasmtime::Result<Result<Output, CommandError>>, tokio::time::error::Elapsed>,
+        store: &Store<HostState>,
+        timeout: Duration,
+    ) -> Result<Output, ExecError> {
         let result = match outcome {
             Err(_) => {
                 return Err(ExecError::Crashed(format!(
@@ -540,7 +601,7 @@ impl PluginRuntime {
                     timeout.as_millis()
                 )));
             }
-            Ok(Err(trap)) => return Err(ExecError::Crashed(describe_failure(&trap, &store, timeout))),
+            Ok(Err(trap)) => return Err(ExecError::Crashed(describe_failure(&trap, store, timeout))),
             Ok(Ok(result)) => result,
         };
         match result {
@@ -561,6 +622,18 @@ impl PluginRuntime {
     }
 }
 
+/// A Rust guest's panic from its stderr: `panicked at FILE:LINE:COL: MESSAGE` (the message
+/// is on the line after the location since Rust 1.73).
+fn panic_message(stderr: &str) -> Option<String> {
+    let mut lines = stderr.lines().skip_while(|l| !l.contains("panicked"));
+    let first = lines.next()?.trim();
+    let first = first.find("panicked").map_or(first, |at| &first[at..]);
+    match lines.next().map(str::trim) {
+        Some(message) if !message.is_empty() && !message.starts_with("note:") => Some(format!("{first} {message}")),
+        _ => Some(first.to_string()),
+    }
+}
+
 /// Says in words why a guest stopped: which limit, which trap, or its panic message.
 fn describe_failure(err: &wasmtime::Error, store: &Store<HostState>, timeout: Duration) -> String {
     let state = store.data();
@@ -568,7 +641,7 @@ fn describe_failure(err: &wasmtime::Error, store: &Store<HostState>, timeout: Du
         return format!("the command exceeded {limit}");
     }
     let stderr = state.stderr_text();
-    let panic_line = stderr.lines().find(|l| l.contains("panicked")).map(str::to_string);
+    let panic_line = panic_message(&stderr);
     match err.downcast_ref::<Trap>() {
         Some(Trap::Interrupt) => format!("the command timed out after {} ms", timeout.as_millis()),
         Some(Trap::StackOverflow) => "the command overflowed its stack (recursion too deep)".into(),
@@ -579,7 +652,7 @@ fn describe_failure(err: &wasmtime::Error, store: &Store<HostState>, timeout: Du
                 .into()
         }
         Some(Trap::UnreachableCodeReached) => match panic_line {
-            Some(line) => format!("the plugin panicked: {}", line.trim()),
+            Some(message) => format!("the plugin {message}"),
             None => "the plugin crashed (it reached an unreachable instruction)".into(),
         },
         Some(trap) => format!("the plugin trapped: {trap}"),
@@ -587,5 +660,25 @@ fn describe_failure(err: &wasmtime::Error, store: &Store<HostState>, timeout: Du
             let text = format!("{err:#}");
             format!("the plugin failed: {}", text.lines().next().unwrap_or("unknown error"))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::panic_message;
+
+    #[test]
+    fn a_panic_is_told_with_its_message() {
+        let now = "thread '<unnamed>' (1) panicked at src/lib.rs:77:24:\nthe probe panicked on purpose\nnote: run with `RUST_BACKTRACE=1`\n";
+        assert_eq!(
+            panic_message(now).as_deref(),
+            Some("panicked at src/lib.rs:77:24: the probe panicked on purpose")
+        );
+        let older = "thread '<unnamed>' panicked at 'boom', src/lib.rs:3:5\nnote: run with `RUST_BACKTRACE=1`\n";
+        assert_eq!(
+            panic_message(older).as_deref(),
+            Some("panicked at 'boom', src/lib.rs:3:5")
+        );
+        assert_eq!(panic_message("nothing here"), None);
     }
 }

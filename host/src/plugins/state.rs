@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use crate::store::LogLine;
+
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -45,7 +47,13 @@ pub struct CallContext {
     pub services: Arc<HostServices>,
     /// Log lines written so far (capped per call).
     pub log_lines: u32,
+    /// The lines kept for the run's record, up to `KEPT_LOG_BYTES` of messages.
+    pub kept_log: Vec<LogLine>,
+    pub kept_log_bytes: usize,
 }
+
+/// Of a run's log, what its record keeps: enough to debug a run, bounded per run.
+pub const KEPT_LOG_BYTES: usize = 16 * 1024;
 
 /// Stderr kept per call: enough for a panic message.
 pub const STDERR_CAPACITY: usize = 8 * 1024;

@@ -38,6 +38,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/v1/account/agents/{agent_id}/transfers", get(list_transfers))
         .route("/v1/account/agents/{agent_id}/payments", get(list_payments))
         .route("/v1/account/agents/{agent_id}/jobs", get(list_jobs))
+        .route("/v1/account/agents/{agent_id}/logs", get(list_logs))
         .route("/v1/account/agents/{agent_id}/integrations", get(show_integrations))
         .route(
             "/v1/account/agents/{agent_id}/integrations/chatapp",
@@ -270,6 +271,28 @@ async fn list_jobs(
     let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
     let list = jobs::list(&services.store, &agent.id, query.limit()?).await?;
     ok(json!({ "jobs": list.iter().map(views::job).collect::<Vec<_>>() }))
+}
+
+/// `?command=NAME&limit=N`: the kept runs of one command, or of all.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogsQuery {
+    command: Option<String>,
+    limit: Option<u32>,
+}
+
+async fn list_logs(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiPath(agent_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<LogsQuery>,
+) -> Answer {
+    let store = &state.services.store;
+    let agent = agents::owned(store, &caller.account.id, &agent_id).await?;
+    let limit = ListQuery { limit: query.limit }.limit()?;
+    let command = query.command.as_deref().map(|c| c.trim_start_matches('/'));
+    let runs = plugins::runs(store, &agent.id, command, None, limit).await?;
+    ok(json!({ "runs": runs.iter().map(views::plugin_run).collect::<Vec<_>>() }))
 }
 
 async fn list_plugins(State(state): State<AppState>, Manager(caller): Manager) -> Answer {

@@ -52,6 +52,7 @@ const ASSETS: &[Asset] = &[
     asset!("js/pages/wallets.js", JS),
     asset!("js/pages/money.js", JS),
     asset!("js/pages/jobs.js", JS),
+    asset!("js/pages/logs.js", JS),
     asset!("js/pages/plugins.js", JS),
 ];
 

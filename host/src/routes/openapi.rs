@@ -509,6 +509,17 @@ pub const OPERATIONS: &[Operation] = &[
     },
     Operation {
         method: "get",
+        path: "/v1/account/agents/{agentId}/logs",
+        id: "listLogs",
+        summary: "The agent's kept plugin runs, newest first: each run that logged or did not succeed, with its outcome, duration and log lines",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(json!({ "type": "object", "properties": { "runs": { "type": "array" } } })),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "get",
         path: "/v1/account/agents/{agentId}/integrations",
         id: "showIntegrations",
         summary: "The agent's chat-app bot and social account: connected, enabled, public names (never tokens)",
@@ -799,7 +810,13 @@ pub fn document() -> Value {
         if op.id == "walletQr" {
             operation["responses"]["200"]["content"] = json!({ "image/svg+xml": { "schema": (op.response)() } });
         }
-        if ["listTransfers", "listPayments", "listJobs"].contains(&op.id)
+        if op.id == "listLogs"
+            && let Some(parameters) = operation["parameters"].as_array_mut()
+        {
+            parameters.push(json!({ "name": "command", "in": "query", "required": false,
+                "schema": { "type": "string" } }));
+        }
+        if ["listTransfers", "listPayments", "listJobs", "listLogs"].contains(&op.id)
             && let Some(parameters) = operation["parameters"].as_array_mut()
         {
             parameters.push(json!({ "name": "limit", "in": "query", "required": false,

@@ -208,26 +208,6 @@ async fn snapshot(services: &Services, agent: &Agent) -> Result<AgentSnapshot, S
     })
 }
 
-pub fn origin_name(origin: Origin) -> &'static str {
-    match origin {
-        Origin::Api => "api",
-        Origin::ChatTool => "chat_tool",
-        Origin::X402 => "x402",
-        Origin::Chatapp => "chatapp",
-        Origin::Social => "social",
-    }
-}
-
-pub fn parse_origin(text: &str) -> Origin {
-    match text {
-        "chat_tool" => Origin::ChatTool,
-        "x402" => Origin::X402,
-        "chatapp" => Origin::Chatapp,
-        "social" => Origin::Social,
-        _ => Origin::Api,
-    }
-}
-
 /// Which built-in a `built_in` command runs: `config.builtin`, else its own name.
 fn builtin_name(command: &Command) -> &str {
     command

@@ -40,7 +40,7 @@ pub async fn submit(
                 id: id.clone(),
                 agent_id: agent.id.clone(),
                 command: command.def.name.clone(),
-                origin: commands::origin_name(origin).to_string(),
+                origin: crate::plugins::bindings::origin_name(origin).to_string(),
                 parameters: Value::Object(parameters),
                 raw_text,
                 state: JobState::Queued,
@@ -138,7 +138,7 @@ async fn work(services: &Services, id: &str) -> Result<JobOutcome, (String, &'st
         .map_err(|e| (e.to_string(), "invalid_input"))?;
     let parameters = job.parameters.as_object().cloned().unwrap_or_default();
     let (progress, _writer) = progress_writer(services, id);
-    let origin = commands::parse_origin(&job.origin);
+    let origin = crate::plugins::bindings::parse_origin(&job.origin);
     let run = commands::prepare(
         services,
         &agent,

@@ -4,7 +4,7 @@
 
 use super::ServiceError;
 use crate::plugins::Inspection;
-use crate::store::{AccountPlugin, Store};
+use crate::store::{AccountPlugin, PluginRun, Store};
 
 use super::Services;
 
@@ -27,4 +27,16 @@ pub async fn upload(services: &Services, account_id: &str, bytes: Vec<u8>) -> Re
 
 pub async fn list(store: &Store, account_id: &str) -> Result<Vec<AccountPlugin>, ServiceError> {
     Ok(store.account_plugins(account_id).await?)
+}
+
+/// The agent's kept plugin runs (of one command, if named), newest first: each run that
+/// logged or did not succeed, with its lines. `after` (epoch ms) keeps only later ones.
+pub async fn runs(
+    store: &Store,
+    agent_id: &str,
+    command: Option<&str>,
+    after: Option<i64>,
+    limit: u32,
+) -> Result<Vec<PluginRun>, ServiceError> {
+    Ok(store.plugin_runs(agent_id, command, after, limit).await?)
 }

@@ -23,6 +23,7 @@ const TABLES: &[&str] = &[
     "payments",
     "jobs",
     "deployment_facts",
+    "plugin_runs",
 ];
 
 impl Store {

@@ -52,6 +52,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(11, "0011_several_hosts"),
     migration!(12, "0012_keyed_path"),
     migration!(13, "0013_self_service"),
+    migration!(14, "0014_plugin_runs"),
 ];
 
 pub fn latest_version() -> i64 {

@@ -4,6 +4,7 @@ import { manifestForm } from "./agents.js";
 import { commandsTab } from "./commands.js";
 import { integrationsTab } from "./integrations.js";
 import { jobsTab } from "./jobs.js";
+import { logsTab } from "./logs.js";
 import { paymentsTab } from "./money.js";
 import { walletsTab } from "./wallets.js";
 
@@ -12,6 +13,7 @@ const TABS = [
   ["wallets", "Wallets", walletsTab],
   ["payments", "Payments", paymentsTab],
   ["jobs", "Jobs", jobsTab],
+  ["logs", "Logs", logsTab],
   ["integrations", "Chat-app and social", integrationsTab],
   ["settings", "Manifest", settingsTab],
 ];

@@ -1,5 +1,6 @@
 use crate::plugins::bindings::agent::plugin::log::{Host, Level};
-use crate::plugins::state::HostState;
+use crate::plugins::state::{HostState, KEPT_LOG_BYTES};
+use crate::store::LogLine;
 
 const MAX_LINES_PER_CALL: u32 = 200;
 const MAX_LINE_CHARS: usize = 2_000;
@@ -28,11 +29,32 @@ impl Host for HostState {
         }
         let message = one_line(&message);
         let (agent, command) = (&call.agent_id, &call.command);
-        match level {
-            Level::Debug => tracing::debug!(target: "plugin", agent, command, "{message}"),
-            Level::Info => tracing::info!(target: "plugin", agent, command, "{message}"),
-            Level::Warn => tracing::warn!(target: "plugin", agent, command, "{message}"),
-            Level::Error => tracing::error!(target: "plugin", agent, command, "{message}"),
+        let name = match level {
+            Level::Debug => {
+                tracing::debug!(target: "plugin", agent, command, "{message}");
+                "debug"
+            }
+            Level::Info => {
+                tracing::info!(target: "plugin", agent, command, "{message}");
+                "info"
+            }
+            Level::Warn => {
+                tracing::warn!(target: "plugin", agent, command, "{message}");
+                "warn"
+            }
+            Level::Error => {
+                tracing::error!(target: "plugin", agent, command, "{message}");
+                "error"
+            }
+        };
+        // The run's record keeps the first lines, up to its byte budget.
+        if call.kept_log_bytes + message.len() <= KEPT_LOG_BYTES {
+            call.kept_log_bytes += message.len();
+            call.kept_log.push(LogLine {
+                at: crate::clock::now_ms(),
+                level: name.into(),
+                message,
+            });
         }
         Ok(())
     }
