@@ -193,33 +193,12 @@ impl TestEnv {
 
     /// Runs `agent-host --data-dir DIR ARGS...` to completion.
     pub fn cli(&self, args: &[&str]) -> CliOutput {
-        let output = self
-            .command()
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run agent-host");
-        CliOutput {
-            status: output.status,
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        finish(self.command().args(args))
     }
 
     /// Runs the CLI to completion in `dir` (commands that read the current folder).
     pub fn cli_in(&self, dir: &Path, args: &[&str]) -> CliOutput {
-        let output = self
-            .command()
-            .args(args)
-            .current_dir(dir)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run agent-host");
-        CliOutput {
-            status: output.status,
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        finish(self.command().args(args).current_dir(dir))
     }
 
     /// Starts the CLI in `dir` and leaves it running, its output piped (`plugin run --watch`).
@@ -481,6 +460,16 @@ pub async fn post_json(url: &str, key: Option<&str>, body: &Value) -> Reply {
         request = request.header("x-api-key", key);
     }
     send(request).await
+}
+
+/// Runs the CLI with nothing on its standard input, to its end.
+fn finish(command: &mut Command) -> CliOutput {
+    let output = command.stdin(Stdio::null()).output().expect("run agent-host");
+    CliOutput {
+        status: output.status,
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
 }
 
 /// Runs a tool to its end within `limit` (killed if it outlives the test); answers whether
