@@ -506,18 +506,8 @@ impl PluginRuntime {
             .get(&run.component.hash, run.component.bytes())
             .await
             .map_err(ExecError::Load)?;
-        let record = PluginRun {
-            id: uuid::Uuid::new_v4().to_string(),
-            agent_id: run.agent_id.clone(),
-            command: run.invocation.command.clone(),
-            origin: bindings::origin_name(run.invocation.origin).into(),
-            started_at: crate::clock::now_ms(),
-            duration_ms: 0,
-            outcome: String::new(),
-            error: None,
-            lines: Vec::new(),
-        };
-        let started = Instant::now();
+        // What a record of the run needs beyond its context: nothing more on the hot path.
+        let (started_at, started, origin) = (crate::clock::now_ms(), Instant::now(), run.invocation.origin);
         let call = CallContext {
             agent_id: run.agent_id,
             command: run.invocation.command.clone(),
@@ -548,17 +538,14 @@ impl PluginRuntime {
             .await;
             (outcome, store)
         };
-        let (result, lines) = match self.guests.finish(run).await {
-            Err(e) => (
-                Err(ExecError::Crashed(format!("the plugin's run ended abnormally: {e}"))),
-                Vec::new(),
-            ),
-            Ok((outcome, mut store)) => {
-                let result = self.judge(outcome, &store, timeout);
-                (result, std::mem::take(&mut store.data_mut().call.kept_log))
-            }
-        };
-        if !lines.is_empty() || result.is_err() {
+        let (outcome, mut store) = self
+            .guests
+            .finish(run)
+            .await
+            .map_err(|e| ExecError::Crashed(format!("the plugin's run ended abnormally: {e}")))?;
+        let result = self.judge(outcome, &store, timeout);
+        let call = &mut store.data_mut().call;
+        let record = (!call.kept_log.is_empty() || result.is_err()).then(|| {
             let (outcome, error) = match &result {
                 Ok(_) => ("succeeded", None),
                 Err(ExecError::InvalidInput(m)) => ("invalid_input", Some(m.clone())),
@@ -566,15 +553,22 @@ impl PluginRuntime {
                 Err(ExecError::Unavailable(m)) => ("unavailable", Some(m.clone())),
                 Err(other) => ("crashed", Some(other.to_string())),
             };
-            let record = PluginRun {
+            PluginRun {
+                id: uuid::Uuid::new_v4().to_string(),
+                agent_id: std::mem::take(&mut call.agent_id),
+                command: std::mem::take(&mut call.command),
+                origin: bindings::origin_name(origin).into(),
+                started_at,
                 duration_ms: started.elapsed().as_millis() as i64,
                 outcome: outcome.into(),
                 error,
-                lines,
-                ..record
-            };
-            // The answer does not wait on its record: a run's caller gets what it got even
-            // when the store cannot keep the record.
+                lines: std::mem::take(&mut call.kept_log),
+            }
+        });
+        // The instance goes back to the pool before the record is written.
+        drop(store);
+        if let Some(record) = record {
+            // A record the store cannot keep does not change the run's answer.
             if let Err(e) = self
                 .services
                 .store
