@@ -16,7 +16,7 @@ pub enum Lang {
 /// Creates `parent/name` in `lang`. `sdk` is the language's SDK (the `agent-plugin-sdk`
 /// crate, or `plugin-sdk/js`); a Python plugin binds to the WIT folder `wit` directly.
 pub fn create(parent: &Path, name: &str, lang: Lang, sdk: &Path, wit: &Path) -> anyhow::Result<PathBuf> {
-    let dir = prepare(parent, name)?;
+    check_name(name)?;
     let lib = name.replace('-', "_");
     let (files, artifact) = match lang {
         Lang::Rust => (
@@ -32,6 +32,8 @@ pub fn create(parent: &Path, name: &str, lang: Lang, sdk: &Path, wit: &Path) -> 
             format!("dist/{lib}.wasm"),
         ),
     };
+    // Only once every input checked out: a failed attempt leaves no folder behind.
+    let dir = new_folder(parent, name)?;
     for (path, text) in files
         .into_iter()
         .chain([("plugin-tests.toml".to_string(), cases(&artifact))])
@@ -55,8 +57,7 @@ fn canonical(path: &Path, what: &str) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("{what} is not at {}", path.display()))
 }
 
-/// Checks the name and makes the (new) folder.
-fn prepare(parent: &Path, name: &str) -> anyhow::Result<PathBuf> {
+fn check_name(name: &str) -> anyhow::Result<()> {
     let valid = name.len() <= 64
         && name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
         && name
@@ -65,6 +66,11 @@ fn prepare(parent: &Path, name: &str) -> anyhow::Result<PathBuf> {
     if !valid {
         bail!("a plugin name is 1 to 64 of a-z 0-9 _ -, starting with a letter");
     }
+    Ok(())
+}
+
+/// Makes the plugin's folder, which must not exist yet.
+fn new_folder(parent: &Path, name: &str) -> anyhow::Result<PathBuf> {
     let dir = parent.join(name);
     if dir.exists() {
         bail!("{} already exists", dir.display());
@@ -259,4 +265,21 @@ class Command(exports.Command):
         ("README.md".into(), readme),
         (".gitignore".into(), "/dist\n__pycache__/\n".into()),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_attempt_leaves_no_folder() {
+        let parent = std::env::temp_dir().join(format!("scaffold-{}", crate::random::hex_token(6)));
+        std::fs::create_dir_all(&parent).unwrap();
+        let missing = parent.join("no-sdk-here");
+        let err = create(&parent, "hello", Lang::Js, &missing, &missing).unwrap_err();
+        assert!(err.to_string().contains("the JavaScript SDK is not at"), "{err}");
+        assert!(!parent.join("hello").exists(), "the folder is not left behind");
+        assert!(create(&parent, "Bad Name", Lang::Rust, &missing, &missing).is_err());
+        std::fs::remove_dir_all(&parent).unwrap();
+    }
 }
