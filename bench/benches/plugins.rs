@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_host::domain::HandlerType;
-use agent_host::plugins::bindings::agent::plugin::agent_info::{AgentProfile, CommandInfo};
+use agent_host::plugins::{AgentProfile, CommandInfo};
 use agent_host::plugins::{AgentSnapshot, Grants, Invocation, Origin, ResponseFormat, Run, Tenant};
 use criterion::{Criterion, criterion_group, criterion_main};
 

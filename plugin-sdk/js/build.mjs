@@ -1,14 +1,15 @@
 #!/usr/bin/env node
 // Builds a plugin written with this SDK into a WebAssembly component of the world
-// `agent:plugin/command-plugin@0.1.0`:
+// `agent:plugin/command-plugin@0.2.0`:
 //
 //   node plugin-sdk/js/build.mjs src/index.js out/plugin.wasm
 //
 // 1. esbuild bundles the plugin and this SDK into one ES module (componentize-js takes one
 //    file); the host's interfaces (`agent:plugin/...`) stay imports.
-// 2. componentize-js embeds it in SpiderMonkey and binds it to the WIT in ../../wit. Its
-//    `fetch()` is left out: it needs `wasi:http`, which the 0.1.0 world does not offer
-//    (use the SDK's `http`, the host's guarded client).
+// 2. componentize-js embeds it in SpiderMonkey and binds it to the WIT in ../../wit. The
+//    standard `fetch()` is in (the `http` feature): it goes out through `wasi:http`, which
+//    the host sends through the same guard as the SDK's `http`. Only `fetch-event` (serving
+//    HTTP, which a command does not do) is left out.
 import { mkdtempSync, rmSync, statSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -17,7 +18,7 @@ import { build } from "esbuild";
 import { componentize } from "@bytecodealliance/componentize-js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-export const WIT = resolve(here, "../../wit/v0.1.0");
+export const WIT = resolve(here, "../../wit/v0.2.0");
 
 export async function buildPlugin(entry, out) {
   const started = Date.now();
@@ -39,7 +40,7 @@ export async function buildPlugin(entry, out) {
       sourcePath: bundle,
       witPath: WIT,
       worldName: "command-plugin",
-      disableFeatures: ["http", "fetch-event"],
+      disableFeatures: ["fetch-event"],
     });
     mkdirSync(dirname(resolve(out)), { recursive: true });
     writeFileSync(out, component);

@@ -2,13 +2,13 @@
 // Types of the SDK (index.js). The host's own interfaces, generated from the WIT by jco,
 // are in types/ (`npm run types` regenerates them).
 
-export type ParamType = import("agent:plugin/types@0.1.0").ParamType;
-export type ResponseFormat = import("agent:plugin/types@0.1.0").ResponseFormat;
-export type Capability = import("agent:plugin/types@0.1.0").Capability;
-export type Origin = import("agent:plugin/types@0.1.0").Origin;
-export type Invocation = import("agent:plugin/types@0.1.0").Invocation;
-export type Output = import("agent:plugin/types@0.1.0").Output;
-export type PluginManifest = import("agent:plugin/types@0.1.0").PluginManifest;
+export type ParamType = import("agent:plugin/types@0.2.0").ParamType;
+export type ResponseFormat = import("agent:plugin/types@0.2.0").ResponseFormat;
+export type Capability = import("agent:plugin/types@0.2.0").Capability;
+export type Origin = import("agent:plugin/types@0.2.0").Origin;
+export type Invocation = import("agent:plugin/types@0.2.0").Invocation;
+export type Output = import("agent:plugin/types@0.2.0").Output;
+export type PluginManifest = import("agent:plugin/types@0.2.0").PluginManifest;
 
 export type ErrorKind = "invalid-input" | "failed" | "unavailable";
 

@@ -14,7 +14,13 @@ const here = dirname(fileURLToPath(import.meta.url));
 const { $init, generateTypes } = await import(join(here, bindgen));
 await $init;
 
-const source = readFileSync(join(here, "../../wit/v0.1.0/plugin.wit"), "utf8");
+// The world's one wasi:http import is what the engine's `fetch()` uses; plugins never import
+// it themselves, so the declarations leave it (and the WASI packages behind it) out.
+const source = readFileSync(join(here, "../../wit/v0.2.0/plugin.wit"), "utf8").replace(
+  /^\s*import wasi:http\/outgoing-handler@[\d.]+;\n/m,
+  "",
+);
+if (/^\s*(import|use|include) wasi:/m.test(source)) throw new Error("types.mjs: the world imports more of WASI than it knows");
 const files = generateTypes("command-plugin", {
   wit: { tag: "source", val: source },
   world: "command-plugin",

@@ -16,8 +16,18 @@ pub use serde_json::{Map, Value, json};
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit/v0.1.0",
+        path: "../wit/v0.2.0",
         world: "command-plugin",
+        // The world lets a plugin import wasi:http; its bindings are the `wasip2` crate's,
+        // which HTTP clients for WASI (wstd, waki) use too, so they are not made twice.
+        with: {
+            "wasi:http/types@0.2.12": wasip2::http::types,
+            "wasi:http/outgoing-handler@0.2.12": wasip2::http::outgoing_handler,
+            "wasi:io/error@0.2.12": wasip2::io::error,
+            "wasi:io/poll@0.2.12": wasip2::io::poll,
+            "wasi:io/streams@0.2.12": wasip2::io::streams,
+            "wasi:clocks/monotonic-clock@0.2.12": wasip2::clocks::monotonic_clock,
+        },
         pub_export_macro: true,
         export_macro_name: "__export_command_plugin",
         default_bindings_module: "agent_plugin_sdk::bindings",

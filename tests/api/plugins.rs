@@ -545,7 +545,7 @@ fn plugin_inspect_prints_the_manifest() {
     let out = env.cli_json(&["plugin", "inspect", &plugin_path("notes")]);
     assert_eq!(out["manifest"]["name"], "notes");
     assert_eq!(out["manifest"]["capabilities"], json!(["kv"]));
-    assert_eq!(out["witVersion"], "0.1.0");
+    assert_eq!(out["witVersion"], "0.2.0", "the SDK targets the newest world");
     assert_eq!(
         out["manifest"]["parameters"][0],
         json!({"name": "action", "type": "string", "required": true, "description": "add, list or clear"})
@@ -555,8 +555,10 @@ fn plugin_inspect_prints_the_manifest() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|i| i.as_str().unwrap().starts_with("agent:plugin/kv@"))
+            .any(|i| i.as_str().unwrap().starts_with("agent:plugin/kv@0.2.0"))
     );
+    // The world offers wasi:http; a plugin that does not use it does not import it.
+    assert!(!out["imports"].to_string().contains("wasi:http"), "{}", out["imports"]);
     let bad = env.cli(&["plugin", "inspect", "/etc/hostname"]);
     assert_eq!(bad.status.code(), Some(1));
 }
@@ -605,6 +607,11 @@ async fn a_python_plugin_serves_the_same_contract() {
     )
     .await;
     assert_eq!(response_of(&reply), "HELLO THERE (from Python)");
+    // Built against the frozen WIT 0.1.0, which the host keeps serving beside 0.2.0.
+    assert_eq!(
+        env.cli_json(&["plugin", "inspect", &py_echo_path()])["witVersion"],
+        "0.1.0"
+    );
     let listed = get(&server.url("/v1/agents/pyagent/commands"), Some(&key)).await.json();
     assert_eq!(
         listed["data"]["commands"][0]["description"],
@@ -807,7 +814,25 @@ config = {{ api_url = "{api}" }}
     // The store is the command's: the other command (same component) has its own, and no network.
     let offline = run(&server, &key, "jsagent", "offline", lisbon.clone()).await;
     assert_eq!(offline.status, 500, "{}", offline.text);
-    assert!(offline.error_message().contains("no allowed_hosts"), "{}", offline.text);
+    assert!(
+        offline
+            .error_message()
+            .contains("the weather service could not be reached"),
+        "{}",
+        offline.text
+    );
+    // `fetch()` went out through wasi:http; why the guard refused is in the run's log.
+    let log = get(
+        &server.url("/v1/account/agents/jsagent/logs?command=offline&limit=1"),
+        Some(&key),
+    )
+    .await
+    .json();
+    let note = log["data"]["runs"][0]["lines"][0]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(note.contains("no allowed_hosts"), "{log}");
 
     let pole = run(
         &server,

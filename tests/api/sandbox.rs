@@ -141,13 +141,17 @@ async fn outbound_http_reaches_only_granted_public_hosts() {
     env.apply_agent(&probe_manifest(&granted), "alice");
     let server = env.serve();
 
-    let ok = probe(&server, &key, json!({"mode": "http", "url": redirector.url("/ok")})).await;
-    assert_eq!(
-        ok.json()["data"]["result"]["response"],
-        "status 200: granted and allowed",
-        "{}",
-        ok.text
-    );
+    // The same guard behind both interfaces: the host's `http.fetch` and, for a standard
+    // client compiled for WASI (wstd in the probe), `wasi:http` (WIT 0.2.0).
+    for mode in ["http", "wasi_http"] {
+        let ok = probe(&server, &key, json!({"mode": mode, "url": redirector.url("/ok")})).await;
+        assert_eq!(
+            ok.json()["data"]["result"]["response"],
+            "status 200: granted and allowed",
+            "{mode}: {}",
+            ok.text
+        );
+    }
     let cases = [
         (
             "https://not-granted.example.org/".to_string(),
@@ -160,13 +164,35 @@ async fn outbound_http_reaches_only_granted_public_hosts() {
         ),
         (redirector.url("/hop"), "private, loopback"),
         (redirector.url("/meta"), "link-local"),
-        ("file:///etc/passwd".to_string(), "scheme 'file'"),
     ];
-    for (url, expected) in cases {
+    for (url, expected) in &cases {
         let reply = probe(&server, &key, json!({"mode": "http", "url": url})).await;
         assert_contained(&reply, expected);
         assert!(!reply.text.contains("internal data"));
+        // wasi:http has an error code, not a message: the guest sees `HTTP-request-denied`,
+        // and the reason goes to the run's log for its author.
+        let reply = probe(&server, &key, json!({"mode": "wasi_http", "url": url})).await;
+        assert_contained(&reply, "HttpRequestDenied");
+        assert!(!reply.text.contains("internal data"));
+        let note = newest_log_line(&server, &key).await;
+        assert!(
+            note.contains(expected) && note.contains("wasi:http request to"),
+            "{url}: {note}"
+        );
     }
+    let file = probe(&server, &key, json!({"mode": "http", "url": "file:///etc/passwd"})).await;
+    assert_contained(&file, "scheme 'file'");
+    // A URL no HTTP client takes: refused before anything is sent.
+    let file = probe(&server, &key, json!({"mode": "wasi_http", "url": "file:///etc/passwd"})).await;
+    assert!(file.status >= 400 && !file.text.contains("root:"), "{}", file.text);
+}
+
+/// The last line of the probe's newest kept run.
+async fn newest_log_line(server: &TestServer, key: &str) -> String {
+    let logs = get(&server.url("/v1/account/agents/probe/logs?limit=1"), Some(key)).await;
+    let lines = logs.json()["data"]["runs"][0]["lines"].clone();
+    let last = lines.as_array().and_then(|l| l.last()).cloned().unwrap_or_default();
+    last["message"].as_str().unwrap_or_default().to_string()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -181,4 +207,62 @@ async fn a_command_without_allowed_hosts_has_no_network() {
     let server = env.serve();
     let reply = probe(&server, &key, json!({"mode": "http", "url": target.url("/")})).await;
     assert_contained(&reply, "no allowed_hosts");
+    let reply = probe(&server, &key, json!({"mode": "wasi_http", "url": target.url("/")})).await;
+    assert_contained(&reply, "HttpRequestDenied");
+    assert!(newest_log_line(&server, &key).await.contains("no allowed_hosts"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn outbound_sizes_and_times_are_capped_through_both_interfaces() {
+    let upstream = FakeServer::start(
+        axum::Router::new()
+            .route("/big", route_get(|| async { "x".repeat(4096) }))
+            .route("/small", route_get(|| async { "x".repeat(100) }))
+            .route(
+                "/slow",
+                route_get(|| async {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    "late"
+                }),
+            ),
+    )
+    .await;
+    let granted = format!("127.0.0.1:{}", upstream.port);
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", &granted)
+        .with_env("AGENT_HOST_OUTBOUND_MAX_RESPONSE_BYTES", "1024")
+        .with_env("AGENT_HOST_OUTBOUND_TIMEOUT_MS", "300");
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(&probe_manifest(&[granted]), "alice");
+    let server = env.serve();
+
+    let small = probe(
+        &server,
+        &key,
+        json!({"mode": "wasi_http", "url": upstream.url("/small")}),
+    )
+    .await;
+    assert_eq!(
+        small.json()["data"]["result"]["response"],
+        format!("status 200: {}", "x".repeat(100))
+    );
+    let big = probe(&server, &key, json!({"mode": "http", "url": upstream.url("/big")})).await;
+    assert_contained(&big, "larger than 1024 bytes");
+    let big = probe(&server, &key, json!({"mode": "wasi_http", "url": upstream.url("/big")})).await;
+    assert_contained(&big, "HttpResponseBodySize(Some(1024))");
+
+    let started = Instant::now();
+    let slow = probe(&server, &key, json!({"mode": "http", "url": upstream.url("/slow")})).await;
+    assert_contained(&slow, "did not answer in time");
+    let slow = probe(
+        &server,
+        &key,
+        json!({"mode": "wasi_http", "url": upstream.url("/slow")}),
+    )
+    .await;
+    assert_contained(&slow, "HttpResponseTimeout");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "both gave up at the operator's limit"
+    );
 }

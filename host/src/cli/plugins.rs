@@ -144,7 +144,9 @@ pub async fn run(settings: Settings, out: &Output, command: PluginCmd) -> anyhow
                 Lang::Js => repo.join("plugin-sdk/js"),
                 Lang::Rust | Lang::Python => repo.join("plugin-sdk"),
             });
-            let created = crate::scaffold::create(&dir, &name, lang, &sdk, &repo.join("wit/v0.1.0"))?;
+            // A new plugin targets the newest world this host serves.
+            let wit = repo.join(format!("wit/v{}", crate::plugins::bindings::WIT_VERSIONS[0]));
+            let created = crate::scaffold::create(&dir, &name, lang, &sdk, &wit)?;
             let build = match lang {
                 Lang::Rust => "cargo build --release --target wasm32-wasip2",
                 Lang::Js => "npm run build",

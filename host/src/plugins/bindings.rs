@@ -1,18 +1,54 @@
-//! Host bindings generated from `wit/v0.1.0`. Host functions are async (they may await
-//! the store, HTTP or an LLM) and trappable (only host bugs trap; guest-visible failures
-//! are values).
+//! Host bindings generated from `wit/`, one module per version of `agent:plugin` this host
+//! serves. Host functions are async (they may await the store, HTTP or an LLM) and trappable
+//! (only host bugs trap; guest-visible failures are values).
+//!
+//! The newest version owns the shared records (`types`); older versions reuse them (`with`),
+//! so the rest of the host speaks one vocabulary whatever a component was built against.
+//! Each version's interfaces have their own traits; `host/` implements them once, for every
+//! version, with `for_each_version!`.
 
-wasmtime::component::bindgen!({
-    path: "../wit/v0.1.0",
-    world: "command-plugin",
-    imports: { default: async | trappable },
-    exports: { default: async },
-});
+/// `agent:plugin@0.2.0`: 0.1.0 plus `wasi:http/outgoing-handler`.
+pub mod v0_2_0 {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.2.0",
+        world: "command-plugin",
+        imports: { default: async | trappable },
+        exports: { default: async },
+        with: {
+            "wasi:http": wasmtime_wasi_http::p2::bindings::http,
+            "wasi:io": wasmtime_wasi::p2::bindings::io,
+            "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
+        },
+    });
+}
 
-pub use agent::plugin::types;
+/// `agent:plugin@0.1.0`, frozen: components built against it keep working.
+pub mod v0_1_0 {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.1.0",
+        world: "command-plugin",
+        imports: { default: async | trappable },
+        exports: { default: async },
+        with: {
+            "agent:plugin/types": super::v0_2_0::agent::plugin::types,
+        },
+    });
+}
 
-/// The WIT package version these bindings serve.
-pub const WIT_VERSION: &str = "0.1.0";
+pub use v0_2_0::agent::plugin::types;
+
+/// The WIT package versions this host serves, newest first (see wit/README.md).
+pub const WIT_VERSIONS: &[&str] = &["0.2.0", "0.1.0"];
+
+/// Expands `$imp!(version_module)` once per served version, so one body implements an
+/// interface for all of them (their records have the same fields, under different types).
+macro_rules! for_each_version {
+    ($imp:ident) => {
+        $imp!(v0_1_0);
+        $imp!(v0_2_0);
+    };
+}
+pub(crate) use for_each_version;
 
 // The WIT types and the domain's are the same vocabulary; these are the only mappings.
 

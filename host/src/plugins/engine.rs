@@ -10,10 +10,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::OnceCell;
-use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 
-use super::bindings::{CommandPlugin, CommandPluginPre};
+use super::bindings::types::{CommandError, Invocation, Output, PluginManifest};
+use super::bindings::{v0_1_0, v0_2_0};
 use super::state::HostState;
 
 /// How often the epoch advances: a busy guest yields its thread at every tick, so other
@@ -65,7 +66,70 @@ pub fn start_epoch_ticker(engine: &Engine) {
         .expect("spawn the epoch thread");
 }
 
-pub type Pre = CommandPluginPre<HostState>;
+/// A component ready to instantiate, as the version of the world it was built against.
+pub enum Pre {
+    V0_1(v0_1_0::CommandPluginPre<HostState>),
+    V0_2(v0_2_0::CommandPluginPre<HostState>),
+}
+
+impl Pre {
+    fn new(pre: wasmtime::component::InstancePre<HostState>, version: &str) -> wasmtime::Result<Pre> {
+        match version {
+            "0.1.0" => Ok(Pre::V0_1(v0_1_0::CommandPluginPre::new(pre)?)),
+            "0.2.0" => Ok(Pre::V0_2(v0_2_0::CommandPluginPre::new(pre)?)),
+            other => Err(wasmtime::Error::msg(format!(
+                "agent:plugin@{other} is not served by this host"
+            ))),
+        }
+    }
+
+    pub fn wit_version(&self) -> &'static str {
+        match self {
+            Pre::V0_1(_) => "0.1.0",
+            Pre::V0_2(_) => "0.2.0",
+        }
+    }
+
+    /// A fresh instance's `execute`.
+    pub async fn execute(
+        &self,
+        store: &mut Store<HostState>,
+        invocation: &Invocation,
+    ) -> wasmtime::Result<Result<Output, CommandError>> {
+        match self {
+            Pre::V0_1(pre) => {
+                let plugin = pre.instantiate_async(&mut *store).await?;
+                plugin.agent_plugin_command().call_execute(store, invocation).await
+            }
+            Pre::V0_2(pre) => {
+                let plugin = pre.instantiate_async(&mut *store).await?;
+                plugin.agent_plugin_command().call_execute(store, invocation).await
+            }
+        }
+    }
+
+    /// A fresh instance's `manifest`.
+    pub async fn manifest(&self, store: &mut Store<HostState>) -> wasmtime::Result<PluginManifest> {
+        match self {
+            Pre::V0_1(pre) => {
+                let plugin = pre.instantiate_async(&mut *store).await?;
+                plugin.agent_plugin_command().call_manifest(store).await
+            }
+            Pre::V0_2(pre) => {
+                let plugin = pre.instantiate_async(&mut *store).await?;
+                plugin.agent_plugin_command().call_manifest(store).await
+            }
+        }
+    }
+}
+
+/// The version of `agent:plugin` a component targets: that of its `command` export.
+pub fn world_version(component: &Component, engine: &Engine) -> Option<String> {
+    component
+        .component_type()
+        .exports(engine)
+        .find_map(|(name, _)| name.strip_prefix("agent:plugin/command@").map(str::to_string))
+}
 
 pub struct ComponentCache {
     engine: Engine,
@@ -79,9 +143,22 @@ pub struct ComponentCache {
 
 impl ComponentCache {
     pub fn new(engine: Engine, dir: &Path) -> wasmtime::Result<ComponentCache> {
+        // One linker for every served version: each imports its own `agent:plugin` interfaces.
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        CommandPlugin::add_to_linker::<_, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+        // Interface by interface: the worlds' own `add_to_linker` would add the WASI ones again.
+        macro_rules! add_agent_interfaces {
+            ($v:ident) => {
+                $v::agent::plugin::log::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
+                $v::agent::plugin::kv::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
+                $v::agent::plugin::http::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
+                $v::agent::plugin::llm::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
+                $v::agent::plugin::progress::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
+                $v::agent::plugin::agent_info::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
+            };
+        }
+        super::bindings::for_each_version!(add_agent_interfaces);
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         std::fs::create_dir_all(dir)?;
@@ -117,11 +194,13 @@ impl ComponentCache {
         };
         cell.get_or_try_init(|| async {
             let component = self.component(hash, bytes).await?;
+            let version = world_version(&component, &self.engine)
+                .ok_or_else(|| "the component does not export agent:plugin/command".to_string())?;
             let pre = self
                 .linker
                 .instantiate_pre(&component)
                 .map_err(|e| format!("cannot link the component: {e:#}"))?;
-            let pre = CommandPluginPre::new(pre)
+            let pre = Pre::new(pre, &version)
                 .map_err(|e| format!("the component does not fit the command-plugin world: {e:#}"))?;
             Ok(Arc::new(pre))
         })

@@ -5,12 +5,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::bindings::WIT_VERSION;
+use super::bindings::WIT_VERSIONS;
 use super::bindings::types::{Capability, PluginManifest};
 use super::{ComponentRef, PluginKind, PluginRuntime, Source, content_hash};
-
-/// WIT versions of `agent:plugin` this host links (see wit/README.md).
-pub const SUPPORTED_VERSIONS: &[&str] = &[WIT_VERSION];
 
 #[derive(Debug, Clone)]
 pub struct Inspection {
@@ -74,10 +71,10 @@ pub async fn inspect(rt: &PluginRuntime, bytes: Vec<u8>, kind: PluginKind) -> Re
         ));
     };
     let wit_version = command.split_once('@').map(|(_, v)| v.to_string()).unwrap_or_default();
-    if !SUPPORTED_VERSIONS.contains(&wit_version.as_str()) {
+    if !WIT_VERSIONS.contains(&wit_version.as_str()) {
         return fail(format!(
             "the component targets agent:plugin@{wit_version}, which this host does not serve (served: {})",
-            SUPPORTED_VERSIONS.join(", ")
+            WIT_VERSIONS.join(", ")
         ));
     }
 
@@ -88,6 +85,12 @@ pub async fn inspect(rt: &PluginRuntime, bytes: Vec<u8>, kind: PluginKind) -> Re
         if !known {
             return fail(format!(
                 "the component imports {import}, which this host does not provide"
+            ));
+        }
+        // wasi:http came with 0.2.0; a 0.1.0 component asking for it is half-built.
+        if base.starts_with("wasi:http/") && wit_version == "0.1.0" {
+            return fail(format!(
+                "the component imports {import} but targets agent:plugin@0.1.0; wasi:http is served to agent:plugin@0.2.0 components: build against wit/v0.2.0 (agent-plugin-sdk does)"
             ));
         }
     }

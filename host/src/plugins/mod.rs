@@ -12,6 +12,8 @@ pub mod slots;
 pub mod state;
 
 pub use bindings::types::{Capability, Invocation, Origin, Output, PluginManifest, ResponseFormat};
+/// The agent as built-in plugins see it (`agent-info`), in the newest version's records.
+pub use bindings::v0_2_0::agent::plugin::agent_info::{AgentProfile, CommandInfo};
 pub use grants::{Grants, PluginKind};
 pub use inspect::{InspectError, Inspection, check_manifest, describe, manifest_from_json, manifest_json};
 pub use slots::Tenant;
@@ -399,9 +401,10 @@ impl PluginRuntime {
         let component = self.custom(hash);
         let manifest = self.call_manifest(&component).await?;
         let bytes = self.local_copy(hash).map_err(ExecError::Load)?;
+        let pre = self.cache.get(hash, component.bytes()).await.map_err(ExecError::Load)?;
         self.services
             .store
-            .put_plugin(hash, &manifest_json(&manifest), bindings::WIT_VERSION, &bytes)
+            .put_plugin(hash, &manifest_json(&manifest), pre.wit_version(), &bytes)
             .await
             .map_err(|e| ExecError::Load(e.to_string()))?;
         let manifest = Arc::new(manifest);
@@ -460,11 +463,7 @@ impl PluginRuntime {
             kept_log_bytes: 0,
         };
         let mut store = self.new_store(call, MANIFEST_TIMEOUT);
-        let result = tokio::time::timeout(MANIFEST_TIMEOUT + Duration::from_secs(1), async {
-            let plugin = pre.instantiate_async(&mut store).await?;
-            plugin.agent_plugin_command().call_manifest(&mut store).await
-        })
-        .await;
+        let result = tokio::time::timeout(MANIFEST_TIMEOUT + Duration::from_secs(1), pre.manifest(&mut store)).await;
         match result {
             Ok(Ok(manifest)) => Ok(manifest),
             Ok(Err(e)) => Err(ExecError::Crashed(describe_failure(&e, &store, MANIFEST_TIMEOUT))),
@@ -528,13 +527,10 @@ impl PluginRuntime {
             let _slot = slot;
             // The epoch deadline stops a busy guest; this outer timeout also bounds time a
             // guest spends waiting inside host calls.
-            let outcome = tokio::time::timeout(timeout + Duration::from_millis(500), async {
-                let plugin = pre.instantiate_async(&mut store).await?;
-                plugin
-                    .agent_plugin_command()
-                    .call_execute(&mut store, &invocation)
-                    .await
-            })
+            let outcome = tokio::time::timeout(
+                timeout + Duration::from_millis(500),
+                pre.execute(&mut store, &invocation),
+            )
             .await;
             (outcome, store)
         };
@@ -544,6 +540,9 @@ impl PluginRuntime {
             .await
             .map_err(|e| ExecError::Crashed(format!("the plugin's run ended abnormally: {e}")))?;
         let result = self.judge(outcome, &store, timeout);
+        for note in store.data_mut().take_http_notes() {
+            store.data_mut().host_note(&note);
+        }
         let call = &mut store.data_mut().call;
         let record = (!call.kept_log.is_empty() || result.is_err()).then(|| {
             let (outcome, error) = match &result {

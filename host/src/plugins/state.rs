@@ -10,11 +10,13 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use super::bindings::agent::plugin::agent_info::{AgentProfile, CommandInfo};
 use super::grants::Grants;
+use super::host::GuardedHttp;
+use super::{AgentProfile, CommandInfo};
 use crate::llm::LlmProvider;
 use crate::outbound::Outbound;
 use crate::store::Store;
+use wasmtime_wasi_http::WasiHttpCtx;
 
 /// Shared by every call: the edges host functions reach.
 pub struct HostServices {
@@ -60,7 +62,10 @@ pub const STDERR_CAPACITY: usize = 8 * 1024;
 
 pub struct HostState {
     wasi: WasiCtx,
-    table: ResourceTable,
+    pub(crate) table: ResourceTable,
+    /// `wasi:http` (WIT 0.2.0): its context, and its hooks once a request is made.
+    pub(crate) http_ctx: WasiHttpCtx,
+    pub(crate) http_hooks: Option<GuardedHttp>,
     pub limiter: Limiter,
     pub call: CallContext,
     pub stderr: MemoryOutputPipe,
@@ -79,6 +84,8 @@ impl HostState {
         HostState {
             wasi,
             table: ResourceTable::new(),
+            http_ctx: WasiHttpCtx::new(),
+            http_hooks: None,
             limiter: Limiter::new(max_memory_bytes),
             call,
             stderr,

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::{ServiceError, Services, jobs, params, wallets};
 use crate::domain::{Agent, Command, HandlerType, Network, ResponseFormat};
-use crate::plugins::bindings::agent::plugin::agent_info::{AgentProfile, CommandInfo};
+use crate::plugins::{AgentProfile, CommandInfo};
 use crate::plugins::{AgentSnapshot, ComponentRef, ExecError, Grants, Invocation, Origin, ProgressSink, Run, Tenant};
 
 /// A command's answer, as the keyed API reports it.

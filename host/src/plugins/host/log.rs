@@ -1,4 +1,4 @@
-use crate::plugins::bindings::agent::plugin::log::{Host, Level};
+use crate::plugins::bindings::for_each_version;
 use crate::plugins::state::{HostState, KEPT_LOG_BYTES};
 use crate::store::LogLine;
 
@@ -20,14 +20,23 @@ fn one_line(message: &str) -> String {
     line
 }
 
-impl Host for HostState {
-    async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
+/// A log line's level, as every version of the `log` interface has it.
+#[derive(Clone, Copy)]
+enum Level {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+impl HostState {
+    fn log_line(&mut self, level: Level, message: &str) {
         let call = &mut self.call;
         call.log_lines += 1;
         if call.log_lines > MAX_LINES_PER_CALL {
-            return Ok(());
+            return;
         }
-        let message = one_line(&message);
+        let message = one_line(message);
         let (agent, command) = (&call.agent_id, &call.command);
         let name = match level {
             Level::Debug => {
@@ -56,9 +65,37 @@ impl Host for HostState {
                 message,
             });
         }
-        Ok(())
+    }
+
+    /// A line the host writes into the run's log, for its author: why the host refused
+    /// something the plugin asked for where the interface has no room for a reason.
+    pub(crate) fn host_note(&mut self, message: &str) {
+        self.log_line(Level::Warn, message);
     }
 }
+
+macro_rules! log_host {
+    ($v:ident) => {
+        impl crate::plugins::bindings::$v::agent::plugin::log::Host for HostState {
+            async fn log(
+                &mut self,
+                level: crate::plugins::bindings::$v::agent::plugin::log::Level,
+                message: String,
+            ) -> wasmtime::Result<()> {
+                use crate::plugins::bindings::$v::agent::plugin::log::Level as L;
+                let level = match level {
+                    L::Debug => Level::Debug,
+                    L::Info => Level::Info,
+                    L::Warn => Level::Warn,
+                    L::Error => Level::Error,
+                };
+                self.log_line(level, &message);
+                Ok(())
+            }
+        }
+    };
+}
+for_each_version!(log_host);
 
 #[cfg(test)]
 mod tests {

@@ -8,8 +8,12 @@ mod llm;
 mod log;
 mod progress;
 
-use super::bindings::agent::plugin::types;
+mod wasi_http;
+
+pub use wasi_http::GuardedHttp;
+
+use super::bindings::types;
 use super::state::HostState;
 
-// `types` has no functions, only the shared records.
+// `types` has no functions, only the shared records (one set for every version).
 impl types::Host for HostState {}

@@ -1,4 +1,4 @@
-declare module 'agent:plugin/llm@0.1.0' {
+declare module 'agent:plugin/llm@0.2.0' {
   export function complete(request: CompletionRequest): string;
   /**
    * # Variants

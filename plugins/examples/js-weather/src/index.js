@@ -1,6 +1,7 @@
 // js-weather: the current temperature at a place, from the Open-Meteo forecast API, with
 // each answer kept in the key-value store so a repeat within `cache_seconds` makes no call.
-// Written only against the JavaScript SDK (plugin-sdk/js).
+// Written against the JavaScript SDK (plugin-sdk/js) and the standard `fetch()`, which the
+// host sends through its outbound guard (wasi:http).
 //
 // Agent manifest:
 //   [[commands]]
@@ -9,7 +10,7 @@
 //   plugin = "plugins/examples/js-weather/dist/js_weather.wasm"
 //   allowed_hosts = ["api.open-meteo.com"]
 //   config = { cache_seconds = 600 }        # and api_url to use another server
-import { definePlugin, http, invalidInput, kv, log, unavailable } from "@agent-host/plugin-sdk";
+import { definePlugin, invalidInput, kv, log, unavailable } from "@agent-host/plugin-sdk";
 
 const OPEN_METEO = "https://api.open-meteo.com";
 
@@ -31,7 +32,7 @@ export const command = definePlugin({
   ],
   capabilities: ["http", "kv"],
 
-  execute(call) {
+  async execute(call) {
     const latitude = coordinate(call, "latitude", 90);
     const longitude = coordinate(call, "longitude", 180);
     const api = String(call.config.api_url ?? OPEN_METEO).replace(/\/+$/, "");
@@ -42,8 +43,14 @@ export const command = definePlugin({
     if (cached && Date.now() - cached.at < maxAge) return `${cached.text} (cached)`;
 
     const url = `${api}/v1/forecast?latitude=${latitude}&longitude=${longitude}&current=temperature_2m,wind_speed_10m`;
-    const response = http.get(url, { headers: { accept: "application/json" }, timeoutMs: 5000 });
-    const body = response.json();
+    let response;
+    try {
+      response = await fetch(url, { headers: { accept: "application/json" } });
+    } catch (e) {
+      // A refusal by the host's guard says only "denied" here; its reason is in the run's log.
+      throw unavailable(`the weather service could not be reached (${e.message})`);
+    }
+    const body = await response.json().catch(() => null);
     if (!response.ok) {
       // Open-Meteo explains a refusal as {"error": true, "reason": "..."}.
       throw unavailable(`the weather service refused (${response.status}): ${body?.reason ?? "no reason given"}`);

@@ -67,6 +67,11 @@ impl Plugin for Probe {
                 let response = Request::get(&url).send()?;
                 Ok(Output::text(format!("status {}: {}", response.status, response.text())))
             }
+            // The same request through wasi:http, with a standard client (wstd).
+            "wasi_http" => {
+                let url: String = call.param("url")?;
+                wstd::runtime::block_on(wasi_get(url))
+            }
             "kv_write" => {
                 kv::set_string("probe", &call.param::<String>("url")?)?;
                 Ok(Output::text("stored"))
@@ -113,3 +118,22 @@ fn recurse(depth: u64) -> u64 {
 }
 
 agent_plugin_sdk::export_plugin!(Probe);
+
+async fn wasi_get(url: String) -> Result<Output> {
+    use wstd::http::{Body, Client, Request};
+    let request = Request::get(url.as_str())
+        .body(Body::empty())
+        .map_err(|e| Error::invalid(e.to_string()))?;
+    let mut response = Client::new()
+        .send(request)
+        .await
+        .map_err(|e| Error::failed(format!("wasi:http: {e:?}")))?;
+    let status = response.status().as_u16();
+    let text = response
+        .body_mut()
+        .str_contents()
+        .await
+        .map_err(|e| Error::failed(format!("wasi:http body: {e:?}")))?
+        .to_string();
+    Ok(Output::text(format!("status {status}: {text}")))
+}
