@@ -213,6 +213,48 @@ async fn a_command_without_allowed_hosts_has_no_network() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_has_at_most_eight_wasi_http_requests_in_flight() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // (now, most at once)
+    let seen = Arc::new((AtomicUsize::new(0), AtomicUsize::new(0)));
+    let counter = seen.clone();
+    let upstream = FakeServer::start(axum::Router::new().route(
+        "/slow",
+        route_get(move || {
+            let seen = counter.clone();
+            async move {
+                let now = seen.0.fetch_add(1, Ordering::SeqCst) + 1;
+                seen.1.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                seen.0.fetch_sub(1, Ordering::SeqCst);
+                "ok"
+            }
+        }),
+    ))
+    .await;
+    let granted = format!("127.0.0.1:{}", upstream.port);
+    let env = TestEnv::new().with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", &granted);
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(&probe_manifest(&[granted]), "alice");
+    let server = env.serve();
+    let burst = probe(
+        &server,
+        &key,
+        json!({"mode": "wasi_http_burst", "url": upstream.url("/slow"), "n": 20}),
+    )
+    .await;
+    assert_eq!(
+        burst.json()["data"]["result"]["response"],
+        "20 of 20 answered",
+        "{}",
+        burst.text
+    );
+    let most = seen.1.load(Ordering::SeqCst);
+    assert!((2..=8).contains(&most), "{most} requests were in flight at once");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn outbound_sizes_and_times_are_capped_through_both_interfaces() {
     let upstream = FakeServer::start(
         axum::Router::new()

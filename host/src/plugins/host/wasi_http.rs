@@ -3,7 +3,9 @@
 //! request goes through the same outbound guard as `agent:plugin/http` (`outbound.rs`), with
 //! this command's grants. So the rules are one: granted hosts only, every hop (the guard
 //! follows redirects) resolved and checked, private addresses refused, the request and the
-//! response bounded in size, the wait bounded in time.
+//! response bounded in size, the wait bounded in time. One thing is new with wasi:http: a
+//! plugin can have many requests in flight at once, so a run gets `MAX_IN_FLIGHT` of them and
+//! the rest wait their turn.
 
 use std::sync::{Arc, Mutex};
 
@@ -14,6 +16,10 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpCtxView, WasiH
 use crate::outbound::{HostPattern, Outbound, OutboundError, OutboundRequest, OutboundResponse};
 use crate::plugins::state::HostState;
 
+/// Requests one run may have in flight through wasi:http; more wait until one is answered.
+/// Enough for a plugin's fan-out, too few for one run to hold many of the host's connections.
+pub const MAX_IN_FLIGHT: usize = 8;
+
 /// The `wasi:http` side of one run: what it may reach, and why requests were refused.
 pub struct GuardedHttp {
     outbound: Outbound,
@@ -22,6 +28,7 @@ pub struct GuardedHttp {
     /// Refusals and failures in words, for the run's log: the guest's `error-code` is only a
     /// code (`HTTP-request-denied`), and its author needs the reason.
     notes: Arc<Mutex<Vec<String>>>,
+    in_flight: Arc<tokio::sync::Semaphore>,
 }
 
 type BoxedFuture<T> = Box<dyn Future<Output = T> + Send>;
@@ -34,7 +41,13 @@ impl WasiHttpHooks for GuardedHttp {
         _response_errors: BoxedFuture<Result<(), Error>>,
     ) -> BoxedFuture<Result<(http::Response<WasiBody>, BoxedFuture<Result<(), Error>>), Error>> {
         let (outbound, allowed, notes) = (self.outbound.clone(), self.allowed.clone(), self.notes.clone());
+        let in_flight = self.in_flight.clone();
         Box::new(async move {
+            // Held until the response is read whole (the guard returns it so).
+            let _turn = in_flight
+                .acquire_owned()
+                .await
+                .map_err(|_| Error::InternalError(Some("the run is over".into())))?;
             let url = request.uri().to_string();
             let result = match allowed {
                 Ok(allowed) => send(&outbound, &allowed, request, options).await,
@@ -146,6 +159,7 @@ impl WasiHttpView for HostState {
             outbound: call.services.outbound.clone(),
             allowed: call.grants.check_http().map(<[HostPattern]>::to_vec),
             notes: Arc::default(),
+            in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT)),
         });
         WasiHttpCtxView {
             hooks,

@@ -72,6 +72,21 @@ impl Plugin for Probe {
                 let url: String = call.param("url")?;
                 wstd::runtime::block_on(wasi_get(url))
             }
+            // `n` requests at once through wasi:http; answers how many came back 200.
+            "wasi_http_burst" => {
+                let url: String = call.param("url")?;
+                let n = call.opt_param::<u32>("n")?.unwrap_or(10);
+                wstd::runtime::block_on(async move {
+                    let tasks: Vec<_> = (0..n).map(|_| wstd::runtime::spawn(wasi_get(url.clone()))).collect();
+                    let mut ok = 0;
+                    for task in tasks {
+                        if task.await?.response.starts_with("status 200") {
+                            ok += 1;
+                        }
+                    }
+                    Ok(Output::text(format!("{ok} of {n} answered")))
+                })
+            }
             "kv_write" => {
                 kv::set_string("probe", &call.param::<String>("url")?)?;
                 Ok(Output::text("stored"))
