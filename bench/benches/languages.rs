@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use agent_host::plugins::{Grants, Invocation, Origin, ResponseFormat, Run, Tenant};
 
 mod common;
-use common::{percentile, setup};
+use common::{bench_agent, percentile, setup};
 
 struct Plugin {
     language: &'static str,
@@ -68,6 +68,7 @@ fn main() {
         };
         // A runtime of its own: the compile is measured cold, with no cached artifact.
         let setup = setup(&rt);
+        let agent_id = bench_agent(&rt, &setup.store);
         let bytes = std::fs::read(&path).unwrap();
         let size = bytes.len();
         let started = Instant::now();
@@ -75,8 +76,12 @@ fn main() {
         let compile = started.elapsed();
         if let Some((key, value)) = plugin.seed {
             let scope = format!("command:{}", plugin.command);
-            rt.block_on(setup.store.kv_set("a1", &scope, key, value.as_bytes().to_vec(), 1000))
-                .unwrap();
+            rt.block_on(
+                setup
+                    .store
+                    .kv_set(&agent_id, &scope, key, value.as_bytes().to_vec(), 1000),
+            )
+            .unwrap();
         }
         let run = || {
             let component = setup.runtime.custom(&inspection.hash);
@@ -84,7 +89,7 @@ fn main() {
             Run {
                 component,
                 invocation: Invocation {
-                    agent_id: "a1".into(),
+                    agent_id: agent_id.clone(),
                     command: plugin.command.into(),
                     parameters: plugin.parameters.into(),
                     raw_text: None,
@@ -92,7 +97,7 @@ fn main() {
                     response_format: ResponseFormat::Text,
                     origin: Origin::Api,
                 },
-                agent_id: "a1".into(),
+                agent_id: agent_id.clone(),
                 grants,
                 agent: None,
                 progress: None,

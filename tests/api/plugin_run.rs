@@ -142,10 +142,10 @@ async fn outbound_http_goes_through_the_servers_guard() {
     );
     let grant_allowed = format!("127.0.0.1:{}", allowed.port);
     let grant_inside = format!("127.0.0.1:{}", inside.port);
-    let fetch = |url: String, hosts: Vec<String>| {
+    let fetch_with = |mode: &str, url: String, hosts: Vec<String>| {
         let mut args = vec![
             "--param".to_string(),
-            "mode=http".into(),
+            format!("mode={mode}"),
             "--param".into(),
             format!("url={url}"),
         ];
@@ -155,13 +155,23 @@ async fn outbound_http_goes_through_the_servers_guard() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         run(&env, "probe", &args)
     };
+    let fetch = |url: String, hosts: Vec<String>| fetch_with("http", url, hosts);
     let ok = fetch(allowed.url("/ok"), vec![grant_allowed.clone()]);
     assert_eq!(ok.stdout.trim(), "status 200: granted and allowed", "{}", ok.stderr);
     let none = fetch(allowed.url("/ok"), vec![]);
     assert!(none.stderr.contains("no allowed_hosts"), "{}", none.stderr);
     let other = fetch("https://not-granted.example.org/".into(), vec![grant_allowed.clone()]);
     assert!(other.stderr.contains("not among the hosts granted"), "{}", other.stderr);
-    let private = fetch(inside.url("/secret"), vec![grant_inside]);
+    let private = fetch(inside.url("/secret"), vec![grant_inside.clone()]);
+    assert!(private.stderr.contains("private, loopback"), "{}", private.stderr);
+    assert!(!private.stdout.contains("internal data"));
+
+    // A standard client over wasi:http, the same guard: the plugin gets the code, the author
+    // sees the reason among the run's log lines.
+    let ok = fetch_with("wasi_http", allowed.url("/ok"), vec![grant_allowed]);
+    assert_eq!(ok.stdout.trim(), "status 200: granted and allowed", "{}", ok.stderr);
+    let private = fetch_with("wasi_http", inside.url("/secret"), vec![grant_inside]);
+    assert!(private.stderr.contains("HttpRequestDenied"), "{}", private.stderr);
     assert!(private.stderr.contains("private, loopback"), "{}", private.stderr);
     assert!(!private.stdout.contains("internal data"));
 }

@@ -36,6 +36,29 @@ pub struct Setup {
     _dir: tempfile::TempDir,
 }
 
+/// An account and an agent in the store, for runs that touch what belongs to an agent (its
+/// key-value store): the agent's id.
+pub fn bench_agent(rt: &tokio::runtime::Runtime, store: &Store) -> String {
+    use agent_host::domain::{AgentDef, Plan, X402Settings};
+    rt.block_on(async {
+        let account = agent_host::services::accounts::create(store, "bench", Plan::Free, None, None)
+            .await
+            .unwrap();
+        let def = AgentDef {
+            username: "bench".into(),
+            name: "Bench".into(),
+            personality: String::new(),
+            knowledge: Vec::new(),
+            x402: X402Settings {
+                enabled: false,
+                default_price: None,
+                networks: Vec::new(),
+            },
+        };
+        store.apply_agent(&account.id, def, Vec::new()).await.unwrap().agent_id
+    })
+}
+
 pub fn setup(rt: &tokio::runtime::Runtime) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("bench.db"), Duration::from_secs(5)).unwrap();
