@@ -20,6 +20,9 @@ use crate::plugins::state::HostState;
 /// Enough for a plugin's fan-out, too few for one run to hold many of the host's connections.
 pub const MAX_IN_FLIGHT: usize = 8;
 
+/// Refusals told in one run's log; a plugin that keeps knocking is told no more.
+const MAX_NOTES: usize = 16;
+
 /// The `wasi:http` side of one run: what it may reach, and why requests were refused.
 pub struct GuardedHttp {
     outbound: Outbound,
@@ -48,7 +51,7 @@ impl WasiHttpHooks for GuardedHttp {
                 .acquire_owned()
                 .await
                 .map_err(|_| Error::InternalError(Some("the run is over".into())))?;
-            let url = request.uri().to_string();
+            let url = shown_url(request.uri());
             let result = match allowed {
                 Ok(allowed) => send(&outbound, &allowed, request, options).await,
                 Err(reason) => Err(SendError::Outbound(OutboundError::Denied(reason))),
@@ -60,13 +63,22 @@ impl WasiHttpHooks for GuardedHttp {
                 }
                 Err(SendError::Body(e)) => Err(e),
                 Err(SendError::Outbound(e)) => {
-                    let reason = format!("wasi:http request to {url}: {e}");
-                    notes.lock().unwrap_or_else(|p| p.into_inner()).push(reason);
+                    let mut notes = notes.lock().unwrap_or_else(|p| p.into_inner());
+                    if notes.len() < MAX_NOTES {
+                        notes.push(format!("wasi:http request to {url}: {e}"));
+                    }
                     Err(to_wasi_error(e))
                 }
             }
         })
     }
+}
+
+/// A URL as a log line shows it: without its query, which may carry a key.
+fn shown_url(uri: &http::Uri) -> String {
+    let scheme = uri.scheme_str().unwrap_or("https");
+    let authority = uri.authority().map_or("", |a| a.as_str());
+    format!("{scheme}://{authority}{}", uri.path())
 }
 
 enum SendError {
@@ -166,5 +178,18 @@ impl WasiHttpView for HostState {
             table: &mut self.table,
             ctx: &mut self.http_ctx,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_url;
+
+    #[test]
+    fn a_logged_url_keeps_no_query() {
+        let uri: http::Uri = "https://api.example.com/v1/forecast?key=s3cret&q=x".parse().unwrap();
+        assert_eq!(shown_url(&uri), "https://api.example.com/v1/forecast");
+        let uri: http::Uri = "http://127.0.0.1:8080/".parse().unwrap();
+        assert_eq!(shown_url(&uri), "http://127.0.0.1:8080/");
     }
 }
