@@ -15,6 +15,7 @@ const PLUGINS: &[(&str, &str)] = &[
     ("probe", "probe"),
     ("moody", "moody"),
     ("impostor", "impostor"),
+    ("greedy", "greedy"),
 ];
 
 fn main() {

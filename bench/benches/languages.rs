@@ -72,7 +72,11 @@ fn main() {
         let bytes = std::fs::read(&path).unwrap();
         let size = bytes.len();
         let started = Instant::now();
-        let inspection = rt.block_on(setup.runtime.install(bytes)).unwrap();
+        let tenant = agent_host::plugins::Tenant {
+            account: "bench".into(),
+            wait: None,
+        };
+        let inspection = rt.block_on(setup.runtime.install(bytes, &tenant)).unwrap();
         let compile = started.elapsed();
         if let Some((key, value)) = plugin.seed {
             let scope = format!("command:{}", plugin.command);

@@ -44,8 +44,9 @@ fn fixture() -> &'static Fixture {
             max_concurrency: 4,
             max_concurrency_per_account: 4,
             max_component_bytes: 1 << 20,
+            max_compiles: 1,
         };
-        let runtime = PluginRuntime::new(dir.path(), &dir.path().join("cache"), limits, services).expect("runtime");
+        let runtime = PluginRuntime::new(&dir.path().join("cache"), limits, services).expect("runtime");
         let tokio = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -69,6 +70,6 @@ fuzz_target!(|data: &[u8]| {
             agent_host::plugins::check_manifest(&inspection.manifest, PluginKind::Custom)
                 .expect("checked once already");
         }
-        Err(err) => assert!(!err.0.is_empty()),
+        Err(err) => assert!(!err.to_string().is_empty()),
     }
 });

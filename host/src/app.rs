@@ -86,6 +86,7 @@ pub fn plugin_runtime(
         max_concurrency: settings.plugin_max_concurrency,
         max_concurrency_per_account: settings.plugin_max_concurrency_per_account,
         max_component_bytes: settings.plugin_max_component_bytes,
+        max_compiles: settings.plugin_max_compiles,
     };
     let services = HostServices {
         store: store.clone(),
@@ -97,12 +98,7 @@ pub fn plugin_runtime(
         Some(dir) => std::path::PathBuf::from(dir),
         None => settings.data_dir.join("cache"),
     };
-    Ok(Arc::new(PluginRuntime::new(
-        &settings.data_dir,
-        &cache_dir,
-        limits,
-        services,
-    )?))
+    Ok(Arc::new(PluginRuntime::new(&cache_dir, limits, services)?))
 }
 
 /// Everything services need, for this data dir and settings.
@@ -276,7 +272,11 @@ impl Server {
             .watch_for_changes(Duration::from_millis(state.services.settings.cache_check_ms));
         let flusher = tokio::spawn(flush_rate_usage(state.clone(), stop_rx.clone()));
         let cleaner = tokio::spawn(jobs::clean_up_periodically((*state.services).clone(), stop_rx.clone()));
-        if let Err(e) = crate::services::agents::upgrade_plugins(&state.services).await {
+        let collector = tokio::spawn(crate::services::plugins::collect_periodically(
+            (*state.services).clone(),
+            stop_rx.clone(),
+        ));
+        if let Err(e) = crate::services::plugins::upgrade(&state.services).await {
             tracing::error!(error = %e, "could not upgrade the recorded plugins");
         }
         match jobs::recover(&state.services, true).await {
@@ -322,6 +322,7 @@ impl Server {
         watcher.abort();
         let _ = flusher.await;
         let _ = cleaner.await;
+        let _ = collector.await;
         let _ = recovery.await;
         state
             .services

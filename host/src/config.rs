@@ -240,6 +240,12 @@ settings! {
     plugin_max_concurrency_per_account: usize = "8" [1 ..= 1000],
         "command runs one account's agents may have at once; more wait";
     plugin_max_component_bytes: usize = "33554432" [1024 ..= 1073741824], "largest plugin component accepted";
+    plugin_max_compiles: usize = "1" [1 ..= 64],
+        "components compiled at once (each takes every core for up to seconds); uploads beyond a short queue answer 503";
+    plugin_collect_after_secs: u64 = "3600" [1 ..= 31536000],
+        "a component no account keeps and no command runs is deleted (bytes, record, compiled artifact) once unused this long";
+    account_max_plugins: u64 = "50" [1 ..= 1000000], "components one account may keep";
+    account_max_plugin_bytes: u64 = "268435456" [1024 ..= 1099511627776], "bytes of components one account may keep, all together";
     plugin_llm_max_tokens: u32 = "1024" [1 ..= 1000000], "most tokens a plugin's LLM completion may ask for";
     job_timeout_ms: u64 = "300000" [1 ..= 86400000], "default deadline of a long-running command";
     job_retention_hours: u64 = "24" [1 ..= 8760], "how long a job's status stays readable";

@@ -103,6 +103,12 @@ impl From<ServiceError> for ApiError {
             }
             ServiceError::Busy(m) => ApiError::new(S::TOO_MANY_REQUESTS, "rate_limit_exceeded", m)
                 .with_header(axum::http::header::RETRY_AFTER, HeaderValue::from(1)),
+            ServiceError::Unavailable {
+                message,
+                retry_after_secs,
+            } => ApiError::new(S::SERVICE_UNAVAILABLE, "service_unavailable", message)
+                .with_header(axum::http::header::RETRY_AFTER, HeaderValue::from(retry_after_secs)),
+            ServiceError::QuotaExceeded(m) => ApiError::new(S::FORBIDDEN, "quota_exceeded", m),
             ServiceError::SecretUnusable(m) => ApiError::internal(m),
             ServiceError::Wallet(e) => wallet_error(e),
             ServiceError::Chatapp(e) => chatapp_error(e),

@@ -130,6 +130,8 @@ pub enum OutboundError {
     InvalidRequest(String),
     Timeout,
     TooLarge(u64),
+    /// The caller's memory budget does not hold the response (see `ByteBudget`).
+    OverBudget,
     Transport(String),
 }
 
@@ -140,9 +142,17 @@ impl std::fmt::Display for OutboundError {
             OutboundError::InvalidRequest(m) => write!(f, "invalid request: {m}"),
             OutboundError::Timeout => write!(f, "timed out"),
             OutboundError::TooLarge(n) => write!(f, "response larger than {n} bytes"),
+            OutboundError::OverBudget => write!(f, "the response does not fit in the caller's memory limit"),
             OutboundError::Transport(m) => write!(f, "{m}"),
         }
     }
+}
+
+/// Memory a response's body is charged to as it arrives, beyond the size limit: a
+/// plugin's run holds several responses at once, all within its own memory budget.
+pub trait ByteBudget: Send + Sync {
+    /// Takes `bytes` from the budget; false if they do not fit (nothing is taken then).
+    fn take(&self, bytes: usize) -> bool;
 }
 
 pub struct OutboundRequest {
@@ -153,6 +163,8 @@ pub struct OutboundRequest {
     pub timeout: Option<Duration>,
     /// A larger body limit than the policy's, for the host's own downloads (never a plugin's).
     pub max_bytes: Option<u64>,
+    /// Where the response body's bytes are charged, if anywhere.
+    pub budget: Option<Arc<dyn ByteBudget>>,
 }
 
 #[derive(Debug)]
@@ -255,9 +267,8 @@ impl Outbound {
                     }
                     continue;
                 }
-                return self
-                    .read(response, request.max_bytes.unwrap_or(self.policy.max_response_bytes))
-                    .await;
+                let limit = request.max_bytes.unwrap_or(self.policy.max_response_bytes);
+                return self.read(response, limit, request.budget.as_deref()).await;
             }
             Err(OutboundError::Transport(format!(
                 "more than {} redirects",
@@ -314,7 +325,12 @@ impl Outbound {
         Ok(())
     }
 
-    async fn read(&self, mut response: reqwest::Response, limit: u64) -> Result<OutboundResponse, OutboundError> {
+    async fn read(
+        &self,
+        mut response: reqwest::Response,
+        limit: u64,
+        budget: Option<&dyn ByteBudget>,
+    ) -> Result<OutboundResponse, OutboundError> {
         if response.content_length().is_some_and(|n| n > limit) {
             return Err(OutboundError::TooLarge(limit));
         }
@@ -328,6 +344,9 @@ impl Outbound {
         while let Some(chunk) = response.chunk().await.map_err(transport)? {
             if body.len() as u64 + chunk.len() as u64 > limit {
                 return Err(OutboundError::TooLarge(limit));
+            }
+            if budget.is_some_and(|b| !b.take(chunk.len())) {
+                return Err(OutboundError::OverBudget);
             }
             body.extend_from_slice(&chunk);
         }
@@ -523,6 +542,7 @@ mod tests {
             body: None,
             timeout: None,
             max_bytes: None,
+            budget: None,
         };
         assert!(matches!(out.send(request, &all()).await, Err(OutboundError::Denied(_))));
     }

@@ -6,17 +6,6 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-async fn post_body(url: &str, key: &str, content_type: &str, body: Vec<u8>) -> Reply {
-    send(
-        client()
-            .post(url)
-            .header("x-api-key", key)
-            .header("content-type", content_type)
-            .body(body),
-    )
-    .await
-}
-
 /// A key of `scope` made through the API with `manager`'s key.
 async fn new_key(server: &TestServer, manager: &str, scope: &str) -> String {
     let reply = post_json(

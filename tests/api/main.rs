@@ -29,6 +29,7 @@ mod schema;
 mod settings;
 mod several_hosts;
 mod social;
+mod uploads;
 mod wallets;
 mod x402;
 mod x402_abuse;

@@ -520,7 +520,13 @@ async fn an_upgrade_keeps_the_notes_kept_under_a_plugins_own_name() {
         ),
         "alice",
     );
-    // As an older version left it: no recorded manifest, the store named by the plugin.
+    // As an older version left it: no recorded manifest, the component as a copy in the
+    // data dir, the store named by the plugin.
+    let bytes = std::fs::read(plugin_path("notes")).unwrap();
+    let hash = env.sql("SELECT plugin FROM commands")[0][0].clone().unwrap();
+    std::fs::create_dir_all(env.path("plugins")).unwrap();
+    let copy = env.path(&format!("plugins/{hash}.wasm"));
+    std::fs::write(&copy, bytes).unwrap();
     env.sql("DELETE FROM plugins");
     env.sql(&format!(
         "INSERT INTO plugin_kv (agent_id, scope, key, value, updated_at) VALUES ('{agent_id}', 'notes', 'notes', {}, 0)",
@@ -534,4 +540,131 @@ async fn an_upgrade_keeps_the_notes_kept_under_a_plugins_own_name() {
     )
     .await;
     assert!(response(&listed).contains("Water the plants"), "{}", listed.text);
+    // One copy is kept, the database's: the data dir's is gone.
+    assert!(!copy.exists(), "the data dir's copy of the component is removed");
+    assert_eq!(
+        env.sql("SELECT COUNT(*) FROM plugins WHERE component IS NOT NULL")[0][0].as_deref(),
+        Some("1")
+    );
+}
+
+/// Kilobytes of the server process's resident memory: now (`VmRSS`) or at its peak (`VmHWM`).
+fn memory_kb(server: &TestServer, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid())).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Issue 28, item 1: what a plugin makes the host hold through wasi:http (header fields,
+/// bodies, unread responses) counts against its run's memory budget, at run and in
+/// `manifest()`: each hoarder ends in the same memory failure as a linear-memory hog, the
+/// server's peak memory stays within the budgets of the runs at once, and another tenant is
+/// served meanwhile.
+#[tokio::test(flavor = "multi_thread")]
+async fn wasi_http_resources_count_against_the_run_memory() {
+    // Responses of 8 MiB: four unread ones are over a 32 MiB budget.
+    let big =
+        FakeServer::start(axum::Router::new().route("/big", axum::routing::get(|| async { vec![b'r'; 8 << 20] })))
+            .await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_PLUGIN_MEMORY_MIB", "32")
+        .with_env("AGENT_HOST_OUTBOUND_MAX_RESPONSE_BYTES", &(16u64 << 20).to_string())
+        .with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", &format!("127.0.0.1:{}", big.port));
+    let key = env.account_with_key("alice", "pro");
+    let other = env.account_with_key("bob", "pro");
+    env.apply_agent(
+        &probe_agent(
+            "hoarder",
+            &format!("allowed_hosts = [\"127.0.0.1:{}\"]\ntimeout_ms = 20000", big.port),
+        ),
+        "alice",
+    );
+    env.apply_agent(&manifest("quiet"), "bob");
+    let server = env.serve();
+    let hello_url = server.url("/v1/agents/quiet/commands/hello/execute");
+    let hello = move || {
+        let (url, key) = (hello_url.clone(), other.clone());
+        async move { post_json(&url, Some(&key), &json!({"parameters": {"name": "Bo"}})).await }
+    };
+    assert_eq!(hello().await.status, 200);
+    let before_kb = memory_kb(&server, "VmRSS:");
+
+    // Another tenant's command, every 20 ms while the hoarders run.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let neighbour = {
+        let (stop, hello) = (stop.clone(), hello.clone());
+        tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let started = Instant::now();
+                assert_eq!(hello().await.status, 200);
+                latencies.push(started.elapsed());
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            latencies
+        })
+    };
+
+    // The three hoarders at once, and an upload whose manifest() hoards.
+    let mut hoarders = tokio::task::JoinSet::new();
+    for mode in ["hoard_fields", "hoard_bodies", "hoard_responses"] {
+        let (url, key) = (server.url("/v1/agents/hoarder/commands/probe/execute"), key.clone());
+        let params = json!({"parameters": {"mode": mode, "url": big.url("/big")}});
+        hoarders.spawn(async move { (mode, post_json(&url, Some(&key), &params).await) });
+    }
+    let upload = post_body(
+        &server.url("/v1/account/plugins"),
+        &key,
+        "application/wasm",
+        std::fs::read(plugin_path("greedy")).unwrap(),
+    )
+    .await;
+    assert_eq!(upload.status, 400, "{}\n{}", upload.text, server.log());
+    assert!(
+        upload.error_message().contains("manifest() failed")
+            && upload.error_message().contains("exceeded the memory limit of 32 MiB"),
+        "{}",
+        upload.text
+    );
+    for (mode, reply) in hoarders.join_all().await {
+        assert_eq!(reply.status, 500, "{mode}: {}", reply.text);
+        assert_eq!(reply.error_code(), "execution_error", "{mode}");
+        assert!(
+            reply.error_message().contains("exceeded the memory limit of 32 MiB"),
+            "{mode}: {}",
+            reply.text
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut latencies = neighbour.await.unwrap();
+
+    // Four runs of 32 MiB at once, plus the host's own working room.
+    let peak_kb = memory_kb(&server, "VmHWM:");
+    assert!(
+        peak_kb < before_kb + 4 * 32 * 1024 + 96 * 1024,
+        "peak {} MiB from {} MiB",
+        peak_kb >> 10,
+        before_kb >> 10
+    );
+    latencies.sort();
+    let median = latencies[latencies.len() / 2];
+    let worst = latencies[latencies.len() - 1];
+    assert!(
+        median < Duration::from_millis(250) && worst < Duration::from_secs(2),
+        "another tenant waited: median {median:?}, worst {worst:?} of {}",
+        latencies.len()
+    );
+    // The host is unharmed: the budget is per run, and a well-behaved run fits in it.
+    let echo = run(
+        &server,
+        &key,
+        "hoarder",
+        "probe",
+        json!({"mode": "echo", "url": "after"}),
+    )
+    .await;
+    assert_eq!(response(&echo), "probe ok: after", "{}", echo.text);
 }

@@ -512,9 +512,16 @@ async fn a_custom_plugin_runs_with_its_own_key_value_store() {
     assert_eq!(invalid.status, 400, "the plugin's invalid-input is the caller's error");
     assert!(invalid.error_message().contains("unknown action 'juggle'"));
 
-    // Stored content-addressed in the data dir.
+    // Stored once, content-addressed, in the database: no second copy in the data dir.
     let hash = agent_host::plugins::content_hash(&std::fs::read(plugin_path("notes")).unwrap());
-    assert!(env.path(&format!("plugins/{hash}.wasm")).is_file());
+    assert_eq!(
+        env.sql(&format!(
+            "SELECT COUNT(*) FROM plugins WHERE hash = '{hash}' AND component IS NOT NULL"
+        ))[0][0]
+            .as_deref(),
+        Some("1")
+    );
+    assert!(!env.path("plugins").exists());
 }
 
 #[test]
@@ -696,21 +703,24 @@ async fn a_plugin_runs_from_the_database_when_the_data_dir_lacks_it() {
         Some(hash.clone())
     );
 
-    // Neither the component nor any compiled artifact is left on this host's disk.
-    std::fs::remove_file(&copy).unwrap();
+    // No compiled artifact is left on this host's disk (and there never was a copy).
+    assert!(!copy.exists());
     for artifact in std::fs::read_dir(env.path("cache")).unwrap() {
         std::fs::remove_file(artifact.unwrap().path()).unwrap();
     }
     let server = env.serve();
     let added = run(&server, &key, "nb1", "notes", json!({"rawText": "/notes add Buy milk"})).await;
     assert_eq!(response_of(&added), "Noted (1 in all).");
-    assert!(copy.is_file(), "a copy is kept in the data dir");
+    assert!(!copy.exists(), "the database's bytes are the one copy");
     let health = get(&server.url("/health"), None).await.json();
     assert_eq!(health["plugins"]["compiled"], 1, "{health}");
     drop(server);
 
-    // Recorded before the database kept bytes: filled in at start from the copy.
+    // Recorded before the database kept bytes, by a version that kept a copy in the data
+    // dir: filled in at start from the copy, which then goes.
     env.sql("UPDATE plugins SET component = NULL");
+    std::fs::create_dir_all(env.path("plugins")).unwrap();
+    std::fs::write(&copy, std::fs::read(plugin_path("notes")).unwrap()).unwrap();
     assert_eq!(stored(), None);
     let server = env.serve();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -724,6 +734,10 @@ async fn a_plugin_runs_from_the_database_when_the_data_dir_lacks_it() {
     assert_eq!(stored().map(|b| agent_host::plugins::content_hash(&b)), Some(hash));
     let listed = run(&server, &key, "nb1", "notes", json!({"rawText": "/notes list"})).await;
     assert_eq!(response_of(&listed), "1. Buy milk");
+    assert!(
+        !copy.exists(),
+        "the data dir's copy went once the database held the bytes"
+    );
 }
 
 /// Open-Meteo's forecast endpoint as it answers: the current values with their units, or

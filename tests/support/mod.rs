@@ -454,6 +454,18 @@ pub async fn get(url: &str, key: Option<&str>) -> Reply {
     send(request).await
 }
 
+/// POSTs raw bytes of `content_type` with a key (a component upload, a TOML manifest).
+pub async fn post_body(url: &str, key: &str, content_type: &str, body: Vec<u8>) -> Reply {
+    send(
+        client()
+            .post(url)
+            .header("x-api-key", key)
+            .header("content-type", content_type)
+            .body(body),
+    )
+    .await
+}
+
 pub async fn post_json(url: &str, key: Option<&str>, body: &Value) -> Reply {
     let mut request = client().post(url).json(body);
     if let Some(key) = key {
@@ -612,6 +624,7 @@ pub fn plugin_path(artifact: &str) -> String {
         "probe" => env!("BUILT_PLUGIN_PROBE").to_string(),
         "moody" => env!("BUILT_PLUGIN_MOODY").to_string(),
         "impostor" => env!("BUILT_PLUGIN_IMPOSTOR").to_string(),
+        "greedy" => env!("BUILT_PLUGIN_GREEDY").to_string(),
         "simple_text" => env!("BUILT_PLUGIN_SIMPLE_TEXT").to_string(),
         other => panic!("no test plugin {other}"),
     }

@@ -85,6 +85,7 @@ pub fn setup(rt: &tokio::runtime::Runtime) -> Setup {
         max_concurrency: 64,
         max_concurrency_per_account: 64,
         max_component_bytes: 32 << 20,
+        max_compiles: 1,
     };
     let services = HostServices {
         store: store.clone(),
@@ -92,7 +93,7 @@ pub fn setup(rt: &tokio::runtime::Runtime) -> Setup {
         llm: Arc::new(InstantLlm),
         llm_max_tokens: 1024,
     };
-    let runtime = Arc::new(PluginRuntime::new(dir.path(), &dir.path().join("cache"), limits, services).unwrap());
+    let runtime = Arc::new(PluginRuntime::new(&dir.path().join("cache"), limits, services).unwrap());
     Setup {
         runtime,
         webhook_url,

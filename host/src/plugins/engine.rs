@@ -5,11 +5,11 @@
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::OnceCell;
+use tokio::sync::{OnceCell, OwnedSemaphorePermit, Semaphore};
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 
@@ -137,12 +137,86 @@ pub struct ComponentCache {
     dir: PathBuf,
     engine_hash: String,
     loaded: Mutex<HashMap<String, Arc<OnceCell<Arc<Pre>>>>>,
+    compiles: Compiles,
     pub compiled: AtomicU64,
     pub from_disk: AtomicU64,
 }
 
+/// Compiling takes every core for up to seconds, so only so many at once; uploads queue
+/// behind them up to `QUEUE_PER_COMPILE` each and are refused beyond, while a run whose
+/// component must be compiled (a cold cache) always waits its turn.
+struct Compiles {
+    turns: Arc<Semaphore>,
+    queued: AtomicUsize,
+    max_queued: usize,
+}
+
+const QUEUE_PER_COMPILE: usize = 4;
+
+/// Why a component was not compiled.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CompileError {
+    /// Too many compiles are waiting; try again in a few seconds.
+    Busy { retry_after_secs: u64 },
+    /// The bytes are not a component this engine accepts.
+    Invalid(String),
+}
+
+impl std::fmt::Display for CompileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CompileError::Busy { retry_after_secs } => write!(
+                f,
+                "this server is compiling as many components as it may; retry in {retry_after_secs} s"
+            ),
+            CompileError::Invalid(m) => f.write_str(m),
+        }
+    }
+}
+
+/// Whether a compile may be refused when the queue is full (an upload) or must wait (a run).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Queueing {
+    RefuseWhenFull,
+    Wait,
+}
+
+impl Compiles {
+    async fn turn(&self, queueing: Queueing) -> Result<OwnedSemaphorePermit, CompileError> {
+        if let Ok(turn) = self.turns.clone().try_acquire_owned() {
+            return Ok(turn);
+        }
+        let queued = self.queued.fetch_add(1, Ordering::Relaxed);
+        let _leave = scopeguard(|| {
+            self.queued.fetch_sub(1, Ordering::Relaxed);
+        });
+        if queueing == Queueing::RefuseWhenFull && queued >= self.max_queued {
+            return Err(CompileError::Busy { retry_after_secs: 5 });
+        }
+        self.turns
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| CompileError::Invalid("the compiler is shutting down".into()))
+    }
+}
+
+/// Runs `f` when dropped.
+fn scopeguard<F: FnOnce()>(f: F) -> impl Drop {
+    struct Guard<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for Guard<F> {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f();
+            }
+        }
+    }
+    Guard(Some(f))
+}
+
 impl ComponentCache {
-    pub fn new(engine: Engine, dir: &Path) -> wasmtime::Result<ComponentCache> {
+    /// `max_compiles`: components compiled at once.
+    pub fn new(engine: Engine, dir: &Path, max_compiles: usize) -> wasmtime::Result<ComponentCache> {
         // One linker for every served version: each imports its own `agent:plugin` interfaces.
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
@@ -168,6 +242,11 @@ impl ComponentCache {
             dir: dir.to_path_buf(),
             engine_hash: format!("{:016x}", hasher.finish()),
             loaded: Mutex::new(HashMap::new()),
+            compiles: Compiles {
+                turns: Arc::new(Semaphore::new(max_compiles.max(1))),
+                queued: AtomicUsize::new(0),
+                max_queued: max_compiles.max(1) * QUEUE_PER_COMPILE,
+            },
             compiled: AtomicU64::new(0),
             from_disk: AtomicU64::new(0),
         })
@@ -188,27 +267,63 @@ impl ComponentCache {
         hash: &str,
         bytes: impl FnOnce() -> Result<Vec<u8>, String> + Send + 'static,
     ) -> Result<Arc<Pre>, String> {
-        let cell = {
-            let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
-            loaded.entry(hash.to_string()).or_default().clone()
-        };
+        let cell = self.cell(hash);
         cell.get_or_try_init(|| async {
             let component = self.component(hash, bytes).await?;
-            let version = world_version(&component, &self.engine)
-                .ok_or_else(|| "the component does not export agent:plugin/command".to_string())?;
-            let pre = self
-                .linker
-                .instantiate_pre(&component)
-                .map_err(|e| format!("cannot link the component: {e:#}"))?;
-            let pre = Pre::new(pre, &version)
-                .map_err(|e| format!("the component does not fit the command-plugin world: {e:#}"))?;
-            Ok(Arc::new(pre))
+            self.link(&component).map(Arc::new)
         })
         .await
         .cloned()
     }
 
-    /// The compiled component: from the disk cache, or compiled now and saved there.
+    fn cell(&self, hash: &str) -> Arc<OnceCell<Arc<Pre>>> {
+        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        loaded.entry(hash.to_string()).or_default().clone()
+    }
+
+    /// Links a compiled component against the host, as the version of the world it targets.
+    pub fn link(&self, component: &Component) -> Result<Pre, String> {
+        let version = world_version(component, &self.engine)
+            .ok_or_else(|| "the component does not export agent:plugin/command".to_string())?;
+        let pre = self
+            .linker
+            .instantiate_pre(component)
+            .map_err(|e| format!("cannot link the component: {e:#}"))?;
+        Pre::new(pre, &version).map_err(|e| format!("the component does not fit the command-plugin world: {e:#}"))
+    }
+
+    /// Compiles `bytes` and keeps nothing: for a component that may yet be refused.
+    pub async fn compile(&self, bytes: Arc<Vec<u8>>, queueing: Queueing) -> Result<Component, CompileError> {
+        let _turn = self.compiles.turn(queueing).await?;
+        let engine = self.engine.clone();
+        let component = tokio::task::spawn_blocking(move || compile(&engine, &bytes))
+            .await
+            .map_err(|e| CompileError::Invalid(format!("compilation task failed: {e}")))?
+            .map_err(CompileError::Invalid)?;
+        self.compiled.fetch_add(1, Ordering::Relaxed);
+        Ok(component)
+    }
+
+    /// Keeps an accepted component: its artifact on disk, ready to run in memory.
+    pub async fn keep(&self, hash: &str, component: Component) -> Result<(), String> {
+        let path = self.artifact_path(hash);
+        let to_save = component.clone();
+        tokio::task::spawn_blocking(move || save_artifact(&path, &to_save))
+            .await
+            .map_err(|e| format!("saving the compiled component failed: {e}"))?;
+        let pre = Arc::new(self.link(&component)?);
+        let _ = self.cell(hash).set(pre);
+        Ok(())
+    }
+
+    /// Forgets a component: its artifact and what memory held of it.
+    pub fn forget(&self, hash: &str) {
+        self.loaded.lock().unwrap_or_else(|p| p.into_inner()).remove(hash);
+        let _ = std::fs::remove_file(self.artifact_path(hash));
+    }
+
+    /// The compiled component: from the disk cache, or compiled now (waiting its turn)
+    /// and saved there.
     pub async fn component(
         &self,
         hash: &str,
@@ -216,39 +331,87 @@ impl ComponentCache {
     ) -> Result<Component, String> {
         let engine = self.engine.clone();
         let path = self.artifact_path(hash);
-        let (component, from_disk) = tokio::task::spawn_blocking(move || {
-            if path.is_file() {
-                // SAFETY: the artifact was written by agent-host (serialize below) into a
-                // cache folder only its user writes (the data dir's, the operator's
-                // `plugin_cache_dir`, or that user's own cache folder for `plugin run`),
-                // whole (renamed into place), and its name carries the engine's hash.
-                match unsafe { Component::deserialize_file(&engine, &path) } {
-                    Ok(component) => return Ok::<_, String>((component, true)),
-                    Err(e) => {
-                        tracing::warn!(path = %path.display(), error = %e, "stale component cache entry; recompiling")
-                    }
+        let cached = tokio::task::spawn_blocking(move || {
+            if !path.is_file() {
+                return None;
+            }
+            // SAFETY: the artifact was written by agent-host (save_artifact) into a cache
+            // folder only its user writes (the data dir's, the operator's
+            // `plugin_cache_dir`, or that user's own cache folder for `plugin run`), whole
+            // (renamed into place), and its name carries the engine's hash.
+            match unsafe { Component::deserialize_file(&engine, &path) } {
+                Ok(component) => Some(component),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "stale component cache entry; recompiling");
+                    None
                 }
             }
-            let bytes = bytes()?;
-            let started = std::time::Instant::now();
-            let component = Component::new(&engine, &bytes).map_err(|e| format!("not a valid component: {e:#}"))?;
-            tracing::info!(ms = started.elapsed().as_millis() as u64, "compiled a component");
-            if let Ok(artifact) = component.serialize() {
-                // A name of its own: processes sharing the cache never write one file.
-                let tmp = path.with_extension(format!("{}-{}.tmp", std::process::id(), crate::random::hex_token(4)));
-                if std::fs::write(&tmp, artifact)
-                    .and_then(|_| std::fs::rename(&tmp, &path))
-                    .is_err()
-                {
-                    tracing::warn!(path = %path.display(), "could not save the compiled component");
-                }
-            }
-            Ok((component, false))
         })
         .await
-        .map_err(|e| format!("compilation task failed: {e}"))??;
-        let counter = if from_disk { &self.from_disk } else { &self.compiled };
-        counter.fetch_add(1, Ordering::Relaxed);
+        .map_err(|e| format!("loading task failed: {e}"))?;
+        if let Some(component) = cached {
+            self.from_disk.fetch_add(1, Ordering::Relaxed);
+            return Ok(component);
+        }
+        let bytes = tokio::task::spawn_blocking(bytes)
+            .await
+            .map_err(|e| format!("reading task failed: {e}"))??;
+        let component = self
+            .compile(Arc::new(bytes), Queueing::Wait)
+            .await
+            .map_err(|e| e.to_string())?;
+        let path = self.artifact_path(hash);
+        let to_save = component.clone();
+        let _ = tokio::task::spawn_blocking(move || save_artifact(&path, &to_save)).await;
         Ok(component)
+    }
+
+    /// Cache files this cache would not use: of hashes not in `keep`, of another engine,
+    /// or half-written, and older than `grace` (a compile in progress is left alone).
+    /// Returns how many were removed.
+    pub fn sweep(&self, keep: &std::collections::HashSet<String>, grace: Duration) -> usize {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return 0;
+        };
+        let suffix = format!("-{}.cwasm", self.engine_hash);
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let ours = name.strip_suffix(&suffix).is_some_and(|hash| keep.contains(hash));
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age >= grace);
+            let artifact = name.ends_with(".cwasm") || name.ends_with(".tmp");
+            if artifact && !ours && old && std::fs::remove_file(entry.path()).is_ok() {
+                removed += 1;
+            }
+        }
+        removed
+    }
+}
+
+fn compile(engine: &Engine, bytes: &[u8]) -> Result<Component, String> {
+    let started = std::time::Instant::now();
+    let component = Component::new(engine, bytes).map_err(|e| format!("not a valid component: {e:#}"))?;
+    tracing::info!(ms = started.elapsed().as_millis() as u64, "compiled a component");
+    Ok(component)
+}
+
+/// Writes the artifact whole: a name of its own first (processes sharing the cache never
+/// write one file), then renamed into place.
+fn save_artifact(path: &Path, component: &Component) {
+    let Ok(artifact) = component.serialize() else {
+        return;
+    };
+    let tmp = path.with_extension(format!("{}-{}.tmp", std::process::id(), crate::random::hex_token(4)));
+    if std::fs::write(&tmp, artifact)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .is_err()
+    {
+        let _ = std::fs::remove_file(&tmp);
+        tracing::warn!(path = %path.display(), "could not save the compiled component");
     }
 }

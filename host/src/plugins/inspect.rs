@@ -5,9 +5,12 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use wasmparser::{Parser, Payload};
+
 use super::bindings::WIT_VERSIONS;
 use super::bindings::types::{Capability, PluginManifest};
-use super::{ComponentRef, PluginKind, PluginRuntime, Source, content_hash};
+use super::engine::{CompileError, Queueing};
+use super::{PluginKind, PluginRuntime, Tenant, content_hash};
 
 #[derive(Debug, Clone)]
 pub struct Inspection {
@@ -19,54 +22,91 @@ pub struct Inspection {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct InspectError(pub String);
+pub enum InspectError {
+    /// The component is not one this host runs; the message says why.
+    Refused(String),
+    /// Too many components are being compiled; try again in a few seconds.
+    Busy { retry_after_secs: u64 },
+}
 
 impl std::fmt::Display for InspectError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            InspectError::Refused(m) => f.write_str(m),
+            InspectError::Busy { retry_after_secs } => {
+                write!(
+                    f,
+                    "{}",
+                    CompileError::Busy {
+                        retry_after_secs: *retry_after_secs
+                    }
+                )
+            }
+        }
     }
 }
 
 impl std::error::Error for InspectError {}
 
 fn fail<T>(message: impl Into<String>) -> Result<T, InspectError> {
-    Err(InspectError(message.into()))
+    Err(InspectError::Refused(message.into()))
 }
 
-pub async fn inspect(rt: &PluginRuntime, bytes: Vec<u8>, kind: PluginKind) -> Result<Inspection, InspectError> {
-    let limit = rt.limits().max_component_bytes;
+/// What a component says of itself at its top level: the version of our world it exports
+/// and what it imports. Read from the bytes, without compiling them.
+pub(super) struct Shape {
+    wit_version: String,
+    pub(super) imports: Vec<String>,
+}
+
+/// Checks size and shape before anything is compiled: a component (not a core module),
+/// exporting `agent:plugin/command` at a served version, importing only what this host
+/// provides.
+pub(super) fn read_shape(bytes: &[u8], limit: usize) -> Result<Shape, InspectError> {
     if bytes.len() > limit {
         return fail(format!(
             "the component is {} bytes; this host accepts at most {limit} (plugin_max_component_bytes)",
             bytes.len()
         ));
     }
-    if !wasmparser::Parser::is_component(&bytes) {
-        if wasmparser::Parser::is_core_wasm(&bytes) {
+    if !Parser::is_component(bytes) {
+        if Parser::is_core_wasm(bytes) {
             return fail("this is a core WebAssembly module, not a component: build it for the wasm32-wasip2 target");
         }
         return fail("this is not a WebAssembly component");
     }
-    let hash = content_hash(&bytes);
-    let size = bytes.len();
-    let bytes = Arc::new(bytes);
-    let for_compile = bytes.clone();
-    let component = rt
-        .cache
-        .component(&hash, move || Ok(for_compile.to_vec()))
-        .await
-        .map_err(InspectError)?;
-    let engine = rt.cache.engine();
-    let ty = component.component_type();
-
-    let exported: Vec<String> = ty.exports(engine).map(|(name, _)| name.to_string()).collect();
-    let Some(command) = exported.iter().find(|n| n.starts_with("agent:plugin/command")) else {
+    let (mut imports, mut exports) = (Vec::new(), Vec::new());
+    // Nested modules and components have imports and exports of their own: only the
+    // outermost ones say what the component needs and offers.
+    let mut depth = 0usize;
+    for payload in Parser::new(0).parse_all(bytes) {
+        let payload = payload.map_err(|e| InspectError::Refused(format!("not a valid component: {e}")))?;
+        match payload {
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) if depth == 0 => break,
+            Payload::End(_) => depth -= 1,
+            Payload::ComponentImportSection(section) if depth == 0 => {
+                for import in section {
+                    let import = import.map_err(|e| InspectError::Refused(format!("not a valid component: {e}")))?;
+                    imports.push(import.name.name.to_string());
+                }
+            }
+            Payload::ComponentExportSection(section) if depth == 0 => {
+                for export in section {
+                    let export = export.map_err(|e| InspectError::Refused(format!("not a valid component: {e}")))?;
+                    exports.push(export.name.name.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(command) = exports.iter().find(|n| n.starts_with("agent:plugin/command")) else {
         return fail(format!(
             "the component does not export agent:plugin/command (it exports: {}); build it with agent-plugin-sdk or the WIT in wit/",
-            if exported.is_empty() {
+            if exports.is_empty() {
                 "nothing".to_string()
             } else {
-                exported.join(", ")
+                exports.join(", ")
             }
         ));
     };
@@ -77,8 +117,6 @@ pub async fn inspect(rt: &PluginRuntime, bytes: Vec<u8>, kind: PluginKind) -> Re
             WIT_VERSIONS.join(", ")
         ));
     }
-
-    let imports: Vec<String> = ty.imports(engine).map(|(name, _)| name.to_string()).collect();
     for import in &imports {
         let base = import.split('@').next().unwrap_or(import);
         let known = base.starts_with("wasi:") || base.starts_with("agent:plugin/");
@@ -94,24 +132,42 @@ pub async fn inspect(rt: &PluginRuntime, bytes: Vec<u8>, kind: PluginKind) -> Re
             ));
         }
     }
+    Ok(Shape { wit_version, imports })
+}
 
-    let reference = ComponentRef {
-        hash: hash.clone(),
-        kind,
-        source: Source::Memory(bytes),
-    };
-    let manifest = rt
-        .call_manifest(&reference)
+/// Checks a component whole: its shape, then compiled (in memory only: nothing is kept
+/// for a refused one), linked, and its `manifest()` called on `tenant`'s share. Returns
+/// the compiled component for the caller to keep.
+pub(super) async fn inspect(
+    rt: &PluginRuntime,
+    bytes: Arc<Vec<u8>>,
+    kind: PluginKind,
+    tenant: &Tenant,
+) -> Result<(Inspection, wasmtime::component::Component), InspectError> {
+    let shape = read_shape(&bytes, rt.limits().max_component_bytes)?;
+    let (hash, size) = (content_hash(&bytes), bytes.len());
+    let component = rt
+        .cache
+        .compile(bytes, Queueing::RefuseWhenFull)
         .await
-        .map_err(|e| InspectError(format!("calling manifest() failed: {e}")))?;
+        .map_err(|e| match e {
+            CompileError::Busy { retry_after_secs } => InspectError::Busy { retry_after_secs },
+            CompileError::Invalid(m) => InspectError::Refused(m),
+        })?;
+    let pre = rt.cache.link(&component).map_err(InspectError::Refused)?;
+    let manifest = rt
+        .call_manifest(&pre, tenant)
+        .await
+        .map_err(|e| InspectError::Refused(format!("calling manifest() failed: {e}")))?;
     check_manifest(&manifest, kind)?;
-    Ok(Inspection {
+    let inspection = Inspection {
         hash,
         size,
-        wit_version,
+        wit_version: shape.wit_version,
         manifest,
-        imports,
-    })
+        imports: shape.imports,
+    };
+    Ok((inspection, component))
 }
 
 /// The manifest must name itself sensibly and claim only what its kind of plugin can have.

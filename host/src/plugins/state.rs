@@ -10,6 +10,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use super::budget::{self, MemoryBudget};
 use super::grants::Grants;
 use super::host::GuardedHttp;
 use super::{AgentProfile, CommandInfo};
@@ -54,6 +55,30 @@ pub struct CallContext {
     pub kept_log_bytes: usize,
 }
 
+impl CallContext {
+    /// A call with nothing logged yet, no agent snapshot and no progress sink.
+    pub fn new(
+        agent_id: &str,
+        command: &str,
+        plugin_scope: String,
+        grants: Grants,
+        services: Arc<HostServices>,
+    ) -> CallContext {
+        CallContext {
+            agent_id: agent_id.to_string(),
+            command: command.to_string(),
+            plugin_scope,
+            grants,
+            agent: None,
+            progress: None,
+            services,
+            log_lines: 0,
+            kept_log: Vec::new(),
+            kept_log_bytes: 0,
+        }
+    }
+}
+
 /// Of a run's log, what its record keeps: enough to debug a run, bounded per run.
 pub const KEPT_LOG_BYTES: usize = 16 * 1024;
 
@@ -67,12 +92,15 @@ pub struct HostState {
     pub(crate) http_ctx: WasiHttpCtx,
     pub(crate) http_hooks: Option<GuardedHttp>,
     pub limiter: Limiter,
+    /// The run's memory: its linear memories and what the host holds for it.
+    pub budget: Arc<MemoryBudget>,
+    pub(crate) resources: budget::ResourceMeter,
     pub call: CallContext,
     pub stderr: MemoryOutputPipe,
 }
 
 impl HostState {
-    pub fn new(call: CallContext, max_memory_bytes: usize) -> HostState {
+    pub fn new(call: CallContext, budget: Arc<MemoryBudget>) -> HostState {
         let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
         // Nothing is inherited: no preopened dirs, no env, no args, no network.
         let wasi = WasiCtxBuilder::new()
@@ -81,12 +109,18 @@ impl HostState {
             .allow_tcp(false)
             .allow_udp(false)
             .build();
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(budget::MAX_HANDLES);
+        let mut http_ctx = WasiHttpCtx::new();
+        http_ctx.set_field_size_limit(budget::FIELD_BYTES);
         HostState {
             wasi,
-            table: ResourceTable::new(),
-            http_ctx: WasiHttpCtx::new(),
+            table,
+            http_ctx,
             http_hooks: None,
-            limiter: Limiter::new(max_memory_bytes),
+            limiter: Limiter::new(budget.clone()),
+            budget,
+            resources: budget::ResourceMeter::default(),
             call,
             stderr,
         }
@@ -109,24 +143,23 @@ impl WasiView for HostState {
 /// Caps linear memory and tables for the whole instance: every memory and every table it
 /// has counts against one budget (a component may hold several of each), and remembers
 /// which cap was hit so the error can say so (an out-of-memory guest otherwise looks like
-/// any other `unreachable` trap).
+/// any other `unreachable` trap). Memory shares its budget with what the host holds for
+/// the run (`budget.rs`).
 pub struct Limiter {
-    max_memory: usize,
-    memory_in_use: usize,
+    memory: Arc<MemoryBudget>,
     table_elements_in_use: usize,
-    pub exceeded: Option<String>,
+    pub tables_exceeded: Option<String>,
 }
 
 /// Table elements of one instance, all tables together.
 const MAX_TABLE_ELEMENTS: usize = 100_000;
 
 impl Limiter {
-    pub fn new(max_memory: usize) -> Limiter {
+    pub fn new(memory: Arc<MemoryBudget>) -> Limiter {
         Limiter {
-            max_memory,
-            memory_in_use: 0,
+            memory,
             table_elements_in_use: 0,
-            exceeded: None,
+            tables_exceeded: None,
         }
     }
 }
@@ -134,22 +167,13 @@ impl Limiter {
 impl wasmtime::ResourceLimiter for Limiter {
     // Called when a memory is created (current = 0) and each time it grows.
     fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        let total = self.memory_in_use - current.min(self.memory_in_use) + desired;
-        if total > self.max_memory {
-            self.exceeded = Some(format!(
-                "the memory limit of {} MiB (all of the instance's memories together)",
-                self.max_memory >> 20
-            ));
-            return Ok(false);
-        }
-        self.memory_in_use = total;
-        Ok(true)
+        Ok(self.memory.grow_linear(current, desired))
     }
 
     fn table_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         let total = self.table_elements_in_use - current.min(self.table_elements_in_use) + desired;
         if total > MAX_TABLE_ELEMENTS {
-            self.exceeded = Some(format!(
+            self.tables_exceeded = Some(format!(
                 "the table limit of {MAX_TABLE_ELEMENTS} elements (all of the instance's tables together)"
             ));
             return Ok(false);
@@ -185,26 +209,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_memory_of_an_instance_counts_against_one_budget() {
-        let mut limiter = Limiter::new(100);
-        assert!(limiter.memory_growing(0, 40, None).unwrap(), "first memory");
-        assert!(limiter.memory_growing(0, 40, None).unwrap(), "second memory: 80 in all");
-        assert!(!limiter.memory_growing(0, 40, None).unwrap(), "a third would make 120");
-        assert!(
-            limiter
-                .exceeded
-                .as_deref()
-                .unwrap()
-                .contains("all of the instance's memories")
-        );
-        assert!(limiter.memory_growing(40, 60, None).unwrap(), "growing one by 20: 100");
-        assert!(!limiter.memory_growing(60, 61, None).unwrap());
-    }
-
-    #[test]
-    fn every_table_counts_too() {
-        let mut limiter = Limiter::new(1 << 20);
+    fn every_table_counts_against_one_budget() {
+        let mut limiter = Limiter::new(MemoryBudget::new(1 << 20));
         assert!(limiter.table_growing(0, 60_000, None).unwrap());
         assert!(!limiter.table_growing(0, 60_000, None).unwrap());
+        assert!(limiter.tables_exceeded.is_some());
     }
 }

@@ -54,6 +54,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
                 .post(upload_plugin)
                 .layer(DefaultBodyLimit::max(max_component)),
         )
+        .route("/v1/account/plugins/{plugin}", delete(delete_plugin))
         .route_layer(middleware::from_fn_with_state(state, guard::require_key))
 }
 
@@ -314,6 +315,22 @@ async fn upload_plugin(State(state): State<AppState>, Manager(caller): Manager, 
     }
     let inspection = plugins::upload(&state.services, &caller.account.id, body.bytes.to_vec()).await?;
     created(views::inspection(&inspection))
+}
+
+/// Removes a component from the account's (`sha256:HEX`, as listed), unless a command of
+/// the account runs it (409).
+async fn delete_plugin(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiPath(plugin): ApiPath<String>,
+) -> Answer {
+    let Some(hash) = crate::manifest::uploaded_hash(&plugin) else {
+        return Err(ApiError::validation(format!(
+            "'{plugin}' is not a component reference: use sha256:<64 hex digits>, as the list shows"
+        )));
+    };
+    plugins::remove(&state.services.store, &caller.account.id, hash).await?;
+    ok(json!({ "plugin": plugin, "deleted": true }))
 }
 
 async fn show_integrations(

@@ -114,12 +114,14 @@ async fn install_plugin(
             let bytes = std::fs::read(&reference).map_err(|e| {
                 ServiceError::Validation(format!("command '{}': cannot read {reference}: {e}", def.name))
             })?;
-            let inspection = services
-                .plugins
-                .install(bytes)
+            let inspection = super::plugins::install(services, account_id, bytes)
                 .await
-                .map_err(|e| ServiceError::Validation(format!("command '{}': {reference}: {e}", def.name)))?;
-            services.store.add_account_plugin(account_id, &inspection.hash).await?;
+                .map_err(|e| match e {
+                    super::plugins::InstallError::Refused(m) => {
+                        ServiceError::Validation(format!("command '{}': {reference}: {m}", def.name))
+                    }
+                    super::plugins::InstallError::Other(e) => e,
+                })?;
             (inspection.hash, inspection.manifest)
         }
     };
@@ -135,31 +137,6 @@ async fn install_plugin(
     }
     def.long_running |= plugin.long_running;
     Ok(def)
-}
-
-/// After an upgrade, once at start: components applied before their manifests were
-/// recorded get them recorded (asked once, under the limits), and key-value data kept
-/// under a plugin's own name moves to the stores of the commands that run it, and
-/// components recorded before the database kept their bytes get them. Each step does
-/// nothing the second time.
-pub async fn upgrade_plugins(services: &Services) -> Result<(), ServiceError> {
-    for hash in services.store.unrecorded_plugins().await? {
-        match services.plugins.record_manifest(&hash).await {
-            Ok(manifest) => {
-                let moved = services.store.rescope_kv(&hash, &manifest.name).await?;
-                tracing::info!(plugin = %hash, moved, "recorded the manifest of a component applied before");
-            }
-            Err(err) => tracing::warn!(plugin = %hash, "could not record its manifest; apply its agent again: {err}"),
-        }
-    }
-    // Components recorded before the database kept their bytes: from the data dir's copy.
-    for hash in services.store.plugins_without_component().await? {
-        match services.plugins.store_component(&hash).await {
-            Ok(()) => tracing::info!(plugin = %hash, "stored the component in the database"),
-            Err(err) => tracing::warn!(plugin = %hash, "could not store the component in the database: {err}"),
-        }
-    }
-    Ok(())
 }
 
 /// Every agent (the operator's view), or one account's.

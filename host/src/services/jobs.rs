@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use super::{ServiceError, Services, commands};
 use crate::domain::{Agent, Command};
-use crate::plugins::{ExecError, Origin, ProgressSink};
+use crate::plugins::{ExecError, Limit, Origin, ProgressSink};
 use crate::store::{JobOutcome, JobRecord, JobState};
 
 pub fn status_url(services: &Services, job_id: &str) -> String {
@@ -161,8 +161,8 @@ async fn work(services: &Services, id: &str) -> Result<JobOutcome, (String, &'st
                 ExecError::InvalidInput(_) => "invalid_input",
                 ExecError::Failed(_) => "generation_failed",
                 ExecError::Unavailable(_) => "model_unavailable",
-                ExecError::Crashed(m) if m.contains("timed out") => "generation_timeout",
-                ExecError::Crashed(_) => "generation_failed",
+                ExecError::Exceeded(Limit::Time, _) => "generation_timeout",
+                ExecError::Exceeded(..) | ExecError::Crashed(_) => "generation_failed",
                 ExecError::Load(_) | ExecError::Busy(_) => "internal_error",
             };
             Err((format!("/{} failed: {err}", command.def.name), code))

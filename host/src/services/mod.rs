@@ -88,6 +88,13 @@ pub enum ServiceError {
     /// The caller's share of plugin runs is taken: it may retry shortly.
     #[error("{0}")]
     Busy(String),
+    /// The server cannot take this now (compiles queued, a command cooling off); the caller
+    /// may retry after the given seconds.
+    #[error("{message}")]
+    Unavailable { message: String, retry_after_secs: u64 },
+    /// The account keeps as much of something as its quota allows.
+    #[error("{0}")]
+    QuotaExceeded(String),
     /// A sealed secret (bot token, wallet key) does not open, or opens to nothing usable.
     #[error("{0}")]
     SecretUnusable(String),

@@ -296,6 +296,7 @@ async fn fetch_media(services: &Services, urls: &[String]) -> Result<Vec<(MediaK
             body: None,
             timeout: None,
             max_bytes: Some(services.settings.social_media_max_bytes),
+            budget: None,
         };
         let response = services
             .outbound

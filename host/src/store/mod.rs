@@ -33,7 +33,7 @@ pub use keys::KeyRecord;
 pub use locks::SharedTurn;
 pub use payments::{NewPayment, PaymentRecord};
 pub use plugin_runs::{LogLine, PluginRun};
-pub use plugins::AccountPlugin;
+pub use plugins::{AccountPlugin, PluginRecord};
 pub use rate::{Claim, Claimed, Unused, UsageRow};
 use sql::args;
 pub use wallets::{NewTransfer, TransferKind, TransferRecord, TransferState, WalletRecord};

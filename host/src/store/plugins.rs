@@ -70,6 +70,26 @@ impl Store {
         .await
     }
 
+    /// What is recorded of a component, if anything.
+    pub async fn plugin_record(&self, hash: &str) -> Result<Option<PluginRecord>, StoreError> {
+        let hash = hash.to_string();
+        self.read(move |db| {
+            db.query_opt(
+                "SELECT manifest, wit_version, component IS NOT NULL FROM plugins WHERE hash = ?1",
+                args![hash],
+            )?
+            .map(|row| {
+                Ok(PluginRecord {
+                    manifest: super::json_column(&row.get::<String>(0)?, "plugin manifest")?,
+                    wit_version: row.get(1)?,
+                    has_component: row.get::<i64>(2)? != 0,
+                })
+            })
+            .transpose()
+        })
+        .await
+    }
+
     pub async fn plugin_manifest(&self, hash: &str) -> Result<Option<serde_json::Value>, StoreError> {
         let hash = hash.to_string();
         self.read(move |db| {
@@ -135,6 +155,99 @@ impl Store {
         .await
     }
 
+    /// How many components this account keeps, and their bytes together.
+    pub async fn account_plugin_usage(&self, account_id: &str) -> Result<(u64, u64), StoreError> {
+        let account_id = account_id.to_string();
+        self.read(move |db| {
+            let row = db.query_one(
+                "SELECT COUNT(*), COALESCE(SUM(p.size), 0)
+                 FROM account_plugins ap JOIN plugins p ON p.hash = ap.hash WHERE ap.account_id = ?1",
+                args![account_id],
+            )?;
+            Ok((row.get::<i64>(0)? as u64, row.get::<i64>(1)? as u64))
+        })
+        .await
+    }
+
+    /// The usernames of this account's agents that have a command running the component.
+    pub async fn agents_using_plugin(&self, account_id: &str, hash: &str) -> Result<Vec<String>, StoreError> {
+        let (account_id, hash) = (account_id.to_string(), hash.to_string());
+        self.read(move |db| {
+            db.query(
+                "SELECT DISTINCT g.username FROM commands c JOIN agents g ON g.id = c.agent_id
+                 WHERE g.account_id = ?1 AND c.plugin = ?2 ORDER BY g.username",
+                args![account_id, hash],
+            )?
+            .iter()
+            .map(|row| row.get(0))
+            .collect()
+        })
+        .await
+    }
+
+    /// Removes the component from the account's, unless one of the account's commands runs
+    /// it (checked in the same transaction). False if the account did not have it.
+    pub async fn remove_account_plugin(&self, account_id: &str, hash: &str) -> Result<bool, StoreError> {
+        let (account_id, hash) = (account_id.to_string(), hash.to_string());
+        self.write(move |db| {
+            let used = db
+                .query_opt(
+                    "SELECT 1 FROM commands c JOIN agents g ON g.id = c.agent_id
+                     WHERE g.account_id = ?1 AND c.plugin = ?2",
+                    args![&account_id, &hash],
+                )?
+                .is_some();
+            if used {
+                return Err(StoreError::Conflict(format!(
+                    "component {hash} is run by a command of this account; remove the command first"
+                )));
+            }
+            Ok(db.execute(
+                "DELETE FROM account_plugins WHERE account_id = ?1 AND hash = ?2",
+                args![account_id, hash],
+            )? > 0)
+        })
+        .await
+    }
+
+    /// Deletes the components no account keeps and no command runs, recorded before
+    /// `before_ms` (an upload in progress is left alone); returns their hashes.
+    pub async fn delete_unreferenced_plugins(&self, before_ms: i64) -> Result<Vec<String>, StoreError> {
+        self.write(move |db| {
+            let orphans: Vec<String> = db
+                .query(
+                    "SELECT p.hash FROM plugins p WHERE p.created_at < ?1
+                       AND NOT EXISTS (SELECT 1 FROM account_plugins ap WHERE ap.hash = p.hash)
+                       AND NOT EXISTS (SELECT 1 FROM commands c WHERE c.plugin = p.hash)",
+                    args![before_ms],
+                )?
+                .iter()
+                .map(|row| row.get(0))
+                .collect::<Result<_, _>>()?;
+            for hash in &orphans {
+                db.execute(
+                    "DELETE FROM plugins WHERE hash = ?1
+                       AND NOT EXISTS (SELECT 1 FROM account_plugins ap WHERE ap.hash = ?1)
+                       AND NOT EXISTS (SELECT 1 FROM commands c WHERE c.plugin = ?1)",
+                    args![hash],
+                )?;
+            }
+            Ok(orphans)
+        })
+        .await
+    }
+
+    /// Every recorded component's hash.
+    pub async fn plugin_hashes(&self) -> Result<Vec<String>, StoreError> {
+        self.read(move |db| {
+            db.query("SELECT hash FROM plugins", args![])?
+                .iter()
+                .map(|row| row.get(0))
+                .collect()
+        })
+        .await
+    }
+
     pub async fn account_has_plugin(&self, account_id: &str, hash: &str) -> Result<bool, StoreError> {
         let (account_id, hash) = (account_id.to_string(), hash.to_string());
         self.read(move |db| {
@@ -177,6 +290,15 @@ impl Store {
         })
         .await
     }
+}
+
+/// What is recorded of a component.
+#[derive(Debug, Clone)]
+pub struct PluginRecord {
+    pub manifest: serde_json::Value,
+    pub wit_version: String,
+    /// Whether the database holds its bytes (it did not before migration 0009).
+    pub has_component: bool,
 }
 
 /// A component as its uploader lists it.

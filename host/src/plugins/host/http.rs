@@ -2,12 +2,16 @@ use std::time::Duration;
 
 use crate::outbound::{OutboundError, OutboundRequest, OutboundResponse};
 use crate::plugins::bindings::for_each_version;
+use crate::plugins::budget::BodyCharge;
 use crate::plugins::state::HostState;
 
 impl HostState {
-    /// A request through the outbound guard, to the hosts granted to this command.
-    async fn http_fetch(&mut self, request: OutboundRequest) -> Result<OutboundResponse, OutboundError> {
+    /// A request through the outbound guard, to the hosts granted to this command. The
+    /// response is charged to the run's memory until it is handed to the guest.
+    async fn http_fetch(&mut self, mut request: OutboundRequest) -> Result<OutboundResponse, OutboundError> {
         let allowed = self.call.grants.check_http().map_err(OutboundError::Denied)?.to_vec();
+        let charge = BodyCharge::new(&self.budget);
+        request.budget = Some(charge.clone());
         self.call.services.outbound.send(request, &allowed).await
     }
 }
@@ -32,6 +36,7 @@ macro_rules! http_host {
                     body: request.body,
                     timeout: request.timeout_ms.map(|ms| Duration::from_millis(ms as u64)),
                     max_bytes: None,
+                    budget: None,
                 };
                 Ok(match self.http_fetch(request).await {
                     Ok(r) => Ok(Response {
@@ -44,6 +49,7 @@ macro_rules! http_host {
                     Err(OutboundError::Timeout) => Err(HttpError::Timeout),
                     Err(OutboundError::TooLarge(n)) => Err(HttpError::TooLarge(n)),
                     Err(OutboundError::Transport(m)) => Err(HttpError::Transport(m)),
+                    Err(e @ OutboundError::OverBudget) => Err(HttpError::Transport(e.to_string())),
                 })
             }
         }

@@ -6,6 +6,8 @@ use agent_plugin_sdk::{
     Capability, Error, Invocation, Manifest, Output, Param, Plugin, Result, kv, llm, log, progress,
 };
 
+mod hoard;
+
 struct Probe;
 
 impl Plugin for Probe {
@@ -117,6 +119,13 @@ impl Plugin for Probe {
                 let messages = [(llm::Role::User, "Write a very long story about the sea.".to_string())];
                 Ok(Output::text(llm::chat(&messages, tokens)?))
             }
+            // The host holds memory for it: header fields, bodies, unread responses of `url`.
+            "hoard_fields" => hoard::fields(),
+            "hoard_bodies" => hoard::bodies(),
+            "hoard_responses" => match hoard::responses(&call.param::<String>("url")?) {
+                Ok(()) => Ok(Output::text("hoarded")),
+                Err(code) => Err(Error::failed(format!("wasi:http: {code:?}"))),
+            },
             other => Err(Error::invalid(format!("unknown mode {other}"))),
         }
     }
