@@ -15,25 +15,16 @@ use crate::chains::{Chains, Explorer};
 use crate::clients::telegram::Telegram;
 use crate::clients::x::X;
 use crate::config::Settings;
+use crate::domain::RateLimits;
 use crate::llm::{LlmProvider, NoProvider, OpenAiProvider};
 use crate::marker::MarkerKey;
 use crate::outbound::{HostPattern, Outbound, OutboundPolicy};
 use crate::plugins::{HostServices, PluginRuntime, RuntimeLimits};
+use crate::routes::AppState;
 use crate::secrets::MasterKey;
-use crate::services::rate_limit::{Limiter, X402Limiter};
+use crate::services::rate_limit::{AuthThrottle, Limiter, X402Limiter};
 use crate::services::{Services, jobs, payments};
 use crate::store::Store;
-
-#[derive(Clone)]
-pub struct AppState {
-    /// Shared, not copied: every request's extractors clone the state.
-    pub services: Arc<Services>,
-    pub limiter: Arc<Limiter>,
-    pub started: Instant,
-    /// Telegram update ids seen lately, per agent: Telegram re-sends an update it thinks
-    /// was not received, and each should be answered once.
-    pub recent_updates: Arc<std::sync::Mutex<std::collections::HashMap<String, std::collections::VecDeque<i64>>>>,
-}
 
 /// The outbound HTTP guard, from the operator's settings.
 pub fn outbound(settings: &Settings, master: &MasterKey) -> anyhow::Result<Outbound> {
@@ -118,6 +109,12 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         Duration::from_millis(settings.outbound_timeout_ms),
     );
     let chains = chains(&settings).context("chain settings")?;
+    let account_limiter = Arc::new(Limiter::new(&store, "account"));
+    let auth_throttle = Arc::new(AuthThrottle::new(RateLimits {
+        per_minute: settings.auth_failure_limit_per_minute,
+        per_day: settings.auth_failure_limit_per_day,
+    }));
+    let chatapp_inbound = Arc::new(crate::services::chatapp::Inbound::new(&store, &settings));
     let x402_limiter = Arc::new(X402Limiter::new(
         &store,
         settings.x402_client_limits(),
@@ -138,6 +135,9 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         public_base_url,
         chains: Arc::new(chains),
         x402_limiter,
+        account_limiter,
+        auth_throttle,
+        chatapp_inbound,
         wallet_locks,
         payment_locks,
     })
@@ -231,8 +231,7 @@ pub struct Server {
 
 impl Server {
     pub async fn bind(settings: Settings, store: Store, listen: &[String]) -> anyhow::Result<Server> {
-        let limiter = Arc::new(Limiter::new(&store, "account"));
-        limiter.local().restore(store.load_rate_usage().await?);
+        let saved_usage = store.load_rate_usage().await?;
         let mut listeners = Vec::with_capacity(listen.len());
         for address in listen {
             let listener = TcpListener::bind(address)
@@ -246,11 +245,10 @@ impl Server {
             .clone()
             .unwrap_or_else(|| first.map(|a| format!("http://{a}")).unwrap_or_default());
         let services = services(settings, store, public_base_url)?;
+        services.account_limiter.local().restore(saved_usage);
         let state = AppState {
             services: Arc::new(services),
-            limiter,
             started: Instant::now(),
-            recent_updates: Default::default(),
         };
         Ok(Server { state, listeners })
     }
@@ -327,7 +325,7 @@ impl Server {
         state
             .services
             .store
-            .save_rate_usage(state.limiter.local().snapshot())
+            .save_rate_usage(state.services.account_limiter.local().snapshot())
             .await?;
         Ok(())
     }
@@ -343,7 +341,7 @@ async fn flush_rate_usage(state: AppState, mut stop: watch::Receiver<bool>) {
         if let Err(e) = state
             .services
             .store
-            .save_rate_usage(state.limiter.local().snapshot())
+            .save_rate_usage(state.services.account_limiter.local().snapshot())
             .await
         {
             tracing::warn!(error = %e, "could not save rate-limit counters");

@@ -299,6 +299,12 @@ settings! {
         "how long a paid request waits for its settlement to confirm; recovery finishes it after";
     x402_solana_max_fee_lamports: u64 = "20000" [5000 ..= 100000000],
         "most a Solana payment may make the agent's wallet pay as fee payer (signatures and priority fee)";
+    auth_failure_limit_per_minute: u32 = "20" [1 ..= 1000000],
+        "wrong API keys or webhook secrets one client address may present per minute; past it, refused before any lookup";
+    auth_failure_limit_per_day: u32 = "500" [1 ..= 100000000], "wrong API keys or webhook secrets one client address may present per UTC day";
+    chatapp_chat_limit_per_minute: u32 = "20" [1 ..= 1000000],
+        "messages one chat may send an agent's bot per minute (the owner's plan limits count them too); past it the chat is told to slow down";
+    chatapp_chat_limit_per_day: u32 = "500" [1 ..= 100000000], "messages one chat may send an agent's bot per UTC day";
     client_ip_header: Option<String> = "",
         "behind a proxy only: the header it sets with the client's address (its last entry counts); unset: the connection's address";
 }

@@ -17,6 +17,7 @@ pub mod money;
 pub mod outbound;
 pub mod plugins;
 pub mod random;
+pub mod rate_window;
 pub mod routes;
 pub mod scaffold;
 pub mod secrets;

@@ -560,3 +560,126 @@ async fn the_owner_manages_the_bot_over_the_api() {
     assert_eq!((none.status, none.error_code()), (404, "not_found".into()));
     assert!(none.error_message().contains("connect one first"), "{}", none.text);
 }
+
+/// The bot of an agent applied from `inbound_manifest`, connected with a webhook; the
+/// account `owner` is created with `account_args`. Returns the bot and its secret.
+async fn inbound_bot(env: TestEnv, account_args: &[&str]) -> (Bot, String) {
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let telegram = fake_telegram(sent.clone()).await;
+    let env = env.with_env("AGENT_HOST_CHATAPP_API_BASE", &telegram.base);
+    let mut args = vec!["account", "create", "owner"];
+    args.extend_from_slice(account_args);
+    env.cli_json(&args);
+    let key = env.create_key("owner");
+    env.apply_agent(&inbound_manifest(), "owner");
+    let server = env.serve();
+    let hook = server.url("/chatapp/alpha/webhook");
+    env.cli_json(&[
+        "chatapp",
+        "connect",
+        "--agent",
+        "alpha",
+        "--token",
+        TOKEN,
+        "--webhook-url",
+        &hook,
+    ]);
+    let secret = sent.lock().unwrap()[0]["setWebhook"]["secret_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let bot = Bot {
+        env,
+        server,
+        key,
+        sent,
+        _telegram: telegram,
+    };
+    (bot, secret)
+}
+
+/// Issue 28, item 3: each chat has its limits, and the owner's plan limits count its bots'
+/// updates too; past them the chat is told once to slow down, not left in silence.
+#[tokio::test(flavor = "multi_thread")]
+async fn inbound_updates_count_against_the_chat_and_the_owner() {
+    let env = TestEnv::new().with_env("AGENT_HOST_CHATAPP_CHAT_LIMIT_PER_MINUTE", "3");
+    let (bot, secret) = inbound_bot(env, &["--plan", "enterprise", "--rpm", "6", "--rpd", "100"]).await;
+    for id in 1..=3 {
+        let (status, replies) = deliver(&bot, &secret, id, 6001, "/hello Ann", 1).await;
+        assert_eq!((status, replies[0]["text"].as_str()), (200, Some("Hello, Ann!")));
+    }
+    // The chat's fourth message this minute: asked to slow down, once.
+    let (status, replies) = deliver(&bot, &secret, 4, 6001, "/hello Ann", 1).await;
+    assert_eq!(status, 200, "Telegram must not re-send it");
+    assert_eq!(replies.len(), 1);
+    let notice = replies[0]["text"].as_str().unwrap();
+    assert!(notice.contains("Please wait about"), "{notice}");
+    let (_, replies) = deliver(&bot, &secret, 5, 6001, "/hello Ann", 0).await;
+    assert!(
+        replies.is_empty(),
+        "told once a minute, not at every message: {replies:?}"
+    );
+    // Another chat has its own limit, until the owner's plan (6 a minute) is spent.
+    let (_, replies) = deliver(&bot, &secret, 6, 6002, "/hello Bo", 1).await;
+    assert_eq!(replies[0]["text"], "Hello, Bo!");
+    let (_, replies) = deliver(&bot, &secret, 7, 6002, "/hello Bo", 1).await;
+    assert_eq!(replies[0]["text"], "Hello, Bo!");
+    let (_, replies) = deliver(&bot, &secret, 8, 6003, "/hello Cy", 1).await;
+    assert_eq!(replies[0]["text"], "Hello, Cy!");
+    let (_, replies) = deliver(&bot, &secret, 9, 6004, "/hello Di", 1).await;
+    assert!(
+        replies[0]["text"].as_str().unwrap().contains("Please wait about"),
+        "the owner's plan counts every chat: {replies:?}"
+    );
+    // Keyed requests share the owner's limit with its bots.
+    let listed = get(&bot.server.url("/v1/agents/alpha/commands"), Some(&bot.key)).await;
+    assert_eq!(listed.status, 429, "{}", listed.text);
+}
+
+/// Issue 28, item 3: a disabled bot's updates are dropped before any work (no command, no
+/// chat with the model), and the secret is checked before the body is read.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_disabled_bots_updates_are_dropped_and_the_secret_comes_first() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let llm = crate::support::fake_llm::fake_openai(
+        Arc::new(|_, _| crate::support::fake_llm::text("Hi from the model")),
+        seen.clone(),
+    )
+    .await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "m");
+    let (bot, secret) = inbound_bot(env, &["--plan", "pro"]).await;
+    let (_, replies) = deliver(&bot, &secret, 1, 7001, "Hello there", 1).await;
+    assert_eq!(replies[0]["text"], "Hi from the model");
+    assert_eq!(seen.lock().unwrap().len(), 1);
+
+    bot.env.cli_json(&["chatapp", "disable", "--agent", "alpha"]);
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let (status, replies) = deliver(&bot, &secret, 2, 7001, "Hello again", 0).await;
+    assert_eq!(status, 200, "acknowledged, so Telegram does not re-send it");
+    assert!(replies.is_empty(), "{replies:?}");
+    assert_eq!(seen.lock().unwrap().len(), 1, "the model was not asked");
+
+    // A wrong secret with a body that is not even JSON: refused for the secret.
+    let reply = send(
+        client()
+            .post(bot.server.url("/chatapp/alpha/webhook"))
+            .header("x-telegram-bot-api-secret-token", "wrong")
+            .header("content-type", "application/json")
+            .body("{not json"),
+    )
+    .await;
+    assert_eq!(reply.status, 401, "{}", reply.text);
+    bot.env.cli_json(&["chatapp", "enable", "--agent", "alpha"]);
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let reply = send(
+        client()
+            .post(bot.server.url("/chatapp/alpha/webhook"))
+            .header("x-telegram-bot-api-secret-token", &secret)
+            .header("content-type", "application/json")
+            .body("{not json"),
+    )
+    .await;
+    assert_eq!(reply.status, 400, "{}", reply.text);
+}

@@ -45,7 +45,9 @@ async fn the_api_keeps_to_its_published_schema() {
         .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
         .with_env("AGENT_HOST_LLM_MODEL", "fake")
         .with_env("AGENT_HOST_X402_CLIENT_LIMIT_PER_MINUTE", "1000000")
-        .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "1000000");
+        .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "1000000")
+        .with_env("AGENT_HOST_AUTH_FAILURE_LIMIT_PER_MINUTE", "1000000")
+        .with_env("AGENT_HOST_AUTH_FAILURE_LIMIT_PER_DAY", "100000000");
     env.cli_json(&[
         "account",
         "create",

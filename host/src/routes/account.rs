@@ -13,9 +13,9 @@ use axum::routing::{delete, get, put};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::AppState;
 use super::guard;
 use super::requests;
-use crate::app::AppState;
 use crate::domain::KeyScope;
 use crate::error::{ApiBody, ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::services::keys::Caller;

@@ -1,64 +1,61 @@
 //! `POST /chatapp/{agentId}/webhook`: Telegram's updates for the agent's bot. No API key:
 //! Telegram proves itself with the secret it was given at `setWebhook`, sent in
-//! `X-Telegram-Bot-Api-Secret-Token`. The update is acknowledged at once and answered in
-//! the background, so Telegram does not time out and re-send it.
+//! `X-Telegram-Bot-Api-Secret-Token`, checked before the body is read as JSON. A client
+//! that keeps presenting wrong secrets is throttled by its address. The update is
+//! acknowledged at once and answered in the background, so Telegram does not time out and
+//! re-send it.
 
 use axum::Router;
-use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::request::Parts;
 use axum::routing::post;
 use serde_json::{Value, json};
 
-use crate::app::AppState;
-use crate::error::{ApiError, ApiJson, ApiPath};
-use crate::services::chatapp;
+use super::AppState;
+use super::client::client_key;
+use crate::error::{ApiBody, ApiError, ApiPath};
+use crate::services::ServiceError;
+use crate::services::chatapp::{self, Received};
 
 pub const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
-const REMEMBERED_UPDATES: usize = 256;
+
+/// Telegram's updates are small (a message is at most 4096 characters).
+const MAX_UPDATE_BYTES: usize = 256 * 1024;
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/chatapp/{agent_id}/webhook", post(update))
+    Router::new().route(
+        "/chatapp/{agent_id}/webhook",
+        post(update).layer(DefaultBodyLimit::max(MAX_UPDATE_BYTES)),
+    )
 }
 
 async fn update(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    parts: Parts,
     ApiPath(agent_id): ApiPath<String>,
-    ApiJson(update): ApiJson<Value>,
+    body: ApiBody,
 ) -> Result<axum::Json<Value>, ApiError> {
-    let services = state.services.clone();
-    let agent = services
-        .store
-        .agent(&agent_id)
-        .await
-        .map_err(crate::services::ServiceError::from)?;
-    let Some(agent) = agent else {
-        return Err(ApiError::not_found(format!("Agent '{agent_id}' not found")));
-    };
-    let presented = headers
+    let services = &state.services;
+    let client = client_key(&parts, services.settings.client_ip_header.as_deref());
+    let now = crate::clock::now_ms();
+    if let Err(decision) = services.auth_throttle.may_try(&client, now) {
+        return Err(ApiError::rate_limited(&decision));
+    }
+    let presented = parts
+        .headers
         .get(SECRET_HEADER)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    if presented.is_empty() || !chatapp::webhook_secret_matches(&services, &agent, presented).await? {
-        return Err(ApiError::unauthorized(
-            "Missing or wrong X-Telegram-Bot-Api-Secret-Token",
-        ));
-    }
-    if let Some(id) = update["update_id"].as_i64() {
-        let mut recent = state.recent_updates.lock().unwrap_or_else(|p| p.into_inner());
-        let seen = recent.entry(agent.id.clone()).or_default();
-        if seen.contains(&id) {
-            return Ok(axum::Json(json!({ "ok": true, "duplicate": true })));
-        }
-        seen.push_back(id);
-        if seen.len() > REMEMBERED_UPDATES {
-            seen.pop_front();
-        }
-    }
-    tokio::spawn(async move {
-        if let Err(e) = chatapp::handle_update(&services, &agent, &update).await {
-            tracing::warn!(agent = %agent.id, error = %e, "could not answer a chat-app update");
-        }
-    });
-    Ok(axum::Json(json!({ "ok": true })))
+    let received = chatapp::receive(services, &agent_id, presented, &body.bytes)
+        .await
+        .inspect_err(|e| {
+            if matches!(e, ServiceError::Unauthorized(_)) {
+                services.auth_throttle.failed(&client, now);
+            }
+        })?;
+    Ok(axum::Json(match received {
+        Received::Answering | Received::Ignored => json!({ "ok": true }),
+        Received::Duplicate => json!({ "ok": true, "duplicate": true }),
+        Received::SlowedDown { retry_after_secs } => json!({ "ok": true, "slowed_down": retry_after_secs }),
+    }))
 }

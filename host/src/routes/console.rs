@@ -8,7 +8,7 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::app::AppState;
+use super::AppState;
 use crate::error::{ApiError, ApiPath};
 
 /// Only this origin's scripts, styles and requests; images from here or made in the page

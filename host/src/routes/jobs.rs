@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::routing::get;
 use serde_json::Value;
 
-use crate::app::AppState;
+use super::AppState;
 use crate::error::{ApiError, ApiPath};
 use crate::services::jobs;
 

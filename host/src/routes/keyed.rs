@@ -13,9 +13,9 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::AppState;
 use super::guard;
 use super::requests::{self, ChatRequest, ChatappSendRequest, ExecuteRequest, SocialPostRequest, TransferRequest};
-use crate::app::AppState;
 use crate::chains;
 use crate::domain::{Command, Integration, KeyScope, ParamSpec, ParamType, ResponseFormat};
 use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery};

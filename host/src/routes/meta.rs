@@ -7,7 +7,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use serde_json::{Value, json};
 
-use crate::app::AppState;
+use super::AppState;
 
 /// The API version the spec's descriptor reports (the binary has its own).
 pub const API_VERSION: &str = "1.0.0";

@@ -3,6 +3,7 @@
 
 mod account;
 mod chatapp;
+mod client;
 mod console;
 mod guard;
 mod jobs;
@@ -10,14 +11,16 @@ mod keyed;
 mod meta;
 pub mod openapi;
 pub mod requests;
+mod state;
 mod x402;
+
+pub use state::AppState;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 
-use crate::app::AppState;
 use crate::error::ApiError;
 
 pub fn router(state: AppState) -> Router {

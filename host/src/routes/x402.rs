@@ -2,18 +2,17 @@
 //! Its bodies differ from the keyed API's: errors are `{success: false, error, code,
 //! x402Version}`, and a missing payment is a 402 with what to pay.
 
-use std::net::SocketAddr;
-
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
 
-use crate::app::AppState;
+use super::AppState;
+use super::client::client_key;
 use crate::domain::Command;
 use crate::error::{ApiError, ApiPath, ApiQuery, rate_headers};
 use crate::money::MicroUsdc;
@@ -33,7 +32,9 @@ pub fn routes(state: AppState) -> Router<AppState> {
 /// No key here, so every request counts against its client address; each answer carries
 /// that address's rate-limit headers (a payer's own limit, when it binds, replaces them).
 async fn limit_clients(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let client = client_address(&request, state.services.settings.client_ip_header.as_deref());
+    let (parts, body) = request.into_parts();
+    let client = client_key(&parts, state.services.settings.client_ip_header.as_deref());
+    let request = Request::from_parts(parts, body);
     let decision = match state
         .services
         .x402_limiter
@@ -52,28 +53,6 @@ async fn limit_clients(State(state): State<AppState>, request: Request, next: Ne
         response.headers_mut().extend(rate_headers(&decision));
     }
     response
-}
-
-/// The connection's address, or behind a proxy the last entry of the header it sets
-/// (the one the proxy itself added; earlier entries are the client's to forge).
-fn client_address(request: &Request, header: Option<&str>) -> String {
-    if let Some(header) = header
-        && let Some(last) = request
-            .headers()
-            .get_all(header)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .map(str::trim)
-            .rfind(|v| !v.is_empty())
-    {
-        return last.to_string();
-    }
-    request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|info| info.0.ip().to_string())
-        .unwrap_or_else(|| "unknown".into())
 }
 
 /// Any failure, in the paid API's envelope (with the error's headers: Retry-After...),

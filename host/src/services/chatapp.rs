@@ -3,11 +3,17 @@
 //! `chat_not_found` 404, `bot_blocked` 403, a missing reply target 400 `validation_error`,
 //! Telegram's 429 → 429 `rate_limit_exceeded` with its `retry_after`.
 
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
 use serde_json::{Value, json};
 
+use super::rate_limit::{Limiter, RateLimiter};
 use super::{ServiceError, Services, integrations};
 use crate::clients::telegram::{ApiError, CallError};
-use crate::domain::Agent;
+use crate::config::Settings;
+use crate::domain::{Agent, RateLimits};
+use crate::store::Store;
 
 pub const KIND: &str = "chatapp";
 
@@ -184,19 +190,148 @@ pub async fn register_webhook(services: &Services, agent: &Agent, url: &str) -> 
     .await
 }
 
-/// Whether `presented` is the agent's webhook secret (compared in constant time).
-pub async fn webhook_secret_matches(services: &Services, agent: &Agent, presented: &str) -> Result<bool, ServiceError> {
-    let Some(integration) = services.store.integration(&agent.id, KIND).await? else {
-        return Ok(false);
+/// What the agents' bots receive, across requests: the updates seen lately (Telegram
+/// re-sends one it thinks was not received, and each is answered once) and the limits of
+/// each chat.
+pub struct Inbound {
+    recent: Mutex<HashMap<String, VecDeque<i64>>>,
+    chats: Limiter,
+    chat_limits: RateLimits,
+    /// One "slow down" reply per chat a minute: a chat past its limit is told once, not
+    /// answered at every message.
+    notices: RateLimiter,
+}
+
+/// Update ids remembered per agent.
+const REMEMBERED_UPDATES: usize = 256;
+
+impl Inbound {
+    pub fn new(store: &Store, settings: &Settings) -> Inbound {
+        Inbound {
+            recent: Mutex::default(),
+            chats: Limiter::new(store, "chatapp_chat"),
+            chat_limits: RateLimits {
+                per_minute: settings.chatapp_chat_limit_per_minute,
+                per_day: settings.chatapp_chat_limit_per_day,
+            },
+            notices: RateLimiter::default(),
+        }
+    }
+
+    /// Whether this is the first time the agent's bot receives update `id`.
+    fn first_time(&self, agent_id: &str, id: i64) -> bool {
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        if recent.len() > 10_000 {
+            recent.clear();
+        }
+        let seen = recent.entry(agent_id.to_string()).or_default();
+        if seen.contains(&id) {
+            return false;
+        }
+        seen.push_back(id);
+        if seen.len() > REMEMBERED_UPDATES {
+            seen.pop_front();
+        }
+        true
+    }
+}
+
+/// What became of an update Telegram delivered to an agent's bot.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Received {
+    /// Being answered in the background.
+    Answering,
+    /// Seen before: answered once already.
+    Duplicate,
+    /// Nothing to do: the bot is disabled, or the update is not a text message.
+    Ignored,
+    /// Over the chat's or the owner's limits: the chat is asked to slow down (`retry_after`
+    /// seconds), once a minute at most.
+    SlowedDown { retry_after_secs: u64 },
+}
+
+/// Takes one update for the agent's bot. The secret Telegram was given is checked first
+/// (before the body is read as JSON); a disabled bot's updates are dropped before any work;
+/// each text message counts against its chat's limits and the owner's plan limits.
+pub async fn receive(
+    services: &Services,
+    agent_ref: &str,
+    presented_secret: &str,
+    body: &[u8],
+) -> Result<Received, ServiceError> {
+    let wrong_secret = || ServiceError::Unauthorized("Missing or wrong X-Telegram-Bot-Api-Secret-Token".into());
+    let agent = services
+        .store
+        .agent(agent_ref)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound(format!("Agent '{agent_ref}' not found")))?;
+    let integration = services
+        .store
+        .integration(&agent.id, KIND)
+        .await?
+        .ok_or_else(wrong_secret)?;
+    let secret = integrations::open(services, &integration).map_err(|_| wrong_secret())?;
+    let expected = secret["webhook_secret"].as_str().unwrap_or_default();
+    let matches = !expected.is_empty()
+        && expected.len() == presented_secret.len()
+        && bool::from(subtle::ConstantTimeEq::ct_eq(
+            expected.as_bytes(),
+            presented_secret.as_bytes(),
+        ));
+    if !matches {
+        return Err(wrong_secret());
+    }
+    if !integration.enabled {
+        return Ok(Received::Ignored);
+    }
+    let update: Value =
+        serde_json::from_slice(body).map_err(|e| ServiceError::Validation(format!("the update is not JSON: {e}")))?;
+    let inbound = &services.chatapp_inbound;
+    if let Some(id) = update["update_id"].as_i64()
+        && !inbound.first_time(&agent.id, id)
+    {
+        return Ok(Received::Duplicate);
+    }
+    let Some(incoming) = read_update(&update) else {
+        return Ok(Received::Ignored);
     };
-    let Ok(secret) = integrations::open(services, &integration) else {
-        return Ok(false);
-    };
-    let Some(expected) = secret["webhook_secret"].as_str() else {
-        return Ok(false);
-    };
-    Ok(expected.len() == presented.len()
-        && subtle::ConstantTimeEq::ct_eq(expected.as_bytes(), presented.as_bytes()).into())
+    let now = crate::clock::now_ms();
+    let chat_key = format!("{}:{}", agent.id, incoming.chat_id);
+    let mut decision = inbound.chats.check(&chat_key, inbound.chat_limits, now).await?;
+    if decision.allowed {
+        let owner = services
+            .store
+            .account_by_id(&agent.account_id)
+            .await?
+            .ok_or_else(|| ServiceError::NotFound(format!("Agent '{agent_ref}' not found")))?;
+        decision = services.account_limiter.check(&owner.id, owner.limits, now).await?;
+    }
+    if !decision.allowed {
+        let retry_after_secs = decision.retry_after_secs;
+        let notice = RateLimits {
+            per_minute: 1,
+            per_day: u32::MAX,
+        };
+        if inbound.notices.check(&chat_key, notice, now).allowed {
+            let (services, agent) = (services.clone(), agent.clone());
+            let text = format!(
+                "I'm getting more messages than I can answer right now. Please wait about {retry_after_secs} s and send yours again."
+            );
+            tokio::spawn(async move {
+                if let Err(e) = reply(&services, &agent, incoming.chat_id, incoming.message_id, &text).await {
+                    tracing::warn!(agent = %agent.id, error = %e, "could not ask a chat to slow down");
+                }
+            });
+        }
+        return Ok(Received::SlowedDown { retry_after_secs });
+    }
+    let services = services.clone();
+    tokio::spawn(async move {
+        if let Err(e) = handle_update(&services, &agent, incoming).await {
+            tracing::warn!(agent = %agent.id, error = %e, "could not answer a chat-app update");
+        }
+    });
+    Ok(Received::Answering)
 }
 
 /// A text message read from a Telegram update.
@@ -226,19 +361,28 @@ pub fn read_update(update: &Value) -> Option<IncomingText> {
     })
 }
 
-/// Answers one Telegram update: a `/command` offered on the chat-app runs through the
-/// plugin runtime; other text goes to the agent's chat. The reply goes back to that chat.
-pub async fn handle_update(services: &Services, agent: &Agent, update: &Value) -> Result<(), ServiceError> {
-    let Some(incoming) = read_update(update) else {
-        return Ok(()); // not a text message: nothing to answer
-    };
-    let (chat_id, reply_to, text) = (incoming.chat_id, incoming.message_id, incoming.text.as_str());
+/// Answers one text message: a `/command` offered on the chat-app runs through the plugin
+/// runtime; other text goes to the agent's chat. The reply goes back to that chat.
+async fn handle_update(services: &Services, agent: &Agent, incoming: IncomingText) -> Result<(), ServiceError> {
+    let text = incoming.text.as_str();
     let answer = match &incoming.command {
         Some(name) => run_command(services, agent, name, text).await,
         None => chat_reply(services, agent, text).await,
     };
+    reply(services, agent, incoming.chat_id, incoming.message_id, &answer).await
+}
+
+/// Sends `answer` to the chat, in as many messages as it takes, the first replying to
+/// `reply_to`.
+async fn reply(
+    services: &Services,
+    agent: &Agent,
+    chat_id: i64,
+    reply_to: Option<i64>,
+    answer: &str,
+) -> Result<(), ServiceError> {
     let token = token(services, agent, &agent.def.username).await?;
-    for (i, part) in split_message(&answer).into_iter().enumerate() {
+    for (i, part) in split_message(answer).into_iter().enumerate() {
         let mut body = json!({ "chat_id": chat_id, "text": part });
         if i == 0
             && let Some(id) = reply_to

@@ -58,6 +58,12 @@ pub struct Services {
     pub payment_locks: Arc<payments::PaymentLocks>,
     /// Abuse limits of the unkeyed x402 endpoints.
     pub x402_limiter: Arc<rate_limit::X402Limiter>,
+    /// Each account's plan limits (keyed requests, and its bots' inbound updates).
+    pub account_limiter: Arc<rate_limit::Limiter>,
+    /// Failed authentications per client address, checked before any key is looked up.
+    pub auth_throttle: Arc<rate_limit::AuthThrottle>,
+    /// What the agents' bots receive: updates seen lately, and each chat's limits.
+    pub chatapp_inbound: Arc<chatapp::Inbound>,
 }
 
 /// What a service can refuse or fail with. Services say *what* happened; only `error.rs`

@@ -19,7 +19,9 @@ use std::time::Duration;
 
 use tokio::sync::Mutex as AsyncMutex;
 
+use super::rate_limit::Usage;
 use crate::domain::RateLimits;
+use crate::rate_window::{DAY_MS, MINUTE_MS, WindowCount};
 use crate::store::{Claim, Claimed, Store, StoreError, Unused};
 
 /// How long a host may hold a share before handing back what it did not use.
@@ -32,11 +34,10 @@ const MAX_SHARE: u32 = 1_024;
 /// One key's share on this host.
 #[derive(Debug, Default)]
 struct Lease {
-    /// The minute and day windows the share was granted in.
-    windows: (i64, i64),
     left: u32,
-    /// The windows' counts (every host's) once the share was granted.
-    counts: (u32, u32),
+    /// The windows' counts (every host's) once the share was granted; their starts are
+    /// the windows the share was granted in.
+    usage: Usage,
     expires_ms: i64,
     /// How many the next claim asks for.
     size: u32,
@@ -48,8 +49,7 @@ struct Lease {
 pub struct Counted {
     pub allowed: bool,
     /// The windows' counts after this request, as far as this host knows.
-    pub minute_count: u32,
-    pub day_count: u32,
+    pub usage: Usage,
 }
 
 /// One key on this host: its share, read and taken from under a plain mutex (never held
@@ -65,10 +65,11 @@ impl KeyState {
         self.lease.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A request from the share, if it has one for these windows.
-    fn take(&self, windows: (i64, i64), now_ms: i64) -> Option<Counted> {
+    /// A request from the share, if it has one for `now_ms`'s windows.
+    fn take(&self, now_ms: i64) -> Option<Counted> {
         let mut lease = self.lease();
-        let current = lease.windows == windows;
+        let current = lease.usage.minute.start == WindowCount::start_of(now_ms, MINUTE_MS)
+            && lease.usage.day.start == WindowCount::start_of(now_ms, DAY_MS);
         if current && lease.left > 0 && now_ms < lease.expires_ms {
             lease.left -= 1;
             return Some(lease.counted(true));
@@ -109,22 +110,16 @@ impl Leases {
         state
     }
 
-    /// Counts one request of `key` in `windows` at `now_ms`, from this host's share if it has
-    /// one, else from a new claim.
-    pub async fn count(
-        &self,
-        key: &str,
-        limits: RateLimits,
-        windows: (i64, i64),
-        now_ms: i64,
-    ) -> Result<Counted, StoreError> {
+    /// Counts one request of `key` at `now_ms`, from this host's share if it has one, else
+    /// from a new claim.
+    pub async fn count(&self, key: &str, limits: RateLimits, now_ms: i64) -> Result<Counted, StoreError> {
         let state = self.key(key);
-        if let Some(counted) = state.take(windows, now_ms) {
+        if let Some(counted) = state.take(now_ms) {
             return Ok(counted);
         }
         let _turn = state.claiming.lock().await;
         // Whoever claimed while this request waited may have left enough for it.
-        if let Some(counted) = state.take(windows, now_ms) {
+        if let Some(counted) = state.take(now_ms) {
             return Ok(counted);
         }
         // A share used up before it ended asks for twice as much next time; one that ended
@@ -140,20 +135,26 @@ impl Leases {
             };
             lease.size
         };
-        let mut claimed = self.claim(key, limits, windows, &state, size, now_ms).await?;
+        let mut claimed = self.claim(key, limits, &state, size, now_ms).await?;
+        let mut at = now_ms;
         if claimed.granted == 0 && claimed.lease_until > now_ms {
             // Full, but shares may still come back: wait for them, then ask once more.
             let wait = claimed.lease_until - now_ms + 2 * SWEEP_EVERY.as_millis() as i64;
             tokio::time::sleep(Duration::from_millis(wait as u64)).await;
-            claimed = self.claim(key, limits, windows, &state, 1, now_ms + wait).await?;
+            at = now_ms + wait;
+            claimed = self.claim(key, limits, &state, 1, at).await?;
         }
         let mut lease = state.lease();
         if claimed.granted == 0 {
-            // Nothing outstanding: spent until a window turns. Else look again shortly.
-            lease.refused_until = if claimed.lease_until > now_ms {
-                now_ms + SWEEP_EVERY.as_millis() as i64
+            // Nothing outstanding: spent until one more fits. Else look again shortly.
+            lease.refused_until = if claimed.lease_until > at {
+                at + SWEEP_EVERY.as_millis() as i64
             } else {
-                windows.0 + 60_000
+                let usage = lease.usage;
+                at + usage
+                    .minute
+                    .wait_ms(limits.per_minute, MINUTE_MS, at)
+                    .max(usage.day.wait_ms(limits.per_day, DAY_MS, at))
             };
             return Ok(lease.counted(false));
         }
@@ -167,7 +168,6 @@ impl Leases {
         &self,
         key: &str,
         limits: RateLimits,
-        windows: (i64, i64),
         state: &KeyState,
         want: u32,
         now_ms: i64,
@@ -175,10 +175,7 @@ impl Leases {
         // Taken out of the share now: requests meanwhile find it empty and wait their turn.
         let unused = {
             let mut lease = state.lease();
-            let unused = (lease.left > 0).then_some(Unused {
-                windows: lease.windows,
-                count: lease.left,
-            });
+            let unused = (lease.left > 0).then_some(lease.unused());
             lease.left = 0;
             unused
         };
@@ -188,11 +185,11 @@ impl Leases {
             .claim_requests(
                 self.scope,
                 key,
-                windows,
                 (limits.per_minute, limits.per_day),
                 Claim {
                     want,
                     unused,
+                    now_ms,
                     lease_until: expires_ms,
                 },
             )
@@ -210,9 +207,11 @@ impl Leases {
         };
         let size = lease.size;
         *lease = Lease {
-            windows,
             left: claimed.granted,
-            counts: (claimed.minute_count, claimed.day_count),
+            usage: Usage {
+                minute: claimed.minute,
+                day: claimed.day,
+            },
             expires_ms,
             size,
             refused_until: 0,
@@ -234,10 +233,7 @@ impl Leases {
                 if lease.expires_ms > now_ms {
                     continue;
                 }
-                let unused = (lease.left > 0).then_some(Unused {
-                    windows: lease.windows,
-                    count: lease.left,
-                });
+                let unused = (lease.left > 0).then_some(lease.unused());
                 lease.left = 0;
                 (unused, unused.is_none() && lease.refused_until <= now_ms)
             };
@@ -248,11 +244,11 @@ impl Leases {
                     .claim_requests(
                         self.scope,
                         &key,
-                        unused.windows,
                         (0, 0),
                         Claim {
                             want: 0,
                             unused: Some(unused),
+                            now_ms,
                             lease_until: 0,
                         },
                     )
@@ -273,21 +269,42 @@ impl Leases {
 }
 
 impl Lease {
-    /// This request's view: the counts at the claim, plus what this host used since.
+    /// This request's view: the counts at the claim, less what this host has not used.
     fn counted(&self, allowed: bool) -> Counted {
-        Counted {
-            allowed,
-            minute_count: self.counts.0 - self.left,
-            day_count: self.counts.1 - self.left,
+        let mut usage = self.usage;
+        usage.minute.count -= self.left;
+        usage.day.count -= self.left;
+        Counted { allowed, usage }
+    }
+
+    /// The share's unused requests, to hand back.
+    fn unused(&self) -> Unused {
+        Unused {
+            windows: (self.usage.minute.start, self.usage.day.start),
+            count: self.left,
         }
     }
 }
 
+/// Counters of keys idle for two days are deleted this often (every host does it).
+const PRUNE_EVERY: Duration = Duration::from_secs(3_600);
+
 async fn sweep(leases: Weak<Leases>) {
     let mut ticks = tokio::time::interval(SWEEP_EVERY);
+    let mut last_prune = tokio::time::Instant::now();
     loop {
         ticks.tick().await;
         let Some(leases) = leases.upgrade() else { return };
         leases.sweep_once(crate::clock::now_ms()).await;
+        if last_prune.elapsed() >= PRUNE_EVERY {
+            last_prune = tokio::time::Instant::now();
+            if let Err(e) = leases
+                .store
+                .prune_rate_counters(leases.scope, crate::clock::now_ms())
+                .await
+            {
+                tracing::warn!(error = %e, "could not prune old rate-limit counters");
+            }
+        }
     }
 }

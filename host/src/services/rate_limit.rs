@@ -1,5 +1,6 @@
-//! Rate limits: a fixed per-minute and a fixed per-day window (UTC) per key. Counting
-//! happens under one lock, so N parallel requests never let more than the limit through.
+//! Rate limits: a per-minute and a per-day (UTC) limit per key, each a sliding window
+//! (`rate_window.rs`), so no burst at a window's edge gets twice the limit. Counting happens
+//! under one lock, so N parallel requests never let more than the limit through.
 //! A single host counts in memory: keyed-API counters (per account) are saved periodically
 //! and at shutdown, and loaded at start; the x402 abuse limits (per client address, per
 //! payer) live in memory only. Hosts sharing a store count in it instead, each from shares
@@ -10,20 +11,33 @@ use std::sync::{Arc, Mutex};
 
 use super::rate_leases::Leases;
 use crate::domain::RateLimits;
+use crate::rate_window::{DAY_MS, MINUTE_MS, WindowCount};
 use crate::store::{Store, StoreError, UsageRow};
 
-const MINUTE_MS: i64 = 60_000;
-const DAY_MS: i64 = 86_400_000;
-/// Keys tracked at once before ended windows are dropped: many client addresses cannot
-/// grow memory without bound (past it, day counts of idle keys are forgotten first).
+/// Keys tracked at once before idle ones are dropped: many client addresses cannot grow
+/// memory without bound (past it, keys idle for two days go first, then for two minutes).
 const MAX_TRACKED: usize = 100_000;
 
+/// One key's counts in both kinds of window.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-struct Usage {
-    minute_start: i64,
-    minute_count: u32,
-    day_start: i64,
-    day_count: u32,
+pub struct Usage {
+    pub minute: WindowCount,
+    pub day: WindowCount,
+}
+
+impl Usage {
+    /// These counts as they stand at `now_ms`.
+    pub fn at(self, now_ms: i64) -> Usage {
+        Usage {
+            minute: self.minute.at(now_ms, MINUTE_MS),
+            day: self.day.at(now_ms, DAY_MS),
+        }
+    }
+
+    /// Whether both windows have room for one more at `now_ms`.
+    pub fn has_room(&self, limits: RateLimits, now_ms: i64) -> bool {
+        self.minute.room(limits.per_minute, MINUTE_MS, now_ms) > 0 && self.day.room(limits.per_day, DAY_MS, now_ms) > 0
+    }
 }
 
 /// What the headers report: the window that binds now (the one with fewer requests left).
@@ -32,7 +46,8 @@ pub struct RateDecision {
     pub allowed: bool,
     pub limit: u32,
     pub remaining: u32,
-    /// Unix seconds when the reported window starts afresh.
+    /// Unix seconds when the reported window's count starts to slide out (refused: when
+    /// one more request fits).
     pub reset_unix: i64,
     /// Seconds to wait before retrying (when refused).
     pub retry_after_secs: u64,
@@ -52,38 +67,39 @@ struct Tracked {
 }
 
 impl RateLimiter {
-    /// Counts one request for the account at `now_ms` if both windows have room.
-    pub fn check(&self, account_id: &str, limits: RateLimits, now_ms: i64) -> RateDecision {
-        let minute_start = now_ms - now_ms.rem_euclid(MINUTE_MS);
-        let day_start = now_ms - now_ms.rem_euclid(DAY_MS);
+    /// Counts one request for `key` at `now_ms` if both windows have room.
+    pub fn check(&self, key: &str, limits: RateLimits, now_ms: i64) -> RateDecision {
+        self.count(key, limits, now_ms, true)
+    }
+
+    /// What `check` would answer, counting nothing.
+    pub fn peek(&self, key: &str, limits: RateLimits, now_ms: i64) -> RateDecision {
+        self.count(key, limits, now_ms, false)
+    }
+
+    fn count(&self, key: &str, limits: RateLimits, now_ms: i64, take: bool) -> RateDecision {
         let mut tracked = self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if tracked.keys.len() >= MAX_TRACKED
-            && tracked.pruned_minute != minute_start
-            && !tracked.keys.contains_key(account_id)
+        let minute_start = WindowCount::start_of(now_ms, MINUTE_MS);
+        if tracked.keys.len() >= MAX_TRACKED && tracked.pruned_minute != minute_start && !tracked.keys.contains_key(key)
         {
             tracked.pruned_minute = minute_start;
-            tracked.keys.retain(|_, u| u.day_start == day_start);
+            let day_start = WindowCount::start_of(now_ms, DAY_MS);
+            tracked.keys.retain(|_, u| u.day.start >= day_start - DAY_MS);
             if tracked.keys.len() >= MAX_TRACKED {
-                tracked.keys.retain(|_, u| u.minute_start == minute_start);
+                tracked.keys.retain(|_, u| u.minute.start >= minute_start - MINUTE_MS);
             }
         }
-        let usage = tracked.keys.entry(account_id.to_string()).or_default();
-        if usage.minute_start != minute_start {
-            usage.minute_start = minute_start;
-            usage.minute_count = 0;
+        if !take && !tracked.keys.contains_key(key) {
+            return decide(limits, now_ms, true, Usage::default().at(now_ms));
         }
-        if usage.day_start != day_start {
-            usage.day_start = day_start;
-            usage.day_count = 0;
+        let usage = tracked.keys.entry(key.to_string()).or_default();
+        *usage = usage.at(now_ms);
+        let allowed = usage.has_room(limits, now_ms);
+        if allowed && take {
+            usage.minute.count += 1;
+            usage.day.count += 1;
         }
-        let minute_full = usage.minute_count >= limits.per_minute;
-        let day_full = usage.day_count >= limits.per_day;
-        let allowed = !(minute_full || day_full);
-        if allowed {
-            usage.minute_count += 1;
-            usage.day_count += 1;
-        }
-        decide(limits, now_ms, allowed, usage.minute_count, usage.day_count)
+        decide(limits, now_ms, allowed, *usage)
     }
 
     /// Current counters, for saving.
@@ -94,30 +110,26 @@ impl RateLimiter {
             rows.push(UsageRow {
                 account_id: account_id.clone(),
                 window: "minute",
-                window_start: usage.minute_start,
-                count: usage.minute_count,
+                counts: usage.minute,
             });
             rows.push(UsageRow {
                 account_id: account_id.clone(),
                 window: "day",
-                window_start: usage.day_start,
-                count: usage.day_count,
+                counts: usage.day,
             });
         }
         rows
     }
 
-    /// Loads saved counters; windows that have ended are reset on first use anyway.
+    /// Loads saved counters; windows that have ended turn on first use anyway.
     pub fn restore(&self, rows: Vec<UsageRow>) {
         let mut tracked = self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         for row in rows {
             let usage = tracked.keys.entry(row.account_id).or_default();
             if row.window == "day" {
-                usage.day_start = row.window_start;
-                usage.day_count = row.count;
+                usage.day = row.counts;
             } else {
-                usage.minute_start = row.window_start;
-                usage.minute_count = row.count;
+                usage.minute = row.counts;
             }
         }
     }
@@ -125,31 +137,32 @@ impl RateLimiter {
 
 /// The headers' view of a request that was counted (`allowed`, with the windows' counts
 /// after it) or refused (with the counts as they stand).
-fn decide(limits: RateLimits, now_ms: i64, allowed: bool, minute_count: u32, day_count: u32) -> RateDecision {
-    let minute_reset = now_ms - now_ms.rem_euclid(MINUTE_MS) + MINUTE_MS;
-    let day_reset = now_ms - now_ms.rem_euclid(DAY_MS) + DAY_MS;
+pub fn decide(limits: RateLimits, now_ms: i64, allowed: bool, usage: Usage) -> RateDecision {
+    let windows = [
+        (limits.per_minute, MINUTE_MS, usage.minute),
+        (limits.per_day, DAY_MS, usage.day),
+    ];
     if !allowed {
-        // Both must have room again; wait for the later of the full windows.
-        let (limit, reset) = if day_count >= limits.per_day {
-            (limits.per_day, day_reset)
-        } else {
-            (limits.per_minute, minute_reset)
-        };
+        // Both must have room again: wait for the later of the full windows.
+        let (limit, wait) = windows
+            .iter()
+            .map(|(limit, len, counts)| (*limit, counts.wait_ms(*limit, *len, now_ms)))
+            .max_by_key(|(_, wait)| *wait)
+            .unwrap_or((limits.per_minute, MINUTE_MS));
+        let wait = wait.max(1);
         return RateDecision {
             allowed: false,
             limit,
             remaining: 0,
-            reset_unix: reset.div_euclid(1000),
-            retry_after_secs: ((reset - now_ms).max(0) as u64).div_ceil(1000).max(1),
+            reset_unix: (now_ms + wait + 999).div_euclid(1000),
+            retry_after_secs: (wait as u64).div_ceil(1000).max(1),
         };
     }
-    let minute_left = limits.per_minute.saturating_sub(minute_count);
-    let day_left = limits.per_day.saturating_sub(day_count);
-    let (limit, remaining, reset) = if day_left < minute_left {
-        (limits.per_day, day_left, day_reset)
-    } else {
-        (limits.per_minute, minute_left, minute_reset)
-    };
+    let (limit, remaining, reset) = windows
+        .iter()
+        .map(|(limit, len, counts)| (*limit, counts.room(*limit, *len, now_ms), counts.start + len))
+        .min_by_key(|(_, remaining, _)| *remaining)
+        .unwrap_or((limits.per_minute, 0, now_ms));
     RateDecision {
         allowed: true,
         limit,
@@ -179,23 +192,41 @@ impl Limiter {
         let Some(leases) = &self.shared else {
             return Ok(self.local.check(key, limits, now_ms));
         };
-        let windows = (
-            now_ms - now_ms.rem_euclid(MINUTE_MS),
-            now_ms - now_ms.rem_euclid(DAY_MS),
-        );
-        let counted = leases.count(key, limits, windows, now_ms).await?;
-        Ok(decide(
-            limits,
-            now_ms,
-            counted.allowed,
-            counted.minute_count,
-            counted.day_count,
-        ))
+        let counted = leases.count(key, limits, now_ms).await?;
+        Ok(decide(limits, now_ms, counted.allowed, counted.usage))
     }
 
     /// The in-process counters (saved and restored by a single host).
     pub fn local(&self) -> &RateLimiter {
         &self.local
+    }
+}
+
+/// Failed authentications per client address (a wrong API key, a wrong webhook secret),
+/// counted in this process: a client past its limit is refused before its key is looked
+/// up, so guessing keys costs the database nothing. Each host protects itself.
+pub struct AuthThrottle {
+    failures: RateLimiter,
+    limits: RateLimits,
+}
+
+impl AuthThrottle {
+    pub fn new(limits: RateLimits) -> AuthThrottle {
+        AuthThrottle {
+            failures: RateLimiter::default(),
+            limits,
+        }
+    }
+
+    /// Whether `client` may try to authenticate now; if not, the refusal to answer.
+    pub fn may_try(&self, client: &str, now_ms: i64) -> Result<(), RateDecision> {
+        let decision = self.failures.peek(client, self.limits, now_ms);
+        if decision.allowed { Ok(()) } else { Err(decision) }
+    }
+
+    /// Counts a failed attempt of `client`.
+    pub fn failed(&self, client: &str, now_ms: i64) {
+        self.failures.check(client, self.limits, now_ms);
     }
 }
 
@@ -233,6 +264,7 @@ impl X402Limiter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Claim;
 
     const LIMITS: RateLimits = RateLimits {
         per_minute: 3,
@@ -248,27 +280,35 @@ mod tests {
         assert_eq!(remaining, vec![2, 1, 0]);
         let refused = limiter.check("a", LIMITS, T0 + 10_000);
         assert!(!refused.allowed);
-        assert_eq!(refused.reset_unix, (T0 + MINUTE_MS) / 1000);
-        assert_eq!(refused.retry_after_secs, 50);
+        // The next minute, once a third of this full one has slid out of the last minute.
+        assert_eq!(refused.retry_after_secs, 50 + 20);
+        assert_eq!(refused.reset_unix, (T0 + MINUTE_MS + 20_000) / 1000);
+        assert!(!limiter.check("a", LIMITS, T0 + MINUTE_MS + 19_999).allowed);
+        assert!(limiter.check("a", LIMITS, T0 + MINUTE_MS + 20_000).allowed);
         // Another account is unaffected.
         assert!(limiter.check("b", LIMITS, T0).allowed);
+        // Peeking counts nothing.
+        assert!(limiter.peek("c", LIMITS, T0).allowed);
+        assert_eq!(limiter.peek("c", LIMITS, T0).remaining, 3);
     }
 
     #[test]
-    fn a_new_minute_frees_the_minute_window_but_not_the_day() {
+    fn the_day_binds_when_it_has_less_left_than_the_minute() {
         let limiter = RateLimiter::default();
         for i in 0..3 {
             assert!(limiter.check("a", LIMITS, T0 + i).allowed);
         }
-        let next = limiter.check("a", LIMITS, T0 + MINUTE_MS);
+        // Two minutes on, the minute is free again; the day has 2 of 5 left.
+        let next = limiter.check("a", LIMITS, T0 + 2 * MINUTE_MS);
         assert!(next.allowed);
-        // 4 of 5 used today: the day window now binds (1 left vs 2 this minute).
         assert_eq!((next.limit, next.remaining), (5, 1));
-        assert!(limiter.check("a", LIMITS, T0 + MINUTE_MS + 1).allowed);
-        let refused = limiter.check("a", LIMITS, T0 + MINUTE_MS + 2);
+        assert!(limiter.check("a", LIMITS, T0 + 2 * MINUTE_MS + 1).allowed);
+        let refused = limiter.check("a", LIMITS, T0 + 2 * MINUTE_MS + 2);
         assert!(!refused.allowed);
         assert_eq!(refused.limit, 5);
-        assert_eq!(refused.reset_unix, (T0 - T0 % DAY_MS + DAY_MS) / 1000);
+        // Tomorrow, once a fifth of today has slid out.
+        let tomorrow = T0 - T0 % DAY_MS + DAY_MS;
+        assert_eq!(refused.reset_unix, (tomorrow + DAY_MS / 5) / 1000);
     }
 
     #[test]
@@ -326,6 +366,8 @@ mod tests {
             MINUTE_MS,
             MINUTE_MS + 1,
             MINUTE_MS + 2,
+            MINUTE_MS + 25_000,
+            MINUTE_MS + 45_000,
             2 * MINUTE_MS,
             DAY_MS,
             DAY_MS + 1,
@@ -377,6 +419,38 @@ mod tests {
         let last = last.unwrap();
         assert!(!last.allowed);
         assert_eq!((last.limit, last.remaining), (40, 0));
+    }
+
+    /// Counters of a day before yesterday go when pruned; today's stay.
+    #[tokio::test]
+    async fn old_shared_counters_are_pruned() {
+        let (_dir, store) = temp_store();
+        let claim = |now_ms| Claim {
+            want: 1,
+            unused: None,
+            now_ms,
+            lease_until: now_ms + 1_000,
+        };
+        store
+            .claim_requests("account", "old", (10, 10), claim(T0 - 3 * DAY_MS))
+            .await
+            .unwrap();
+        store
+            .claim_requests("account", "new", (10, 10), claim(T0))
+            .await
+            .unwrap();
+        store
+            .claim_requests("x402_client", "old", (10, 10), claim(T0 - 3 * DAY_MS))
+            .await
+            .unwrap();
+        assert_eq!(store.prune_rate_counters("account", T0 + 2_000).await.unwrap(), 1);
+        assert_eq!(store.prune_rate_counters("account", T0 + 2_000).await.unwrap(), 0);
+        assert_eq!(store.prune_rate_counters("x402_client", T0 + 2_000).await.unwrap(), 1);
+        let kept = store
+            .claim_requests("account", "new", (10, 10), claim(T0 + 3_000))
+            .await
+            .unwrap();
+        assert_eq!(kept.minute.count, 2, "today's counter was kept");
     }
 
     #[test]

@@ -53,6 +53,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(12, "0012_keyed_path"),
     migration!(13, "0013_self_service"),
     migration!(14, "0014_plugin_runs"),
+    migration!(15, "0015_hardening"),
 ];
 
 pub fn latest_version() -> i64 {

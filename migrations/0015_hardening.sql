@@ -1,0 +1,5 @@
+-- Limits against abuse.
+-- * Sliding-window rate limits: each window keeps the count of the window before it.
+ALTER TABLE rate_usage ADD COLUMN previous INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE rate_counters ADD COLUMN minute_previous INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE rate_counters ADD COLUMN day_previous INTEGER NOT NULL DEFAULT 0;

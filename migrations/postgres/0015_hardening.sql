@@ -1,0 +1,5 @@
+-- Limits against abuse (PostgreSQL; as ../0015_hardening.sql).
+-- * Sliding-window rate limits: each window keeps the count of the window before it.
+ALTER TABLE rate_usage ADD COLUMN previous BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE rate_counters ADD COLUMN minute_previous BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE rate_counters ADD COLUMN day_previous BIGINT NOT NULL DEFAULT 0;
