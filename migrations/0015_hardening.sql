@@ -3,3 +3,6 @@
 ALTER TABLE rate_usage ADD COLUMN previous INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE rate_counters ADD COLUMN minute_previous INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE rate_counters ADD COLUMN day_previous INTEGER NOT NULL DEFAULT 0;
+-- * Key-value bytes per account: each value's size, summed over the account's agents.
+ALTER TABLE plugin_kv ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
+UPDATE plugin_kv SET size = LENGTH(value);

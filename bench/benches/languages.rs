@@ -80,11 +80,17 @@ fn main() {
         let compile = started.elapsed();
         if let Some((key, value)) = plugin.seed {
             let scope = format!("command:{}", plugin.command);
-            rt.block_on(
-                setup
-                    .store
-                    .kv_set(&agent_id, &scope, key, value.as_bytes().to_vec(), 1000),
-            )
+            rt.block_on(setup.store.kv_set(
+                &agent_id,
+                &scope,
+                key,
+                value.as_bytes().to_vec(),
+                agent_host::store::KvQuota {
+                    max_keys: 1000,
+                    account_id: "bench".into(),
+                    max_account_bytes: u64::MAX,
+                },
+            ))
             .unwrap();
         }
         let run = || {

@@ -36,6 +36,7 @@ fn fixture() -> &'static Fixture {
             }),
             llm: Arc::new(NoProvider),
             llm_max_tokens: 16,
+            kv_max_account_bytes: 1 << 20,
         };
         let limits = RuntimeLimits {
             default_timeout: Duration::from_millis(500),

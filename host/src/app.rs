@@ -84,6 +84,7 @@ pub fn plugin_runtime(
         outbound: outbound(settings, master)?,
         llm,
         llm_max_tokens: settings.plugin_llm_max_tokens,
+        kv_max_account_bytes: settings.account_max_kv_bytes,
     };
     let cache_dir = match &settings.plugin_cache_dir {
         Some(dir) => std::path::PathBuf::from(dir),

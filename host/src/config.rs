@@ -244,6 +244,10 @@ settings! {
         "components compiled at once (each takes every core for up to seconds); uploads beyond a short queue answer 503";
     plugin_collect_after_secs: u64 = "3600" [1 ..= 31536000],
         "a component no account keeps and no command runs is deleted (bytes, record, compiled artifact) once unused this long";
+    account_max_agents: u64 = "100" [1 ..= 1000000], "agents one account may have";
+    agent_max_commands: u64 = "100" [1 ..= 10000], "commands one agent may have";
+    account_max_kv_bytes: u64 = "268435456" [1024 ..= 1099511627776],
+        "bytes all of one account's plugins may keep in their key-value stores, together";
     account_max_plugins: u64 = "50" [1 ..= 1000000], "components one account may keep";
     account_max_plugin_bytes: u64 = "268435456" [1024 ..= 1099511627776], "bytes of components one account may keep, all together";
     plugin_llm_max_tokens: u32 = "1024" [1 ..= 1000000], "most tokens a plugin's LLM completion may ask for";

@@ -23,6 +23,20 @@ pub fn account(a: &Account) -> Value {
     })
 }
 
+/// The account with its quotas and their use (`GET /v1/account`).
+pub fn account_with_quotas(a: &Account, quotas: &crate::services::accounts::Quotas) -> Value {
+    let quota = |q: &crate::services::accounts::Quota| json!({ "used": q.used, "limit": q.limit });
+    let mut view = account(a);
+    view["quotas"] = json!({
+        "agents": quota(&quotas.agents),
+        "commands_per_agent": quota(&quotas.commands_per_agent),
+        "plugins": quota(&quotas.plugins),
+        "plugin_bytes": quota(&quotas.plugin_bytes),
+        "kv_bytes": quota(&quotas.kv_bytes),
+    });
+    view
+}
+
 pub fn key(k: &ApiKeyInfo) -> Value {
     json!({
         "id": k.id,

@@ -23,6 +23,7 @@ mod migrations;
 mod plugin_abuse;
 mod plugin_run;
 mod plugins;
+mod quotas;
 mod rate_limits;
 mod sandbox;
 mod schema;

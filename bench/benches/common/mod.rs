@@ -55,7 +55,11 @@ pub fn bench_agent(rt: &tokio::runtime::Runtime, store: &Store) -> String {
                 networks: Vec::new(),
             },
         };
-        store.apply_agent(&account.id, def, Vec::new()).await.unwrap().agent_id
+        store
+            .apply_agent(&account.id, def, Vec::new(), u64::MAX)
+            .await
+            .unwrap()
+            .agent_id
     })
 }
 
@@ -92,6 +96,7 @@ pub fn setup(rt: &tokio::runtime::Runtime) -> Setup {
         outbound,
         llm: Arc::new(InstantLlm),
         llm_max_tokens: 1024,
+        kv_max_account_bytes: u64::MAX,
     };
     let runtime = Arc::new(PluginRuntime::new(&dir.path().join("cache"), limits, services).unwrap());
     Setup {

@@ -75,9 +75,22 @@ pub(super) fn judge(
             }
             Ok(output)
         }
-        Err(CommandError::InvalidInput(m)) => Err(ExecError::InvalidInput(m)),
-        Err(CommandError::Failed(m)) => Err(ExecError::Failed(m)),
-        Err(CommandError::Unavailable(m)) => Err(ExecError::Unavailable(m)),
+        Err(CommandError::InvalidInput(m)) => Err(ExecError::InvalidInput(cut(m))),
+        Err(CommandError::Failed(m)) => Err(ExecError::Failed(cut(m))),
+        Err(CommandError::Unavailable(m)) => Err(ExecError::Unavailable(cut(m))),
+    }
+}
+
+/// Most characters of a plugin's own words (its error message, its panic message) the host
+/// keeps, stores and echoes: run records, job statuses, refund memos and replies all carry
+/// them, so a plugin cannot fill them with megabytes.
+pub const MAX_MESSAGE_CHARS: usize = 1_000;
+
+/// `message` cut to `MAX_MESSAGE_CHARS`, marked where it was cut.
+pub fn cut(message: String) -> String {
+    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        None => message,
+        Some((at, _)) => format!("{}… (cut at {MAX_MESSAGE_CHARS} characters)", &message[..at]),
     }
 }
 
@@ -144,7 +157,7 @@ pub(super) fn describe_failure(err: &wasmtime::Error, store: &Store<HostState>, 
                 .into()
         }
         Some(Trap::UnreachableCodeReached) => match panic_line {
-            Some(message) => format!("the plugin {message}"),
+            Some(message) => format!("the plugin {}", cut(message)),
             None => "the plugin crashed (it reached an unreachable instruction)".into(),
         },
         Some(trap) => format!("the plugin trapped: {trap}"),
@@ -157,7 +170,17 @@ pub(super) fn describe_failure(err: &wasmtime::Error, store: &Store<HostState>, 
 
 #[cfg(test)]
 mod tests {
-    use super::panic_message;
+    use super::{MAX_MESSAGE_CHARS, cut, panic_message};
+
+    #[test]
+    fn a_plugins_words_are_cut_to_a_stated_length() {
+        assert_eq!(cut("short".into()), "short");
+        let long = "é".repeat(5 * MAX_MESSAGE_CHARS);
+        let kept = cut(long);
+        assert!(kept.starts_with(&"é".repeat(MAX_MESSAGE_CHARS)));
+        assert!(kept.ends_with("… (cut at 1000 characters)"));
+        assert!(kept.chars().count() < MAX_MESSAGE_CHARS + 40);
+    }
 
     #[test]
     fn a_panic_is_told_with_its_message() {

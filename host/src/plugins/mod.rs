@@ -295,7 +295,14 @@ impl PluginRuntime {
             .acquire(tenant, false)
             .await
             .map_err(|busy| ExecError::Busy(busy.0))?;
-        let call = CallContext::new("", "manifest", String::new(), Grants::none(), self.services.clone());
+        let call = CallContext::new(
+            &tenant.account,
+            "",
+            "manifest",
+            String::new(),
+            Grants::none(),
+            self.services.clone(),
+        );
         let mut store = self.new_store(call, MANIFEST_TIMEOUT);
         let result = tokio::time::timeout(MANIFEST_TIMEOUT + Duration::from_secs(1), pre.manifest(&mut store)).await;
         match result {
@@ -347,6 +354,7 @@ impl PluginRuntime {
         // What a record of the run needs beyond its context: nothing more on the hot path.
         let (started_at, started, origin) = (crate::clock::now_ms(), Instant::now(), run.invocation.origin);
         let mut call = CallContext::new(
+            &run.tenant.account,
             &run.agent_id,
             &run.invocation.command,
             run.kv_scope,

@@ -26,6 +26,8 @@ pub struct HostServices {
     pub llm: Arc<dyn LlmProvider>,
     /// Most tokens one plugin completion may ask for.
     pub llm_max_tokens: u32,
+    /// Bytes all of one account's key-value stores may hold.
+    pub kv_max_account_bytes: u64,
 }
 
 /// Called with (percent, message) when a long run reports progress.
@@ -40,6 +42,8 @@ pub struct AgentSnapshot {
 
 /// What this call is and may reach.
 pub struct CallContext {
+    /// The account the run is for.
+    pub account_id: String,
     pub agent_id: String,
     pub command: String,
     /// The key-value scope within the agent's: its command's (see `Run::kv_scope`).
@@ -58,6 +62,7 @@ pub struct CallContext {
 impl CallContext {
     /// A call with nothing logged yet, no agent snapshot and no progress sink.
     pub fn new(
+        account_id: &str,
         agent_id: &str,
         command: &str,
         plugin_scope: String,
@@ -65,6 +70,7 @@ impl CallContext {
         services: Arc<HostServices>,
     ) -> CallContext {
         CallContext {
+            account_id: account_id.to_string(),
             agent_id: agent_id.to_string(),
             command: command.to_string(),
             plugin_scope,

@@ -19,7 +19,7 @@ use super::requests;
 use crate::domain::KeyScope;
 use crate::error::{ApiBody, ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::services::keys::Caller;
-use crate::services::{agents, chatapp, integrations, jobs, keys, payments, plugins, social, wallets};
+use crate::services::{accounts, agents, chatapp, integrations, jobs, keys, payments, plugins, social, wallets};
 use crate::views;
 
 pub fn routes(state: AppState) -> Router<AppState> {
@@ -103,8 +103,10 @@ impl ListQuery {
     }
 }
 
-async fn show_account(Manager(caller): Manager) -> Answer {
-    ok(views::account(&caller.account))
+async fn show_account(State(state): State<AppState>, Manager(caller): Manager) -> Answer {
+    let services = &state.services;
+    let quotas = accounts::quotas(&services.store, &services.settings, &caller.account.id).await?;
+    ok(views::account_with_quotas(&caller.account, &quotas))
 }
 
 async fn list_keys(State(state): State<AppState>, Manager(caller): Manager) -> Answer {

@@ -275,7 +275,13 @@ pub const OPERATIONS: &[Operation] = &[
             || json!({ "type": "object", "properties": { "update_id": { "type": "integer" }, "message": { "type": "object" } } }),
         ),
         response: || json!({ "type": "object", "properties": { "ok": { "type": "boolean" } } }),
-        errors: &[(400, "validation_error"), (401, "unauthorized"), (404, "not_found")],
+        errors: &[
+            (400, "validation_error"),
+            (401, "unauthorized"),
+            (404, "not_found"),
+            (413, "validation_error"),
+            (429, "rate_limit_exceeded"),
+        ],
     },
     Operation {
         method: "get",
@@ -335,11 +341,20 @@ pub const OPERATIONS: &[Operation] = &[
         method: "get",
         path: "/v1/account",
         id: "showAccount",
-        summary: "The account of this key: name, plan and rate limits (scope manage)",
+        summary: "The account of this key: name, plan, rate limits, and its quotas with their use (scope manage)",
         keyed: true,
         pending: false,
         request: None,
-        response: || success(json!({ "type": "object", "required": ["id", "name", "plan", "rpm", "rpd"] })),
+        response: || {
+            let quota = json!({ "type": "object", "required": ["used", "limit"], "properties": {
+                "used": { "type": "integer", "minimum": 0 }, "limit": { "type": "integer", "minimum": 1 } } });
+            success(
+                json!({ "type": "object", "required": ["id", "name", "plan", "rpm", "rpd", "quotas"], "properties": {
+                    "quotas": { "type": "object", "required": ["agents", "commands_per_agent", "plugins", "plugin_bytes", "kv_bytes"],
+                        "additionalProperties": quota },
+                }}),
+            )
+        },
         errors: MANAGE_ERRORS,
     },
     Operation {
@@ -406,8 +421,10 @@ pub const OPERATIONS: &[Operation] = &[
         errors: &[
             (400, "validation_error"),
             (403, "insufficient_scope"),
+            (403, "quota_exceeded"),
             (409, "conflict"),
             (415, "validation_error"),
+            (503, "service_unavailable"),
         ],
     },
     Operation {
@@ -637,8 +654,25 @@ pub const OPERATIONS: &[Operation] = &[
         errors: &[
             (400, "validation_error"),
             (403, "insufficient_scope"),
+            (403, "quota_exceeded"),
             (413, "validation_error"),
             (415, "validation_error"),
+            (503, "service_unavailable"),
+        ],
+    },
+    Operation {
+        method: "delete",
+        path: "/v1/account/plugins/{plugin}",
+        id: "deletePlugin",
+        summary: "Remove a component from the account's (sha256:HEX), unless one of its commands runs it",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(json!({ "type": "object", "required": ["plugin", "deleted"] })),
+        errors: &[
+            (400, "validation_error"),
+            (403, "insufficient_scope"),
+            (409, "conflict"),
         ],
     },
     Operation {

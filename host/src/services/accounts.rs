@@ -45,6 +45,41 @@ pub async fn create(
         .await?)
 }
 
+/// One quota: how much the account uses of what it may.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Quota {
+    pub used: u64,
+    pub limit: u64,
+}
+
+/// The account's quotas, each with its use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quotas {
+    pub agents: Quota,
+    /// The most commands one of its agents has.
+    pub commands_per_agent: Quota,
+    pub plugins: Quota,
+    pub plugin_bytes: Quota,
+    pub kv_bytes: Quota,
+}
+
+/// The account's quotas (from settings) and how much of each it uses.
+pub async fn quotas(
+    store: &Store,
+    settings: &crate::config::Settings,
+    account_id: &str,
+) -> Result<Quotas, ServiceError> {
+    let used = store.account_usage(account_id).await?;
+    let quota = |used, limit| Quota { used, limit };
+    Ok(Quotas {
+        agents: quota(used.agents, settings.account_max_agents),
+        commands_per_agent: quota(used.most_commands, settings.agent_max_commands),
+        plugins: quota(used.plugins, settings.account_max_plugins),
+        plugin_bytes: quota(used.plugin_bytes, settings.account_max_plugin_bytes),
+        kv_bytes: quota(used.kv_bytes, settings.account_max_kv_bytes),
+    })
+}
+
 pub async fn by_name(store: &Store, name: &str) -> Result<Account, ServiceError> {
     store
         .account_by_name(name)

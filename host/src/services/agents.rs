@@ -61,11 +61,25 @@ pub async fn apply_as(
     account_id: &str,
 ) -> Result<ApplyOutcome, ServiceError> {
     let store = &services.store;
+    let most = services.settings.agent_max_commands;
+    if manifest.commands.len() as u64 > most {
+        return Err(ServiceError::QuotaExceeded(format!(
+            "the manifest has {} commands; an agent may have at most {most} (agent_max_commands)",
+            manifest.commands.len()
+        )));
+    }
     let mut commands = Vec::with_capacity(manifest.commands.len());
     for command in &manifest.commands {
         commands.push(install_plugin(services, account_id, command.clone()).await?);
     }
-    let outcome = store.apply_agent(account_id, manifest.agent.clone(), commands).await?;
+    let outcome = store
+        .apply_agent(
+            account_id,
+            manifest.agent.clone(),
+            commands,
+            services.settings.account_max_agents,
+        )
+        .await?;
     for (kind, enabled) in [
         ("chatapp", manifest.chatapp_enabled),
         ("social", manifest.social_enabled),

@@ -121,6 +121,7 @@ impl From<StoreError> for ServiceError {
         match err {
             StoreError::Conflict(message) => ServiceError::Conflict(message),
             StoreError::NotFound(message) => ServiceError::NotFound(message),
+            StoreError::QuotaExceeded(message) => ServiceError::QuotaExceeded(message),
             other => ServiceError::Store(other),
         }
     }

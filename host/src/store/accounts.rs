@@ -100,4 +100,42 @@ impl Store {
         })
         .await
     }
+
+    /// What the account keeps, counted against its quotas.
+    pub async fn account_usage(&self, account_id: &str) -> Result<AccountUsage, StoreError> {
+        let account_id = account_id.to_string();
+        self.read(move |db| {
+            let count = |sql: &str| -> Result<u64, StoreError> {
+                Ok(db.query_one(sql, args![&account_id])?.get::<i64>(0)? as u64)
+            };
+            Ok(AccountUsage {
+                agents: count("SELECT COUNT(*) FROM agents WHERE account_id = ?1")?,
+                most_commands: count(
+                    "SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM commands c
+                     JOIN agents g ON g.id = c.agent_id WHERE g.account_id = ?1 GROUP BY c.agent_id) per_agent",
+                )?,
+                plugins: count("SELECT COUNT(*) FROM account_plugins WHERE account_id = ?1")?,
+                plugin_bytes: count(
+                    "SELECT COALESCE(SUM(p.size), 0) FROM account_plugins ap JOIN plugins p ON p.hash = ap.hash
+                     WHERE ap.account_id = ?1",
+                )?,
+                kv_bytes: count(
+                    "SELECT COALESCE(SUM(k.size), 0) FROM plugin_kv k JOIN agents g ON g.id = k.agent_id
+                     WHERE g.account_id = ?1",
+                )?,
+            })
+        })
+        .await
+    }
+}
+
+/// What an account keeps, as its quotas count it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AccountUsage {
+    pub agents: u64,
+    /// Commands of its agent that has the most.
+    pub most_commands: u64,
+    pub plugins: u64,
+    pub plugin_bytes: u64,
+    pub kv_bytes: u64,
 }

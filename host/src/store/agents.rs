@@ -93,17 +93,21 @@ fn json_enum<T: serde::Serialize>(value: &T) -> String {
 
 impl Store {
     /// Creates the agent or updates it in place (matched by username), and makes its
-    /// commands exactly the given list: existing ones keep their ids, missing ones go.
+    /// commands exactly the given list: existing ones keep their ids, missing ones go. A new
+    /// agent is refused once the account has `max_agents`.
     pub async fn apply_agent(
         &self,
         account_id: &str,
         def: AgentDef,
         commands: Vec<CommandDef>,
+        max_agents: u64,
     ) -> Result<ApplyOutcome, StoreError> {
         let account_id = account_id.to_string();
         self.write_cached(move |db| {
-            // Two applies of one username at once (two hosts): the second sees the first.
+            // Two applies of one username at once (two hosts): the second sees the first;
+            // two new agents of one account: the second counts the first.
             db.serialize(&format!("agent:{}", def.username))?;
+            db.serialize(&format!("account-agents:{account_id}"))?;
             let now = crate::clock::now_ms();
             let existing = find_agent(db, &def.username)?;
             let (agent_id, created) = match existing {
@@ -114,7 +118,17 @@ impl Store {
                     )));
                 }
                 Some(agent) => (agent.id, false),
-                None => (uuid::Uuid::new_v4().to_string(), true),
+                None => {
+                    let count: i64 = db
+                        .query_one("SELECT COUNT(*) FROM agents WHERE account_id = ?1", args![&account_id])?
+                        .get(0)?;
+                    if count as u64 >= max_agents {
+                        return Err(StoreError::QuotaExceeded(format!(
+                            "this account has {count} agents, its quota (account_max_agents); delete one first"
+                        )));
+                    }
+                    (uuid::Uuid::new_v4().to_string(), true)
+                }
             };
             let price = def.x402.default_price.map(|p| p.0 as i64);
             if created {

@@ -24,12 +24,13 @@ pub mod sql;
 mod sqlite;
 mod wallets;
 
-pub use accounts::NewAccount;
+pub use accounts::{AccountUsage, NewAccount};
 pub use agents::{AgentSummary, ApplyOutcome};
 pub use cache::AgentWithCommands;
 pub use integrations::Integration;
 pub use jobs::{JobOutcome, JobRecord, JobState};
 pub use keys::KeyRecord;
+pub use kv::KvQuota;
 pub use locks::SharedTurn;
 pub use payments::{NewPayment, PaymentRecord};
 pub use plugin_runs::{LogLine, PluginRun};
@@ -67,6 +68,9 @@ pub enum StoreError {
     Conflict(String),
     #[error("{0}")]
     NotFound(String),
+    /// The account keeps as many of something as its quota allows.
+    #[error("{0}")]
+    QuotaExceeded(String),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
     #[error("database task failed: {0}")]

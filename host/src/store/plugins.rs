@@ -124,8 +124,8 @@ impl Store {
         let (hash, plugin_name) = (hash.to_string(), plugin_name.to_string());
         self.write(move |db| {
             let copied = db.execute(
-                "INSERT INTO plugin_kv (agent_id, scope, key, value, updated_at)
-                 SELECT kv.agent_id, 'command:' || c.name, kv.key, kv.value, kv.updated_at
+                "INSERT INTO plugin_kv (agent_id, scope, key, value, size, updated_at)
+                 SELECT kv.agent_id, 'command:' || c.name, kv.key, kv.value, kv.size, kv.updated_at
                  FROM plugin_kv kv JOIN commands c ON c.agent_id = kv.agent_id AND c.plugin = ?1
                  WHERE kv.scope = ?2
                  ON CONFLICT (agent_id, scope, key) DO NOTHING",

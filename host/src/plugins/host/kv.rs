@@ -1,5 +1,6 @@
 use crate::plugins::bindings::for_each_version;
 use crate::plugins::state::HostState;
+use crate::store::KvQuota;
 
 pub const MAX_KEY_BYTES: usize = 256;
 pub const MAX_VALUE_BYTES: usize = 64 * 1024;
@@ -27,7 +28,17 @@ impl HostState {
         let call = &self.call;
         call.services
             .store
-            .kv_set(&call.agent_id, &call.plugin_scope, &key, value, MAX_KEYS)
+            .kv_set(
+                &call.agent_id,
+                &call.plugin_scope,
+                &key,
+                value,
+                KvQuota {
+                    max_keys: MAX_KEYS,
+                    account_id: call.account_id.clone(),
+                    max_account_bytes: call.services.kv_max_account_bytes,
+                },
+            )
             .await
             .map_err(|e| storage_error(&e))
     }
@@ -64,7 +75,9 @@ for_each_version!(kv_host);
 
 fn storage_error(err: &crate::store::StoreError) -> String {
     match err {
-        crate::store::StoreError::Conflict(message) => message.clone(),
+        crate::store::StoreError::Conflict(message) | crate::store::StoreError::QuotaExceeded(message) => {
+            message.clone()
+        }
         other => {
             tracing::error!(error = %other, "plugin key-value store failure");
             "the store failed; try again".into()
