@@ -6,3 +6,8 @@ ALTER TABLE rate_counters ADD COLUMN day_previous INTEGER NOT NULL DEFAULT 0;
 -- * Key-value bytes per account: each value's size, summed over the account's agents.
 ALTER TABLE plugin_kv ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
 UPDATE plugin_kv SET size = LENGTH(value);
+-- * The discovery list is cached with agents: a wallet made or removed moves cache_version.
+CREATE TRIGGER wallets_inserted AFTER INSERT ON wallets BEGIN UPDATE cache_version SET version = version + 1; END;
+CREATE TRIGGER wallets_deleted AFTER DELETE ON wallets BEGIN UPDATE cache_version SET version = version + 1; END;
+CREATE TRIGGER wallets_updated AFTER UPDATE OF agent_id, network, address ON wallets
+    BEGIN UPDATE cache_version SET version = version + 1; END;

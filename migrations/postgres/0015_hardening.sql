@@ -6,3 +6,6 @@ ALTER TABLE rate_counters ADD COLUMN day_previous BIGINT NOT NULL DEFAULT 0;
 -- * Key-value bytes per account: each value's size, summed over the account's agents.
 ALTER TABLE plugin_kv ADD COLUMN size BIGINT NOT NULL DEFAULT 0;
 UPDATE plugin_kv SET size = octet_length(value);
+-- * The discovery list is cached with agents: a wallet made, moved or removed moves cache_version.
+CREATE TRIGGER wallets_changed AFTER INSERT OR DELETE OR TRUNCATE OR UPDATE OF agent_id, network, address ON wallets
+    FOR EACH STATEMENT EXECUTE FUNCTION bump_cache_version();

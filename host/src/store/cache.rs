@@ -1,5 +1,6 @@
 //! The read cache of a serving process: API keys (with their accounts) and agents (with
-//! their commands), which every keyed request reads, kept in memory.
+//! their commands), which every keyed request reads, and the agents for sale over x402,
+//! which discovery reads, kept in memory.
 //!
 //! It is as fresh as the database to within a stated bound. Every write to the cached
 //! tables, by any process (this one, the CLI on the same SQLite file, another host on the
@@ -27,6 +28,7 @@ use std::time::{Duration, Instant};
 use super::Store;
 use super::keys::KeyRecord;
 use super::sql::args;
+use super::wallets::Listing;
 use bytes::Bytes;
 
 use crate::domain::{Agent, Command, Integration};
@@ -79,6 +81,8 @@ pub struct ReadCache {
     max_age_ms: AtomicU64,
     keys: RwLock<HashMap<String, Arc<KeyRecord>>>,
     agents: RwLock<HashMap<String, Arc<AgentWithCommands>>>,
+    /// The x402 discovery list's agents (its wallets are watched too).
+    listings: RwLock<Option<Arc<Vec<Listing>>>>,
 }
 
 /// A read about to go to the database, to be kept if nothing changed meanwhile.
@@ -96,6 +100,7 @@ impl ReadCache {
             max_age_ms: AtomicU64::new(0),
             keys: RwLock::default(),
             agents: RwLock::default(),
+            listings: RwLock::default(),
         }
     }
 
@@ -130,6 +135,23 @@ impl ReadCache {
         self.generation.fetch_add(1, Ordering::AcqRel);
         self.keys.write().unwrap_or_else(|p| p.into_inner()).clear();
         self.agents.write().unwrap_or_else(|p| p.into_inner()).clear();
+        *self.listings.write().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    pub fn listings(&self) -> Option<Arc<Vec<Listing>>> {
+        if !self.current() {
+            return None;
+        }
+        self.listings.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn keep_listings(&self, ticket: Ticket, listings: &Arc<Vec<Listing>>) {
+        let Ticket(Some(generation)) = ticket else { return };
+        let mut slot = self.listings.write().unwrap_or_else(|p| p.into_inner());
+        // Checked under the slot's lock: `clear` bumps the generation before taking it.
+        if self.generation.load(Ordering::Acquire) == generation {
+            *slot = Some(listings.clone());
+        }
     }
 
     /// Taken before a database read whose result may be kept.

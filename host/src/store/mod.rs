@@ -37,7 +37,7 @@ pub use plugin_runs::{LogLine, PluginRun};
 pub use plugins::{AccountPlugin, PluginRecord};
 pub use rate::{Claim, Claimed, Unused, UsageRow};
 use sql::args;
-pub use wallets::{NewTransfer, TransferKind, TransferRecord, TransferState, WalletRecord};
+pub use wallets::{Listing, NewTransfer, TransferKind, TransferRecord, TransferState, WalletRecord};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -102,6 +102,8 @@ pub enum Dialect {
 pub struct Store {
     backend: Arc<Backend>,
     cache: Arc<cache::ReadCache>,
+    /// Reads and writes sent to the database so far, by every clone.
+    round_trips: Arc<std::sync::atomic::AtomicU64>,
 }
 
 enum Backend {
@@ -116,6 +118,7 @@ impl Store {
         Ok(Store {
             backend: Arc::new(Backend::Sqlite(Sqlite::open(path, busy_timeout)?)),
             cache: Arc::default(),
+            round_trips: Arc::default(),
         })
     }
 
@@ -125,6 +128,7 @@ impl Store {
         Ok(Store {
             backend: Arc::new(Backend::Postgres(Postgres::connect(url, pool_size).await?)),
             cache: Arc::default(),
+            round_trips: Arc::default(),
         })
     }
 
@@ -135,12 +139,19 @@ impl Store {
         }
     }
 
+    /// Reads and writes this store has sent to the database so far (what the read cache
+    /// spares shows here).
+    pub fn round_trips(&self) -> u64 {
+        self.round_trips.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Runs a read, off the async runtime.
     pub(crate) async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&dyn Db) -> Result<T, StoreError> + Send + 'static,
     {
+        self.round_trips.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let backend = self.backend.clone();
         run_blocking(move || match &*backend {
             Backend::Sqlite(db) => db.read(f),
@@ -155,6 +166,7 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&dyn Db) -> Result<T, StoreError> + Send + 'static,
     {
+        self.round_trips.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let backend = self.backend.clone();
         run_blocking(move || match &*backend {
             Backend::Sqlite(db) => db.write(f),

@@ -1,7 +1,72 @@
+use std::sync::Arc;
+
 use super::sql::{Row, args};
 use super::{Store, StoreError};
 use crate::domain::Network;
 use crate::money::MicroUsdc;
+
+/// An agent for sale over x402 on one network: what the discovery list starts from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listing {
+    pub agent_id: String,
+    pub username: String,
+    pub network: Network,
+    /// Its wallet's address there: where payments go.
+    pub address: String,
+}
+
+impl Store {
+    /// Every agent for sale, on every network it sells on (its manifest enables x402 and
+    /// names the network, and it has a wallet there), in username then network order: one
+    /// query, the agents' texts left out, kept in the read cache.
+    pub async fn x402_listings(&self) -> Result<Arc<Vec<Listing>>, StoreError> {
+        if let Some(found) = self.cache.listings() {
+            return Ok(found);
+        }
+        let ticket = self.cache.ticket();
+        let listings = self
+            .read(|db| {
+                let rows = db.query(
+                    "SELECT g.id, g.username, g.x402_networks, w.network, w.address
+                     FROM agents g JOIN wallets w ON w.agent_id = g.id
+                     WHERE g.x402_enabled <> 0 AND g.x402_default_price IS NOT NULL
+                     ORDER BY g.username",
+                    args![],
+                )?;
+                // Per agent, in its manifest's order of networks.
+                let mut listings: Vec<Listing> = Vec::with_capacity(rows.len());
+                let mut agent: Option<(String, Vec<Network>, usize)> = None;
+                for row in rows {
+                    let agent_id: String = row.get(0)?;
+                    if agent.as_ref().is_none_or(|(id, _, _)| *id != agent_id) {
+                        let networks = super::json_column(&row.get::<String>(2)?, "agent x402 networks")?;
+                        agent = Some((agent_id.clone(), networks, listings.len()));
+                    }
+                    let Some((_, networks, first)) = &agent else { continue };
+                    let network = Network::parse(&row.get::<String>(3)?)
+                        .ok_or_else(|| StoreError::Corrupt("a wallet's network".into()))?;
+                    let Some(rank) = networks.iter().position(|n| *n == network) else {
+                        continue;
+                    };
+                    let listing = Listing {
+                        agent_id,
+                        username: row.get(1)?,
+                        network,
+                        address: row.get(4)?,
+                    };
+                    let at = listings[*first..]
+                        .iter()
+                        .position(|l| networks.iter().position(|n| *n == l.network) > Some(rank))
+                        .map_or(listings.len(), |i| first + i);
+                    listings.insert(at, listing);
+                }
+                Ok(Arc::new(listings))
+            })
+            .await?;
+        self.cache.keep_listings(ticket, &listings);
+        Ok(listings)
+    }
+}
 
 /// An agent's wallet on one network. `secret` is sealed by the caller.
 #[derive(Debug, Clone)]

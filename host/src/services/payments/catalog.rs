@@ -3,8 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::offer::{Offer, offer};
-use crate::domain::Network;
+use super::offer::Offer;
 use crate::services::{ServiceError, Services};
 use crate::x402::wire::{DiscoveredResource, Requirements};
 
@@ -16,30 +15,27 @@ pub struct Catalog {
 
 /// The entries `offset..offset + limit`, in username then network order. An agent is on
 /// sale on a network when its manifest enables x402 there and it has a wallet to be paid in.
+/// The list is one query, kept in the read cache (as fresh as the command lists); each
+/// page's agents come from that cache too. Nothing here asks per agent what the list knows.
 pub async fn catalog(services: &Services, limit: usize, offset: usize) -> Result<Catalog, ServiceError> {
-    let mut on_sale: Vec<(String, Network)> = Vec::new();
-    for summary in services.store.list_agents(None).await? {
-        let agent = summary.agent;
-        let x402 = &agent.def.x402;
-        if !x402.enabled || x402.default_price.is_none() {
-            continue;
-        }
-        for network in &x402.networks {
-            if services.store.wallet(&agent.id, *network).await?.is_some() {
-                on_sale.push((agent.id.clone(), *network));
-            }
-        }
-    }
-    let total = on_sale.len();
+    let listings = services.store.x402_listings().await?;
     let mut items = Vec::new();
-    for (agent_id, network) in on_sale.into_iter().skip(offset).take(limit) {
+    for listing in listings.iter().skip(offset).take(limit) {
         // Changed or gone since the list was read: left out of this page.
-        let Ok(offer) = offer(services, &agent_id, network).await else {
+        let Some(found) = services.store.agent_with_commands(&listing.agent_id).await? else {
             continue;
         };
+        let x402 = &found.agent.def.x402;
+        let Some(price) = x402.default_price.filter(|_| x402.enabled) else {
+            continue;
+        };
+        let offer = Offer::of(services, &found, listing.network, listing.address.clone(), price).await;
         items.push(entry(services, &offer));
     }
-    Ok(Catalog { items, total })
+    Ok(Catalog {
+        items,
+        total: listings.len(),
+    })
 }
 
 /// The agent on one network: its message price as the requirement, and each paid command

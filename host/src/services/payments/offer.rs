@@ -11,6 +11,7 @@ use super::X402Error;
 use crate::domain::{Agent, Command, Integration, Network, ParamType};
 use crate::money::MicroUsdc;
 use crate::services::{ServiceError, Services, agents, wallets};
+use crate::store::AgentWithCommands;
 use crate::x402::wire::{
     NetworkNames, PaymentRequiredV1, PaymentRequiredV2, RequirementsV1, RequirementsV2, ResourceInfo, SCHEME,
 };
@@ -43,8 +44,7 @@ pub async fn offer(services: &Services, id_or_username: &str, network: Network) 
         .agent_with_commands(id_or_username)
         .await?
         .ok_or_else(|| agent_not_found(id_or_username))?;
-    let agent = found.agent.clone();
-    let x402 = &agent.def.x402;
+    let x402 = &found.agent.def.x402;
     let Some(default_price) = x402.default_price.filter(|_| x402.enabled) else {
         return Err(agent_not_found(id_or_username));
     };
@@ -55,29 +55,40 @@ pub async fn offer(services: &Services, id_or_username: &str, network: Network) 
         }
         .into());
     }
-    let wallet = wallets::wallet(services, &agent.id, network).await?;
-    let network_id = match services.chains.get(network).network_id().await {
-        Ok(id) => Some(id),
-        // The chain logs why, when it asks (at most every few seconds): not every request.
-        Err(err) => {
-            tracing::debug!(%network, "x402 version 2 is not offered until the chain names itself: {err}");
-            None
-        }
-    };
-    let commands = agents::offered(&found.commands, Some(Integration::X402))
-        .cloned()
-        .collect();
-    Ok(Offer {
-        network_id,
-        pay_to: wallet.address,
-        agent,
-        network,
-        commands,
-        default_price,
-    })
+    let wallet = wallets::wallet(services, &found.agent.id, network).await?;
+    Ok(Offer::of(services, &found, network, wallet.address, default_price).await)
 }
 
 impl Offer {
+    /// The offer of an agent for sale on `network`, paid to `pay_to`.
+    pub async fn of(
+        services: &Services,
+        found: &AgentWithCommands,
+        network: Network,
+        pay_to: String,
+        default_price: MicroUsdc,
+    ) -> Offer {
+        let network_id = match services.chains.get(network).network_id().await {
+            Ok(id) => Some(id),
+            // The chain logs why, when it asks (at most every few seconds): not every request.
+            Err(err) => {
+                tracing::debug!(%network, "x402 version 2 is not offered until the chain names itself: {err}");
+                None
+            }
+        };
+        let commands = agents::offered(&found.commands, Some(Integration::X402))
+            .cloned()
+            .collect();
+        Offer {
+            network_id,
+            pay_to,
+            agent: found.agent.clone(),
+            network,
+            commands,
+            default_price,
+        }
+    }
+
     pub fn price_of(&self, command: &Command) -> MicroUsdc {
         command.def.price.unwrap_or(self.default_price)
     }

@@ -365,3 +365,55 @@ async fn money_that_arrived_by_someone_elses_transaction_is_served_once() {
         .await
         .unwrap();
 }
+
+/// The discovery list is one query, then served from memory until something changes: no
+/// query per agent or per wallet, and none at all for a list already read.
+#[tokio::test]
+async fn the_discovery_list_is_one_query_then_served_from_memory() {
+    let f = fixture().await;
+    let services = &f.services;
+    for i in 0..11 {
+        let manifest = crate::manifest::parse(
+            &format!("username = \"seller{i}\"\nname = \"S\"\n[x402]\nenabled = true\ndefault_price_usd = 0.01\nnetworks = [\"base\"]\n"),
+            "seller.toml",
+            crate::manifest::PluginSource::Uploaded,
+        )
+        .unwrap();
+        let applied = crate::services::agents::apply(services, &manifest, Some("acme"))
+            .await
+            .unwrap();
+        wallets::add(services, &applied.agent_id, Network::Base, None)
+            .await
+            .unwrap();
+    }
+    // The read cache serves entries while a watcher checks for writes (here, once at start).
+    let _watcher = services.store.watch_for_changes(std::time::Duration::from_secs(5));
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+
+    let before = services.store.round_trips();
+    let first = catalog::catalog(services, 100, 0).await.unwrap();
+    assert_eq!((first.total, first.items.len()), (12, 12));
+    let first_trips = services.store.round_trips() - before;
+    assert!(
+        first_trips <= 1 + 12,
+        "one query for the list, one per agent not yet cached: {first_trips}"
+    );
+    let before = services.store.round_trips();
+    let again = catalog::catalog(services, 100, 0).await.unwrap();
+    assert_eq!(again.items.len(), 12);
+    assert_eq!(services.store.round_trips() - before, 0, "served from memory");
+    // A new wallet is a write the cache hears of: the list is read again, with it.
+    let manifest = crate::manifest::parse(
+        "username = \"late\"\nname = \"L\"\n[x402]\nenabled = true\ndefault_price_usd = 0.02\nnetworks = [\"base\"]\n",
+        "late.toml",
+        crate::manifest::PluginSource::Uploaded,
+    )
+    .unwrap();
+    let applied = crate::services::agents::apply(services, &manifest, Some("acme"))
+        .await
+        .unwrap();
+    wallets::add(services, &applied.agent_id, Network::Base, None)
+        .await
+        .unwrap();
+    assert_eq!(catalog::catalog(services, 100, 0).await.unwrap().total, 13);
+}
