@@ -37,6 +37,12 @@ fn fixture() -> &'static Fixture {
             llm: Arc::new(NoProvider),
             llm_max_tokens: 16,
             kv_max_account_bytes: 1 << 20,
+            llm_run_limits: agent_host::plugins::LlmRunLimits {
+                calls: 1000,
+                prompt_chars: u64::MAX,
+                tokens: u64::MAX,
+            },
+            llm_budget: Arc::new(agent_host::plugins::UnlimitedLlm),
         };
         let limits = RuntimeLimits {
             default_timeout: Duration::from_millis(500),

@@ -84,6 +84,18 @@ pub fn plugin_runtime(
         outbound: outbound(settings, master)?,
         llm,
         llm_max_tokens: settings.plugin_llm_max_tokens,
+        llm_run_limits: crate::plugins::LlmRunLimits {
+            calls: settings.plugin_llm_calls_per_run,
+            prompt_chars: settings.plugin_llm_prompt_chars_per_run,
+            tokens: settings.plugin_llm_tokens_per_run,
+        },
+        llm_budget: Arc::new(crate::services::rate_limit::PluginLlmBudget::new(
+            store,
+            RateLimits {
+                per_minute: settings.account_plugin_llm_tokens_per_minute,
+                per_day: settings.account_plugin_llm_tokens_per_day,
+            },
+        )),
         kv_max_account_bytes: settings.account_max_kv_bytes,
     };
     let cache_dir = match &settings.plugin_cache_dir {

@@ -251,6 +251,12 @@ settings! {
     account_max_plugins: u64 = "50" [1 ..= 1000000], "components one account may keep";
     account_max_plugin_bytes: u64 = "268435456" [1024 ..= 1099511627776], "bytes of components one account may keep, all together";
     plugin_llm_max_tokens: u32 = "1024" [1 ..= 1000000], "most tokens a plugin's LLM completion may ask for";
+    plugin_llm_calls_per_run: u32 = "16" [1 ..= 100000], "LLM completions one plugin run may ask for";
+    plugin_llm_prompt_chars_per_run: u64 = "400000" [1 ..= 1000000000], "characters of prompts one plugin run may send the LLM, all its calls together";
+    plugin_llm_tokens_per_run: u64 = "16384" [1 ..= 1000000000], "tokens one plugin run may ask the LLM for, all its calls together";
+    account_plugin_llm_tokens_per_minute: u32 = "50000" [1 ..= 4000000000],
+        "LLM tokens one account's plugins may use per minute (each call counted at its worst case: prompt and answer limit)";
+    account_plugin_llm_tokens_per_day: u32 = "2000000" [1 ..= 4000000000], "LLM tokens one account's plugins may use per UTC day";
     job_timeout_ms: u64 = "300000" [1 ..= 86400000], "default deadline of a long-running command";
     job_retention_hours: u64 = "24" [1 ..= 8760], "how long a job's status stays readable";
     job_lease_secs: u64 = "30" [3 ..= 3600],

@@ -683,3 +683,28 @@ async fn a_disabled_bots_updates_are_dropped_and_the_secret_comes_first() {
     .await;
     assert_eq!(reply.status, 400, "{}", reply.text);
 }
+
+/// Issue 28, item 9: a provider's own words (they can carry the operator's account
+/// details) never reach a chat's user; the reply says what kind of failure it was.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_providers_words_never_reach_the_chat() {
+    let llm = crate::support::fake_llm::fake_openai(
+        Arc::new(|_, _| {
+            (
+                429,
+                json!({ "error": { "message": "Rate limit reached for org-Secret123 on tokens" } }),
+            )
+        }),
+        Arc::new(Mutex::new(Vec::new())),
+    )
+    .await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "m");
+    let (bot, secret) = inbound_bot(env, &["--plan", "pro"]).await;
+    let (_, replies) = deliver(&bot, &secret, 1, 7101, "Hello there", 1).await;
+    let text = replies[0]["text"].as_str().unwrap();
+    assert!(text.contains("cannot answer right now"), "{text}");
+    assert!(!text.contains("org-Secret123"), "{text}");
+    assert!(bot.server.log().contains("org-Secret123"), "the operator's log has it");
+}

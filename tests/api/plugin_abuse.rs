@@ -668,3 +668,49 @@ async fn wasi_http_resources_count_against_the_run_memory() {
     .await;
     assert_eq!(response(&echo), "probe ok: after", "{}", echo.text);
 }
+
+/// Issue 28, item 6: a plugin's use of the language model is bounded per run (calls, prompt
+/// characters, tokens asked for) and per account across runs; past either, the plugin is
+/// told why (its typed `unavailable` failure) and the provider is not asked.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugins_llm_use_is_bounded_per_run_and_per_account() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let llm = fake_openai(std::sync::Arc::new(|_, _| text("Hello.")), seen.clone()).await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "fake")
+        .with_env("AGENT_HOST_PLUGIN_LLM_CALLS_PER_RUN", "3")
+        .with_env("AGENT_HOST_PLUGIN_LLM_TOKENS_PER_RUN", "200")
+        // Each call costs 50 tokens of answer and 3 of prompt: 6 calls fit, not 7.
+        .with_env("AGENT_HOST_ACCOUNT_PLUGIN_LLM_TOKENS_PER_MINUTE", "350");
+    let key = env.account_with_key("alice", "pro");
+    let other = env.account_with_key("bob", "pro");
+    env.apply_agent(&probe_agent("talker", "allow_llm = true"), "alice");
+    env.apply_agent(&probe_agent("other", "allow_llm = true"), "bob");
+    let server = env.serve();
+    let asked = || seen.lock().unwrap().len();
+
+    let three = run(&server, &key, "talker", "probe", json!({"mode": "llm_loop", "n": 3})).await;
+    assert_eq!(response(&three), "3 answers", "{}", three.text);
+    let four = run(&server, &key, "talker", "probe", json!({"mode": "llm_loop", "n": 4})).await;
+    assert_eq!(four.status, 500, "{}", four.text);
+    assert!(
+        four.error_message().contains("unavailable") && four.error_message().contains("plugin_llm_calls_per_run"),
+        "{}",
+        four.text
+    );
+    assert_eq!(asked(), 6, "the fourth call never reached the provider");
+
+    // Six calls of this account's budget are spent; the seventh is refused in any run.
+    let refused = run(&server, &key, "talker", "probe", json!({"mode": "llm_loop", "n": 1})).await;
+    assert_eq!(refused.status, 500, "{}", refused.text);
+    assert!(
+        refused.error_message().contains("account_plugin_llm_tokens_per_minute"),
+        "{}",
+        refused.text
+    );
+    assert_eq!(asked(), 6);
+    // Another account has its own budget.
+    let theirs = run(&server, &other, "other", "probe", json!({"mode": "llm_loop", "n": 1})).await;
+    assert_eq!(response(&theirs), "1 answers", "{}", theirs.text);
+}

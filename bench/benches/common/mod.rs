@@ -97,6 +97,12 @@ pub fn setup(rt: &tokio::runtime::Runtime) -> Setup {
         llm: Arc::new(InstantLlm),
         llm_max_tokens: 1024,
         kv_max_account_bytes: u64::MAX,
+        llm_run_limits: agent_host::plugins::LlmRunLimits {
+            calls: 1000,
+            prompt_chars: u64::MAX,
+            tokens: u64::MAX,
+        },
+        llm_budget: Arc::new(agent_host::plugins::UnlimitedLlm),
     };
     let runtime = Arc::new(PluginRuntime::new(&dir.path().join("cache"), limits, services).unwrap());
     Setup {

@@ -104,6 +104,21 @@ pub enum LlmError {
     BadAnswer(String),
 }
 
+impl LlmError {
+    /// What a plugin or a chat's user may be told: the kind of failure, never the
+    /// provider's own words or address (they can carry the operator's account details).
+    pub fn public_text(&self) -> String {
+        match self {
+            LlmError::NotConfigured | LlmError::Timeout(_) | LlmError::Busy => self.to_string(),
+            LlmError::Refused { status, .. } => {
+                format!("the language model provider refused the request (HTTP {status})")
+            }
+            LlmError::Unreachable(_) => "the language model provider could not be reached".into(),
+            LlmError::BadAnswer(_) => "the language model provider sent an answer this server cannot read".into(),
+        }
+    }
+}
+
 pub type LlmFuture<'a> = Pin<Box<dyn Future<Output = Result<Completion, LlmError>> + Send + 'a>>;
 
 pub trait LlmProvider: Send + Sync {

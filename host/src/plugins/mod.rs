@@ -28,7 +28,7 @@ pub use grants::{Grants, PluginKind};
 pub use inspect::{InspectError, Inspection, check_manifest, describe, manifest_from_json, manifest_json};
 pub use slots::Tenant;
 pub use sources::{ComponentRef, content_hash};
-pub use state::{AgentSnapshot, CallContext, HostServices, ProgressSink};
+pub use state::{AgentSnapshot, CallContext, HostServices, LlmBudget, LlmRunLimits, ProgressSink, UnlimitedLlm};
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;

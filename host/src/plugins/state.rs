@@ -19,6 +19,47 @@ use crate::outbound::Outbound;
 use crate::store::Store;
 use wasmtime_wasi_http::WasiHttpCtx;
 
+/// Charges an account's plugins' use of the language model to its budget across runs.
+pub trait LlmBudget: Send + Sync {
+    /// Takes `tokens` from `account`'s budget; if they do not fit, says why and when to
+    /// retry.
+    fn charge<'a>(
+        &'a self,
+        account: &'a str,
+        tokens: u32,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+}
+
+/// A budget that takes everything: for `plugin run` and benches, where no account pays.
+pub struct UnlimitedLlm;
+
+impl LlmBudget for UnlimitedLlm {
+    fn charge<'a>(
+        &'a self,
+        _account: &'a str,
+        _tokens: u32,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// What one run may ask of the language model, all its calls together.
+#[derive(Debug, Clone, Copy)]
+pub struct LlmRunLimits {
+    pub calls: u32,
+    pub prompt_chars: u64,
+    /// Tokens asked for: each call's answer limit, summed.
+    pub tokens: u64,
+}
+
+/// What a run has asked of the language model so far.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LlmSpent {
+    pub calls: u32,
+    pub prompt_chars: u64,
+    pub tokens: u64,
+}
+
 /// Shared by every call: the edges host functions reach.
 pub struct HostServices {
     pub store: Store,
@@ -26,6 +67,8 @@ pub struct HostServices {
     pub llm: Arc<dyn LlmProvider>,
     /// Most tokens one plugin completion may ask for.
     pub llm_max_tokens: u32,
+    pub llm_run_limits: LlmRunLimits,
+    pub llm_budget: Arc<dyn LlmBudget>,
     /// Bytes all of one account's key-value stores may hold.
     pub kv_max_account_bytes: u64,
 }
@@ -57,6 +100,7 @@ pub struct CallContext {
     /// The lines kept for the run's record, up to `KEPT_LOG_BYTES` of messages.
     pub kept_log: Vec<LogLine>,
     pub kept_log_bytes: usize,
+    pub llm_spent: LlmSpent,
 }
 
 impl CallContext {
@@ -81,6 +125,7 @@ impl CallContext {
             log_lines: 0,
             kept_log: Vec::new(),
             kept_log_bytes: 0,
+            llm_spent: LlmSpent::default(),
         }
     }
 }

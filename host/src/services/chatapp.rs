@@ -473,6 +473,11 @@ async fn chat_reply(services: &Services, agent: &Agent, text: &str) -> String {
     };
     match super::chat::chat(services, agent, commands, input).await {
         Ok(reply) => reply.response,
+        // A provider's own words can carry the operator's account details: the log has them.
+        Err(ServiceError::Model(e)) => {
+            tracing::warn!(agent = %agent.id, error = %e, "the language model failed in a chat-app chat");
+            format!("Sorry, I cannot answer right now ({}).", e.public_text())
+        }
         Err(e) => format!("Sorry, I cannot answer right now ({e})."),
     }
 }

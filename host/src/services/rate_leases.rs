@@ -65,13 +65,13 @@ impl KeyState {
         self.lease.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A request from the share, if it has one for `now_ms`'s windows.
-    fn take(&self, now_ms: i64) -> Option<Counted> {
+    /// `n` from the share, if it has them for `now_ms`'s windows.
+    fn take(&self, now_ms: i64, n: u32) -> Option<Counted> {
         let mut lease = self.lease();
         let current = lease.usage.minute.start == WindowCount::start_of(now_ms, MINUTE_MS)
             && lease.usage.day.start == WindowCount::start_of(now_ms, DAY_MS);
-        if current && lease.left > 0 && now_ms < lease.expires_ms {
-            lease.left -= 1;
+        if current && lease.left >= n && now_ms < lease.expires_ms {
+            lease.left -= n;
             return Some(lease.counted(true));
         }
         (current && now_ms < lease.refused_until).then(|| lease.counted(false))
@@ -110,16 +110,16 @@ impl Leases {
         state
     }
 
-    /// Counts one request of `key` at `now_ms`, from this host's share if it has one, else
-    /// from a new claim.
-    pub async fn count(&self, key: &str, limits: RateLimits, now_ms: i64) -> Result<Counted, StoreError> {
+    /// Counts `n` units (one request, or a weight) of `key` at `now_ms`, from this host's
+    /// share if it has them, else from a new claim.
+    pub async fn count(&self, key: &str, limits: RateLimits, now_ms: i64, n: u32) -> Result<Counted, StoreError> {
         let state = self.key(key);
-        if let Some(counted) = state.take(now_ms) {
+        if let Some(counted) = state.take(now_ms, n) {
             return Ok(counted);
         }
         let _turn = state.claiming.lock().await;
         // Whoever claimed while this request waited may have left enough for it.
-        if let Some(counted) = state.take(now_ms) {
+        if let Some(counted) = state.take(now_ms, n) {
             return Ok(counted);
         }
         // A share used up before it ended asks for twice as much next time; one that ended
@@ -135,14 +135,14 @@ impl Leases {
             };
             lease.size
         };
-        let mut claimed = self.claim(key, limits, &state, size, now_ms).await?;
+        let mut claimed = self.claim(key, limits, &state, size.max(n), n, now_ms).await?;
         let mut at = now_ms;
         if claimed.granted == 0 && claimed.lease_until > now_ms {
             // Full, but shares may still come back: wait for them, then ask once more.
             let wait = claimed.lease_until - now_ms + 2 * SWEEP_EVERY.as_millis() as i64;
             tokio::time::sleep(Duration::from_millis(wait as u64)).await;
             at = now_ms + wait;
-            claimed = self.claim(key, limits, &state, 1, at).await?;
+            claimed = self.claim(key, limits, &state, n, n, at).await?;
         }
         let mut lease = state.lease();
         if claimed.granted == 0 {
@@ -158,18 +158,19 @@ impl Leases {
             };
             return Ok(lease.counted(false));
         }
-        lease.left -= 1;
+        lease.left -= n;
         Ok(lease.counted(true))
     }
 
-    /// Hands back the share's unused requests and asks for `want` more; the caller holds
-    /// the key's claiming turn.
+    /// Hands back the share's unused requests and asks for `want` more, of which at least
+    /// `need` or none; the caller holds the key's claiming turn.
     async fn claim(
         &self,
         key: &str,
         limits: RateLimits,
         state: &KeyState,
         want: u32,
+        need: u32,
         now_ms: i64,
     ) -> Result<Claimed, StoreError> {
         // Taken out of the share now: requests meanwhile find it empty and wait their turn.
@@ -188,6 +189,7 @@ impl Leases {
                 (limits.per_minute, limits.per_day),
                 Claim {
                     want,
+                    need,
                     unused,
                     now_ms,
                     lease_until: expires_ms,
@@ -247,6 +249,7 @@ impl Leases {
                         (0, 0),
                         Claim {
                             want: 0,
+                            need: 0,
                             unused: Some(unused),
                             now_ms,
                             lease_until: 0,

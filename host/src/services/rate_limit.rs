@@ -34,9 +34,10 @@ impl Usage {
         }
     }
 
-    /// Whether both windows have room for one more at `now_ms`.
-    pub fn has_room(&self, limits: RateLimits, now_ms: i64) -> bool {
-        self.minute.room(limits.per_minute, MINUTE_MS, now_ms) > 0 && self.day.room(limits.per_day, DAY_MS, now_ms) > 0
+    /// Whether both windows have room for `n` more at `now_ms`.
+    pub fn has_room(&self, limits: RateLimits, now_ms: i64, n: u32) -> bool {
+        self.minute.room(limits.per_minute, MINUTE_MS, now_ms) >= n
+            && self.day.room(limits.per_day, DAY_MS, now_ms) >= n
     }
 }
 
@@ -69,15 +70,20 @@ struct Tracked {
 impl RateLimiter {
     /// Counts one request for `key` at `now_ms` if both windows have room.
     pub fn check(&self, key: &str, limits: RateLimits, now_ms: i64) -> RateDecision {
-        self.count(key, limits, now_ms, true)
+        self.count(key, limits, now_ms, 1)
     }
 
     /// What `check` would answer, counting nothing.
     pub fn peek(&self, key: &str, limits: RateLimits, now_ms: i64) -> RateDecision {
-        self.count(key, limits, now_ms, false)
+        self.count(key, limits, now_ms, 0)
     }
 
-    fn count(&self, key: &str, limits: RateLimits, now_ms: i64, take: bool) -> RateDecision {
+    /// Counts `n` units (tokens, bytes) for `key` at once if both windows have room for all.
+    pub fn check_n(&self, key: &str, limits: RateLimits, now_ms: i64, n: u32) -> RateDecision {
+        self.count(key, limits, now_ms, n)
+    }
+
+    fn count(&self, key: &str, limits: RateLimits, now_ms: i64, n: u32) -> RateDecision {
         let mut tracked = self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let minute_start = WindowCount::start_of(now_ms, MINUTE_MS);
         if tracked.keys.len() >= MAX_TRACKED && tracked.pruned_minute != minute_start && !tracked.keys.contains_key(key)
@@ -89,15 +95,15 @@ impl RateLimiter {
                 tracked.keys.retain(|_, u| u.minute.start >= minute_start - MINUTE_MS);
             }
         }
-        if !take && !tracked.keys.contains_key(key) {
+        if n == 0 && !tracked.keys.contains_key(key) {
             return decide(limits, now_ms, true, Usage::default().at(now_ms));
         }
         let usage = tracked.keys.entry(key.to_string()).or_default();
         *usage = usage.at(now_ms);
-        let allowed = usage.has_room(limits, now_ms);
-        if allowed && take {
-            usage.minute.count += 1;
-            usage.day.count += 1;
+        let allowed = usage.has_room(limits, now_ms, n.max(1));
+        if allowed {
+            usage.minute.count += n;
+            usage.day.count += n;
         }
         decide(limits, now_ms, allowed, *usage)
     }
@@ -189,10 +195,21 @@ impl Limiter {
 
     /// Counts one request of `key` at `now_ms` if both windows have room.
     pub async fn check(&self, key: &str, limits: RateLimits, now_ms: i64) -> Result<RateDecision, StoreError> {
+        self.check_n(key, limits, now_ms, 1).await
+    }
+
+    /// Counts `n` units of `key` at once if both windows have room for all of them.
+    pub async fn check_n(
+        &self,
+        key: &str,
+        limits: RateLimits,
+        now_ms: i64,
+        n: u32,
+    ) -> Result<RateDecision, StoreError> {
         let Some(leases) = &self.shared else {
-            return Ok(self.local.check(key, limits, now_ms));
+            return Ok(self.local.check_n(key, limits, now_ms, n));
         };
-        let counted = leases.count(key, limits, now_ms).await?;
+        let counted = leases.count(key, limits, now_ms, n.max(1)).await?;
         Ok(decide(limits, now_ms, counted.allowed, counted.usage))
     }
 
@@ -227,6 +244,48 @@ impl AuthThrottle {
     /// Counts a failed attempt of `client`.
     pub fn failed(&self, client: &str, now_ms: i64) {
         self.failures.check(client, self.limits, now_ms);
+    }
+}
+
+/// The language-model tokens each account's plugins may ask for per minute and per day,
+/// counted at each call's worst case (see `plugins/host/llm.rs`), across hosts.
+pub struct PluginLlmBudget {
+    tokens: Limiter,
+    limits: RateLimits,
+}
+
+impl PluginLlmBudget {
+    pub fn new(store: &Store, limits: RateLimits) -> PluginLlmBudget {
+        PluginLlmBudget {
+            tokens: Limiter::new(store, "plugin_llm_tokens"),
+            limits,
+        }
+    }
+}
+
+impl crate::plugins::LlmBudget for PluginLlmBudget {
+    fn charge<'a>(
+        &'a self,
+        account: &'a str,
+        tokens: u32,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>> {
+        Box::pin(async move {
+            let decision = self
+                .tokens
+                .check_n(account, self.limits, crate::clock::now_ms(), tokens)
+                .await
+                .map_err(|e| {
+                    tracing::error!(error = %e, "could not count a plugin's language-model tokens");
+                    "the language-model budget cannot be checked now; try again".to_string()
+                })?;
+            if decision.allowed {
+                return Ok(());
+            }
+            Err(format!(
+                "this account's plugins have used their language-model budget ({} tokens a minute, {} a day: account_plugin_llm_tokens_per_minute/_per_day); retry in {} s",
+                self.limits.per_minute, self.limits.per_day, decision.retry_after_secs
+            ))
+        })
     }
 }
 
@@ -427,6 +486,7 @@ mod tests {
         let (_dir, store) = temp_store();
         let claim = |now_ms| Claim {
             want: 1,
+            need: 1,
             unused: None,
             now_ms,
             lease_until: now_ms + 1_000,

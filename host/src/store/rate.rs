@@ -74,11 +74,12 @@ pub struct Unused {
     pub count: u32,
 }
 
-/// What one claim asks: `want` more requests at `now_ms`, after handing back `unused`, held
-/// by this host until `lease_until` (Unix ms).
+/// What one claim asks: `want` more requests at `now_ms` (at least `need`, or none), after
+/// handing back `unused`, held by this host until `lease_until` (Unix ms).
 #[derive(Debug, Clone, Copy)]
 pub struct Claim {
     pub want: u32,
+    pub need: u32,
     pub unused: Option<Unused>,
     pub now_ms: i64,
     pub lease_until: i64,
@@ -100,6 +101,7 @@ impl Store {
         (per_minute, per_day): (u32, u32),
         Claim {
             want,
+            need,
             unused,
             now_ms,
             lease_until,
@@ -144,7 +146,11 @@ impl Store {
             let room = minute
                 .room(per_minute, MINUTE_MS, at)
                 .min(day.room(per_day, DAY_MS, now_ms.max(day.start)));
-            let granted = want.min((room / SHARE_DIVISOR).max(1)).min(room);
+            let granted = if room < need {
+                0
+            } else {
+                want.min((room / SHARE_DIVISOR).max(need).max(1)).min(room)
+            };
             if granted > 0 {
                 minute.count += granted;
                 day.count += granted;

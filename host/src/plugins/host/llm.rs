@@ -16,24 +16,60 @@ impl HostState {
         if total > MAX_PROMPT_CHARS {
             return Err(format!("the prompt is longer than {MAX_PROMPT_CHARS} characters"));
         }
+        // A plugin's cost on the operator's provider is bounded like its time and memory:
+        // per call, per run, and per account across runs.
+        let services = self.call.services.clone();
+        let max_tokens = max_tokens
+            .unwrap_or(services.llm_max_tokens)
+            .min(services.llm_max_tokens);
+        self.spend_llm(total as u64, max_tokens).await?;
         let request = CompletionRequest {
             messages,
-            // A plugin's cost on the operator's provider is bounded like its time and memory.
-            max_tokens: Some(
-                max_tokens
-                    .unwrap_or(self.call.services.llm_max_tokens)
-                    .min(self.call.services.llm_max_tokens),
-            ),
+            max_tokens: Some(max_tokens),
             temperature,
             tools: Vec::new(),
         };
-        self.call
-            .services
-            .llm
-            .complete(request)
-            .await
-            .map(|c| c.content)
-            .map_err(|e| e.to_string())
+        match services.llm.complete(request).await {
+            Ok(completion) => Ok(completion.content),
+            Err(e) => {
+                // The provider's words go to the owner's log of this run, not to the plugin.
+                self.host_note(&format!("the language model failed: {e}"));
+                Err(e.public_text())
+            }
+        }
+    }
+
+    /// Counts a call of `prompt_chars` asking for up to `max_tokens` against the run's
+    /// limits, then charges its worst case (the prompt at four characters a token, and
+    /// the answer's limit) to the account's budget.
+    async fn spend_llm(&mut self, prompt_chars: u64, max_tokens: u32) -> Result<(), String> {
+        let services = self.call.services.clone();
+        let (limits, spent) = (services.llm_run_limits, self.call.llm_spent);
+        if spent.calls >= limits.calls {
+            return Err(format!(
+                "this run has called the language model {} times, as many as a run may (plugin_llm_calls_per_run)",
+                spent.calls
+            ));
+        }
+        if spent.prompt_chars + prompt_chars > limits.prompt_chars {
+            return Err(format!(
+                "this run's prompts would pass {} characters, as many as a run may send (plugin_llm_prompt_chars_per_run)",
+                limits.prompt_chars
+            ));
+        }
+        if spent.tokens + u64::from(max_tokens) > limits.tokens {
+            return Err(format!(
+                "this run would ask for more than {} tokens, as many as a run may (plugin_llm_tokens_per_run)",
+                limits.tokens
+            ));
+        }
+        let cost = max_tokens.saturating_add(prompt_chars.div_ceil(4).min(u64::from(u32::MAX)) as u32);
+        services.llm_budget.charge(&self.call.account_id, cost).await?;
+        let spent = &mut self.call.llm_spent;
+        spent.calls += 1;
+        spent.prompt_chars += prompt_chars;
+        spent.tokens += u64::from(max_tokens);
+        Ok(())
     }
 }
 

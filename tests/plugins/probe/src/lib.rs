@@ -126,6 +126,15 @@ impl Plugin for Probe {
                 Ok(()) => Ok(Output::text("hoarded")),
                 Err(code) => Err(Error::failed(format!("wasi:http: {code:?}"))),
             },
+            // Asks the host's LLM `n` times for up to 50 tokens each.
+            "llm_loop" => {
+                let n = call.opt_param::<u32>("n")?.unwrap_or(3);
+                let messages = [(llm::Role::User, "Say hello.".to_string())];
+                for _ in 0..n {
+                    llm::chat(&messages, Some(50))?;
+                }
+                Ok(Output::text(format!("{n} answers")))
+            }
             other => Err(Error::invalid(format!("unknown mode {other}"))),
         }
     }
