@@ -116,11 +116,11 @@ impl Store {
                 )?,
                 plugins: count("SELECT COUNT(*) FROM account_plugins WHERE account_id = ?1")?,
                 plugin_bytes: count(
-                    "SELECT COALESCE(SUM(p.size), 0) FROM account_plugins ap JOIN plugins p ON p.hash = ap.hash
+                    "SELECT CAST(COALESCE(SUM(p.size), 0) AS BIGINT) FROM account_plugins ap JOIN plugins p ON p.hash = ap.hash
                      WHERE ap.account_id = ?1",
                 )?,
                 kv_bytes: count(
-                    "SELECT COALESCE(SUM(k.size), 0) FROM plugin_kv k JOIN agents g ON g.id = k.agent_id
+                    "SELECT CAST(COALESCE(SUM(k.size), 0) AS BIGINT) FROM plugin_kv k JOIN agents g ON g.id = k.agent_id
                      WHERE g.account_id = ?1",
                 )?,
             })

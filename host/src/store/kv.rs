@@ -16,7 +16,7 @@ impl Store {
         self.read(move |db| {
             let used: i64 = db
                 .query_one(
-                    "SELECT COALESCE(SUM(k.size), 0) FROM plugin_kv k JOIN agents g ON g.id = k.agent_id
+                    "SELECT CAST(COALESCE(SUM(k.size), 0) AS BIGINT) FROM plugin_kv k JOIN agents g ON g.id = k.agent_id
                      WHERE g.account_id = ?1",
                     args![account_id],
                 )?
@@ -66,7 +66,7 @@ impl Store {
             if new > old {
                 let used: i64 = db
                     .query_one(
-                        "SELECT COALESCE(SUM(k.size), 0) FROM plugin_kv k JOIN agents g ON g.id = k.agent_id
+                        "SELECT CAST(COALESCE(SUM(k.size), 0) AS BIGINT) FROM plugin_kv k JOIN agents g ON g.id = k.agent_id
                          WHERE g.account_id = ?1",
                         args![&quota.account_id],
                     )?

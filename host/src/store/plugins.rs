@@ -160,7 +160,7 @@ impl Store {
         let account_id = account_id.to_string();
         self.read(move |db| {
             let row = db.query_one(
-                "SELECT COUNT(*), COALESCE(SUM(p.size), 0)
+                "SELECT COUNT(*), CAST(COALESCE(SUM(p.size), 0) AS BIGINT)
                  FROM account_plugins ap JOIN plugins p ON p.hash = ap.hash WHERE ap.account_id = ?1",
                 args![account_id],
             )?;

@@ -29,9 +29,9 @@ impl Store {
                 let rows = db.query(
                     "SELECT g.id, g.username, g.x402_networks, w.network, w.address
                      FROM agents g JOIN wallets w ON w.agent_id = g.id
-                     WHERE g.x402_enabled <> 0 AND g.x402_default_price IS NOT NULL
+                     WHERE g.x402_enabled = ?1 AND g.x402_default_price IS NOT NULL
                      ORDER BY g.username",
-                    args![],
+                    args![true],
                 )?;
                 // Per agent, in its manifest's order of networks.
                 let mut listings: Vec<Listing> = Vec::with_capacity(rows.len());
