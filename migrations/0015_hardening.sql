@@ -11,3 +11,17 @@ CREATE TRIGGER wallets_inserted AFTER INSERT ON wallets BEGIN UPDATE cache_versi
 CREATE TRIGGER wallets_deleted AFTER DELETE ON wallets BEGIN UPDATE cache_version SET version = version + 1; END;
 CREATE TRIGGER wallets_updated AFTER UPDATE OF agent_id, network, address ON wallets
     BEGIN UPDATE cache_version SET version = version + 1; END;
+-- * A paid command that keeps failing is paused: its failures in the current window, and
+--   while it is open, since when, why, and when its one half-open trial began.
+CREATE TABLE command_breakers (
+    agent_id     TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    command      TEXT NOT NULL,
+    failures     INTEGER NOT NULL,
+    window_start INTEGER NOT NULL,
+    opened_at    INTEGER,
+    trial_at     INTEGER,
+    reason       TEXT NOT NULL,
+    PRIMARY KEY (agent_id, command)
+);
+-- * A key may have its owner's name for it, to tell it apart from the others.
+ALTER TABLE api_keys ADD COLUMN name TEXT;

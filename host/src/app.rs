@@ -33,9 +33,13 @@ pub fn outbound(settings: &Settings, master: &MasterKey) -> anyhow::Result<Outbo
             .map(|h| HostPattern::parse(h).ok_or_else(|| anyhow::anyhow!("{what}: '{h}' is not a host or host:port")))
             .collect()
     };
+    let (own_addresses, own_names) = crate::outbound::own_addresses(settings.public_base_url.as_deref());
     Ok(Outbound::new(OutboundPolicy {
         allowed_hosts: patterns(&settings.outbound_allowed_hosts, "outbound_allowed_hosts")?,
         private_exceptions: patterns(&settings.outbound_allow_private, "outbound_allow_private")?,
+        allowed_ports: settings.outbound_allowed_ports.clone(),
+        own_addresses,
+        own_names,
         max_response_bytes: settings.outbound_max_response_bytes,
         max_timeout: Duration::from_millis(settings.outbound_timeout_ms),
         max_redirects: 5,

@@ -98,6 +98,36 @@ impl SettingValue for Vec<String> {
     }
 }
 
+/// Comma-separated port numbers (a TOML array of numbers or strings in the file).
+impl SettingValue for Vec<u16> {
+    fn parse(text: &str) -> Result<Self, String> {
+        Vec::<String>::parse(text)?
+            .iter()
+            .map(|p| match p.parse::<u16>() {
+                Ok(port) if port > 0 => Ok(port),
+                _ => Err(format!("'{p}' is not a port number (1 to 65535)")),
+            })
+            .collect()
+    }
+}
+
+/// An origin as a browser sends it (`https://app.example.com`, `http://localhost:3000`), or
+/// `*`; anything else (a path, a missing scheme) could never match and is refused.
+fn cors_origin(text: &str) -> Result<String, String> {
+    if text == "*" {
+        return Ok(text.to_string());
+    }
+    let refused = || format!("'{text}' is not an origin: scheme://host[:port], e.g. https://app.example.com");
+    let url = reqwest::Url::parse(text).map_err(|_| refused())?;
+    if !matches!(url.scheme(), "http" | "https")
+        || url.host_str().is_none()
+        || text.trim_end_matches('/') != url.origin().ascii_serialization()
+    {
+        return Err(refused());
+    }
+    Ok(url.origin().ascii_serialization())
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
     #[error("{file}: {message}")]
@@ -116,7 +146,8 @@ fn file_text(value: &toml::Value) -> Result<String, String> {
             .iter()
             .map(|item| match item {
                 toml::Value::String(s) => Ok(s.clone()),
-                other => Err(format!("{other} is not a string")),
+                toml::Value::Integer(n) => Ok(n.to_string()),
+                other => Err(format!("{other} is not a string or a number")),
             })
             .collect::<Result<Vec<_>, _>>()
             .map(|items| items.join(",")),
@@ -264,6 +295,8 @@ settings! {
     outbound_allowed_hosts: Vec<String> = "*", "hosts plugins may reach at all (commands must also grant them)";
     outbound_allow_private: Vec<String> = "",
         "hosts allowed to resolve to private or loopback addresses, e.g. 127.0.0.1:9000";
+    outbound_allowed_ports: Vec<u16> = "80,443",
+        "ports plugins may reach on public hosts; another port needs its host:port in outbound_allowed_hosts or outbound_allow_private";
     outbound_max_response_bytes: u64 = "5242880" [1 ..= 1073741824], "largest outbound HTTP response body";
     outbound_timeout_ms: u64 = "10000" [1 ..= 600000], "longest outbound HTTP request";
     llm_base_url: Option<String> = "", "OpenAI-compatible API base, e.g. https://api.openai.com/v1";
@@ -309,12 +342,19 @@ settings! {
         "how long a paid request waits for its settlement to confirm; recovery finishes it after";
     x402_solana_max_fee_lamports: u64 = "20000" [5000 ..= 100000000],
         "most a Solana payment may make the agent's wallet pay as fee payer (signatures and priority fee)";
+    x402_breaker_failures: u32 = "5" [1 ..= 100000],
+        "failed paid calls of one command (each refunded) within x402_breaker_window_secs that pause its paid calls";
+    x402_breaker_window_secs: u64 = "600" [1 ..= 604800], "the window in which a paid command's failures are counted";
+    x402_breaker_cooldown_secs: u64 = "60" [1 ..= 86400],
+        "how long a paused paid command refuses payments before one trial call may test it";
     auth_failure_limit_per_minute: u32 = "20" [1 ..= 1000000],
         "wrong API keys or webhook secrets one client address may present per minute; past it, refused before any lookup";
     auth_failure_limit_per_day: u32 = "500" [1 ..= 100000000], "wrong API keys or webhook secrets one client address may present per UTC day";
     chatapp_chat_limit_per_minute: u32 = "20" [1 ..= 1000000],
         "messages one chat may send an agent's bot per minute (the owner's plan limits count them too); past it the chat is told to slow down";
     chatapp_chat_limit_per_day: u32 = "500" [1 ..= 100000000], "messages one chat may send an agent's bot per UTC day";
+    cors_allowed_origins: Vec<String> = "",
+        "browser origins allowed to call the keyed API (CORS), e.g. https://app.example.com; * for any; unset: none";
     client_ip_header: Option<String> = "",
         "behind a proxy only: the header it sets with the client's address (its last entry counts); unset: the connection's address";
 }
@@ -344,6 +384,12 @@ impl Settings {
         let mut settings = Settings::read(data_dir, &Sources { file_path, file })?;
         settings.public_base_url = settings.public_base_url.map(|u| u.trim_end_matches('/').to_string());
         settings.client_ip_header = settings.client_ip_header.map(|h| h.to_ascii_lowercase());
+        for origin in &mut settings.cors_allowed_origins {
+            *origin = cors_origin(origin).map_err(|message| SettingsError::Env {
+                name: format!("{ENV_PREFIX}CORS_ALLOWED_ORIGINS"),
+                message,
+            })?;
+        }
         Ok(settings)
     }
 

@@ -99,6 +99,8 @@ pub struct ApiKeyInfo {
     pub id: String,
     pub account_id: String,
     pub scope: KeyScope,
+    /// The owner's label for it ("CI", "Telegram bot"), if given.
+    pub name: Option<String>,
     pub created_at: i64,
     pub last_used_at: Option<i64>,
     pub revoked_at: Option<i64>,

@@ -2,7 +2,8 @@
 //! The one choke point: every hop of every request is checked against the caller's grant
 //! and against the address it really resolves to. Loopback, private, link-local (cloud
 //! metadata), CGNAT, multicast and unspecified addresses are refused unless the operator
-//! lists the host as an exception. Redirects are followed here, hop by hop, under the
+//! lists the host as an exception, and so are this server's own addresses (a plugin must not
+//! call the host's other listeners) and ports the operator did not allow. Redirects are followed here, hop by hop, under the
 //! same rules; sizes and times are capped.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -106,6 +107,14 @@ pub struct OutboundPolicy {
     pub allowed_hosts: Vec<HostPattern>,
     /// Hosts that may resolve to private or loopback addresses (e.g. an internal API).
     pub private_exceptions: Vec<HostPattern>,
+    /// Ports a host may be reached on; another port needs the operator to name it
+    /// (`host:port` in `allowed_hosts`, or the host in `private_exceptions`).
+    pub allowed_ports: Vec<u16>,
+    /// This server's own addresses (every interface's, and its public address): a public
+    /// address on one of its interfaces is refused like a private one.
+    pub own_addresses: Vec<IpAddr>,
+    /// This server's own public host name (from its public base URL), refused the same way.
+    pub own_names: Vec<String>,
     pub max_response_bytes: u64,
     pub max_timeout: Duration,
     pub max_redirects: usize,
@@ -122,6 +131,62 @@ impl OutboundPolicy {
             None => p.host == host.to_ascii_lowercase() || p.host == "*",
         })
     }
+
+    /// Whether the operator allowed this port for this host: one of the allowed ports, a
+    /// `host:port` they listed, or a host they listed as a private exception.
+    fn port_allowed(&self, host: &str, port: u16) -> bool {
+        self.allowed_ports.contains(&port)
+            || self.private_exceptions.iter().any(|p| p.matches(host, port))
+            || self
+                .allowed_hosts
+                .iter()
+                .any(|p| p.port == Some(port) && p.matches(host, port))
+    }
+
+    /// One of this server's own addresses, in any of its forms (an IPv4-mapped IPv6 too).
+    pub fn is_own_address(&self, ip: IpAddr) -> bool {
+        let canonical = |ip: IpAddr| match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        let ip = canonical(ip);
+        self.own_addresses.iter().any(|own| canonical(*own) == ip)
+    }
+
+    /// Whether an address is refused for this host: private, loopback and the like, or
+    /// this server's own, unless the operator made the host an exception.
+    fn refuses(&self, host: &str, port: Option<u16>, ip: IpAddr) -> bool {
+        (is_refused_ip(ip) || self.is_own_address(ip)) && !self.private_allowed(host, port)
+    }
+}
+
+/// This machine's interface addresses, and those of the public base URL's host when it has
+/// one: what [`OutboundPolicy::own_addresses`] and `own_names` hold. Read once at start.
+pub fn own_addresses(public_base_url: Option<&str>) -> (Vec<IpAddr>, Vec<String>) {
+    let mut addresses: Vec<IpAddr> = if_addrs::get_if_addrs()
+        .map(|list| list.iter().map(|i| i.ip()).collect())
+        .unwrap_or_default();
+    let mut names = Vec::new();
+    if let Some(url) = public_base_url.and_then(|u| Url::parse(u).ok())
+        && let Some(host) = url.host_str()
+    {
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        match host.parse::<IpAddr>() {
+            Ok(ip) => addresses.push(ip),
+            Err(_) => {
+                use std::net::ToSocketAddrs;
+                let port = url.port_or_known_default().unwrap_or(80);
+                // Once, at start: a name that does not resolve yet is still refused by name.
+                if let Ok(found) = (host.as_str(), port).to_socket_addrs() {
+                    addresses.extend(found.map(|a| a.ip()));
+                }
+                names.push(host);
+            }
+        }
+    }
+    addresses.sort();
+    addresses.dedup();
+    (addresses, names)
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -302,13 +367,23 @@ impl Outbound {
         if !self.policy.allowed_hosts.iter().any(|p| p.matches(&host, port)) {
             return Err(OutboundError::Denied(format!("{host} is not allowed by this server")));
         }
-        if let Ok(ip) = host.parse::<IpAddr>()
-            && is_refused_ip(ip)
-            && !self.policy.private_allowed(&host, Some(port))
-        {
+        if !self.policy.port_allowed(&host, port) {
             return Err(OutboundError::Denied(format!(
-                "{ip} is a private, loopback or link-local address"
+                "port {port} is not allowed by this server"
             )));
+        }
+        if let Ok(ip) = host.parse::<IpAddr>()
+            && self.policy.refuses(&host, Some(port), ip)
+        {
+            let what = if is_refused_ip(ip) {
+                "a private, loopback or link-local address"
+            } else {
+                "this server's own address"
+            };
+            return Err(OutboundError::Denied(format!("{ip} is {what}")));
+        }
+        if self.policy.own_names.contains(&host) && !self.policy.private_allowed(&host, Some(port)) {
+            return Err(OutboundError::Denied(format!("{host} is this server's own name")));
         }
         if host == "localhost" || host.ends_with(".localhost") {
             if !self.policy.private_allowed(&host, Some(port)) {
@@ -402,10 +477,14 @@ impl Resolve for GuardedResolver {
             if policy.private_allowed(&host, None) {
                 return Ok(Box::new(found.into_iter()) as Addrs);
             }
-            let public: Vec<SocketAddr> = found.iter().copied().filter(|a| !is_refused_ip(a.ip())).collect();
+            let public: Vec<SocketAddr> = found
+                .iter()
+                .copied()
+                .filter(|a| !policy.refuses(&host, None, a.ip()))
+                .collect();
             if public.is_empty() {
                 let err: Box<dyn std::error::Error + Send + Sync> = Box::new(RefusedAddress(format!(
-                    "{host} resolves only to private, loopback or link-local addresses"
+                    "{host} resolves only to private, loopback, link-local or this server's own addresses"
                 )));
                 return Err(err);
             }
@@ -485,6 +564,9 @@ mod tests {
         Outbound::new(OutboundPolicy {
             allowed_hosts: vec![HostPattern::parse("*").unwrap()],
             private_exceptions: exceptions.iter().map(|e| HostPattern::parse(e).unwrap()).collect(),
+            allowed_ports: vec![80, 443],
+            own_addresses: vec![ip("93.184.216.34"), ip("2606:4700::1111")],
+            own_names: vec!["agents.example.com".into()],
             max_response_bytes: 1024,
             max_timeout: Duration::from_secs(2),
             max_redirects: 3,
@@ -530,6 +612,45 @@ mod tests {
             out.check(&url("http://127.0.0.1:9998/"), &all()),
             Err(OutboundError::Denied(_))
         ));
+    }
+
+    #[test]
+    fn the_servers_own_addresses_and_other_ports_are_refused() {
+        let out = client(&["127.0.0.1"]);
+        let url = |u: &str| Url::parse(u).unwrap();
+        let refusal = |u: &str| match out.check(&url(u), &all()) {
+            Err(OutboundError::Denied(reason)) => reason,
+            other => panic!("{u} should be refused, got {other:?}"),
+        };
+        assert!(refusal("http://93.184.216.34/").contains("own address"));
+        assert!(refusal("http://[::ffff:93.184.216.34]/").contains("own address"));
+        assert!(refusal("https://[2606:4700::1111]/").contains("own address"));
+        assert!(refusal("https://agents.example.com/v1/agents").contains("own name"));
+        assert!(refusal("http://93.184.216.35:8080/").contains("port 8080"));
+        assert!(refusal("https://api.example.com:22/").contains("port 22"));
+        assert!(out.check(&url("https://93.184.216.35/"), &all()).is_ok());
+        assert!(out.check(&url("http://api.example.com/"), &all()).is_ok());
+        // The operator's private exception names the host outright: any of its ports.
+        assert!(out.check(&url("http://127.0.0.1:9000/"), &all()).is_ok());
+
+        let mut policy = (*out.policy).clone();
+        policy.allowed_hosts = vec![
+            HostPattern::parse("*").unwrap(),
+            HostPattern::parse("api.example.com:8443").unwrap(),
+        ];
+        let named = Outbound::new(policy);
+        assert!(named.check(&url("https://api.example.com:8443/"), &all()).is_ok());
+        assert!(named.check(&url("https://other.example.com:8443/"), &all()).is_err());
+    }
+
+    #[test]
+    fn own_addresses_include_every_interface_and_the_public_address() {
+        let (addresses, names) = own_addresses(Some("https://203.0.113.9:8443"));
+        assert!(addresses.contains(&ip("127.0.0.1")), "{addresses:?}");
+        assert!(addresses.contains(&ip("203.0.113.9")));
+        assert!(names.is_empty());
+        let (_, names) = own_addresses(Some("https://Agents.Example.com/"));
+        assert_eq!(names, vec!["agents.example.com".to_string()]);
     }
 
     #[tokio::test]

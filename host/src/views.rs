@@ -10,9 +10,10 @@ use crate::domain::{Account, Agent, ApiKeyInfo, Command, Network};
 use crate::manifest::AgentManifest;
 use crate::plugins::{Inspection, describe};
 use crate::services::keys::IssuedKey;
+use crate::services::payments::breaker;
 use crate::store::{
-    AccountPlugin, AgentSummary, ApplyOutcome, Integration, JobRecord, PaymentRecord, PluginRun, TransferRecord,
-    WalletRecord,
+    AccountPlugin, AgentSummary, ApplyOutcome, Breaker, Integration, JobRecord, PaymentRecord, PluginRun,
+    TransferRecord, WalletRecord,
 };
 
 pub fn account(a: &Account) -> Value {
@@ -21,6 +22,31 @@ pub fn account(a: &Account) -> Value {
         "rpm": a.limits.per_minute, "rpd": a.limits.per_day,
         "created_at": iso(a.created_at),
     })
+}
+
+/// A paid command its breaker paused (see services/payments/breaker.rs): why, since when,
+/// and in how many seconds a trial call may go through.
+pub fn paused(b: &Breaker, rules: &breaker::Rules, now: i64) -> Value {
+    let retry_after = match rules.look(Some(b), now) {
+        breaker::Admission::Open { retry_after_secs, .. } => retry_after_secs,
+        _ => 0,
+    };
+    json!({
+        "agent_id": b.agent_id, "command": b.command, "reason": b.reason, "failures": b.failures,
+        "paused_at": b.opened_at.map(iso), "retry_after_seconds": retry_after,
+    })
+}
+
+/// Marks each paused command of a view's `commands` with its `paused` record.
+pub fn mark_paused(view: &mut Value, paused: &[Breaker], rules: &breaker::Rules, now: i64) {
+    let Some(commands) = view["commands"].as_array_mut() else {
+        return;
+    };
+    for command in commands {
+        if let Some(b) = paused.iter().find(|b| command["command"] == b.command.as_str()) {
+            command["paused"] = self::paused(b, rules, now);
+        }
+    }
 }
 
 /// The account with its quotas and their use (`GET /v1/account`).
@@ -40,6 +66,7 @@ pub fn account_with_quotas(a: &Account, quotas: &crate::services::accounts::Quot
 pub fn key(k: &ApiKeyInfo) -> Value {
     json!({
         "id": k.id,
+        "name": k.name,
         "scope": k.scope,
         "created_at": iso(k.created_at),
         "last_used_at": k.last_used_at.map(iso),
@@ -50,7 +77,10 @@ pub fn key(k: &ApiKeyInfo) -> Value {
 
 /// The one answer that holds a key's secret.
 pub fn issued_key(issued: &IssuedKey, account: &Account) -> Value {
-    json!({ "key": issued.key, "id": issued.info.id, "scope": issued.info.scope, "account": account.name })
+    json!({
+        "key": issued.key, "id": issued.info.id, "name": issued.info.name, "scope": issued.info.scope,
+        "account": account.name,
+    })
 }
 
 pub fn agent_summary(s: &AgentSummary) -> Value {

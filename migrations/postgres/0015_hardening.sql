@@ -9,3 +9,17 @@ UPDATE plugin_kv SET size = octet_length(value);
 -- * The discovery list is cached with agents: a wallet made, moved or removed moves cache_version.
 CREATE TRIGGER wallets_changed AFTER INSERT OR DELETE OR TRUNCATE OR UPDATE OF agent_id, network, address ON wallets
     FOR EACH STATEMENT EXECUTE FUNCTION bump_cache_version();
+-- * A paid command that keeps failing is paused: its failures in the current window, and
+--   while it is open, since when, why, and when its one half-open trial began.
+CREATE TABLE command_breakers (
+    agent_id     TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    command      TEXT NOT NULL,
+    failures     BIGINT NOT NULL,
+    window_start BIGINT NOT NULL,
+    opened_at    BIGINT,
+    trial_at     BIGINT,
+    reason       TEXT NOT NULL,
+    PRIMARY KEY (agent_id, command)
+);
+-- * A key may have its owner's name for it, to tell it apart from the others.
+ALTER TABLE api_keys ADD COLUMN name TEXT;

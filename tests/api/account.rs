@@ -62,6 +62,39 @@ async fn keys_are_made_listed_and_revoked_by_their_account() {
         (row["scope"].as_str(), row["active"].as_bool()),
         (Some("use"), Some(true))
     );
+    assert_eq!(row["name"], Value::Null, "no name given");
+
+    // Issue 28 item 9: a name tells keys apart in the list.
+    let named = post_json(
+        &fx.url("/v1/account/keys"),
+        Some(&fx.key),
+        &json!({ "scope": "spend", "name": "  Telegram bot " }),
+    )
+    .await;
+    assert_eq!(
+        (named.status, &named.json()["data"]["name"]),
+        (201, &json!("Telegram bot")),
+        "{}",
+        named.text
+    );
+    let listed = get(&fx.url("/v1/account/keys"), Some(&fx.key)).await.json();
+    let names: Vec<&Value> = listed["data"]["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| &k["name"])
+        .collect();
+    assert!(names.contains(&&json!("Telegram bot")), "{listed}");
+    for bad in ["x".repeat(65), "line\nbreak".to_string()] {
+        let reply = post_json(&fx.url("/v1/account/keys"), Some(&fx.key), &json!({ "name": bad })).await;
+        assert_eq!(
+            (reply.status, reply.error_code()),
+            (400, "validation_error".to_string()),
+            "{}",
+            reply.text
+        );
+        assert!(reply.error_message().contains("'name'"), "{}", reply.text);
+    }
 
     let revoked = keyed(
         reqwest::Method::DELETE,
@@ -388,7 +421,7 @@ async fn an_agents_wallets_and_records_are_its_owners_to_see() {
 async fn one_account_never_reaches_anothers_records() {
     let env = TestEnv::new();
     let alice = env.account_with_key("alice", "free");
-    let bob = env.account_with_key("bob", "free");
+    let bob = env.account_with_key("bob", "pro"); // room for every call below
     let alpha = env.apply_agent(&manifest("alpha"), "alice");
     env.apply_agent(&manifest("bobby"), "bob");
     env.create_wallet("alpha", "base");
@@ -420,7 +453,16 @@ async fn one_account_never_reaches_anothers_records() {
     assert_eq!(plugins["data"]["plugins"], json!([]));
 
     for target in [alpha.as_str(), "alpha"] {
-        for path in ["", "/wallets", "/transfers", "/payments", "/jobs"] {
+        for path in [
+            "",
+            "/wallets",
+            "/wallets/base/qr",
+            "/transfers",
+            "/payments",
+            "/jobs",
+            "/logs",
+            "/integrations",
+        ] {
             let reply = get(&server.url(&format!("/v1/account/agents/{target}{path}")), Some(&bob)).await;
             assert_eq!(
                 (reply.status, reply.error_code()),
@@ -444,6 +486,56 @@ async fn one_account_never_reaches_anothers_records() {
         )
         .await;
         assert_eq!(reply.status, 404, "{}", reply.text);
+        // Alice's integrations: neither connected, switched nor removed by Bob.
+        let integration_calls = [
+            (reqwest::Method::PUT, "chatapp", json!({ "token": "123:bobs-bot" })),
+            (reqwest::Method::PUT, "social", json!({ "access_token": "bobs-token" })),
+            (reqwest::Method::PATCH, "chatapp", json!({ "enabled": false })),
+            (reqwest::Method::PATCH, "social", json!({ "enabled": false })),
+            (reqwest::Method::DELETE, "chatapp", json!({})),
+            (reqwest::Method::DELETE, "social", json!({})),
+        ];
+        for (method, kind, body) in integration_calls {
+            let url = server.url(&format!("/v1/account/agents/{target}/integrations/{kind}"));
+            let reply = keyed(method.clone(), &url, &bob, Some(&body)).await;
+            assert_eq!(reply.status, 404, "{method} {kind}: {}", reply.text);
+        }
+        // The spec's keyed routes on Alice's agent, with Bob's key that may do all of them.
+        let keyed_calls = [
+            (reqwest::Method::POST, "/chat", json!({ "message": "hi" })),
+            (reqwest::Method::GET, "/commands", json!(null)),
+            (
+                reqwest::Method::POST,
+                "/commands/hello/execute",
+                json!({ "parameters": {} }),
+            ),
+            (
+                reqwest::Method::POST,
+                "/chatapp/send",
+                json!({ "chatId": 1, "text": "hi" }),
+            ),
+            (reqwest::Method::POST, "/social/post", json!({ "text": "hi" })),
+            (reqwest::Method::GET, "/wallet/base/balance", json!(null)),
+            (
+                reqwest::Method::POST,
+                "/wallet/base/transfer",
+                json!({ "recipientAddress": "0x000000000000000000000000000000000000dEaD", "amountUsdc": 1 }),
+            ),
+        ];
+        for (method, path, body) in keyed_calls {
+            let body = Some(&body).filter(|b| !b.is_null());
+            let url = |agent: &str| server.url(&format!("/v1/agents/{agent}{path}"));
+            // Exactly what an agent that does not exist answers (a 404, the spec's code).
+            let reply = keyed(method.clone(), &url(target), &bob, body).await;
+            let missing = keyed(method.clone(), &url("no-such-agent"), &bob, body).await;
+            assert_eq!(reply.status, 404, "{method} {path}: {}", reply.text);
+            assert_eq!(
+                (reply.status, reply.error_code()),
+                (missing.status, missing.error_code()),
+                "{method} {path}: {}",
+                reply.text
+            );
+        }
     }
     let reply = keyed(
         reqwest::Method::DELETE,

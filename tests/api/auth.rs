@@ -144,3 +144,62 @@ async fn command_list_shows_the_manifest_and_filters_by_integration() {
     assert_eq!(bad.error_code(), "validation_error");
     assert!(bad.error_message().contains("integration"));
 }
+
+/// Issue 28 item 10: a browser on an origin the operator lists may call the keyed API
+/// (preflight answered, the rate headers readable); any other origin, and every origin by
+/// default, gets no CORS permission.
+#[tokio::test]
+async fn browsers_may_call_the_keyed_api_only_from_listed_origins() {
+    let preflight = |server: &TestServer, origin: &str| {
+        let request = client()
+            .request(reqwest::Method::OPTIONS, server.url("/v1/agents/alpha/chat"))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", "x-api-key,content-type");
+        send(request)
+    };
+    let env = TestEnv::new().with_env("AGENT_HOST_CORS_ALLOWED_ORIGINS", "https://app.example.com/");
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(&manifest("alpha"), "alice");
+    let server = env.serve();
+    let allowed = preflight(&server, "https://app.example.com").await;
+    assert!(allowed.status < 300, "{}", allowed.text);
+    assert_eq!(
+        allowed.header("access-control-allow-origin"),
+        Some("https://app.example.com")
+    );
+    let headers = allowed.header("access-control-allow-headers").unwrap_or_default();
+    assert!(headers.contains("x-api-key"), "{headers}");
+    let elsewhere = preflight(&server, "https://evil.example.net").await;
+    assert_eq!(elsewhere.header("access-control-allow-origin"), None);
+    let listed = send(
+        client()
+            .get(server.url("/v1/agents/alpha/commands"))
+            .header("x-api-key", &key)
+            .header("origin", "https://app.example.com"),
+    )
+    .await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    assert_eq!(
+        listed.header("access-control-allow-origin"),
+        Some("https://app.example.com")
+    );
+    let exposed = listed.header("access-control-expose-headers").unwrap_or_default();
+    assert!(
+        exposed.contains("x-ratelimit-remaining") && exposed.contains("retry-after"),
+        "{exposed}"
+    );
+
+    let closed = Fixture::start();
+    let reply = preflight(&closed.server, "https://app.example.com").await;
+    assert_eq!(reply.header("access-control-allow-origin"), None, "off by default");
+
+    // An origin that could never match stops the start, naming the setting.
+    let bad = TestEnv::new().with_env("AGENT_HOST_CORS_ALLOWED_ORIGINS", "app.example.com/path");
+    let out = bad.cli(&["account", "create", "zed"]);
+    assert!(
+        !out.status.success() && out.stderr.contains("CORS_ALLOWED_ORIGINS"),
+        "{}",
+        out.stderr
+    );
+}

@@ -111,3 +111,22 @@ async fn every_response_is_json() {
         let _: Value = reply.json();
     }
 }
+
+/// Issue 28 item 9: API answers, errors included, are never sniffed, run or framed by a
+/// browser; the console keeps its own page policy.
+#[tokio::test]
+async fn api_answers_carry_nosniff_and_a_deny_all_policy() {
+    let fx = Fixture::start();
+    for path in ["/", "/health", "/nowhere", "/v1/agents/x/commands", "/x402/base/nobody"] {
+        let reply = get(&fx.url(path), None).await;
+        assert_eq!(reply.header("x-content-type-options"), Some("nosniff"), "{path}");
+        assert_eq!(
+            reply.header("content-security-policy"),
+            Some("default-src 'none'; frame-ancestors 'none'"),
+            "{path}"
+        );
+    }
+    let console = get(&fx.url("/console/"), None).await;
+    let policy = console.header("content-security-policy").unwrap_or_default();
+    assert!(policy.contains("script-src 'self'"), "{policy}");
+}

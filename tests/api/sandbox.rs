@@ -187,6 +187,31 @@ async fn outbound_http_reaches_only_granted_public_hosts() {
     assert!(file.status >= 400 && !file.text.contains("root:"), "{}", file.text);
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn the_hosts_own_address_and_unlisted_ports_are_refused() {
+    // Public addresses, so only the new rules can refuse them; both are refused before
+    // any connection is tried (this machine has no route to them anyway).
+    let granted = vec!["93.184.216.34".to_string(), "93.184.216.35:8080".to_string()];
+    let env = TestEnv::new().with_env("AGENT_HOST_PUBLIC_BASE_URL", "http://93.184.216.34");
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(&probe_manifest(&granted), "alice");
+    let server = env.serve();
+    let cases = [
+        (
+            "http://93.184.216.34/v1/agents",
+            "93.184.216.34 is this server's own address",
+        ),
+        ("http://93.184.216.35:8080/", "port 8080 is not allowed by this server"),
+    ];
+    for (url, expected) in cases {
+        let reply = probe(&server, &key, json!({"mode": "http", "url": url})).await;
+        assert_contained(&reply, expected);
+        let reply = probe(&server, &key, json!({"mode": "wasi_http", "url": url})).await;
+        assert_contained(&reply, "HttpRequestDenied");
+        assert!(newest_log_line(&server, &key).await.contains(expected), "{url}");
+    }
+}
+
 /// The last line of the probe's newest kept run.
 async fn newest_log_line(server: &TestServer, key: &str) -> String {
     let logs = get(&server.url("/v1/account/agents/probe/logs?limit=1"), Some(key)).await;

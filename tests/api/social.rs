@@ -164,6 +164,10 @@ struct Social {
 }
 
 async fn setup(access: &str, refresh: &str, with_client: bool) -> Social {
+    setup_with(access, refresh, with_client, &[]).await
+}
+
+async fn setup_with(access: &str, refresh: &str, with_client: bool, settings: &[(&str, &str)]) -> Social {
     let log = Arc::new(Mutex::new(XLog::default()));
     let x = fake_x(log.clone()).await;
     let media = media_server().await;
@@ -171,6 +175,9 @@ async fn setup(access: &str, refresh: &str, with_client: bool) -> Social {
         "AGENT_HOST_OUTBOUND_ALLOW_PRIVATE",
         &format!("127.0.0.1:{}", media.port),
     );
+    for (name, value) in settings {
+        env = env.with_env(name, value);
+    }
     if with_client {
         env = env
             .with_env("AGENT_HOST_SOCIAL_CLIENT_ID", "client-1")
@@ -231,6 +238,36 @@ async fn posts_text_images_replies_and_chunked_video() {
     assert_eq!(log.posts[2].1, json!({"media": {"media_ids": ["v1"]}}));
     assert_eq!(log.appends, 2, "5 MiB in 4 MiB chunks");
     assert!(log.status_polls >= 2, "waited for processing to succeed");
+}
+
+/// Issue 28 item 9: one post's media are held together within `social_media_max_bytes`,
+/// not each of up to four.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_posts_media_together_stay_within_the_media_limit() {
+    let s = setup_with(
+        "good-access",
+        "good-refresh",
+        true,
+        &[("AGENT_HOST_SOCIAL_MEDIA_MAX_BYTES", "2500")],
+    )
+    .await;
+    let cat = s.media.url("/cat.png"); // 1,008 bytes
+    let two = post_to(&s, json!({"text": "two cats", "mediaUrls": [cat, cat]})).await;
+    assert_eq!(two.status, 200, "{}", two.text);
+    let three = post_to(&s, json!({"text": "three cats", "mediaUrls": [cat, cat, cat]})).await;
+    assert_eq!(
+        (three.status, three.error_code()),
+        (400, "validation_error".to_string()),
+        "{}",
+        three.text
+    );
+    assert!(
+        three
+            .error_message()
+            .contains("mediaUrls[2]: one post's media may hold 2500 bytes together"),
+        "{}",
+        three.error_message()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -51,6 +51,21 @@ long_running = true
 config = { url = "http://127.0.0.1:9/hook" }
 "#;
 
+/// A paid command (0.02 USD) that calls the webhook at `url`.
+pub(crate) fn paid_webhook(name: &str, description: &str, url: &str) -> String {
+    format!(
+        r#"
+[[commands]]
+command = "{name}"
+description = "{description}"
+handler_type = "webhook"
+integrations = ["x402"]
+price_usd = 0.02
+config = {{ url = "{url}" }}
+"#
+    )
+}
+
 pub(crate) fn paid_manifest(username: &str) -> String {
     format!(
         r#"{}

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use crate::support::chains::{LocalBase, LocalSolana};
 use crate::support::*;
 use crate::x402::{
-    COMPUTE_BUDGET, REPORT, base_payment, latest_blockhash, paid, paid_manifest, post_x402, solana_envelope,
-    solana_instructions, solana_key,
+    COMPUTE_BUDGET, REPORT, base_payment, latest_blockhash, paid, paid_manifest, paid_webhook, post_x402,
+    solana_envelope, solana_instructions, solana_key,
 };
 
 fn payments(env: &TestEnv) -> Vec<Value> {
@@ -639,4 +639,122 @@ async fn an_expired_solana_settlement_is_failed_while_the_service_runs() {
     let failed = newest_payment_becomes(&env, "failed", Duration::from_secs(20)).await;
     assert_eq!(failed["id"], "pay_expired");
     assert!(failed["error"].as_str().unwrap().contains("expired"), "{failed}");
+}
+
+/// Issue 28 item 8: a paid command that keeps failing is paused by its breaker. After two
+/// refunded failures, paid calls are refused before settlement (a 503 with the reason and
+/// `Retry-After`, in both versions), the owner sees it; after the cooldown one trial goes
+/// through: a failed trial pauses it again, a good one closes it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_that_keeps_failing_is_paused_before_anyone_pays() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let healthy = Arc::new(AtomicBool::new(false));
+    let flag = healthy.clone();
+    let hook = FakeServer::start(axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move || {
+            let up = flag.load(Ordering::SeqCst);
+            async move {
+                if up {
+                    (axum::http::StatusCode::OK, "all good now")
+                } else {
+                    (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "database down")
+                }
+            }
+        }),
+    ))
+    .await;
+    let flaky = paid_webhook("flaky", "Depends on a service that goes down", &hook.url("/hook"));
+    let chain = LocalBase::start().await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", &format!("127.0.0.1:{}", hook.port))
+        .with_env("AGENT_HOST_X402_BREAKER_FAILURES", "2")
+        .with_env("AGENT_HOST_X402_BREAKER_COOLDOWN_SECS", "2");
+    let (env, _wallet) = base_shop(&chain, env, &flaky).await;
+    let owner = env.create_key("acme");
+    let server = env.serve();
+    let (payer, payer_address) = base_payer(&chain, 1_000_000).await;
+    let url = server.url("/x402/base/seller");
+    let ask = json!({ "command": "flaky" });
+    let requirement = post_x402(&url, &ask).await.json()["accepts"][0].clone();
+    let mut nonce = 100;
+    let mut pay = || {
+        nonce += 1;
+        base_payment(&payer, &requirement, 20_000, nonce, 60)
+    };
+
+    for _ in 0..2 {
+        let reply = paid(&url, &ask, &pay()).await;
+        assert_eq!(code(&reply), (500, "execution_error".into()), "{}", reply.text);
+        assert!(reply.json()["refundTransactionSignature"].is_string(), "{}", reply.text);
+    }
+    assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "both refunded");
+
+    // Paused: refused before settlement, asked the price or paid, in either version.
+    let paused = |reply: &Reply, version: u64| {
+        assert_eq!(code(reply), (503, "service_unavailable".into()), "{}", reply.text);
+        assert_eq!(reply.json()["x402Version"], version);
+        let message = reply.json()["error"].as_str().unwrap_or_default().to_string();
+        assert!(
+            message.contains("/flaky is paused") && message.contains("database down"),
+            "{message}"
+        );
+        let retry: u64 = reply.header("retry-after").unwrap_or_default().parse().unwrap();
+        assert!((1..=2).contains(&retry), "{retry}");
+    };
+    paused(&post_x402(&url, &ask).await, 1);
+    paused(&paid(&url, &ask, &pay()).await, 1);
+    let v2 = send(client().post(&url).header("payment-signature", "e30=").json(&ask)).await;
+    paused(&v2, 2);
+    assert_eq!(
+        chain.usdc_of(&payer_address).await,
+        1_000_000,
+        "nobody paid while paused"
+    );
+    // The other commands are still sold.
+    let hello = json!({ "command": "hello", "name": "Ann" });
+    assert_eq!(post_x402(&url, &hello).await.status, 402);
+
+    // The owner sees it: on the account and in the command list.
+    let account = get(&server.url("/v1/account"), Some(&owner)).await.json();
+    let listed = &account["data"]["paused_commands"];
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{account}");
+    assert_eq!(
+        (&listed[0]["command"], &listed[0]["failures"]),
+        (&json!("flaky"), &json!(2))
+    );
+    assert!(listed[0]["reason"].as_str().unwrap().contains("database down"));
+    let commands = get(&server.url("/v1/agents/seller/commands"), Some(&owner))
+        .await
+        .json();
+    let marked: Vec<&Value> = commands["data"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c.get("paused").is_some())
+        .collect();
+    assert_eq!(marked.len(), 1, "{commands}");
+    assert_eq!(marked[0]["command"], "flaky");
+
+    // After the cooldown, one trial: it fails, and the command is paused again at once.
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    let trial = paid(&url, &ask, &pay()).await;
+    assert_eq!(code(&trial), (500, "execution_error".into()), "{}", trial.text);
+    paused(&paid(&url, &ask, &pay()).await, 1);
+
+    // The service is back: the next trial is served and the breaker closes.
+    healthy.store(true, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    let trial = paid(&url, &ask, &pay()).await;
+    assert_eq!(trial.status, 200, "{}", trial.text);
+    assert_eq!(trial.json()["response"], "all good now");
+    assert_eq!(paid(&url, &ask, &pay()).await.status, 200);
+    let account = get(&server.url("/v1/account"), Some(&owner)).await.json();
+    assert_eq!(account["data"]["paused_commands"], json!([]), "{account}");
+    assert_eq!(
+        chain.usdc_of(&payer_address).await,
+        1_000_000 - 2 * 20_000,
+        "only the answers were paid"
+    );
 }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::support::chains::LocalBase;
 use crate::support::payers::{Payer, X402Client, try_pay_with};
 use crate::support::*;
-use crate::x402::paid_manifest;
+use crate::x402::{paid_manifest, paid_webhook};
 
 /// A webhook that is reached and never answers: the paid command is mid-run when the
 /// server dies. Tells `reached` when it is called.
@@ -79,18 +79,7 @@ async fn payments_cut_off_by_a_crash_are_refunded_once_after_the_restart() {
     let solana = crate::support::chains::LocalSolana::start();
     let reached = Arc::new(tokio::sync::Notify::new());
     let hook = hanging_hook(reached.clone()).await;
-    let stuck = format!(
-        r#"
-[[commands]]
-command = "stuck"
-description = "Calls a webhook that never answers"
-handler_type = "webhook"
-integrations = ["x402"]
-price_usd = 0.02
-config = {{ url = "{}" }}
-"#,
-        hook.url("/hook")
-    );
+    let stuck = paid_webhook("stuck", "Calls a webhook that never answers", &hook.url("/hook"));
     // First run: a settlement that lands but never gets its 1000 confirmations, so the
     // request is still waiting on it when the server dies.
     let mut env = TestEnv::new()

@@ -226,8 +226,26 @@ async fn a_v2_payment_on_base_must_match_the_offer_and_is_served_once_across_ver
     );
     assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "nothing moved");
 
-    // Paid in v2: served, the settlement in PAYMENT-RESPONSE with the CAIP-2 network.
-    let reply = paid_v2(&url, &hello, &as_v2(&signed, &offered)).await;
+    // Issue 28 item 10: offered extensions echoed back may be added to, never changed.
+    let bazaar = payment_required(&post_x402(&url, &hello).await)["extensions"]["bazaar"].clone();
+    let echoing = |extensions: Value| {
+        let mut envelope = b64_json(&as_v2(&signed, &offered));
+        envelope["extensions"] = extensions;
+        base64::engine::general_purpose::STANDARD.encode(envelope.to_string())
+    };
+    let mut changed = bazaar.clone();
+    changed["info"]["input"]["method"] = json!("GET");
+    let reply = paid_v2(&url, &hello, &echoing(json!({ "bazaar": changed }))).await;
+    refused(&reply, 402, "invalid_payment");
+    let reason = reply.json()["error"].as_str().unwrap_or_default().to_string();
+    assert!(reason.contains("extensions.bazaar.info.input.method"), "{reason}");
+    assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "nothing moved");
+
+    // Paid in v2, echoing the bazaar with info of its own added: served, the settlement in
+    // PAYMENT-RESPONSE with the CAIP-2 network.
+    let mut added = bazaar.clone();
+    added["info"]["client"] = json!("test-suite");
+    let reply = paid_v2(&url, &hello, &echoing(json!({ "bazaar": added }))).await;
     assert_eq!(reply.status, 200, "{}", reply.text);
     let body = reply.json();
     assert_eq!(body["response"], "Hello, Ann!");

@@ -77,6 +77,9 @@ pub fn setup(rt: &tokio::runtime::Runtime) -> Setup {
     let outbound = Outbound::new(OutboundPolicy {
         allowed_hosts: vec![HostPattern::parse("*").unwrap()],
         private_exceptions: vec![HostPattern::parse(&format!("127.0.0.1:{port}")).unwrap()],
+        allowed_ports: vec![80, 443],
+        own_addresses: vec![],
+        own_names: vec![],
         max_response_bytes: 1 << 20,
         max_timeout: Duration::from_secs(5),
         max_redirects: 5,

@@ -19,6 +19,9 @@ pub enum KeyCmd {
         /// for an account holder manages.
         #[arg(long, default_value = "manage", value_parser = ["use", "spend", "manage"])]
         scope: String,
+        /// A label to tell the key apart from the account's others.
+        #[arg(long)]
+        name: Option<String>,
     },
     /// List an account's keys (ids, scopes, times; never secrets).
     List {
@@ -31,10 +34,11 @@ pub enum KeyCmd {
 
 pub async fn run(ctx: &Ctx, command: KeyCmd) -> anyhow::Result<()> {
     match command {
-        KeyCmd::Create { account, scope } => {
+        KeyCmd::Create { account, scope, name } => {
             let scope = keys::parse_scope(&scope).map_err(service)?;
+            let name = keys::parse_name(name.as_deref()).map_err(service)?;
             let account = accounts::by_name(&ctx.store, &account).await.map_err(service)?;
-            let issued = keys::issue(&ctx.store, &account, scope).await.map_err(service)?;
+            let issued = keys::issue(&ctx.store, &account, scope, name).await.map_err(service)?;
             ctx.out.print(&views::issued_key(&issued, &account), &issued.key);
             if !ctx.out.json {
                 eprintln!(

@@ -104,7 +104,9 @@ pub async fn demo(ctx: Ctx, listen: Vec<String>) -> anyhow::Result<()> {
     let key = match saved {
         Some(key) if still_good => key,
         _ => {
-            let issued = keys::issue(store, &account, KeyScope::Manage).await.map_err(service)?;
+            let issued = keys::issue(store, &account, KeyScope::Manage, Some("demo".into()))
+                .await
+                .map_err(service)?;
             write_private(&key_file, &issued.key)?;
             issued.key
         }

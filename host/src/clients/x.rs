@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use bytes::Bytes;
 use reqwest::multipart::{Form, Part};
 use serde_json::{Value, json};
 
@@ -102,8 +103,9 @@ impl X {
     }
 
     /// Uploads one image; returns its media id.
-    pub async fn upload_image(&self, token: &str, bytes: Vec<u8>, mime: &str) -> Result<String, XError> {
-        let part = Part::bytes(bytes)
+    pub async fn upload_image(&self, token: &str, bytes: Bytes, mime: &str) -> Result<String, XError> {
+        let length = bytes.len() as u64;
+        let part = Part::stream_with_length(bytes, length)
             .file_name("media")
             .mime_str(mime)
             .map_err(|e| XError::Transport(e.to_string()))?;
@@ -123,7 +125,7 @@ impl X {
     pub async fn upload_chunked(
         &self,
         token: &str,
-        bytes: Vec<u8>,
+        bytes: Bytes,
         mime: &str,
         category: &str,
     ) -> Result<String, XError> {
@@ -137,10 +139,13 @@ impl X {
             )
             .await?;
         let id = media_id(&body)?;
-        for (index, chunk) in bytes.chunks(CHUNK_BYTES).enumerate() {
+        for (index, start) in (0..bytes.len()).step_by(CHUNK_BYTES).enumerate() {
+            // A view of the same bytes, not a copy.
+            let chunk = bytes.slice(start..(start + CHUNK_BYTES).min(bytes.len()));
+            let length = chunk.len() as u64;
             let form = Form::new()
                 .text("segment_index", index.to_string())
-                .part("media", Part::bytes(chunk.to_vec()).file_name("chunk"));
+                .part("media", Part::stream_with_length(chunk, length).file_name("chunk"));
             self.send(
                 self.http
                     .post(self.url(&format!("/2/media/upload/{id}/append")))

@@ -19,6 +19,7 @@ use super::requests;
 use crate::domain::KeyScope;
 use crate::error::{ApiBody, ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::services::keys::Caller;
+use crate::services::payments::breaker;
 use crate::services::{accounts, agents, chatapp, integrations, jobs, keys, payments, plugins, social, wallets};
 use crate::views;
 
@@ -106,7 +107,12 @@ impl ListQuery {
 async fn show_account(State(state): State<AppState>, Manager(caller): Manager) -> Answer {
     let services = &state.services;
     let quotas = accounts::quotas(&services.store, &services.settings, &caller.account.id).await?;
-    ok(views::account_with_quotas(&caller.account, &quotas))
+    let paused = breaker::paused(&services.store, &caller.account.id).await?;
+    let rules = breaker::Rules::of(&services.settings);
+    let now = crate::clock::now_ms();
+    let mut view = views::account_with_quotas(&caller.account, &quotas);
+    view["paused_commands"] = paused.iter().map(|b| views::paused(b, &rules, now)).collect();
+    ok(view)
 }
 
 async fn list_keys(State(state): State<AppState>, Manager(caller): Manager) -> Answer {
@@ -119,6 +125,8 @@ async fn list_keys(State(state): State<AppState>, Manager(caller): Manager) -> A
 struct CreateKey {
     /// `use` when absent: a new key gets the least power unless more is asked for.
     scope: Option<String>,
+    /// The owner's label, to tell keys apart in the list.
+    name: Option<String>,
 }
 
 async fn create_key(
@@ -130,7 +138,8 @@ async fn create_key(
         None => KeyScope::Use,
         Some(text) => keys::parse_scope(text)?,
     };
-    let issued = keys::issue(&state.services.store, &caller.account, scope).await?;
+    let name = keys::parse_name(body.name.as_deref())?;
+    let issued = keys::issue(&state.services.store, &caller.account, scope, name).await?;
     created(views::issued_key(&issued, &caller.account))
 }
 
@@ -173,8 +182,17 @@ async fn show_agent(
     Manager(caller): Manager,
     ApiPath(agent_id): ApiPath<String>,
 ) -> Answer {
-    let found = agents::owned_with_commands(&state.services.store, &caller.account.id, &agent_id).await?;
-    ok(views::agent(&found.agent, &caller.account.name, &found.commands))
+    let services = &state.services;
+    let found = agents::owned_with_commands(&services.store, &caller.account.id, &agent_id).await?;
+    let paused = breaker::paused_of_agent(&services.store, &found.agent.id).await?;
+    let mut view = views::agent(&found.agent, &caller.account.name, &found.commands);
+    views::mark_paused(
+        &mut view,
+        &paused,
+        &breaker::Rules::of(&services.settings),
+        crate::clock::now_ms(),
+    );
+    ok(view)
 }
 
 async fn delete_agent(

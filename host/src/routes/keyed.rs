@@ -22,8 +22,10 @@ use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::plugins::Origin;
 use crate::services::chat::{self, ChatInput};
 use crate::services::keys::Caller;
+use crate::services::payments::breaker;
 use crate::services::{ServiceError, agents, chatapp, commands, social, social_text, wallets};
 use crate::store::TransferKind;
+use crate::views;
 
 pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
@@ -82,15 +84,30 @@ async fn list_commands(
             ))
         })?),
     };
-    let found = agents::owned_with_commands(&state.services.store, &caller.account.id, &agent_id).await?;
-    let body = found.listing(integration, || {
-        let listing = json!({ "success": true, "data": {
+    let services = &state.services;
+    let found = agents::owned_with_commands(&services.store, &caller.account.id, &agent_id).await?;
+    let listing = || {
+        json!({
             "agent_id": found.agent.id,
             "agent_username": found.agent.def.username,
             "commands": agents::offered(&found.commands, integration).map(command_json).collect::<Vec<_>>(),
-        }});
-        Bytes::from(listing.to_string())
-    });
+        })
+    };
+    // The listing is kept with the agent; a paused paid command (rare) is marked on a fresh one.
+    let paused = match found.agent.def.x402.enabled {
+        true => breaker::paused_of_agent(&services.store, &found.agent.id).await?,
+        false => Vec::new(), // nothing is sold, nothing is paused
+    };
+    let body = if paused.is_empty() {
+        found.listing(integration, || {
+            Bytes::from(json!({ "success": true, "data": listing() }).to_string())
+        })
+    } else {
+        let mut data = listing();
+        let rules = breaker::Rules::of(&services.settings);
+        views::mark_paused(&mut data, &paused, &rules, crate::clock::now_ms());
+        Bytes::from(json!({ "success": true, "data": data }).to_string())
+    };
     Ok((
         [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
         body,

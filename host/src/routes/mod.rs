@@ -5,6 +5,7 @@ mod account;
 mod chatapp;
 mod client;
 mod console;
+mod cors;
 mod guard;
 mod jobs;
 mod keyed;
@@ -25,6 +26,8 @@ use crate::error::ApiError;
 
 pub fn router(state: AppState) -> Router {
     let max_body = state.services.settings.max_body_bytes;
+    // Browsers on the operator's listed origins may call the keyed API (and poll its jobs).
+    let cors = tower::util::option_layer(cors::layer(&state.services.settings));
     Router::new()
         .merge(meta::routes())
         .merge(keyed::routes(state.clone()))
@@ -37,6 +40,8 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(max_body))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_response))
+        .layer(axum::middleware::map_response(security_headers))
+        .layer(cors)
         // Expected failures (a plugin's execution_error, a 501) are answers, not incidents:
         // trace them at debug; real faults are logged where they happen.
         .layer(
@@ -44,6 +49,20 @@ pub fn router(state: AppState) -> Router {
                 .on_failure(tower_http::trace::DefaultOnFailure::new().level(tracing::Level::DEBUG)),
         )
         .with_state(state)
+}
+
+/// The API's answers are data, never a page: a browser must not sniff them into HTML, run
+/// or load anything from them, or frame them. The console's files set their own policy.
+async fn security_headers(mut response: Response) -> Response {
+    use axum::http::{HeaderValue, header};
+    let headers = response.headers_mut();
+    headers
+        .entry(header::X_CONTENT_TYPE_OPTIONS)
+        .or_insert(HeaderValue::from_static("nosniff"));
+    headers
+        .entry(header::CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"));
+    response
 }
 
 async fn unknown_route(method: Method, uri: Uri) -> ApiError {

@@ -341,7 +341,7 @@ pub const OPERATIONS: &[Operation] = &[
         method: "get",
         path: "/v1/account",
         id: "showAccount",
-        summary: "The account of this key: name, plan, rate limits, and its quotas with their use (scope manage)",
+        summary: "The account of this key: name, plan, rate limits, its quotas with their use, and its paid commands paused after repeated failures (scope manage)",
         keyed: true,
         pending: false,
         request: None,
@@ -349,9 +349,11 @@ pub const OPERATIONS: &[Operation] = &[
             let quota = json!({ "type": "object", "required": ["used", "limit"], "properties": {
                 "used": { "type": "integer", "minimum": 0 }, "limit": { "type": "integer", "minimum": 1 } } });
             success(
-                json!({ "type": "object", "required": ["id", "name", "plan", "rpm", "rpd", "quotas"], "properties": {
+                json!({ "type": "object", "required": ["id", "name", "plan", "rpm", "rpd", "quotas", "paused_commands"], "properties": {
                     "quotas": { "type": "object", "required": ["agents", "commands_per_agent", "plugins", "plugin_bytes", "kv_bytes"],
                         "additionalProperties": quota },
+                    "paused_commands": { "type": "array", "items": { "type": "object",
+                        "required": ["agent_id", "command", "reason", "failures", "paused_at", "retry_after_seconds"] } },
                 }}),
             )
         },
@@ -382,6 +384,7 @@ pub const OPERATIONS: &[Operation] = &[
         request: Some(|| {
             json!({ "type": "object", "properties": {
                 "scope": { "type": ["string", "null"], "enum": ["use", "spend", "manage", null], "default": "use" },
+                "name": { "type": ["string", "null"], "maxLength": 64, "description": "A label to tell the key apart" },
             }})
         }),
         response: || success(json!({ "type": "object", "required": ["key", "id", "scope"] })),
@@ -890,7 +893,8 @@ pub fn document() -> Value {
                     }},
                 }},
                 "Key": { "type": "object", "required": ["id", "scope", "created_at", "active"], "properties": {
-                    "id": { "type": "string" }, "scope": { "type": "string", "enum": ["use", "spend", "manage"] },
+                    "id": { "type": "string" }, "name": { "type": ["string", "null"] },
+                    "scope": { "type": "string", "enum": ["use", "spend", "manage"] },
                     "created_at": { "type": "string" }, "last_used_at": { "type": ["string", "null"] },
                     "revoked_at": { "type": ["string", "null"] }, "active": { "type": "boolean" },
                 }},

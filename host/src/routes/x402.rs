@@ -18,7 +18,7 @@ use crate::error::{ApiError, ApiPath, ApiQuery, rate_headers};
 use crate::money::MicroUsdc;
 use crate::plugins::Origin;
 use crate::services::chat::{self, ChatInput};
-use crate::services::payments::{self, Offer};
+use crate::services::payments::{self, Offer, breaker};
 use crate::services::{ServiceError, commands, params};
 use crate::x402::wire::{self, PAYMENT_REQUIRED_HEADER, Payment, SettleResponse, Version};
 
@@ -267,6 +267,18 @@ async fn invoke(
         },
     };
     let price = command.map(|c| offer.price_of(c)).unwrap_or(offer.default_price);
+    // A paused command is refused before anyone signs or pays for it.
+    let rules = breaker::Rules::of(&state.services.settings);
+    if let Some(command) = command {
+        match breaker::look(&state.services.store, rules, &offer.agent.id, &command.def.name).await {
+            Ok(admission) => {
+                if let Some(refusal) = admission.refusal(&command.def.name) {
+                    return x402_error(refusal.into(), version);
+                }
+            }
+            Err(err) => return x402_error(ServiceError::from(err).into(), version),
+        }
+    }
     let Some((version, header)) = presented else {
         return payment_required(&state, StatusCode::PAYMENT_REQUIRED, &offer, price, command);
     };
@@ -313,9 +325,28 @@ async fn invoke(
         command: command.map(|c| c.def.name.as_str()),
         request: &asked.body,
     };
+    // Admitted by the command's breaker (a half-open one lets this call through as its
+    // trial), so its outcome below counts.
+    let mut trial = false;
+    if let Some(command) = command {
+        match breaker::admit(&services.store, rules, &offer.agent.id, &command.def.name).await {
+            Ok(breaker::Admission::Trial) => trial = true,
+            Ok(admission) => {
+                if let Some(refusal) = admission.refusal(&command.def.name) {
+                    return x402_error(refusal.into(), version);
+                }
+            }
+            Err(err) => return x402_error(ServiceError::from(err).into(), version),
+        }
+    }
     let settled = match payments::settle(services, &offer, &payment, purchase).await {
         Ok(settled) => settled,
-        Err(err) => return refused(err),
+        Err(err) => {
+            if let Some(command) = command.filter(|_| trial) {
+                breaker::release_trial(&services.store, &offer.agent.id, &command.def.name).await;
+            }
+            return refused(err);
+        }
     };
     let agent = &offer.agent;
     let outcome = match command {
@@ -366,6 +397,18 @@ async fn invoke(
         )
             .into_response()
     };
+    // The command's breaker hears how it went: answered (its own refusal of the payer's
+    // input included) closes it, a failure counts; a queued job tells it when it ends.
+    let command_name = command.map(|c| c.def.name.as_str());
+    match &outcome {
+        Ok((.., Some(_))) => {}
+        Err(err) if !payments::payers_fault(err) => {}
+        _ => {
+            if let Some(name) = command_name {
+                breaker::succeeded(&services.store, &agent.id, name).await;
+            }
+        }
+    }
     match outcome {
         Ok((response, format, media_url, status_url)) => {
             // A paid job served its payment when it was recorded. Anything else is marked
@@ -420,6 +463,9 @@ async fn invoke(
         }
         Err(err) => {
             let err: ApiError = err.into();
+            if let Some(name) = command_name {
+                breaker::failed(&services.store, rules, &agent.id, name, &err.message).await;
+            }
             let refund = settled.refund(services, &err.message).await;
             failed(err, Some(refund))
         }

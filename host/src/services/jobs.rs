@@ -112,10 +112,13 @@ async fn run(services: Services, id: String) {
     if let Err(e) = services.store.finish_job(&id, outcome).await {
         tracing::error!(job = %id, error = %e, "could not record a job's end");
     }
-    if let Some((why, code)) = failure {
-        crate::faults::crash_point("job:after_finish");
-        // A paid job that failed by the agent's fault: its payer gets the money back.
-        super::payments::refund_failed_job(&services, &id, &why, &code).await;
+    match failure {
+        Some((why, code)) => {
+            crate::faults::crash_point("job:after_finish");
+            // A paid job that failed by the agent's fault: its payer gets the money back.
+            super::payments::refund_failed_job(&services, &id, &why, &code).await;
+        }
+        None => super::payments::breaker::job_answered(&services.store, &id).await,
     }
 }
 

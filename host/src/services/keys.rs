@@ -71,11 +71,32 @@ pub fn normalise_key_id(id: &str) -> String {
     }
 }
 
-pub async fn issue(store: &Store, account: &Account, scope: KeyScope) -> Result<IssuedKey, ServiceError> {
+/// Most characters of a key's name.
+pub const MAX_NAME_CHARS: usize = 64;
+
+/// A key's name as given: trimmed, at most `MAX_NAME_CHARS` printable characters; blank is none.
+pub fn parse_name(name: Option<&str>) -> Result<Option<String>, ServiceError> {
+    let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else {
+        return Ok(None);
+    };
+    if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+        return Err(ServiceError::Validation(format!(
+            "Invalid field 'name': at most {MAX_NAME_CHARS} characters, no control characters"
+        )));
+    }
+    Ok(Some(name.to_string()))
+}
+
+pub async fn issue(
+    store: &Store,
+    account: &Account,
+    scope: KeyScope,
+    name: Option<String>,
+) -> Result<IssuedKey, ServiceError> {
     let id = format!("{KEY_PREFIX}{}", crate::random::hex_token(ID_HEX_LEN / 2));
     let secret = crate::random::alphanumeric(SECRET_CHARS);
     let info = store
-        .insert_key(&id, &account.id, scope, hash_secret(&secret).to_vec())
+        .insert_key(&id, &account.id, scope, name, hash_secret(&secret).to_vec())
         .await?;
     Ok(IssuedKey {
         key: format!("{id}_{secret}"),

@@ -7,13 +7,14 @@
 //! process the media; a URL that cannot be fetched or is not an image/video is a 400
 //! `validation_error`), `social_api_error` 400 when X calls the post invalid, else 502.
 
+use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::social_text::{self, MediaKind};
 use super::{ServiceError, Services, integrations};
 use crate::clients::x::XError;
 use crate::domain::Agent;
-use crate::outbound::{HostPattern, OutboundRequest};
+use crate::outbound::{HostPattern, OutboundError, OutboundRequest};
 
 pub const KIND: &str = "social";
 
@@ -161,7 +162,7 @@ pub async fn post(
     let mut media_ids = Vec::with_capacity(media.len());
     for (kind, bytes) in media {
         let id = with_refresh(services, agent, &mut session, |x, token| {
-            let bytes = bytes.clone();
+            let bytes = bytes.clone(); // shares the bytes: a retry after a refresh copies nothing
             async move {
                 if kind.is_image() {
                     x.upload_image(&token, bytes, kind.mime()).await
@@ -285,24 +286,29 @@ fn x_error(err: XError) -> ServiceError {
 }
 
 /// Downloads each media URL through the outbound guard and recognises it by its bytes.
-async fn fetch_media(services: &Services, urls: &[String]) -> Result<Vec<(MediaKind, Vec<u8>)>, ServiceError> {
+/// One post's media together stay within `social_media_max_bytes` (each URL may use what
+/// the ones before it left), so a post holds at most that much, not four times it.
+async fn fetch_media(services: &Services, urls: &[String]) -> Result<Vec<(MediaKind, Bytes)>, ServiceError> {
     let anywhere = [HostPattern::parse("*").expect("* is a pattern")];
-    let mut media = Vec::with_capacity(urls.len());
+    let limit = services.settings.social_media_max_bytes;
+    let mut media: Vec<(MediaKind, Bytes)> = Vec::with_capacity(urls.len());
     for (i, url) in urls.iter().enumerate() {
+        let held: u64 = media.iter().map(|(_, bytes)| bytes.len() as u64).sum();
         let request = OutboundRequest {
             method: "GET".into(),
             url: url.clone(),
             headers: vec![],
             body: None,
             timeout: None,
-            max_bytes: Some(services.settings.social_media_max_bytes),
+            max_bytes: Some(limit - held),
             budget: None,
         };
-        let response = services
-            .outbound
-            .send(request, &anywhere)
-            .await
-            .map_err(|e| ServiceError::Validation(format!("mediaUrls[{i}]: {e}")))?;
+        let response = services.outbound.send(request, &anywhere).await.map_err(|e| match e {
+            OutboundError::TooLarge(_) => ServiceError::Validation(format!(
+                "mediaUrls[{i}]: one post's media may hold {limit} bytes together"
+            )),
+            e => ServiceError::Validation(format!("mediaUrls[{i}]: {e}")),
+        })?;
         if !(200..300).contains(&response.status) {
             return Err(ServiceError::Validation(format!(
                 "mediaUrls[{i}]: the server answered HTTP {}",
@@ -314,7 +320,7 @@ async fn fetch_media(services: &Services, urls: &[String]) -> Result<Vec<(MediaK
                 "mediaUrls[{i}]: not a PNG, JPG, GIF, WebP image or an MP4 video"
             ))
         })?;
-        media.push((kind, response.body));
+        media.push((kind, Bytes::from(response.body)));
     }
     social_text::check_mix(&media.iter().map(|(k, _)| *k).collect::<Vec<_>>())
         .map_err(|m| ServiceError::Validation(format!("mediaUrls: {m}")))?;

@@ -256,6 +256,7 @@ mod tests {
             id: id.into(),
             account_id: "acc".into(),
             scope: KeyScope::Use,
+            name: None,
             created_at: 0,
             last_used_at: None,
             revoked_at: None,

@@ -24,6 +24,7 @@ const TABLES: &[&str] = &[
     "jobs",
     "deployment_facts",
     "plugin_runs",
+    "command_breakers",
 ];
 
 impl Store {

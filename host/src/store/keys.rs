@@ -37,7 +37,7 @@ impl KeyRecord {
     }
 }
 
-const KEY_COLUMNS: &str = "id, account_id, scope, created_at, last_used_at, revoked_at";
+const KEY_COLUMNS: &str = "id, account_id, scope, created_at, last_used_at, revoked_at, name";
 
 fn info_from_row(row: &Row) -> Result<ApiKeyInfo, StoreError> {
     let scope: String = row.get(2)?;
@@ -48,6 +48,7 @@ fn info_from_row(row: &Row) -> Result<ApiKeyInfo, StoreError> {
         created_at: row.get(3)?,
         last_used_at: row.get(4)?,
         revoked_at: row.get(5)?,
+        name: row.get(6)?,
     })
 }
 
@@ -57,12 +58,14 @@ impl Store {
         id: &str,
         account_id: &str,
         scope: KeyScope,
+        name: Option<String>,
         secret_hash: Vec<u8>,
     ) -> Result<ApiKeyInfo, StoreError> {
         let info = ApiKeyInfo {
             id: id.to_string(),
             account_id: account_id.to_string(),
             scope,
+            name,
             created_at: crate::clock::now_ms(),
             last_used_at: None,
             revoked_at: None,
@@ -70,8 +73,8 @@ impl Store {
         let row = info.clone();
         self.write(move |db| {
             db.execute(
-                "INSERT INTO api_keys (id, account_id, scope, secret_hash, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                args![row.id, row.account_id, row.scope.as_str(), secret_hash, row.created_at],
+                "INSERT INTO api_keys (id, account_id, scope, secret_hash, created_at, name) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                args![row.id, row.account_id, row.scope.as_str(), secret_hash, row.created_at, &row.name],
             )?;
             Ok(())
         })
@@ -130,15 +133,15 @@ impl Store {
         let found = self
             .read(move |db| {
                 let sql = format!(
-                "SELECT k.id, k.account_id, k.scope, k.created_at, k.last_used_at, k.revoked_at, k.secret_hash, {ACCOUNT_COLUMNS}
+                "SELECT k.id, k.account_id, k.scope, k.created_at, k.last_used_at, k.revoked_at, k.name, k.secret_hash, {ACCOUNT_COLUMNS}
                  FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ?1"
             );
                 db.query_opt(&sql, args![id])?
                     .map(|row| {
                         Ok(Arc::new(KeyRecord::new(
                             info_from_row(&row)?,
-                            row.get(6)?,
-                            account_from_row(&row, 7)?,
+                            row.get(7)?,
+                            account_from_row(&row, 8)?,
                         )))
                     })
                     .transpose()

@@ -6,6 +6,7 @@
 
 mod accounts;
 mod agents;
+mod breakers;
 mod cache;
 mod copy;
 mod facts;
@@ -26,6 +27,7 @@ mod wallets;
 
 pub use accounts::{AccountUsage, NewAccount};
 pub use agents::{AgentSummary, ApplyOutcome};
+pub use breakers::Breaker;
 pub use cache::AgentWithCommands;
 pub use integrations::Integration;
 pub use jobs::{JobOutcome, JobRecord, JobState};

@@ -214,6 +214,8 @@ pub struct Payment {
     pub version: Version,
     pub payload: Value,
     pub accepted: Option<RequirementsV2>,
+    /// The extensions a v2 payment echoed (none in v1).
+    pub extensions: Map<String, Value>,
 }
 
 /// base64 of the compact JSON, as every x402 header is.
@@ -238,11 +240,11 @@ pub fn decode_payment(version: Version, header: &str, network: NetworkNames<'_>)
         Some(other) => return Err(wrong_version(version, other)),
         None => return Err(invalid("lacks x402Version".into())),
     }
-    let (scheme, paid_on, payload, accepted) = match version {
+    let (scheme, paid_on, payload, accepted, extensions) = match version {
         Version::V1 => {
             let v1: PaymentPayloadV1 =
                 serde_json::from_value(json).map_err(|e| invalid(format!("is malformed: {e}")))?;
-            (v1.scheme, v1.network, v1.payload, None)
+            (v1.scheme, v1.network, v1.payload, None, Map::new())
         }
         Version::V2 => {
             let v2: PaymentPayloadV2 =
@@ -252,6 +254,7 @@ pub fn decode_payment(version: Version, header: &str, network: NetworkNames<'_>)
                 v2.accepted.network.clone(),
                 v2.payload,
                 Some(v2.accepted),
+                v2.extensions.unwrap_or_default(),
             )
         }
     };
@@ -275,6 +278,7 @@ pub fn decode_payment(version: Version, header: &str, network: NetworkNames<'_>)
         version,
         payload: Value::Object(payload),
         accepted,
+        extensions,
     })
 }
 
@@ -318,6 +322,48 @@ impl RequirementsV2 {
     }
 }
 
+/// The extensions a v2 payment echoed, against those offered. The client echoes them and
+/// "may append additional info but cannot delete or overwrite existing info" (x402 v2,
+/// §5.1.2): an offered extension it echoes must hold every part of the offered `info`
+/// unchanged. One it leaves out is simply not used (the bazaar's cataloguing); one never
+/// offered has no meaning here and is ignored, as the specification defines none for it.
+pub fn echoes_offered_extensions(
+    echoed: &Map<String, Value>,
+    offered: &Map<String, Value>,
+) -> Result<(), PaymentError> {
+    for (name, offer) in offered {
+        let Some(echo) = echoed.get(name) else { continue };
+        let mut path = format!("extensions.{name}.info");
+        if !holds(&echo["info"], &offer["info"], &mut path) {
+            return Err(PaymentError::new(
+                "invalid_payment",
+                format!(
+                    "{path} is not what this request offered; echo the offered extensions unchanged (adding to them is fine)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `echo` holds everything of `offer` (objects may have more keys); on a
+/// difference, `path` names where.
+fn holds(echo: &Value, offer: &Value, path: &mut String) -> bool {
+    match (echo, offer) {
+        (Value::Object(echo), Value::Object(offer)) => offer.iter().all(|(key, value)| {
+            let before = path.len();
+            path.push('.');
+            path.push_str(key);
+            let same = echo.get(key).is_some_and(|e| holds(e, value, path));
+            if same {
+                path.truncate(before);
+            }
+            same
+        }),
+        _ => echo == offer,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,6 +376,34 @@ mod tests {
 
     fn encode(value: &Value) -> String {
         base64::engine::general_purpose::STANDARD.encode(value.to_string())
+    }
+
+    #[test]
+    fn echoed_extensions_may_add_but_never_change_what_was_offered() {
+        let offered = json!({ "bazaar": { "info": { "input": { "type": "http", "method": "POST" } }, "schema": {} } });
+        let offered = offered.as_object().unwrap();
+        let check = |echoed: Value| echoes_offered_extensions(echoed.as_object().unwrap(), offered);
+        assert!(check(json!({})).is_ok(), "left out: not used");
+        assert!(check(json!({ "bazaar": offered["bazaar"].clone() })).is_ok());
+        let added = json!({ "bazaar": { "info": { "input": { "type": "http", "method": "POST", "note": "mine" } } },
+            "payment-identifier": { "info": { "id": "pay_0123456789abcdef" } } });
+        assert!(
+            check(added).is_ok(),
+            "appended info and an extension never offered are fine"
+        );
+        let changed = check(json!({ "bazaar": { "info": { "input": { "type": "http", "method": "GET" } } } }));
+        let err = changed.unwrap_err();
+        assert_eq!(err.code, "invalid_payment");
+        assert!(
+            err.message.contains("extensions.bazaar.info.input.method"),
+            "{}",
+            err.message
+        );
+        assert!(
+            check(json!({ "bazaar": { "info": { "input": {} } } })).is_err(),
+            "deleted info"
+        );
+        assert!(check(json!({ "bazaar": "nothing" })).is_err());
     }
 
     fn offered() -> RequirementsV2 {

@@ -3,10 +3,11 @@ import { field, fill, form, h, table } from "../dom.js";
 
 /** The account's agents, and a manifest to create or update one. */
 export async function agentsPage(main) {
-  const { agents } = await get("/v1/account/agents");
+  const [{ agents }, account] = await Promise.all([get("/v1/account/agents"), get("/v1/account")]);
   fill(
     main,
     h("h1", { tabindex: -1 }, "Agents"),
+    pausedNotice(account.paused_commands ?? []),
     table("The account's agents", [
       ["Agent", (a) => h("a", { href: `#/agents/${encodeURIComponent(a.id)}` }, a.username)],
       ["Name", (a) => a.name],
@@ -14,6 +15,28 @@ export async function agentsPage(main) {
     ], agents, "No agents yet: apply a manifest below."),
     h("h2", {}, "Create or update an agent"),
     manifestForm(),
+  );
+}
+
+/** Paid commands their breaker paused after repeated failures: the owner hears of it here. */
+function pausedNotice(paused) {
+  if (!paused.length) return null;
+  return h(
+    "div",
+    { class: "error", role: "alert" },
+    h("p", {}, "Paid calls paused after repeated failures (payers were refunded):"),
+    h(
+      "ul",
+      {},
+      paused.map((p) =>
+        h(
+          "li",
+          {},
+          h("a", { href: `#/agents/${encodeURIComponent(p.agent_id)}` }, h("code", {}, `/${p.command}`)),
+          ` (${p.failures} failures; last: ${p.reason}). A trial call may go through in ${p.retry_after_seconds} s.`,
+        ),
+      ),
+    ),
   );
 }
 

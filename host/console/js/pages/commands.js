@@ -32,6 +32,7 @@ export function commandsTab(panel, agent) {
       ["Description", (c) => c.description],
       ["Price", (c) => (c.price_usd == null ? "free" : `${c.price_usd} USD`)],
       ["Enabled", (c) => (c.enabled ? "yes" : "no")],
+      ["Paid calls", (c) => (c.paused ? h("span", { class: "error" }, `paused: ${c.paused.reason}`) : "taken")],
       ["Plugin", (c) => (c.plugin ? h("code", { title: c.plugin }, c.plugin.slice(0, 19) + "…") : null)],
     ], commands, "No commands."),
     commands.length ? [h("h2", {}, "Try a command"), tryForm] : null,

@@ -19,6 +19,7 @@ export async function keysPage(main) {
     fill(
       list,
       table("The account's API keys", [
+        ["Name", (k) => k.name ?? ""],
         ["Key id", (k) => h("span", {}, h("code", {}, k.id), mine(k) ? " (this session)" : null)],
         ["Scope", (k) => k.scope],
         ["Created", (k) => time(k.created_at)],
@@ -31,7 +32,7 @@ export async function keysPage(main) {
   const revoke = async (k) => {
     const sure = await confirmDialog(
       "Revoke this key?",
-      `Key ${k.id} (${k.scope}) will be refused from now on, by every host. This cannot be undone.` +
+      `Key ${k.name ? `"${k.name}" ` : ""}${k.id} (${k.scope}) will be refused from now on, by every host. This cannot be undone.` +
         (mine(k) ? " It is the key of this session: you will be signed out." : ""),
       "Revoke",
     );
@@ -46,11 +47,14 @@ export async function keysPage(main) {
   };
 
   const scope = h("select", { name: "scope" }, SCOPES.map(([value, label]) => h("option", { value }, label)));
+  const name = h("input", { type: "text", name: "name", maxlength: 64, placeholder: "e.g. Telegram bot" });
   const created = form({ "aria-label": "Create a key" }, [
+    field("Name (optional)", name, "To tell this key apart from the others."),
     field("Scope", scope, "Give a key the least it needs: a key given to a webhook should be use."),
     h("button", { type: "submit" }, "Create key"),
   ], async () => {
-    const made = await post("/v1/account/keys", { scope: scope.value });
+    const made = await post("/v1/account/keys", { scope: scope.value, name: name.value || undefined });
+    name.value = "";
     await refresh();
     const secret = h("input", { type: "text", readonly: true, value: made.key, class: "secret", "aria-label": "The new key" });
     return h(

@@ -4,6 +4,7 @@
 //! [`scheme::Scheme`].
 
 mod base;
+pub mod breaker;
 pub mod catalog;
 pub mod guard;
 mod offer;
@@ -30,7 +31,7 @@ use crate::domain::Network;
 use crate::money::MicroUsdc;
 use crate::store::NewPayment;
 use crate::x402::PaymentError;
-use crate::x402::wire::Payment;
+use crate::x402::wire::{self, Payment};
 use scheme::{Scheme, Terms};
 
 /// How far back a settlement by someone else's transaction is looked for, before the
@@ -156,6 +157,8 @@ async fn settle_on(
             )
         })?;
         accepted.must_match(&offered).map_err(refusal)?;
+        let command = purchase.command.and_then(|name| offer.command(name));
+        wire::echoes_offered_extensions(&payment.extensions, &offer.extensions(command)).map_err(refusal)?;
     }
     let Rails { scheme, chain } = rails;
     let terms = Terms {

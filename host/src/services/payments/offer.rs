@@ -210,8 +210,7 @@ impl Offer {
         let Some(requirement) = self.requirement_v2(services, price) else {
             return (v1, None);
         };
-        let mut extensions = Map::new();
-        extensions.insert("bazaar".into(), self.bazaar(command));
+        let extensions = self.extensions(command);
         let v2 = PaymentRequiredV2 {
             x402_version: 2,
             error: Some(error.unwrap_or_else(|| "PAYMENT-SIGNATURE header is required".into())),
@@ -224,6 +223,11 @@ impl Offer {
             extensions,
         };
         (v1, Some(v2))
+    }
+
+    /// The v2 extensions offered with a request's requirement: the bazaar's description.
+    pub fn extensions(&self, command: Option<&Command>) -> Map<String, Value> {
+        Map::from_iter([("bazaar".to_string(), self.bazaar(command))])
     }
 
     /// The v2 `bazaar` extension: the request's input and output, as `info` (an example)

@@ -168,6 +168,10 @@ pub async fn refund_failed_job(services: &Services, job_id: &str, why: &str, cod
             return;
         }
     };
+    if let Some(command) = &payment.command {
+        let rules = super::breaker::Rules::of(&services.settings);
+        super::breaker::failed(&services.store, rules, &payment.agent_id, command, why).await;
+    }
     let Some(network) = Network::parse(&payment.network) else {
         return;
     };

@@ -203,6 +203,7 @@ fn payment(payer: &str, nonce: u64, amount: u64) -> Payment {
         version: Version::V1,
         payload: json!({ "payer": payer, "nonce": nonce, "amount": amount }),
         accepted: None,
+        extensions: serde_json::Map::new(),
     }
 }
 

@@ -1,0 +1,280 @@
+//! A circuit breaker per paid command. A command that keeps failing costs every payer a
+//! settlement and a refund, and its owner hears nothing: after `x402_breaker_failures`
+//! refunded failures within `x402_breaker_window_secs`, the breaker opens and paid calls
+//! are refused before any money moves (503 with the reason and `Retry-After`). After
+//! `x402_breaker_cooldown_secs`, one paid call is let through as a trial (half-open): its
+//! success closes the breaker, its failure opens it again for another cooldown.
+//!
+//! The state lives in the store, so every host sees the same breaker and a restart keeps it.
+
+use crate::config::Settings;
+use crate::services::ServiceError;
+use crate::store::{Breaker, Store, StoreError};
+
+/// Most characters of the last failure's reason a refusal repeats.
+const MAX_REASON_CHARS: usize = 200;
+
+/// What the breaker says to a paid call about to be settled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admission {
+    /// Closed: the command is well.
+    Closed,
+    /// Half-open: this call is the one trial; its outcome decides.
+    Trial,
+    /// Open: refused, with why and for how long.
+    Open { reason: String, retry_after_secs: u64 },
+}
+
+impl Admission {
+    /// The refusal of an open breaker, for the payer.
+    pub fn refusal(&self, command: &str) -> Option<ServiceError> {
+        match self {
+            Admission::Open {
+                reason,
+                retry_after_secs,
+            } => Some(ServiceError::Unavailable {
+                message: format!(
+                    "/{command} is paused after repeated failures (last: {reason}); no payment was taken, try again later"
+                ),
+                retry_after_secs: *retry_after_secs,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The breaker's rules, from settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules {
+    pub failures: u32,
+    pub window_ms: i64,
+    pub cooldown_ms: i64,
+}
+
+impl Rules {
+    pub fn of(settings: &Settings) -> Rules {
+        Rules {
+            failures: settings.x402_breaker_failures,
+            window_ms: settings.x402_breaker_window_secs as i64 * 1000,
+            cooldown_ms: settings.x402_breaker_cooldown_secs as i64 * 1000,
+        }
+    }
+
+    /// What the breaker lets a call do now, without changing it (a price request).
+    pub fn look(&self, breaker: Option<&Breaker>, now: i64) -> Admission {
+        let Some((breaker, opened_at)) = breaker.and_then(|b| Some((b, b.opened_at?))) else {
+            return Admission::Closed;
+        };
+        // A trial under way blocks others for a cooldown; a trial that never reported
+        // back (its host died) does not block for ever.
+        let until = match breaker.trial_at {
+            Some(trial) if trial + self.cooldown_ms > now => trial + self.cooldown_ms,
+            _ => opened_at + self.cooldown_ms,
+        };
+        if now >= until {
+            return Admission::Trial;
+        }
+        Admission::Open {
+            reason: breaker.reason.clone(),
+            retry_after_secs: ((until - now + 999) / 1000).max(1) as u64,
+        }
+    }
+
+    /// The breaker once a call was admitted: a trial is marked as under way.
+    fn admitted(&self, breaker: Option<Breaker>, now: i64) -> Option<Breaker> {
+        match self.look(breaker.as_ref(), now) {
+            Admission::Trial => breaker.map(|b| Breaker {
+                trial_at: Some(now),
+                ..b
+            }),
+            _ => breaker,
+        }
+    }
+
+    /// The breaker after a failed paid call.
+    pub fn failed(&self, breaker: Option<Breaker>, key: (&str, &str), reason: &str, now: i64) -> Breaker {
+        // The payer reads it in the refusal: a line, not a plugin's whole message.
+        let reason: String = reason.chars().take(MAX_REASON_CHARS).collect();
+        match breaker {
+            // A failed trial (or a failure finishing while open): open for another cooldown.
+            Some(b) if b.opened_at.is_some() => Breaker {
+                opened_at: Some(now),
+                trial_at: None,
+                reason,
+                ..b
+            },
+            Some(b) if now - b.window_start < self.window_ms => {
+                let failures = b.failures + 1;
+                Breaker {
+                    failures,
+                    opened_at: (failures >= self.failures).then_some(now),
+                    reason,
+                    ..b
+                }
+            }
+            _ => Breaker {
+                agent_id: key.0.to_string(),
+                command: key.1.to_string(),
+                failures: 1,
+                window_start: now,
+                opened_at: (self.failures <= 1).then_some(now),
+                trial_at: None,
+                reason,
+            },
+        }
+    }
+}
+
+/// Before a payment is settled: admits the call (taking the one trial of a half-open
+/// breaker) or says why not.
+pub async fn admit(store: &Store, rules: Rules, agent_id: &str, command: &str) -> Result<Admission, StoreError> {
+    let now = crate::clock::now_ms();
+    let before = store.breaker(agent_id, command).await?;
+    if before.as_ref().is_none_or(|b| b.opened_at.is_none()) {
+        return Ok(Admission::Closed);
+    }
+    store
+        .update_breaker(agent_id, command, move |breaker| {
+            let admission = rules.look(breaker.as_ref(), now);
+            (rules.admitted(breaker, now), admission)
+        })
+        .await
+}
+
+/// What a price request sees: the breaker as it stands.
+pub async fn look(store: &Store, rules: Rules, agent_id: &str, command: &str) -> Result<Admission, StoreError> {
+    Ok(rules.look(store.breaker(agent_id, command).await?.as_ref(), crate::clock::now_ms()))
+}
+
+/// A paid call's command answered: its breaker, if any, closes. (A read first: a well
+/// command, the usual case, costs no write.)
+pub async fn succeeded(store: &Store, agent_id: &str, command: &str) {
+    let closed = match store.breaker(agent_id, command).await {
+        Ok(None) => return,
+        Ok(Some(_)) => store.update_breaker(agent_id, command, |_| (None, ())).await,
+        Err(err) => Err(err),
+    };
+    if let Err(err) = closed {
+        tracing::error!(agent = agent_id, command, "could not close a command's breaker: {err}");
+    }
+}
+
+/// A paid call's command failed (its payer is refunded): counted, perhaps opening it.
+pub async fn failed(store: &Store, rules: Rules, agent_id: &str, command: &str, reason: &str) {
+    let now = crate::clock::now_ms();
+    let key = (agent_id.to_string(), command.to_string());
+    let reason = reason.to_string();
+    let result = store
+        .update_breaker(agent_id, command, move |breaker| {
+            let next = rules.failed(breaker, (&key.0, &key.1), &reason, now);
+            (Some(next.clone()), next)
+        })
+        .await;
+    match result {
+        Ok(b) if b.opened_at == Some(now) => tracing::warn!(
+            agent = agent_id,
+            command,
+            failures = b.failures,
+            "a paid command's breaker opened: {}",
+            b.reason
+        ),
+        Ok(_) => {}
+        Err(err) => tracing::error!(
+            agent = agent_id,
+            command,
+            "could not count a paid command's failure: {err}"
+        ),
+    }
+}
+
+/// The account's paused paid commands, for its owner.
+pub async fn paused(store: &Store, account_id: &str) -> Result<Vec<Breaker>, ServiceError> {
+    Ok(store.open_breakers(account_id).await?)
+}
+
+/// One agent's paused paid commands.
+pub async fn paused_of_agent(store: &Store, agent_id: &str) -> Result<Vec<Breaker>, ServiceError> {
+    Ok(store.open_breakers_of_agent(agent_id).await?)
+}
+
+/// A job ended answered: if a payment bought it, its command's breaker closes.
+pub async fn job_answered(store: &Store, job_id: &str) {
+    match store.payment_by_job(job_id).await {
+        Ok(Some(payment)) => {
+            if let Some(command) = &payment.command {
+                succeeded(store, &payment.agent_id, command).await;
+            }
+        }
+        Ok(None) => {}
+        Err(err) => tracing::error!(job = job_id, "could not look up the job's payment: {err}"),
+    }
+}
+
+/// A trial that never ran (its payment was refused): the next call may try instead.
+pub async fn release_trial(store: &Store, agent_id: &str, command: &str) {
+    let release = |breaker: Option<Breaker>| (breaker.map(|b| Breaker { trial_at: None, ..b }), ());
+    if let Err(err) = store.update_breaker(agent_id, command, release).await {
+        tracing::error!(agent = agent_id, command, "could not release a breaker's trial: {err}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULES: Rules = Rules {
+        failures: 3,
+        window_ms: 60_000,
+        cooldown_ms: 10_000,
+    };
+    const KEY: (&str, &str) = ("agent", "flaky");
+
+    fn fail_times(n: usize, at: i64) -> Option<Breaker> {
+        (0..n).fold(None, |b, i| Some(RULES.failed(b, KEY, "boom", at + i as i64)))
+    }
+
+    #[test]
+    fn opens_after_the_failures_within_the_window() {
+        let two = fail_times(2, 0);
+        assert_eq!(RULES.look(two.as_ref(), 5), Admission::Closed);
+        let three = fail_times(3, 0);
+        assert_eq!(
+            RULES.look(three.as_ref(), 1_002),
+            Admission::Open {
+                reason: "boom".into(),
+                retry_after_secs: 9 // opened at 2 ms, for 10 s
+            }
+        );
+        // Failures spread wider than the window never open it.
+        let spread = (0..5).fold(None, |b, i| Some(RULES.failed(b, KEY, "boom", i * 61_000)));
+        assert_eq!(RULES.look(spread.as_ref(), 5 * 61_000), Admission::Closed);
+    }
+
+    #[test]
+    fn after_the_cooldown_one_trial_goes_through() {
+        let open = fail_times(3, 0);
+        let now = 12_500;
+        assert_eq!(RULES.look(open.as_ref(), now), Admission::Trial);
+        let trying = RULES.admitted(open, now);
+        // A second caller during the trial is refused for the trial's cooldown.
+        assert!(matches!(
+            RULES.look(trying.as_ref(), now + 1_000),
+            Admission::Open {
+                retry_after_secs: 9,
+                ..
+            }
+        ));
+        // The trial fails: open again from now.
+        let reopened = RULES.failed(trying, KEY, "still broken", now + 2_000);
+        assert_eq!(
+            RULES.look(Some(&reopened), now + 3_000),
+            Admission::Open {
+                reason: "still broken".into(),
+                retry_after_secs: 9
+            }
+        );
+        // A trial whose host died stops blocking after a cooldown.
+        let stuck = RULES.admitted(Some(reopened), now + 12_000);
+        assert_eq!(RULES.look(stuck.as_ref(), now + 22_001), Admission::Trial);
+    }
+}

@@ -1,0 +1,128 @@
+//! Paid commands' circuit breakers (see services/payments/breaker.rs): one row per command
+//! that failed lately; none for a command that is well.
+
+use super::sql::{Row, args};
+use super::{Store, StoreError};
+
+/// One command's breaker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Breaker {
+    pub agent_id: String,
+    pub command: String,
+    /// Failures counted in the window that began at `window_start` (ms).
+    pub failures: u32,
+    pub window_start: i64,
+    /// Set while the breaker is open: paid calls are refused until a trial succeeds.
+    pub opened_at: Option<i64>,
+    /// When the half-open trial now under way was let through.
+    pub trial_at: Option<i64>,
+    /// The last failure's reason, as shown to payers and the owner.
+    pub reason: String,
+}
+
+const COLUMNS: &str = "agent_id, command, failures, window_start, opened_at, trial_at, reason";
+
+fn breaker(row: &Row) -> Result<Breaker, StoreError> {
+    Ok(Breaker {
+        agent_id: row.get(0)?,
+        command: row.get(1)?,
+        failures: row.get::<i64>(2)?.clamp(0, u32::MAX as i64) as u32,
+        window_start: row.get(3)?,
+        opened_at: row.get(4)?,
+        trial_at: row.get(5)?,
+        reason: row.get(6)?,
+    })
+}
+
+impl Store {
+    pub async fn breaker(&self, agent_id: &str, command: &str) -> Result<Option<Breaker>, StoreError> {
+        let (agent_id, command) = (agent_id.to_string(), command.to_string());
+        self.read(move |db| {
+            db.query_opt(
+                &format!("SELECT {COLUMNS} FROM command_breakers WHERE agent_id = ?1 AND command = ?2"),
+                args![&agent_id, &command],
+            )?
+            .map(|row| breaker(&row))
+            .transpose()
+        })
+        .await
+    }
+
+    /// The open breakers of an account's agents.
+    pub async fn open_breakers(&self, account_id: &str) -> Result<Vec<Breaker>, StoreError> {
+        let account_id = account_id.to_string();
+        self.read(move |db| {
+            db.query(
+                &format!(
+                    "SELECT b.{} FROM command_breakers b JOIN agents g ON g.id = b.agent_id
+                     WHERE g.account_id = ?1 AND b.opened_at IS NOT NULL ORDER BY b.agent_id, b.command",
+                    COLUMNS.replace(", ", ", b.")
+                ),
+                args![account_id],
+            )?
+            .iter()
+            .map(breaker)
+            .collect()
+        })
+        .await
+    }
+
+    /// The open breakers of one agent's commands.
+    pub async fn open_breakers_of_agent(&self, agent_id: &str) -> Result<Vec<Breaker>, StoreError> {
+        let agent_id = agent_id.to_string();
+        self.read(move |db| {
+            db.query(
+                &format!(
+                    "SELECT {COLUMNS} FROM command_breakers WHERE agent_id = ?1 AND opened_at IS NOT NULL ORDER BY command"
+                ),
+                args![agent_id],
+            )?
+            .iter()
+            .map(breaker)
+            .collect()
+        })
+        .await
+    }
+
+    /// Replaces a command's breaker with what `next` makes of it (None: no breaker),
+    /// serialized with every other change to it, on every host; `next`'s verdict is returned.
+    pub async fn update_breaker<T, F>(&self, agent_id: &str, command: &str, next: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(Option<Breaker>) -> (Option<Breaker>, T) + Send + 'static,
+    {
+        let (agent_id, command) = (agent_id.to_string(), command.to_string());
+        self.write(move |db| {
+            db.serialize(&format!("breaker:{agent_id}:{command}"))?;
+            let now = db
+                .query_opt(
+                    &format!("SELECT {COLUMNS} FROM command_breakers WHERE agent_id = ?1 AND command = ?2"),
+                    args![&agent_id, &command],
+                )?
+                .map(|row| breaker(&row))
+                .transpose()?;
+            let had = now.is_some();
+            let (next, verdict) = next(now);
+            match &next {
+                None if had => {
+                    db.execute(
+                        "DELETE FROM command_breakers WHERE agent_id = ?1 AND command = ?2",
+                        args![&agent_id, &command],
+                    )?;
+                }
+                None => {}
+                Some(b) => {
+                    db.execute(
+                        "INSERT INTO command_breakers (agent_id, command, failures, window_start, opened_at, trial_at, reason)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                         ON CONFLICT (agent_id, command) DO UPDATE SET failures = ?3, window_start = ?4,
+                             opened_at = ?5, trial_at = ?6, reason = ?7",
+                        args![&agent_id, &command, b.failures as i64, b.window_start, b.opened_at, b.trial_at, &b.reason],
+                    )?;
+                }
+            }
+            Ok(verdict)
+        })
+        .await
+    }
+}
