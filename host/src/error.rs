@@ -281,8 +281,8 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// A JSON body. A wrong content type, malformed JSON or a field of the wrong type is a
-/// 400 `validation_error` naming the field; a body over the limit is a 413. An empty
+/// A JSON object body. A wrong content type, malformed JSON, another kind of JSON value or
+/// a field of the wrong type is a 400 `validation_error` naming the field; a body over the limit is a 413. An empty
 /// body without a content type reads as `{}`, for endpoints whose fields are optional.
 pub struct ApiJson<T>(pub T);
 
@@ -299,6 +299,15 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
                 return Err(ApiError::validation("Content-Type must be application/json"));
             }
         };
+        // Every body of the API is an object; serde would also read a struct from an
+        // array of its fields in order (`[null, null]`), which no client means.
+        if body
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|b| *b != b'{')
+        {
+            return Err(ApiError::validation("Invalid request body: must be a JSON object"));
+        }
         decode_json(body).map(ApiJson)
     }
 }

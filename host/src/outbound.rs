@@ -367,11 +367,6 @@ impl Outbound {
         if !self.policy.allowed_hosts.iter().any(|p| p.matches(&host, port)) {
             return Err(OutboundError::Denied(format!("{host} is not allowed by this server")));
         }
-        if !self.policy.port_allowed(&host, port) {
-            return Err(OutboundError::Denied(format!(
-                "port {port} is not allowed by this server"
-            )));
-        }
         if let Ok(ip) = host.parse::<IpAddr>()
             && self.policy.refuses(&host, Some(port), ip)
         {
@@ -395,6 +390,12 @@ impl Outbound {
         {
             return Err(OutboundError::Denied(format!(
                 "{host}:{port} is not an allowed private address"
+            )));
+        }
+        // After the address checks: an internal address is refused for what it is.
+        if !self.policy.port_allowed(&host, port) {
+            return Err(OutboundError::Denied(format!(
+                "port {port} is not allowed by this server"
             )));
         }
         Ok(())

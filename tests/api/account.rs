@@ -85,6 +85,14 @@ async fn keys_are_made_listed_and_revoked_by_their_account() {
         .map(|k| &k["name"])
         .collect();
     assert!(names.contains(&&json!("Telegram bot")), "{listed}");
+    // The fields in order, as an array, are not an object (serde alone would take them).
+    let array = post_json(&fx.url("/v1/account/keys"), Some(&fx.key), &json!([null, null])).await;
+    assert_eq!(
+        (array.status, array.error_code()),
+        (400, "validation_error".to_string()),
+        "{}",
+        array.text
+    );
     for bad in ["x".repeat(65), "line\nbreak".to_string()] {
         let reply = post_json(&fx.url("/v1/account/keys"), Some(&fx.key), &json!({ "name": bad })).await;
         assert_eq!(

@@ -335,7 +335,7 @@ async fn the_environment_proxy_is_never_used_for_plugins() {
     // A name no rule refuses by itself that resolves to loopback: this machine's own name
     // (its /etc/hosts maps it), standing for an internal name in the operator's DNS.
     let name = std::fs::read_to_string("/etc/hostname").unwrap().trim().to_string();
-    let resolved: Vec<std::net::SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(&(name.as_str(), 1))
+    let resolved: Vec<std::net::SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(&(name.as_str(), 80))
         .map(Iterator::collect)
         .unwrap_or_default();
     assert!(
@@ -344,11 +344,12 @@ async fn the_environment_proxy_is_never_used_for_plugins() {
     );
     let key = env.account_with_key("alice", "pro");
     env.apply_agent(
-        &probe_agent("prober", &format!("allowed_hosts = [\"{name}:1\"]")),
+        &probe_agent("prober", &format!("allowed_hosts = [\"{name}\"]")),
         "alice",
     );
     let server = env.serve();
-    let url = format!("http://{name}:1/secret");
+    // Port 80: allowed, so what refuses it is the address the name resolves to.
+    let url = format!("http://{name}/secret");
     let reply = run(&server, &key, "prober", "probe", json!({"mode": "http", "url": url})).await;
     assert_eq!(reply.status, 500, "{}", reply.text);
     assert!(reply.error_message().contains("private, loopback"), "{}", reply.text);

@@ -458,3 +458,51 @@ async fn a_sqlite_deployment_moves_to_postgres_with_db_copy() {
     assert!(!again.status.success());
     assert!(again.stderr.contains("already holds data"), "{}", again.stderr);
 }
+
+/// Issue 28 item 10: the suite's cluster takes TLS only (scripts/postgres.sh), and this
+/// whole pass connects with `sslmode=verify-full`. Here, on a database of its own: the
+/// service's sessions are encrypted, a plaintext address is refused by the server, a
+/// certificate that does not chain to `sslrootcert` is refused, and `require` without a
+/// CA file encrypts without checking, as libpq does.
+#[tokio::test]
+async fn the_database_is_reached_over_verified_tls_only() {
+    let Some(cluster) = postgres::cluster() else {
+        eprintln!("TLS to PostgreSQL needs PostgreSQL: run with TEST_POSTGRES_URL (scripts/test.sh does)");
+        return;
+    };
+    assert!(cluster.contains("sslmode=verify-full"), "{cluster}");
+    let db = postgres::Database::create(&cluster);
+    let on = |url: &str| {
+        TestEnv::sqlite()
+            .with_env("AGENT_HOST_DATABASE_URL", url)
+            .with_env("AGENT_HOST_MASTER_KEY", MASTER_KEY)
+    };
+
+    let plain = on(&db.url.replace("sslmode=verify-full", "sslmode=disable")).cli(&["account", "create", "plain"]);
+    assert!(!plain.status.success(), "{}", plain.stdout);
+    assert!(plain.stderr.contains("no encryption"), "{}", plain.stderr);
+    let wrong_ca = db.url.replace("/ca.crt", "/server.crt"); // a certificate, not its CA
+    let refused = on(&wrong_ca).cli(&["account", "create", "trusting"]);
+    assert!(!refused.status.success(), "{}", refused.stdout);
+    assert!(
+        refused.stderr.to_lowercase().contains("certificate"),
+        "{}",
+        refused.stderr
+    );
+    let unchecked = db.url.split_once("sslmode=").unwrap().0.to_string() + "sslmode=require";
+    on(&unchecked).cli_json(&["account", "create", "unchecked"]);
+
+    let env = on(&db.url);
+    let key = env.account_with_key("acme", "free");
+    let server = env.serve();
+    assert_eq!(get(&server.url("/v1/account"), Some(&key)).await.status, 200);
+    let sessions = db.rows(
+        "SELECT s.ssl FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid)
+         WHERE a.datname = current_database() AND a.backend_type = 'client backend'",
+    );
+    assert!(sessions.len() >= 2, "the service's and this query's: {sessions:?}");
+    assert!(
+        sessions.iter().all(|row| row[0].as_deref() == Some("t")),
+        "{sessions:?}"
+    );
+}

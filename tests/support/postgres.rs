@@ -24,9 +24,12 @@ impl Database {
     pub fn create(admin: &str) -> Database {
         let name = format!("t_{}_{}", std::process::id(), super::unique());
         psql(admin, &format!("CREATE DATABASE {name}"));
-        let base = admin.rsplit_once('/').map_or(admin, |(base, _)| base);
+        // postgres://user@host:port/DATABASE?sslmode=...: the same address, another database.
+        let (address, query) = admin.split_once('?').map_or((admin, None), |(a, q)| (a, Some(q)));
+        let base = address.rsplit_once('/').map_or(address, |(base, _)| base);
+        let query = query.map(|q| format!("?{q}")).unwrap_or_default();
         Database {
-            url: format!("{base}/{name}"),
+            url: format!("{base}/{name}{query}"),
             name,
             admin: admin.to_string(),
         }

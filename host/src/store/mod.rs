@@ -23,6 +23,7 @@ mod postgres;
 mod rate;
 pub mod sql;
 mod sqlite;
+mod tls;
 mod wallets;
 
 pub use accounts::{AccountUsage, NewAccount};

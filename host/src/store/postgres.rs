@@ -30,11 +30,12 @@ impl Postgres {
     /// Connects (checking the address and credentials now, not at the first request) and
     /// brings the schema up to date.
     pub(super) async fn connect(url: &str, pool_size: usize) -> Result<Postgres, StoreError> {
-        let config = tokio_postgres::Config::from_str(url)
-            .map_err(|e| StoreError::Unavailable(format!("the database address is not valid: {e}")))?;
+        let invalid = |e: String| StoreError::Unavailable(format!("the database address is not valid: {e}"));
+        let (url, tls) = super::tls::from_address(url).map_err(invalid)?;
+        let config = tokio_postgres::Config::from_str(&url).map_err(|e| invalid(e.to_string()))?;
         let manager = Manager::from_config(
             config.clone(),
-            tokio_postgres::NoTls,
+            tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -51,6 +52,7 @@ impl Postgres {
             handle: Handle::current(),
             locks: LockSession {
                 config,
+                tls,
                 client: tokio::sync::Mutex::new(None),
             },
         };
@@ -111,6 +113,7 @@ impl Postgres {
 /// client pipelines them). Outside the pool, so it is never recycled under a held lock.
 struct LockSession {
     config: tokio_postgres::Config,
+    tls: super::tls::PgTls,
     client: tokio::sync::Mutex<Option<Arc<tokio_postgres::Client>>>,
 }
 
@@ -124,7 +127,7 @@ impl LockSession {
             // Its locks went with it; whoever held one is finishing without it.
             tracing::error!("the database session holding this host's locks was lost; opening another");
         }
-        let (client, connection) = self.config.connect(tokio_postgres::NoTls).await?;
+        let (client, connection) = self.config.connect(self.tls.clone()).await?;
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::warn!(error = %e, "the database lock session ended");
