@@ -29,6 +29,9 @@ fn fixture() -> &'static Fixture {
             outbound: Outbound::new(OutboundPolicy {
                 allowed_hosts: vec![],
                 private_exceptions: vec![],
+                allowed_ports: vec![80, 443],
+                own_addresses: vec![],
+                own_names: vec![],
                 max_response_bytes: 1024,
                 max_timeout: Duration::from_millis(100),
                 max_redirects: 0,
