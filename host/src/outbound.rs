@@ -170,7 +170,11 @@ pub fn own_addresses(public_base_url: Option<&str>) -> (Vec<IpAddr>, Vec<String>
     if let Some(url) = public_base_url.and_then(|u| Url::parse(u).ok())
         && let Some(host) = url.host_str()
     {
-        let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .trim_end_matches('.')
+            .to_ascii_lowercase();
         match host.parse::<IpAddr>() {
             Ok(ip) => addresses.push(ip),
             Err(_) => {
@@ -357,7 +361,12 @@ impl Outbound {
         let host = url
             .host_str()
             .ok_or_else(|| OutboundError::InvalidRequest("URL without a host".into()))?;
-        let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        // `name.` is the same host as `name`: one spelling for every rule below.
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .trim_end_matches('.')
+            .to_ascii_lowercase();
         let port = url.port_or_known_default().unwrap_or(80);
         if !allowed.iter().any(|p| p.matches(&host, port)) {
             return Err(OutboundError::Denied(format!(
@@ -627,6 +636,10 @@ mod tests {
         assert!(refusal("http://[::ffff:93.184.216.34]/").contains("own address"));
         assert!(refusal("https://[2606:4700::1111]/").contains("own address"));
         assert!(refusal("https://agents.example.com/v1/agents").contains("own name"));
+        assert!(
+            refusal("https://Agents.Example.com./v1/agents").contains("own name"),
+            "a trailing dot"
+        );
         assert!(refusal("http://93.184.216.35:8080/").contains("port 8080"));
         assert!(refusal("https://api.example.com:22/").contains("port 22"));
         assert!(out.check(&url("https://93.184.216.35/"), &all()).is_ok());

@@ -492,6 +492,14 @@ async fn the_database_is_reached_over_verified_tls_only() {
     let unchecked = db.url.split_once("sslmode=").unwrap().0.to_string() + "sslmode=require";
     on(&unchecked).cli_json(&["account", "create", "unchecked"]);
 
+    // The cluster's Unix socket (in the directory of its CA file), where TLS is never
+    // used: reached, whatever the TLS set-up.
+    let (address, query) = db.url.split_once('?').unwrap();
+    let dir = query.split("sslrootcert=").nth(1).unwrap().trim_end_matches("/ca.crt");
+    let port = address.rsplit_once(':').unwrap().1.split('/').next().unwrap();
+    let socket = format!("postgres://agent@{}:{port}/{}", dir.replace('/', "%2F"), db.name);
+    on(&socket).cli_json(&["account", "create", "local"]);
+
     let env = on(&db.url);
     let key = env.account_with_key("acme", "free");
     let server = env.serve();

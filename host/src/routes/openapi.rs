@@ -335,6 +335,7 @@ pub const OPERATIONS: &[Operation] = &[
             (429, "payer_cooling_off"),
             (500, "execution_error"),
             (500, "internal_error"),
+            (503, "service_unavailable"),
         ],
     },
     Operation {

@@ -327,11 +327,11 @@ async fn invoke(
     };
     // Admitted by the command's breaker (a half-open one lets this call through as its
     // trial), so its outcome below counts.
-    let mut trial = false;
+    let mut trial = None;
     if let Some(command) = command {
         match breaker::admit(&services.store, rules, &offer.agent.id, &command.def.name).await {
-            Ok(breaker::Admission::Trial) => trial = true,
-            Ok(admission) => {
+            Ok((breaker::Admission::Trial, at)) => trial = Some(at),
+            Ok((admission, _)) => {
                 if let Some(refusal) = admission.refusal(&command.def.name) {
                     return x402_error(refusal.into(), version);
                 }
@@ -342,8 +342,8 @@ async fn invoke(
     let settled = match payments::settle(services, &offer, &payment, purchase).await {
         Ok(settled) => settled,
         Err(err) => {
-            if let Some(command) = command.filter(|_| trial) {
-                breaker::release_trial(&services.store, &offer.agent.id, &command.def.name).await;
+            if let (Some(command), Some(at)) = (command, trial) {
+                breaker::release_trial(&services.store, &offer.agent.id, &command.def.name, at).await;
             }
             return refused(err);
         }
@@ -400,6 +400,7 @@ async fn invoke(
     // The command's breaker hears how it went: answered (its own refusal of the payer's
     // input included) closes it, a failure counts; a queued job tells it when it ends.
     let command_name = command.map(|c| c.def.name.as_str());
+    let counted = matches!(&outcome, Err(err) if breaker::counts(err));
     match &outcome {
         Ok((.., Some(_))) => {}
         Err(err) if !payments::payers_fault(err) => {}
@@ -463,7 +464,7 @@ async fn invoke(
         }
         Err(err) => {
             let err: ApiError = err.into();
-            if let Some(name) = command_name {
+            if let Some(name) = command_name.filter(|_| counted) {
                 breaker::failed(&services.store, rules, &agent.id, name, &err.message).await;
             }
             let refund = settled.refund(services, &err.message).await;

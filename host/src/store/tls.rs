@@ -217,8 +217,10 @@ where
     type Error = io::Error;
 
     fn make_tls_connect(&mut self, host: &str) -> Result<PgTlsConnect, io::Error> {
+        // Asked for every connection, a Unix socket's too (host ""), which never uses TLS:
+        // a host that is no server name is an error only if a handshake is tried.
         let name = ServerName::try_from(host.to_string())
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{host}: {e}")))?;
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("'{host}': {e}")));
         Ok(PgTlsConnect {
             config: self.config.clone(),
             name,
@@ -228,7 +230,7 @@ where
 
 pub(super) struct PgTlsConnect {
     config: Arc<ClientConfig>,
-    name: ServerName<'static>,
+    name: io::Result<ServerName<'static>>,
 }
 
 impl<S> TlsConnect<S> for PgTlsConnect
@@ -242,7 +244,7 @@ where
     fn connect(self, stream: S) -> Self::Future {
         Box::pin(async move {
             let connector = tokio_rustls::TlsConnector::from(self.config);
-            Ok(PgTlsStream(connector.connect(self.name, stream).await?))
+            Ok(PgTlsStream(connector.connect(self.name?, stream).await?))
         })
     }
 }

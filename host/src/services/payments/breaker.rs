@@ -26,16 +26,13 @@ pub enum Admission {
 }
 
 impl Admission {
-    /// The refusal of an open breaker, for the payer.
+    /// The refusal of an open breaker, for the payer: when to come back, not why (the
+    /// last failure's words may hold another payer's input or an upstream's answer; they
+    /// are the owner's to read).
     pub fn refusal(&self, command: &str) -> Option<ServiceError> {
         match self {
-            Admission::Open {
-                reason,
-                retry_after_secs,
-            } => Some(ServiceError::Unavailable {
-                message: format!(
-                    "/{command} is paused after repeated failures (last: {reason}); no payment was taken, try again later"
-                ),
+            Admission::Open { retry_after_secs, .. } => Some(ServiceError::Unavailable {
+                message: format!("/{command} is paused after repeated failures; no payment was taken, try again later"),
                 retry_after_secs: *retry_after_secs,
             }),
             _ => None,
@@ -127,18 +124,27 @@ impl Rules {
 
 /// Before a payment is settled: admits the call (taking the one trial of a half-open
 /// breaker) or says why not.
-pub async fn admit(store: &Store, rules: Rules, agent_id: &str, command: &str) -> Result<Admission, StoreError> {
+/// A trial is marked with the time it was let through, which releases it.
+pub async fn admit(store: &Store, rules: Rules, agent_id: &str, command: &str) -> Result<(Admission, i64), StoreError> {
     let now = crate::clock::now_ms();
     let before = store.breaker(agent_id, command).await?;
     if before.as_ref().is_none_or(|b| b.opened_at.is_none()) {
-        return Ok(Admission::Closed);
+        return Ok((Admission::Closed, now));
     }
-    store
+    let admission = store
         .update_breaker(agent_id, command, move |breaker| {
             let admission = rules.look(breaker.as_ref(), now);
             (rules.admitted(breaker, now), admission)
         })
-        .await
+        .await?;
+    Ok((admission, now))
+}
+
+/// Whether a paid call's failure is the command's, so its breaker counts it: it failed,
+/// timed out or its model was down. A run that never started (no plugin slot free) or a
+/// fault of this host is not the command's, and must not let anyone pause it by load.
+pub fn counts(err: &ServiceError) -> bool {
+    matches!(err, ServiceError::Execution(_) | ServiceError::Model(_))
 }
 
 /// What a price request sees: the breaker as it stands.
@@ -210,9 +216,16 @@ pub async fn job_answered(store: &Store, job_id: &str) {
     }
 }
 
-/// A trial that never ran (its payment was refused): the next call may try instead.
-pub async fn release_trial(store: &Store, agent_id: &str, command: &str) {
-    let release = |breaker: Option<Breaker>| (breaker.map(|b| Breaker { trial_at: None, ..b }), ());
+/// A trial that never ran (its payment was refused): the next call may try instead. Only
+/// this trial's mark (`at`) is cleared, never a later trial's.
+pub async fn release_trial(store: &Store, agent_id: &str, command: &str, at: i64) {
+    let release = move |breaker: Option<Breaker>| {
+        let released = breaker.map(|b| match b.trial_at {
+            Some(mark) if mark == at => Breaker { trial_at: None, ..b },
+            _ => b,
+        });
+        (released, ())
+    };
     if let Err(err) = store.update_breaker(agent_id, command, release).await {
         tracing::error!(agent = agent_id, command, "could not release a breaker's trial: {err}");
     }

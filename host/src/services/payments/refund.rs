@@ -168,7 +168,8 @@ pub async fn refund_failed_job(services: &Services, job_id: &str, why: &str, cod
             return;
         }
     };
-    if let Some(command) = &payment.command {
+    // A job that could not start or that this host failed is not the command's failure.
+    if let Some(command) = payment.command.as_ref().filter(|_| code != "internal_error") {
         let rules = super::breaker::Rules::of(&services.settings);
         super::breaker::failed(&services.store, rules, &payment.agent_id, command, why).await;
     }
