@@ -1,4 +1,4 @@
-//! x402 payment verification without the chain round trip (DESIGN §5: under 1 ms):
+//! x402 payment verification without the chain round trip (target: under 1 ms, see BENCHMARKS.md):
 //! decode the payment header, then every local rule and signature check, for a Base
 //! EIP-3009 authorization and for a Solana transaction in the standard x402 form; each in
 //! version 1 (`X-PAYMENT`) and version 2 (`PAYMENT-SIGNATURE`, whose `accepted`

@@ -97,7 +97,12 @@ fn handlers(c: &mut Criterion) {
         // Compile and warm the instance slots first.
         rt.block_on(async {
             for _ in 0..200 {
-                setup.runtime.execute(make_run(&setup, handler).await).await.unwrap();
+                setup
+                    .runtime
+                    .execute(make_run(&setup, handler).await)
+                    .await
+                    .result
+                    .unwrap();
             }
         });
         let samples = Arc::new(Mutex::new(Vec::with_capacity(200_000)));
@@ -109,7 +114,7 @@ fn handlers(c: &mut Criterion) {
                     for _ in 0..iters {
                         let run = make_run(setup, handler).await;
                         let started = Instant::now();
-                        setup.runtime.execute(run).await.unwrap();
+                        setup.runtime.execute(run).await.result.unwrap();
                         let took = started.elapsed();
                         total += took;
                         samples.lock().unwrap().push(took);

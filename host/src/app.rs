@@ -23,7 +23,7 @@ use crate::plugins::{HostServices, PluginRuntime, RuntimeLimits};
 use crate::routes::AppState;
 use crate::secrets::MasterKey;
 use crate::services::rate_limit::{AuthThrottle, Limiter, X402Limiter};
-use crate::services::{Services, jobs, payments};
+use crate::services::{Services, jobs, recovery};
 use crate::store::Store;
 
 /// The outbound HTTP guard, from the operator's settings.
@@ -119,7 +119,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
     let outbound = outbound(&settings, &master)?;
     let x = X::new(
         &settings.social_api_base,
-        Duration::from_millis(settings.outbound_timeout_ms.max(30_000)),
+        Duration::from_millis(settings.social_timeout_ms),
     );
     let telegram = Telegram::new(
         &settings.chatapp_api_base,
@@ -161,7 +161,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
 }
 
 fn chains(settings: &Settings) -> anyhow::Result<Chains> {
-    let rpc_timeout = Duration::from_millis(settings.chain_rpc_timeout_ms.max(1));
+    let rpc_timeout = Duration::from_millis(settings.chain_rpc_timeout_ms);
     let solana = SolanaChain::new(&SolanaConfig {
         rpc_url: settings.solana_rpc_url.clone(),
         usdc_mint: settings.solana_usdc_mint.clone(),
@@ -294,17 +294,10 @@ impl Server {
         if let Err(e) = crate::services::plugins::upgrade(&state.services).await {
             tracing::error!(error = %e, "could not upgrade the recorded plugins");
         }
-        match jobs::recover(&state.services, true).await {
-            Ok((0, 0)) => {}
-            Ok((resumed, failed)) => tracing::info!(resumed, failed, "jobs recovered after a restart"),
-            Err(e) => tracing::error!(error = %e, "could not recover jobs"),
-        }
-        // Transfers, then payments, cut off by a crash or stuck: checked against the chain
-        // now and then, in the background (an unreachable node must not delay serving).
-        let recovery = tokio::spawn(payments::recovery::run_periodically(
-            (*state.services).clone(),
-            stop_rx.clone(),
-        ));
+        recovery::at_start(&state.services).await;
+        // Jobs, transfers and payments cut off by a crash or stuck: checked against the
+        // chain now and then, in the background (an unreachable node must not delay serving).
+        let recovery = tokio::spawn(recovery::run_periodically((*state.services).clone(), stop_rx.clone()));
         let mut servers = tokio::task::JoinSet::new();
         for listener in listeners {
             let router = router.clone();

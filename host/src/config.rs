@@ -1,8 +1,8 @@
 //! Settings: defaults, then `agent-host.toml` in the data dir, then `AGENT_HOST_*`
-//! environment variables (env wins), then command-line flags. The README lists each one.
+//! environment variables (env wins), then command-line flags. docs/configuration.md lists each one.
 //!
 //! Each setting is declared once, in `settings!` below: its name, type, default, range and
-//! meaning. The struct, the file and environment loader and the reference the README is
+//! meaning. The struct, the file and environment loader and the reference docs/configuration.md is
 //! checked against all come from that one line. A value that does not parse, or lies
 //! outside its range, stops the start with a message naming the setting.
 
@@ -13,7 +13,7 @@ use crate::domain::RateLimits;
 pub const SETTINGS_FILE: &str = "agent-host.toml";
 pub const ENV_PREFIX: &str = "AGENT_HOST_";
 
-/// A setting as the README documents it.
+/// A setting as docs/configuration.md documents it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SettingDoc {
     /// The key in `agent-host.toml`; empty for environment-only settings.
@@ -207,7 +207,7 @@ macro_rules! settings {
             $(pub $field: $ty,)*
         }
 
-        /// Every setting, as the README lists it (checked by a test).
+        /// Every setting, as docs/configuration.md lists it (checked by a test).
         pub fn reference() -> Vec<SettingDoc> {
             let mut docs = vec![
                 SettingDoc {
@@ -310,6 +310,8 @@ settings! {
     social_api_base: String = "https://api.x.com", "X API base URL";
     social_client_id: Option<String> = "", "the server's X app OAuth 2.0 client id; posting needs it";
     social_client_secret: Option<Secret> = "", "the X app's client secret (confidential clients)";
+    social_timeout_ms: u64 = "30000" [1 ..= 600000],
+        "longest request to the X API (media uploads are slower than other calls)";
     social_media_max_bytes: u64 = "67108864" [1 ..= 1073741824], "largest media file fetched for a post";
     chain_rpc_timeout_ms: u64 = "15000" [1 ..= 600000], "longest JSON-RPC request to a chain node";
     solana_rpc_url: String = "https://api.mainnet-beta.solana.com", "Solana JSON-RPC endpoint";

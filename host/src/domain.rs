@@ -32,7 +32,7 @@ impl Plan {
         }
     }
 
-    /// The spec's numbers; enterprise has none of its own (set per account).
+    /// The API's numbers; enterprise has none of its own (set per account).
     pub fn default_limits(self) -> Option<RateLimits> {
         match self {
             Plan::Free => Some(RateLimits {
@@ -68,7 +68,7 @@ pub struct Account {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KeyScope {
-    /// The spec's agent endpoints, except moving money: chat, commands, chat-app, social,
+    /// The API's agent endpoints, except moving money: chat, commands, chat-app, social,
     /// wallet balance.
     Use,
     /// `use`, and USDC transfers out of the agent's wallets.

@@ -264,6 +264,8 @@ fn x402_error(e: X402Error) -> ApiError {
             ApiError::new(S::TOO_MANY_REQUESTS, "payer_cooling_off", message)
                 .with_header(axum::http::header::RETRY_AFTER, HeaderValue::from(retry_after_secs))
         }
+        X402Error::CommandNotOffered(_) => ApiError::new(S::NOT_FOUND, "command_not_found", message),
+        X402Error::AnswerNotRecorded => ApiError::internal(message),
         X402Error::SettlementPending(_) => ApiError::internal(format!(
             "{message}; the payment is recorded and will be settled or refunded shortly"
         )),

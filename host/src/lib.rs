@@ -2,6 +2,8 @@
 //! {routes, cli} → services → {store, plugins, chains, llm, clients}; both entry points show records through `views`.
 
 pub mod app;
+#[cfg(test)]
+mod architecture;
 pub mod chains;
 pub mod cli;
 pub mod clients;

@@ -86,7 +86,23 @@ const SEALED_V1: u8 = 1;
 )]
 pub struct OpenError;
 
+fn agent_purpose(agent_id: &str, kind: &str) -> String {
+    format!("agent:{agent_id}:{kind}")
+}
+
 impl MasterKey {
+    /// Seals `secret` as the agent's `kind` secret (a bot token, a wallet key): the agent
+    /// and kind are the associated data, so a record moved to another agent or kind does
+    /// not open.
+    pub fn seal_for_agent(&self, agent_id: &str, kind: &str, secret: &[u8]) -> Vec<u8> {
+        self.seal(&agent_purpose(agent_id, kind), secret)
+    }
+
+    /// Opens what [`MasterKey::seal_for_agent`] made for the same agent and kind.
+    pub fn open_for_agent(&self, agent_id: &str, kind: &str, sealed: &[u8]) -> Result<Vec<u8>, OpenError> {
+        self.open(&agent_purpose(agent_id, kind), sealed)
+    }
+
     pub fn seal(&self, associated: &str, plaintext: &[u8]) -> Vec<u8> {
         let cipher = XChaCha20Poly1305::new(self.0.as_slice().into());
         let mut nonce = [0u8; 24];

@@ -186,7 +186,7 @@ pub fn transfer(t: &TransferRecord, chains: &Chains) -> Value {
 
 pub fn payment(p: &PaymentRecord, chains: &Chains) -> Value {
     json!({
-        "id": p.id, "network": p.network, "state": p.state, "command": p.command,
+        "id": p.id, "network": p.network, "state": p.state.as_str(), "command": p.command,
         "x402Version": p.x402_version,
         "receipt": {
             "amountPaidMicroUsdc": p.amount.0,
@@ -202,7 +202,7 @@ pub fn payment(p: &PaymentRecord, chains: &Chains) -> Value {
     })
 }
 
-/// A job as its owner lists it: the status the spec defines is at `/jobs/{id}`.
+/// A job as its owner lists it: the status the API defines is at `/jobs/{id}`.
 pub fn job(j: &JobRecord) -> Value {
     json!({
         "id": j.id, "command": j.command, "origin": j.origin, "state": j.state.as_str(),

@@ -64,7 +64,7 @@ async fn keys_are_made_listed_and_revoked_by_their_account() {
     );
     assert_eq!(row["name"], Value::Null, "no name given");
 
-    // Issue 28 item 9: a name tells keys apart in the list.
+    // A name tells keys apart in the list.
     let named = post_json(
         &fx.url("/v1/account/keys"),
         Some(&fx.key),
@@ -508,7 +508,7 @@ async fn one_account_never_reaches_anothers_records() {
             let reply = keyed(method.clone(), &url, &bob, Some(&body)).await;
             assert_eq!(reply.status, 404, "{method} {kind}: {}", reply.text);
         }
-        // The spec's keyed routes on Alice's agent, with Bob's key that may do all of them.
+        // The API's keyed routes on Alice's agent, with Bob's key that may do all of them.
         let keyed_calls = [
             (reqwest::Method::POST, "/chat", json!({ "message": "hi" })),
             (reqwest::Method::GET, "/commands", json!(null)),
@@ -533,7 +533,7 @@ async fn one_account_never_reaches_anothers_records() {
         for (method, path, body) in keyed_calls {
             let body = Some(&body).filter(|b| !b.is_null());
             let url = |agent: &str| server.url(&format!("/v1/agents/{agent}{path}"));
-            // Exactly what an agent that does not exist answers (a 404, the spec's code).
+            // Exactly what an agent that does not exist answers (a 404, the API's code).
             let reply = keyed(method.clone(), &url(target), &bob, body).await;
             let missing = keyed(method.clone(), &url("no-such-agent"), &bob, body).await;
             assert_eq!(reply.status, 404, "{method} {path}: {}", reply.text);

@@ -46,7 +46,7 @@ async fn another_accounts_agent_is_indistinguishable_from_a_missing_one() {
         let theirs = post_json(&fx.url(&format!("/v1/agents/{bobs_agent}/{path}")), Some(&fx.key), body).await;
         let none = post_json(&fx.url(&format!("/v1/agents/{missing}/{path}")), Some(&fx.key), body).await;
         assert_eq!((theirs.status, none.status), (404, 404), "{path}");
-        // The spec answers a missing agent on chatapp/send with chatapp_not_configured.
+        // The API answers a missing agent on chatapp/send with chatapp_not_configured.
         let expected = if *path == "chatapp/send" {
             "chatapp_not_configured"
         } else {
@@ -145,7 +145,7 @@ async fn command_list_shows_the_manifest_and_filters_by_integration() {
     assert!(bad.error_message().contains("integration"));
 }
 
-/// Issue 28 item 10: a browser on an origin the operator lists may call the keyed API
+/// A browser on an origin the operator lists may call the keyed API
 /// (preflight answered, the rate headers readable); any other origin, and every origin by
 /// default, gets no CORS permission.
 #[tokio::test]

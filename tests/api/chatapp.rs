@@ -598,7 +598,7 @@ async fn inbound_bot(env: TestEnv, account_args: &[&str]) -> (Bot, String) {
     (bot, secret)
 }
 
-/// Issue 28, item 3: each chat has its limits, and the owner's plan limits count its bots'
+/// Each chat has its limits, and the owner's plan limits count its bots'
 /// updates too; past them the chat is told once to slow down, not left in silence.
 #[tokio::test(flavor = "multi_thread")]
 async fn inbound_updates_count_against_the_chat_and_the_owner() {
@@ -636,7 +636,7 @@ async fn inbound_updates_count_against_the_chat_and_the_owner() {
     assert_eq!(listed.status, 429, "{}", listed.text);
 }
 
-/// Issue 28, item 3: a disabled bot's updates are dropped before any work (no command, no
+/// A disabled bot's updates are dropped before any work (no command, no
 /// chat with the model), and the secret is checked before the body is read.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_disabled_bots_updates_are_dropped_and_the_secret_comes_first() {
@@ -684,7 +684,7 @@ async fn a_disabled_bots_updates_are_dropped_and_the_secret_comes_first() {
     assert_eq!(reply.status, 400, "{}", reply.text);
 }
 
-/// Issue 28, item 9: a provider's own words (they can carry the operator's account
+/// A provider's own words (they can carry the operator's account
 /// details) never reach a chat's user; the reply says what kind of failure it was.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_providers_words_never_reach_the_chat() {

@@ -92,7 +92,7 @@ async fn an_account_holder_does_it_all_in_the_browser() {
         .env("PAYER", &payer_address)
         .env("NOTES_WASM", plugin_path("notes"))
         .env("CHROMIUM", &chromium);
-    // CONSOLE_SCREENSHOTS=docs/console refreshes the README's pictures.
+    // CONSOLE_SCREENSHOTS=docs/console refreshes the pictures of docs/console.md.
     if let Ok(dir) = std::env::var("CONSOLE_SCREENSHOTS") {
         run.env("SCREENSHOTS", dir);
     }

@@ -1,6 +1,6 @@
 //! A running server keeps keys and agents in memory (store/cache.rs), yet serves every
 //! write made elsewhere within the stated bound: three check intervals, 0.3 s by default.
-//! These tests allow one second, the promise the README makes.
+//! These tests allow one second, the promise docs/api.md makes.
 
 use std::time::Duration;
 

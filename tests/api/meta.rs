@@ -112,7 +112,7 @@ async fn every_response_is_json() {
     }
 }
 
-/// Issue 28 item 9: API answers, errors included, are never sniffed, run or framed by a
+/// API answers, errors included, are never sniffed, run or framed by a
 /// browser; the console keeps its own page policy.
 #[tokio::test]
 async fn api_answers_carry_nosniff_and_a_deny_all_policy() {

@@ -51,7 +51,7 @@ fn threads(server: &TestServer) -> usize {
         .unwrap()
 }
 
-/// Item 8: a component with several memories, each under the cap, cannot together take
+/// A component with several memories, each under the cap, cannot together take
 /// more than one instance's memory budget.
 #[tokio::test(flavor = "multi_thread")]
 async fn memory_is_capped_for_the_whole_instance() {
@@ -108,7 +108,7 @@ plugin = "{}"
     assert_eq!(response(&run(&server, &key, "hogs", "small", json!({})).await), "grew");
 }
 
-/// Item 9: a job reporting progress in a tight loop costs a few writes a second, not a
+/// A job reporting progress in a tight loop costs a few writes a second, not a
 /// blocking thread per report; the job ends on time and others are served meanwhile.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_progress_flood_is_coalesced() {
@@ -172,7 +172,7 @@ async fn a_progress_flood_is_coalesced() {
     );
 }
 
-/// Item 10: one account's long runs hold at most its share of the slots, and short
+/// One account's long runs hold at most its share of the slots, and short
 /// commands keep theirs: another tenant's `simple_text` answers while they run.
 #[tokio::test(flavor = "multi_thread")]
 async fn one_tenant_cannot_hold_every_plugin_slot() {
@@ -227,7 +227,7 @@ async fn one_tenant_cannot_hold_every_plugin_slot() {
     );
 }
 
-/// Item 11: the manifest is taken once, when the agent is applied; a request never runs
+/// The manifest is taken once, when the agent is applied; a request never runs
 /// `manifest()`, so a component whose `manifest()` turns hostile later still just runs.
 #[tokio::test(flavor = "multi_thread")]
 async fn manifest_is_never_called_on_a_request_path() {
@@ -279,7 +279,7 @@ async fn manifest_is_never_called_on_a_request_path() {
     }
 }
 
-/// Item 12: an embedded-model generation stops when the plugin that asked for it is
+/// An embedded-model generation stops when the plugin that asked for it is
 /// killed, and generations queue within a bound: the agent's chat still answers.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_killed_plugins_generation_stops() {
@@ -316,7 +316,7 @@ async fn a_killed_plugins_generation_stops() {
     );
 }
 
-/// Item 13: the operator's HTTP_PROXY is never used for plugin requests: the proxy would
+/// The operator's HTTP_PROXY is never used for plugin requests: the proxy would
 /// resolve names itself and the address check would never run.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_environment_proxy_is_never_used_for_plugins() {
@@ -361,7 +361,7 @@ async fn the_environment_proxy_is_never_used_for_plugins() {
     );
 }
 
-/// Item 14: a plugin's log text stays one line: it cannot forge the host's own lines.
+/// A plugin's log text stays one line: it cannot forge the host's own lines.
 #[tokio::test(flavor = "multi_thread")]
 async fn plugin_log_lines_cannot_forge_host_lines() {
     let env = TestEnv::new().with_env("AGENT_HOST_LOG", "warn,plugin=info");
@@ -380,7 +380,7 @@ async fn plugin_log_lines_cannot_forge_host_lines() {
     assert!(!log.contains("\x1b[2K"), "no escape sequence reaches the terminal");
 }
 
-/// Item 15: components past the size limit are refused before anything compiles them.
+/// Components past the size limit are refused before anything compiles them.
 #[test]
 fn oversized_components_are_refused() {
     let env = TestEnv::new();
@@ -420,7 +420,7 @@ fn oversized_components_are_refused() {
     );
 }
 
-/// Item 15: IPv6 spellings of internal IPv4 addresses are refused like the addresses.
+/// IPv6 spellings of internal IPv4 addresses are refused like the addresses.
 #[tokio::test(flavor = "multi_thread")]
 async fn ipv6_forms_of_internal_addresses_are_refused() {
     let env = TestEnv::new();
@@ -436,7 +436,7 @@ async fn ipv6_forms_of_internal_addresses_are_refused() {
     }
 }
 
-/// Item 15: a custom plugin reaches the host's LLM only when its command grants it, and
+/// A custom plugin reaches the host's LLM only when its command grants it, and
 /// never asks for more tokens than the operator allows.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_llm_is_granted_per_command_and_capped() {
@@ -462,7 +462,7 @@ async fn the_llm_is_granted_per_command_and_capped() {
     assert_eq!(asked, 50, "capped at the operator's plugin_llm_max_tokens");
 }
 
-/// Item 15: a command's key-value store is named by the agent manifest (the command), so a
+/// A command's key-value store is named by the agent manifest (the command), so a
 /// component cannot claim another's by giving itself the same name.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_component_cannot_claim_another_commands_store() {
@@ -559,7 +559,7 @@ fn memory_kb(server: &TestServer, field: &str) -> u64 {
         .unwrap()
 }
 
-/// Issue 28, item 1: what a plugin makes the host hold through wasi:http (header fields,
+/// What a plugin makes the host hold through wasi:http (header fields,
 /// bodies, unread responses) counts against its run's memory budget, at run and in
 /// `manifest()`: each hoarder ends in the same memory failure as a linear-memory hog, the
 /// server's peak memory stays within the budgets of the runs at once, and another tenant is
@@ -670,7 +670,7 @@ async fn wasi_http_resources_count_against_the_run_memory() {
     assert_eq!(response(&echo), "probe ok: after", "{}", echo.text);
 }
 
-/// Issue 28, item 6: a plugin's use of the language model is bounded per run (calls, prompt
+/// A plugin's use of the language model is bounded per run (calls, prompt
 /// characters, tokens asked for) and per account across runs; past either, the plugin is
 /// told why (its typed `unavailable` failure) and the provider is not asked.
 #[tokio::test(flavor = "multi_thread")]

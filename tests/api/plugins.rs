@@ -260,7 +260,7 @@ async fn prompt_reports_provider_failures_as_execution_errors() {
     let reply = run(&server, &key, "poet", "haiku", json!({"parameters": {"topic": "rain"}})).await;
     assert_eq!(reply.status, 500);
     assert_eq!(reply.error_code(), "execution_error");
-    // Issue 28, item 9: the provider's own words (they can carry the operator's account
+    // The provider's own words (they can carry the operator's account
     // details) reach neither the plugin nor the caller; the owner's log of the run has them.
     assert!(
         reply.error_message().contains("refused the request (HTTP 503)")

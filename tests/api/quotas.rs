@@ -1,4 +1,4 @@
-//! Issue 28, item 4: what one account may keep is bounded (agents, commands per agent,
+//! What one account may keep is bounded (agents, commands per agent,
 //! key-value bytes across its plugins), `GET /v1/account` shows each quota with its use,
 //! and a plugin's own words are cut to a stated length wherever they are kept or echoed.
 

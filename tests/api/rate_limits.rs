@@ -210,7 +210,7 @@ async fn x402_requests_are_limited_per_client_address() {
     let keyed = get(&server.url("/v1/agents/seller/commands"), Some(&key)).await;
     assert_eq!(keyed.status, 404, "another account's agent; not a 429: {}", keyed.text);
 
-    // Issue 28, item 9: an IPv6 client is its /64, whichever of its addresses it uses.
+    // An IPv6 client is its /64, whichever of its addresses it uses.
     for address in ["2001:db8:7:7::1", "2001:db8:7:7:ffff::9", "2001:db8:7:7:1:2:3:4"] {
         assert_eq!(send(from(address)).await.status, 200, "{address}");
     }
@@ -218,7 +218,7 @@ async fn x402_requests_are_limited_per_client_address() {
     assert_eq!(send(from("2001:db8:7:8::1")).await.status, 200, "another /64");
 }
 
-/// Issue 28, item 9: a client presenting wrong keys (or wrong webhook secrets) is refused
+/// A client presenting wrong keys (or wrong webhook secrets) is refused
 /// before any lookup once past its limit, even with a good key then; other clients are not.
 #[tokio::test]
 async fn wrong_keys_are_throttled_per_client_address_before_any_lookup() {

@@ -1,7 +1,7 @@
 //! The API against its own published schema: schemathesis (PyPI) reads `/openapi.json` and
 //! generates requests for every operation (bodies, headers, path and query values, valid and
 //! not), and checks that nothing answers 5xx, that every answer has a documented status,
-//! content type and schema (so every error keeps the spec's envelope), and that invalid input
+//! content type and schema (so every error keeps the API's envelope), and that invalid input
 //! is refused. The server has real counterparts: both local chains with the agent's funded
 //! wallets, and a local model speaking the OpenAI wire format.
 //! `scripts/schemathesis.sh SECONDS` runs it for longer.

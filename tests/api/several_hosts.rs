@@ -459,7 +459,7 @@ async fn a_sqlite_deployment_moves_to_postgres_with_db_copy() {
     assert!(again.stderr.contains("already holds data"), "{}", again.stderr);
 }
 
-/// Issue 28 item 10: the suite's cluster takes TLS only (scripts/postgres.sh), and this
+/// The suite's cluster takes TLS only (scripts/postgres.sh), and this
 /// whole pass connects with `sslmode=verify-full`. Here, on a database of its own: the
 /// service's sessions are encrypted, a plaintext address is refused by the server, a
 /// certificate that does not chain to `sslrootcert` is refused, and `require` without a

@@ -240,7 +240,7 @@ async fn posts_text_images_replies_and_chunked_video() {
     assert!(log.status_polls >= 2, "waited for processing to succeed");
 }
 
-/// Issue 28 item 9: one post's media are held together within `social_media_max_bytes`,
+/// One post's media are held together within `social_media_max_bytes`,
 /// not each of up to four.
 #[tokio::test(flavor = "multi_thread")]
 async fn one_posts_media_together_stay_within_the_media_limit() {

@@ -1,4 +1,4 @@
-//! Issue 28, item 2: uploads cannot take the host's CPU, disk or memory from others. A
+//! Uploads cannot take the host's CPU, disk or memory from others. A
 //! component is checked before it is compiled, compiles are bounded, a refused upload
 //! leaves nothing behind, each component is kept once, within the account's quota, and
 //! its owner can delete it; what nobody keeps is collected.

@@ -171,10 +171,7 @@ async fn balances_are_read_from_both_chains_exactly() {
     let reply = world.balance("solana").await;
     assert_eq!(reply.status, 200, "{}", reply.text);
     let body = reply.json();
-    assert!(
-        body.get("success").is_none(),
-        "the spec's balance body is {{data}} only"
-    );
+    assert!(body.get("success").is_none(), "the API's balance body is {{data}} only");
     assert_eq!(
         body["data"],
         json!({

@@ -580,7 +580,7 @@ pub(crate) async fn latest_blockhash(chain: &crate::support::chains::LocalSolana
 
 /// An X-PAYMENT value: `instructions` in a v0 message paid for by `fee_payer`, signed by
 /// each of `signers` in its own slot (slots of others stay empty). With `spec_form`, the
-/// payload also carries the first signature, as the spec's own form does.
+/// payload also carries the first signature, as the x402 specification's own form does.
 pub(crate) fn solana_envelope(
     fee_payer: &solana_pubkey::Pubkey,
     instructions: &[solana_instruction::Instruction],
@@ -689,7 +689,7 @@ async fn a_solana_payment_is_co_signed_settled_once_and_served() {
 }
 
 /// Every Solana payment that breaks a rule is refused with its code before anything is
-/// sent; the spec's own form (the payer pays the fee) is served; and of 20 concurrent
+/// sent; the x402 specification's own form (the payer pays the fee) is served; and of 20 concurrent
 /// submissions of one payment exactly one is served.
 #[tokio::test]
 async fn solana_payments_are_checked_rule_by_rule() {
@@ -711,7 +711,7 @@ async fn solana_payments_are_checked_rule_by_rule() {
     let (payer, mallory) = (Keypair::new(), Keypair::new());
     let payer_address = payer.pubkey().to_string();
     chain.set_usdc(&payer_address, 1_000_000).await;
-    chain.set_sol(&payer_address, 100_000_000).await; // for the spec's form, where it pays the fee
+    chain.set_sol(&payer_address, 100_000_000).await; // for the x402 specification's form, where it pays the fee
     let url = server.url("/x402/solana/seller");
     let hello = json!({ "message": "/hello Ann" });
     let requirement = post_x402(&url, &hello).await.json()["accepts"][0].clone();
@@ -817,7 +817,7 @@ async fn solana_payments_are_checked_rule_by_rule() {
     assert_eq!(chain.usdc_of(&payer_address).await, Some(1_000_000), "nothing moved");
     assert_eq!(chain.usdc_of(&agent_wallet).await, Some(5_000_000));
 
-    // The spec's own form: the payer is the fee payer and signs everything.
+    // The x402 specification's own form: the payer is the fee payer and signs everything.
     let agent_sol = chain.sol_of(&agent_wallet).await;
     let spec_form = solana_envelope(&payer.pubkey(), &standard(50_000), &[&payer], blockhash, true);
     let reply = paid(&url, &hello, &spec_form).await;

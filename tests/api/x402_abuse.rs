@@ -85,7 +85,7 @@ pub(crate) async fn base_payer(chain: &LocalBase, micro: u64) -> (alloy::signers
     (payer, address)
 }
 
-/// Item 1: the agent's wallet pays the fee of a co-signed Solana payment, so the fee it
+/// The agent's wallet pays the fee of a co-signed Solana payment, so the fee it
 /// may be charged is capped (signatures and priority fee, from the requested limit).
 #[tokio::test]
 async fn solana_fees_the_agent_pays_are_capped() {
@@ -134,7 +134,7 @@ async fn solana_fees_the_agent_pays_are_capped() {
     );
 }
 
-/// Item 2: a payer holding one price sends twenty different payments at once. One is
+/// A payer holding one price sends twenty different payments at once. One is
 /// served; the others are refused before anything is sent, because a payer's settlements
 /// go one at a time, each checked against the balance the last one left. The agent pays
 /// exactly one fee. Instructions that can fail after simulation are refused.
@@ -195,7 +195,7 @@ async fn a_payer_cannot_make_the_agent_pay_for_twenty_failures() {
     assert_eq!(chain.usdc_of(&wallet).await, Some(50_000));
 }
 
-/// Item 2: a Base settlement that lands and fails (the payer spent its USDC between our
+/// A Base settlement that lands and fails (the payer spent its USDC between our
 /// checks and the block) costs the agent gas; that payer is refused for a while after.
 #[tokio::test]
 async fn a_payer_whose_settlement_failed_on_chain_is_cooled_off() {
@@ -291,7 +291,7 @@ fn execute_authorization(payment: &str) -> Vec<u8> {
     .abi_encode()
 }
 
-/// Item 6: the payer's authorization executed by someone else, before our relay (in the
+/// The payer's authorization executed by someone else, before our relay (in the
 /// same block) or before the payment was even presented: the USDC reached the agent, so
 /// the request is served, once, with that transaction as the receipt.
 #[tokio::test]
@@ -344,7 +344,7 @@ async fn a_front_run_base_payment_is_served_not_failed() {
     assert_eq!(states, [json!("served"), json!("served")]);
 }
 
-/// Item 4: a settlement not confirmed in time answers 500 and is finished by the running
+/// A settlement not confirmed in time answers 500 and is finished by the running
 /// service (confirmed, then refunded: the answer never reached the payer), no restart.
 #[tokio::test]
 async fn a_stuck_settlement_is_finished_while_the_service_runs() {
@@ -376,7 +376,7 @@ async fn a_stuck_settlement_is_finished_while_the_service_runs() {
     assert_eq!(chain.usdc_of(&agent_wallet).await, 0);
 }
 
-/// Item 3: a refund never creates the payer's token account: a payer who closed it after
+/// A refund never creates the payer's token account: a payer who closed it after
 /// paying is owed the refund, visibly, and paid once the account is back.
 #[tokio::test]
 async fn a_refund_never_creates_an_account() {
@@ -445,7 +445,7 @@ timeout_ms = 3000
     assert_eq!(chain.usdc_of(&payer_address).await, Some(20_000));
 }
 
-/// Item 3: a command refusing the payer's own input (after its parameters passed) is
+/// A command refusing the payer's own input (after its parameters passed) is
 /// served, not refunded; a failure of the agent's own is refunded.
 #[tokio::test]
 async fn the_payers_own_bad_input_is_not_refunded() {
@@ -496,7 +496,7 @@ price_usd = 0.02
     );
 }
 
-/// Item 7: an RPC node's address (often carrying a provider's API key) never reaches an
+/// An RPC node's address (often carrying a provider's API key) never reaches an
 /// answer: not a payer's, not an account holder's. The log keeps the detail.
 #[tokio::test]
 async fn an_rpc_nodes_address_never_reaches_a_caller() {
@@ -554,7 +554,7 @@ async fn crash_at(
     env.set_env("AGENT_HOST_TEST_FAULT", "");
 }
 
-/// Item 5: the answer never leaves without its payment marked served, and a served
+/// The answer never leaves without its payment marked served, and a served
 /// payment is never refunded: killed after the work, the payer is refunded (it got no
 /// answer); killed after the mark, it is not.
 #[tokio::test]
@@ -641,7 +641,7 @@ async fn an_expired_solana_settlement_is_failed_while_the_service_runs() {
     assert!(failed["error"].as_str().unwrap().contains("expired"), "{failed}");
 }
 
-/// Issue 28 item 8: a paid command that keeps failing is paused by its breaker. After two
+/// A paid command that keeps failing is paused by its breaker. After two
 /// refunded failures, paid calls are refused before settlement (a 503 with the reason and
 /// `Retry-After`, in both versions), the owner sees it; after the cooldown one trial goes
 /// through: a failed trial pauses it again, a good one closes it.

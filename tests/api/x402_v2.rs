@@ -226,7 +226,7 @@ async fn a_v2_payment_on_base_must_match_the_offer_and_is_served_once_across_ver
     );
     assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "nothing moved");
 
-    // Issue 28 item 10: offered extensions echoed back may be added to, never changed.
+    // Offered extensions echoed back may be added to, never changed.
     let bazaar = payment_required(&post_x402(&url, &hello).await)["extensions"]["bazaar"].clone();
     let echoing = |extensions: Value| {
         let mut envelope = b64_json(&as_v2(&signed, &offered));

@@ -1,7 +1,7 @@
 // Pays the service the way x402 users do: with a real, published x402 client.
 //
 //   node pay.mjs '<request JSON>'              (the tests)
-//   node pay.mjs CLIENT URL '<body JSON>'      (by hand, see the README's "Pay an agent")
+//   node pay.mjs CLIENT URL '<body JSON>'      (by hand, see docs/x402.md)
 //
 // request: { client: "x402-fetch" | "@x402/fetch", network: "base" | "solana", url, body,
 //            key (Base: 0x-hex private key; Solana: base58 64-byte keypair), rpcUrl,

@@ -5,7 +5,7 @@
 //!   mainnet USDC's address and the real SPL Token and Associated Token programs.
 //!
 //! Both processes are killed when the handle drops. `host/examples/local_chains.rs` runs the
-//! same code by hand (see the README's wallet walkthrough).
+//! same code by hand (see the walkthrough in docs/wallets.md).
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;

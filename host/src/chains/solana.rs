@@ -22,7 +22,7 @@ use crate::money::MicroUsdc;
 const USDC_DECIMALS: u8 = 6;
 /// Size of an SPL token account, for its rent.
 const TOKEN_ACCOUNT_LEN: u64 = 165;
-/// The spec's minimum SOL for a transfer's fee: 0.00001 SOL.
+/// The API's minimum SOL for a transfer's fee: 0.00001 SOL.
 pub const MIN_FEE_LAMPORTS: u64 = 10_000;
 
 pub struct SolanaConfig {

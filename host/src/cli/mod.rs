@@ -1,4 +1,4 @@
-//! The `agent-host` command line (DESIGN.md §3): one module per resource, each a thin layer
+//! The `agent-host` command line: one module per resource, each a thin layer
 //! over the services the management API calls too, printing the JSON of `views`. Every
 //! command prints one JSON object with `--json`; errors are one line on stderr (or
 //! `{"error": ...}` with `--json`) and a non-zero exit.

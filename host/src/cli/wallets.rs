@@ -139,7 +139,7 @@ pub async fn payments(ctx: &Ctx, command: PaymentsCmd) -> anyhow::Result<()> {
                     format!(
                         "{} {:<8} {:<7} {} USDC from {} for {} {}{}",
                         p.id,
-                        p.state,
+                        p.state.as_str(),
                         p.network,
                         p.amount,
                         p.payer,

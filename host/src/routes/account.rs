@@ -18,6 +18,7 @@ use super::guard;
 use super::requests;
 use crate::domain::KeyScope;
 use crate::error::{ApiBody, ApiError, ApiJson, ApiPath, ApiQuery};
+use crate::services::integrations::IntegrationKind;
 use crate::services::keys::Caller;
 use crate::services::payments::breaker;
 use crate::services::{accounts, agents, chatapp, integrations, jobs, keys, payments, plugins, social, wallets};
@@ -449,7 +450,7 @@ async fn set_enabled(
     Manager(caller): Manager,
     ApiPath(agent_id): ApiPath<String>,
     ApiJson(body): ApiJson<Enabled>,
-    kind: &'static str,
+    kind: IntegrationKind,
 ) -> Answer {
     let services = &state.services;
     let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
@@ -469,7 +470,7 @@ async fn disconnect(
     State(state): State<AppState>,
     Manager(caller): Manager,
     ApiPath(agent_id): ApiPath<String>,
-    kind: &'static str,
+    kind: IntegrationKind,
 ) -> Answer {
     let services = &state.services;
     let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;

@@ -21,9 +21,10 @@ use crate::domain::{Command, Integration, KeyScope, ParamSpec, ParamType, Respon
 use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::plugins::Origin;
 use crate::services::chat::{self, ChatInput};
+use crate::services::commands::{CommandCall, CommandOutcome};
 use crate::services::keys::Caller;
 use crate::services::payments::breaker;
-use crate::services::{ServiceError, agents, chatapp, commands, social, social_text, wallets};
+use crate::services::{ServiceError, agents, chatapp, commands, jobs, runs, social, social_text, wallets};
 use crate::store::TransferKind;
 use crate::views;
 
@@ -198,17 +199,17 @@ struct Executed<'a> {
 #[derive(Serialize)]
 struct ExecutedData<'a> {
     command: &'a str,
-    result: ExecutedResult<'a>,
+    result: ExecutedResult,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct ExecutedResult<'a> {
+struct ExecutedResult {
     success: bool,
-    response: &'a str,
+    response: String,
     format: ResponseFormat,
-    media_url: Option<&'a str>,
-    status_url: Option<&'a str>,
+    media_url: Option<String>,
+    status_url: Option<String>,
 }
 
 async fn execute(
@@ -220,28 +221,36 @@ async fn execute(
     let services = &state.services;
     let found = agents::owned_with_commands(&services.store, &caller.account.id, &agent_id).await?;
     let agent = &found.agent;
-    let command = commands::pick(&found.commands, agent, &command_name)?;
-    let result = commands::execute(
-        services,
+    let command = runs::pick(&found.commands, agent, &command_name)?;
+    let call = CommandCall {
         agent,
         command,
-        body.parameters,
-        body.raw_text,
-        Origin::Api,
-        None,
-    )
-    .await?;
+        parameters: body.parameters,
+        raw_text: body.raw_text,
+        origin: Origin::Api,
+        paid_by: None,
+    };
+    let result = match commands::execute(services, call).await? {
+        CommandOutcome::Answered(answer) => ExecutedResult {
+            success: true,
+            response: answer.response,
+            format: answer.format,
+            media_url: answer.media_url,
+            status_url: None,
+        },
+        CommandOutcome::Queued { job_id } => ExecutedResult {
+            success: true,
+            response: commands::accepted(command),
+            format: command.def.response_format,
+            media_url: None,
+            status_url: Some(jobs::status_url(&services.public_base_url, &job_id)),
+        },
+    };
     Ok(axum::Json(Executed {
         success: true,
         data: ExecutedData {
             command: &command.def.name,
-            result: ExecutedResult {
-                success: true,
-                response: &result.response,
-                format: result.format,
-                media_url: result.media_url.as_deref(),
-                status_url: result.status_url.as_deref(),
-            },
+            result,
         },
     })
     .into_response())
@@ -255,7 +264,7 @@ async fn chatapp_send(
 ) -> Result<axum::Json<Value>, ApiError> {
     body.validate()?;
     let services = &state.services;
-    // The spec answers a missing agent like a missing bot: chatapp_not_configured.
+    // The API answers a missing agent like a missing bot: chatapp_not_configured.
     let agent = agents::owned(&services.store, &caller.account.id, &agent_id)
         .await
         .map_err(|e| match e {
@@ -335,7 +344,7 @@ async fn social_post(
     })))
 }
 
-/// The wallet routes answer `{data}` without `success`, as the spec's samples show.
+/// The wallet routes answer `{data}` without `success`, as the API's samples show.
 async fn wallet_balance(
     State(state): State<AppState>,
     caller: Caller,

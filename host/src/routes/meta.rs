@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::AppState;
 
-/// The API version the spec's descriptor reports (the binary has its own).
+/// The API version the API's descriptor reports (the binary has its own).
 pub const API_VERSION: &str = "1.0.0";
 
 pub fn routes() -> Router<AppState> {

@@ -1,5 +1,5 @@
 //! HTTP surface: extract and validate the wire format, call a service, answer in the
-//! spec's envelope. Only this module and `error` know axum.
+//! API's envelope. Only this module and `error` know axum.
 
 mod account;
 mod chatapp;

@@ -1,4 +1,4 @@
-//! The keyed API's request bodies as the spec defines them, with their rules. Type errors
+//! The keyed API's request bodies as the API defines them, with their rules. Type errors
 //! are caught by `ApiJson` (naming the field); the rules serde cannot express are here.
 
 use serde::Deserialize;
@@ -9,7 +9,7 @@ use crate::error::ApiError;
 use crate::money::MicroUsdc;
 
 pub use crate::services::chat::MESSAGE_MAX_CHARS as CHAT_MESSAGE_MAX_CHARS;
-/// Caps on `conversationHistory` (the spec leaves them open): turns, and characters in all.
+/// Caps on `conversationHistory` (the API leaves them open): turns, and characters in all.
 pub const HISTORY_MAX_TURNS: usize = 100;
 pub const HISTORY_MAX_CHARS: usize = 100_000;
 pub const CHATAPP_TEXT_MAX_CHARS: usize = 4_096;

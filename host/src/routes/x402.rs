@@ -13,13 +13,12 @@ use serde_json::{Value, json};
 
 use super::AppState;
 use super::client::client_key;
-use crate::domain::Command;
+use crate::domain::{Command, ResponseFormat};
 use crate::error::{ApiError, ApiPath, ApiQuery, rate_headers};
 use crate::money::MicroUsdc;
-use crate::plugins::Origin;
-use crate::services::chat::{self, ChatInput};
-use crate::services::payments::{self, Offer, breaker};
-use crate::services::{ServiceError, commands, params};
+use crate::services::payments::{self, Offer, Settled};
+use crate::services::purchase::{self, Order, Sale, SaleOutcome};
+use crate::services::{ServiceError, jobs};
 use crate::x402::wire::{self, PAYMENT_REQUIRED_HEADER, Payment, SettleResponse, Version};
 
 pub fn routes(state: AppState) -> Router<AppState> {
@@ -172,18 +171,9 @@ async fn discovery(
     axum::Json(list).into_response()
 }
 
-/// What a paid request asks for: a message (a leading `/command` runs it) or a command.
-struct Asked {
-    command: Option<String>,
-    /// The `/command ...` text, parsed into parameters like `rawText`.
-    raw_text: Option<String>,
-    message: Option<String>,
-    /// Every other body field: the command's parameters.
-    parameters: serde_json::Map<String, Value>,
-    body: Value,
-}
-
-fn read_request(body: &[u8]) -> Result<Asked, ApiError> {
+/// Reads what a paid request asks for: a message (a leading `/command` runs it) or a
+/// command, every other body field being the command's parameters.
+fn read_order(body: &[u8]) -> Result<(Order, Value), ApiError> {
     let value: Value = if body.is_empty() {
         json!({})
     } else {
@@ -205,32 +195,25 @@ fn read_request(body: &[u8]) -> Result<Asked, ApiError> {
         .filter(|(k, _)| k.as_str() != "message" && k.as_str() != "command")
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let mut asked = Asked {
-        command: None,
-        raw_text: None,
-        message: None,
-        parameters,
-        body: value.clone(),
+    let order = match (text("command")?.filter(|c| !c.is_empty()), message) {
+        (Some(command), _) => Order::Command {
+            name: command.trim_start_matches('/').to_string(),
+            parameters,
+            raw_text: None,
+        },
+        (None, Some(m)) if m.starts_with('/') => Order::Command {
+            name: m[1..].split_whitespace().next().unwrap_or_default().to_string(),
+            parameters,
+            raw_text: Some(m),
+        },
+        (None, Some(m)) if !m.is_empty() => Order::Message(m),
+        _ => return Err(ApiError::validation("Give a 'message' or a 'command'")),
     };
-    if let Some(command) = text("command")?.filter(|c| !c.is_empty()) {
-        asked.command = Some(command.trim_start_matches('/').to_string());
-        return Ok(asked);
-    }
-    match message {
-        Some(m) if m.starts_with('/') => {
-            asked.command = Some(m[1..].split_whitespace().next().unwrap_or_default().to_string());
-            asked.raw_text = Some(m);
-            Ok(asked)
-        }
-        Some(m) if !m.is_empty() => {
-            asked.message = Some(m);
-            Ok(asked)
-        }
-        _ => Err(ApiError::validation("Give a 'message' or a 'command'")),
-    }
+    Ok((order, value))
 }
 
-/// POST: without a payment, a 402 priced for exactly what was asked.
+/// POST: without a payment, a 402 priced for exactly what was asked; with one, the
+/// purchase, answered in the version the payer spoke.
 async fn invoke(
     State(state): State<AppState>,
     ApiPath((network, agent_id)): ApiPath<(String, String)>,
@@ -246,236 +229,111 @@ async fn invoke(
         Ok(offer) => offer,
         Err(response) => return response,
     };
-    let asked = match read_request(&body) {
-        Ok(asked) => asked,
+    let services = &state.services;
+    let quoted = match read_order(&body) {
+        Ok((order, request)) => purchase::quote(services, &offer, order, request)
+            .await
+            .map_err(ApiError::from),
+        Err(err) => Err(err),
+    };
+    let quote = match quoted {
+        Ok(quote) => quote,
         Err(err) => return x402_error(err, version),
     };
-    let command = match &asked.command {
-        None => None,
-        Some(name) => match offer.command(name) {
-            Some(command) => Some(command),
-            None => {
-                return x402_error(
-                    ApiError::new(
-                        StatusCode::NOT_FOUND,
-                        "command_not_found",
-                        format!("The agent offers no paid command '/{name}'"),
-                    ),
-                    version,
-                );
-            }
-        },
-    };
-    let price = command.map(|c| offer.price_of(c)).unwrap_or(offer.default_price);
-    // A paused command is refused before anyone signs or pays for it.
-    let rules = breaker::Rules::of(&state.services.settings);
-    if let Some(command) = command {
-        match breaker::look(&state.services.store, rules, &offer.agent.id, &command.def.name).await {
-            Ok(admission) => {
-                if let Some(refusal) = admission.refusal(&command.def.name) {
-                    return x402_error(refusal.into(), version);
-                }
-            }
-            Err(err) => return x402_error(ServiceError::from(err).into(), version),
-        }
-    }
     let Some((version, header)) = presented else {
-        return payment_required(&state, StatusCode::PAYMENT_REQUIRED, &offer, price, command);
+        return payment_required(&state, StatusCode::PAYMENT_REQUIRED, &offer, quote.price, quote.command);
     };
-    // A request that cannot run is refused before any money moves.
-    if let Some(command) = command
-        && let Err(message) = params::resolve(
-            &command.def.name,
-            &command.def.parameters,
-            Some(asked.parameters.clone()),
-            asked.raw_text.as_deref(),
-        )
-    {
-        return x402_error(ApiError::validation(message), version);
-    }
+    let (price, command) = (quote.price, quote.command);
+    // Why a payment was refused; a v2 client reads it in the PAYMENT-REQUIRED header of
+    // the 402, as the reference servers send it.
     let refused = |err: ServiceError| {
         let err: ApiError = err.into();
         let (status, reason) = (err.status, err.message.clone());
         let mut response = x402_error(err, version);
-        // A v2 client reads why in the PAYMENT-REQUIRED header of the 402, as the
-        // reference servers send it.
         if version == Version::V2
             && status == StatusCode::PAYMENT_REQUIRED
-            && let (_, Some(v2)) = offer.payment_required(&state.services, price, command, Some(reason))
+            && let (_, Some(v2)) = offer.payment_required(services, price, command, Some(reason))
         {
             insert_header(&mut response, PAYMENT_REQUIRED_HEADER, &wire::encode_header(&v2));
         }
         response
     };
-    if version == Version::V2 && offer.network_id.is_none() {
-        // The chain has not told us its id yet, so no v2 payment can be checked.
-        let unknown = crate::services::wallets::WalletError::ChainUnavailable {
-            network: offer.network,
-            detail: "its CAIP-2 id (genesis hash) is not known yet".into(),
-        };
-        return x402_error(ServiceError::from(unknown).into(), version);
-    }
-    let payment: Payment = match wire::decode_payment(version, &header, offer.network_names()) {
+    let payment = quote.check_input().and_then(|()| offer.takes(version)).and_then(|()| {
+        wire::decode_payment(version, &header, offer.network_names())
+            .map_err(|err| payments::X402Error::Refused(err).into())
+    });
+    let payment: Payment = match payment {
         Ok(payment) => payment,
-        Err(err) => return refused(payments::X402Error::Refused(err).into()),
+        Err(err @ ServiceError::X402(payments::X402Error::Refused(_))) => return refused(err),
+        Err(err) => return x402_error(err.into(), version),
     };
-    let services = &state.services;
-    let purchase = payments::Purchase {
-        price,
-        command: command.map(|c| c.def.name.as_str()),
-        request: &asked.body,
+    let sale = match purchase::buy(services, quote, &payment).await {
+        Ok(sale) => sale,
+        Err(err) => return refused(err),
     };
-    // Admitted by the command's breaker (a half-open one lets this call through as its
-    // trial), so its outcome below counts.
-    let mut trial = None;
-    if let Some(command) = command {
-        match breaker::admit(&services.store, rules, &offer.agent.id, &command.def.name).await {
-            Ok((breaker::Admission::Trial, at)) => trial = Some(at),
-            Ok((admission, _)) => {
-                if let Some(refusal) = admission.refusal(&command.def.name) {
-                    return x402_error(refusal.into(), version);
-                }
-            }
-            Err(err) => return x402_error(ServiceError::from(err).into(), version),
-        }
-    }
-    let settled = match payments::settle(services, &offer, &payment, purchase).await {
-        Ok(settled) => settled,
-        Err(err) => {
-            if let (Some(command), Some(at)) = (command, trial) {
-                breaker::release_trial(&services.store, &offer.agent.id, &command.def.name, at).await;
-            }
-            return refused(err);
-        }
-    };
-    let agent = &offer.agent;
-    let outcome = match command {
-        Some(command) => commands::execute(
-            services,
-            agent,
-            command,
-            Some(asked.parameters),
-            asked.raw_text,
-            Origin::X402,
-            Some(&settled.payment_id),
-        )
-        .await
-        .map(|r| (r.response, r.format.as_str().to_string(), r.media_url, r.status_url)),
-        None => {
-            // A paid message buys a reply: the paid commands are not offered to it as
-            // tools, or a cheap message could run an expensive command.
-            let input = ChatInput {
-                message: asked.message.unwrap_or_default(),
-                history: Vec::new(),
-                tools_enabled: false,
-                max_tool_calls: 0,
-            };
-            chat::chat(services, agent, Vec::new(), input)
-                .await
-                .map(|r| (r.response, "text".to_string(), None, None))
-        }
-    };
-    let payment_response = payment_response_header(&settled, &offer, version);
-    let response_header = version.response_header();
-    let now = crate::clock::iso(crate::clock::now_ms());
-    // `refund`: Some for a failure that is refunded (its signature, or null while it is on its way).
-    let failed = |err: ApiError, refund: Option<Option<String>>| {
-        let mut body = json!({
-            "success": false,
-            "error": err.message,
-            "code": err.code,
-            "x402Version": version.number(),
-            "receipt": settled.receipt(),
-        });
-        if let Some(signature) = refund {
-            body["refundTransactionSignature"] = json!(signature);
-        }
-        (
-            err.status,
-            [(response_header, payment_response.clone())],
-            axum::Json(body),
-        )
-            .into_response()
-    };
-    // The command's breaker hears how it went: answered (its own refusal of the payer's
-    // input included) closes it, a failure counts; a queued job tells it when it ends.
-    let command_name = command.map(|c| c.def.name.as_str());
-    let counted = matches!(&outcome, Err(err) if breaker::counts(err));
-    match &outcome {
-        Ok((.., Some(_))) => {}
-        Err(err) if !payments::payers_fault(err) => {}
-        _ => {
-            if let Some(name) = command_name {
-                breaker::succeeded(&services.store, &agent.id, name).await;
-            }
-        }
-    }
-    match outcome {
-        Ok((response, format, media_url, status_url)) => {
-            // A paid job served its payment when it was recorded. Anything else is marked
-            // served before the answer goes out: a payment left `settled` is refunded as
-            // never answered, so an answer must never leave without the mark.
-            crate::faults::crash_point("x402:after_work");
-            if status_url.is_none()
-                && let Err(err) = settled.served(services).await
-            {
-                tracing::error!(payment = settled.payment_id, "could not mark the payment served: {err}");
-                return failed(
-                    ApiError::internal("The answer could not be recorded; the payment will be refunded"),
-                    None,
-                );
-            }
-            crate::faults::crash_point("x402:after_served");
-            let (status, mut body) = match status_url {
-                Some(status_url) => (
-                    StatusCode::ACCEPTED,
-                    json!({
-                        "success": true,
-                        "jobId": status_url.rsplit('/').next().unwrap_or_default(),
-                        "statusUrl": status_url,
-                        "etaSeconds": 10,
-                        "retryAfterSeconds": 2,
-                    }),
-                ),
-                None => (
-                    StatusCode::OK,
-                    json!({ "success": true, "response": response, "format": format }),
-                ),
-            };
-            body["receipt"] = settled.receipt();
-            body["agentId"] = json!(agent.id);
-            body["timestamp"] = json!(now);
-            body["x402Version"] = json!(version.number());
-            if let Some(url) = media_url.filter(|_| format == "image") {
+    sold(&offer, sale, version, &services.public_base_url)
+}
+
+/// The answer to a settled payment: what it bought, or why nothing, with its receipt and
+/// the settlement's header.
+fn sold(offer: &Offer, sale: Sale, version: Version, public_base_url: &str) -> Response {
+    let settled = &sale.settled;
+    let headers = [(
+        version.response_header(),
+        payment_response_header(settled, offer, version),
+    )];
+    let (status, mut body) = match sale.outcome {
+        SaleOutcome::Answered(answer) => {
+            let mut body = json!({ "success": true, "response": answer.response, "format": answer.format });
+            if let Some(url) = answer.media_url.filter(|_| answer.format == ResponseFormat::Image) {
                 body["imageUrl"] = json!(url);
             }
-            (status, [(response_header, payment_response)], axum::Json(body)).into_response()
+            (StatusCode::OK, body)
         }
-        // The payer's own input, refused by the command after its parameters were checked:
-        // the work ran and answered, so the payment counts as served (see payments::refund).
-        Err(err) if payments::payers_fault(&err) => {
-            if let Err(mark) = settled.served(services).await {
-                tracing::error!(
-                    payment = settled.payment_id,
-                    "could not mark the payment served: {mark}"
-                );
+        SaleOutcome::Queued { job_id } => {
+            let status_url = jobs::status_url(public_base_url, &job_id);
+            (
+                StatusCode::ACCEPTED,
+                json!({ "success": true, "jobId": job_id, "statusUrl": status_url, "etaSeconds": 10, "retryAfterSeconds": 2 }),
+            )
+        }
+        SaleOutcome::Failed { error, refund } => {
+            let err = ApiError::from(error);
+            let mut body = json!({
+                "success": false,
+                "error": err.message,
+                "code": err.code,
+                "x402Version": version.number(),
+                "receipt": receipt(settled),
+            });
+            if let Some(refund) = refund {
+                body["refundTransactionSignature"] = json!(refund.transaction);
             }
-            failed(err.into(), None)
+            return (err.status, headers, axum::Json(body)).into_response();
         }
-        Err(err) => {
-            let err: ApiError = err.into();
-            if let Some(name) = command_name.filter(|_| counted) {
-                breaker::failed(&services.store, rules, &agent.id, name, &err.message).await;
-            }
-            let refund = settled.refund(services, &err.message).await;
-            failed(err, Some(refund))
-        }
-    }
+    };
+    body["receipt"] = receipt(settled);
+    body["agentId"] = json!(offer.agent.id);
+    body["timestamp"] = json!(crate::clock::iso(crate::clock::now_ms()));
+    body["x402Version"] = json!(version.number());
+    (status, headers, axum::Json(body)).into_response()
+}
+
+/// The API's receipt of a settled payment.
+pub fn receipt(settled: &Settled) -> Value {
+    json!({
+        "amountPaidMicroUsdc": settled.amount.0,
+        "amountPaidUsdc": settled.amount.to_json_number(),
+        "transactionSignature": settled.transaction,
+        "timestamp": crate::clock::iso(settled.settled_at),
+        "payer": settled.payer,
+        "payTo": settled.pay_to,
+    })
 }
 
 /// `X-PAYMENT-RESPONSE` (v1) or `PAYMENT-RESPONSE` (v2): base64 of `{success,
 /// transaction, network, payer}`, the network named as the payment's version names it.
-fn payment_response_header(settled: &payments::Settled, offer: &Offer, version: Version) -> String {
+fn payment_response_header(settled: &Settled, offer: &Offer, version: Version) -> String {
     let names = offer.network_names();
     let response = SettleResponse {
         success: true,

@@ -2,7 +2,7 @@ use super::ServiceError;
 use crate::domain::{Account, Plan, RateLimits};
 use crate::store::{NewAccount, Store};
 
-/// Creates an account. Free and pro take the spec's limits; enterprise needs its own.
+/// Creates an account. Free and pro take the API's limits; enterprise needs its own.
 pub async fn create(
     store: &Store,
     name: &str,

@@ -5,12 +5,13 @@
 
 use serde_json::{Map, Value, json};
 
+use super::commands::{CommandCall, CommandOutcome};
 use super::{ServiceError, Services, commands, knowledge};
 use crate::domain::{Agent, Command, ParamType};
 use crate::llm::{CompletionRequest, Message, Role, ToolCall, ToolSpec};
 use crate::plugins::Origin;
 
-/// Longest message, in characters (the spec's limit).
+/// Longest message, in characters (the API's limit).
 pub const MESSAGE_MAX_CHARS: usize = 10_000;
 /// Characters of knowledge put in the system prompt at most (about 1,000 tokens).
 pub const KNOWLEDGE_BUDGET_CHARS: usize = 4_000;
@@ -174,16 +175,27 @@ async fn run_tool(services: &Services, agent: &Agent, offered: &[Command], call:
         Err(e) => return format!("Error: the arguments are not valid JSON ({e})."),
     };
     tracing::debug!(agent = %agent.id, tool = %call.name, "chat tool call");
-    match commands::execute(services, agent, command, Some(arguments), None, Origin::ChatTool, None).await {
-        Ok(result) => {
-            let mut body = json!({ "response": truncate(&result.response), "format": result.format });
-            if let Some(url) = result.media_url {
+    let call = CommandCall {
+        agent,
+        command,
+        parameters: Some(arguments),
+        raw_text: None,
+        origin: Origin::ChatTool,
+        paid_by: None,
+    };
+    // What the model reads of the result (not an API answer: the model's tool message).
+    match commands::execute(services, call).await {
+        Ok(CommandOutcome::Answered(answer)) => {
+            let mut body = json!({ "response": truncate(&answer.response), "format": answer.format });
+            if let Some(url) = answer.media_url {
                 body["mediaUrl"] = json!(url);
             }
-            if let Some(url) = result.status_url {
-                body["statusUrl"] = json!(url);
-            }
             body.to_string()
+        }
+        Ok(CommandOutcome::Queued { job_id }) => {
+            let accepted = commands::accepted(command);
+            let status_url = super::jobs::status_url(&services.public_base_url, &job_id);
+            json!({ "response": accepted, "format": command.def.response_format, "statusUrl": status_url }).to_string()
         }
         Err(err) => format!("Error: {}", truncate(&err.to_string())),
     }

@@ -1,5 +1,5 @@
 //! The agent's chat-app bot (Telegram): connect it, and send through it. Errors follow the
-//! spec's table; where the spec leaves a status open: `chatapp_disabled` 403,
+//! API's table; where the API leaves a status open: `chatapp_disabled` 403,
 //! `chat_not_found` 404, `bot_blocked` 403, a missing reply target 400 `validation_error`,
 //! Telegram's 429 → 429 `rate_limit_exceeded` with its `retry_after`.
 
@@ -8,14 +8,17 @@ use std::sync::Mutex;
 
 use serde_json::{Value, json};
 
+use super::commands::{self, CommandCall, CommandOutcome};
+use super::integrations::{self, IntegrationKind};
+use super::jobs::{self, JobStatus};
 use super::rate_limit::{Limiter, RateLimiter};
-use super::{ServiceError, Services, integrations};
+use super::{ServiceError, Services};
 use crate::clients::telegram::{ApiError, CallError};
 use crate::config::Settings;
 use crate::domain::{Agent, RateLimits};
 use crate::store::Store;
 
-pub const KIND: &str = "chatapp";
+pub const KIND: IntegrationKind = IntegrationKind::Chatapp;
 
 /// What to send, already validated by the route.
 pub struct Outgoing {
@@ -89,7 +92,7 @@ pub async fn connect(services: &Services, agent: &Agent, token: &str) -> Result<
 async fn token(services: &Services, agent: &Agent, agent_ref: &str) -> Result<String, ServiceError> {
     let integration = services
         .store
-        .integration(&agent.id, KIND)
+        .integration(&agent.id, KIND.as_str())
         .await?
         .ok_or_else(|| not_configured(agent_ref))?;
     if !integration.enabled {
@@ -175,7 +178,7 @@ pub async fn register_webhook(services: &Services, agent: &Agent, url: &str) -> 
     // Called right after `connect`, so the bot is there and enabled.
     let integration = services
         .store
-        .integration(&agent.id, KIND)
+        .integration(&agent.id, KIND.as_str())
         .await?
         .ok_or_else(|| not_configured(&agent.def.username))?;
     let mut public = integration.public;
@@ -267,7 +270,7 @@ pub async fn receive(
         .ok_or_else(|| ServiceError::NotFound(format!("Agent '{agent_ref}' not found")))?;
     let integration = services
         .store
-        .integration(&agent.id, KIND)
+        .integration(&agent.id, KIND.as_str())
         .await?
         .ok_or_else(wrong_secret)?;
     let secret = integrations::open(services, &integration).map_err(|_| wrong_secret())?;
@@ -405,24 +408,20 @@ async fn run_command(services: &Services, agent: &Agent, name: &str, text: &str)
     let Some(command) = offered else {
         return format!("I don't know /{name}. Send /help to see what I can do.");
     };
-    match super::commands::execute(
-        services,
+    let call = CommandCall {
         agent,
-        &command,
-        None,
-        Some(text.to_string()),
-        crate::plugins::Origin::Chatapp,
-        None,
-    )
-    .await
-    {
-        Ok(result) => match result.status_url {
-            Some(url) => await_job(services, &url).await,
-            None => match result.media_url {
-                Some(media) if result.response.is_empty() => media,
-                Some(media) => format!("{}\n{media}", result.response),
-                None => result.response,
-            },
+        command: &command,
+        parameters: None,
+        raw_text: Some(text.to_string()),
+        origin: crate::plugins::Origin::Chatapp,
+        paid_by: None,
+    };
+    match commands::execute(services, call).await {
+        Ok(CommandOutcome::Queued { job_id }) => await_job(services, &job_id).await,
+        Ok(CommandOutcome::Answered(answer)) => match answer.media_url {
+            Some(media) if answer.response.is_empty() => media,
+            Some(media) => format!("{}\n{media}", answer.response),
+            None => answer.response,
         },
         Err(ServiceError::Validation(m)) => m,
         Err(e) => format!("Sorry, /{name} failed: {e}"),
@@ -430,26 +429,22 @@ async fn run_command(services: &Services, agent: &Agent, name: &str, text: &str)
 }
 
 /// Waits for a long-running command's job, so the chat gets its result, not an address.
-async fn await_job(services: &Services, status_url: &str) -> String {
-    let id = status_url.rsplit('/').next().unwrap_or_default();
+async fn await_job(services: &Services, job_id: &str) -> String {
     let deadline =
         std::time::Instant::now() + std::time::Duration::from_millis(services.settings.job_timeout_ms + 5_000);
     loop {
-        match super::jobs::status(services, id).await {
-            Ok(status) if status["state"] == "succeeded" => {
-                let response = status["response"].as_str().unwrap_or_default().to_string();
-                return match status["artifactUrl"].as_str() {
+        match jobs::status(&services.store, job_id).await {
+            Ok(JobStatus::Succeeded {
+                response, artifact_url, ..
+            }) => {
+                return match artifact_url {
                     Some(url) => format!("{response}\n{url}").trim().to_string(),
                     None => response,
                 };
             }
-            Ok(status) if status["state"] == "failed" => {
-                return format!(
-                    "Sorry, that failed: {}",
-                    status["error"].as_str().unwrap_or("no reason given")
-                );
-            }
-            Ok(_) if std::time::Instant::now() < deadline => {
+            Ok(JobStatus::Failed { error, .. }) => return format!("Sorry, that failed: {error}"),
+            Ok(JobStatus::Missing) => return "Sorry, that failed: its job expired".into(),
+            Ok(JobStatus::Processing { .. }) if std::time::Instant::now() < deadline => {
                 tokio::time::sleep(std::time::Duration::from_millis(500)).await
             }
             Ok(_) => return "Sorry, that is taking too long.".into(),

@@ -1,219 +1,80 @@
-//! Running a command: find it, resolve its parameters, pick its component and grants,
-//! then run it now or, when it is long-running, as a durable job.
-
-use std::time::Duration;
+//! Running a command for a caller: resolve its parameters, then run it now or, when it is
+//! long-running, record it as a durable job and answer with the job's id.
 
 use serde_json::{Map, Value};
 
-use super::{ServiceError, Services, jobs, params, wallets};
-use crate::domain::{Agent, Command, HandlerType, Network, ResponseFormat};
-use crate::plugins::{AgentProfile, CommandInfo};
-use crate::plugins::{AgentSnapshot, ComponentRef, ExecError, Grants, Invocation, Origin, ProgressSink, Run, Tenant};
+use super::runs::{self, Resolved};
+use super::{ServiceError, Services, jobs, params};
+use crate::domain::{Agent, Command, ResponseFormat};
+use crate::plugins::Origin;
 
-/// A command's answer, as the keyed API reports it.
+/// One call of a command, as a caller asks for it.
+pub struct CommandCall<'a> {
+    pub agent: &'a Agent,
+    pub command: &'a Command,
+    /// Named parameters; `None` when only `raw_text` was given.
+    pub parameters: Option<Map<String, Value>>,
+    /// The `/command ...` text, parsed into parameters when `parameters` is `None`.
+    pub raw_text: Option<String>,
+    pub origin: Origin,
+    /// The payment this call serves (its id), when it was paid for.
+    pub paid_by: Option<&'a str>,
+}
+
+/// What running a command gave.
 #[derive(Debug, Clone)]
-pub struct CommandResult {
+pub enum CommandOutcome {
+    /// It ran and answered.
+    Answered(Answer),
+    /// A long-running command: its job was recorded and started; its status tells the end.
+    Queued { job_id: String },
+}
+
+/// A command's answer.
+#[derive(Debug, Clone)]
+pub struct Answer {
     pub response: String,
     pub format: ResponseFormat,
     pub media_url: Option<String>,
-    pub status_url: Option<String>,
 }
 
-pub async fn find(services: &Services, agent: &Agent, name: &str) -> Result<Command, ServiceError> {
-    let commands = services.store.commands(&agent.id).await?;
-    pick(&commands, agent, name).cloned()
-}
-
-/// The command named `name` (with or without `/`) among the agent's commands.
-pub fn pick<'a>(commands: &'a [Command], agent: &Agent, name: &str) -> Result<&'a Command, ServiceError> {
-    let name = name.trim_start_matches('/');
-    commands
-        .iter()
-        .find(|c| c.def.name == name)
-        .ok_or_else(|| ServiceError::NotFound(format!("Command '{name}' not found for agent '{}'", agent.def.username)))
-}
-
-/// Runs `command` for `agent`. Long-running commands answer at once with a status address;
-/// a paid one (`paid_by`, the payment's id) serves its payment when its job is recorded.
-pub async fn execute(
-    services: &Services,
-    agent: &Agent,
-    command: &Command,
-    parameters: Option<Map<String, Value>>,
-    raw_text: Option<String>,
-    origin: Origin,
-    paid_by: Option<&str>,
-) -> Result<CommandResult, ServiceError> {
-    let resolved = params::resolve(
+/// Runs the call. A long-running command answers at once with its job; a paid one serves
+/// its payment (`paid_by`) when its job is recorded.
+pub async fn execute(services: &Services, call: CommandCall<'_>) -> Result<CommandOutcome, ServiceError> {
+    let command = call.command;
+    let parameters = params::resolve(
         &command.def.name,
         &command.def.parameters,
-        parameters,
-        raw_text.as_deref(),
+        call.parameters,
+        call.raw_text.as_deref(),
     )
     .map_err(ServiceError::Validation)?;
+    let resolved = Resolved {
+        agent: call.agent,
+        command,
+        parameters,
+        raw_text: call.raw_text,
+        origin: call.origin,
+    };
     if command.def.long_running {
-        let job_id = jobs::submit(services, agent, command, resolved, raw_text, origin, paid_by).await?;
-        return Ok(CommandResult {
-            response: format!(
-                "Accepted: /{} is running; poll the status address for its result.",
-                command.def.name
-            ),
-            format: command.def.response_format,
-            media_url: None,
-            status_url: Some(jobs::status_url(services, &job_id)),
-        });
+        let job_id = jobs::submit(services, resolved, call.paid_by).await?;
+        return Ok(CommandOutcome::Queued { job_id });
     }
-    let run = prepare(services, agent, command, resolved, raw_text, origin, None).await?;
-    let output = services
-        .plugins
-        .execute(run)
+    let run = runs::prepare(services, resolved, None).await?;
+    let output = runs::execute(services, run)
         .await
-        .map_err(|e| exec_error(&command.def.name, e))?;
-    Ok(CommandResult {
+        .map_err(|e| runs::exec_error(&command.def.name, e))?;
+    Ok(CommandOutcome::Answered(Answer {
         response: output.response,
         format: output.format.into(),
         media_url: output.media_url,
-        status_url: None,
-    })
+    }))
 }
 
-pub fn exec_error(command: &str, err: ExecError) -> ServiceError {
-    match err {
-        ExecError::InvalidInput(m) => ServiceError::Validation(format!("/{command}: {m}")),
-        ExecError::Busy(m) => ServiceError::Busy(format!("/{command} did not start: {m}")),
-        other => ServiceError::Execution(format!("/{command} failed: {other}")),
-    }
-}
-
-/// How long a run that someone waits on (not a job) may wait for a plugin slot.
-const SLOT_WAIT: Duration = Duration::from_secs(5);
-
-/// The component a command runs.
-pub fn component_of(services: &Services, command: &Command) -> Result<ComponentRef, ServiceError> {
-    match (command.def.handler_type, &command.def.plugin) {
-        (HandlerType::Custom, Some(hash)) => Ok(services.plugins.custom(hash)),
-        (HandlerType::Custom, None) => Err(ServiceError::Execution(format!(
-            "/{} has no plugin; apply its manifest again",
-            command.def.name
-        ))),
-        (handler, _) => services
-            .plugins
-            .builtin(handler)
-            .ok_or_else(|| ServiceError::Execution(format!("no component for handler type {}", handler.as_str()))),
-    }
-}
-
-/// Everything one run needs: component, invocation, grants, limits. A job (`progress` is
-/// given) waits for its slot as long as it takes; anything else at most `SLOT_WAIT`.
-pub async fn prepare(
-    services: &Services,
-    agent: &Agent,
-    command: &Command,
-    parameters: Map<String, Value>,
-    raw_text: Option<String>,
-    origin: Origin,
-    progress: Option<ProgressSink>,
-) -> Result<Run, ServiceError> {
-    let component = component_of(services, command)?;
-    let manifest = services
-        .plugins
-        .declared(&component)
-        .await
-        .map_err(|e| exec_error(&command.def.name, e))?;
-    let webhook_url = match command.def.handler_type {
-        HandlerType::Webhook => command.def.config.get("url").and_then(Value::as_str),
-        _ => None,
-    };
-    let grants = Grants::for_command(
-        component.kind,
-        &manifest.capabilities,
-        &command.def.allowed_hosts,
-        webhook_url,
-        command.def.allow_llm,
-    );
-    let agent_snapshot = if grants.agent_info {
-        Some(snapshot(services, agent).await?)
-    } else {
-        None
-    };
-    let mut config = command.def.config.clone();
-    if command.def.handler_type == HandlerType::BuiltIn && builtin_name(command) == "balance" {
-        let network = match parameters.get("network") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(text)) => Some(Network::parse(text.trim()).ok_or_else(|| {
-                ServiceError::Validation(format!("Invalid parameter 'network': '{text}' is not solana or base"))
-            })?),
-            Some(_) => {
-                return Err(ServiceError::Validation(
-                    "Invalid parameter 'network': must be a string".into(),
-                ));
-            }
-        };
-        // The frozen 0.1.0 WIT has no wallet interface: the host reads the balances and
-        // hands them to the built-in plugin, which words the answer.
-        config["wallets"] = wallets::facts(services, &agent.id, network).await?;
-    }
-    let default_timeout = if command.def.long_running {
-        services.settings.job_timeout_ms
-    } else {
-        services.settings.plugin_timeout_ms
-    };
-    let timeout = Duration::from_millis(command.def.timeout_ms.unwrap_or(default_timeout));
-    let tenant = Tenant {
-        account: agent.account_id.clone(),
-        wait: if progress.is_some() { None } else { Some(SLOT_WAIT) },
-    };
-    Ok(Run {
-        component,
-        invocation: Invocation {
-            agent_id: agent.id.clone(),
-            command: command.def.name.clone(),
-            parameters: Value::Object(parameters).to_string(),
-            raw_text,
-            config: config.to_string(),
-            response_format: command.def.response_format.into(),
-            origin,
-        },
-        agent_id: agent.id.clone(),
-        grants,
-        agent: agent_snapshot,
-        progress,
-        timeout: Some(timeout),
-        tenant,
-        // The agent manifest names the store (its command), never the component: another
-        // component cannot claim a store by giving itself the same name.
-        kv_scope: format!("command:{}", command.def.name),
-    })
-}
-
-async fn snapshot(services: &Services, agent: &Agent) -> Result<AgentSnapshot, ServiceError> {
-    let commands = services.store.commands(&agent.id).await?;
-    Ok(AgentSnapshot {
-        profile: AgentProfile {
-            id: agent.id.clone(),
-            username: agent.def.username.clone(),
-            name: agent.def.name.clone(),
-            personality: agent.def.personality.clone(),
-            knowledge: agent.def.knowledge.clone(),
-        },
-        commands: commands
-            .into_iter()
-            .map(|c| CommandInfo {
-                name: c.def.name,
-                description: c.def.description,
-                parameters: c.def.parameters.into_iter().map(Into::into).collect(),
-                enabled: c.def.enabled,
-            })
-            .collect(),
-    })
-}
-
-/// Which built-in a `built_in` command runs: `config.builtin`, else its own name.
-fn builtin_name(command: &Command) -> &str {
-    command
-        .def
-        .config
-        .get("builtin")
-        .and_then(Value::as_str)
-        .unwrap_or(&command.def.name)
+/// What a caller is told of a queued command until its job ends.
+pub fn accepted(command: &Command) -> String {
+    format!(
+        "Accepted: /{} is running; poll the status address for its result.",
+        command.def.name
+    )
 }

@@ -1,40 +1,51 @@
-//! An agent's secrets (third-party accounts, wallet keys), sealed at rest: one place that names what a
-//! secret belongs to (`agent:<id>:<kind>`, the associated data) and seals or opens it.
+//! An agent's connected third-party accounts (its chat-app bot, its social account): stored
+//! with their tokens sealed at rest, enabled or not, shown to the owner without secrets.
 
 use serde_json::Value;
 
 use super::{ServiceError, Services};
 use crate::store::Integration;
 
-fn purpose(agent_id: &str, kind: &str) -> String {
-    format!("agent:{agent_id}:{kind}")
+/// The kinds of account an agent connects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntegrationKind {
+    /// Its Telegram bot.
+    Chatapp,
+    /// Its X account.
+    Social,
 }
 
-/// Seals `secret` as the agent's `kind` secret (a fresh nonce each time).
-pub fn seal(services: &Services, agent_id: &str, kind: &str, secret: &[u8]) -> Vec<u8> {
-    services.secrets.seal(&purpose(agent_id, kind), secret)
-}
+impl IntegrationKind {
+    /// As stored, and as the sealed secret's associated data names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IntegrationKind::Chatapp => "chatapp",
+            IntegrationKind::Social => "social",
+        }
+    }
 
-/// Opens what [`seal`] made for the same agent and kind; anything else is a 500 saying so.
-pub fn unseal(services: &Services, agent_id: &str, kind: &str, sealed: &[u8]) -> Result<Vec<u8>, ServiceError> {
-    services
-        .secrets
-        .open(&purpose(agent_id, kind), sealed)
-        .map_err(|e| ServiceError::SecretUnusable(e.to_string()))
+    fn describe(self) -> &'static str {
+        match self {
+            IntegrationKind::Chatapp => "chat-app bot",
+            IntegrationKind::Social => "social account",
+        }
+    }
 }
 
 /// Stores the account: `secret` sealed, `public` as is, enabled.
 pub async fn save(
     services: &Services,
     agent_id: &str,
-    kind: &'static str,
+    kind: IntegrationKind,
     secret: &Value,
     public: Value,
 ) -> Result<(), ServiceError> {
-    let sealed = seal(services, agent_id, kind, secret.to_string().as_bytes());
+    let sealed = services
+        .secrets
+        .seal_for_agent(agent_id, kind.as_str(), secret.to_string().as_bytes());
     let integration = Integration {
         agent_id: agent_id.to_string(),
-        kind,
+        kind: kind.as_str(),
         enabled: true,
         secret: sealed,
         public,
@@ -44,7 +55,10 @@ pub async fn save(
 
 /// The secret JSON of a stored account; a record that does not open is a 500 saying why.
 pub fn open(services: &Services, integration: &Integration) -> Result<Value, ServiceError> {
-    let opened = unseal(services, &integration.agent_id, integration.kind, &integration.secret)?;
+    let opened = services
+        .secrets
+        .open_for_agent(&integration.agent_id, integration.kind, &integration.secret)
+        .map_err(|e| ServiceError::SecretUnusable(e.to_string()))?;
     serde_json::from_slice(&opened)
         .map_err(|_| ServiceError::SecretUnusable(format!("the stored {} secret is unreadable", integration.kind)))
 }
@@ -54,37 +68,33 @@ pub fn open(services: &Services, integration: &Integration) -> Result<Value, Ser
 pub async fn set_enabled(
     services: &Services,
     agent_id: &str,
-    kind: &'static str,
+    kind: IntegrationKind,
     enabled: bool,
 ) -> Result<(), ServiceError> {
-    if services.store.set_integration_enabled(agent_id, kind, enabled).await? {
+    if services
+        .store
+        .set_integration_enabled(agent_id, kind.as_str(), enabled)
+        .await?
+    {
         Ok(())
     } else {
         Err(ServiceError::NotFound(format!(
             "The agent has no {} connected; connect one first",
-            describe(kind)
+            kind.describe()
         )))
     }
 }
 
 /// Forgets the agent's `kind` account and its sealed tokens; false if none was connected.
-pub async fn disconnect(services: &Services, agent_id: &str, kind: &'static str) -> Result<bool, ServiceError> {
-    Ok(services.store.delete_integration(agent_id, kind).await?)
+pub async fn disconnect(services: &Services, agent_id: &str, kind: IntegrationKind) -> Result<bool, ServiceError> {
+    Ok(services.store.delete_integration(agent_id, kind.as_str()).await?)
 }
 
 /// What the owner may see of the agent's `kind` account: never its secret.
 pub async fn connected(
     services: &Services,
     agent_id: &str,
-    kind: &'static str,
+    kind: IntegrationKind,
 ) -> Result<Option<Integration>, ServiceError> {
-    Ok(services.store.integration(agent_id, kind).await?)
-}
-
-fn describe(kind: &str) -> &str {
-    match kind {
-        super::chatapp::KIND => "chat-app bot",
-        super::social::KIND => "social account",
-        other => other,
-    }
+    Ok(services.store.integration(agent_id, kind.as_str()).await?)
 }

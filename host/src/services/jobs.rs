@@ -8,28 +8,21 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
-use super::{ServiceError, Services, commands};
-use crate::domain::{Agent, Command};
-use crate::plugins::{ExecError, Limit, Origin, ProgressSink};
-use crate::store::{JobOutcome, JobRecord, JobState};
+use super::runs::{self, Resolved};
+use super::{ServiceError, Services};
+use crate::plugins::{ExecError, Limit, ProgressSink};
+use crate::store::{JobOutcome, JobRecord, JobState, Store};
 
-pub fn status_url(services: &Services, job_id: &str) -> String {
-    format!("{}/jobs/{job_id}", services.public_base_url)
+/// The address a job's status is read at (`public_base_url` has no trailing `/`).
+pub fn status_url(public_base_url: &str, job_id: &str) -> String {
+    format!("{public_base_url}/jobs/{job_id}")
 }
 
 /// Records the job, then starts it. Returns its id (128 random bits). A paid job serves
 /// its payment (`paid_by`) in the same write that records it.
-pub async fn submit(
-    services: &Services,
-    agent: &Agent,
-    command: &Command,
-    parameters: Map<String, Value>,
-    raw_text: Option<String>,
-    origin: Origin,
-    paid_by: Option<&str>,
-) -> Result<String, ServiceError> {
+pub async fn submit(services: &Services, call: Resolved<'_>, paid_by: Option<&str>) -> Result<String, ServiceError> {
     let id = crate::random::hex_token(16);
     let now = crate::clock::now_ms();
     let retention = services.settings.job_retention_hours as i64 * 3_600_000;
@@ -38,11 +31,11 @@ pub async fn submit(
         .insert_job(
             JobRecord {
                 id: id.clone(),
-                agent_id: agent.id.clone(),
-                command: command.def.name.clone(),
-                origin: crate::plugins::bindings::origin_name(origin).to_string(),
-                parameters: Value::Object(parameters),
-                raw_text,
+                agent_id: call.agent.id.clone(),
+                command: call.command.def.name.clone(),
+                origin: crate::plugins::bindings::origin_name(call.origin).to_string(),
+                parameters: Value::Object(call.parameters),
+                raw_text: call.raw_text,
                 state: JobState::Queued,
                 progress: None,
                 response: None,
@@ -136,24 +129,23 @@ async fn work(services: &Services, id: &str) -> Result<JobOutcome, (String, &'st
         .await
         .map_err(|e| internal(&e))?
         .ok_or_else(|| ("the agent no longer exists".to_string(), "internal_error"))?;
-    let command = commands::find(services, &agent, &job.command)
+    let command = runs::find(services, &agent, &job.command)
         .await
         .map_err(|e| (e.to_string(), "invalid_input"))?;
     let parameters = job.parameters.as_object().cloned().unwrap_or_default();
     let (progress, _writer) = progress_writer(services, id);
     let origin = crate::plugins::bindings::parse_origin(&job.origin);
-    let run = commands::prepare(
-        services,
-        &agent,
-        &command,
+    let call = Resolved {
+        agent: &agent,
+        command: &command,
         parameters,
-        job.raw_text,
+        raw_text: job.raw_text,
         origin,
-        Some(progress),
-    )
-    .await
-    .map_err(|e| (e.to_string(), "internal_error"))?;
-    match services.plugins.execute(run).await {
+    };
+    let run = runs::prepare(services, call, Some(progress))
+        .await
+        .map_err(|e| (e.to_string(), "internal_error"))?;
+    match runs::execute(services, run).await {
         Ok(output) => Ok(JobOutcome::Succeeded {
             response: output.response,
             format: crate::domain::ResponseFormat::from(output.format).as_str().to_string(),
@@ -267,48 +259,56 @@ pub async fn list(
     Ok(store.jobs_of(agent_id, limit).await?)
 }
 
-/// The status record the spec defines; always answered with HTTP 200.
-pub async fn status(services: &Services, id: &str) -> Result<Value, ServiceError> {
-    let job = services.store.job(id).await?;
+/// Where a job is, as its status address tells it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobStatus {
+    /// No job with this id, or its record expired.
+    Missing,
+    /// Queued or running; `progress` is the plugin's last report, in percent.
+    Processing { job_id: String, progress: Option<u8> },
+    Succeeded {
+        job_id: String,
+        response: String,
+        format: Option<String>,
+        artifact_url: Option<String>,
+    },
+    Failed {
+        job_id: String,
+        error: String,
+        code: String,
+        /// A paid job refunded to its payer: the refund's transaction, once on chain.
+        refund_signature: Option<String>,
+    },
+}
+
+/// Where the job `id` is now.
+pub async fn status(store: &Store, id: &str) -> Result<JobStatus, ServiceError> {
     let now = crate::clock::now_ms();
-    Ok(match job {
-        None => json!({ "state": "failed", "error": "No job with this id (it may have expired)", "code": "not_found" }),
-        Some(job) if job.expires_at < now => {
-            json!({ "state": "failed", "error": "No job with this id (it may have expired)", "code": "not_found" })
-        }
-        Some(job) => match job.state {
-            JobState::Queued | JobState::Running => {
-                let mut body = json!({ "state": "processing", "jobId": job.id });
-                if let Some(p) = job.progress {
-                    body["progress"] = json!(p);
-                }
-                body
-            }
-            JobState::Succeeded => {
-                let mut body =
-                    json!({ "state": "succeeded", "jobId": job.id, "response": job.response.unwrap_or_default() });
-                if let Some(url) = job.artifact_url {
-                    body["artifactUrl"] = json!(url);
-                }
-                if let Some(format) = job.format {
-                    body["format"] = json!(format);
-                }
-                body
-            }
-            JobState::Failed => {
-                let mut body = json!({
-                    "state": "failed",
-                    "jobId": job.id,
-                    "error": job.error.unwrap_or_else(|| "failed".into()),
-                    "code": job.code.unwrap_or_else(|| "internal_error".into()),
-                });
-                if let Some(payment) = services.store.payment_by_job(&job.id).await?
-                    && let Some(signature) = super::payments::refund::signature_of(services, &payment).await?
-                {
-                    body["refundTransactionSignature"] = json!(signature);
-                }
-                body
-            }
+    let Some(job) = store.job(id).await?.filter(|job| job.expires_at >= now) else {
+        return Ok(JobStatus::Missing);
+    };
+    Ok(match job.state {
+        JobState::Queued | JobState::Running => JobStatus::Processing {
+            job_id: job.id,
+            progress: job.progress,
         },
+        JobState::Succeeded => JobStatus::Succeeded {
+            job_id: job.id,
+            response: job.response.unwrap_or_default(),
+            format: job.format,
+            artifact_url: job.artifact_url,
+        },
+        JobState::Failed => {
+            let refund_signature = match store.payment_by_job(&job.id).await? {
+                Some(payment) => super::payments::refund::signature_of(store, &payment).await?,
+                None => None,
+            };
+            JobStatus::Failed {
+                error: job.error.unwrap_or_else(|| "failed".into()),
+                code: job.code.unwrap_or_else(|| "internal_error".into()),
+                job_id: job.id,
+                refund_signature,
+            }
+        }
     })
 }

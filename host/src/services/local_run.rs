@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::commands::{self, CommandResult};
-use super::{ServiceError, Services, accounts, agents, params};
+use super::commands::{self, Answer, CommandCall, CommandOutcome};
+use super::{ServiceError, Services, accounts, agents, params, runs};
 use crate::domain::{Agent, Command, Plan};
 use crate::manifest::{self, PluginSource};
 use crate::plugins::{Origin, PluginKind};
@@ -60,7 +60,7 @@ pub async fn install(services: &Services, setup: &LocalSetup) -> Result<LocalPlu
     };
     agents::apply_as(services, &manifest, &account.id).await?;
     let agent = agents::owned(&services.store, &account.id, LOCAL).await?;
-    let command = commands::find(services, &agent, &command_name(&declared.name)).await?;
+    let command = runs::find(services, &agent, &command_name(&declared.name)).await?;
     Ok(LocalPlugin { agent, command })
 }
 
@@ -70,23 +70,28 @@ pub async fn run(
     services: &Services,
     plugin: &LocalPlugin,
     mut parameters: Map<String, Value>,
-) -> Result<CommandResult, ServiceError> {
+) -> Result<Answer, ServiceError> {
     for spec in &plugin.command.def.parameters {
         if let Some(Value::String(text)) = parameters.get(&spec.name) {
             let value = params::from_text(spec, text).map_err(ServiceError::Validation)?;
             parameters.insert(spec.name.clone(), value);
         }
     }
-    commands::execute(
-        services,
-        &plugin.agent,
-        &plugin.command,
-        Some(parameters),
-        None,
-        Origin::Api,
-        None,
-    )
-    .await
+    let call = CommandCall {
+        agent: &plugin.agent,
+        command: &plugin.command,
+        parameters: Some(parameters),
+        raw_text: None,
+        origin: Origin::Api,
+        paid_by: None,
+    };
+    match commands::execute(services, call).await? {
+        CommandOutcome::Answered(answer) => Ok(answer),
+        // The local manifest never declares a long-running command.
+        CommandOutcome::Queued { job_id } => Err(ServiceError::Execution(format!(
+            "the command was queued as job {job_id}; a local run answers at once"
+        ))),
+    }
 }
 
 /// The plugin's name as a command name (`hello-world` → `hello_world`): what an agent

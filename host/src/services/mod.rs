@@ -16,8 +16,10 @@ pub mod params;
 pub mod payments;
 pub mod plugin_cases;
 pub mod plugins;
-pub mod rate_leases;
+pub mod purchase;
 pub mod rate_limit;
+pub mod recovery;
+pub mod runs;
 pub mod social;
 pub mod social_text;
 pub mod wallets;
@@ -114,6 +116,21 @@ pub enum ServiceError {
     X402(#[from] payments::X402Error),
     #[error(transparent)]
     Store(StoreError),
+}
+
+impl ServiceError {
+    /// What may be told of a failure where it outlives our log (a refund's memo, the
+    /// reason a command is paused): the kind of failure, never an upstream's own words.
+    pub fn public_text(&self) -> String {
+        match self {
+            ServiceError::Model(e) => e.public_text(),
+            ServiceError::Wallet(wallets::WalletError::ChainUnavailable { network, .. }) => {
+                format!("the {network} RPC node failed")
+            }
+            ServiceError::Store(_) => "internal server error".into(),
+            other => other.to_string(),
+        }
+    }
 }
 
 impl From<StoreError> for ServiceError {

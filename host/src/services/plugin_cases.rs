@@ -23,7 +23,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::ServiceError;
-use super::commands::CommandResult;
+use super::commands::Answer;
 use super::local_run::LocalSetup;
 
 /// The file `plugin test` reads when none is named.
@@ -132,7 +132,7 @@ fn json_table(table: toml::Table) -> Map<String, Value> {
 }
 
 /// Whether the run gave what the case expects; the reason when not.
-pub fn check(case: &Case, outcome: &Result<CommandResult, ServiceError>) -> Result<(), String> {
+pub fn check(case: &Case, outcome: &Result<Answer, ServiceError>) -> Result<(), String> {
     match (&case.expected, outcome) {
         (Expected::Response(want), Ok(got)) if &got.response != want => {
             Err(format!("expected {want:?}, got {:?}", got.response))
@@ -161,12 +161,11 @@ mod tests {
     use super::*;
     use crate::domain::ResponseFormat;
 
-    fn answer(text: &str) -> Result<CommandResult, ServiceError> {
-        Ok(CommandResult {
+    fn answer(text: &str) -> Result<Answer, ServiceError> {
+        Ok(Answer {
             response: text.into(),
             format: ResponseFormat::Text,
             media_url: None,
-            status_url: None,
         })
     }
 

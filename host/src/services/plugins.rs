@@ -6,8 +6,10 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use super::ServiceError;
-use crate::plugins::{InspectError, Inspection, Tenant};
+use crate::plugins::{InspectError, Inspection, PluginManifest, Tenant, manifest_from_json, manifest_json};
 use crate::store::{AccountPlugin, PluginRun, Store};
 
 use super::Services;
@@ -52,7 +54,7 @@ pub async fn install(services: &Services, account_id: &str, bytes: Vec<u8>) -> R
         account: account_id.to_string(),
         wait: Some(INSPECTION_WAIT),
     };
-    let inspection = services.plugins.install(bytes, &tenant).await.map_err(|e| match e {
+    let inspection = keep_component(services, bytes, &tenant).await.map_err(|e| match e {
         InspectError::Refused(m) => InstallError::Refused(m),
         InspectError::Busy { retry_after_secs } => InstallError::Other(ServiceError::Unavailable {
             message: e.to_string(),
@@ -65,6 +67,51 @@ pub async fn install(services: &Services, account_id: &str, bytes: Vec<u8>) -> R
         .await
         .map_err(ServiceError::from)?;
     Ok(inspection)
+}
+
+/// Checks a component and keeps it: its bytes in the database (the one copy), its compiled
+/// artifact in the cache, the manifest it declared. A refused component leaves nothing
+/// behind. A component kept already is not compiled or asked again: its first record
+/// stands.
+async fn keep_component(services: &Services, bytes: Vec<u8>, tenant: &Tenant) -> Result<Inspection, InspectError> {
+    let hash = crate::plugins::content_hash(&bytes);
+    if let Some(kept) = kept_component(services, &hash, &bytes).await? {
+        return Ok(kept);
+    }
+    let bytes = Arc::new(bytes);
+    let (inspection, compiled) = services.plugins.check_upload(bytes.clone(), tenant).await?;
+    services
+        .store
+        .put_plugin(
+            &inspection.hash,
+            &manifest_json(&inspection.manifest),
+            &inspection.wit_version,
+            &bytes,
+        )
+        .await
+        .map_err(|e| InspectError::Refused(format!("cannot record the component: {e}")))?;
+    services.plugins.keep(compiled, &inspection.manifest).await?;
+    // Another upload of the same bytes may have been recorded first: its record stands.
+    Ok(kept_component(services, &hash, &bytes).await?.unwrap_or(inspection))
+}
+
+/// The inspection of a component kept already, from its record.
+async fn kept_component(services: &Services, hash: &str, bytes: &[u8]) -> Result<Option<Inspection>, InspectError> {
+    let record = services
+        .store
+        .plugin_record(hash)
+        .await
+        .map_err(|e| InspectError::Refused(format!("cannot read the component's record: {e}")))?;
+    let Some(record) = record.filter(|r| r.has_component) else {
+        return Ok(None);
+    };
+    let Some(manifest) = manifest_from_json(&record.manifest) else {
+        return Ok(None);
+    };
+    services
+        .plugins
+        .kept(hash, bytes, record.wit_version, manifest)
+        .map(Some)
 }
 
 /// Refuses a component the account's quota has no room for: one more component, and its
@@ -164,11 +211,7 @@ pub async fn upgrade(services: &Services) -> Result<(), ServiceError> {
     let copy = |hash: &str| std::fs::read(copies.join(format!("{hash}.wasm")));
     for hash in services.store.unrecorded_plugins().await? {
         let recorded = match copy(&hash) {
-            Ok(bytes) => services
-                .plugins
-                .record_manifest(&hash, bytes)
-                .await
-                .map_err(|e| e.to_string()),
+            Ok(bytes) => record_manifest(services, &hash, bytes).await,
             Err(e) => Err(format!("no copy in the data dir ({e})")),
         };
         match recorded {
@@ -216,4 +259,20 @@ pub async fn runs(
     limit: u32,
 ) -> Result<Vec<PluginRun>, ServiceError> {
     Ok(store.plugin_runs(agent_id, command, after, limit).await?)
+}
+
+/// Asks a component applied by an older version of this host what it declares, and
+/// records it beside its bytes.
+async fn record_manifest(services: &Services, hash: &str, bytes: Vec<u8>) -> Result<PluginManifest, String> {
+    let (manifest, wit_version) = services
+        .plugins
+        .ask_manifest(hash, bytes.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    services
+        .store
+        .put_plugin(hash, &manifest_json(&manifest), wit_version, &bytes)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(manifest)
 }

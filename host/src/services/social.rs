@@ -3,20 +3,21 @@
 //! Media URLs are fetched through the same outbound guard as plugins (public addresses
 //! only, size and time caps), recognised by content, and uploaded before the post.
 //!
-//! Statuses the spec leaves open: `social_media_upload_failed` 502 (X refused or could not
+//! Statuses the API leaves open: `social_media_upload_failed` 502 (X refused or could not
 //! process the media; a URL that cannot be fetched or is not an image/video is a 400
 //! `validation_error`), `social_api_error` 400 when X calls the post invalid, else 502.
 
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use super::integrations::{self, IntegrationKind};
 use super::social_text::{self, MediaKind};
-use super::{ServiceError, Services, integrations};
+use super::{ServiceError, Services};
 use crate::clients::x::XError;
 use crate::domain::Agent;
 use crate::outbound::{HostPattern, OutboundError, OutboundRequest};
 
-pub const KIND: &str = "social";
+pub const KIND: IntegrationKind = IntegrationKind::Social;
 
 /// Why a post did not go out. X's own `detail` says what it refused; a transport failure's
 /// text is only logged.
@@ -133,7 +134,7 @@ pub async fn post(
 ) -> Result<(String, String), ServiceError> {
     let integration = services
         .store
-        .integration(&agent.id, KIND)
+        .integration(&agent.id, KIND.as_str())
         .await?
         .ok_or_else(|| SocialError::NotConnected(agent_ref.to_string()))?;
     if !integration.enabled {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{ServiceError, Services, integrations};
+use super::{ServiceError, Services};
 use crate::chains::{self, Balances, ChainError, Landing, SignedTx, WalletKey};
 use crate::domain::Network;
 use crate::money::MicroUsdc;
@@ -79,7 +79,9 @@ pub async fn add(
             .map_err(|e| ServiceError::Validation(format!("Invalid {network} key: {e}")))?,
     };
     let address = key.address();
-    let sealed = integrations::seal(services, agent_id, &secret_kind(network), &key.secret());
+    let sealed = services
+        .secrets
+        .seal_for_agent(agent_id, &secret_kind(network), &key.secret());
     services
         .store
         .insert_wallet(WalletRecord {
@@ -103,7 +105,9 @@ pub async fn wallet(services: &Services, agent_id: &str, network: Network) -> Re
 
 /// The wallet's key, opened only for as long as a signature takes.
 pub(crate) fn open_key(services: &Services, wallet: &WalletRecord) -> Result<WalletKey, ServiceError> {
-    let secret = integrations::unseal(services, &wallet.agent_id, &secret_kind(wallet.network), &wallet.secret)
+    let secret = services
+        .secrets
+        .open_for_agent(&wallet.agent_id, &secret_kind(wallet.network), &wallet.secret)
         .map_err(|_| {
             ServiceError::SecretUnusable(format!(
                 "The agent's {} wallet key cannot be decrypted: the master key is not the one it was sealed with, or the record was altered",

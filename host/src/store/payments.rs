@@ -25,6 +25,48 @@ pub struct NewPayment {
     pub x402_version: u64,
 }
 
+/// Where a payment is in its life. `verified` → `settled` → `served`, or `failed` when
+/// nothing was taken; a refund goes `refund_owed` (waiting for funds) → `refunding` (its
+/// transfer named) → `refunded`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PaymentState {
+    /// Recorded with its signed settlement, not yet known to be on chain.
+    Verified,
+    Settled,
+    Served,
+    RefundOwed,
+    Refunding,
+    Refunded,
+    Failed,
+}
+
+impl PaymentState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaymentState::Verified => "verified",
+            PaymentState::Settled => "settled",
+            PaymentState::Served => "served",
+            PaymentState::RefundOwed => "refund_owed",
+            PaymentState::Refunding => "refunding",
+            PaymentState::Refunded => "refunded",
+            PaymentState::Failed => "failed",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<PaymentState> {
+        Some(match text {
+            "verified" => PaymentState::Verified,
+            "settled" => PaymentState::Settled,
+            "served" => PaymentState::Served,
+            "refund_owed" => PaymentState::RefundOwed,
+            "refunding" => PaymentState::Refunding,
+            "refunded" => PaymentState::Refunded,
+            "failed" => PaymentState::Failed,
+            _ => return None,
+        })
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct PaymentRecord {
     pub id: String,
@@ -36,7 +78,7 @@ pub struct PaymentRecord {
     pub pay_to: String,
     pub amount: MicroUsdc,
     pub command: Option<String>,
-    pub state: String,
+    pub state: PaymentState,
     pub transaction_signature: Option<String>,
     /// The signed settlement transaction, to check or re-send after a crash.
     pub raw_tx: Option<String>,
@@ -56,6 +98,10 @@ const PAYMENT_COLUMNS: &str = "id, agent_id, network, payer, pay_to, amount, com
                                x402_version";
 
 fn payment_row(r: &Row) -> Result<PaymentRecord, StoreError> {
+    let state: String = r.get(7)?;
+    let Some(state) = PaymentState::parse(&state) else {
+        return Err(StoreError::Corrupt(format!("payment in unknown state {state}")));
+    };
     Ok(PaymentRecord {
         id: r.get(0)?,
         agent_id: r.get(1)?,
@@ -64,7 +110,7 @@ fn payment_row(r: &Row) -> Result<PaymentRecord, StoreError> {
         pay_to: r.get(4)?,
         amount: MicroUsdc(r.get(5)?),
         command: r.get(6)?,
-        state: r.get(7)?,
+        state,
         transaction_signature: r.get(8)?,
         raw_tx: r.get(9)?,
         job_id: r.get(10)?,
@@ -178,19 +224,23 @@ impl Store {
     pub async fn advance_payment(
         &self,
         id: &str,
-        from: &'static [&'static str],
-        to: &'static str,
+        from: &'static [PaymentState],
+        to: PaymentState,
         error: Option<String>,
     ) -> Result<bool, StoreError> {
         let id = id.to_string();
         self.write(move |db| {
-            let placeholders = from.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
+            let placeholders = from
+                .iter()
+                .map(|s| format!("'{}'", s.as_str()))
+                .collect::<Vec<_>>()
+                .join(", ");
             Ok(db.execute(
                 &format!(
                     "UPDATE payments SET state = ?2, error = COALESCE(?3, error), updated_at = ?4
                      WHERE id = ?1 AND state IN ({placeholders})"
                 ),
-                args![id, to, error, crate::clock::now_ms()],
+                args![id, to.as_str(), error, crate::clock::now_ms()],
             )? == 1)
         })
         .await

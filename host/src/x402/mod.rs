@@ -1,6 +1,6 @@
 //! x402 (versions 1 and 2, scheme `exact`): the wire format and the checks a payment must
 //! pass before anything is settled. Pure code: no store, no chain round trip, so the
-//! checks are fast (DESIGN §5: under 1 ms) and unit-tested with crafted payments.
+//! checks are fast (the target is under 1 ms: BENCHMARKS.md) and unit-tested with crafted payments.
 
 pub mod evm;
 pub mod svm;

@@ -63,7 +63,7 @@ fn refuse(code: &'static str, message: impl Into<String>) -> PaymentError {
     PaymentError::new(code, message)
 }
 
-/// Reads `{transaction: base64}` (the spec's form may add `signature`; the signatures
+/// Reads `{transaction: base64}` (the x402 specification's form may add `signature`; the signatures
 /// inside the transaction are the ones checked).
 pub fn decode(payload: &Value) -> Result<VersionedTransaction, PaymentError> {
     let encoded = payload
@@ -399,7 +399,7 @@ mod tests {
         let mut with_memo = standard(&s);
         with_memo.push(Instruction::new_with_bytes(MEMO, b"a1b2", vec![]));
         assert_eq!(check(build(&s.service.pubkey(), &[&s.payer], &with_memo), &s), Ok(true));
-        // The spec's form: the payer pays the fee and signs everything.
+        // The x402 specification's form: the payer pays the fee and signs everything.
         assert_eq!(
             check(build(&s.payer.pubkey(), &[&s.payer], &standard(&s)), &s),
             Ok(false)
@@ -449,7 +449,11 @@ mod tests {
         let mut expensive = standard(&s);
         expensive[1] = price(5_000_000);
         let tx = build(&s.payer.pubkey(), &[&s.payer], &expensive);
-        assert_eq!(check(tx, &s), Ok(false), "the spec's form: the payer pays its own fee");
+        assert_eq!(
+            check(tx, &s),
+            Ok(false),
+            "the x402 specification's form: the payer pays its own fee"
+        );
     }
 
     #[test]

@@ -29,7 +29,7 @@ use super::{ServiceError, Services, wallets};
 use crate::chains::{self, ChainError, Landing, SignedTx};
 use crate::domain::Network;
 use crate::money::MicroUsdc;
-use crate::store::NewPayment;
+use crate::store::{NewPayment, PaymentState};
 use crate::x402::PaymentError;
 use crate::x402::wire::{self, Payment};
 use scheme::{Scheme, Terms};
@@ -57,6 +57,13 @@ pub enum X402Error {
     /// Sent, but not confirmed in time: the payment stays recorded and is resolved later.
     #[error("the settlement {0} was sent but not confirmed in time")]
     SettlementPending(String),
+    /// The request names a command the agent does not sell.
+    #[error("the agent offers no paid command '/{0}'")]
+    CommandNotOffered(String),
+    /// The work answered, but the payment could not be marked served, so the answer is
+    /// withheld and the payment refunded by recovery.
+    #[error("the answer could not be recorded; the payment will be refunded")]
+    AnswerNotRecorded,
 }
 
 /// A payment refused before anything was taken.
@@ -326,7 +333,7 @@ async fn conclude(
 }
 
 impl Settled {
-    /// The spec's receipt.
+    /// The API's receipt.
     pub fn receipt(&self) -> Value {
         json!({
             "amountPaidMicroUsdc": self.amount.0,
@@ -343,7 +350,7 @@ impl Settled {
     pub async fn served(&self, services: &Services) -> Result<(), ServiceError> {
         if services
             .store
-            .advance_payment(&self.payment_id, &["settled"], "served", None)
+            .advance_payment(&self.payment_id, &[PaymentState::Settled], PaymentState::Served, None)
             .await?
         {
             Ok(())

@@ -13,7 +13,7 @@ use crate::money::MicroUsdc;
 use crate::services::{ServiceError, Services, agents, wallets};
 use crate::store::AgentWithCommands;
 use crate::x402::wire::{
-    NetworkNames, PaymentRequiredV1, PaymentRequiredV2, RequirementsV1, RequirementsV2, ResourceInfo, SCHEME,
+    NetworkNames, PaymentRequiredV1, PaymentRequiredV2, RequirementsV1, RequirementsV2, ResourceInfo, SCHEME, Version,
 };
 
 /// Name given to clients in `extra.serviceName`.
@@ -106,6 +106,19 @@ impl Offer {
         }
     }
 
+    /// Whether a payment of `version` can be checked here now: a v2 payment names the
+    /// chain by its CAIP-2 id, which the chain may not have told us yet.
+    pub fn takes(&self, version: Version) -> Result<(), ServiceError> {
+        if version == Version::V2 && self.network_id.is_none() {
+            let unknown = wallets::WalletError::ChainUnavailable {
+                network: self.network,
+                detail: "its CAIP-2 id (genesis hash) is not known yet".into(),
+            };
+            return Err(unknown.into());
+        }
+        Ok(())
+    }
+
     /// The absolute URL a paid request is posted to.
     pub fn resource_url(&self, services: &Services) -> String {
         format!("{}/x402/{}/{}", services.public_base_url, self.network, self.agent.id)
@@ -194,7 +207,7 @@ impl Offer {
 
     /// The 402 (or price list) in both versions: the v1 body and the v2 header's object
     /// (while the network's id is known). `error` is the v2 reason; the v1 body keeps the
-    /// spec's wording.
+    /// API's wording.
     pub fn payment_required(
         &self,
         services: &Services,

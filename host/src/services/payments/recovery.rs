@@ -1,7 +1,7 @@
 //! Finishing payments nobody is working on: cut off by a crash, or stuck (a settlement not
-//! confirmed in time, a refund that did not go out). Runs at start and then every
-//! `recovery_interval_secs`, one pass at a time; a payment that some request, job or
-//! earlier pass holds is left to it.
+//! confirmed in time, a refund that did not go out). Each recovery pass
+//! (services/recovery.rs) calls [`recover`]; a payment that some request, job or earlier
+//! pass holds is left to it.
 //!
 //! - `verified`: its stored settlement is looked up on chain and sent again while the chain
 //!   has not seen it (the payer signed it; the record makes it once only). Landed: `settled`,
@@ -16,15 +16,13 @@
 
 use std::time::Duration;
 
-use tokio::sync::watch;
-
 use super::refund::Refund;
 use super::scheme::{self, Terms};
 use super::{ELSEWHERE_LOOKBACK_SECS, Sent, conclude};
 use crate::chains::{ChainError, Landing, SignedTx};
 use crate::domain::Network;
-use crate::services::{ServiceError, Services, wallets};
-use crate::store::PaymentRecord;
+use crate::services::{ServiceError, Services};
+use crate::store::{PaymentRecord, PaymentState};
 
 /// An owed refund looks again for the payer's account every this many passes.
 const OWED_RETRY_PASSES: u32 = 20;
@@ -80,62 +78,26 @@ where
     Ok(true)
 }
 
-/// Reconciles transfers, then payments, at start and every `recovery_interval_secs`, until
-/// `stop` turns true. Hosts sharing a store take turns: a pass runs on one host at a time
-/// (the others skip it), so a payment cut off by a host that died is finished by another.
-pub async fn run_periodically(services: Services, mut stop: watch::Receiver<bool>) {
-    let every = Duration::from_secs(services.settings.recovery_interval_secs);
-    loop {
-        match services.store.try_turn("recovery").await {
-            Ok(Some(_pass)) => pass(&services).await,
-            Ok(None) => tracing::debug!("another host is running recovery"),
-            Err(e) => tracing::error!(error = %e, "could not take the recovery turn"),
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(every) => {}
-            _ = stop.wait_for(|s| *s) => return,
-        }
-    }
-}
-
-async fn pass(services: &Services) {
-    match crate::services::jobs::recover(services, false).await {
-        Ok((0, 0)) => {}
-        Ok((queued, cut_off)) => tracing::info!(queued, cut_off, "jobs taken up"),
-        Err(e) => tracing::error!(error = %e, "could not take up jobs"),
-    }
-    match wallets::reconcile(services).await {
-        Ok(0) => {}
-        Ok(n) => tracing::info!(transfers = n, "pending transfers reconciled"),
-        Err(e) => tracing::error!(error = %e, "could not reconcile pending transfers"),
-    }
-    match recover(services).await {
-        Ok(0) => {}
-        Ok(n) => tracing::info!(payments = n, "unfinished payments taken up"),
-        Err(e) => tracing::error!(error = %e, "could not take up unfinished payments"),
-    }
-}
-
 async fn resume(services: &Services, payment: &PaymentRecord) -> Result<(), ServiceError> {
     let Some(network) = Network::parse(&payment.network) else {
         return Ok(());
     };
-    let mut state = payment.state.as_str();
-    if state == "verified" {
+    let mut state = payment.state;
+    if state == PaymentState::Verified {
         if !resume_settlement(services, payment, network).await? {
             return Ok(());
         }
-        state = "settled";
+        state = PaymentState::Settled;
     }
     let refund = Refund::of(payment, network);
     match state {
-        "settled" => {
+        PaymentState::Settled => {
             refund
                 .start(services, "the service stopped before answering this paid request")
                 .await;
         }
-        "refunding" => refund.resume(services, payment).await?,
-        "refund_owed" => {
+        PaymentState::Refunding => refund.resume(services, payment).await?,
+        PaymentState::RefundOwed => {
             let why = payment.error.as_deref().unwrap_or("refund");
             let why = why.split("; owed:").next().unwrap_or(why);
             refund.start(services, why).await;

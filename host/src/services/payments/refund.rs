@@ -16,7 +16,7 @@
 use crate::domain::Network;
 use crate::money::MicroUsdc;
 use crate::services::{ServiceError, Services, wallets};
-use crate::store::{PaymentRecord, TransferKind, TransferState};
+use crate::store::{PaymentRecord, PaymentState, Store, TransferKind, TransferState};
 
 /// Whether a failure after payment was the payer's own doing (its input), not the agent's.
 pub fn payers_fault(err: &ServiceError) -> bool {
@@ -118,7 +118,12 @@ impl<'a> Refund<'a> {
     async fn refunded(&self, services: &Services) {
         if let Err(err) = services
             .store
-            .advance_payment(self.payment_id, &["refunding"], "refunded", None)
+            .advance_payment(
+                self.payment_id,
+                &[PaymentState::Refunding],
+                PaymentState::Refunded,
+                None,
+            )
             .await
         {
             tracing::error!(payment = self.payment_id, "could not mark the refund: {err}");
@@ -194,13 +199,13 @@ pub async fn refund_failed_job(services: &Services, job_id: &str, why: &str, cod
 }
 
 /// The refund's transaction signature, once it is on chain.
-pub async fn signature_of(services: &Services, payment: &PaymentRecord) -> Result<Option<String>, ServiceError> {
+pub async fn signature_of(store: &Store, payment: &PaymentRecord) -> Result<Option<String>, ServiceError> {
     let Some(transfer_id) = payment
         .refund_transfer_id
         .as_ref()
-        .filter(|_| payment.state == "refunded")
+        .filter(|_| payment.state == PaymentState::Refunded)
     else {
         return Ok(None);
     };
-    Ok(services.store.transfer(transfer_id).await?.and_then(|t| t.signature))
+    Ok(store.transfer(transfer_id).await?.and_then(|t| t.signature))
 }

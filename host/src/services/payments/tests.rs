@@ -227,7 +227,9 @@ impl Fixture {
             .await
             .unwrap();
         rows.sort_by(|a, b| a.identity.cmp(&b.identity));
-        rows.into_iter().map(|p| (p.state, p.transaction_signature)).collect()
+        rows.into_iter()
+            .map(|p| (p.state.as_str().to_string(), p.transaction_signature))
+            .collect()
     }
 }
 

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use tokio::sync::Mutex as AsyncMutex;
 
-use super::rate_limit::Usage;
+use super::Usage;
 use crate::domain::RateLimits;
 use crate::rate_window::{DAY_MS, MINUTE_MS, WindowCount};
 use crate::store::{Claim, Claimed, Store, StoreError, Unused};

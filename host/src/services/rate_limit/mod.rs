@@ -4,15 +4,17 @@
 //! A single host counts in memory: keyed-API counters (per account) are saved periodically
 //! and at shutdown, and loaded at start; the x402 abuse limits (per client address, per
 //! payer) live in memory only. Hosts sharing a store count in it instead, each from shares
-//! it leases ahead of use (rate_leases.rs), so together they let through exactly the limit.
+//! it leases ahead of use (leases.rs), so together they let through exactly the limit.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::rate_leases::Leases;
+mod leases;
+
 use crate::domain::RateLimits;
 use crate::rate_window::{DAY_MS, MINUTE_MS, WindowCount};
 use crate::store::{Store, StoreError, UsageRow};
+use leases::Leases;
 
 /// Keys tracked at once before idle ones are dropped: many client addresses cannot grow
 /// memory without bound (past it, keys idle for two days go first, then for two minutes).
@@ -179,7 +181,7 @@ pub fn decide(limits: RateLimits, now_ms: i64, allowed: bool, usage: Usage) -> R
 }
 
 /// One kind of key's limits: counted in this process, or, when several hosts share the
-/// store, in shares of the store's counters each host leases (services/rate_leases.rs).
+/// store, in shares of the store's counters each host leases (leases.rs).
 pub struct Limiter {
     local: RateLimiter,
     shared: Option<Arc<Leases>>,

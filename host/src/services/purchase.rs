@@ -1,0 +1,290 @@
+//! A paid request, from the offer to the answer it bought: price what was asked, refuse
+//! before any money moves what cannot run (an unknown command, a paused one, bad
+//! parameters), settle the payment, run the command or answer the message, and leave the
+//! payment `served` or refunded. Every paid surface (the x402 HTTP route, MCP tool calls)
+//! goes through here; none moves a payment's state itself.
+//!
+//! The order of the steps is what keeps a payer whole: nothing runs before the payment is
+//! on chain and recorded; nothing is answered before the payment is marked served (a
+//! payment left `settled` is refunded by recovery as never answered); a failure by the
+//! agent's fault is refunded at once, a refusal of the payer's own input is not.
+
+use serde_json::{Map, Value};
+
+use super::chat::{self, ChatInput};
+use super::commands::{self, Answer, CommandCall, CommandOutcome};
+use super::payments::{self, Offer, Purchase, Settled, X402Error, breaker};
+use super::{ServiceError, Services, params};
+use crate::domain::{Command, ResponseFormat};
+use crate::money::MicroUsdc;
+use crate::plugins::Origin;
+use crate::x402::wire::Payment;
+
+/// What a payer asks for.
+#[derive(Debug, Clone)]
+pub enum Order {
+    /// A plain message: it buys the agent's reply. The paid commands are not offered to it
+    /// as tools, or a cheap message could run an expensive command.
+    Message(String),
+    /// One of the agent's paid commands.
+    Command {
+        name: String,
+        /// Named parameters.
+        parameters: Map<String, Value>,
+        /// The `/command ...` text, parsed into parameters when it was sent as a message.
+        raw_text: Option<String>,
+    },
+}
+
+/// A request priced against the agent's offer: what a payment must cover.
+pub struct Quote<'a> {
+    pub offer: &'a Offer,
+    /// The command ordered; `None` for a message.
+    pub command: Option<&'a Command>,
+    pub price: MicroUsdc,
+    order: Order,
+    /// The request as the payer sent it, recorded with its payment.
+    request: Value,
+}
+
+/// Prices `order`, or says why it cannot be bought now: a command the agent does not sell,
+/// or one its breaker paused after repeated failures (refused before anyone signs).
+pub async fn quote<'a>(
+    services: &Services,
+    offer: &'a Offer,
+    order: Order,
+    request: Value,
+) -> Result<Quote<'a>, ServiceError> {
+    let command = match &order {
+        Order::Message(_) => None,
+        Order::Command { name, .. } => Some(
+            offer
+                .command(name)
+                .ok_or_else(|| X402Error::CommandNotOffered(name.clone()))?,
+        ),
+    };
+    if let Some(command) = command {
+        let rules = breaker::Rules::of(&services.settings);
+        let admission = breaker::look(&services.store, rules, &offer.agent.id, &command.def.name).await?;
+        if let Some(refusal) = admission.refusal(&command.def.name) {
+            return Err(refusal);
+        }
+    }
+    Ok(Quote {
+        offer,
+        command,
+        price: command.map(|c| offer.price_of(c)).unwrap_or(offer.default_price),
+        order,
+        request,
+    })
+}
+
+impl Quote<'_> {
+    /// Whether the command would take the order's parameters: a request that cannot run is
+    /// refused before any money moves.
+    pub fn check_input(&self) -> Result<(), ServiceError> {
+        match (&self.order, self.command) {
+            (
+                Order::Command {
+                    parameters, raw_text, ..
+                },
+                Some(command),
+            ) => params::resolve(
+                &command.def.name,
+                &command.def.parameters,
+                Some(parameters.clone()),
+                raw_text.as_deref(),
+            )
+            .map(drop)
+            .map_err(ServiceError::Validation),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A settled payment and what it bought.
+pub struct Sale {
+    /// The payment on chain; while it lives, no refund or recovery pass touches it.
+    pub settled: Settled,
+    pub outcome: SaleOutcome,
+}
+
+/// What a settled payment gave the payer.
+#[derive(Debug)]
+pub enum SaleOutcome {
+    /// The command or the agent answered; the payment is served.
+    Answered(Answer),
+    /// A long-running command: its job was recorded (which served the payment) and started.
+    Queued { job_id: String },
+    /// No answer. `refund` is `Some` when the payment was refunded now (the payer's own
+    /// input refused by the command is not: the work ran; an answer that could not be
+    /// recorded is refunded by the recovery pass).
+    Failed {
+        error: ServiceError,
+        refund: Option<RefundStarted>,
+    },
+}
+
+/// A refund sent back to the payer from the agent's wallet.
+#[derive(Debug)]
+pub struct RefundStarted {
+    /// Its transaction, once it went out; `None` while it is on its way.
+    pub transaction: Option<String>,
+}
+
+/// Settles `payment` for the quoted request and does the work it pays for. An `Err` is a
+/// refusal before anything was taken from the payer (or a settlement left pending, to be
+/// settled or refunded by recovery); once settled, every outcome is a [`Sale`].
+pub async fn buy(services: &Services, quote: Quote<'_>, payment: &Payment) -> Result<Sale, ServiceError> {
+    quote.check_input()?;
+    let Quote {
+        offer,
+        command,
+        price,
+        order,
+        request,
+    } = quote;
+    let rules = breaker::Rules::of(&services.settings);
+    // Admitted by the command's breaker (a half-open one lets this call through as its
+    // trial), so its outcome below counts.
+    let mut trial = None;
+    if let Some(command) = command {
+        match breaker::admit(&services.store, rules, &offer.agent.id, &command.def.name).await? {
+            (breaker::Admission::Trial, at) => trial = Some(at),
+            (admission, _) => {
+                if let Some(refusal) = admission.refusal(&command.def.name) {
+                    return Err(refusal);
+                }
+            }
+        }
+    }
+    let purchase = Purchase {
+        price,
+        command: command.map(|c| c.def.name.as_str()),
+        request: &request,
+    };
+    let settled = match payments::settle(services, offer, payment, purchase).await {
+        Ok(settled) => settled,
+        Err(err) => {
+            if let (Some(command), Some(at)) = (command, trial) {
+                breaker::release_trial(&services.store, &offer.agent.id, &command.def.name, at).await;
+            }
+            return Err(err);
+        }
+    };
+    let worked = work(services, offer, command, order, &settled).await;
+    let outcome = conclude(services, offer, command, &settled, worked).await;
+    Ok(Sale { settled, outcome })
+}
+
+/// Runs the ordered command, or has the agent answer the message.
+async fn work(
+    services: &Services,
+    offer: &Offer,
+    command: Option<&Command>,
+    order: Order,
+    settled: &Settled,
+) -> Result<CommandOutcome, ServiceError> {
+    match (order, command) {
+        (
+            Order::Command {
+                parameters, raw_text, ..
+            },
+            Some(command),
+        ) => {
+            let call = CommandCall {
+                agent: &offer.agent,
+                command,
+                parameters: Some(parameters),
+                raw_text,
+                origin: Origin::X402,
+                paid_by: Some(&settled.payment_id),
+            };
+            commands::execute(services, call).await
+        }
+        (order, _) => {
+            let message = match order {
+                Order::Message(message) => message,
+                Order::Command { raw_text, .. } => raw_text.unwrap_or_default(),
+            };
+            let input = ChatInput {
+                message,
+                history: Vec::new(),
+                tools_enabled: false,
+                max_tool_calls: 0,
+            };
+            let reply = chat::chat(services, &offer.agent, Vec::new(), input).await?;
+            Ok(CommandOutcome::Answered(Answer {
+                response: reply.response,
+                format: ResponseFormat::Text,
+                media_url: None,
+            }))
+        }
+    }
+}
+
+/// Tells the command's breaker how the work went and leaves the payment served or
+/// refunded, before anything is answered.
+async fn conclude(
+    services: &Services,
+    offer: &Offer,
+    command: Option<&Command>,
+    settled: &Settled,
+    worked: Result<CommandOutcome, ServiceError>,
+) -> SaleOutcome {
+    let agent_id = &offer.agent.id;
+    let command = command.map(|c| c.def.name.as_str());
+    // Answered (its own refusal of the payer's input included) closes the breaker; a
+    // failure by the agent's fault counts; a queued job tells it when the job ends.
+    match &worked {
+        Ok(CommandOutcome::Queued { .. }) => {}
+        Err(err) if !payments::payers_fault(err) => {}
+        _ => {
+            if let Some(name) = command {
+                breaker::succeeded(&services.store, agent_id, name).await;
+            }
+        }
+    }
+    match worked {
+        // A paid job served its payment when it was recorded.
+        Ok(CommandOutcome::Queued { job_id }) => {
+            crate::faults::crash_point("x402:after_work");
+            crate::faults::crash_point("x402:after_served");
+            SaleOutcome::Queued { job_id }
+        }
+        Ok(CommandOutcome::Answered(answer)) => {
+            crate::faults::crash_point("x402:after_work");
+            if let Err(err) = settled.served(services).await {
+                tracing::error!(payment = settled.payment_id, "could not mark the payment served: {err}");
+                return SaleOutcome::Failed {
+                    error: X402Error::AnswerNotRecorded.into(),
+                    refund: None,
+                };
+            }
+            crate::faults::crash_point("x402:after_served");
+            SaleOutcome::Answered(answer)
+        }
+        // The payer's own input, refused by the command after its parameters were checked:
+        // the work ran and answered, so the payment counts as served (see payments::refund).
+        Err(error) if payments::payers_fault(&error) => {
+            if let Err(mark) = settled.served(services).await {
+                tracing::error!(
+                    payment = settled.payment_id,
+                    "could not mark the payment served: {mark}"
+                );
+            }
+            SaleOutcome::Failed { error, refund: None }
+        }
+        Err(error) => {
+            if let Some(name) = command.filter(|_| breaker::counts(&error)) {
+                let rules = breaker::Rules::of(&services.settings);
+                breaker::failed(&services.store, rules, agent_id, name, &error.public_text()).await;
+            }
+            let transaction = settled.refund(services, &error.public_text()).await;
+            SaleOutcome::Failed {
+                error,
+                refund: Some(RefundStarted { transaction }),
+            }
+        }
+    }
+}
