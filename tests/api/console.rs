@@ -8,8 +8,8 @@ use serde_json::json;
 
 use crate::support::chains::LocalBase;
 use crate::support::payers::{Payer, X402Client, pay_with};
+use crate::support::x402::*;
 use crate::support::*;
-use crate::x402::{REPORT, paid_manifest};
 
 #[tokio::test]
 async fn the_console_is_served_with_a_strict_policy() {

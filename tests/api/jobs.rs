@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::support::api::*;
 use crate::support::*;
 
 fn slow_manifest() -> String {
@@ -31,8 +32,7 @@ timeout_ms = 600
 }
 
 async fn start_job(server: &TestServer, key: &str, command: &str, params: serde_json::Value) -> String {
-    let url = server.url(&format!("/v1/agents/slow/commands/{command}/execute"));
-    let reply = post_json(&url, Some(key), &json!({ "parameters": params })).await;
+    let reply = execute_with(server, key, "slow", command, params).await;
     assert_eq!(reply.status, 200, "{}", reply.text);
     let result = &reply.json()["data"]["result"];
     let status_url = result["statusUrl"].as_str().expect("a status address").to_string();

@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use crate::support::api::*;
 use crate::support::*;
 
 fn manifest() -> String {
@@ -28,12 +29,7 @@ plugin = "{probe}"
 }
 
 async fn probe(server: &TestServer, key: &str, command: &str, params: Value) -> Reply {
-    post_json(
-        &server.url(&format!("/v1/agents/probe/commands/{command}/execute")),
-        Some(key),
-        &json!({ "parameters": params }),
-    )
-    .await
+    execute_with(server, key, "probe", command, params).await
 }
 
 async fn logs(server: &TestServer, key: &str, query: &str) -> Reply {

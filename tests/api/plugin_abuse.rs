@@ -3,8 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
+use crate::support::api::*;
 use crate::support::fake_llm::{fake_openai, text};
 use crate::support::*;
 
@@ -23,22 +24,6 @@ plugin = "{}"
 "#,
         plugin_path("probe")
     )
-}
-
-async fn run(server: &TestServer, key: &str, agent: &str, command: &str, params: Value) -> Reply {
-    post_json(
-        &server.url(&format!("/v1/agents/{agent}/commands/{command}/execute")),
-        Some(key),
-        &json!({ "parameters": params }),
-    )
-    .await
-}
-
-fn response(reply: &Reply) -> String {
-    reply.json()["data"]["result"]["response"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// Threads of the server process now (tokio workers and its blocking pool).
@@ -83,9 +68,14 @@ plugin = "{}"
     env.apply_agent(&manifest, "alice");
     let server = env.serve();
 
-    let small = run(&server, &key, "hogs", "small", json!({})).await;
-    assert_eq!(response(&small), "grew", "one memory of 40 MiB fits: {}", small.text);
-    let big = run(&server, &key, "hogs", "big", json!({})).await;
+    let small = execute_with(&server, &key, "hogs", "small", json!({})).await;
+    assert_eq!(
+        response_text(&small),
+        "grew",
+        "one memory of 40 MiB fits: {}",
+        small.text
+    );
+    let big = execute_with(&server, &key, "hogs", "big", json!({})).await;
     assert_eq!(big.status, 500, "three memories of 48 MiB do not: {}", big.text);
     assert_eq!(big.error_code(), "execution_error");
     assert!(
@@ -105,7 +95,10 @@ plugin = "{}"
     assert!(!refused.status.success(), "{}", refused.stdout);
     assert!(refused.stderr.contains("memor"), "{}", refused.stderr);
     // The host kept serving.
-    assert_eq!(response(&run(&server, &key, "hogs", "small", json!({})).await), "grew");
+    assert_eq!(
+        response_text(&execute_with(&server, &key, "hogs", "small", json!({})).await),
+        "grew"
+    );
 }
 
 /// A job reporting progress in a tight loop costs a few writes a second, not a
@@ -123,7 +116,7 @@ async fn a_progress_flood_is_coalesced() {
     let server = env.serve();
     let before = threads(&server);
 
-    let accepted = run(
+    let accepted = execute_with(
         &server,
         &key,
         "flood",
@@ -188,7 +181,7 @@ async fn one_tenant_cannot_hold_every_plugin_slot() {
 
     // Ten long jobs and ten slow requests, all looping until their deadline.
     for _ in 0..10 {
-        let reply = run(&server, &greedy, "jobs", "probe", json!({"mode": "loop"})).await;
+        let reply = execute_with(&server, &greedy, "jobs", "probe", json!({"mode": "loop"})).await;
         assert_eq!(reply.status, 200, "{}", reply.text);
     }
     let mut slow = tokio::task::JoinSet::new();
@@ -275,7 +268,7 @@ async fn manifest_is_never_called_on_a_request_path() {
     }
     for reply in runs.join_all().await {
         assert_eq!(reply.status, 200, "{}", reply.text);
-        assert_eq!(response(&reply), "moody but working");
+        assert_eq!(response_text(&reply), "moody but working");
     }
 }
 
@@ -350,7 +343,7 @@ async fn the_environment_proxy_is_never_used_for_plugins() {
     let server = env.serve();
     // Port 80: allowed, so what refuses it is the address the name resolves to.
     let url = format!("http://{name}/secret");
-    let reply = run(&server, &key, "prober", "probe", json!({"mode": "http", "url": url})).await;
+    let reply = execute_with(&server, &key, "prober", "probe", json!({"mode": "http", "url": url})).await;
     assert_eq!(reply.status, 500, "{}", reply.text);
     assert!(reply.error_message().contains("private, loopback"), "{}", reply.text);
     assert!(!reply.text.contains("internal data"));
@@ -369,8 +362,8 @@ async fn plugin_log_lines_cannot_forge_host_lines() {
     env.apply_agent(&probe_agent("prober", ""), "alice");
     let server = env.serve();
     let forged = "all good\n2026-01-01T00:00:00.000000Z ERROR agent_host::routes: forged by a plugin\r\x1b[2K";
-    let reply = run(&server, &key, "prober", "probe", json!({"mode": "log", "url": forged})).await;
-    assert_eq!(response(&reply), "logged", "{}", reply.text);
+    let reply = execute_with(&server, &key, "prober", "probe", json!({"mode": "log", "url": forged})).await;
+    assert_eq!(response_text(&reply), "logged", "{}", reply.text);
     let log = server.log();
     assert!(log.contains("all good\\n2026-01-01T00:00:00.000000Z ERROR"), "{log}");
     assert!(
@@ -430,7 +423,7 @@ async fn ipv6_forms_of_internal_addresses_are_refused() {
     env.apply_agent(&probe_agent("prober", granted), "alice");
     let server = env.serve();
     for url in ["http://[::127.0.0.1]/", "http://[2002:7f00:1::]/", "http://[fec0::1]/"] {
-        let reply = run(&server, &key, "prober", "probe", json!({"mode": "http", "url": url})).await;
+        let reply = execute_with(&server, &key, "prober", "probe", json!({"mode": "http", "url": url})).await;
         assert_eq!(reply.status, 500, "{url}: {}", reply.text);
         assert!(reply.error_message().contains("private"), "{url}: {}", reply.text);
     }
@@ -451,13 +444,13 @@ async fn the_llm_is_granted_per_command_and_capped() {
     env.apply_agent(&probe_agent("ungranted", ""), "alice");
     let server = env.serve();
 
-    let refused = run(&server, &key, "ungranted", "probe", json!({"mode": "llm"})).await;
+    let refused = execute_with(&server, &key, "ungranted", "probe", json!({"mode": "llm"})).await;
     assert_eq!(refused.status, 500, "{}", refused.text);
     assert!(refused.error_message().contains("allow_llm"), "{}", refused.text);
     assert!(seen.lock().unwrap().is_empty(), "nothing reached the provider");
 
-    let answered = run(&server, &key, "granted", "probe", json!({"mode": "llm", "n": 100000})).await;
-    assert_eq!(response(&answered), "A story.", "{}", answered.text);
+    let answered = execute_with(&server, &key, "granted", "probe", json!({"mode": "llm", "n": 100000})).await;
+    assert_eq!(response_text(&answered), "A story.", "{}", answered.text);
     let asked = seen.lock().unwrap()[0]["max_tokens"].clone();
     assert_eq!(asked, 50, "capped at the operator's plugin_llm_max_tokens");
 }
@@ -495,8 +488,8 @@ plugin = "{}"
     )
     .await;
     assert_eq!(added.status, 200, "{}", added.text);
-    let stolen = run(&server, &key, "desk", "thief", json!({})).await;
-    assert_eq!(response(&stolen), "nothing", "{}", stolen.text);
+    let stolen = execute_with(&server, &key, "desk", "thief", json!({})).await;
+    assert_eq!(response_text(&stolen), "nothing", "{}", stolen.text);
     // The notes command still has its own.
     let listed = post_json(
         &server.url("/v1/agents/desk/commands/notes/execute"),
@@ -504,7 +497,7 @@ plugin = "{}"
         &json!({"rawText": "/notes list"}),
     )
     .await;
-    assert!(response(&listed).contains("1234"), "{}", listed.text);
+    assert!(response_text(&listed).contains("1234"), "{}", listed.text);
 }
 
 /// Item 15, for deployments that ran before: a component applied before manifests were
@@ -540,7 +533,7 @@ async fn an_upgrade_keeps_the_notes_kept_under_a_plugins_own_name() {
         &json!({"rawText": "/memo list"}),
     )
     .await;
-    assert!(response(&listed).contains("Water the plants"), "{}", listed.text);
+    assert!(response_text(&listed).contains("Water the plants"), "{}", listed.text);
     // One copy is kept, the database's: the data dir's is gone.
     assert!(!copy.exists(), "the data dir's copy of the component is removed");
     assert_eq!(
@@ -659,7 +652,7 @@ async fn wasi_http_resources_count_against_the_run_memory() {
         latencies.len()
     );
     // The host is unharmed: the budget is per run, and a well-behaved run fits in it.
-    let echo = run(
+    let echo = execute_with(
         &server,
         &key,
         "hoarder",
@@ -667,7 +660,7 @@ async fn wasi_http_resources_count_against_the_run_memory() {
         json!({"mode": "echo", "url": "after"}),
     )
     .await;
-    assert_eq!(response(&echo), "probe ok: after", "{}", echo.text);
+    assert_eq!(response_text(&echo), "probe ok: after", "{}", echo.text);
 }
 
 /// A plugin's use of the language model is bounded per run (calls, prompt
@@ -691,9 +684,9 @@ async fn a_plugins_llm_use_is_bounded_per_run_and_per_account() {
     let server = env.serve();
     let asked = || seen.lock().unwrap().len();
 
-    let three = run(&server, &key, "talker", "probe", json!({"mode": "llm_loop", "n": 3})).await;
-    assert_eq!(response(&three), "3 answers", "{}", three.text);
-    let four = run(&server, &key, "talker", "probe", json!({"mode": "llm_loop", "n": 4})).await;
+    let three = execute_with(&server, &key, "talker", "probe", json!({"mode": "llm_loop", "n": 3})).await;
+    assert_eq!(response_text(&three), "3 answers", "{}", three.text);
+    let four = execute_with(&server, &key, "talker", "probe", json!({"mode": "llm_loop", "n": 4})).await;
     assert_eq!(four.status, 500, "{}", four.text);
     assert!(
         four.error_message().contains("unavailable") && four.error_message().contains("plugin_llm_calls_per_run"),
@@ -703,7 +696,7 @@ async fn a_plugins_llm_use_is_bounded_per_run_and_per_account() {
     assert_eq!(asked(), 6, "the fourth call never reached the provider");
 
     // Six calls of this account's budget are spent; the seventh is refused in any run.
-    let refused = run(&server, &key, "talker", "probe", json!({"mode": "llm_loop", "n": 1})).await;
+    let refused = execute_with(&server, &key, "talker", "probe", json!({"mode": "llm_loop", "n": 1})).await;
     assert_eq!(refused.status, 500, "{}", refused.text);
     assert!(
         refused.error_message().contains("account_plugin_llm_tokens_per_minute"),
@@ -712,6 +705,6 @@ async fn a_plugins_llm_use_is_bounded_per_run_and_per_account() {
     );
     assert_eq!(asked(), 6);
     // Another account has its own budget.
-    let theirs = run(&server, &other, "other", "probe", json!({"mode": "llm_loop", "n": 1})).await;
-    assert_eq!(response(&theirs), "1 answers", "{}", theirs.text);
+    let theirs = execute_with(&server, &other, "other", "probe", json!({"mode": "llm_loop", "n": 1})).await;
+    assert_eq!(response_text(&theirs), "1 answers", "{}", theirs.text);
 }

@@ -5,23 +5,13 @@ use std::sync::{Arc, Mutex};
 use axum::routing::{get as route_get, post};
 use serde_json::{Value, json};
 
+use crate::support::api::*;
+use crate::support::fake_llm::{fake_openai, refusal, text};
 use crate::support::*;
-
-fn execute_url(server: &TestServer, agent: &str, command: &str) -> String {
-    server.url(&format!("/v1/agents/{agent}/commands/{command}/execute"))
-}
 
 /// Runs a command and returns the reply.
 async fn run(server: &TestServer, key: &str, agent: &str, command: &str, body: Value) -> Reply {
-    post_json(&execute_url(server, agent, command), Some(key), &body).await
-}
-
-fn response_of(reply: &Reply) -> String {
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    let body = reply.json();
-    assert_eq!(body["success"], true);
-    assert_eq!(body["data"]["result"]["success"], true);
-    body["data"]["result"]["response"].as_str().unwrap().to_string()
+    execute(server, key, agent, command, &body).await
 }
 
 const TEXTS: &str = r#"
@@ -75,12 +65,12 @@ async fn simple_text_fills_placeholders_without_injection() {
         json!({"parameters": {"name": "Ann", "title": "Dr", "times": 3}}),
     )
     .await;
-    assert_eq!(response_of(&reply), "Hello, Dr Ann x3!");
+    assert_eq!(answered(&reply), "Hello, Dr Ann x3!");
     assert_eq!(reply.json()["data"]["result"]["format"], "markdown");
     assert_eq!(reply.json()["data"]["command"], "greet");
 
     let missing_optional = run(&server, &key, "texts", "greet", json!({"parameters": {"name": "Ann"}})).await;
-    assert_eq!(response_of(&missing_optional), "Hello,  Ann x!");
+    assert_eq!(answered(&missing_optional), "Hello,  Ann x!");
 
     let injection = run(
         &server,
@@ -91,7 +81,7 @@ async fn simple_text_fills_placeholders_without_injection() {
     )
     .await;
     assert_eq!(
-        response_of(&injection),
+        answered(&injection),
         "Hello, X {{title}} x!",
         "a value is never rendered again"
     );
@@ -104,7 +94,7 @@ async fn simple_text_fills_placeholders_without_injection() {
         json!({"rawText": "/greet title=Prof 'Ann Lee'"}),
     )
     .await;
-    assert_eq!(response_of(&raw), "Hello, Prof Ann Lee x!");
+    assert_eq!(answered(&raw), "Hello, Prof Ann Lee x!");
     let both = run(
         &server,
         &key,
@@ -113,10 +103,10 @@ async fn simple_text_fills_placeholders_without_injection() {
         json!({"rawText": "/greet Raw", "parameters": {"name": "Explicit"}}),
     )
     .await;
-    assert_eq!(response_of(&both), "Hello,  Explicit x!", "parameters win over rawText");
+    assert_eq!(answered(&both), "Hello,  Explicit x!", "parameters win over rawText");
 
     let disabled = run(&server, &key, "texts", "off", json!({})).await;
-    assert_eq!(response_of(&disabled), "still runs", "execute ignores enabled status");
+    assert_eq!(answered(&disabled), "still runs", "execute ignores enabled status");
 }
 
 #[tokio::test]
@@ -173,42 +163,14 @@ async fn built_in_commands_read_the_agent_through_their_capability() {
     let key = env.account_with_key("alice", "free");
     env.apply_agent(TEXTS, "alice");
     let server = env.serve();
-    let help = response_of(&run(&server, &key, "texts", "help", json!({})).await);
+    let help = answered(&run(&server, &key, "texts", "help", json!({})).await);
     assert!(help.contains("/greet <name> [title] [times]"), "{help}");
     assert!(help.contains("/help — Lists the commands"), "{help}");
     assert!(!help.contains("/off"), "disabled commands are not listed: {help}");
-    let about = response_of(&run(&server, &key, "texts", "about", json!({})).await);
+    let about = answered(&run(&server, &key, "texts", "about", json!({})).await);
     assert!(about.starts_with("Texter (@texts)\nPlain."), "{about}");
-    let start = response_of(&run(&server, &key, "texts", "start", json!({})).await);
+    let start = answered(&run(&server, &key, "texts", "start", json!({})).await);
     assert!(start.contains("I'm Texter"), "{start}");
-}
-
-/// A stand-in for an OpenAI-compatible chat-completions API that records what it was asked.
-async fn fake_llm(answer: Result<&'static str, (u16, &'static str)>, seen: Arc<Mutex<Vec<Value>>>) -> FakeServer {
-    let router = axum::Router::new().route(
-        "/v1/chat/completions",
-        post(move |axum::Json(body): axum::Json<Value>| {
-            let seen = seen.clone();
-            async move {
-                seen.lock().unwrap().push(body);
-                match answer {
-                    Ok(text) => (
-                        axum::http::StatusCode::OK,
-                        axum::Json(json!({
-                            "id": "chatcmpl-1", "object": "chat.completion", "model": "test-model",
-                            "choices": [{ "index": 0, "finish_reason": "stop",
-                                          "message": { "role": "assistant", "content": text } }],
-                        })),
-                    ),
-                    Err((status, message)) => (
-                        axum::http::StatusCode::from_u16(status).unwrap(),
-                        axum::Json(json!({ "error": { "message": message, "type": "server_error" } })),
-                    ),
-                }
-            }
-        }),
-    );
-    FakeServer::start(router).await
 }
 
 const PROMPTS: &str = r#"
@@ -225,7 +187,7 @@ config = { template = "Write a haiku about {{topic}}.", system = "You are a poet
 #[tokio::test(flavor = "multi_thread")]
 async fn prompt_completes_the_template_through_the_llm_provider() {
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let llm = fake_llm(Ok("  Autumn moon rises  "), seen.clone()).await;
+    let llm = fake_openai(Arc::new(|_, _| text("  Autumn moon rises  ")), seen.clone()).await;
     let env = TestEnv::new()
         .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
         .with_env("AGENT_HOST_LLM_MODEL", "test-model")
@@ -234,7 +196,7 @@ async fn prompt_completes_the_template_through_the_llm_provider() {
     env.apply_agent(PROMPTS, "alice");
     let server = env.serve();
     let reply = run(&server, &key, "poet", "haiku", json!({"parameters": {"topic": "rain"}})).await;
-    assert_eq!(response_of(&reply), "Autumn moon rises");
+    assert_eq!(answered(&reply), "Autumn moon rises");
     let requests = seen.lock().unwrap().clone();
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0]["model"], "test-model");
@@ -250,7 +212,7 @@ async fn prompt_completes_the_template_through_the_llm_provider() {
 #[tokio::test(flavor = "multi_thread")]
 async fn prompt_reports_provider_failures_as_execution_errors() {
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let llm = fake_llm(Err((503, "The model is overloaded")), seen).await;
+    let llm = fake_openai(Arc::new(|_, _| refusal(503, "The model is overloaded")), seen).await;
     let env = TestEnv::new()
         .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
         .with_env("AGENT_HOST_LLM_MODEL", "test-model");
@@ -394,7 +356,7 @@ async fn webhooks_call_out_map_replies_and_poll_to_a_final_state() {
     let server = env.serve();
 
     let reply = run(&server, &key, "hooks", "lookup", json!({"parameters": {"q": "otters"}})).await;
-    assert_eq!(response_of(&reply), "found otters");
+    assert_eq!(answered(&reply), "found otters");
     let calls = seen.lock().unwrap().clone();
     assert_eq!(
         calls,
@@ -403,7 +365,7 @@ async fn webhooks_call_out_map_replies_and_poll_to_a_final_state() {
     );
 
     assert_eq!(
-        response_of(&run(&server, &key, "hooks", "plain", json!({})).await),
+        answered(&run(&server, &key, "hooks", "plain", json!({})).await),
         "plain text answer"
     );
 
@@ -415,7 +377,7 @@ async fn webhooks_call_out_map_replies_and_poll_to_a_final_state() {
         json!({"parameters": {"prompt": "fox"}}),
     )
     .await;
-    assert_eq!(response_of(&rendered), "a red fox");
+    assert_eq!(answered(&rendered), "a red fox");
     let result = &rendered.json()["data"]["result"];
     assert_eq!(result["format"], "image");
     assert_eq!(result["mediaUrl"], "https://cdn.example.com/fox.png");
@@ -488,11 +450,11 @@ async fn a_custom_plugin_runs_with_its_own_key_value_store() {
     );
 
     assert_eq!(
-        response_of(&run(&server, &key, "nb1", "notes", json!({"rawText": "/notes add Buy milk"})).await),
+        answered(&run(&server, &key, "nb1", "notes", json!({"rawText": "/notes add Buy milk"})).await),
         "Noted (1 in all)."
     );
     assert_eq!(
-        response_of(
+        answered(
             &run(
                 &server,
                 &key,
@@ -505,11 +467,11 @@ async fn a_custom_plugin_runs_with_its_own_key_value_store() {
         "Noted (2 in all)."
     );
     assert_eq!(
-        response_of(&run(&server, &key, "nb1", "notes", json!({"rawText": "/notes list"})).await),
+        answered(&run(&server, &key, "nb1", "notes", json!({"rawText": "/notes list"})).await),
         "1. Buy milk\n2. Call Bo"
     );
     assert_eq!(
-        response_of(&run(&server, &key, "nb2", "notes", json!({"rawText": "/notes list"})).await),
+        answered(&run(&server, &key, "nb2", "notes", json!({"rawText": "/notes list"})).await),
         "No notes yet.",
         "each agent has its own store"
     );
@@ -581,14 +543,14 @@ async fn compiled_components_are_cached_across_restarts() {
     let key = env.account_with_key("alice", "free");
     env.apply_agent(TEXTS, "alice");
     let server = env.serve();
-    response_of(&run(&server, &key, "texts", "greet", json!({"parameters": {"name": "a"}})).await);
+    answered(&run(&server, &key, "texts", "greet", json!({"parameters": {"name": "a"}})).await);
     let first = get(&server.url("/health"), None).await.json();
     assert_eq!(first["plugins"]["compiled"], 1);
     drop(server);
 
     let server = env.serve();
-    response_of(&run(&server, &key, "texts", "greet", json!({"parameters": {"name": "a"}})).await);
-    response_of(&run(&server, &key, "texts", "help", json!({})).await);
+    answered(&run(&server, &key, "texts", "greet", json!({"parameters": {"name": "a"}})).await);
+    answered(&run(&server, &key, "texts", "help", json!({})).await);
     let second = get(&server.url("/health"), None).await.json();
     assert_eq!(
         second["plugins"]["compiled"], 1,
@@ -618,7 +580,7 @@ async fn a_python_plugin_serves_the_same_contract() {
         json!({"rawText": "/echo shout=yes hello there"}),
     )
     .await;
-    assert_eq!(response_of(&reply), "HELLO THERE (from Python)");
+    assert_eq!(answered(&reply), "HELLO THERE (from Python)");
     // Built against the frozen WIT 0.1.0, which the host keeps serving beside 0.2.0.
     assert_eq!(
         env.cli_json(&["plugin", "inspect", &py_echo_path()])["witVersion"],
@@ -715,7 +677,7 @@ async fn a_plugin_runs_from_the_database_when_the_data_dir_lacks_it() {
     }
     let server = env.serve();
     let added = run(&server, &key, "nb1", "notes", json!({"rawText": "/notes add Buy milk"})).await;
-    assert_eq!(response_of(&added), "Noted (1 in all).");
+    assert_eq!(answered(&added), "Noted (1 in all).");
     assert!(!copy.exists(), "the database's bytes are the one copy");
     let health = get(&server.url("/health"), None).await.json();
     assert_eq!(health["plugins"]["compiled"], 1, "{health}");
@@ -738,7 +700,7 @@ async fn a_plugin_runs_from_the_database_when_the_data_dir_lacks_it() {
     }
     assert_eq!(stored().map(|b| agent_host::plugins::content_hash(&b)), Some(hash));
     let listed = run(&server, &key, "nb1", "notes", json!({"rawText": "/notes list"})).await;
-    assert_eq!(response_of(&listed), "1. Buy milk");
+    assert_eq!(answered(&listed), "1. Buy milk");
     assert!(
         !copy.exists(),
         "the data dir's copy went once the database held the bytes"
@@ -819,11 +781,11 @@ config = {{ api_url = "{api}" }}
     let server = env.serve();
     let lisbon = json!({ "parameters": { "latitude": 38.72, "longitude": -9.14 } });
 
-    let first = response_of(&run(&server, &key, "jsagent", "weather", lisbon.clone()).await);
+    let first = answered(&run(&server, &key, "jsagent", "weather", lisbon.clone()).await);
     assert_eq!(first, "14.3 °C, wind 11.5 km/h at 38.72, -9.14 (2026-11-23T18:00 GMT)");
     assert_eq!(calls.lock().unwrap().len(), 1);
     assert!(calls.lock().unwrap()[0].contains("latitude=38.72&longitude=-9.14&current=temperature_2m"));
-    let again = response_of(&run(&server, &key, "jsagent", "weather", lisbon.clone()).await);
+    let again = answered(&run(&server, &key, "jsagent", "weather", lisbon.clone()).await);
     assert_eq!(again, format!("{first} (cached)"));
     assert_eq!(
         calls.lock().unwrap().len(),

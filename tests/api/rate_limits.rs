@@ -55,11 +55,11 @@ async fn the_limit_is_exact_under_concurrency() {
     env.apply_agent(&manifest("alpha"), "ent");
     let server = env.serve();
     let url = commands_url(&server);
-    let replies = futures_join(40, |_| {
+    let replies = all_at_once((0..40).map(|_| {
         let url = url.clone();
         let key = key.clone();
         async move { get(&url, Some(&key)).await }
-    })
+    }))
     .await;
     let ok: Vec<&Reply> = replies.iter().filter(|r| r.status == 200).collect();
     let limited: Vec<&Reply> = replies.iter().filter(|r| r.status == 429).collect();
@@ -146,20 +146,6 @@ async fn accounts_are_limited_separately() {
     );
 }
 
-async fn futures_join<F, Fut, T>(n: usize, make: F) -> Vec<T>
-where
-    F: Fn(usize) -> Fut,
-    Fut: std::future::Future<Output = T> + Send + 'static,
-    T: Send + 'static,
-{
-    let handles: Vec<_> = (0..n).map(|i| tokio::spawn(make(i))).collect();
-    let mut out = Vec::with_capacity(n);
-    for handle in handles {
-        out.push(handle.await.expect("task"));
-    }
-    out
-}
-
 /// The unkeyed x402 endpoints count every request per client address (the day window
 /// binds here, so the test cannot straddle a minute); behind a proxy, the last entry of
 /// its header is the address.
@@ -169,7 +155,7 @@ async fn x402_requests_are_limited_per_client_address() {
         .with_env("AGENT_HOST_X402_CLIENT_LIMIT_PER_DAY", "3")
         .with_env("AGENT_HOST_CLIENT_IP_HEADER", "X-Forwarded-For");
     env.create_account("acme", "free");
-    env.apply_agent(&crate::x402::paid_manifest("seller"), "acme");
+    env.apply_agent(&crate::support::x402::paid_manifest("seller"), "acme");
     env.cli_json(&["wallet", "create", "--agent", "seller", "--network", "base"]);
     let server = env.serve();
     let url = server.url("/x402/base/seller");
@@ -288,7 +274,7 @@ async fn x402_payments_are_limited_per_payer() {
         .with_env("AGENT_HOST_BASE_RPC_URL", &chain.rpc_url)
         .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_DAY", "1");
     env.create_account("acme", "free");
-    env.apply_agent(&crate::x402::paid_manifest("seller"), "acme");
+    env.apply_agent(&crate::support::x402::paid_manifest("seller"), "acme");
     let agent_wallet = env.create_wallet("seller", "base");
     chain.set_eth(&agent_wallet, 10u128.pow(16)).await;
     let server = env.serve();
@@ -304,8 +290,8 @@ async fn x402_payments_are_limited_per_payer() {
     chain.mint_usdc(&victim_address, 1_000_000).await;
 
     // Mallory's payment with the victim's name on it: refused by its signature, uncounted.
-    let forged = crate::x402::in_the_name_of(
-        &crate::x402::base_payment(&mallory, &requirement, 50_000, 1, 60),
+    let forged = crate::support::x402::in_the_name_of(
+        &crate::support::x402::base_payment(&mallory, &requirement, 50_000, 1, 60),
         &victim_address,
     );
     for _ in 0..3 {
@@ -313,9 +299,9 @@ async fn x402_payments_are_limited_per_payer() {
         assert_eq!(reply.status, 402, "{}", reply.text);
         assert_eq!(reply.json()["code"], "invalid_signature");
     }
-    let first = pay(crate::x402::base_payment(&victim, &requirement, 50_000, 2, 60)).await;
+    let first = pay(crate::support::x402::base_payment(&victim, &requirement, 50_000, 2, 60)).await;
     assert_eq!(first.status, 200, "the victim's allowance is whole: {}", first.text);
-    let second = pay(crate::x402::base_payment(&victim, &requirement, 50_000, 3, 60)).await;
+    let second = pay(crate::support::x402::base_payment(&victim, &requirement, 50_000, 3, 60)).await;
     assert_eq!(second.status, 429, "{}", second.text);
     assert_eq!(second.json()["code"], "rate_limit_exceeded");
     assert_eq!(second.header("x-ratelimit-limit"), Some("1"));
@@ -329,6 +315,6 @@ async fn x402_payments_are_limited_per_payer() {
 
     let other = PrivateKeySigner::random();
     chain.mint_usdc(&other.address().to_string(), 100_000).await;
-    let reply = pay(crate::x402::base_payment(&other, &requirement, 50_000, 4, 60)).await;
+    let reply = pay(crate::support::x402::base_payment(&other, &requirement, 50_000, 4, 60)).await;
     assert_eq!(reply.status, 200, "{}", reply.text);
 }

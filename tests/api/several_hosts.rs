@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::chains::LocalBase;
+use crate::support::x402::*;
 use crate::support::*;
-use crate::x402::{base_payment, paid, paid_manifest, post_x402};
 
 /// Every host gets the same master key by environment, as a deployment must.
 const MASTER_KEY: &str = "5f6b3a0c9e1d2f4a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a";
@@ -63,7 +63,7 @@ async fn limits_keys_and_replays_hold_across_hosts() {
         let key = key.clone();
         async move { get(&url, Some(&key)).await.status }
     });
-    let statuses = futures_join_all(burst).await;
+    let statuses = all_at_once(burst).await;
     let allowed = statuses.iter().filter(|s| **s == 200).count();
     let refused = statuses.iter().filter(|s| **s == 429).count();
     assert_eq!((allowed, refused), (60, 30), "{statuses:?}");
@@ -346,7 +346,7 @@ async fn transfers_from_one_wallet_through_three_hosts_never_overspend() {
             .await
         }
     });
-    let replies = futures_join_all(sends).await;
+    let replies = all_at_once(sends).await;
     let sent: Vec<&Reply> = replies.iter().filter(|r| r.status == 200).collect();
     let refused = replies.iter().filter(|r| r.status == 400).count();
     assert_eq!(
@@ -378,18 +378,6 @@ fn status_url(accepted: &Reply) -> String {
 }
 
 /// Runs the futures at once; their outputs in order.
-async fn futures_join_all<F: std::future::Future + Send + 'static>(futures: impl Iterator<Item = F>) -> Vec<F::Output>
-where
-    F::Output: Send + 'static,
-{
-    let handles: Vec<_> = futures.map(tokio::spawn).collect();
-    let mut out = Vec::with_capacity(handles.len());
-    for handle in handles {
-        out.push(handle.await.unwrap());
-    }
-    out
-}
-
 #[test]
 fn a_host_given_another_master_key_refuses_to_start() {
     let Some((a, mut b, _)) = three_hosts(vec![]) else {
@@ -417,7 +405,10 @@ async fn a_sqlite_deployment_moves_to_postgres_with_db_copy() {
     // A single host on SQLite, with an account, a key, an agent, a wallet and a finished job.
     let single = TestEnv::sqlite().with_env("AGENT_HOST_MASTER_KEY", MASTER_KEY);
     let key = single.account_with_key("acme", "pro");
-    let agent_id = single.apply_agent(&format!("{}{}", paid_manifest("seller"), crate::x402::REPORT), "acme");
+    let agent_id = single.apply_agent(
+        &format!("{}{}", paid_manifest("seller"), crate::support::x402::REPORT),
+        "acme",
+    );
     let wallet = single.create_wallet("seller", "base");
     let server = single.serve();
     let hello = post_json(

@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use crate::support::x402::*;
 use crate::support::*;
 
 const PUBLIC: &str = "https://pay.example.com";
@@ -13,77 +14,6 @@ struct Shop {
     agent_id: String,
     solana_wallet: String,
     base_wallet: String,
-}
-
-/// A long-running paid command (0.03 USDC): paid, it answers 202 and is polled.
-pub(crate) const REPORT: &str = r#"
-[[commands]]
-command = "report"
-description = "A long report"
-handler_type = "simple_text"
-integrations = ["x402"]
-price_usd = 0.03
-long_running = true
-config = { text = "The report is ready." }
-"#;
-
-/// A paid command that always fails after settlement (nothing listens on port 9), so its
-/// payment is refunded.
-pub(crate) const BROKEN: &str = r#"
-[[commands]]
-command = "broken"
-description = "Calls a server that is not there"
-handler_type = "webhook"
-integrations = ["x402"]
-price_usd = 0.02
-config = { url = "http://127.0.0.1:9/hook" }
-"#;
-
-/// A paid long-running command that always fails, after the payer has its status address.
-pub(crate) const SLOW_BROKEN: &str = r#"
-[[commands]]
-command = "slowbroken"
-description = "A long job that fails"
-handler_type = "webhook"
-integrations = ["x402"]
-price_usd = 0.04
-long_running = true
-config = { url = "http://127.0.0.1:9/hook" }
-"#;
-
-/// A paid command (0.02 USD) that calls the webhook at `url`.
-pub(crate) fn paid_webhook(name: &str, description: &str, url: &str) -> String {
-    format!(
-        r#"
-[[commands]]
-command = "{name}"
-description = "{description}"
-handler_type = "webhook"
-integrations = ["x402"]
-price_usd = 0.02
-config = {{ url = "{url}" }}
-"#
-    )
-}
-
-pub(crate) fn paid_manifest(username: &str) -> String {
-    format!(
-        r#"{}
-[[commands]]
-command = "forecast"
-description = "Weather for a city"
-handler_type = "simple_text"
-integrations = ["x402"]
-parameters = [{{ name = "city", type = "string", required = true, description = "City name" }}, {{ name = "name", type = "string" }}]
-config = {{ text = "Sunny in {{{{city}}}}" }}
-
-[x402]
-enabled = true
-default_price_usd = 0.01
-networks = ["solana", "base"]
-"#,
-        manifest(username)
-    )
 }
 
 fn open_shop() -> Shop {
@@ -102,10 +32,6 @@ fn open_shop() -> Shop {
         solana_wallet,
         base_wallet,
     }
-}
-
-pub(crate) async fn post_x402(url: &str, body: &Value) -> Reply {
-    post_json(url, None, body).await
 }
 
 #[tokio::test]
@@ -251,66 +177,6 @@ async fn an_agent_needs_a_wallet_on_the_network_to_be_paid() {
     assert_eq!(reply.status, 400, "{}", reply.text);
     assert_eq!(reply.json()["code"], "wallet_not_configured");
     assert_eq!(get(&server.url("/x402/solana/seller"), None).await.status, 200);
-}
-
-/// Signs an EIP-3009 authorization for `requirement` as x402 clients do; the X-PAYMENT value.
-pub(crate) fn base_payment(
-    payer: &alloy::signers::local::PrivateKeySigner,
-    requirement: &Value,
-    value: u64,
-    nonce: u8,
-    valid_for: u64,
-) -> String {
-    use agent_host::x402::evm::{Authorization, Expected};
-    use alloy::primitives::{B256, U256};
-    use alloy::signers::SignerSync;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    let expected = Expected {
-        pay_to: requirement["payTo"].as_str().unwrap().parse().unwrap(),
-        amount: agent_host::money::MicroUsdc(value),
-        usdc: requirement["asset"].as_str().unwrap().parse().unwrap(),
-        chain_id: 8453,
-        domain_name: requirement["extra"]["name"].as_str().unwrap().into(),
-        domain_version: requirement["extra"]["version"].as_str().unwrap().into(),
-    };
-    let mut auth = Authorization {
-        from: payer.address(),
-        to: expected.pay_to,
-        value: U256::from(value),
-        valid_after: U256::from(now - 600),
-        valid_before: U256::from(now + valid_for),
-        nonce: B256::repeat_byte(nonce),
-        signature: alloy::primitives::Signature::test_signature(),
-    };
-    auth.signature = payer.sign_hash_sync(&auth.signing_hash(&expected.domain())).unwrap();
-    let envelope = json!({
-        "x402Version": 1, "scheme": "exact", "network": "base",
-        "payload": {
-            "signature": format!("0x{}", hex::encode(auth.signature.as_bytes())),
-            "authorization": {
-                "from": auth.from.to_string(), "to": auth.to.to_string(), "value": value.to_string(),
-                "validAfter": auth.valid_after.to_string(), "validBefore": auth.valid_before.to_string(),
-                "nonce": auth.nonce.to_string(),
-            }
-        }
-    });
-    base64::Engine::encode(&base64::engine::general_purpose::STANDARD, envelope.to_string())
-}
-
-/// The same Base payment with another `from`: its signature no longer matches.
-pub(crate) fn in_the_name_of(payment: &str, from: &str) -> String {
-    use base64::Engine;
-    let engine = base64::engine::general_purpose::STANDARD;
-    let mut envelope: Value = serde_json::from_slice(&engine.decode(payment).unwrap()).unwrap();
-    envelope["payload"]["authorization"]["from"] = json!(from);
-    engine.encode(envelope.to_string())
-}
-
-pub(crate) async fn paid(url: &str, body: &Value, payment: &str) -> Reply {
-    send(client().post(url).header("x-payment", payment).json(body)).await
 }
 
 #[tokio::test]
@@ -533,103 +399,6 @@ async fn a_base_payment_is_verified_settled_once_and_served() {
     assert_eq!(payments[4]["receipt"]["amountPaidMicroUsdc"], 50_000);
     assert_eq!(payments[4]["command"], "hello");
     assert!(payments[2]["refund_transfer_id"].is_string());
-}
-
-pub(crate) fn solana_key(field: &Value) -> solana_pubkey::Pubkey {
-    std::str::FromStr::from_str(field.as_str().unwrap()).unwrap()
-}
-
-/// The instructions standard x402 clients build: compute limit, compute price, and
-/// `TransferChecked` of `amount` USDC from `authority`'s token account to payTo's.
-pub(crate) fn solana_instructions(
-    authority: &solana_pubkey::Pubkey,
-    requirement: &Value,
-    amount: u64,
-) -> Vec<solana_instruction::Instruction> {
-    let (pay_to, mint) = (solana_key(&requirement["payTo"]), solana_key(&requirement["asset"]));
-    let ata = |owner: &solana_pubkey::Pubkey| agent_host::chains::solana::associated_token_address(owner, &mint);
-    vec![
-        solana_instruction::Instruction::new_with_bytes(COMPUTE_BUDGET, &[2, 0x20, 0x4e, 0, 0], vec![]),
-        solana_instruction::Instruction::new_with_bytes(COMPUTE_BUDGET, &[3, 1, 0, 0, 0, 0, 0, 0, 0], vec![]),
-        spl_token_interface::instruction::transfer_checked(
-            &spl_token_interface::ID,
-            &ata(authority),
-            &mint,
-            &ata(&pay_to),
-            authority,
-            &[],
-            amount,
-            6,
-        )
-        .unwrap(),
-    ]
-}
-
-pub(crate) const COMPUTE_BUDGET: solana_pubkey::Pubkey =
-    solana_pubkey::Pubkey::from_str_const("ComputeBudget111111111111111111111111111111");
-
-pub(crate) async fn latest_blockhash(chain: &crate::support::chains::LocalSolana) -> solana_hash::Hash {
-    let latest = crate::support::chains::rpc(
-        &chain.rpc_url,
-        "getLatestBlockhash",
-        json!([{ "commitment": "confirmed" }]),
-    )
-    .await;
-    std::str::FromStr::from_str(latest["value"]["blockhash"].as_str().unwrap()).unwrap()
-}
-
-/// An X-PAYMENT value: `instructions` in a v0 message paid for by `fee_payer`, signed by
-/// each of `signers` in its own slot (slots of others stay empty). With `spec_form`, the
-/// payload also carries the first signature, as the x402 specification's own form does.
-pub(crate) fn solana_envelope(
-    fee_payer: &solana_pubkey::Pubkey,
-    instructions: &[solana_instruction::Instruction],
-    signers: &[&solana_keypair::Keypair],
-    blockhash: solana_hash::Hash,
-    spec_form: bool,
-) -> String {
-    use solana_signer::Signer;
-    let message = solana_message::VersionedMessage::V0(
-        solana_message::v0::Message::try_compile(fee_payer, instructions, &[], blockhash).unwrap(),
-    );
-    let required = message.header().num_required_signatures as usize;
-    let bytes = message.serialize();
-    let signatures = message.static_account_keys()[..required]
-        .iter()
-        .map(|key| {
-            signers
-                .iter()
-                .find(|s| s.pubkey() == *key)
-                .map(|s| s.sign_message(&bytes))
-                .unwrap_or_default()
-        })
-        .collect();
-    let tx = solana_transaction::versioned::VersionedTransaction { signatures, message };
-    let b64 = |bytes: &[u8]| base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bytes);
-    let mut payload = json!({ "transaction": b64(&bincode::serialize(&tx).unwrap()) });
-    if spec_form {
-        payload["signature"] = json!(b64(tx.signatures[0].as_ref()));
-    }
-    let envelope = json!({ "x402Version": 1, "scheme": "exact", "network": "solana", "payload": payload });
-    b64(envelope.to_string().as_bytes())
-}
-
-/// A Solana payment in the standard x402 form: fee payer = `extra.feePayer` (left for the
-/// server to sign), the payer signs its `TransferChecked` of `amount` to `payTo`.
-pub(crate) async fn solana_payment(
-    chain: &crate::support::chains::LocalSolana,
-    payer: &solana_keypair::Keypair,
-    requirement: &Value,
-    amount: u64,
-) -> String {
-    use solana_signer::Signer;
-    solana_envelope(
-        &solana_key(&requirement["extra"]["feePayer"]),
-        &solana_instructions(&payer.pubkey(), requirement, amount),
-        &[payer],
-        latest_blockhash(chain).await,
-        false,
-    )
 }
 
 #[tokio::test]

@@ -7,11 +7,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::chains::{LocalBase, LocalSolana};
+use crate::support::x402::*;
 use crate::support::*;
-use crate::x402::{
-    COMPUTE_BUDGET, REPORT, base_payment, latest_blockhash, paid, paid_manifest, paid_webhook, post_x402,
-    solana_envelope, solana_instructions, solana_key,
-};
 
 fn payments(env: &TestEnv) -> Vec<Value> {
     env.cli_json(&["payments", "list", "--agent", "seller"])
@@ -50,39 +47,6 @@ fn price(micro_lamports: u64) -> solana_instruction::Instruction {
     let mut data = vec![3];
     data.extend_from_slice(&micro_lamports.to_le_bytes());
     solana_instruction::Instruction::new_with_bytes(COMPUTE_BUDGET, &data, vec![])
-}
-
-/// A seller on the local Solana chain whose wallet holds 1 SOL and an empty USDC account.
-pub(crate) async fn solana_shop(chain: &LocalSolana, env: TestEnv, manifest_extra: &str) -> (TestEnv, String) {
-    // Room for the races below in the abuse limits.
-    let env = env
-        .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "1000")
-        .with_env("AGENT_HOST_X402_CLIENT_LIMIT_PER_MINUTE", "1000")
-        .with_envs(chain.env());
-    env.create_account("acme", "free");
-    env.apply_agent(&format!("{}{manifest_extra}", paid_manifest("seller")), "acme");
-    let wallet = env.create_wallet("seller", "solana");
-    chain.set_sol(&wallet, 1_000_000_000).await;
-    chain.set_usdc(&wallet, 0).await;
-    (env, wallet)
-}
-
-/// A seller on the local Base chain whose wallet holds gas (it relays settlements).
-pub(crate) async fn base_shop(chain: &LocalBase, env: TestEnv, manifest_extra: &str) -> (TestEnv, String) {
-    let env = env.with_envs(chain.env());
-    env.create_account("acme", "free");
-    env.apply_agent(&format!("{}{manifest_extra}", paid_manifest("seller")), "acme");
-    let wallet = env.create_wallet("seller", "base");
-    chain.set_eth(&wallet, 10u128.pow(16)).await;
-    (env, wallet)
-}
-
-/// A new Base payer holding `micro` USDC, and its address.
-pub(crate) async fn base_payer(chain: &LocalBase, micro: u64) -> (alloy::signers::local::PrivateKeySigner, String) {
-    let payer = alloy::signers::local::PrivateKeySigner::random();
-    let address = payer.address().to_checksum(None);
-    chain.mint_usdc(&address, micro).await;
-    (payer, address)
 }
 
 /// The agent's wallet pays the fee of a co-signed Solana payment, so the fee it
@@ -628,7 +592,7 @@ async fn an_expired_solana_settlement_is_failed_while_the_service_runs() {
     .await;
     let _server = env.serve();
     // Planted after the start: the recovery that runs at start cannot have seen it.
-    let (signature, raw) = crate::x402_recovery::unsent_solana_transaction();
+    let (signature, raw) = unsent_solana_transaction();
     env.sql(&format!(
         "INSERT INTO payments (id, identity, agent_id, network, payer, pay_to, amount, request, state,
                                transaction_signature, raw_tx, valid_until, created_at, updated_at)

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use crate::support::fake_llm::{Policy, fake_openai, text};
 use crate::support::payers::{Paid, Payer, X402Client, network_id, pay_with};
+use crate::support::x402::*;
 use crate::support::*;
-use crate::x402::{REPORT, paid_manifest};
 
 /// What each client buys, with its price in micro-USDC: 0.09 USDC per client.
 const MESSAGE: u64 = 10_000;

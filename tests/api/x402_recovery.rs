@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use crate::support::chains::LocalBase;
 use crate::support::payers::{Payer, X402Client, try_pay_with};
+use crate::support::x402::*;
 use crate::support::*;
-use crate::x402::{paid_manifest, paid_webhook};
 
 /// A webhook that is reached and never answers: the paid command is mid-run when the
 /// server dies. Tells `reached` when it is called.
@@ -28,28 +28,6 @@ async fn hanging_hook(reached: Arc<tokio::sync::Notify>) -> FakeServer {
         }),
     );
     FakeServer::start(router).await
-}
-
-/// A signed Solana transaction over a blockhash the chain never issued: it can never land.
-pub(crate) fn unsent_solana_transaction() -> (String, String) {
-    use solana_signer::Signer;
-    let signer = solana_keypair::Keypair::new();
-    let memo = solana_pubkey::Pubkey::from_str_const("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr");
-    let message = solana_message::Message::new_with_blockhash(
-        &[solana_instruction::Instruction::new_with_bytes(memo, b"cut", vec![])],
-        Some(&signer.pubkey()),
-        &solana_hash::Hash::new_unique(),
-    );
-    let signature = signer.sign_message(&message.serialize());
-    let tx = solana_transaction::versioned::VersionedTransaction {
-        signatures: vec![signature],
-        message: solana_message::VersionedMessage::Legacy(message),
-    };
-    let raw = base64::Engine::encode(
-        &base64::engine::general_purpose::STANDARD,
-        bincode::serialize(&tx).unwrap(),
-    );
-    (signature.to_string(), raw)
 }
 
 fn payments(env: &TestEnv) -> Vec<Value> {
@@ -234,8 +212,8 @@ impl Side {
     /// A seller with a funded wallet, and a payer holding `micro` USDC.
     async fn shop(&self, env: TestEnv, manifest_extra: &str, micro: u64) -> (TestEnv, String) {
         let shop = match self {
-            Side::Base(chain, _) => crate::x402_abuse::base_shop(chain, env, manifest_extra).await,
-            Side::Solana(chain, _) => crate::x402_abuse::solana_shop(chain, env, manifest_extra).await,
+            Side::Base(chain, _) => base_shop(chain, env, manifest_extra).await,
+            Side::Solana(chain, _) => solana_shop(chain, env, manifest_extra).await,
         };
         match self {
             Side::Base(chain, _) if micro > 0 => chain.mint_usdc(&self.payer(), micro).await,
@@ -248,19 +226,22 @@ impl Side {
     /// A payment of `amount` for `requirement`, distinct for each `n`.
     async fn payment(&self, requirement: &Value, amount: u64, n: u8) -> String {
         match self {
-            Side::Base(_, key) => crate::x402::base_payment(key, requirement, amount, n, 60),
+            Side::Base(_, key) => crate::support::x402::base_payment(key, requirement, amount, n, 60),
             Side::Solana(chain, key) => {
                 use solana_signer::Signer;
-                let mut instructions = crate::x402::solana_instructions(&key.pubkey(), requirement, amount);
+                let mut instructions = crate::support::x402::solana_instructions(&key.pubkey(), requirement, amount);
                 let mut limit = vec![2];
                 limit.extend_from_slice(&(20_000 + u32::from(n)).to_le_bytes());
-                instructions[0] =
-                    solana_instruction::Instruction::new_with_bytes(crate::x402::COMPUTE_BUDGET, &limit, vec![]);
-                crate::x402::solana_envelope(
-                    &crate::x402::solana_key(&requirement["extra"]["feePayer"]),
+                instructions[0] = solana_instruction::Instruction::new_with_bytes(
+                    crate::support::x402::COMPUTE_BUDGET,
+                    &limit,
+                    vec![],
+                );
+                crate::support::x402::solana_envelope(
+                    &crate::support::x402::solana_key(&requirement["extra"]["feePayer"]),
                     &instructions,
                     &[key],
-                    crate::x402::latest_blockhash(chain).await,
+                    crate::support::x402::latest_blockhash(chain).await,
                     false,
                 )
             }
@@ -331,7 +312,7 @@ async fn a_crash_at_any_step_of_a_payment_loses_and_doubles_nothing(network: &st
         .with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1")
         .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "1000");
     let funded = 1_000_000;
-    let (mut env, wallet) = side.shop(env, crate::x402::BROKEN, funded).await;
+    let (mut env, wallet) = side.shop(env, crate::support::x402::BROKEN, funded).await;
     let hello = json!({ "command": "hello", "name": "Ann" });
     let broken = json!({ "command": "broken" });
     let steps = PAYMENT_STEPS
@@ -342,7 +323,7 @@ async fn a_crash_at_any_step_of_a_payment_loses_and_doubles_nothing(network: &st
         env.set_env("AGENT_HOST_TEST_FAULT", step);
         let server = env.serve();
         let url = server.url(&format!("/x402/{network}/seller"));
-        let requirement = crate::x402::post_x402(&url, body).await.json()["accepts"][0].clone();
+        let requirement = crate::support::x402::post_x402(&url, body).await.json()["accepts"][0].clone();
         let payment = side.payment(&requirement, price, n as u8 + 1).await;
         let cut = client()
             .post(&url)
@@ -474,8 +455,8 @@ async fn two_hundred_payments_cut_by_random_kills_leave_the_ledger_whole() {
         &format!(
             "{}{}{}",
             paid_manifest("seller"),
-            crate::x402::BROKEN,
-            crate::x402::REPORT
+            crate::support::x402::BROKEN,
+            crate::support::x402::REPORT
         ),
         "acme",
     );
@@ -613,14 +594,14 @@ async fn a_paid_jobs_refund_cut_off_by_a_crash_is_paid_after_the_restart() {
     let side = Side::start("base").await;
     let env = TestEnv::new().with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1");
     let funded = 1_000_000;
-    let (mut env, wallet) = side.shop(env, crate::x402::SLOW_BROKEN, funded).await;
+    let (mut env, wallet) = side.shop(env, crate::support::x402::SLOW_BROKEN, funded).await;
     env.set_env("AGENT_HOST_TEST_FAULT", "job:after_finish");
     let mut server = env.serve();
     let url = server.url("/x402/base/seller");
     let body = json!({ "command": "slowbroken" });
-    let requirement = crate::x402::post_x402(&url, &body).await.json()["accepts"][0].clone();
+    let requirement = crate::support::x402::post_x402(&url, &body).await.json()["accepts"][0].clone();
     let payment = side.payment(&requirement, 40_000, 1).await;
-    let accepted = crate::x402::paid(&url, &body, &payment).await;
+    let accepted = crate::support::x402::paid(&url, &body, &payment).await;
     assert_eq!(accepted.status, 202, "{}", accepted.text);
     // The job fails at once (nothing listens on port 9), and the server dies right after.
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -8,8 +8,8 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::support::chains::{BASE_USDC, LocalBase, LocalSolana, SOLANA_MAINNET_ID};
+use crate::support::x402::*;
 use crate::support::*;
-use crate::x402::{base_payment, paid, paid_manifest, post_x402, solana_payment};
 
 const PUBLIC: &str = "https://pay.example.com";
 /// Nothing listens there: a Solana RPC that cannot answer.

@@ -43,6 +43,14 @@ pub fn text(content: &str) -> (u16, Value) {
     )
 }
 
+/// The provider's own error answer, as OpenAI words it.
+pub fn refusal(status: u16, message: &str) -> (u16, Value) {
+    (
+        status,
+        json!({ "error": { "message": message, "type": "server_error" } }),
+    )
+}
+
 pub fn tool_call(id: &str, name: &str, arguments: Value) -> (u16, Value) {
     (
         200,

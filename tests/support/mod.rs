@@ -4,11 +4,13 @@
 
 #![allow(dead_code)]
 
+pub mod api;
 pub mod chains;
 pub mod fake_llm;
 pub mod hostile;
 pub mod payers;
 pub mod postgres;
+pub mod x402;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -684,4 +686,18 @@ pub fn js_weather_path() -> String {
 pub fn smollm2_path() -> String {
     std::env::var("SMOLLM2_GGUF")
         .expect("SMOLLM2_GGUF is not set: run the suite with scripts/test.sh, which installs the model")
+}
+
+/// Runs the futures at once, each on its own task, and gives their outputs in order.
+pub async fn all_at_once<F>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
+    let mut out = Vec::with_capacity(handles.len());
+    for handle in handles {
+        out.push(handle.await.expect("a task of the test"));
+    }
+    out
 }
