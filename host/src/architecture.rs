@@ -28,7 +28,8 @@ fn written_order() -> Vec<Vec<String>> {
         .collect()
 }
 
-/// The source files of `dir`, recursively, with test-only code cut off.
+/// The source files of `dir`, recursively, with test-only code cut off (an inline
+/// `#[cfg(test)] mod tests { ... }` at the end; a `tests.rs` file).
 fn sources(dir: &Path) -> Vec<(PathBuf, String)> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -37,7 +38,7 @@ fn sources(dir: &Path) -> Vec<(PathBuf, String)> {
             found.extend(sources(&path));
         } else if path.extension().is_some_and(|e| e == "rs") && path.file_name().is_some_and(|n| n != "tests.rs") {
             let text = std::fs::read_to_string(&path).unwrap();
-            let code = match text.find("#[cfg(test)]\nmod tests") {
+            let code = match text.find("#[cfg(test)]\nmod tests {") {
                 Some(at) => text[..at].to_string(),
                 None => text,
             };
@@ -55,31 +56,72 @@ fn service_of(path: &Path) -> Option<String> {
     (name != "mod").then(|| name.to_string())
 }
 
-/// The services a line of code names: `services::x`, `super::x` at the services' top
-/// level, and each name of a `{...}` group after them.
-fn services_named(line: &str, known: &HashMap<String, usize>) -> Vec<String> {
-    let mut named = Vec::new();
-    for prefix in ["services::", "super::"] {
-        for (at, _) in line.match_indices(prefix) {
-            let rest = &line[at + prefix.len()..];
-            let group = match rest.strip_prefix('{') {
-                Some(group) => group.split('}').next().unwrap_or_default(),
-                None => rest,
-            };
-            let words = group.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'));
-            for word in words {
-                let first = word.split("::").next().unwrap_or_default();
-                if known.contains_key(first) && !named.iter().any(|n| n == first) {
-                    named.push(first.to_string());
+/// The code of a service's file with every path to another service written from the
+/// services' root (`services::x`): in a part of a service's folder (`payments/refund.rs`),
+/// `super::super::` is the root and `super::` the service itself; in a top-level file or
+/// a folder's `mod.rs`, `super::` is the root. Statements are joined onto one line each,
+/// so a `use` group over several lines reads as one.
+fn from_the_root(path: &Path, code: &str) -> String {
+    let services = Path::new(SRC).join("services");
+    let is_part = path.parent() != Some(services.as_path()) && path.file_name().is_some_and(|n| n != "mod.rs");
+    let code = if is_part {
+        code.replace("super::super::", "services::")
+            .replace("super::", "self::")
+    } else {
+        code.replace("super::", "services::")
+    };
+    code.lines()
+        .map(|line| line.split("//").next().unwrap_or_default().trim())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace(';', ";\n")
+}
+
+/// The services a statement names after `services::`: a path (`services::jobs::x`), or
+/// each top-level name of a group (`services::{jobs::{self, X}, wallets}`), nested groups
+/// skipped. `*` stands for every service (a glob hides what is used).
+fn services_named(statement: &str, known: &HashMap<String, usize>) -> Vec<String> {
+    let mut named: Vec<String> = Vec::new();
+    let mut add = |name: &str| {
+        if (known.contains_key(name) || name == "*") && !named.iter().any(|n| n == name) {
+            named.push(name.to_string());
+        }
+    };
+    for (at, _) in statement.match_indices("services::") {
+        let rest = statement[at + "services::".len()..].trim_start();
+        let Some(group) = rest.strip_prefix('{') else {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '*')
+                .collect();
+            add(&name);
+            continue;
+        };
+        let (mut depth, mut item) = (0, String::new());
+        for c in group.chars() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => break,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    add(first_word(&item));
+                    item.clear();
                 }
-                if rest.starts_with('{') {
-                    continue;
-                }
-                break;
+                _ if depth == 0 => item.push(c),
+                _ => {}
             }
         }
+        add(first_word(&item));
     }
     named
+}
+
+/// `jobs` of `jobs::{self, X}` or `jobs as j`.
+fn first_word(item: &str) -> &str {
+    item.trim()
+        .split(|c: char| c == ':' || c.is_whitespace())
+        .next()
+        .unwrap_or_default()
 }
 
 #[test]
@@ -99,17 +141,15 @@ fn services_call_each_other_only_down_the_written_order() {
             unlisted.push(service);
             continue;
         };
-        // `super::` inside a service's own folder names its own parts, not other services.
-        let nested = path.parent() != Some(&Path::new(SRC).join("services"));
-        for (number, line) in code.lines().enumerate() {
-            let line = if nested {
-                line.replace("super::", "")
-            } else {
-                line.to_string()
-            };
-            for other in services_named(&line, &layer_of) {
-                if other != service && layer_of[&other] >= layer {
-                    broken.push(format!("{}:{}: {service} uses {other}", path.display(), number + 1));
+        for statement in from_the_root(&path, &code).lines() {
+            for other in services_named(statement, &layer_of) {
+                if other == "*" {
+                    broken.push(format!(
+                        "{}: a glob import of the services: {statement}",
+                        path.display()
+                    ));
+                } else if other != service && layer_of[&other] >= layer {
+                    broken.push(format!("{}: {service} uses {other}: {statement}", path.display()));
                 }
             }
         }
@@ -172,20 +212,40 @@ fn nothing_imports_upward() {
 }
 
 #[test]
-fn a_use_against_the_order_is_caught() {
+fn every_form_of_a_use_is_read() {
     let known = HashMap::from([
         ("jobs".to_string(), 1),
         ("commands".to_string(), 2),
         ("wallets".to_string(), 0),
+        ("payments".to_string(), 3),
     ]);
+    let named = |path: &str, code: &str| -> Vec<String> {
+        let path = Path::new(SRC).join("services").join(path);
+        from_the_root(&path, code)
+            .lines()
+            .flat_map(|statement| services_named(statement, &known))
+            .collect()
+    };
     assert_eq!(
-        services_named("use super::{ServiceError, jobs, wallets};", &known),
+        named("jobs.rs", "use super::{ServiceError, jobs, wallets};"),
         ["jobs", "wallets"]
     );
     assert_eq!(
-        services_named("    let x = crate::services::commands::execute(", &known),
+        named("jobs.rs", "    let x = crate::services::commands::execute("),
         ["commands"]
     );
-    assert_eq!(services_named("use super::jobs::{self, JobStatus};", &known), ["jobs"]);
-    assert!(services_named("use super::ServiceError;", &known).is_empty());
+    assert_eq!(named("jobs.rs", "use super::jobs::{self, JobStatus};"), ["jobs"]);
+    assert_eq!(
+        named(
+            "jobs.rs",
+            "use super::{\n    payments::{self, Offer},\n    wallets,\n};"
+        ),
+        ["payments", "wallets"]
+    );
+    assert_eq!(named("payments/mod.rs", "use super::{ServiceError, jobs};"), ["jobs"]);
+    assert_eq!(named("payments/refund.rs", "use super::super::jobs;"), ["jobs"]);
+    assert!(named("payments/refund.rs", "use super::scheme::{self, Terms};").is_empty());
+    assert_eq!(named("jobs.rs", "use super::*;"), ["*"]);
+    assert_eq!(named("jobs.rs", "use super::{jobs as j};"), ["jobs"]);
+    assert!(named("jobs.rs", "use super::ServiceError; // super::jobs in a comment").is_empty());
 }

@@ -11,12 +11,12 @@ use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
 use crate::llm::LlmError;
-use crate::services::ServiceError;
 use crate::services::chatapp::ChatappError;
 use crate::services::payments::X402Error;
 use crate::services::rate_limit::RateDecision;
 use crate::services::social::SocialError;
 use crate::services::wallets::WalletError;
+use crate::services::{ServiceError, capitalized};
 
 /// The rate-limit headers every limited response carries: the binding window's size,
 /// what is left of it, and when it starts afresh (Unix seconds).
@@ -119,15 +119,6 @@ impl From<ServiceError> for ApiError {
                 ApiError::internal("Internal server error")
             }
         }
-    }
-}
-
-fn capitalized(text: impl std::fmt::Display) -> String {
-    let text = text.to_string();
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => text,
     }
 }
 

@@ -377,7 +377,6 @@ fn status_url(accepted: &Reply) -> String {
         .to_string()
 }
 
-/// Runs the futures at once; their outputs in order.
 #[test]
 fn a_host_given_another_master_key_refuses_to_start() {
     let Some((a, mut b, _)) = three_hosts(vec![]) else {

@@ -30,7 +30,8 @@ pub fn answered(reply: &Reply) -> String {
     let body = reply.json();
     assert_eq!(body["success"], true, "{body}");
     assert_eq!(body["data"]["result"]["success"], true, "{body}");
-    response_text(reply)
+    let response = body["data"]["result"]["response"].as_str();
+    response.expect("a response text").to_string()
 }
 
 /// `POST /v1/agents/{agent}/chat` with `body` as sent.

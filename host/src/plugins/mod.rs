@@ -250,7 +250,7 @@ impl PluginRuntime {
         };
         let pre = self.pre(&component).await?;
         let manifest = self.call_manifest(&pre, &host_tenant()).await?;
-        self.remember(hash, Arc::new(manifest.clone()));
+        // Not remembered: a request reads it from its record, once that is written.
         Ok((manifest, pre.wit_version()))
     }
 

@@ -443,7 +443,7 @@ async fn await_job(services: &Services, job_id: &str) -> String {
                 };
             }
             Ok(JobStatus::Failed { error, .. }) => return format!("Sorry, that failed: {error}"),
-            Ok(JobStatus::Missing) => return "Sorry, that failed: its job expired".into(),
+            Ok(JobStatus::Missing) => return "Sorry, that failed: No job with this id (it may have expired)".into(),
             Ok(JobStatus::Processing { .. }) if std::time::Instant::now() < deadline => {
                 tokio::time::sleep(std::time::Duration::from_millis(500)).await
             }

@@ -120,16 +120,32 @@ pub enum ServiceError {
 
 impl ServiceError {
     /// What may be told of a failure where it outlives our log (a refund's memo, the
-    /// reason a command is paused): the kind of failure, never an upstream's own words.
+    /// reason a command is paused), in the words a client is given (error.rs): the kind of
+    /// failure, never an upstream's own words. Errors that may carry them, and any kind
+    /// not listed, are told as an internal error.
     pub fn public_text(&self) -> String {
+        use ServiceError as E;
         match self {
-            ServiceError::Model(e) => e.public_text(),
-            ServiceError::Wallet(wallets::WalletError::ChainUnavailable { network, .. }) => {
-                format!("the {network} RPC node failed")
+            E::Validation(m) | E::NotFound(m) | E::Conflict(m) | E::Execution(m) | E::Busy(m) => m.clone(),
+            E::QuotaExceeded(m) | E::Unauthorized(m) | E::Forbidden(m) => m.clone(),
+            E::Unavailable { message, .. } => message.clone(),
+            E::RateLimited(_) => self.to_string(),
+            E::Model(e) => capitalized(e.public_text()),
+            E::Wallet(wallets::WalletError::ChainUnavailable { network, .. }) => {
+                format!("The {network} RPC node failed; try again later")
             }
-            ServiceError::Store(_) => "internal server error".into(),
-            other => other.to_string(),
+            _ => "Internal server error".into(),
         }
+    }
+}
+
+/// A service's words as the start of a sentence a client reads.
+pub(crate) fn capitalized(text: impl std::fmt::Display) -> String {
+    let text = text.to_string();
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => text,
     }
 }
 

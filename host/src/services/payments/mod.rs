@@ -15,7 +15,7 @@ mod solana;
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 pub use guard::PaymentLocks;
 pub use offer::{MAX_TIMEOUT_SECONDS, Offer, offer};
@@ -333,18 +333,6 @@ async fn conclude(
 }
 
 impl Settled {
-    /// The API's receipt.
-    pub fn receipt(&self) -> Value {
-        json!({
-            "amountPaidMicroUsdc": self.amount.0,
-            "amountPaidUsdc": self.amount.to_json_number(),
-            "transactionSignature": self.transaction,
-            "timestamp": crate::clock::iso(self.settled_at),
-            "payer": self.payer,
-            "payTo": self.pay_to,
-        })
-    }
-
     /// The paid work was done: `settled` → `served`. Until this succeeds, the answer must
     /// not go out (a payment left `settled` is refunded as never answered).
     pub async fn served(&self, services: &Services) -> Result<(), ServiceError> {
