@@ -126,27 +126,14 @@ fn model_error(e: LlmError) -> ApiError {
     use StatusCode as S;
     // A provider's own words can carry the operator's account details: logged only.
     tracing::warn!(error = %e, "language model failure");
-    let (status, code, message) = match &e {
-        LlmError::NotConfigured => (S::SERVICE_UNAVAILABLE, "model_unavailable", e.to_string()),
-        LlmError::Busy => (S::SERVICE_UNAVAILABLE, "model_unavailable", e.to_string()),
-        LlmError::Timeout(_) => (S::GATEWAY_TIMEOUT, "generation_timeout", e.to_string()),
-        LlmError::Refused { status, .. } => (
-            S::BAD_GATEWAY,
-            "model_unavailable",
-            format!("The language model provider refused the request (HTTP {status})"),
-        ),
-        LlmError::Unreachable(_) => (
-            S::BAD_GATEWAY,
-            "model_unavailable",
-            "The language model provider could not be reached".to_string(),
-        ),
-        LlmError::BadAnswer(_) => (
-            S::BAD_GATEWAY,
-            "model_unavailable",
-            "The language model provider sent an answer this server cannot read".to_string(),
-        ),
+    let (status, code) = match &e {
+        LlmError::NotConfigured | LlmError::Busy => (S::SERVICE_UNAVAILABLE, "model_unavailable"),
+        LlmError::Timeout(_) => (S::GATEWAY_TIMEOUT, "generation_timeout"),
+        LlmError::Refused { .. } | LlmError::Unreachable(_) | LlmError::BadAnswer(_) => {
+            (S::BAD_GATEWAY, "model_unavailable")
+        }
     };
-    ApiError::new(status, code, capitalized(message))
+    ApiError::new(status, code, capitalized(e.public_text()))
 }
 
 fn wallet_error(e: WalletError) -> ApiError {
@@ -162,7 +149,7 @@ fn wallet_error(e: WalletError) -> ApiError {
         WalletError::ChainUnavailable { network, detail } => {
             // The node's URL often holds a provider's API key: never in an answer.
             tracing::warn!("the {network} RPC node failed: {detail}");
-            ApiError::internal(format!("The {network} RPC node failed; try again later"))
+            ApiError::internal(crate::services::wallets::node_failed(network))
         }
         WalletError::TransferFailed(m) => ApiError::new(S::BAD_REQUEST, "transfer_failed", m),
         e @ WalletError::NotConfirmed { .. } => ApiError::internal(format!(

@@ -240,10 +240,10 @@ async fn invoke(
         Ok(quote) => quote,
         Err(err) => return x402_error(err, version),
     };
+    let (price, command) = (quote.price, quote.command());
     let Some((version, header)) = presented else {
-        return payment_required(&state, StatusCode::PAYMENT_REQUIRED, &offer, quote.price, quote.command);
+        return payment_required(&state, StatusCode::PAYMENT_REQUIRED, &offer, price, command);
     };
-    let (price, command) = (quote.price, quote.command);
     // Why a payment was refused; a v2 client reads it in the PAYMENT-REQUIRED header of
     // the 402, as the reference servers send it.
     let refused = |err: ServiceError| {
@@ -258,16 +258,18 @@ async fn invoke(
         }
         response
     };
-    let payment = quote.check_input().and_then(|()| offer.takes(version)).and_then(|()| {
-        wire::decode_payment(version, &header, offer.network_names())
-            .map_err(|err| payments::X402Error::Refused(err).into())
+    let ready = quote.check_input().and_then(|checked| {
+        offer.takes(version)?;
+        let payment: Payment = wire::decode_payment(version, &header, offer.network_names())
+            .map_err(|err| ServiceError::from(payments::X402Error::Refused(err)))?;
+        Ok((checked, payment))
     });
-    let payment: Payment = match payment {
-        Ok(payment) => payment,
+    let (checked, payment) = match ready {
+        Ok(ready) => ready,
         Err(err @ ServiceError::X402(payments::X402Error::Refused(_))) => return refused(err),
         Err(err) => return x402_error(err.into(), version),
     };
-    let sale = match purchase::buy(services, quote, &payment).await {
+    let sale = match purchase::buy(services, checked, &payment).await {
         Ok(sale) => sale,
         Err(err) => return refused(err),
     };

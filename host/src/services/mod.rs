@@ -131,9 +131,7 @@ impl ServiceError {
             E::Unavailable { message, .. } => message.clone(),
             E::RateLimited(_) => self.to_string(),
             E::Model(e) => capitalized(e.public_text()),
-            E::Wallet(wallets::WalletError::ChainUnavailable { network, .. }) => {
-                format!("The {network} RPC node failed; try again later")
-            }
+            E::Wallet(wallets::WalletError::ChainUnavailable { network, .. }) => wallets::node_failed(*network),
             _ => "Internal server error".into(),
         }
     }

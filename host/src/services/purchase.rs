@@ -39,13 +39,25 @@ pub enum Order {
 /// A request priced against the agent's offer: what a payment must cover.
 pub struct Quote<'a> {
     pub offer: &'a Offer,
-    /// The command ordered; `None` for a message.
-    pub command: Option<&'a Command>,
     pub price: MicroUsdc,
-    order: Order,
+    ordered: Ordered<'a>,
     /// The request as the payer sent it, recorded with its payment.
     request: Value,
 }
+
+/// An order matched to what the agent sells.
+enum Ordered<'a> {
+    Message(String),
+    Command {
+        command: &'a Command,
+        parameters: Map<String, Value>,
+        raw_text: Option<String>,
+    },
+}
+
+/// A quote whose input the command takes: the only thing [`buy`] accepts, so a request
+/// that cannot run is refused before any money moves, and checked once.
+pub struct Checked<'a>(Quote<'a>);
 
 /// Prices `order`, or says why it cannot be bought now: a command the agent does not sell,
 /// or one its breaker paused after repeated failures (refused before anyone signs).
@@ -55,50 +67,61 @@ pub async fn quote<'a>(
     order: Order,
     request: Value,
 ) -> Result<Quote<'a>, ServiceError> {
-    let command = match &order {
-        Order::Message(_) => None,
-        Order::Command { name, .. } => Some(
-            offer
-                .command(name)
-                .ok_or_else(|| X402Error::CommandNotOffered(name.clone()))?,
-        ),
+    let ordered = match order {
+        Order::Message(message) => Ordered::Message(message),
+        Order::Command {
+            name,
+            parameters,
+            raw_text,
+        } => Ordered::Command {
+            command: offer.command(&name).ok_or(X402Error::CommandNotOffered(name))?,
+            parameters,
+            raw_text,
+        },
     };
-    if let Some(command) = command {
+    let mut quote = Quote {
+        offer,
+        price: offer.default_price,
+        ordered,
+        request,
+    };
+    if let Some(command) = quote.command() {
         let rules = breaker::Rules::of(&services.settings);
         let admission = breaker::look(&services.store, rules, &offer.agent.id, &command.def.name).await?;
         if let Some(refusal) = admission.refusal(&command.def.name) {
             return Err(refusal);
         }
+        quote.price = offer.price_of(command);
     }
-    Ok(Quote {
-        offer,
-        command,
-        price: command.map(|c| offer.price_of(c)).unwrap_or(offer.default_price),
-        order,
-        request,
-    })
+    Ok(quote)
 }
 
-impl Quote<'_> {
-    /// Whether the command would take the order's parameters: a request that cannot run is
-    /// refused before any money moves.
-    pub fn check_input(&self) -> Result<(), ServiceError> {
-        match (&self.order, self.command) {
-            (
-                Order::Command {
-                    parameters, raw_text, ..
-                },
-                Some(command),
-            ) => params::resolve(
+impl<'a> Quote<'a> {
+    /// The command ordered; `None` for a message.
+    pub fn command(&self) -> Option<&'a Command> {
+        match self.ordered {
+            Ordered::Command { command, .. } => Some(command),
+            Ordered::Message(_) => None,
+        }
+    }
+
+    /// Whether the command takes the order's parameters.
+    pub fn check_input(self) -> Result<Checked<'a>, ServiceError> {
+        if let Ordered::Command {
+            command,
+            parameters,
+            raw_text,
+        } = &self.ordered
+        {
+            params::resolve(
                 &command.def.name,
                 &command.def.parameters,
                 Some(parameters.clone()),
                 raw_text.as_deref(),
             )
-            .map(drop)
-            .map_err(ServiceError::Validation),
-            _ => Ok(()),
+            .map_err(ServiceError::Validation)?;
         }
+        Ok(Checked(self))
     }
 }
 
@@ -135,15 +158,17 @@ pub struct RefundStarted {
 /// Settles `payment` for the quoted request and does the work it pays for. An `Err` is a
 /// refusal before anything was taken from the payer (or a settlement left pending, to be
 /// settled or refunded by recovery); once settled, every outcome is a [`Sale`].
-pub async fn buy(services: &Services, quote: Quote<'_>, payment: &Payment) -> Result<Sale, ServiceError> {
-    quote.check_input()?;
+pub async fn buy(services: &Services, checked: Checked<'_>, payment: &Payment) -> Result<Sale, ServiceError> {
     let Quote {
         offer,
-        command,
         price,
-        order,
+        ordered,
         request,
-    } = quote;
+    } = checked.0;
+    let command = match &ordered {
+        Ordered::Command { command, .. } => Some(*command),
+        Ordered::Message(_) => None,
+    };
     let rules = breaker::Rules::of(&services.settings);
     // Admitted by the command's breaker (a half-open one lets this call through as its
     // trial), so its outcome below counts.
@@ -172,7 +197,7 @@ pub async fn buy(services: &Services, quote: Quote<'_>, payment: &Payment) -> Re
             return Err(err);
         }
     };
-    let worked = work(services, offer, command, order, &settled).await;
+    let worked = work(services, offer, ordered, &settled).await;
     let outcome = conclude(services, offer, command, &settled, worked).await;
     Ok(Sale { settled, outcome })
 }
@@ -181,17 +206,15 @@ pub async fn buy(services: &Services, quote: Quote<'_>, payment: &Payment) -> Re
 async fn work(
     services: &Services,
     offer: &Offer,
-    command: Option<&Command>,
-    order: Order,
+    ordered: Ordered<'_>,
     settled: &Settled,
 ) -> Result<CommandOutcome, ServiceError> {
-    match (order, command) {
-        (
-            Order::Command {
-                parameters, raw_text, ..
-            },
-            Some(command),
-        ) => {
+    match ordered {
+        Ordered::Command {
+            command,
+            parameters,
+            raw_text,
+        } => {
             let call = CommandCall {
                 agent: &offer.agent,
                 command,
@@ -202,11 +225,7 @@ async fn work(
             };
             commands::execute(services, call).await
         }
-        (order, _) => {
-            let message = match order {
-                Order::Message(message) => message,
-                Order::Command { raw_text, .. } => raw_text.unwrap_or_default(),
-            };
+        Ordered::Message(message) => {
             let input = ChatInput {
                 message,
                 history: Vec::new(),

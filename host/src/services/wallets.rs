@@ -25,7 +25,7 @@ fn secret_kind(network: Network) -> String {
 }
 
 /// What can go wrong with an agent's wallet. `ChainUnavailable` carries the node's own
-/// words for the log; clients are told only which network failed.
+/// words for the log; clients are told only which network failed ([`node_failed`]).
 #[derive(Debug, thiserror::Error)]
 pub enum WalletError {
     #[error("the agent has no {0} wallet")]
@@ -365,4 +365,10 @@ pub async fn reconcile(services: &Services) -> Result<usize, ServiceError> {
         }
     }
     Ok(looked_at)
+}
+
+/// What a client is told when a network's node failed: the node's address and words
+/// (they often hold a provider's API key) stay in the log.
+pub fn node_failed(network: Network) -> String {
+    format!("The {network} RPC node failed; try again later")
 }
