@@ -323,6 +323,9 @@ fn is_json(value: &HeaderValue) -> bool {
 
 /// Parses JSON, naming the field at fault: `maxToolCalls: invalid type: ...`.
 pub fn decode_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    if escapes_nul(body) {
+        return Err(ApiError::validation(NUL_REFUSED));
+    }
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     match serde_path_to_error::deserialize(&mut deserializer) {
         Ok(value) => {
@@ -344,6 +347,29 @@ pub fn decode_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
             Err(ApiError::validation(message))
         }
     }
+}
+
+/// PostgreSQL text cannot hold U+0000, and no field of the API means it: refused on the way
+/// in, for every database alike.
+const NUL_REFUSED: &str = "Text must not contain the NUL character (U+0000)";
+
+/// Whether a JSON document spells U+0000 (`\u0000`) in one of its strings. Escapes occur
+/// only inside strings, so walking them pairwise is exact: `\\u0000` is a backslash and text.
+fn escapes_nul(json: &[u8]) -> bool {
+    let mut rest = json;
+    while let Some(at) = rest.iter().position(|b| *b == b'\\') {
+        let escaped = &rest[at + 1..];
+        if escaped.starts_with(b"u0000") {
+            return true;
+        }
+        rest = escaped.get(1..).unwrap_or_default();
+    }
+    false
+}
+
+/// Whether a percent-encoded path or query carries U+0000 (`%00`). `%2500` is `%00` as text.
+fn encodes_nul(uri_part: &str) -> bool {
+    uri_part.contains("%00")
 }
 
 /// serde_json appends "at line 1 column 17" to data errors; the field name says more.
@@ -370,6 +396,9 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        if encodes_nul(parts.uri.path()) {
+            return Err(ApiError::validation(NUL_REFUSED));
+        }
         axum::extract::Path::<T>::from_request_parts(parts, state)
             .await
             .map(|p| ApiPath(p.0))
@@ -384,6 +413,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        if parts.uri.query().is_some_and(encodes_nul) {
+            return Err(ApiError::validation(NUL_REFUSED));
+        }
         axum::extract::Query::<T>::from_request_parts(parts, state)
             .await
             .map(|q| ApiQuery(q.0))
@@ -419,6 +451,18 @@ mod tests {
         assert!(err.message.starts_with("Malformed JSON body"), "{}", err.message);
         let err = decode_json::<Body>(br#"{"message":"a"} trailing"#).unwrap_err();
         assert!(err.message.starts_with("Malformed JSON body"), "{}", err.message);
+    }
+
+    #[test]
+    fn the_nul_character_is_refused_wherever_it_is_spelled() {
+        let err = decode_json::<Body>(br#"{"message":"a\u0000b"}"#).unwrap_err();
+        assert_eq!((err.code, err.message.as_str()), ("validation_error", NUL_REFUSED));
+        // An escaped backslash followed by the letters is text, not the character.
+        let text = decode_json::<Body>(br#"{"message":"a\\u0000b"}"#).unwrap();
+        assert_eq!(text.message, "a\\u0000b");
+        assert!(decode_json::<Body>(br#"{"message":"\\\u0000"}"#).is_err());
+        assert!(encodes_nul("command=L%18%00"));
+        assert!(!encodes_nul("command=L%2500"));
     }
 
     #[test]

@@ -185,6 +185,31 @@ pub fn parse_json(source: &str, file: &str) -> Result<AgentManifest, ManifestErr
     parse(&text, file, PluginSource::Uploaded).map_err(|e| ManifestError { line: None, ..e })
 }
 
+/// The first key (`commands.hello.response`) whose key or text holds U+0000.
+fn field_with_nul(value: &toml::Value, at: &str) -> Option<String> {
+    let nul = |text: &str| text.contains('\0');
+    match value {
+        toml::Value::String(text) => nul(text).then(|| at.to_string()),
+        toml::Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| field_with_nul(item, &format!("{at}[{i}]"))),
+        toml::Value::Table(table) => table.iter().find_map(|(key, item)| {
+            let path = if at.is_empty() {
+                key.clone()
+            } else {
+                format!("{at}.{key}")
+            };
+            if nul(key) {
+                Some(path)
+            } else {
+                field_with_nul(item, &path)
+            }
+        }),
+        _ => None,
+    }
+}
+
 pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentManifest, ManifestError> {
     let check = Checker {
         file: file.to_string(),
@@ -196,6 +221,18 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
         field: None,
         message: e.message().trim().replace('\n', " "),
     })?;
+    // No field means U+0000, and PostgreSQL text cannot hold it: refused for every store.
+    if let Some(field) = toml::from_str::<toml::Value>(source)
+        .ok()
+        .and_then(|v| field_with_nul(&v, ""))
+    {
+        return Err(ManifestError {
+            file: file.to_string(),
+            line: None,
+            field: Some(field),
+            message: "must not contain the NUL character (U+0000)".into(),
+        });
+    }
 
     let username = raw.username.get_ref().trim().to_string();
     if !valid_name(&username, 3, 32) {

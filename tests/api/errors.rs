@@ -230,3 +230,32 @@ async fn x402_routes_answer_in_their_own_envelope() {
     assert_eq!(body["x402Version"], 1);
     assert!(body["error"].is_string());
 }
+
+#[tokio::test]
+async fn the_nul_character_is_refused_in_bodies_paths_and_queries() {
+    let fx = Fixture::start();
+    let agent = &fx.agent_id;
+    let replies = [
+        post_json(&chat_url(&fx), Some(&fx.key), &json!({"message": "a\u{0}b"})).await,
+        post_json(
+            &fx.url("/v1/account/agents"),
+            Some(&fx.key),
+            &json!({"username": "nul", "name": "a\u{0}"}),
+        )
+        .await,
+        get(
+            &fx.url(&format!("/v1/account/agents/{agent}/logs?command=L%18%00")),
+            Some(&fx.key),
+        )
+        .await,
+        get(&fx.url("/v1/agents/a%00b/commands"), Some(&fx.key)).await,
+    ];
+    for reply in replies {
+        assert_eq!(reply.status, 400, "{}", reply.text);
+        assert_eq!(reply.error_code(), "validation_error");
+        assert!(reply.error_message().contains("NUL"), "{}", reply.text);
+    }
+    // Text that merely mentions the escape is text.
+    let mention = post_json(&chat_url(&fx), Some(&fx.key), &json!({"message": "say \\u0000"})).await;
+    assert_ne!(mention.status, 400, "{}", mention.text);
+}
