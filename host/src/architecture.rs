@@ -29,7 +29,8 @@ fn written_order() -> Vec<Vec<String>> {
 }
 
 /// The source files of `dir`, recursively, with test-only code cut off (an inline
-/// `#[cfg(test)] mod tests { ... }` at the end; a `tests.rs` file).
+/// `#[cfg(test)] mod tests { ... }` at the end; a `tests.rs` file; a file that declares
+/// itself `#![cfg(test)]`, such as a fake).
 fn sources(dir: &Path) -> Vec<(PathBuf, String)> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -38,6 +39,9 @@ fn sources(dir: &Path) -> Vec<(PathBuf, String)> {
             found.extend(sources(&path));
         } else if path.extension().is_some_and(|e| e == "rs") && path.file_name().is_some_and(|n| n != "tests.rs") {
             let text = std::fs::read_to_string(&path).unwrap();
+            if text.lines().any(|line| line.trim() == "#![cfg(test)]") {
+                continue;
+            }
             let code = match text.find("#[cfg(test)]\nmod tests {") {
                 Some(at) => text[..at].to_string(),
                 None => text,

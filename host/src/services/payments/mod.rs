@@ -22,6 +22,8 @@ pub use offer::{MAX_TIMEOUT_SECONDS, Offer, offer};
 pub use refund::{payers_fault, refund_failed_job};
 
 #[cfg(test)]
+pub(super) mod fake;
+#[cfg(test)]
 mod tests;
 
 use super::locks::KeyGuard;
@@ -124,31 +126,27 @@ pub async fn list(
     Ok(store.payments_of(agent_id, limit).await?)
 }
 
+/// What a payment moves on: the network's way of taking it, and its chain. In service,
+/// the network's own ([`Rails::of`]); in unit tests, a fake.
+#[derive(Clone, Copy)]
+pub struct Rails<'a> {
+    pub scheme: &'a dyn Scheme,
+    pub chain: &'a dyn chains::UsdcChain,
+}
+
+impl<'a> Rails<'a> {
+    pub fn of(services: &'a Services, network: Network) -> Rails<'a> {
+        Rails {
+            scheme: scheme::of(network),
+            chain: services.chains.get(network),
+        }
+    }
+}
+
 /// Verifies a payment (either version, its envelope already decoded) for `purchase`,
 /// records it (once, ever) with the transaction that settles it, settles it on chain and
 /// waits for the settlement. Nothing is served before this returns.
 pub async fn settle(
-    services: &Services,
-    offer: &Offer,
-    payment: &Payment,
-    purchase: Purchase<'_>,
-) -> Result<Settled, ServiceError> {
-    let rails = Rails {
-        scheme: scheme::of(offer.network),
-        chain: services.chains.get(offer.network),
-    };
-    settle_on(services, rails, offer, payment, purchase).await
-}
-
-/// What a payment moves on: the network's way of taking it, and its chain. In service,
-/// the network's own; in the pipeline's unit tests, a fake.
-#[derive(Clone, Copy)]
-struct Rails<'a> {
-    scheme: &'a dyn Scheme,
-    chain: &'a dyn chains::UsdcChain,
-}
-
-async fn settle_on(
     services: &Services,
     rails: Rails<'_>,
     offer: &Offer,

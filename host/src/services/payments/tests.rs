@@ -1,237 +1,15 @@
-//! The payment pipeline on a fake network: a scheme and a chain whose answers each test
-//! scripts, so every branch (confirmed, landed and failed, dropped, still pending, settled
-//! by someone else, replayed, a v2 requirement other than the offer) is checked without a
-//! node, beside the end-to-end tests on the local chains. The store, the wallet and its
-//! sealed key are the real ones, in a temp dir.
+//! The payment pipeline on the fake network (`fake.rs`): every branch (confirmed, landed
+//! and failed, dropped, still pending, settled by someone else, replayed, a v2 requirement
+//! other than the offer) checked without a node, beside the end-to-end tests on the local
+//! chains.
 
 #![allow(clippy::unwrap_used)]
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
-use serde_json::{Value, json};
-
-use super::scheme::{Attempt, BoxFuture, Scheme, Terms};
+use super::fake::*;
 use super::*;
-use crate::chains::{Balances, ChainFuture, UsdcChain, WalletKey};
-use crate::domain::Plan;
 use crate::x402::wire::{RequirementsV2, Version};
-
-const PRICE: MicroUsdc = MicroUsdc(10_000);
-
-/// A Base-like chain: every sent transaction lands as `landing` says.
-struct FakeChain {
-    landing: Landing,
-    /// `submit` answers that the node refused it.
-    refuse: bool,
-    sent: AtomicUsize,
-}
-
-impl FakeChain {
-    fn landing(landing: Landing) -> FakeChain {
-        FakeChain {
-            landing,
-            refuse: false,
-            sent: AtomicUsize::new(0),
-        }
-    }
-}
-
-fn not_here<'a, T: Send + 'a>() -> ChainFuture<'a, T> {
-    Box::pin(async { Err(ChainError::Unavailable("not used by the pipeline".into())) })
-}
-
-impl UsdcChain for FakeChain {
-    fn network(&self) -> Network {
-        Network::Base
-    }
-    fn usdc_asset(&self) -> &str {
-        "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
-    }
-    fn network_id(&self) -> ChainFuture<'_, String> {
-        Box::pin(async { Ok("eip155:8453".to_string()) })
-    }
-    fn funding_uri(&self, _: &str) -> String {
-        unreachable!("not used by the pipeline")
-    }
-    fn balances<'a>(&'a self, _: &'a str) -> ChainFuture<'a, Balances> {
-        not_here()
-    }
-    fn sign_transfer<'a>(&'a self, _: &'a WalletKey, _: &'a str, _: MicroUsdc, _: bool) -> ChainFuture<'a, SignedTx> {
-        not_here()
-    }
-    fn can_receive<'a>(&'a self, _: &'a str) -> ChainFuture<'a, bool> {
-        not_here()
-    }
-    fn submit<'a>(&'a self, _: &'a SignedTx) -> ChainFuture<'a, ()> {
-        self.sent.fetch_add(1, Ordering::SeqCst);
-        let refuse = self.refuse;
-        Box::pin(async move {
-            if refuse {
-                Err(ChainError::Refused("nonce too low".into()))
-            } else {
-                Ok(())
-            }
-        })
-    }
-    fn landing<'a>(&'a self, _: &'a SignedTx) -> ChainFuture<'a, Landing> {
-        let landing = self.landing.clone();
-        Box::pin(async move { Ok(landing) })
-    }
-}
-
-/// A scheme whose payload is `{payer, nonce, amount}`; `elsewhere` is a settlement someone
-/// else made, as the chain would show it.
-#[derive(Default)]
-struct FakeScheme {
-    /// Found before anything is signed (`Attempt::check`).
-    settled_before: Option<String>,
-    /// Found after ours failed (`Scheme::settled_elsewhere`).
-    settled_after: Mutex<Option<String>>,
-}
-
-struct FakeAttempt {
-    payer: String,
-    nonce: u64,
-    settled_before: Option<String>,
-}
-
-impl Scheme for FakeScheme {
-    fn network(&self) -> Network {
-        Network::Base
-    }
-
-    fn verify(&self, _: &Services, payload: &Value, terms: &Terms) -> Result<Box<dyn Attempt>, PaymentError> {
-        if payload["amount"].as_u64() != Some(terms.price.0) {
-            return Err(PaymentError::new("payment_amount_mismatch", "not the price"));
-        }
-        Ok(Box::new(FakeAttempt {
-            payer: payload["payer"].as_str().unwrap_or_default().to_string(),
-            nonce: payload["nonce"].as_u64().unwrap_or_default(),
-            settled_before: self.settled_before.clone(),
-        }))
-    }
-
-    fn settled_elsewhere<'a>(
-        &'a self,
-        _: &'a Services,
-        _: &'a str,
-        _: &'a Terms,
-        _: u64,
-    ) -> BoxFuture<'a, Result<Option<String>, ChainError>> {
-        let found = self.settled_after.lock().unwrap().clone();
-        Box::pin(async move { Ok(found) })
-    }
-}
-
-impl Attempt for FakeAttempt {
-    fn payer(&self) -> String {
-        self.payer.clone()
-    }
-    fn complete(&mut self, _: &WalletKey) -> Result<(), PaymentError> {
-        Ok(())
-    }
-    fn identity(&self) -> String {
-        format!("{}:{}", self.payer, self.nonce)
-    }
-    fn check<'a>(&'a self, _: &'a Services, _: &'a Terms) -> BoxFuture<'a, Result<Option<String>, ServiceError>> {
-        let found = self.settled_before.clone();
-        Box::pin(async move { Ok(found) })
-    }
-    fn prepare<'a>(&'a self, _: &'a Services, _: &'a WalletKey) -> BoxFuture<'a, Result<SignedTx, ChainError>> {
-        let id = format!("0xours{}", self.nonce);
-        Box::pin(async move {
-            Ok(SignedTx {
-                id,
-                raw: "0x00".into(),
-                valid_until: None,
-            })
-        })
-    }
-    fn uses_wallet_nonce(&self) -> bool {
-        false
-    }
-}
-
-struct Fixture {
-    _dir: tempfile::TempDir,
-    services: Services,
-    offer: Offer,
-}
-
-/// An agent selling on Base at 0.01 USDC, with a real wallet, in a temp data dir.
-async fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let mut settings = crate::config::Settings::load(Some(dir.path())).unwrap();
-    settings.x402_settle_timeout_secs = 1;
-    let store = crate::app::open_store(&settings).await.unwrap();
-    let services = crate::app::services(settings, store, "http://test".into()).unwrap();
-    crate::services::accounts::create(&services.store, "acme", Plan::Free, None, None)
-        .await
-        .unwrap();
-    let manifest = crate::manifest::parse(
-        r#"
-username = "seller"
-name = "Seller"
-personality = "Sells."
-
-[x402]
-enabled = true
-default_price_usd = 0.01
-networks = ["base"]
-"#,
-        "seller.toml",
-        crate::manifest::PluginSource::Uploaded,
-    )
-    .unwrap();
-    let applied = crate::services::agents::apply(&services, &manifest, Some("acme"))
-        .await
-        .unwrap();
-    wallets::add(&services, &applied.agent_id, Network::Base, None)
-        .await
-        .unwrap();
-    let offer = offer(&services, "seller", Network::Base).await.unwrap();
-    Fixture {
-        _dir: dir,
-        services,
-        offer,
-    }
-}
-
-fn payment(payer: &str, nonce: u64, amount: u64) -> Payment {
-    Payment {
-        version: Version::V1,
-        payload: json!({ "payer": payer, "nonce": nonce, "amount": amount }),
-        accepted: None,
-        extensions: serde_json::Map::new(),
-    }
-}
-
-impl Fixture {
-    async fn settle(&self, scheme: &FakeScheme, chain: &FakeChain, payment: &Payment) -> Result<Settled, ServiceError> {
-        let purchase = Purchase {
-            price: PRICE,
-            command: None,
-            request: &Value::Null,
-        };
-        let rails = Rails { scheme, chain };
-        settle_on(&self.services, rails, &self.offer, payment, purchase).await
-    }
-
-    /// Each recorded payment: (state, transaction).
-    async fn ledger(&self) -> Vec<(String, Option<String>)> {
-        let mut rows = self
-            .services
-            .store
-            .payments_of(&self.offer.agent.id, 100)
-            .await
-            .unwrap();
-        rows.sort_by(|a, b| a.identity.cmp(&b.identity));
-        rows.into_iter()
-            .map(|p| (p.state.as_str().to_string(), p.transaction_signature))
-            .collect()
-    }
-}
 
 /// The error of a payment that must not settle.
 fn refused(result: Result<Settled, ServiceError>) -> ServiceError {
@@ -250,7 +28,7 @@ fn refusal_code(err: ServiceError) -> &'static str {
 
 #[tokio::test]
 async fn a_confirmed_settlement_is_recorded_once_and_never_used_again() {
-    let f = fixture().await;
+    let f = fixture(SELLER).await;
     let (scheme, chain) = (FakeScheme::default(), FakeChain::landing(Landing::Confirmed));
     let settled = f.settle(&scheme, &chain, &payment("ann", 1, 10_000)).await.unwrap();
     assert_eq!(settled.transaction, "0xours1");
@@ -265,7 +43,7 @@ async fn a_confirmed_settlement_is_recorded_once_and_never_used_again() {
 
 #[tokio::test]
 async fn a_payment_that_does_not_pay_the_price_is_refused_before_anything_is_recorded() {
-    let f = fixture().await;
+    let f = fixture(SELLER).await;
     let (scheme, chain) = (FakeScheme::default(), FakeChain::landing(Landing::Confirmed));
     let err = refused(f.settle(&scheme, &chain, &payment("ann", 1, 9_999)).await);
     assert_eq!(refusal_code(err), "payment_amount_mismatch");
@@ -275,7 +53,7 @@ async fn a_payment_that_does_not_pay_the_price_is_refused_before_anything_is_rec
 
 #[tokio::test]
 async fn a_v2_payment_must_have_accepted_exactly_the_offer() {
-    let f = fixture().await;
+    let f = fixture(SELLER).await;
     let (scheme, chain) = (FakeScheme::default(), FakeChain::landing(Landing::Confirmed));
     let offered: RequirementsV2 = f.offer.requirement_v2(&f.services, PRICE).unwrap();
     let mut cheaper = offered.clone();
@@ -296,7 +74,7 @@ async fn a_v2_payment_must_have_accepted_exactly_the_offer() {
 
 #[tokio::test]
 async fn a_settlement_that_lands_and_fails_costs_the_payer_its_cool_off() {
-    let f = fixture().await;
+    let f = fixture(SELLER).await;
     let scheme = FakeScheme::default();
     let chain = FakeChain::landing(Landing::Failed("transfer amount exceeds balance".into()));
     let err = refused(f.settle(&scheme, &chain, &payment("ann", 1, 10_000)).await);
@@ -315,7 +93,7 @@ async fn a_settlement_that_lands_and_fails_costs_the_payer_its_cool_off() {
 
 #[tokio::test]
 async fn a_dropped_settlement_fails_without_a_cool_off() {
-    let f = fixture().await;
+    let f = fixture(SELLER).await;
     let scheme = FakeScheme::default();
     let chain = FakeChain {
         refuse: true,
@@ -331,7 +109,7 @@ async fn a_dropped_settlement_fails_without_a_cool_off() {
 
 #[tokio::test]
 async fn a_settlement_still_pending_stays_recorded_for_recovery() {
-    let f = fixture().await;
+    let f = fixture(SELLER).await;
     let (scheme, chain) = (FakeScheme::default(), FakeChain::landing(Landing::Pending));
     let err = refused(f.settle(&scheme, &chain, &payment("ann", 1, 10_000)).await);
     assert!(
@@ -344,7 +122,7 @@ async fn a_settlement_still_pending_stays_recorded_for_recovery() {
 
 #[tokio::test]
 async fn money_that_arrived_by_someone_elses_transaction_is_served_once() {
-    let f = fixture().await;
+    let f = fixture(SELLER).await;
     // Already on chain before we sign: served with that transaction, nothing sent.
     let before = FakeScheme {
         settled_before: Some("0xtheirs".into()),
@@ -373,7 +151,7 @@ async fn money_that_arrived_by_someone_elses_transaction_is_served_once() {
 /// query per agent or per wallet, and none at all for a list already read.
 #[tokio::test]
 async fn the_discovery_list_is_one_query_then_served_from_memory() {
-    let f = fixture().await;
+    let f = fixture(SELLER).await;
     let services = &f.services;
     for i in 0..11 {
         let manifest = crate::manifest::parse(

@@ -13,12 +13,15 @@ use serde_json::{Map, Value};
 
 use super::chat::{self, ChatInput};
 use super::commands::{self, Answer, CommandCall, CommandOutcome};
-use super::payments::{self, Offer, Purchase, Settled, X402Error, breaker};
+use super::payments::{self, Offer, Purchase, Rails, Settled, X402Error, breaker};
 use super::{ServiceError, Services, params};
 use crate::domain::{Command, ResponseFormat};
 use crate::money::MicroUsdc;
 use crate::plugins::Origin;
 use crate::x402::wire::Payment;
+
+#[cfg(test)]
+mod tests;
 
 /// What a payer asks for.
 #[derive(Debug, Clone)]
@@ -159,6 +162,17 @@ pub struct RefundStarted {
 /// refusal before anything was taken from the payer (or a settlement left pending, to be
 /// settled or refunded by recovery); once settled, every outcome is a [`Sale`].
 pub async fn buy(services: &Services, checked: Checked<'_>, payment: &Payment) -> Result<Sale, ServiceError> {
+    let rails = Rails::of(services, checked.0.offer.network);
+    buy_on(services, rails, checked, payment).await
+}
+
+/// [`buy`], the payment moving on `rails`.
+async fn buy_on(
+    services: &Services,
+    rails: Rails<'_>,
+    checked: Checked<'_>,
+    payment: &Payment,
+) -> Result<Sale, ServiceError> {
     let Quote {
         offer,
         price,
@@ -188,7 +202,7 @@ pub async fn buy(services: &Services, checked: Checked<'_>, payment: &Payment) -
         command: command.map(|c| c.def.name.as_str()),
         request: &request,
     };
-    let settled = match payments::settle(services, offer, payment, purchase).await {
+    let settled = match payments::settle(services, rails, offer, payment, purchase).await {
         Ok(settled) => settled,
         Err(err) => {
             if let (Some(command), Some(at)) = (command, trial) {

@@ -1,0 +1,117 @@
+use super::*;
+
+fn parse_str(source: &str) -> Result<AgentManifest, ManifestError> {
+    parse(source, "agent.toml", PluginSource::Files(Path::new(".")))
+}
+
+const GOOD: &str = r#"
+username = "helper"
+name = "Helper"
+personality = "Kind."
+knowledge = ["Opens at 9."]
+
+[[commands]]
+command = "hello"
+handler_type = "simple_text"
+price_usd = 0.05
+integrations = ["x402", "chatapp", "x402"]
+parameters = [{ name = "name", type = "string", required = true, description = "Who" }]
+config = { text = "Hello, {{name}}!" }
+
+[x402]
+enabled = true
+default_price_usd = "0.01"
+"#;
+
+#[test]
+fn reads_a_good_manifest() {
+    let m = parse_str(GOOD).unwrap();
+    assert_eq!(m.agent.username, "helper");
+    assert_eq!(m.agent.x402.default_price, Some(MicroUsdc(10_000)));
+    assert_eq!(m.agent.x402.networks, vec![Network::Solana, Network::Base]);
+    let cmd = &m.commands[0];
+    assert_eq!(cmd.price, Some(MicroUsdc(50_000)));
+    assert_eq!(cmd.integrations, vec![Integration::X402, Integration::Chatapp]);
+    assert_eq!(cmd.config["text"], "Hello, {{name}}!");
+    assert!(cmd.enabled);
+}
+
+#[test]
+fn names_line_and_field_of_a_semantic_error() {
+    let bad = GOOD.replace("price_usd = 0.05", "price_usd = 0.0500001");
+    let err = parse_str(&bad).unwrap_err();
+    assert_eq!(err.line, Some(10));
+    assert_eq!(err.field.as_deref(), Some("commands[0].price_usd"));
+    assert!(
+        err.to_string()
+            .starts_with("agent.toml:10: commands[0].price_usd: has more than 6 decimal"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_price_of_nothing_is_refused() {
+    for zero in ["0", "0.00", "\"0.000000\""] {
+        let err = parse_str(&GOOD.replace("price_usd = 0.05", &format!("price_usd = {zero}"))).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("commands[0].price_usd"), "{zero}");
+        assert!(err.message.contains("more than 0"), "{err}");
+    }
+}
+
+#[test]
+fn names_line_of_a_syntax_or_type_error() {
+    let bad = GOOD.replace("handler_type = \"simple_text\"", "handler_type = \"telepathy\"");
+    let err = parse_str(&bad).unwrap_err();
+    assert_eq!(err.line, Some(9));
+    assert!(err.message.contains("telepathy"), "{err}");
+    assert!(!err.to_string().contains('\n'));
+    let err = parse_str("username = \"x\"\nname = [").unwrap_err();
+    assert_eq!(err.line, Some(2));
+}
+
+#[test]
+fn rejects_unknown_fields_and_duplicates() {
+    let err = parse_str(&GOOD.replace("personality", "personalty")).unwrap_err();
+    assert!(err.message.contains("personalty"), "{err}");
+    let twice = format!("{GOOD}\n[[commands]]\ncommand = \"hello\"\nhandler_type = \"built_in\"\n");
+    let twice = twice.replace("[x402]\nenabled = true\ndefault_price_usd = \"0.01\"\n", "");
+    let err = parse_str(&twice).unwrap_err();
+    assert!(err.message.contains("defined twice"), "{err}");
+}
+
+#[test]
+fn requires_handler_settings() {
+    let err = parse_str(&GOOD.replace("config = { text = \"Hello, {{name}}!\" }", "")).unwrap_err();
+    assert_eq!(err.field.as_deref(), Some("commands[0].config.text"));
+    let err = parse_str(&GOOD.replace("\"simple_text\"", "\"custom\"")).unwrap_err();
+    assert_eq!(err.field.as_deref(), Some("commands[0].plugin"));
+    let err = parse_str(&GOOD.replace("username = \"helper\"", "username = \"Helper!\"")).unwrap_err();
+    assert_eq!((err.line, err.field.as_deref()), (Some(2), Some("username")));
+}
+
+#[test]
+fn integration_sections_take_enabled_and_never_secrets() {
+    let with = |section: &str| parse_str(&format!("{GOOD}\n{section}"));
+    let m = with("[chatapp]\nenabled = false\n[social]\nenabled = true\n").unwrap();
+    assert_eq!((m.chatapp_enabled, m.social_enabled), (Some(false), Some(true)));
+    assert_eq!(parse_str(GOOD).unwrap().chatapp_enabled, None);
+    let err = with("[chatapp]\nbot_token = \"123:abc\"\n").unwrap_err();
+    assert_eq!(err.field.as_deref(), Some("chatapp.bot_token"));
+    assert!(err.message.contains("agent-host chatapp connect"), "{err}");
+    let err = with("[social]\nenabled = \"yes\"\n").unwrap_err();
+    assert_eq!(err.field.as_deref(), Some("social.enabled"));
+}
+
+#[test]
+fn x402_needs_a_default_price() {
+    let err = parse_str(&GOOD.replace("default_price_usd = \"0.01\"\n", "")).unwrap_err();
+    assert_eq!(err.field.as_deref(), Some("x402.default_price_usd"));
+}
+
+#[test]
+fn the_nul_character_is_refused_and_its_field_named() {
+    let source = GOOD.replace("Hello, {{name}}!", "Hello\\u0000");
+    let err = parse_str(&source).unwrap_err();
+    assert_eq!(err.field.as_deref(), Some("commands[0].config.text"));
+    assert!(err.message.contains("U+0000"), "{err}");
+}

@@ -1,0 +1,240 @@
+//! A fake network for the payment pipeline and the purchase service: a scheme and a chain
+//! whose answers each test scripts, so every branch (confirmed, landed and failed, dropped,
+//! still pending, settled by someone else) is checked without a node. The store, the
+//! wallet and its sealed key are the real ones, in a temp dir.
+
+#![cfg(test)]
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::{Value, json};
+
+use super::scheme::{Attempt, BoxFuture, Scheme, Terms};
+use super::*;
+use crate::chains::{Balances, ChainFuture, UsdcChain, WalletKey};
+use crate::domain::Plan;
+use crate::x402::wire::Version;
+
+pub const PRICE: MicroUsdc = MicroUsdc(10_000);
+
+/// A Base-like chain: every sent transaction lands as `landing` says.
+pub struct FakeChain {
+    pub landing: Landing,
+    /// `submit` answers that the node refused it.
+    pub refuse: bool,
+    pub sent: AtomicUsize,
+}
+
+impl FakeChain {
+    pub fn landing(landing: Landing) -> FakeChain {
+        FakeChain {
+            landing,
+            refuse: false,
+            sent: AtomicUsize::new(0),
+        }
+    }
+}
+
+fn not_here<'a, T: Send + 'a>() -> ChainFuture<'a, T> {
+    Box::pin(async { Err(ChainError::Unavailable("not used by the pipeline".into())) })
+}
+
+impl UsdcChain for FakeChain {
+    fn network(&self) -> Network {
+        Network::Base
+    }
+    fn usdc_asset(&self) -> &str {
+        "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+    }
+    fn network_id(&self) -> ChainFuture<'_, String> {
+        Box::pin(async { Ok("eip155:8453".to_string()) })
+    }
+    fn funding_uri(&self, _: &str) -> String {
+        unreachable!("not used by the pipeline")
+    }
+    fn balances<'a>(&'a self, _: &'a str) -> ChainFuture<'a, Balances> {
+        not_here()
+    }
+    fn sign_transfer<'a>(&'a self, _: &'a WalletKey, _: &'a str, _: MicroUsdc, _: bool) -> ChainFuture<'a, SignedTx> {
+        not_here()
+    }
+    fn can_receive<'a>(&'a self, _: &'a str) -> ChainFuture<'a, bool> {
+        not_here()
+    }
+    fn submit<'a>(&'a self, _: &'a SignedTx) -> ChainFuture<'a, ()> {
+        self.sent.fetch_add(1, Ordering::SeqCst);
+        let refuse = self.refuse;
+        Box::pin(async move {
+            if refuse {
+                Err(ChainError::Refused("nonce too low".into()))
+            } else {
+                Ok(())
+            }
+        })
+    }
+    fn landing<'a>(&'a self, _: &'a SignedTx) -> ChainFuture<'a, Landing> {
+        let landing = self.landing.clone();
+        Box::pin(async move { Ok(landing) })
+    }
+}
+
+/// A scheme whose payload is `{payer, nonce, amount}`; `elsewhere` is a settlement someone
+/// else made, as the chain would show it.
+#[derive(Default)]
+pub struct FakeScheme {
+    /// Found before anything is signed (`Attempt::check`).
+    pub settled_before: Option<String>,
+    /// Found after ours failed (`Scheme::settled_elsewhere`).
+    pub settled_after: Mutex<Option<String>>,
+}
+
+struct FakeAttempt {
+    payer: String,
+    nonce: u64,
+    settled_before: Option<String>,
+}
+
+impl Scheme for FakeScheme {
+    fn network(&self) -> Network {
+        Network::Base
+    }
+
+    fn verify(&self, _: &Services, payload: &Value, terms: &Terms) -> Result<Box<dyn Attempt>, PaymentError> {
+        if payload["amount"].as_u64() != Some(terms.price.0) {
+            return Err(PaymentError::new("payment_amount_mismatch", "not the price"));
+        }
+        Ok(Box::new(FakeAttempt {
+            payer: payload["payer"].as_str().unwrap_or_default().to_string(),
+            nonce: payload["nonce"].as_u64().unwrap_or_default(),
+            settled_before: self.settled_before.clone(),
+        }))
+    }
+
+    fn settled_elsewhere<'a>(
+        &'a self,
+        _: &'a Services,
+        _: &'a str,
+        _: &'a Terms,
+        _: u64,
+    ) -> BoxFuture<'a, Result<Option<String>, ChainError>> {
+        let found = self.settled_after.lock().unwrap().clone();
+        Box::pin(async move { Ok(found) })
+    }
+}
+
+impl Attempt for FakeAttempt {
+    fn payer(&self) -> String {
+        self.payer.clone()
+    }
+    fn complete(&mut self, _: &WalletKey) -> Result<(), PaymentError> {
+        Ok(())
+    }
+    fn identity(&self) -> String {
+        format!("{}:{}", self.payer, self.nonce)
+    }
+    fn check<'a>(&'a self, _: &'a Services, _: &'a Terms) -> BoxFuture<'a, Result<Option<String>, ServiceError>> {
+        let found = self.settled_before.clone();
+        Box::pin(async move { Ok(found) })
+    }
+    fn prepare<'a>(&'a self, _: &'a Services, _: &'a WalletKey) -> BoxFuture<'a, Result<SignedTx, ChainError>> {
+        let id = format!("0xours{}", self.nonce);
+        Box::pin(async move {
+            Ok(SignedTx {
+                id,
+                raw: "0x00".into(),
+                valid_until: None,
+            })
+        })
+    }
+    fn uses_wallet_nonce(&self) -> bool {
+        false
+    }
+}
+
+pub struct Fixture {
+    _dir: tempfile::TempDir,
+    pub services: Services,
+    pub offer: Offer,
+}
+
+/// An agent selling on Base at 0.01 USDC, commands none.
+pub const SELLER: &str = r#"
+username = "seller"
+name = "Seller"
+personality = "Sells."
+
+[x402]
+enabled = true
+default_price_usd = 0.01
+networks = ["base"]
+"#;
+
+/// The agent `manifest` describes (named `seller`), with a real Base wallet, in a temp
+/// data dir, and its offer.
+pub async fn fixture(manifest: &str) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = crate::config::Settings::load(Some(dir.path())).unwrap();
+    settings.x402_settle_timeout_secs = 1;
+    let store = crate::app::open_store(&settings).await.unwrap();
+    let services = crate::app::services(settings, store, "http://test".into()).unwrap();
+    crate::services::accounts::create(&services.store, "acme", Plan::Free, None, None)
+        .await
+        .unwrap();
+    let manifest = crate::manifest::parse(manifest, "seller.toml", crate::manifest::PluginSource::Uploaded).unwrap();
+    let applied = crate::services::agents::apply(&services, &manifest, Some("acme"))
+        .await
+        .unwrap();
+    wallets::add(&services, &applied.agent_id, Network::Base, None)
+        .await
+        .unwrap();
+    let offer = offer(&services, "seller", Network::Base).await.unwrap();
+    Fixture {
+        _dir: dir,
+        services,
+        offer,
+    }
+}
+
+/// A v1 payment of `amount` by `payer`; `nonce` tells payments of one payer apart.
+pub fn payment(payer: &str, nonce: u64, amount: u64) -> Payment {
+    Payment {
+        version: Version::V1,
+        payload: json!({ "payer": payer, "nonce": nonce, "amount": amount }),
+        accepted: None,
+        extensions: serde_json::Map::new(),
+    }
+}
+
+impl Fixture {
+    /// Settles `payment` for a message at the default price, on the fake rails.
+    pub async fn settle(
+        &self,
+        scheme: &FakeScheme,
+        chain: &FakeChain,
+        payment: &Payment,
+    ) -> Result<Settled, ServiceError> {
+        let purchase = Purchase {
+            price: PRICE,
+            command: None,
+            request: &Value::Null,
+        };
+        let rails = Rails { scheme, chain };
+        settle(&self.services, rails, &self.offer, payment, purchase).await
+    }
+
+    /// Each recorded payment: (state, transaction).
+    pub async fn ledger(&self) -> Vec<(String, Option<String>)> {
+        let mut rows = self
+            .services
+            .store
+            .payments_of(&self.offer.agent.id, 100)
+            .await
+            .unwrap();
+        rows.sort_by(|a, b| a.identity.cmp(&b.identity));
+        rows.into_iter()
+            .map(|p| (p.state.as_str().to_string(), p.transaction_signature))
+            .collect()
+    }
+}

@@ -1,0 +1,184 @@
+//! The purchase service on the fake network the payment pipeline's tests use: what a payer
+//! gets for a settled payment, and what the ledger, the command's breaker and its run log
+//! show afterwards. The commands are real (the built-in handlers, run as components).
+
+#![allow(clippy::unwrap_used)]
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::chains::Landing;
+use crate::services::jobs::{self, JobStatus};
+use crate::services::payments::fake::{FakeChain, FakeScheme, Fixture, SELLER, fixture, payment};
+
+/// The seller with three paid commands: one that answers, one that runs as a job, and one
+/// whose webhook nobody answers (port 9), so it fails by the agent's fault.
+fn seller() -> String {
+    format!(
+        r#"{SELLER}
+[[commands]]
+command = "greet"
+handler_type = "simple_text"
+integrations = ["x402"]
+price_usd = 0.02
+parameters = [{{ name = "name", type = "string", required = true, description = "Who" }}]
+config = {{ text = "Hello, {{{{name}}}}!" }}
+
+[[commands]]
+command = "report"
+handler_type = "simple_text"
+integrations = ["x402"]
+price_usd = 0.03
+long_running = true
+config = {{ text = "The report is ready." }}
+
+[[commands]]
+command = "broken"
+handler_type = "webhook"
+integrations = ["x402"]
+price_usd = 0.04
+config = {{ url = "http://127.0.0.1:9/hook" }}
+"#
+    )
+}
+
+fn command(name: &str, parameters: Value) -> Order {
+    let Value::Object(parameters) = parameters else {
+        panic!("parameters are an object")
+    };
+    Order::Command {
+        name: name.into(),
+        parameters,
+        raw_text: None,
+    }
+}
+
+/// Quotes and checks `order`, then buys it with a payment of the quoted price on `chain`.
+async fn buy_with(f: &Fixture, chain: &FakeChain, order: Order, nonce: u64) -> Result<Sale, ServiceError> {
+    let quote = quote(&f.services, &f.offer, order, Value::Null).await?;
+    let paid = payment("ann", nonce, quote.price.0);
+    let checked = quote.check_input()?;
+    let scheme = FakeScheme::default();
+    let rails = Rails { scheme: &scheme, chain };
+    buy_on(&f.services, rails, checked, &paid).await
+}
+
+/// The runs of `command` kept in its log: a failed run always is.
+async fn runs_of(f: &Fixture, command: &str) -> usize {
+    let store = &f.services.store;
+    crate::services::plugins::runs(store, &f.offer.agent.id, Some(command), None, 100)
+        .await
+        .unwrap()
+        .len()
+}
+
+#[tokio::test]
+async fn a_paid_command_is_settled_then_run_and_its_payment_served() {
+    let f = fixture(&seller()).await;
+    let chain = FakeChain::landing(Landing::Confirmed);
+    let sale = buy_with(&f, &chain, command("greet", json!({"name": "Ann"})), 1)
+        .await
+        .unwrap();
+    assert_eq!(sale.settled.amount, MicroUsdc(20_000), "the command's own price");
+    match sale.outcome {
+        SaleOutcome::Answered(answer) => assert_eq!(answer.response, "Hello, Ann!"),
+        other => panic!("not answered: {other:?}"),
+    }
+    assert_eq!(f.ledger().await, vec![("served".into(), Some("0xours1".into()))]);
+    assert_eq!(chain.sent.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn what_cannot_run_is_refused_before_any_money_moves() {
+    let f = fixture(&seller()).await;
+    let unknown = quote(&f.services, &f.offer, command("nope", json!({})), Value::Null).await;
+    assert!(
+        matches!(unknown, Err(ServiceError::X402(X402Error::CommandNotOffered(ref name))) if name == "nope"),
+        "{:?}",
+        unknown.err()
+    );
+    let quoted = quote(&f.services, &f.offer, command("greet", json!({})), Value::Null)
+        .await
+        .unwrap();
+    assert_eq!(quoted.price, MicroUsdc(20_000));
+    let missing = quoted.check_input().err().unwrap();
+    assert!(
+        matches!(&missing, ServiceError::Validation(text) if text.contains("name")),
+        "{missing:?}"
+    );
+    assert!(f.ledger().await.is_empty());
+}
+
+#[tokio::test]
+async fn a_settlement_that_fails_runs_nothing() {
+    let f = fixture(&seller()).await;
+    let chain = FakeChain::landing(Landing::Failed("transfer amount exceeds balance".into()));
+    let err = buy_with(&f, &chain, command("broken", json!({})), 1)
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, ServiceError::X402(X402Error::Refused(refusal)) if refusal.code == "settlement_failed"),
+        "{err:?}"
+    );
+    assert_eq!(f.ledger().await[0].0, "failed");
+    assert_eq!(runs_of(&f, "broken").await, 0, "a run that had failed would be logged");
+}
+
+#[tokio::test]
+async fn a_long_running_command_is_queued_and_its_job_serves_the_payment() {
+    let f = fixture(&seller()).await;
+    let chain = FakeChain::landing(Landing::Confirmed);
+    let sale = buy_with(&f, &chain, command("report", json!({})), 1).await.unwrap();
+    let SaleOutcome::Queued { job_id } = sale.outcome else {
+        panic!("not queued: {:?}", sale.outcome)
+    };
+    // The job's record served the payment before the payer was told where to look.
+    assert_eq!(f.ledger().await[0].0, "served");
+    drop(sale.settled);
+    for _ in 0..100 {
+        match jobs::status(&f.services.store, &job_id).await.unwrap() {
+            JobStatus::Succeeded { response, .. } => {
+                assert_eq!(response, "The report is ready.");
+                return;
+            }
+            JobStatus::Processing { .. } => tokio::time::sleep(Duration::from_millis(50)).await,
+            other => panic!("the job did not succeed: {other:?}"),
+        }
+    }
+    panic!("the job did not end in 5 s");
+}
+
+#[tokio::test]
+async fn failures_by_the_agents_fault_are_refunded_and_pause_the_command() {
+    let f = fixture(&seller()).await;
+    let chain = FakeChain::landing(Landing::Confirmed);
+    let failures = f.services.settings.x402_breaker_failures as u64;
+    for nonce in 1..=failures {
+        let sale = buy_with(&f, &chain, command("broken", json!({})), nonce).await.unwrap();
+        let SaleOutcome::Failed { error, refund } = sale.outcome else {
+            panic!("the broken command answered: {:?}", sale.outcome)
+        };
+        assert!(breaker::counts(&error), "{error:?}");
+        assert!(refund.is_some(), "refunded at once");
+    }
+    // Every payment left the served path; none is left settled for recovery to guess at.
+    let states: Vec<String> = f.ledger().await.into_iter().map(|(state, _)| state).collect();
+    assert_eq!(states.len() as u64, failures);
+    assert_eq!(runs_of(&f, "broken").await as u64, failures);
+    assert!(states.iter().all(|s| s.starts_with("refund")), "{states:?}");
+    // The next payer is refused before signing anything; other commands still sell.
+    let paused = quote(&f.services, &f.offer, command("broken", json!({})), Value::Null).await;
+    assert!(
+        matches!(paused.err(), Some(ServiceError::Unavailable { retry_after_secs, .. }) if retry_after_secs > 0),
+        "the broken command is paused"
+    );
+    let sent = chain.sent.load(Ordering::SeqCst);
+    buy_with(&f, &chain, command("greet", json!({"name": "Bo"})), failures + 1)
+        .await
+        .unwrap();
+    assert_eq!(chain.sent.load(Ordering::SeqCst), sent + 1);
+}
