@@ -22,6 +22,7 @@ pub mod random;
 pub mod rate_window;
 pub mod routes;
 pub mod scaffold;
+pub mod schema;
 pub mod secrets;
 pub mod services;
 pub mod store;

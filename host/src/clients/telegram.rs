@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::Value;
 
 #[derive(Clone)]
@@ -28,6 +29,45 @@ pub enum CallError {
     Transport(String),
 }
 
+/// A method that takes no parameters (`getMe`): `{}`.
+#[derive(Serialize)]
+pub struct NoParameters {}
+
+/// `sendMessage`'s parameters, named as the Bot API names them.
+#[derive(Serialize)]
+pub struct SendMessage<'a> {
+    pub chat_id: i64,
+    pub text: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parse_mode: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_parameters: Option<ReplyParameters>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_markup: Option<InlineKeyboard<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct ReplyParameters {
+    pub message_id: i64,
+    /// Whether the message still goes out when the one it answers is gone.
+    pub allow_sending_without_reply: bool,
+}
+
+/// Rows of `{text, callback_data | url}` buttons, as the caller gave them (checked by the
+/// API's request rules).
+#[derive(Serialize)]
+pub struct InlineKeyboard<'a> {
+    pub inline_keyboard: &'a Value,
+}
+
+/// `setWebhook`'s parameters: Telegram sends `secret_token` back with every update.
+#[derive(Serialize)]
+pub struct SetWebhook<'a> {
+    pub url: &'a str,
+    pub secret_token: &'a str,
+    pub allowed_updates: &'a [&'a str],
+}
+
 impl Telegram {
     pub fn new(base: &str, timeout: Duration) -> Telegram {
         let http = crate::outbound::operator_client(Some(timeout));
@@ -38,7 +78,7 @@ impl Telegram {
     }
 
     /// Calls a method; the token travels only in the path, as the API requires.
-    pub async fn call(&self, token: &str, method: &str, body: &Value) -> Result<Value, CallError> {
+    pub async fn call<B: Serialize + ?Sized>(&self, token: &str, method: &str, body: &B) -> Result<Value, CallError> {
         let url = format!("{}/bot{token}/{method}", self.base);
         // The URL holds the token: never let it reach an error message.
         let response = self.http.post(&url).json(body).send().await.map_err(|e| {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use reqwest::multipart::{Form, Part};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 #[derive(Clone)]
@@ -194,10 +195,31 @@ impl X {
         }
     }
 
-    pub async fn post(&self, token: &str, body: &Value) -> Result<Value, XError> {
+    pub async fn post(&self, token: &str, body: &NewPost<'_>) -> Result<Value, XError> {
         self.send(self.http.post(self.url("/2/tweets")).bearer_auth(token).json(body))
             .await
     }
+}
+
+/// `POST /2/tweets`'s body, named as X names it.
+#[derive(Serialize, Clone)]
+pub struct NewPost<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub media: Option<PostMedia<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply: Option<PostReply<'a>>,
+}
+
+#[derive(Serialize, Clone)]
+pub struct PostMedia<'a> {
+    pub media_ids: &'a [String],
+}
+
+#[derive(Serialize, Clone)]
+pub struct PostReply<'a> {
+    pub in_reply_to_tweet_id: &'a str,
 }
 
 fn media_id(body: &Value) -> Result<String, XError> {

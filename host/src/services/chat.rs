@@ -3,11 +3,12 @@
 //! `execute` (origin `chat tool`, same validation and sandbox); its result or error goes
 //! back to the model. At most `max_tool_calls` calls run; after that the model must answer.
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::commands::{CommandCall, CommandOutcome};
 use super::{ServiceError, Services, commands, knowledge};
-use crate::domain::{Agent, Command, ParamType};
+use crate::domain::{Agent, Command, ResponseFormat};
 use crate::llm::{CompletionRequest, Message, Role, ToolCall, ToolSpec};
 use crate::plugins::Origin;
 
@@ -60,25 +61,6 @@ pub fn system_prompt(agent: &Agent, message: &str, with_tools: bool) -> String {
 
 /// A command as a tool: its parameters as a JSON Schema object.
 pub fn tool_spec(command: &Command) -> Option<ToolSpec> {
-    let mut properties = Map::new();
-    let mut required = Vec::new();
-    for param in &command.def.parameters {
-        let schema = match param.kind {
-            // A file cannot come from a model: a command that needs one is not offered.
-            ParamType::File if param.required => return None,
-            ParamType::File => continue,
-            ParamType::Array => json!({ "type": "array" }),
-            other => json!({ "type": other.as_str() }),
-        };
-        let mut schema = schema;
-        if !param.description.is_empty() {
-            schema["description"] = json!(param.description);
-        }
-        properties.insert(param.name.clone(), schema);
-        if param.required {
-            required.push(param.name.clone());
-        }
-    }
     let description = if command.def.description.is_empty() {
         format!("Runs /{}", command.def.name)
     } else {
@@ -87,8 +69,27 @@ pub fn tool_spec(command: &Command) -> Option<ToolSpec> {
     Some(ToolSpec {
         name: command.def.name.clone(),
         description,
-        parameters: json!({ "type": "object", "properties": properties, "required": required }),
+        parameters: crate::schema::arguments(command)?,
     })
+}
+
+/// What the model reads of a command's result (its tool message, not an API answer).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolResult<'a> {
+    response: &'a str,
+    format: ResponseFormat,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    media_url: Option<&'a str>,
+    /// Where a long-running command's result will be.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status_url: Option<&'a str>,
+}
+
+impl ToolResult<'_> {
+    fn text(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
 }
 
 pub async fn chat(
@@ -183,20 +184,21 @@ async fn run_tool(services: &Services, agent: &Agent, offered: &[Command], call:
         origin: Origin::ChatTool,
         paid_by: None,
     };
-    // What the model reads of the result (not an API answer: the model's tool message).
     match commands::execute(services, call).await {
-        Ok(CommandOutcome::Answered(answer)) => {
-            let mut body = json!({ "response": truncate(&answer.response), "format": answer.format });
-            if let Some(url) = answer.media_url {
-                body["mediaUrl"] = json!(url);
-            }
-            body.to_string()
+        Ok(CommandOutcome::Answered(answer)) => ToolResult {
+            response: &truncate(&answer.response),
+            format: answer.format,
+            media_url: answer.media_url.as_deref(),
+            status_url: None,
         }
-        Ok(CommandOutcome::Queued { job_id }) => {
-            let accepted = commands::accepted(command);
-            let status_url = super::jobs::status_url(&services.public_base_url, &job_id);
-            json!({ "response": accepted, "format": command.def.response_format, "statusUrl": status_url }).to_string()
+        .text(),
+        Ok(CommandOutcome::Queued { job_id }) => ToolResult {
+            response: &commands::accepted(command),
+            format: command.def.response_format,
+            media_url: None,
+            status_url: Some(&super::jobs::status_url(&services.public_base_url, &job_id)),
         }
+        .text(),
         Err(err) => format!("Error: {}", truncate(&err.to_string())),
     }
 }
@@ -212,7 +214,9 @@ fn truncate(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{AgentDef, CommandDef, HandlerType, ParamSpec, ResponseFormat, X402Settings};
+    use serde_json::json;
+
+    use crate::domain::{AgentDef, CommandDef, HandlerType, ParamSpec, ParamType, X402Settings};
 
     fn agent(knowledge: Vec<String>) -> Agent {
         Agent {

@@ -6,14 +6,17 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::commands::{self, CommandCall, CommandOutcome};
 use super::integrations::{self, IntegrationKind};
 use super::jobs::{self, JobStatus};
 use super::rate_limit::{Limiter, RateLimiter};
 use super::{ServiceError, Services};
-use crate::clients::telegram::{ApiError, CallError};
+use crate::clients::telegram::{
+    ApiError, CallError, InlineKeyboard, NoParameters, ReplyParameters, SendMessage, SetWebhook,
+};
 use crate::config::Settings;
 use crate::domain::{Agent, RateLimits};
 use crate::store::Store;
@@ -28,6 +31,24 @@ pub struct Outgoing {
     pub reply_to: Option<i64>,
     /// Rows of `{text, callback_data | url}` buttons.
     pub keyboard: Option<Value>,
+}
+
+/// The bot's token, and once its webhook is registered the secret Telegram sends back:
+/// sealed at rest.
+#[derive(Serialize, Deserialize)]
+struct BotSecret {
+    bot_token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    webhook_secret: Option<String>,
+}
+
+/// What the owner sees of the bot.
+#[derive(Serialize, Deserialize)]
+struct BotPublic {
+    bot_username: String,
+    bot_id: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    webhook_url: Option<String>,
 }
 
 /// Why a message could not go out through the agent's bot. Telegram's own description
@@ -76,15 +97,23 @@ pub async fn connect(services: &Services, agent: &Agent, token: &str) -> Result<
     }
     let me = services
         .telegram
-        .call(token, "getMe", &json!({}))
+        .call(token, "getMe", &NoParameters {})
         .await
         .map_err(|e| match e {
             CallError::Api(api) => ServiceError::Validation(format!("Telegram refused the token: {}", api.description)),
             CallError::Transport(m) => ChatappError::Unreachable(m).into(),
         })?;
     let username = me["username"].as_str().unwrap_or_default().to_string();
-    let public = json!({ "bot_username": username, "bot_id": me["id"] });
-    integrations::save(services, &agent.id, KIND, &json!({ "bot_token": token }), public).await?;
+    let public = BotPublic {
+        bot_username: username.clone(),
+        bot_id: me["id"].as_i64(),
+        webhook_url: None,
+    };
+    let secret = BotSecret {
+        bot_token: token.to_string(),
+        webhook_secret: None,
+    };
+    integrations::save(services, &agent.id, KIND, &secret, &public).await?;
     Ok(username)
 }
 
@@ -98,26 +127,26 @@ async fn token(services: &Services, agent: &Agent, agent_ref: &str) -> Result<St
     if !integration.enabled {
         return Err(ChatappError::Disabled(agent_ref.to_string()).into());
     }
-    let secret = integrations::open(services, &integration)?;
-    secret["bot_token"]
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| ServiceError::SecretUnusable("the stored bot token is unreadable".into()))
+    let secret: BotSecret = integrations::open(services, &integration)?;
+    Ok(secret.bot_token)
 }
 
 /// Sends a message; returns Telegram's `Message`.
 pub async fn send(services: &Services, agent: &Agent, agent_ref: &str, out: Outgoing) -> Result<Value, ServiceError> {
     let token = token(services, agent, agent_ref).await?;
-    let mut body = json!({ "chat_id": out.chat_id, "text": out.text });
-    if let Some(mode) = out.parse_mode {
-        body["parse_mode"] = json!(mode);
-    }
-    if let Some(id) = out.reply_to {
-        body["reply_parameters"] = json!({ "message_id": id, "allow_sending_without_reply": false });
-    }
-    if let Some(keyboard) = out.keyboard {
-        body["reply_markup"] = json!({ "inline_keyboard": keyboard });
-    }
+    let body = SendMessage {
+        chat_id: out.chat_id,
+        text: &out.text,
+        parse_mode: out.parse_mode,
+        reply_parameters: out.reply_to.map(|message_id| ReplyParameters {
+            message_id,
+            allow_sending_without_reply: false,
+        }),
+        reply_markup: out
+            .keyboard
+            .as_ref()
+            .map(|rows| InlineKeyboard { inline_keyboard: rows }),
+    };
     services
         .telegram
         .call(&token, "sendMessage", &body)
@@ -164,7 +193,11 @@ const SEND_ATTEMPTS: u32 = 3;
 pub async fn register_webhook(services: &Services, agent: &Agent, url: &str) -> Result<(), ServiceError> {
     let token = token(services, agent, &agent.def.username).await?;
     let secret = crate::random::hex_token(24);
-    let body = json!({ "url": url, "secret_token": secret, "allowed_updates": ["message"] });
+    let body = SetWebhook {
+        url,
+        secret_token: &secret,
+        allowed_updates: &["message"],
+    };
     services
         .telegram
         .call(&token, "setWebhook", &body)
@@ -181,16 +214,13 @@ pub async fn register_webhook(services: &Services, agent: &Agent, url: &str) -> 
         .integration(&agent.id, KIND.as_str())
         .await?
         .ok_or_else(|| not_configured(&agent.def.username))?;
-    let mut public = integration.public;
-    public["webhook_url"] = json!(url);
-    integrations::save(
-        services,
-        &agent.id,
-        KIND,
-        &json!({ "bot_token": token, "webhook_secret": secret }),
-        public,
-    )
-    .await
+    let mut public: BotPublic = integrations::public(&integration)?;
+    public.webhook_url = Some(url.to_string());
+    let secret = BotSecret {
+        bot_token: token,
+        webhook_secret: Some(secret),
+    };
+    integrations::save(services, &agent.id, KIND, &secret, &public).await
 }
 
 /// What the agents' bots receive, across requests: the updates seen lately (Telegram
@@ -273,8 +303,8 @@ pub async fn receive(
         .integration(&agent.id, KIND.as_str())
         .await?
         .ok_or_else(wrong_secret)?;
-    let secret = integrations::open(services, &integration).map_err(|_| wrong_secret())?;
-    let expected = secret["webhook_secret"].as_str().unwrap_or_default();
+    let secret: BotSecret = integrations::open(services, &integration).map_err(|_| wrong_secret())?;
+    let expected = secret.webhook_secret.unwrap_or_default();
     let matches = !expected.is_empty()
         && expected.len() == presented_secret.len()
         && bool::from(subtle::ConstantTimeEq::ct_eq(
@@ -386,12 +416,16 @@ async fn reply(
 ) -> Result<(), ServiceError> {
     let token = token(services, agent, &agent.def.username).await?;
     for (i, part) in split_message(answer).into_iter().enumerate() {
-        let mut body = json!({ "chat_id": chat_id, "text": part });
-        if i == 0
-            && let Some(id) = reply_to
-        {
-            body["reply_parameters"] = json!({ "message_id": id, "allow_sending_without_reply": true });
-        }
+        let body = SendMessage {
+            chat_id,
+            text: &part,
+            parse_mode: None,
+            reply_parameters: reply_to.filter(|_| i == 0).map(|message_id| ReplyParameters {
+                message_id,
+                allow_sending_without_reply: true,
+            }),
+            reply_markup: None,
+        };
         send_with_retry(services, &token, &body).await?;
     }
     Ok(())
@@ -478,7 +512,7 @@ async fn chat_reply(services: &Services, agent: &Agent, text: &str) -> String {
 }
 
 /// Sends, waiting out Telegram's 429s (its `retry_after`, at most 30 s each).
-async fn send_with_retry(services: &Services, token: &str, body: &Value) -> Result<(), ServiceError> {
+async fn send_with_retry(services: &Services, token: &str, body: &SendMessage<'_>) -> Result<(), ServiceError> {
     for attempt in 1..=SEND_ATTEMPTS {
         match services.telegram.call(token, "sendMessage", body).await {
             Ok(_) => return Ok(()),

@@ -1,7 +1,8 @@
 //! An agent's connected third-party accounts (its chat-app bot, its social account): stored
 //! with their tokens sealed at rest, enabled or not, shown to the owner without secrets.
 
-use serde_json::Value;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use super::{ServiceError, Services};
 use crate::store::Integration;
@@ -37,12 +38,14 @@ pub async fn save(
     services: &Services,
     agent_id: &str,
     kind: IntegrationKind,
-    secret: &Value,
-    public: Value,
+    secret: &impl Serialize,
+    public: &impl Serialize,
 ) -> Result<(), ServiceError> {
-    let sealed = services
-        .secrets
-        .seal_for_agent(agent_id, kind.as_str(), secret.to_string().as_bytes());
+    let unreadable =
+        |what: &str| ServiceError::SecretUnusable(format!("the {} {what} cannot be written", kind.describe()));
+    let secret = serde_json::to_vec(secret).map_err(|_| unreadable("secret"))?;
+    let public = serde_json::to_value(public).map_err(|_| unreadable("details"))?;
+    let sealed = services.secrets.seal_for_agent(agent_id, kind.as_str(), &secret);
     let integration = Integration {
         agent_id: agent_id.to_string(),
         kind: kind.as_str(),
@@ -53,14 +56,20 @@ pub async fn save(
     Ok(services.store.put_integration(integration).await?)
 }
 
-/// The secret JSON of a stored account; a record that does not open is a 500 saying why.
-pub fn open(services: &Services, integration: &Integration) -> Result<Value, ServiceError> {
+/// The secret of a stored account; a record that does not open is a 500 saying why.
+pub fn open<T: DeserializeOwned>(services: &Services, integration: &Integration) -> Result<T, ServiceError> {
     let opened = services
         .secrets
         .open_for_agent(&integration.agent_id, integration.kind, &integration.secret)
         .map_err(|e| ServiceError::SecretUnusable(e.to_string()))?;
     serde_json::from_slice(&opened)
         .map_err(|_| ServiceError::SecretUnusable(format!("the stored {} secret is unreadable", integration.kind)))
+}
+
+/// What a stored account shows its owner, read back.
+pub fn public<T: DeserializeOwned>(integration: &Integration) -> Result<T, ServiceError> {
+    T::deserialize(&integration.public)
+        .map_err(|_| ServiceError::SecretUnusable(format!("the stored {} details are unreadable", integration.kind)))
 }
 
 /// Lets the agent's `kind` account be used again, or keeps it connected but refused

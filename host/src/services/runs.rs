@@ -145,7 +145,8 @@ pub async fn prepare(
         };
         // The frozen 0.1.0 WIT has no wallet interface: the host reads the balances and
         // hands them to the built-in plugin, which words the answer.
-        config["wallets"] = wallets::facts(services, &agent.id, network).await?;
+        let facts = wallets::facts(services, &agent.id, network).await?;
+        config["wallets"] = serde_json::to_value(facts).unwrap_or_default();
     }
     let default_timeout = if command.def.long_running {
         services.settings.job_timeout_ms

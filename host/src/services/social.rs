@@ -8,12 +8,13 @@
 //! `validation_error`), `social_api_error` 400 when X calls the post invalid, else 502.
 
 use bytes::Bytes;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::integrations::{self, IntegrationKind};
 use super::social_text::{self, MediaKind};
 use super::{ServiceError, Services};
-use crate::clients::x::XError;
+use crate::clients::x::{NewPost, PostMedia, PostReply, XError};
 use crate::domain::Agent;
 use crate::outbound::{HostPattern, OutboundError, OutboundRequest};
 
@@ -104,16 +105,31 @@ async fn store_tokens(
     username: &str,
     user_id: Value,
 ) -> Result<(), ServiceError> {
-    let secret = json!({ "access_token": access, "refresh_token": refresh, "expires_at": expires_at });
-    integrations::save(
-        services,
-        &agent.id,
-        KIND,
-        &secret,
-        json!({ "username": username, "user_id": user_id }),
-    )
-    .await?;
-    Ok(())
+    let secret = XSecret {
+        access_token: access.to_string(),
+        refresh_token: refresh.map(str::to_string),
+        expires_at,
+    };
+    let public = XPublic {
+        username: username.to_string(),
+        user_id,
+    };
+    integrations::save(services, &agent.id, KIND, &secret, &public).await
+}
+
+/// The account's OAuth tokens, sealed at rest; `expires_at` in seconds.
+#[derive(Serialize, Deserialize)]
+struct XSecret {
+    access_token: String,
+    refresh_token: Option<String>,
+    expires_at: Option<i64>,
+}
+
+/// What the owner sees of the account.
+#[derive(Serialize, Deserialize)]
+struct XPublic {
+    username: String,
+    user_id: Value,
 }
 
 struct Session {
@@ -143,13 +159,14 @@ pub async fn post(
     if services.settings.social_client_id.is_none() {
         return Err(SocialError::NotConfigured.into());
     }
-    let secret = integrations::open(services, &integration)?;
+    let secret: XSecret = integrations::open(services, &integration)?;
+    let public: XPublic = integrations::public(&integration)?;
     let mut session = Session {
-        access: secret["access_token"].as_str().unwrap_or_default().to_string(),
-        refresh: secret["refresh_token"].as_str().map(str::to_string),
-        expires_at: secret["expires_at"].as_i64(),
-        username: integration.public["username"].as_str().unwrap_or_default().to_string(),
-        user_id: integration.public["user_id"].clone(),
+        access: secret.access_token,
+        refresh: secret.refresh_token,
+        expires_at: secret.expires_at,
+        username: public.username,
+        user_id: public.user_id,
         refreshed: false,
     };
     if session
@@ -182,16 +199,13 @@ pub async fn post(
         media_ids.push(id);
     }
 
-    let mut body = json!({});
-    if let Some(text) = post.text.as_deref().filter(|t| !t.trim().is_empty()) {
-        body["text"] = json!(text);
-    }
-    if !media_ids.is_empty() {
-        body["media"] = json!({ "media_ids": media_ids });
-    }
-    if let Some(id) = &post.reply_to {
-        body["reply"] = json!({ "in_reply_to_tweet_id": id });
-    }
+    let body = NewPost {
+        text: post.text.as_deref().filter(|t| !t.trim().is_empty()),
+        media: (!media_ids.is_empty()).then_some(PostMedia { media_ids: &media_ids }),
+        reply: post.reply_to.as_deref().map(|id| PostReply {
+            in_reply_to_tweet_id: id,
+        }),
+    };
     let created = with_refresh(services, agent, &mut session, |x, token| {
         let body = body.clone();
         async move { x.post(&token, &body).await }

@@ -4,8 +4,6 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
-
 use super::{ServiceError, Services};
 use crate::chains::{self, Balances, ChainError, Landing, SignedTx, WalletKey};
 use crate::domain::Network;
@@ -143,39 +141,71 @@ pub async fn balance(services: &Services, agent_id: &str, network: Network) -> R
     Ok(WalletBalance { wallet, balances })
 }
 
-/// The agent's balances as facts for the `balance` built-in: one entry per wallet (or
-/// for `only`), with decimal text amounts, or what went wrong reading it.
-pub async fn facts(services: &Services, agent_id: &str, only: Option<Network>) -> Result<Value, ServiceError> {
+/// One wallet as the `balance` built-in is told of it (the plugin words the answer).
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WalletFact {
+    pub network: Network,
+    /// The agent has no wallet on this network (listed only when it was asked for).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub missing: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub native_token: Option<&'static str>,
+    /// Decimal text, as the chain holds it exactly.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usdc: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub native: Option<String>,
+    /// Why the balances could not be read, in words fit for the agent's user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The agent's balances for the `balance` built-in: one fact per wallet (or for `only`),
+/// or what went wrong reading it.
+pub async fn facts(
+    services: &Services,
+    agent_id: &str,
+    only: Option<Network>,
+) -> Result<Vec<WalletFact>, ServiceError> {
     let networks = match only {
         Some(network) => vec![network],
         None => vec![Network::Solana, Network::Base],
     };
-    let mut entries = Vec::new();
+    let mut facts = Vec::new();
     for network in networks {
+        let mut fact = WalletFact {
+            network,
+            missing: false,
+            address: None,
+            native_token: None,
+            usdc: None,
+            native: None,
+            error: None,
+        };
         let Some(wallet) = services.store.wallet(agent_id, network).await? else {
             if only.is_some() {
-                entries.push(json!({ "network": network.as_str(), "missing": true }));
+                facts.push(WalletFact { missing: true, ..fact });
             }
             continue;
         };
-        let mut entry = json!({
-            "network": network.as_str(),
-            "address": wallet.address,
-            "nativeToken": network.native_token(),
-        });
+        fact.native_token = Some(network.native_token());
         match services.chains.get(network).balances(&wallet.address).await {
             Ok(balances) => {
-                entry["usdc"] = json!(balances.usdc.to_string());
-                entry["native"] = json!(chains::decimal_text(balances.native, network.native_decimals()));
+                fact.usdc = Some(balances.usdc.to_string());
+                fact.native = Some(chains::decimal_text(balances.native, network.native_decimals()));
             }
             Err(err) => {
                 tracing::warn!(%network, agent = agent_id, "balance for the built-in failed: {err}");
-                entry["error"] = json!(format!("the {network} node did not answer"));
+                fact.error = Some(format!("the {network} node did not answer"));
             }
         }
-        entries.push(entry);
+        fact.address = Some(wallet.address);
+        facts.push(fact);
     }
-    Ok(Value::Array(entries))
+    Ok(facts)
 }
 
 pub fn new_transfer_id() -> String {

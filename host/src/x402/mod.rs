@@ -2,6 +2,7 @@
 //! pass before anything is settled. Pure code: no store, no chain round trip, so the
 //! checks are fast (the target is under 1 ms: BENCHMARKS.md) and unit-tested with crafted payments.
 
+pub mod describe;
 pub mod evm;
 pub mod svm;
 pub mod wire;

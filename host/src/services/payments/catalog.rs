@@ -1,8 +1,6 @@
 //! What is for sale here: every agent that takes x402 payments, on each network it takes
 //! them on, as a discovery list a crawler or a buyer agent reads without knowing usernames.
 
-use serde_json::{Map, Value, json};
-
 use super::offer::Offer;
 use crate::services::{ServiceError, Services};
 use crate::x402::wire::{DiscoveredResource, Requirements};
@@ -46,32 +44,13 @@ fn entry(services: &Services, offer: &Offer) -> DiscoveredResource {
         Some(v2) => (2, Requirements::V2(v2)),
         None => (1, Requirements::V1(offer.requirement_v1(services, price, None))),
     };
-    let commands: Vec<Value> = offer
-        .commands
-        .iter()
-        .map(|command| {
-            json!({
-                "command": command.def.name,
-                "description": command.def.description,
-                "amount": offer.price_of(command).0.to_string(),
-                "bazaar": offer.bazaar(Some(command)),
-            })
-        })
-        .collect();
-    let agent = &offer.agent;
-    let mut metadata = Map::new();
-    metadata.insert("agentId".into(), json!(agent.id));
-    metadata.insert("agentName".into(), json!(agent.def.name));
-    metadata.insert("username".into(), json!(agent.def.username));
-    metadata.insert("network".into(), json!(offer.network.as_str()));
-    metadata.insert("bazaar".into(), offer.bazaar(None));
-    metadata.insert("commands".into(), Value::Array(commands));
+    let metadata = offer.listing().discovery_metadata();
     DiscoveredResource {
         resource: offer.resource_url(services),
         kind: "http".into(),
         x402_version: version,
         accepts: vec![requirement],
-        last_updated: agent.updated_at / 1000,
+        last_updated: offer.agent.updated_at / 1000,
         metadata,
     }
 }

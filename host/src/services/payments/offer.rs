@@ -5,19 +5,18 @@
 //! Solana payments and the relayer of Base ones: the service holds its key, so no
 //! separate service wallet needs funding, and the fees come out of what the agent earns.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::X402Error;
-use crate::domain::{Agent, Command, Integration, Network, ParamType};
+use crate::domain::{Agent, Command, Integration, Network};
 use crate::money::MicroUsdc;
 use crate::services::{ServiceError, Services, agents, wallets};
 use crate::store::AgentWithCommands;
+use crate::x402::describe::{self, Listing};
 use crate::x402::wire::{
     NetworkNames, PaymentRequiredV1, PaymentRequiredV2, RequirementsV1, RequirementsV2, ResourceInfo, SCHEME, Version,
 };
 
-/// Name given to clients in `extra.serviceName`.
-const SERVICE_NAME: &str = "agent-host";
 /// How long a signed payment may take to reach us.
 pub const MAX_TIMEOUT_SECONDS: u64 = 60;
 
@@ -90,7 +89,7 @@ impl Offer {
     }
 
     pub fn price_of(&self, command: &Command) -> MicroUsdc {
-        command.def.price.unwrap_or(self.default_price)
+        self.listing().price_of(command)
     }
 
     pub fn command(&self, name: &str) -> Option<&Command> {
@@ -134,41 +133,18 @@ impl Offer {
 
     /// What a standard client needs to sign for this network, in both versions.
     fn signing_extra(&self, services: &Services) -> Map<String, Value> {
-        let mut extra = Map::new();
-        match self.network {
-            // Standard clients leave the fee payer's signature to us.
-            Network::Solana => {
-                extra.insert("feePayer".into(), json!(self.pay_to));
-            }
-            // Standard clients sign EIP-712 with the token's own domain.
-            Network::Base => {
-                extra.insert("name".into(), json!(services.settings.base_usdc_eip712_name));
-                extra.insert("version".into(), json!(services.settings.base_usdc_eip712_version));
-            }
-        }
-        extra
+        let settings = &services.settings;
+        let eip712 = (
+            settings.base_usdc_eip712_name.as_str(),
+            settings.base_usdc_eip712_version.as_str(),
+        );
+        describe::signing_extra(self.network, &self.pay_to, eip712)
     }
 
     /// The v1 `accepts` entry for a request that costs `price` (`command` when it names one).
     pub fn requirement_v1(&self, services: &Services, price: MicroUsdc, command: Option<&Command>) -> RequirementsV1 {
-        let agent = &self.agent;
-        let mut extra = Map::new();
-        extra.insert("serviceName".into(), json!(SERVICE_NAME));
-        extra.insert("agentId".into(), json!(agent.id));
-        extra.insert("agentName".into(), json!(agent.def.name));
-        extra.insert(
-            "availableCommands".into(),
-            json!(self.commands.iter().map(|c| c.def.name.clone()).collect::<Vec<_>>()),
-        );
-        extra.insert(
-            "commandPricing".into(),
-            Value::Object(
-                self.commands
-                    .iter()
-                    .map(|c| (c.def.name.clone(), self.price_of(c).to_json_number()))
-                    .collect(),
-            ),
-        );
+        let listing = self.listing();
+        let mut extra = listing.v1_extra();
         extra.extend(self.signing_extra(services));
         RequirementsV1 {
             scheme: SCHEME.into(),
@@ -180,12 +156,7 @@ impl Offer {
             pay_to: self.pay_to.clone(),
             max_timeout_seconds: MAX_TIMEOUT_SECONDS,
             asset: services.chains.get(self.network).usdc_asset().into(),
-            output_schema: Some(json!({ "input": {
-                "type": "http",
-                "method": "POST",
-                "bodyType": "json",
-                "bodyFields": self.body_fields(),
-            }})),
+            output_schema: Some(listing.v1_output_schema()),
             extra,
         }
     }
@@ -240,140 +211,16 @@ impl Offer {
 
     /// The v2 extensions offered with a request's requirement: the bazaar's description.
     pub fn extensions(&self, command: Option<&Command>) -> Map<String, Value> {
-        Map::from_iter([("bazaar".to_string(), self.bazaar(command))])
+        Map::from_iter([("bazaar".to_string(), self.listing().bazaar(command))])
     }
 
-    /// The v2 `bazaar` extension: the request's input and output, as `info` (an example)
-    /// and `schema` (JSON Schema of `info`), built from the same data as v1's
-    /// `outputSchema`. A command's request describes that command's parameters alone.
-    pub fn bazaar(&self, command: Option<&Command>) -> Value {
-        let (body_example, body_schema) = match command {
-            Some(command) => command_body(command),
-            None => (
-                json!({ "message": "Hello" }),
-                json!({ "type": "object", "properties": Value::Object(self.body_schema_properties()) }),
-            ),
-        };
-        let output_example = json!({
-            "success": true,
-            "response": "…",
-            "format": command.map(|c| c.def.response_format.as_str()).unwrap_or("text"),
-            "agentId": self.agent.id,
-        });
-        json!({
-            "info": {
-                "input": { "type": "http", "method": "POST", "bodyType": "json", "body": body_example },
-                "output": { "type": "json", "example": output_example },
-            },
-            "schema": {
-                "$schema": "https://json-schema.org/draft/2020-12/schema",
-                "type": "object",
-                "properties": {
-                    "input": {
-                        "type": "object",
-                        "properties": {
-                            "type": { "type": "string", "const": "http" },
-                            "method": { "type": "string", "enum": ["POST"] },
-                            "bodyType": { "type": "string", "enum": ["json"] },
-                            "body": body_schema,
-                        },
-                        "required": ["type", "method", "bodyType", "body"],
-                        "additionalProperties": false,
-                    },
-                    "output": {
-                        "type": "object",
-                        "properties": { "type": { "type": "string" }, "example": { "type": "object" } },
-                        "required": ["type"],
-                    },
-                },
-                "required": ["input"],
-            },
-        })
-    }
-
-    /// The request body's fields, as JSON Schema properties (the v1 `bodyFields` minus
-    /// its `required: false` markers).
-    fn body_schema_properties(&self) -> Map<String, Value> {
-        self.body_fields()
-            .into_iter()
-            .map(|(name, mut field)| {
-                if let Some(field) = field.as_object_mut() {
-                    field.remove("required");
-                }
-                (name, field)
-            })
-            .collect()
-    }
-
-    /// `message`, `command` (with the paid commands as its enum) and the union of their
-    /// parameters (a parameter is required only by its own command, so none is here).
-    fn body_fields(&self) -> Map<String, Value> {
-        let mut fields = Map::new();
-        fields.insert(
-            "message".into(),
-            json!({ "type": "string", "required": false, "description": "Free text for the agent; a leading /command runs that command" }),
-        );
-        let names: Vec<&str> = self.commands.iter().map(|c| c.def.name.as_str()).collect();
-        fields.insert(
-            "command".into(),
-            json!({ "type": "string", "required": false, "description": "A command to run instead of a message", "enum": names }),
-        );
-        for command in &self.commands {
-            for param in &command.def.parameters {
-                if fields.contains_key(&param.name) {
-                    continue;
-                }
-                fields.insert(
-                    param.name.clone(),
-                    json!({ "type": json_type(param.kind), "required": false, "description": param_description(command, param) }),
-                );
-            }
-        }
-        fields
-    }
-}
-
-/// A parameter's JSON type: a file travels as a URL or data string.
-fn json_type(kind: ParamType) -> &'static str {
-    match kind {
-        ParamType::File => "string",
-        other => other.as_str(),
-    }
-}
-
-fn param_description(command: &Command, param: &crate::domain::ParamSpec) -> String {
-    if param.description.is_empty() {
-        format!("Parameter of /{}", command.def.name)
-    } else {
-        format!("{} (/{})", param.description, command.def.name)
-    }
-}
-
-/// One command's request: an example body and its JSON Schema.
-fn command_body(command: &Command) -> (Value, Value) {
-    let mut example = Map::new();
-    example.insert("command".into(), json!(command.def.name));
-    let mut properties = Map::new();
-    properties.insert("command".into(), json!({ "type": "string", "const": command.def.name }));
-    let mut required = vec![json!("command")];
-    for param in &command.def.parameters {
-        let kind = json_type(param.kind);
-        properties.insert(
-            param.name.clone(),
-            json!({ "type": kind, "description": param_description(command, param) }),
-        );
-        if param.required {
-            required.push(json!(param.name));
-            let sample = match param.kind {
-                ParamType::Number => json!(1),
-                ParamType::Boolean => json!(true),
-                ParamType::Array => json!([]),
-                ParamType::Object => json!({}),
-                ParamType::String | ParamType::File => json!(param.name),
-            };
-            example.insert(param.name.clone(), sample);
+    /// The agent for sale here, as the x402 descriptions read it.
+    pub fn listing(&self) -> Listing<'_> {
+        Listing {
+            agent: &self.agent,
+            network: self.network,
+            commands: &self.commands,
+            default_price: self.default_price,
         }
     }
-    let schema = json!({ "type": "object", "properties": properties, "required": required });
-    (Value::Object(example), schema)
 }

@@ -1,0 +1,29 @@
+//! A command's parameters as the JSON Schema of its arguments: what a model's tool
+//! declares (and, for callers over MCP, a tool's input), written once from the manifest.
+
+use serde_json::{Map, Value, json};
+
+use crate::domain::{Command, ParamType};
+
+/// `{"type": "object", "properties": ..., "required": [...]}` for `command`, or `None`
+/// when it needs a file: a file cannot come as an argument, so such a command is not
+/// offered (an optional file parameter is left out).
+pub fn arguments(command: &Command) -> Option<Value> {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for param in &command.def.parameters {
+        let mut schema = match param.kind {
+            ParamType::File if param.required => return None,
+            ParamType::File => continue,
+            other => json!({ "type": other.as_str() }),
+        };
+        if !param.description.is_empty() {
+            schema["description"] = json!(param.description);
+        }
+        properties.insert(param.name.clone(), schema);
+        if param.required {
+            required.push(param.name.clone());
+        }
+    }
+    Some(json!({ "type": "object", "properties": properties, "required": required }))
+}
