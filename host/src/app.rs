@@ -14,7 +14,7 @@ use crate::chains::solana::{SolanaChain, SolanaConfig};
 use crate::chains::{Chains, Explorer};
 use crate::clients::telegram::Telegram;
 use crate::clients::x::X;
-use crate::config::Settings;
+use crate::config::{ChainSettings, Settings};
 use crate::domain::RateLimits;
 use crate::llm::{LlmProvider, NoProvider, OpenAiProvider};
 use crate::marker::MarkerKey;
@@ -33,15 +33,15 @@ pub fn outbound(settings: &Settings, master: &MasterKey) -> anyhow::Result<Outbo
             .map(|h| HostPattern::parse(h).ok_or_else(|| anyhow::anyhow!("{what}: '{h}' is not a host or host:port")))
             .collect()
     };
-    let (own_addresses, own_names) = crate::outbound::own_addresses(settings.public_base_url.as_deref());
+    let (own_addresses, own_names) = crate::outbound::own_addresses(settings.server.public_base_url.as_deref());
     Ok(Outbound::new(OutboundPolicy {
-        allowed_hosts: patterns(&settings.outbound_allowed_hosts, "outbound_allowed_hosts")?,
-        private_exceptions: patterns(&settings.outbound_allow_private, "outbound_allow_private")?,
-        allowed_ports: settings.outbound_allowed_ports.clone(),
+        allowed_hosts: patterns(&settings.outbound.outbound_allowed_hosts, "outbound_allowed_hosts")?,
+        private_exceptions: patterns(&settings.outbound.outbound_allow_private, "outbound_allow_private")?,
+        allowed_ports: settings.outbound.outbound_allowed_ports.clone(),
         own_addresses,
         own_names,
-        max_response_bytes: settings.outbound_max_response_bytes,
-        max_timeout: Duration::from_millis(settings.outbound_timeout_ms),
+        max_response_bytes: settings.outbound.outbound_max_response_bytes,
+        max_timeout: Duration::from_millis(settings.outbound.outbound_timeout_ms),
         max_redirects: 5,
         marker: Some(MarkerKey::derive(master.bytes())),
     }))
@@ -50,18 +50,18 @@ pub fn outbound(settings: &Settings, master: &MasterKey) -> anyhow::Result<Outbo
 /// The remote provider when one is configured, else the embedded model when its file is
 /// there, else none.
 pub fn llm_provider(settings: &Settings) -> Arc<dyn LlmProvider> {
-    match (&settings.llm_base_url, &settings.llm_model) {
+    match (&settings.llm.llm_base_url, &settings.llm.llm_model) {
         (Some(base), Some(model)) => Arc::new(OpenAiProvider::new(
             base,
             model,
-            settings.llm_api_key.as_ref().map(|k| k.expose().to_string()),
-            Duration::from_millis(settings.llm_timeout_ms),
+            settings.llm.llm_api_key.as_ref().map(|k| k.expose().to_string()),
+            Duration::from_millis(settings.llm.llm_timeout_ms),
         )),
         #[cfg(feature = "embedded-model")]
         _ if settings.embedded_model_file().is_file() => Arc::new(crate::llm::EmbeddedProvider::new(
             &settings.embedded_model_file(),
-            settings.embedded_max_tokens,
-            Duration::from_millis(settings.llm_timeout_ms),
+            settings.llm.embedded_max_tokens,
+            Duration::from_millis(settings.llm.llm_timeout_ms),
         )),
         _ => Arc::new(NoProvider),
     }
@@ -75,34 +75,34 @@ pub fn plugin_runtime(
     llm: Arc<dyn LlmProvider>,
 ) -> anyhow::Result<Arc<PluginRuntime>> {
     let limits = RuntimeLimits {
-        default_timeout: Duration::from_millis(settings.plugin_timeout_ms),
-        max_memory_bytes: (settings.plugin_memory_mib as usize) << 20,
-        max_output_bytes: settings.plugin_max_output_bytes,
-        max_concurrency: settings.plugin_max_concurrency,
-        max_concurrency_per_account: settings.plugin_max_concurrency_per_account,
-        max_component_bytes: settings.plugin_max_component_bytes,
-        max_compiles: settings.plugin_max_compiles,
+        default_timeout: Duration::from_millis(settings.plugins.plugin_timeout_ms),
+        max_memory_bytes: (settings.plugins.plugin_memory_mib as usize) << 20,
+        max_output_bytes: settings.plugins.plugin_max_output_bytes,
+        max_concurrency: settings.plugins.plugin_max_concurrency,
+        max_concurrency_per_account: settings.plugins.plugin_max_concurrency_per_account,
+        max_component_bytes: settings.plugins.plugin_max_component_bytes,
+        max_compiles: settings.plugins.plugin_max_compiles,
     };
     let services = HostServices {
         store: store.clone(),
         outbound: outbound(settings, master)?,
         llm,
-        llm_max_tokens: settings.plugin_llm_max_tokens,
+        llm_max_tokens: settings.plugins.plugin_llm_max_tokens,
         llm_run_limits: crate::plugins::LlmRunLimits {
-            calls: settings.plugin_llm_calls_per_run,
-            prompt_chars: settings.plugin_llm_prompt_chars_per_run,
-            tokens: settings.plugin_llm_tokens_per_run,
+            calls: settings.plugins.plugin_llm_calls_per_run,
+            prompt_chars: settings.plugins.plugin_llm_prompt_chars_per_run,
+            tokens: settings.plugins.plugin_llm_tokens_per_run,
         },
         llm_budget: Arc::new(crate::services::rate_limit::PluginLlmBudget::new(
             store,
             RateLimits {
-                per_minute: settings.account_plugin_llm_tokens_per_minute,
-                per_day: settings.account_plugin_llm_tokens_per_day,
+                per_minute: settings.plugins.account_plugin_llm_tokens_per_minute,
+                per_day: settings.plugins.account_plugin_llm_tokens_per_day,
             },
         )),
-        kv_max_account_bytes: settings.account_max_kv_bytes,
+        kv_max_account_bytes: settings.quotas.account_max_kv_bytes,
     };
-    let cache_dir = match &settings.plugin_cache_dir {
+    let cache_dir = match &settings.plugins.plugin_cache_dir {
         Some(dir) => std::path::PathBuf::from(dir),
         None => settings.data_dir.join("cache"),
     };
@@ -118,24 +118,24 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
     let plugins = plugin_runtime(&settings, &store, &master, llm.clone())?;
     let outbound = outbound(&settings, &master)?;
     let x = X::new(
-        &settings.social_api_base,
-        Duration::from_millis(settings.social_timeout_ms),
+        &settings.social.social_api_base,
+        Duration::from_millis(settings.social.social_timeout_ms),
     );
     let telegram = Telegram::new(
-        &settings.chatapp_api_base,
-        Duration::from_millis(settings.outbound_timeout_ms),
+        &settings.chatapp.chatapp_api_base,
+        Duration::from_millis(settings.outbound.outbound_timeout_ms),
     );
-    let chains = chains(&settings).context("chain settings")?;
+    let chains = chains(&settings.chains).context("chain settings")?;
     let account_limiter = Arc::new(Limiter::new(&store, "account"));
     let auth_throttle = Arc::new(AuthThrottle::new(RateLimits {
-        per_minute: settings.auth_failure_limit_per_minute,
-        per_day: settings.auth_failure_limit_per_day,
+        per_minute: settings.server.auth_failure_limit_per_minute,
+        per_day: settings.server.auth_failure_limit_per_day,
     }));
-    let chatapp_inbound = Arc::new(crate::services::chatapp::Inbound::new(&store, &settings));
+    let chatapp_inbound = Arc::new(crate::services::chatapp::Inbound::new(&store, &settings.chatapp));
     let x402_limiter = Arc::new(X402Limiter::new(
         &store,
-        settings.x402_client_limits(),
-        settings.x402_payer_limits(),
+        settings.x402.client_limits(),
+        settings.x402.payer_limits(),
     ));
     let wallet_locks = Arc::new(crate::services::locks::KeyedLocks::across(&store, "wallet"));
     let payment_locks = Arc::new(crate::services::payments::PaymentLocks::across(&store));
@@ -160,7 +160,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
     })
 }
 
-fn chains(settings: &Settings) -> anyhow::Result<Chains> {
+fn chains(settings: &ChainSettings) -> anyhow::Result<Chains> {
     let rpc_timeout = Duration::from_millis(settings.chain_rpc_timeout_ms);
     let solana = SolanaChain::new(&SolanaConfig {
         rpc_url: settings.solana_rpc_url.clone(),
@@ -196,10 +196,15 @@ fn chains(settings: &Settings) -> anyhow::Result<Chains> {
 
 /// Services for a command-line call (no server, no listeners).
 pub fn cli_services(settings: Settings, store: Store) -> anyhow::Result<Services> {
-    let public_base_url = settings.public_base_url.clone().unwrap_or_else(|| {
+    let public_base_url = settings.server.public_base_url.clone().unwrap_or_else(|| {
         format!(
             "http://{}",
-            settings.listen.first().map(String::as_str).unwrap_or("127.0.0.1:8080")
+            settings
+                .server
+                .listen
+                .first()
+                .map(String::as_str)
+                .unwrap_or("127.0.0.1:8080")
         )
     });
     services(settings, store, public_base_url)
@@ -210,13 +215,13 @@ pub fn cli_services(settings: Settings, store: Store) -> anyhow::Result<Services
 pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("cannot create the data dir {}", settings.data_dir.display()))?;
-    let store = match &settings.database_url {
-        Some(url) => Store::connect(url.expose(), settings.database_pool_size)
+    let store = match &settings.database.database_url {
+        Some(url) => Store::connect(url.expose(), settings.database.database_pool_size)
             .await
             .context("cannot open the PostgreSQL database (database_url)")?,
         None => {
             let path = settings.database_path();
-            Store::open(&path, Duration::from_millis(settings.db_busy_timeout_ms))
+            Store::open(&path, Duration::from_millis(settings.database.db_busy_timeout_ms))
                 .with_context(|| format!("cannot open the database {}", path.display()))?
         }
     };
@@ -258,6 +263,7 @@ impl Server {
         }
         let first = listeners.first().and_then(|l| l.local_addr().ok());
         let public_base_url = settings
+            .server
             .public_base_url
             .clone()
             .unwrap_or_else(|| first.map(|a| format!("http://{a}")).unwrap_or_default());
@@ -284,7 +290,7 @@ impl Server {
         let watcher = state
             .services
             .store
-            .watch_for_changes(Duration::from_millis(state.services.settings.cache_check_ms));
+            .watch_for_changes(Duration::from_millis(state.services.settings.database.cache_check_ms));
         let flusher = tokio::spawn(flush_rate_usage(state.clone(), stop_rx.clone()));
         let cleaner = tokio::spawn(jobs::clean_up_periodically((*state.services).clone(), stop_rx.clone()));
         let collector = tokio::spawn(crate::services::plugins::collect_periodically(
@@ -315,7 +321,7 @@ impl Server {
         shutdown_signal().await;
         tracing::info!("shutting down");
         let _ = stop_tx.send(true);
-        let grace = Duration::from_secs(state.services.settings.shutdown_grace_secs);
+        let grace = Duration::from_secs(state.services.settings.server.shutdown_grace_secs);
         let drained = tokio::time::timeout(grace, async {
             while let Some(result) = servers.join_next().await {
                 if let Ok(Err(e)) = result {
@@ -342,7 +348,7 @@ impl Server {
 }
 
 async fn flush_rate_usage(state: AppState, mut stop: watch::Receiver<bool>) {
-    let every = Duration::from_secs(state.services.settings.rate_limit_flush_secs);
+    let every = Duration::from_secs(state.services.settings.database.rate_limit_flush_secs);
     loop {
         tokio::select! {
             _ = tokio::time::sleep(every) => {}

@@ -39,7 +39,7 @@ fn sources(dir: &Path) -> Vec<(PathBuf, String)> {
             found.extend(sources(&path));
         } else if path.extension().is_some_and(|e| e == "rs") && path.file_name().is_some_and(|n| n != "tests.rs") {
             let text = std::fs::read_to_string(&path).unwrap();
-            if text.lines().any(|line| line.trim() == "#![cfg(test)]") {
+            if test_only(&text) {
                 continue;
             }
             let code = match text.find("#[cfg(test)]\nmod tests {") {
@@ -50,6 +50,23 @@ fn sources(dir: &Path) -> Vec<(PathBuf, String)> {
         }
     }
     found
+}
+
+/// Whether a file declares itself test-only: `#![cfg(test)]` among its inner attributes, in
+/// the block before its first item (a line elsewhere, in a string or a nested module, is not).
+fn test_only(text: &str) -> bool {
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with("//") {
+            continue;
+        }
+        if line == "#![cfg(test)]" {
+            return true;
+        }
+        if !line.starts_with("#![") {
+            return false;
+        }
+    }
+    false
 }
 
 /// The top-level service a file of `services/` belongs to (`payments/refund.rs` → payments).
@@ -213,6 +230,14 @@ fn nothing_imports_upward() {
         }
     }
     assert!(broken.is_empty(), "imports against the layers:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn only_a_leading_cfg_test_marks_a_file_test_only() {
+    assert!(test_only("//! A fake.\n\n#![cfg(test)]\n#![allow(x)]\nuse a;\n"));
+    assert!(test_only("#![allow(x)]\n#![cfg(test)]\n"));
+    assert!(!test_only("use a;\n#![cfg(test)]\n"));
+    assert!(!test_only("mod m {\n    #![cfg(test)]\n}\n"));
 }
 
 #[test]

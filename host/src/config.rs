@@ -16,6 +16,8 @@ pub const ENV_PREFIX: &str = "AGENT_HOST_";
 /// A setting as docs/configuration.md documents it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SettingDoc {
+    /// The group it belongs to (`plugins`), a section of docs/configuration.md.
+    pub section: &'static str,
     /// The key in `agent-host.toml`; empty for environment-only settings.
     pub file_key: &'static str,
     pub env: String,
@@ -199,48 +201,66 @@ impl Sources {
 
 macro_rules! settings {
     ($(
-        $field:ident: $ty:ty = $default:literal $([$min:literal ..= $max:literal])?, $meaning:literal;
+        $(#[doc = $title:literal])*
+        $group:ident: $group_ty:ident {$(
+            $field:ident: $ty:ty = $default:literal $([$min:literal ..= $max:literal])?, $meaning:literal;
+        )*}
     )*) => {
+        /// Every setting, grouped by the subsystem it configures. A setting keeps its one
+        /// name everywhere: the file's key, the variable, and the field in its group.
         #[derive(Debug, Clone)]
         pub struct Settings {
             pub data_dir: PathBuf,
-            $(pub $field: $ty,)*
+            $(pub $group: $group_ty,)*
         }
+
+        $(
+            $(#[doc = $title])*
+            #[derive(Debug, Clone)]
+            pub struct $group_ty {
+                $(pub $field: $ty,)*
+            }
+        )*
 
         /// Every setting, as docs/configuration.md lists it (checked by a test).
         pub fn reference() -> Vec<SettingDoc> {
             let mut docs = vec![
                 SettingDoc {
+                    section: "server",
                     file_key: "",
                     env: "AGENT_HOST_DATA_DIR".into(),
                     default: "./data",
                     meaning: "the data directory (also --data-dir)",
                 },
                 SettingDoc {
+                    section: "server",
                     file_key: "",
                     env: "AGENT_HOST_MASTER_KEY".into(),
                     default: "generated into DATA_DIR/master.key",
                     meaning: "32-byte master key, hex or base64; encrypts secrets at rest",
                 },
             ];
-            $(docs.push(SettingDoc {
+            $($(docs.push(SettingDoc {
+                section: stringify!($group),
                 file_key: stringify!($field),
                 env: format!("{ENV_PREFIX}{}", stringify!($field).to_ascii_uppercase()),
                 default: $default,
                 meaning: $meaning,
-            });)*
+            });)*)*
             docs
         }
 
         impl Settings {
             fn read(data_dir: PathBuf, sources: &Sources) -> Result<Settings, SettingsError> {
-                let known = [$(stringify!($field)),*];
+                let known = [$($(stringify!($field)),*),*];
                 if let Some(unknown) = sources.file.keys().find(|k| !known.contains(&k.as_str())) {
                     return Err(sources.file_error(unknown, "unknown setting".into()));
                 }
                 Ok(Settings {
                     data_dir,
-                    $($field: sources.get(stringify!($field), $default, None $(.or(Some(($min, $max))))?)?,)*
+                    $($group: $group_ty {
+                        $($field: sources.get(stringify!($field), $default, None $(.or(Some(($min, $max))))?)?,)*
+                    },)*
                 })
             }
         }
@@ -248,117 +268,150 @@ macro_rules! settings {
 }
 
 settings! {
-    listen: Vec<String> = "127.0.0.1:8080",
-        "addresses to serve on; a list in the file, comma-separated in env (also --listen, repeatable)";
-    max_body_bytes: usize = "1048576" [1 ..= 1073741824], "largest request body accepted; more answers 413";
-    database_url: Option<Secret> = "",
-        "PostgreSQL database shared by several hosts, postgres://user:password@host:port/name (unset: SQLite in the data dir)";
-    database_pool_size: usize = "32" [2 ..= 1000], "PostgreSQL connections this host opens at most";
-    db_busy_timeout_ms: u64 = "5000" [0 ..= 600000], "how long a database write waits for another process's lock";
-    cache_check_ms: u64 = "100" [10 ..= 1000],
-        "how often a server checks the database for writes made elsewhere; every process sees a write within 3 × this";
-    rate_limit_flush_secs: u64 = "10" [1 ..= 3600], "how often rate-limit counters are saved (also saved at shutdown)";
-    shutdown_grace_secs: u64 = "30" [0 ..= 3600], "how long shutdown waits for requests in flight";
-    log: String = "info", "log filter (tracing EnvFilter syntax), written to stderr";
-    public_base_url: Option<String> = "", "absolute base URL of this server, used in status addresses (unset: http:// + the first listen address)";
-    recovery_interval_secs: u64 = "30" [1 ..= 3600],
-        "how often stuck or cut-off payments, refunds and transfers are taken up again";
-    plugin_cache_dir: Option<String> = "", "where compiled components are kept (unset: DATA_DIR/cache)";
-    plugin_timeout_ms: u64 = "5000" [1 ..= 3600000], "default deadline of one command run (a command's timeout_ms overrides)";
-    plugin_memory_mib: u64 = "128" [1 ..= 4096], "memory cap of one plugin instance: all its linear memories together";
-    plugin_max_output_bytes: usize = "1048576" [1 ..= 1073741824], "largest command output accepted";
-    plugin_max_concurrency: usize = "64" [2 ..= 1000], "command runs at once, all accounts together; more wait";
-    plugin_max_concurrency_per_account: usize = "8" [1 ..= 1000],
-        "command runs one account's agents may have at once; more wait";
-    plugin_max_component_bytes: usize = "33554432" [1024 ..= 1073741824], "largest plugin component accepted";
-    plugin_max_compiles: usize = "1" [1 ..= 64],
-        "components compiled at once (each takes every core for up to seconds); uploads beyond a short queue answer 503";
-    plugin_collect_after_secs: u64 = "3600" [1 ..= 31536000],
-        "a component no account keeps and no command runs is deleted (bytes, record, compiled artifact) once unused this long";
-    account_max_agents: u64 = "100" [1 ..= 1000000], "agents one account may have";
-    agent_max_commands: u64 = "100" [1 ..= 10000], "commands one agent may have";
-    account_max_kv_bytes: u64 = "268435456" [1024 ..= 1099511627776],
-        "bytes all of one account's plugins may keep in their key-value stores, together";
-    account_max_plugins: u64 = "50" [1 ..= 1000000], "components one account may keep";
-    account_max_plugin_bytes: u64 = "268435456" [1024 ..= 1099511627776], "bytes of components one account may keep, all together";
-    plugin_llm_max_tokens: u32 = "1024" [1 ..= 1000000], "most tokens a plugin's LLM completion may ask for";
-    plugin_llm_calls_per_run: u32 = "16" [1 ..= 100000], "LLM completions one plugin run may ask for";
-    plugin_llm_prompt_chars_per_run: u64 = "400000" [1 ..= 1000000000], "characters of prompts one plugin run may send the LLM, all its calls together";
-    plugin_llm_tokens_per_run: u64 = "16384" [1 ..= 1000000000], "tokens one plugin run may ask the LLM for, all its calls together";
-    account_plugin_llm_tokens_per_minute: u32 = "50000" [1 ..= 4000000000],
-        "LLM tokens one account's plugins may use per minute (each call counted at its worst case: prompt and answer limit)";
-    account_plugin_llm_tokens_per_day: u32 = "2000000" [1 ..= 4000000000], "LLM tokens one account's plugins may use per UTC day";
-    job_timeout_ms: u64 = "300000" [1 ..= 86400000], "default deadline of a long-running command";
-    job_retention_hours: u64 = "24" [1 ..= 8760], "how long a job's status stays readable";
-    job_lease_secs: u64 = "30" [3 ..= 3600],
-        "a running job's lease, renewed by its host; once it runs out (the host died) the job is failed, not run twice";
-    outbound_allowed_hosts: Vec<String> = "*", "hosts plugins may reach at all (commands must also grant them)";
-    outbound_allow_private: Vec<String> = "",
-        "hosts allowed to resolve to private or loopback addresses, e.g. 127.0.0.1:9000";
-    outbound_allowed_ports: Vec<u16> = "80,443",
-        "ports plugins may reach on public hosts; another port needs its host:port in outbound_allowed_hosts or outbound_allow_private";
-    outbound_max_response_bytes: u64 = "5242880" [1 ..= 1073741824], "largest outbound HTTP response body";
-    outbound_timeout_ms: u64 = "10000" [1 ..= 600000], "longest outbound HTTP request";
-    llm_base_url: Option<String> = "", "OpenAI-compatible API base, e.g. https://api.openai.com/v1";
-    llm_model: Option<String> = "", "model name for the LLM provider";
-    llm_api_key: Option<Secret> = "", "API key for the LLM provider (prefer the environment)";
-    llm_timeout_ms: u64 = "60000" [1 ..= 3600000], "longest LLM request";
-    embedded_model_path: Option<PathBuf> = "",
-        "GGUF chat model run in-process when no remote LLM is configured (unset: DATA_DIR/models/smollm2-135m-instruct.gguf)";
-    embedded_max_tokens: u32 = "200" [1 ..= 4096], "longest reply of the embedded model, in tokens";
-    chatapp_api_base: String = "https://api.telegram.org", "Telegram Bot API base URL";
-    social_api_base: String = "https://api.x.com", "X API base URL";
-    social_client_id: Option<String> = "", "the server's X app OAuth 2.0 client id; posting needs it";
-    social_client_secret: Option<Secret> = "", "the X app's client secret (confidential clients)";
-    social_timeout_ms: u64 = "30000" [1 ..= 600000],
-        "longest request to the X API (media uploads are slower than other calls)";
-    social_media_max_bytes: u64 = "67108864" [1 ..= 1073741824], "largest media file fetched for a post";
-    chain_rpc_timeout_ms: u64 = "15000" [1 ..= 600000], "longest JSON-RPC request to a chain node";
-    solana_rpc_url: String = "https://api.mainnet-beta.solana.com", "Solana JSON-RPC endpoint";
-    solana_usdc_mint: String = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", "USDC mint on Solana (mainnet's)";
-    solana_commitment: String = "confirmed", "when a Solana transfer counts as done: processed, confirmed or finalized";
-    solana_cluster: String = "mainnet-beta", "the cluster named in Solana explorer links ({cluster})";
-    solana_network_id: Option<String> = "",
-        "the Solana chain's CAIP-2 id in x402 v2 (unset: solana: and the first 32 characters of its genesis hash, asked of the RPC); set it only for a fork standing in for another chain";
-    solana_explorer_address_url: String = "https://explorer.solana.com/address/{address}?cluster={cluster}",
-        "Solana explorer link to a wallet";
-    solana_explorer_tx_url: String = "https://explorer.solana.com/tx/{signature}?cluster={cluster}",
-        "Solana explorer link to a transaction";
-    base_rpc_url: String = "https://mainnet.base.org", "Base JSON-RPC endpoint";
-    base_chain_id: u64 = "8453" [1 ..= 18446744073709551615], "Base chain id (signed into every transaction)";
-    base_usdc_address: String = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "USDC contract on Base (mainnet's)";
-    base_usdc_eip712_name: String = "USD Coin", "the USDC contract's EIP-712 domain name (Base Sepolia's is USDC)";
-    base_usdc_eip712_version: String = "2", "the USDC contract's EIP-712 domain version";
-    base_confirmations: u64 = "1" [1 ..= 1000], "blocks (counting its own) before a Base transfer counts as done";
-    base_explorer_address_url: String = "https://basescan.org/address/{address}", "Base explorer link to a wallet";
-    base_explorer_tx_url: String = "https://basescan.org/tx/{signature}", "Base explorer link to a transaction";
-    x402_client_limit_per_minute: u32 = "60" [1 ..= 1000000],
-        "x402 requests one client address may make per minute (paid or not)";
-    x402_client_limit_per_day: u32 = "5000" [1 ..= 100000000], "x402 requests one client address may make per UTC day";
-    x402_payer_limit_per_minute: u32 = "20" [1 ..= 1000000],
-        "signed payments one payer may present per minute, counted before any chain call";
-    x402_payer_limit_per_day: u32 = "2000" [1 ..= 100000000], "signed payments one payer may present per UTC day";
-    x402_payer_cooloff_secs: u64 = "600" [0 ..= 604800],
-        "how long a payer whose settlement failed on chain (the agent paid its fee) is refused";
-    x402_settle_timeout_secs: u64 = "60" [1 ..= 3600],
-        "how long a paid request waits for its settlement to confirm; recovery finishes it after";
-    x402_solana_max_fee_lamports: u64 = "20000" [5000 ..= 100000000],
-        "most a Solana payment may make the agent's wallet pay as fee payer (signatures and priority fee)";
-    x402_breaker_failures: u32 = "5" [1 ..= 100000],
-        "failed paid calls of one command (each refunded) within x402_breaker_window_secs that pause its paid calls";
-    x402_breaker_window_secs: u64 = "600" [1 ..= 604800], "the window in which a paid command's failures are counted";
-    x402_breaker_cooldown_secs: u64 = "60" [1 ..= 86400],
-        "how long a paused paid command refuses payments before one trial call may test it";
-    auth_failure_limit_per_minute: u32 = "20" [1 ..= 1000000],
-        "wrong API keys or webhook secrets one client address may present per minute; past it, refused before any lookup";
-    auth_failure_limit_per_day: u32 = "500" [1 ..= 100000000], "wrong API keys or webhook secrets one client address may present per UTC day";
-    chatapp_chat_limit_per_minute: u32 = "20" [1 ..= 1000000],
-        "messages one chat may send an agent's bot per minute (the owner's plan limits count them too); past it the chat is told to slow down";
-    chatapp_chat_limit_per_day: u32 = "500" [1 ..= 100000000], "messages one chat may send an agent's bot per UTC day";
-    cors_allowed_origins: Vec<String> = "",
-        "browser origins allowed to call the keyed API (CORS), e.g. https://app.example.com; * for any; unset: none";
-    client_ip_header: Option<String> = "",
-        "behind a proxy only: the header it sets with the client's address (its last entry counts); unset: the connection's address";
+    /// The server: addresses, requests, shutdown, recovery, browsers and proxies, failed keys.
+    server: ServerSettings {
+        listen: Vec<String> = "127.0.0.1:8080",
+            "addresses to serve on; a list in the file, comma-separated in env (also --listen, repeatable)";
+        max_body_bytes: usize = "1048576" [1 ..= 1073741824], "largest request body accepted; more answers 413";
+        log: String = "info", "log filter (tracing EnvFilter syntax), written to stderr";
+        public_base_url: Option<String> = "", "absolute base URL of this server, used in status addresses (unset: http:// + the first listen address)";
+        shutdown_grace_secs: u64 = "30" [0 ..= 3600], "how long shutdown waits for requests in flight";
+        recovery_interval_secs: u64 = "30" [1 ..= 3600],
+            "how often stuck or cut-off payments, refunds and transfers are taken up again";
+        cors_allowed_origins: Vec<String> = "",
+            "browser origins allowed to call the keyed API (CORS), e.g. https://app.example.com; * for any; unset: none";
+        client_ip_header: Option<String> = "",
+            "behind a proxy only: the header it sets with the client's address (its last entry counts); unset: the connection's address";
+        auth_failure_limit_per_minute: u32 = "20" [1 ..= 1000000],
+            "wrong API keys or webhook secrets one client address may present per minute; past it, refused before any lookup";
+        auth_failure_limit_per_day: u32 = "500" [1 ..= 100000000], "wrong API keys or webhook secrets one client address may present per UTC day";
+    }
+    /// The database: SQLite or PostgreSQL, and how fresh each host keeps its view.
+    database: DatabaseSettings {
+        database_url: Option<Secret> = "",
+            "PostgreSQL database shared by several hosts, postgres://user:password@host:port/name (unset: SQLite in the data dir)";
+        database_pool_size: usize = "32" [2 ..= 1000], "PostgreSQL connections this host opens at most";
+        db_busy_timeout_ms: u64 = "5000" [0 ..= 600000], "how long a database write waits for another process's lock";
+        cache_check_ms: u64 = "100" [10 ..= 1000],
+            "how often a server checks the database for writes made elsewhere; every process sees a write within 3 × this";
+        rate_limit_flush_secs: u64 = "10" [1 ..= 3600], "how often rate-limit counters are saved (also saved at shutdown)";
+    }
+    /// The plugin runtime: time, memory, output, concurrency, components and a plugin's LLM use.
+    plugins: PluginSettings {
+        plugin_cache_dir: Option<String> = "", "where compiled components are kept (unset: DATA_DIR/cache)";
+        plugin_timeout_ms: u64 = "5000" [1 ..= 3600000], "default deadline of one command run (a command's timeout_ms overrides)";
+        plugin_memory_mib: u64 = "128" [1 ..= 4096], "memory cap of one plugin instance: all its linear memories together";
+        plugin_max_output_bytes: usize = "1048576" [1 ..= 1073741824], "largest command output accepted";
+        plugin_max_concurrency: usize = "64" [2 ..= 1000], "command runs at once, all accounts together; more wait";
+        plugin_max_concurrency_per_account: usize = "8" [1 ..= 1000],
+            "command runs one account's agents may have at once; more wait";
+        plugin_max_component_bytes: usize = "33554432" [1024 ..= 1073741824], "largest plugin component accepted";
+        plugin_max_compiles: usize = "1" [1 ..= 64],
+            "components compiled at once (each takes every core for up to seconds); uploads beyond a short queue answer 503";
+        plugin_collect_after_secs: u64 = "3600" [1 ..= 31536000],
+            "a component no account keeps and no command runs is deleted (bytes, record, compiled artifact) once unused this long";
+        plugin_llm_max_tokens: u32 = "1024" [1 ..= 1000000], "most tokens a plugin's LLM completion may ask for";
+        plugin_llm_calls_per_run: u32 = "16" [1 ..= 100000], "LLM completions one plugin run may ask for";
+        plugin_llm_prompt_chars_per_run: u64 = "400000" [1 ..= 1000000000], "characters of prompts one plugin run may send the LLM, all its calls together";
+        plugin_llm_tokens_per_run: u64 = "16384" [1 ..= 1000000000], "tokens one plugin run may ask the LLM for, all its calls together";
+        account_plugin_llm_tokens_per_minute: u32 = "50000" [1 ..= 4000000000],
+            "LLM tokens one account's plugins may use per minute (each call counted at its worst case: prompt and answer limit)";
+        account_plugin_llm_tokens_per_day: u32 = "2000000" [1 ..= 4000000000], "LLM tokens one account's plugins may use per UTC day";
+    }
+    /// What one account may keep.
+    quotas: QuotaSettings {
+        account_max_agents: u64 = "100" [1 ..= 1000000], "agents one account may have";
+        agent_max_commands: u64 = "100" [1 ..= 10000], "commands one agent may have";
+        account_max_kv_bytes: u64 = "268435456" [1024 ..= 1099511627776],
+            "bytes all of one account's plugins may keep in their key-value stores, together";
+        account_max_plugins: u64 = "50" [1 ..= 1000000], "components one account may keep";
+        account_max_plugin_bytes: u64 = "268435456" [1024 ..= 1099511627776], "bytes of components one account may keep, all together";
+    }
+    /// Long-running commands.
+    jobs: JobSettings {
+        job_timeout_ms: u64 = "300000" [1 ..= 86400000], "default deadline of a long-running command";
+        job_retention_hours: u64 = "24" [1 ..= 8760], "how long a job's status stays readable";
+        job_lease_secs: u64 = "30" [3 ..= 3600],
+            "a running job's lease, renewed by its host; once it runs out (the host died) the job is failed, not run twice";
+    }
+    /// Outbound HTTP from plugins and webhooks.
+    outbound: OutboundSettings {
+        outbound_allowed_hosts: Vec<String> = "*", "hosts plugins may reach at all (commands must also grant them)";
+        outbound_allow_private: Vec<String> = "",
+            "hosts allowed to resolve to private or loopback addresses, e.g. 127.0.0.1:9000";
+        outbound_allowed_ports: Vec<u16> = "80,443",
+            "ports plugins may reach on public hosts; another port needs its host:port in outbound_allowed_hosts or outbound_allow_private";
+        outbound_max_response_bytes: u64 = "5242880" [1 ..= 1073741824], "largest outbound HTTP response body";
+        outbound_timeout_ms: u64 = "10000" [1 ..= 600000], "longest outbound HTTP request";
+    }
+    /// The chat model: a remote OpenAI-compatible provider or the embedded one.
+    llm: LlmSettings {
+        llm_base_url: Option<String> = "", "OpenAI-compatible API base, e.g. https://api.openai.com/v1";
+        llm_model: Option<String> = "", "model name for the LLM provider";
+        llm_api_key: Option<Secret> = "", "API key for the LLM provider (prefer the environment)";
+        llm_timeout_ms: u64 = "60000" [1 ..= 3600000], "longest LLM request";
+        embedded_model_path: Option<PathBuf> = "",
+            "GGUF chat model run in-process when no remote LLM is configured (unset: DATA_DIR/models/smollm2-135m-instruct.gguf)";
+        embedded_max_tokens: u32 = "200" [1 ..= 4096], "longest reply of the embedded model, in tokens";
+    }
+    /// The chat-app bots (Telegram Bot API).
+    chatapp: ChatappSettings {
+        chatapp_api_base: String = "https://api.telegram.org", "Telegram Bot API base URL";
+        chatapp_chat_limit_per_minute: u32 = "20" [1 ..= 1000000],
+            "messages one chat may send an agent's bot per minute (the owner's plan limits count them too); past it the chat is told to slow down";
+        chatapp_chat_limit_per_day: u32 = "500" [1 ..= 100000000], "messages one chat may send an agent's bot per UTC day";
+    }
+    /// The social accounts (X API).
+    social: SocialSettings {
+        social_api_base: String = "https://api.x.com", "X API base URL";
+        social_client_id: Option<String> = "", "the server's X app OAuth 2.0 client id; posting needs it";
+        social_client_secret: Option<Secret> = "", "the X app's client secret (confidential clients)";
+        social_timeout_ms: u64 = "30000" [1 ..= 600000],
+            "longest request to the X API (media uploads are slower than other calls)";
+        social_media_max_bytes: u64 = "67108864" [1 ..= 1073741824], "largest media file fetched for a post";
+    }
+    /// The chains: Solana and Base nodes, tokens, explorers.
+    chains: ChainSettings {
+        chain_rpc_timeout_ms: u64 = "15000" [1 ..= 600000], "longest JSON-RPC request to a chain node";
+        solana_rpc_url: String = "https://api.mainnet-beta.solana.com", "Solana JSON-RPC endpoint";
+        solana_usdc_mint: String = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", "USDC mint on Solana (mainnet's)";
+        solana_commitment: String = "confirmed", "when a Solana transfer counts as done: processed, confirmed or finalized";
+        solana_cluster: String = "mainnet-beta", "the cluster named in Solana explorer links ({cluster})";
+        solana_network_id: Option<String> = "",
+            "the Solana chain's CAIP-2 id in x402 v2 (unset: solana: and the first 32 characters of its genesis hash, asked of the RPC); set it only for a fork standing in for another chain";
+        solana_explorer_address_url: String = "https://explorer.solana.com/address/{address}?cluster={cluster}",
+            "Solana explorer link to a wallet";
+        solana_explorer_tx_url: String = "https://explorer.solana.com/tx/{signature}?cluster={cluster}",
+            "Solana explorer link to a transaction";
+        base_rpc_url: String = "https://mainnet.base.org", "Base JSON-RPC endpoint";
+        base_chain_id: u64 = "8453" [1 ..= 18446744073709551615], "Base chain id (signed into every transaction)";
+        base_usdc_address: String = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "USDC contract on Base (mainnet's)";
+        base_usdc_eip712_name: String = "USD Coin", "the USDC contract's EIP-712 domain name (Base Sepolia's is USDC)";
+        base_usdc_eip712_version: String = "2", "the USDC contract's EIP-712 domain version";
+        base_confirmations: u64 = "1" [1 ..= 1000], "blocks (counting its own) before a Base transfer counts as done";
+        base_explorer_address_url: String = "https://basescan.org/address/{address}", "Base explorer link to a wallet";
+        base_explorer_tx_url: String = "https://basescan.org/tx/{signature}", "Base explorer link to a transaction";
+    }
+    /// x402 payments: limits, settlement, fees and the paid-command breaker.
+    x402: X402Settings {
+        x402_client_limit_per_minute: u32 = "60" [1 ..= 1000000],
+            "x402 requests one client address may make per minute (paid or not)";
+        x402_client_limit_per_day: u32 = "5000" [1 ..= 100000000], "x402 requests one client address may make per UTC day";
+        x402_payer_limit_per_minute: u32 = "20" [1 ..= 1000000],
+            "signed payments one payer may present per minute, counted before any chain call";
+        x402_payer_limit_per_day: u32 = "2000" [1 ..= 100000000], "signed payments one payer may present per UTC day";
+        x402_payer_cooloff_secs: u64 = "600" [0 ..= 604800],
+            "how long a payer whose settlement failed on chain (the agent paid its fee) is refused";
+        x402_settle_timeout_secs: u64 = "60" [1 ..= 3600],
+            "how long a paid request waits for its settlement to confirm; recovery finishes it after";
+        x402_solana_max_fee_lamports: u64 = "20000" [5000 ..= 100000000],
+            "most a Solana payment may make the agent's wallet pay as fee payer (signatures and priority fee)";
+        x402_breaker_failures: u32 = "5" [1 ..= 100000],
+            "failed paid calls of one command (each refunded) within x402_breaker_window_secs that pause its paid calls";
+        x402_breaker_window_secs: u64 = "600" [1 ..= 604800], "the window in which a paid command's failures are counted";
+        x402_breaker_cooldown_secs: u64 = "60" [1 ..= 86400],
+            "how long a paused paid command refuses payments before one trial call may test it";
+    }
 }
 
 impl Settings {
@@ -384,9 +437,13 @@ impl Settings {
         };
         warn_unknown_env();
         let mut settings = Settings::read(data_dir, &Sources { file_path, file })?;
-        settings.public_base_url = settings.public_base_url.map(|u| u.trim_end_matches('/').to_string());
-        settings.client_ip_header = settings.client_ip_header.map(|h| h.to_ascii_lowercase());
-        for origin in &mut settings.cors_allowed_origins {
+        let server = &mut settings.server;
+        server.public_base_url = server
+            .public_base_url
+            .take()
+            .map(|u| u.trim_end_matches('/').to_string());
+        server.client_ip_header = server.client_ip_header.take().map(|h| h.to_ascii_lowercase());
+        for origin in &mut server.cors_allowed_origins {
             *origin = cors_origin(origin).map_err(|message| SettingsError::Env {
                 name: format!("{ENV_PREFIX}CORS_ALLOWED_ORIGINS"),
                 message,
@@ -401,19 +458,22 @@ impl Settings {
 
     /// The embedded model's file: the setting, else its place in the data dir.
     pub fn embedded_model_file(&self) -> PathBuf {
-        self.embedded_model_path
+        self.llm
+            .embedded_model_path
             .clone()
             .unwrap_or_else(|| self.data_dir.join("models/smollm2-135m-instruct.gguf"))
     }
+}
 
-    pub fn x402_client_limits(&self) -> RateLimits {
+impl X402Settings {
+    pub fn client_limits(&self) -> RateLimits {
         RateLimits {
             per_minute: self.x402_client_limit_per_minute,
             per_day: self.x402_client_limit_per_day,
         }
     }
 
-    pub fn x402_payer_limits(&self) -> RateLimits {
+    pub fn payer_limits(&self) -> RateLimits {
         RateLimits {
             per_minute: self.x402_payer_limit_per_minute,
             per_day: self.x402_payer_limit_per_day,
@@ -445,10 +505,10 @@ mod tests {
     #[test]
     fn defaults_parse_and_every_setting_is_documented_once() {
         let settings = Settings::read(PathBuf::from("d"), &sources("")).unwrap();
-        assert_eq!(settings.max_body_bytes, 1 << 20);
-        assert_eq!(settings.listen, ["127.0.0.1:8080"]);
-        assert_eq!(settings.outbound_allow_private, Vec::<String>::new());
-        assert!(settings.llm_api_key.is_none());
+        assert_eq!(settings.server.max_body_bytes, 1 << 20);
+        assert_eq!(settings.server.listen, ["127.0.0.1:8080"]);
+        assert_eq!(settings.outbound.outbound_allow_private, Vec::<String>::new());
+        assert!(settings.llm.llm_api_key.is_none());
         let docs = reference();
         let mut envs: Vec<&str> = docs.iter().map(|d| d.env.as_str()).collect();
         envs.sort();
@@ -464,9 +524,9 @@ mod tests {
             &sources("max_body_bytes = 1000\nlisten = [\"a:1\", \"b:2\"]\nllm_model = \"m\""),
         )
         .unwrap();
-        assert_eq!(settings.max_body_bytes, 1000);
-        assert_eq!(settings.listen, ["a:1", "b:2"]);
-        assert_eq!(settings.llm_model.as_deref(), Some("m"));
+        assert_eq!(settings.server.max_body_bytes, 1000);
+        assert_eq!(settings.server.listen, ["a:1", "b:2"]);
+        assert_eq!(settings.llm.llm_model.as_deref(), Some("m"));
 
         let message = |text: &str| {
             Settings::read(PathBuf::from("d"), &sources(text))

@@ -323,9 +323,7 @@ fn is_json(value: &HeaderValue) -> bool {
 
 /// Parses JSON, naming the field at fault: `maxToolCalls: invalid type: ...`.
 pub fn decode_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    if escapes_nul(body) {
-        return Err(ApiError::validation(NUL_REFUSED));
-    }
+    refuse_nul(body)?;
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     match serde_path_to_error::deserialize(&mut deserializer) {
         Ok(value) => {
@@ -352,6 +350,14 @@ pub fn decode_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
 /// PostgreSQL text cannot hold U+0000, and no field of the API means it: refused on the way
 /// in, for every database alike.
 const NUL_REFUSED: &str = "Text must not contain the NUL character (U+0000)";
+
+/// Refuses a JSON document that spells U+0000 in any string, key or value.
+pub fn refuse_nul(json: &[u8]) -> Result<(), ApiError> {
+    if escapes_nul(json) {
+        return Err(ApiError::validation(NUL_REFUSED));
+    }
+    Ok(())
+}
 
 /// Whether a JSON document spells U+0000 (`\u0000`) in one of its strings. Escapes occur
 /// only inside strings, so walking them pairwise is exact: `\\u0000` is a backslash and text.
@@ -460,7 +466,8 @@ mod tests {
         // An escaped backslash followed by the letters is text, not the character.
         let text = decode_json::<Body>(br#"{"message":"a\\u0000b"}"#).unwrap();
         assert_eq!(text.message, "a\\u0000b");
-        assert!(decode_json::<Body>(br#"{"message":"\\\u0000"}"#).is_err());
+        let err = decode_json::<Body>(br#"{"message":"\\\u0000"}"#).unwrap_err();
+        assert_eq!(err.message, NUL_REFUSED);
         assert!(encodes_nul("command=L%18%00"));
         assert!(!encodes_nul("command=L%2500"));
     }

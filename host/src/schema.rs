@@ -1,5 +1,5 @@
 //! A command's parameters as the JSON Schema of its arguments: what a model's tool
-//! declares (and, for callers over MCP, a tool's input), written once from the manifest.
+//! declares, written once from the manifest for every surface that offers commands as tools.
 
 use serde_json::{Map, Value, json};
 

@@ -42,10 +42,21 @@ fn a_bad_settings_file_is_one_clear_error() {
 fn the_docs_document_every_setting_and_the_readme_starts_with_the_two_commands() {
     let reference = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/configuration.md")).unwrap();
     for setting in agent_host::config::reference() {
+        // Listed in its group's section: after its heading, before the next one.
+        let heading = format!("(`{}`)\n", setting.section);
+        let section = reference
+            .split("\n### ")
+            .find(|part| {
+                part.lines()
+                    .next()
+                    .is_some_and(|line| line.ends_with(heading.trim_end()))
+            })
+            .unwrap_or_else(|| panic!("docs/configuration.md has no section for `{}`", setting.section));
         assert!(
-            reference.contains(&setting.env),
-            "docs/configuration.md lacks {}",
-            setting.env
+            section.contains(&format!("`{}`", setting.env)),
+            "docs/configuration.md lists {} outside the `{}` section",
+            setting.env,
+            setting.section
         );
         if !setting.file_key.is_empty() {
             assert!(

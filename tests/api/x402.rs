@@ -164,6 +164,21 @@ async fn what_cannot_be_bought_is_refused_in_the_x402_envelope() {
         400,
         "validation_error",
     );
+    // Text no database can keep is refused before a price is even named.
+    check(
+        post_x402(&url("/x402/base/seller"), &json!({ "message": "a\u{0}b" })).await,
+        400,
+        "validation_error",
+    );
+    check(get(&url("/x402/base/sel%00ler"), None).await, 400, "validation_error");
+    // The index answers in version 2's words, a malformed query too.
+    let reply = get(&url("/.well-known/x402?type=%00"), None).await;
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    let body = reply.json();
+    assert_eq!(
+        (&body["success"], &body["code"], &body["x402Version"]),
+        (&json!(false), &json!("validation_error"), &json!(2))
+    );
 }
 
 #[tokio::test]

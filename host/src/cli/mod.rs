@@ -179,7 +179,7 @@ impl Output {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let settings = Settings::load(cli.data_dir.as_deref())?;
     let serving = matches!(cli.command, Top::Serve { .. } | Top::Demo { .. });
-    init_tracing(if serving { &settings.log } else { "warn" });
+    init_tracing(if serving { &settings.server.log } else { "warn" });
     let out = Output { json: cli.json };
     match cli.command {
         // A plugin author's commands need neither the server nor its database.

@@ -306,11 +306,11 @@ impl Workspace {
     /// store in this workspace.
     async fn services(&self, mut settings: Settings) -> anyhow::Result<Services> {
         settings.data_dir = self.dir.clone();
-        settings.database_url = None;
+        settings.database.database_url = None;
         // Compiled components outlive the workspace: a large one (JavaScript, Python)
         // compiles once, not on every run.
-        if settings.plugin_cache_dir.is_none() {
-            settings.plugin_cache_dir = user_cache_dir().map(|d| d.join("agent-host").display().to_string());
+        if settings.plugins.plugin_cache_dir.is_none() {
+            settings.plugins.plugin_cache_dir = user_cache_dir().map(|d| d.join("agent-host").display().to_string());
         }
         let store = app::open_store(&settings).await?;
         app::cli_services(settings, store)

@@ -13,7 +13,7 @@ use crate::services::{accounts, agents, keys, wallets};
 pub async fn serve(ctx: Ctx, listen: Vec<String>, demo: Option<Value>) -> anyhow::Result<()> {
     let Ctx { settings, store, out } = ctx;
     let listen = if listen.is_empty() {
-        settings.listen.clone()
+        settings.server.listen.clone()
     } else {
         listen
     };

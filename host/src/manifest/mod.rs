@@ -185,7 +185,7 @@ pub fn parse_json(source: &str, file: &str) -> Result<AgentManifest, ManifestErr
     parse(&text, file, PluginSource::Uploaded).map_err(|e| ManifestError { line: None, ..e })
 }
 
-/// The first key (`commands.hello.response`) whose key or text holds U+0000.
+/// The first field (`commands[0].config.text`) whose key or text holds U+0000.
 fn field_with_nul(value: &toml::Value, at: &str) -> Option<String> {
     let nul = |text: &str| text.contains('\0');
     match value {

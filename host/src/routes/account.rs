@@ -25,7 +25,7 @@ use crate::services::{accounts, agents, chatapp, integrations, jobs, keys, payme
 use crate::views;
 
 pub fn routes(state: AppState) -> Router<AppState> {
-    let max_component = state.services.settings.plugin_max_component_bytes;
+    let max_component = state.services.settings.plugins.plugin_max_component_bytes;
     Router::new()
         .route("/v1/account", get(show_account))
         .route("/v1/account/keys", get(list_keys).post(create_key))
@@ -109,7 +109,7 @@ async fn show_account(State(state): State<AppState>, Manager(caller): Manager) -
     let services = &state.services;
     let quotas = accounts::quotas(&services.store, &services.settings, &caller.account.id).await?;
     let paused = breaker::paused(&services.store, &caller.account.id).await?;
-    let rules = breaker::Rules::of(&services.settings);
+    let rules = breaker::Rules::of(&services.settings.x402);
     let now = crate::clock::now_ms();
     let mut view = views::account_with_quotas(&caller.account, &quotas);
     view["paused_commands"] = paused.iter().map(|b| views::paused(b, &rules, now)).collect();
@@ -190,7 +190,7 @@ async fn show_agent(
     views::mark_paused(
         &mut view,
         &paused,
-        &breaker::Rules::of(&services.settings),
+        &breaker::Rules::of(&services.settings.x402),
         crate::clock::now_ms(),
     );
     ok(view)

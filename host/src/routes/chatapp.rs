@@ -36,7 +36,7 @@ async fn update(
     body: ApiBody,
 ) -> Result<axum::Json<Value>, ApiError> {
     let services = &state.services;
-    let client = client_key(&parts, services.settings.client_ip_header.as_deref());
+    let client = client_key(&parts, services.settings.server.client_ip_header.as_deref());
     let now = crate::clock::now_ms();
     if let Err(decision) = services.auth_throttle.may_try(&client, now) {
         return Err(ApiError::rate_limited(&decision));

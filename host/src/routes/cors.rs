@@ -6,12 +6,12 @@ use axum::http::request::Parts;
 use axum::http::{HeaderName, HeaderValue, Method, header};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-use crate::config::Settings;
+use crate::config::ServerSettings;
 
 /// The CORS layer (over every route: a preflight must be answered before routing, or
 /// it would be a 405); None when no origin is allowed.
-pub fn layer(settings: &Settings) -> Option<CorsLayer> {
-    let origins = &settings.cors_allowed_origins;
+pub fn layer(server: &ServerSettings) -> Option<CorsLayer> {
+    let origins = &server.cors_allowed_origins;
     if origins.is_empty() {
         return None;
     }

@@ -17,7 +17,7 @@ pub async fn require_key(State(state): State<AppState>, request: Request, next: 
         return ApiError::unauthorized("Missing x-api-key header").into_response();
     };
     // A client that keeps presenting wrong keys is refused before they are looked up.
-    let client = client_key(&parts, services.settings.client_ip_header.as_deref());
+    let client = client_key(&parts, services.settings.server.client_ip_header.as_deref());
     let now = crate::clock::now_ms();
     if let Err(decision) = services.auth_throttle.may_try(&client, now) {
         return ApiError::rate_limited(&decision).into_response();

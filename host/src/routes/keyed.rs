@@ -105,7 +105,7 @@ async fn list_commands(
         })
     } else {
         let mut data = listing();
-        let rules = breaker::Rules::of(&services.settings);
+        let rules = breaker::Rules::of(&services.settings.x402);
         views::mark_paused(&mut data, &paused, &rules, crate::clock::now_ms());
         Bytes::from(json!({ "success": true, "data": data }).to_string())
     };

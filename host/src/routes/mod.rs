@@ -25,9 +25,9 @@ use axum::response::{IntoResponse, Response};
 use crate::error::ApiError;
 
 pub fn router(state: AppState) -> Router {
-    let max_body = state.services.settings.max_body_bytes;
+    let max_body = state.services.settings.server.max_body_bytes;
     // Browsers on the operator's listed origins may call the keyed API (and poll its jobs).
-    let cors = tower::util::option_layer(cors::layer(&state.services.settings));
+    let cors = tower::util::option_layer(cors::layer(&state.services.settings.server));
     Router::new()
         .merge(meta::routes())
         .merge(keyed::routes(state.clone()))

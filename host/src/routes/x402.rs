@@ -32,7 +32,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
 /// that address's rate-limit headers (a payer's own limit, when it binds, replaces them).
 async fn limit_clients(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
-    let client = client_key(&parts, state.services.settings.client_ip_header.as_deref());
+    let client = client_key(&parts, state.services.settings.server.client_ip_header.as_deref());
     let request = Request::from_parts(parts, body);
     let decision = match state
         .services
@@ -121,10 +121,11 @@ async fn find_offer(state: &AppState, network: &str, agent_id: &str, version: Ve
 }
 
 /// GET: the agent's price list, as a payment requirement for a plain message.
-async fn requirements(
-    State(state): State<AppState>,
-    ApiPath((network, agent_id)): ApiPath<(String, String)>,
-) -> Response {
+async fn requirements(State(state): State<AppState>, path: Result<ApiPath<(String, String)>, ApiError>) -> Response {
+    let ApiPath((network, agent_id)) = match path {
+        Ok(path) => path,
+        Err(err) => return x402_error(err, Version::V1),
+    };
     match find_offer(&state, &network, &agent_id, Version::V1).await {
         Ok(offer) => payment_required(&state, StatusCode::OK, &offer, offer.default_price, None),
         Err(response) => response,
@@ -136,8 +137,13 @@ async fn requirements(
 /// itself as proposed in x402-foundation/x402#2582.
 async fn discovery(
     State(state): State<AppState>,
-    ApiQuery(query): ApiQuery<std::collections::HashMap<String, String>>,
+    query: Result<ApiQuery<std::collections::HashMap<String, String>>, ApiError>,
 ) -> Response {
+    // A malformed query is answered in this API's envelope, not the keyed API's.
+    let ApiQuery(query) = match query {
+        Ok(query) => query,
+        Err(err) => return x402_error(err, Version::V2),
+    };
     let number = |name: &str, default: usize, range: std::ops::RangeInclusive<usize>| match query.get(name) {
         None => Ok(default),
         Some(text) => text.parse::<usize>().ok().filter(|n| range.contains(n)).ok_or_else(|| {
@@ -174,6 +180,7 @@ async fn discovery(
 /// Reads what a paid request asks for: a message (a leading `/command` runs it) or a
 /// command, every other body field being the command's parameters.
 fn read_order(body: &[u8]) -> Result<(Order, Value), ApiError> {
+    crate::error::refuse_nul(body)?;
     let value: Value = if body.is_empty() {
         json!({})
     } else {
@@ -216,10 +223,14 @@ fn read_order(body: &[u8]) -> Result<(Order, Value), ApiError> {
 /// purchase, answered in the version the payer spoke.
 async fn invoke(
     State(state): State<AppState>,
-    ApiPath((network, agent_id)): ApiPath<(String, String)>,
+    path: Result<ApiPath<(String, String)>, ApiError>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let ApiPath((network, agent_id)) = match path {
+        Ok(path) => path,
+        Err(err) => return x402_error(err, Version::V1),
+    };
     let presented = match presented(&headers) {
         Ok(presented) => presented,
         Err(err) => return x402_error(err, Version::V1),

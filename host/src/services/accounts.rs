@@ -72,11 +72,11 @@ pub async fn quotas(
     let used = store.account_usage(account_id).await?;
     let quota = |used, limit| Quota { used, limit };
     Ok(Quotas {
-        agents: quota(used.agents, settings.account_max_agents),
-        commands_per_agent: quota(used.most_commands, settings.agent_max_commands),
-        plugins: quota(used.plugins, settings.account_max_plugins),
-        plugin_bytes: quota(used.plugin_bytes, settings.account_max_plugin_bytes),
-        kv_bytes: quota(used.kv_bytes, settings.account_max_kv_bytes),
+        agents: quota(used.agents, settings.quotas.account_max_agents),
+        commands_per_agent: quota(used.most_commands, settings.quotas.agent_max_commands),
+        plugins: quota(used.plugins, settings.quotas.account_max_plugins),
+        plugin_bytes: quota(used.plugin_bytes, settings.quotas.account_max_plugin_bytes),
+        kv_bytes: quota(used.kv_bytes, settings.quotas.account_max_kv_bytes),
     })
 }
 

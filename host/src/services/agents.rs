@@ -61,7 +61,7 @@ pub async fn apply_as(
     account_id: &str,
 ) -> Result<ApplyOutcome, ServiceError> {
     let store = &services.store;
-    let most = services.settings.agent_max_commands;
+    let most = services.settings.quotas.agent_max_commands;
     if manifest.commands.len() as u64 > most {
         return Err(ServiceError::QuotaExceeded(format!(
             "the manifest has {} commands; an agent may have at most {most} (agent_max_commands)",
@@ -77,7 +77,7 @@ pub async fn apply_as(
             account_id,
             manifest.agent.clone(),
             commands,
-            services.settings.account_max_agents,
+            services.settings.quotas.account_max_agents,
         )
         .await?;
     for (kind, enabled) in [

@@ -218,6 +218,25 @@ mod tests {
 
     use crate::domain::{AgentDef, CommandDef, HandlerType, ParamSpec, ParamType, X402Settings};
 
+    #[test]
+    fn the_model_reads_a_result_as_compact_json_without_empty_fields() {
+        let answered = ToolResult {
+            response: "Sunny",
+            format: ResponseFormat::Text,
+            media_url: None,
+            status_url: None,
+        };
+        assert_eq!(answered.text(), r#"{"response":"Sunny","format":"text"}"#);
+        let queued = ToolResult {
+            status_url: Some("http://h/v1/jobs/j"),
+            ..answered
+        };
+        assert_eq!(
+            queued.text(),
+            r#"{"response":"Sunny","format":"text","statusUrl":"http://h/v1/jobs/j"}"#
+        );
+    }
+
     fn agent(knowledge: Vec<String>) -> Agent {
         Agent {
             id: "a".into(),

@@ -25,7 +25,7 @@ pub fn status_url(public_base_url: &str, job_id: &str) -> String {
 pub async fn submit(services: &Services, call: Resolved<'_>, paid_by: Option<&str>) -> Result<String, ServiceError> {
     let id = crate::random::hex_token(16);
     let now = crate::clock::now_ms();
-    let retention = services.settings.job_retention_hours as i64 * 3_600_000;
+    let retention = services.settings.jobs.job_retention_hours as i64 * 3_600_000;
     services
         .store
         .insert_job(
@@ -55,7 +55,7 @@ pub async fn submit(services: &Services, call: Resolved<'_>, paid_by: Option<&st
 
 /// How long a running job's lease lasts; its host renews it every third of that.
 fn lease(services: &Services) -> Duration {
-    Duration::from_secs(services.settings.job_lease_secs)
+    Duration::from_secs(services.settings.jobs.job_lease_secs)
 }
 
 fn lease_until(services: &Services) -> i64 {

@@ -48,7 +48,7 @@ pub async fn install(services: &Services, setup: &LocalSetup) -> Result<LocalPlu
     // waits for its answer, with a job's deadline.
     let timeout_ms = setup
         .timeout_ms
-        .or(declared.long_running.then_some(services.settings.job_timeout_ms));
+        .or(declared.long_running.then_some(services.settings.jobs.job_timeout_ms));
     let manifest = local_manifest(&command_name(&declared.name), setup, timeout_ms)?;
     let folder = setup.file.parent().unwrap_or(Path::new("."));
     let manifest = manifest::parse(&manifest, "plugin run", PluginSource::Files(folder))

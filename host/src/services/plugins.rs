@@ -123,16 +123,16 @@ async fn check_quota(services: &Services, account_id: &str, bytes: &[u8]) -> Res
     }
     let (count, total) = services.store.account_plugin_usage(account_id).await?;
     let settings = &services.settings;
-    if count + 1 > settings.account_max_plugins {
+    if count + 1 > settings.quotas.account_max_plugins {
         return Err(ServiceError::QuotaExceeded(format!(
             "this account keeps {count} components, its quota (account_max_plugins); delete one it no longer uses"
         )));
     }
-    if total + bytes.len() as u64 > settings.account_max_plugin_bytes {
+    if total + bytes.len() as u64 > settings.quotas.account_max_plugin_bytes {
         return Err(ServiceError::QuotaExceeded(format!(
             "this account's components take {total} bytes; with this one of {} they would pass its quota of {} (account_max_plugin_bytes)",
             bytes.len(),
-            settings.account_max_plugin_bytes
+            settings.quotas.account_max_plugin_bytes
         )));
     }
     Ok(())
@@ -182,7 +182,7 @@ pub async fn collect_garbage(services: &Services) -> Result<(usize, usize), Serv
 /// A component (or cache file) unused for this long is collected: one recorded more
 /// recently may belong to an upload or apply in progress, about to reference it.
 fn collect_grace(services: &Services) -> Duration {
-    Duration::from_secs(services.settings.plugin_collect_after_secs)
+    Duration::from_secs(services.settings.plugins.plugin_collect_after_secs)
 }
 
 /// Collects unused components from start until `stop`: every tenth of the grace period,

@@ -22,7 +22,7 @@ pub async fn at_start(services: &Services) {
 /// sharing a store take turns: a pass runs on one host at a time (the others skip it), so
 /// work cut off by a host that died is finished by another.
 pub async fn run_periodically(services: Services, mut stop: watch::Receiver<bool>) {
-    let every = Duration::from_secs(services.settings.recovery_interval_secs);
+    let every = Duration::from_secs(services.settings.server.recovery_interval_secs);
     loop {
         match services.store.try_turn("recovery").await {
             Ok(Some(_pass)) => pass(&services).await,

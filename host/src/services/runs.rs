@@ -146,12 +146,13 @@ pub async fn prepare(
         // The frozen 0.1.0 WIT has no wallet interface: the host reads the balances and
         // hands them to the built-in plugin, which words the answer.
         let facts = wallets::facts(services, &agent.id, network).await?;
-        config["wallets"] = serde_json::to_value(facts).unwrap_or_default();
+        config["wallets"] = serde_json::to_value(facts)
+            .map_err(|e| ServiceError::Execution(format!("/balance: the wallets could not be described: {e}")))?;
     }
     let default_timeout = if command.def.long_running {
-        services.settings.job_timeout_ms
+        services.settings.jobs.job_timeout_ms
     } else {
-        services.settings.plugin_timeout_ms
+        services.settings.plugins.plugin_timeout_ms
     };
     let timeout = Duration::from_millis(command.def.timeout_ms.unwrap_or(default_timeout));
     let tenant = Tenant {

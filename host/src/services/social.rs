@@ -156,7 +156,7 @@ pub async fn post(
     if !integration.enabled {
         return Err(SocialError::Disabled(agent_ref.to_string()).into());
     }
-    if services.settings.social_client_id.is_none() {
+    if services.settings.social.social_client_id.is_none() {
         return Err(SocialError::NotConfigured.into());
     }
     let secret: XSecret = integrations::open(services, &integration)?;
@@ -243,11 +243,13 @@ async fn refresh(services: &Services, agent: &Agent, session: &mut Session) -> R
     let refresh_token = session.refresh.clone().ok_or_else(unauthorized)?;
     let client_id = services
         .settings
+        .social
         .social_client_id
         .clone()
         .ok_or(SocialError::NotConfigured)?;
     let secret = services
         .settings
+        .social
         .social_client_secret
         .as_ref()
         .map(|s| s.expose().to_string());
@@ -305,7 +307,7 @@ fn x_error(err: XError) -> ServiceError {
 /// the ones before it left), so a post holds at most that much, not four times it.
 async fn fetch_media(services: &Services, urls: &[String]) -> Result<Vec<(MediaKind, Bytes)>, ServiceError> {
     let anywhere = [HostPattern::parse("*").expect("* is a pattern")];
-    let limit = services.settings.social_media_max_bytes;
+    let limit = services.settings.social.social_media_max_bytes;
     let mut media: Vec<(MediaKind, Bytes)> = Vec::with_capacity(urls.len());
     for (i, url) in urls.iter().enumerate() {
         let held: u64 = media.iter().map(|(_, bytes)| bytes.len() as u64).sum();
@@ -340,4 +342,25 @@ async fn fetch_media(services: &Services, urls: &[String]) -> Result<Vec<(MediaK
     social_text::check_mix(&media.iter().map(|(k, _)| *k).collect::<Vec<_>>())
         .map_err(|m| ServiceError::Validation(format!("mediaUrls: {m}")))?;
     Ok(media)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Accounts connected before these records were typed read back, and are written the same.
+    #[test]
+    fn stored_account_records_read_back_and_keep_their_shape() {
+        let stored = r#"{"access_token":"a","refresh_token":null,"expires_at":null}"#;
+        let secret: XSecret = serde_json::from_str(stored).unwrap();
+        assert_eq!(
+            (secret.access_token.as_str(), secret.refresh_token.as_deref()),
+            ("a", None)
+        );
+        assert_eq!(serde_json::to_string(&secret).unwrap(), stored);
+        let stored = r#"{"username":"u","user_id":"1"}"#;
+        let public: XPublic = serde_json::from_str(stored).unwrap();
+        assert_eq!((public.username.as_str(), public.user_id.as_str()), ("u", Some("1")));
+        assert_eq!(serde_json::to_string(&public).unwrap(), stored);
+    }
 }

@@ -43,8 +43,8 @@ impl Scheme for BaseExact {
             amount: terms.price,
             usdc: base.usdc(),
             chain_id: base.chain_id(),
-            domain_name: services.settings.base_usdc_eip712_name.clone(),
-            domain_version: services.settings.base_usdc_eip712_version.clone(),
+            domain_name: services.settings.chains.base_usdc_eip712_name.clone(),
+            domain_version: services.settings.chains.base_usdc_eip712_version.clone(),
         };
         evm::verify(&auth, &expected, crate::clock::now_ms() as u64 / 1000)?;
         Ok(Box::new(BaseAttempt { auth }))

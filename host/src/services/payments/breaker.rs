@@ -7,7 +7,7 @@
 //!
 //! The state lives in the store, so every host sees the same breaker and a restart keeps it.
 
-use crate::config::Settings;
+use crate::config::X402Settings;
 use crate::services::ServiceError;
 use crate::store::{Breaker, Store, StoreError};
 
@@ -49,11 +49,11 @@ pub struct Rules {
 }
 
 impl Rules {
-    pub fn of(settings: &Settings) -> Rules {
+    pub fn of(x402: &X402Settings) -> Rules {
         Rules {
-            failures: settings.x402_breaker_failures,
-            window_ms: settings.x402_breaker_window_secs as i64 * 1000,
-            cooldown_ms: settings.x402_breaker_cooldown_secs as i64 * 1000,
+            failures: x402.x402_breaker_failures,
+            window_ms: x402.x402_breaker_window_secs as i64 * 1000,
+            cooldown_ms: x402.x402_breaker_cooldown_secs as i64 * 1000,
         }
     }
 

@@ -176,7 +176,7 @@ networks = ["base"]
 pub async fn fixture(manifest: &str) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let mut settings = crate::config::Settings::load(Some(dir.path())).unwrap();
-    settings.x402_settle_timeout_secs = 1;
+    settings.x402.x402_settle_timeout_secs = 1;
     let store = crate::app::open_store(&settings).await.unwrap();
     let services = crate::app::services(settings, store, "http://test".into()).unwrap();
     crate::services::accounts::create(&services.store, "acme", Plan::Free, None, None)

@@ -52,7 +52,7 @@ pub async fn not_cooling_off(services: &Services, network: Network, payer: &str)
     let Some(failed_at) = services.store.last_failure_on_chain(network, payer).await? else {
         return Ok(());
     };
-    let cooloff_ms = services.settings.x402_payer_cooloff_secs as i64 * 1000;
+    let cooloff_ms = services.settings.x402.x402_payer_cooloff_secs as i64 * 1000;
     let left_ms = failed_at + cooloff_ms - crate::clock::now_ms();
     if left_ms > 0 {
         return Err(X402Error::PayerCoolingOff {

@@ -166,6 +166,10 @@ pub async fn settle(
         wire::echoes_offered_extensions(&payment.extensions, &offer.extensions(command)).map_err(refusal)?;
     }
     let Rails { scheme, chain } = rails;
+    debug_assert!(
+        scheme.network() == network && chain.network() == network,
+        "rails of another network"
+    );
     let terms = Terms {
         pay_to: offer.pay_to.clone(),
         price: purchase.price,
@@ -253,7 +257,7 @@ pub async fn settle(
         Err(ChainError::Refused(reason)) => Landing::Dropped(reason),
         // Sent, or perhaps sent (the node did not answer): its landing tells.
         _ => {
-            let timeout = Duration::from_secs(services.settings.x402_settle_timeout_secs);
+            let timeout = Duration::from_secs(services.settings.x402.x402_settle_timeout_secs);
             chains::wait_for_landing(chain, &signed, timeout)
                 .await
                 .map_err(|e| chain_unavailable(network, e))?

@@ -135,8 +135,8 @@ impl Offer {
     fn signing_extra(&self, services: &Services) -> Map<String, Value> {
         let settings = &services.settings;
         let eip712 = (
-            settings.base_usdc_eip712_name.as_str(),
-            settings.base_usdc_eip712_version.as_str(),
+            settings.chains.base_usdc_eip712_name.as_str(),
+            settings.chains.base_usdc_eip712_version.as_str(),
         );
         describe::signing_extra(self.network, &self.pay_to, eip712)
     }

@@ -30,7 +30,7 @@ const OWED_RETRY_PASSES: u32 = 20;
 /// One pass: every unfinished payment nobody holds is taken up, in the background (a
 /// settlement may take a while to confirm). Returns how many were taken up.
 pub async fn recover(services: &Services) -> Result<usize, ServiceError> {
-    let owed_retry = Duration::from_secs(services.settings.recovery_interval_secs) * OWED_RETRY_PASSES;
+    let owed_retry = Duration::from_secs(services.settings.server.recovery_interval_secs) * OWED_RETRY_PASSES;
     let owed_before = crate::clock::now_ms() - owed_retry.as_millis() as i64;
     let unfinished = services.store.unfinished_payments(owed_before).await?;
     let mut taken = 0;
@@ -139,7 +139,7 @@ async fn resume_settlement(
             Err(ChainError::Refused(reason)) => landing = Landing::Dropped(reason),
             Err(other) => return Err(unavailable(other)),
             Ok(()) => {
-                let timeout = Duration::from_secs(services.settings.x402_settle_timeout_secs);
+                let timeout = Duration::from_secs(services.settings.x402.x402_settle_timeout_secs);
                 landing = crate::chains::wait_for_landing(chain, &tx, timeout)
                     .await
                     .map_err(unavailable)?;

@@ -175,7 +175,7 @@ pub async fn refund_failed_job(services: &Services, job_id: &str, why: &str, cod
     };
     // A job that could not start or that this host failed is not the command's failure.
     if let Some(command) = payment.command.as_ref().filter(|_| code != "internal_error") {
-        let rules = super::breaker::Rules::of(&services.settings);
+        let rules = super::breaker::Rules::of(&services.settings.x402);
         super::breaker::failed(&services.store, rules, &payment.agent_id, command, why).await;
     }
     let Some(network) = Network::parse(&payment.network) else {

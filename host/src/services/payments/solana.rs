@@ -31,7 +31,7 @@ impl Scheme for SolanaExact {
             mint: services.chains.solana.mint(),
             amount: terms.price,
             fee_payer: Some(pay_to),
-            max_fee_lamports: services.settings.x402_solana_max_fee_lamports,
+            max_fee_lamports: services.settings.x402.x402_solana_max_fee_lamports,
         };
         let verified = svm::verify(svm::decode(payload)?, &expected)?;
         Ok(Box::new(SolanaAttempt { verified }))

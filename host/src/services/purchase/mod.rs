@@ -89,7 +89,7 @@ pub async fn quote<'a>(
         request,
     };
     if let Some(command) = quote.command() {
-        let rules = breaker::Rules::of(&services.settings);
+        let rules = breaker::Rules::of(&services.settings.x402);
         let admission = breaker::look(&services.store, rules, &offer.agent.id, &command.def.name).await?;
         if let Some(refusal) = admission.refusal(&command.def.name) {
             return Err(refusal);
@@ -183,7 +183,7 @@ async fn buy_on(
         Ordered::Command { command, .. } => Some(*command),
         Ordered::Message(_) => None,
     };
-    let rules = breaker::Rules::of(&services.settings);
+    let rules = breaker::Rules::of(&services.settings.x402);
     // Admitted by the command's breaker (a half-open one lets this call through as its
     // trial), so its outcome below counts.
     let mut trial = None;
@@ -310,7 +310,7 @@ async fn conclude(
         }
         Err(error) => {
             if let Some(name) = command.filter(|_| breaker::counts(&error)) {
-                let rules = breaker::Rules::of(&services.settings);
+                let rules = breaker::Rules::of(&services.settings.x402);
                 breaker::failed(&services.store, rules, agent_id, name, &error.public_text()).await;
             }
             let transaction = settled.refund(services, &error.public_text()).await;

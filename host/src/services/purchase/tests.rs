@@ -92,7 +92,7 @@ async fn a_paid_command_is_settled_then_run_and_its_payment_served() {
 }
 
 #[tokio::test]
-async fn what_cannot_run_is_refused_before_any_money_moves() {
+async fn what_cannot_run_is_refused_before_it_can_be_bought() {
     let f = fixture(&seller()).await;
     let unknown = quote(&f.services, &f.offer, command("nope", json!({})), Value::Null).await;
     assert!(
@@ -156,7 +156,7 @@ async fn a_long_running_command_is_queued_and_its_job_serves_the_payment() {
 async fn failures_by_the_agents_fault_are_refunded_and_pause_the_command() {
     let f = fixture(&seller()).await;
     let chain = FakeChain::landing(Landing::Confirmed);
-    let failures = f.services.settings.x402_breaker_failures as u64;
+    let failures = f.services.settings.x402.x402_breaker_failures as u64;
     for nonce in 1..=failures {
         let sale = buy_with(&f, &chain, command("broken", json!({})), nonce).await.unwrap();
         let SaleOutcome::Failed { error, refund } = sale.outcome else {

@@ -17,7 +17,7 @@ use super::{ServiceError, Services};
 use crate::clients::telegram::{
     ApiError, CallError, InlineKeyboard, NoParameters, ReplyParameters, SendMessage, SetWebhook,
 };
-use crate::config::Settings;
+use crate::config::ChatappSettings;
 use crate::domain::{Agent, RateLimits};
 use crate::store::Store;
 
@@ -239,7 +239,7 @@ pub struct Inbound {
 const REMEMBERED_UPDATES: usize = 256;
 
 impl Inbound {
-    pub fn new(store: &Store, settings: &Settings) -> Inbound {
+    pub fn new(store: &Store, settings: &ChatappSettings) -> Inbound {
         Inbound {
             recent: Mutex::default(),
             chats: Limiter::new(store, "chatapp_chat"),
@@ -465,7 +465,7 @@ async fn run_command(services: &Services, agent: &Agent, name: &str, text: &str)
 /// Waits for a long-running command's job, so the chat gets its result, not an address.
 async fn await_job(services: &Services, job_id: &str) -> String {
     let deadline =
-        std::time::Instant::now() + std::time::Duration::from_millis(services.settings.job_timeout_ms + 5_000);
+        std::time::Instant::now() + std::time::Duration::from_millis(services.settings.jobs.job_timeout_ms + 5_000);
     loop {
         match jobs::status(&services.store, job_id).await {
             Ok(JobStatus::Succeeded {
@@ -550,38 +550,4 @@ pub fn split_message(text: &str) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn long_replies_split_within_the_limit_at_natural_breaks() {
-        assert_eq!(split_message("short"), vec!["short"]);
-        let line = "word ".repeat(100); // 500 chars
-        let text = format!("{}\n{}", line.repeat(8), line.repeat(3)); // 4000 + 1 + 1500
-        let parts = split_message(&text);
-        assert_eq!(parts.len(), 2);
-        assert!(parts.iter().all(|p| p.chars().count() <= MAX_MESSAGE_CHARS));
-        assert!(parts[1].starts_with("word"), "cut at the line break");
-        let solid = "x".repeat(9_000);
-        let parts = split_message(&solid);
-        assert_eq!(
-            parts.iter().map(|p| p.chars().count()).collect::<Vec<_>>(),
-            vec![4096, 4096, 808]
-        );
-        assert_eq!(parts.concat(), solid, "nothing lost");
-    }
-
-    #[test]
-    fn runs_of_whitespace_never_become_an_empty_message() {
-        // The telegram_update fuzz target's invariant pointed here: a window of only spaces
-        // was sent as an empty message, which Telegram refuses (and the rest of the reply).
-        let spaces_then_word = format!("{}end", " ".repeat(5_000));
-        assert_eq!(
-            split_message(&spaces_then_word),
-            vec![format!("{}end", " ".repeat(904))]
-        );
-        let word_then_spaces = format!("start{}", " ".repeat(5_000));
-        assert_eq!(split_message(&word_then_spaces), vec!["start"]);
-        assert_eq!(split_message(&format!("a{}", "\n".repeat(10_000))), vec!["a"]);
-    }
-}
+mod tests;
