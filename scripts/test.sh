@@ -5,7 +5,8 @@
 # JavaScript via plugin-sdk/js and componentize-js),
 # and real local chains: Anvil with Circle's USDC (npm, tests/node) and Surfpool (crates.io,
 # tests/solana-chain, its own lock file; ~15 min to build the first time, seconds after),
-# and the real x402 clients that pay (npm x402-fetch 1.2.0 and @x402/fetch 2.x: tests/node/pay.mjs).
+# and the real x402 clients that pay (npm x402-fetch 1.2.0 and @x402/fetch 2.x: tests/node/pay.mjs);
+# the official MCP client (tests/node/mcp.mjs) and conformance suite (tests/conformance).
 # The web console is driven in Debian's `chromium` (installed here when missing) by npm's
 # playwright-core (tests/node/console.mjs).
 # The end-to-end suite then runs a second time with every test on PostgreSQL (Debian's
@@ -30,6 +31,14 @@ fi
 # `npm install`, not `npm ci`: npm leaves the other platforms' optional anvil packages out of
 # the lock file and `npm ci` then refuses it. Versions are pinned exactly in package.json.
 npm install --prefix tests/node --no-audit --no-fund --loglevel=error
+# The MCP conformance suite, in its own folder (its own MCP SDK version).
+npm install --prefix tests/conformance --no-audit --no-fund --loglevel=error
+# The official MCP Python SDK, in a virtual environment of its own beside the build.
+if [ ! -x "$target/py-mcp/bin/python" ]; then
+    python3 -m venv "$target/py-mcp"
+fi
+"$target/py-mcp/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
+export MCP_PYTHON="$target/py-mcp/bin/python"
 if [ ! -x /usr/bin/chromium ]; then
     scripts/apt-install.sh chromium
 fi

@@ -412,6 +412,12 @@ settings! {
         x402_breaker_cooldown_secs: u64 = "60" [1 ..= 86400],
             "how long a paused paid command refuses payments before one trial call may test it";
     }
+    /// The agents' MCP endpoints.
+    mcp: McpSettings {
+        mcp_tools_per_page: usize = "50" [1 ..= 1000], "tools one tools/list answer holds; more are paged with a cursor";
+        mcp_allowed_hosts: Vec<String> = "",
+            "host names MCP clients may reach this server by (a DNS-rebinding guard); the public base URL's host and loopback always may; * for any";
+    }
 }
 
 impl Settings {

@@ -147,6 +147,12 @@ impl ResponseFormat {
             ResponseFormat::Video => "video",
         }
     }
+
+    pub fn parse(text: &str) -> Option<ResponseFormat> {
+        [Self::Text, Self::Markdown, Self::Image, Self::Video]
+            .into_iter()
+            .find(|f| f.as_str() == text)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -180,6 +186,8 @@ pub enum Integration {
     Chatapp,
     Social,
     X402,
+    /// The agent's MCP endpoint: a tool for MCP clients.
+    Mcp,
 }
 
 impl Integration {
@@ -188,6 +196,7 @@ impl Integration {
             "chatapp" => Some(Integration::Chatapp),
             "social" => Some(Integration::Social),
             "x402" => Some(Integration::X402),
+            "mcp" => Some(Integration::Mcp),
             _ => None,
         }
     }
@@ -266,6 +275,8 @@ pub struct AgentDef {
     pub personality: String,
     pub knowledge: Vec<String>,
     pub x402: X402Settings,
+    /// `[mcp] open`: its MCP tools without a price may be called by anyone, with no key.
+    pub mcp_open: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -397,9 +397,15 @@ async fn the_discovery_list_shows_every_agent_for_sale() {
         .json();
     assert_eq!(page["pagination"], json!({ "limit": 1, "offset": 2, "total": 3 }));
     assert_eq!(page["items"][0]["resource"], format!("{PUBLIC}/x402/base/{other_id}"));
+    // The same agents' MCP servers, where their tools are sold (the chat at the agent's price).
     let mcp = get(&server.url("/.well-known/x402?type=mcp"), None).await.json();
+    assert_eq!(mcp["pagination"]["total"], 3);
+    assert_eq!(mcp["items"][1]["type"], "mcp");
+    assert_eq!(mcp["items"][1]["resource"], format!("{PUBLIC}/mcp/{seller_id}"));
+    assert_eq!(mcp["items"][1]["accepts"][0], base["accepts"][0]);
+    let none = get(&server.url("/.well-known/x402?type=ftp"), None).await.json();
     assert_eq!(
-        (mcp["items"].clone(), mcp["pagination"]["total"].clone()),
+        (none["items"].clone(), none["pagination"]["total"].clone()),
         (json!([]), json!(0))
     );
     for query in ["limit=0", "limit=101", "limit=ten", "offset=-1"] {

@@ -146,6 +146,13 @@ try {
   await page.getByText("error: unknown action 'burn'", { exact: false }).waitFor();
   await shot("logs");
 
+  // The agent's MCP server, with a client's line ready to paste.
+  await page.getByRole("link", { name: "MCP" }).click();
+  const mcpUrl = await page.locator("#mcp-url").textContent();
+  assert.ok(/\/mcp\/[0-9a-f-]{36}$/.test(mcpUrl), `the MCP address: ${mcpUrl}`);
+  await page.getByText(`claude mcp add --transport http`, { exact: false }).waitFor();
+  await everyControlIsLabelled();
+
   step("the x402 payment, with its receipt and explorer link");
   await page.goto(`${base}/console#/agents/${seller}/payments`);
   const row = page.getByRole("row").filter({ hasText: "0.01 USDC" }).first();

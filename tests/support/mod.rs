@@ -8,6 +8,7 @@ pub mod api;
 pub mod chains;
 pub mod fake_llm;
 pub mod hostile;
+pub mod mcp;
 pub mod payers;
 pub mod postgres;
 pub mod x402;

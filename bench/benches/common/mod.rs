@@ -54,6 +54,7 @@ pub fn bench_agent(rt: &tokio::runtime::Runtime, store: &Store) -> String {
                 default_price: None,
                 networks: Vec::new(),
             },
+            mcp_open: false,
         };
         store
             .apply_agent(&account.id, def, Vec::new(), u64::MAX)

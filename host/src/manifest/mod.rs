@@ -63,6 +63,16 @@ struct RawManifest {
     social: Option<Spanned<toml::Table>>,
     #[serde(default)]
     x402: Option<Spanned<RawX402>>,
+    #[serde(default)]
+    mcp: Option<RawMcp>,
+}
+
+/// `[mcp]`: whether the free tools are open to callers without a key.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMcp {
+    #[serde(default)]
+    open: bool,
 }
 
 #[derive(Deserialize)]
@@ -404,6 +414,7 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
             personality: raw.personality,
             knowledge: raw.knowledge,
             x402,
+            mcp_open: raw.mcp.is_some_and(|m| m.open),
         },
         commands,
         chatapp_enabled,

@@ -53,6 +53,7 @@ const ASSETS: &[Asset] = &[
     asset!("js/pages/money.js", JS),
     asset!("js/pages/jobs.js", JS),
     asset!("js/pages/logs.js", JS),
+    asset!("js/pages/mcp.js", JS),
     asset!("js/pages/plugins.js", JS),
 ];
 

@@ -2,55 +2,66 @@
 //! response after a successful key check carries the rate-limit headers, errors included.
 
 use axum::extract::{Request, State};
+use axum::http::HeaderValue;
+use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
 use super::client::client_key;
 use crate::error::{ApiError, rate_headers};
+use crate::services::keys::Caller;
+use crate::services::rate_limit::RateDecision;
 use crate::services::{ServiceError, keys};
 
 pub async fn require_key(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let services = &state.services;
     let (parts, body) = request.into_parts();
-    let Some(presented) = parts.headers.get("x-api-key") else {
+    let Some(presented) = parts.headers.get("x-api-key").cloned() else {
         return ApiError::unauthorized("Missing x-api-key header").into_response();
     };
+    let (caller, decision) = match check_key(&state, &parts, &presented).await {
+        Ok(admitted) => admitted,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let mut request = Request::from_parts(parts, body);
+    request.extensions_mut().insert(caller);
+    let mut response = next.run(request).await;
+    response.headers_mut().extend(rate_headers(&decision));
+    response
+}
+
+/// Checks a presented key, then its account's rate limit: the caller and the decision
+/// whose headers the answer carries, or the refusal (a rate limit's with its headers).
+pub async fn check_key(
+    state: &AppState,
+    parts: &Parts,
+    presented: &HeaderValue,
+) -> Result<(Caller, RateDecision), ApiError> {
+    let services = &state.services;
     // A client that keeps presenting wrong keys is refused before they are looked up.
-    let client = client_key(&parts, services.settings.server.client_ip_header.as_deref());
+    let client = client_key(parts, services.settings.server.client_ip_header.as_deref());
     let now = crate::clock::now_ms();
     if let Err(decision) = services.auth_throttle.may_try(&client, now) {
-        return ApiError::rate_limited(&decision).into_response();
+        return Err(ApiError::rate_limited(&decision));
     }
     let caller = match presented.to_str() {
         Ok(presented) => keys::authenticate(&services.store, presented).await,
         Err(_) => Err(ServiceError::Unauthorized("Invalid API key".into())),
     };
-    let caller = match caller {
-        Ok(caller) => caller,
-        Err(err) => {
-            if matches!(err, ServiceError::Unauthorized(_)) {
-                services.auth_throttle.failed(&client, now);
-            }
-            return ApiError::from(err).into_response();
+    let caller = caller.inspect_err(|err| {
+        if matches!(err, ServiceError::Unauthorized(_)) {
+            services.auth_throttle.failed(&client, now);
         }
-    };
-    let mut request = Request::from_parts(parts, body);
-    let decision = match state
-        .services
+    })?;
+    let decision = services
         .account_limiter
         .check(&caller.account.id, caller.account.limits, crate::clock::now_ms())
         .await
-    {
-        Ok(decision) => decision,
-        Err(err) => return ApiError::from(ServiceError::from(err)).into_response(),
-    };
-    let mut response = if decision.allowed {
-        request.extensions_mut().insert(caller);
-        next.run(request).await
-    } else {
-        ApiError::rate_limited(&decision).into_response()
-    };
-    response.headers_mut().extend(rate_headers(&decision));
-    response
+        .map_err(ServiceError::from)?;
+    if !decision.allowed {
+        let mut refusal = ApiError::rate_limited(&decision);
+        refusal.headers.extend(rate_headers(&decision));
+        return Err(refusal);
+    }
+    Ok((caller, decision))
 }

@@ -81,7 +81,7 @@ async fn list_commands(
         None => None,
         Some(text) => Some(Integration::parse(text).ok_or_else(|| {
             ApiError::validation(format!(
-                "Invalid query parameter 'integration': '{text}' is not one of chatapp, social, x402"
+                "Invalid query parameter 'integration': '{text}' is not one of chatapp, social, x402, mcp"
             ))
         })?),
     };
@@ -91,6 +91,7 @@ async fn list_commands(
         json!({
             "agent_id": found.agent.id,
             "agent_username": found.agent.def.username,
+            "mcp_url": format!("{}/mcp/{}", services.public_base_url, found.agent.id),
             "commands": agents::offered(&found.commands, integration).map(command_json).collect::<Vec<_>>(),
         })
     };

@@ -9,6 +9,7 @@ mod cors;
 mod guard;
 mod jobs;
 mod keyed;
+mod mcp;
 mod meta;
 pub mod openapi;
 pub mod requests;
@@ -33,6 +34,7 @@ pub fn router(state: AppState) -> Router {
         .merge(keyed::routes(state.clone()))
         .merge(account::routes(state.clone()))
         .merge(x402::routes(state.clone()))
+        .merge(mcp::routes(state.clone()))
         .merge(jobs::routes())
         .merge(chatapp::routes())
         .merge(console::routes())

@@ -104,6 +104,7 @@ pub const OPERATIONS: &[Operation] = &[
         response: || {
             success(json!({ "type": "object", "properties": {
                 "agent_id": { "type": "string" }, "agent_username": { "type": "string" },
+                "mcp_url": { "type": "string", "description": "The agent's MCP server: its commands with mcp in their integrations, as tools" },
                 "commands": { "type": "array", "items": { "$ref": "#/components/schemas/Command" } },
             }}))
         },
@@ -821,7 +822,7 @@ pub fn document() -> Value {
         {
             parameters.push(json!({
                 "name": "integration", "in": "query", "required": false,
-                "schema": { "type": "string", "enum": ["chatapp", "social", "x402"] },
+                "schema": { "type": "string", "enum": ["chatapp", "social", "x402", "mcp"] },
             }));
         }
         if let Some(request) = op.request {

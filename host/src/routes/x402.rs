@@ -16,6 +16,7 @@ use super::client::client_key;
 use crate::domain::{Command, ResponseFormat};
 use crate::error::{ApiError, ApiPath, ApiQuery, rate_headers};
 use crate::money::MicroUsdc;
+use crate::services::payments::catalog::Transport;
 use crate::services::payments::{self, Offer, Settled};
 use crate::services::purchase::{self, Order, Sale, SaleOutcome};
 use crate::services::{ServiceError, jobs};
@@ -159,9 +160,14 @@ async fn discovery(
         Ok(page) => page,
         Err(err) => return x402_error(err, Version::V2),
     };
-    // Every resource here is an HTTP one.
-    let wanted = query.get("type").is_none_or(|kind| kind == "http");
-    let catalog = match payments::catalog::catalog(&state.services, if wanted { limit } else { 0 }, offset).await {
+    // Each agent is sold over HTTP and over MCP. The HTTP entries by default, as a client
+    // that reads this list may post to each resource; `type=mcp` lists the MCP servers
+    // (another type: nothing).
+    let transports: Vec<Transport> = match query.get("type") {
+        None => vec![Transport::Http],
+        Some(kind) => Transport::parse(kind).into_iter().collect(),
+    };
+    let catalog = match payments::catalog::catalog(&state.services, &transports, limit, offset).await {
         Ok(catalog) => catalog,
         Err(err) => return x402_error(err.into(), Version::V2),
     };
@@ -171,7 +177,7 @@ async fn discovery(
         pagination: wire::Pagination {
             limit,
             offset,
-            total: if wanted { catalog.total } else { 0 },
+            total: catalog.total,
         },
     };
     axum::Json(list).into_response()

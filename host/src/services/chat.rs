@@ -251,6 +251,7 @@ mod tests {
                     default_price: None,
                     networks: vec![],
                 },
+                mcp_open: false,
             },
             created_at: 0,
             updated_at: 0,

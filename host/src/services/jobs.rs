@@ -281,6 +281,38 @@ pub enum JobStatus {
     },
 }
 
+/// Waits for the job `id` to end, for at most `within`, telling `on_progress` each new
+/// progress report on the way. Answers where the job is at the end: `Processing` when
+/// the wait ran out first.
+pub async fn wait(
+    store: &Store,
+    id: &str,
+    within: Duration,
+    mut on_progress: impl AsyncFnMut(u8),
+) -> Result<JobStatus, ServiceError> {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut told = None;
+    loop {
+        let status = status(store, id).await?;
+        match status {
+            JobStatus::Processing { progress, .. } => {
+                if let Some(progress) = progress.filter(|p| told.is_none_or(|told| *p > told)) {
+                    told = Some(progress);
+                    on_progress(progress).await;
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    return Ok(status);
+                }
+                tokio::time::sleep(JOB_POLL).await;
+            }
+            ended => return Ok(ended),
+        }
+    }
+}
+
+/// How often a waiting caller looks at its job: a job's progress is a row in the store.
+const JOB_POLL: Duration = Duration::from_millis(250);
+
 /// Where the job `id` is now.
 pub async fn status(store: &Store, id: &str) -> Result<JobStatus, ServiceError> {
     let now = crate::clock::now_ms();

@@ -12,6 +12,7 @@ pub mod keys;
 pub mod knowledge;
 pub mod local_run;
 pub mod locks;
+pub mod mcp;
 pub mod params;
 pub mod payments;
 pub mod plugin_cases;

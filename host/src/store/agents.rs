@@ -22,7 +22,9 @@ pub struct AgentSummary {
 }
 
 const AGENT_COLUMNS: &str = "g.id, g.account_id, g.username, g.name, g.personality, g.knowledge, \
-     g.x402_enabled, g.x402_default_price, g.x402_networks, g.created_at, g.updated_at";
+     g.x402_enabled, g.x402_default_price, g.x402_networks, g.created_at, g.updated_at, g.mcp_open";
+/// How many columns `AGENT_COLUMNS` holds: a query that selects more reads them after.
+const AGENT_COLUMN_COUNT: usize = 12;
 
 fn agent_from_row(row: &Row) -> Result<Agent, StoreError> {
     let price: Option<i64> = row.get(7)?;
@@ -39,6 +41,7 @@ fn agent_from_row(row: &Row) -> Result<Agent, StoreError> {
                 default_price: price.map(|p| MicroUsdc(p as u64)),
                 networks: json_column(&row.get::<String>(8)?, "agent x402 networks")?,
             },
+            mcp_open: row.get(11)?,
         },
         created_at: row.get(9)?,
         updated_at: row.get(10)?,
@@ -134,8 +137,8 @@ impl Store {
             if created {
                 db.execute(
                     "INSERT INTO agents (id, account_id, username, name, personality, knowledge,
-                        x402_enabled, x402_default_price, x402_networks, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)",
+                        x402_enabled, x402_default_price, x402_networks, created_at, updated_at, mcp_open)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)",
                     args![
                         &agent_id,
                         &account_id,
@@ -146,7 +149,8 @@ impl Store {
                         def.x402.enabled,
                         price,
                         to_json(&def.x402.networks),
-                        now
+                        now,
+                        def.mcp_open
                     ],
                 )
                 .map_err(|e| {
@@ -159,7 +163,7 @@ impl Store {
             } else {
                 db.execute(
                     "UPDATE agents SET name = ?2, personality = ?3, knowledge = ?4, x402_enabled = ?5,
-                        x402_default_price = ?6, x402_networks = ?7, updated_at = ?8 WHERE id = ?1",
+                        x402_default_price = ?6, x402_networks = ?7, updated_at = ?8, mcp_open = ?9 WHERE id = ?1",
                     args![
                         &agent_id,
                         &def.name,
@@ -168,7 +172,8 @@ impl Store {
                         def.x402.enabled,
                         price,
                         to_json(&def.x402.networks),
-                        now
+                        now,
+                        def.mcp_open
                     ],
                 )?;
             }
@@ -269,8 +274,8 @@ impl Store {
                 .map(|row| {
                     Ok(AgentSummary {
                         agent: agent_from_row(row)?,
-                        account_name: row.get(11)?,
-                        command_count: row.get(12)?,
+                        account_name: row.get(AGENT_COLUMN_COUNT)?,
+                        command_count: row.get(AGENT_COLUMN_COUNT + 1)?,
                     })
                 })
                 .collect()

@@ -40,7 +40,7 @@ pub struct AgentWithCommands {
     pub commands: Vec<Command>,
     /// Its command listings as served (all commands, and per integration), rendered on
     /// first use and dropped with the entry, so they are exactly as fresh as it is.
-    listings: [OnceLock<Bytes>; 4],
+    listings: [OnceLock<Bytes>; 5],
 }
 
 impl AgentWithCommands {
@@ -60,6 +60,7 @@ impl AgentWithCommands {
             Some(Integration::Chatapp) => 1,
             Some(Integration::Social) => 2,
             Some(Integration::X402) => 3,
+            Some(Integration::Mcp) => 4,
         };
         self.listings[slot].get_or_init(render).clone()
     }

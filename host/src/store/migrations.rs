@@ -54,6 +54,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(13, "0013_self_service"),
     migration!(14, "0014_plugin_runs"),
     migration!(15, "0015_hardening"),
+    migration!(16, "0016_mcp"),
 ];
 
 pub fn latest_version() -> i64 {

@@ -235,6 +235,18 @@ pub fn decode_payment(version: Version, header: &str, network: NetworkNames<'_>)
         .decode(header.trim())
         .map_err(|_| invalid("is not base64".into()))?;
     let json: Value = serde_json::from_slice(&bytes).map_err(|_| invalid("is not base64 of a JSON object".into()))?;
+    read_payment(version, json, &name, network)
+}
+
+/// Checks a payment's envelope, already read as JSON: the version, scheme `exact`, the
+/// network it is for. `carrier` names where it came from, for the refusal's words.
+pub fn read_payment(
+    version: Version,
+    json: Value,
+    carrier: &str,
+    network: NetworkNames<'_>,
+) -> Result<Payment, PaymentError> {
+    let invalid = |why: String| PaymentError::new("invalid_payment", format!("{carrier} {why}"));
     match json.get("x402Version").and_then(Value::as_u64) {
         Some(n) if n == version.number() => {}
         Some(other) => return Err(wrong_version(version, other)),

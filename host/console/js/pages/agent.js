@@ -5,6 +5,7 @@ import { commandsTab } from "./commands.js";
 import { integrationsTab } from "./integrations.js";
 import { jobsTab } from "./jobs.js";
 import { logsTab } from "./logs.js";
+import { mcpTab } from "./mcp.js";
 import { paymentsTab } from "./money.js";
 import { walletsTab } from "./wallets.js";
 
@@ -15,6 +16,7 @@ const TABS = [
   ["jobs", "Jobs", jobsTab],
   ["logs", "Logs", logsTab],
   ["integrations", "Chat-app and social", integrationsTab],
+  ["mcp", "MCP", mcpTab],
   ["settings", "Manifest", settingsTab],
 ];
 

@@ -464,26 +464,18 @@ async fn run_command(services: &Services, agent: &Agent, name: &str, text: &str)
 
 /// Waits for a long-running command's job, so the chat gets its result, not an address.
 async fn await_job(services: &Services, job_id: &str) -> String {
-    let deadline =
-        std::time::Instant::now() + std::time::Duration::from_millis(services.settings.jobs.job_timeout_ms + 5_000);
-    loop {
-        match jobs::status(&services.store, job_id).await {
-            Ok(JobStatus::Succeeded {
-                response, artifact_url, ..
-            }) => {
-                return match artifact_url {
-                    Some(url) => format!("{response}\n{url}").trim().to_string(),
-                    None => response,
-                };
-            }
-            Ok(JobStatus::Failed { error, .. }) => return format!("Sorry, that failed: {error}"),
-            Ok(JobStatus::Missing) => return "Sorry, that failed: No job with this id (it may have expired)".into(),
-            Ok(JobStatus::Processing { .. }) if std::time::Instant::now() < deadline => {
-                tokio::time::sleep(std::time::Duration::from_millis(500)).await
-            }
-            Ok(_) => return "Sorry, that is taking too long.".into(),
-            Err(e) => return format!("Sorry, something went wrong: {e}"),
-        }
+    let within = std::time::Duration::from_millis(services.settings.jobs.job_timeout_ms + 5_000);
+    match jobs::wait(&services.store, job_id, within, async |_| {}).await {
+        Ok(JobStatus::Succeeded {
+            response, artifact_url, ..
+        }) => match artifact_url {
+            Some(url) => format!("{response}\n{url}").trim().to_string(),
+            None => response,
+        },
+        Ok(JobStatus::Failed { error, .. }) => format!("Sorry, that failed: {error}"),
+        Ok(JobStatus::Missing) => "Sorry, that failed: No job with this id (it may have expired)".into(),
+        Ok(JobStatus::Processing { .. }) => "Sorry, that is taking too long.".into(),
+        Err(e) => format!("Sorry, something went wrong: {e}"),
     }
 }
 

@@ -172,7 +172,9 @@ async fn the_discovery_list_is_one_query_then_served_from_memory() {
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
 
     let before = services.store.round_trips();
-    let first = catalog::catalog(services, 100, 0).await.unwrap();
+    let first = catalog::catalog(services, &[catalog::Transport::Http], 100, 0)
+        .await
+        .unwrap();
     assert_eq!((first.total, first.items.len()), (12, 12));
     let first_trips = services.store.round_trips() - before;
     assert!(
@@ -180,7 +182,9 @@ async fn the_discovery_list_is_one_query_then_served_from_memory() {
         "one query for the list, one per agent not yet cached: {first_trips}"
     );
     let before = services.store.round_trips();
-    let again = catalog::catalog(services, 100, 0).await.unwrap();
+    let again = catalog::catalog(services, &[catalog::Transport::Http], 100, 0)
+        .await
+        .unwrap();
     assert_eq!(again.items.len(), 12);
     assert_eq!(services.store.round_trips() - before, 0, "served from memory");
     // A new wallet is a write the cache hears of: the list is read again, with it.
@@ -196,5 +200,11 @@ async fn the_discovery_list_is_one_query_then_served_from_memory() {
     wallets::add(services, &applied.agent_id, Network::Base, None)
         .await
         .unwrap();
-    assert_eq!(catalog::catalog(services, 100, 0).await.unwrap().total, 13);
+    assert_eq!(
+        catalog::catalog(services, &[catalog::Transport::Http], 100, 0)
+            .await
+            .unwrap()
+            .total,
+        13
+    );
 }

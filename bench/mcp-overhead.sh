@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The MCP endpoint's cost over the keyed execute path, in one run: wrk at 64 connections
+# against `POST /v1/agents/helper/commands/hello/execute` and against a `tools/call` of the
+# same command (simple_text, a fresh instance per call) at `/mcp/helper`, as a client of the
+# 2025-11-25 revision sends it (no session: the server keeps none). Execute runs first and
+# last; the ratio is to their mean (target: tool call >= 0.8 of execute).
+# Usage: bench/mcp-overhead.sh [SECONDS]   (needs wrk: apt-get install wrk)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+secs="${1:-10}"
+command -v wrk >/dev/null || { echo "wrk is required: apt-get install wrk" >&2; exit 1; }
+cargo build --release --locked -q -p agent-host
+target="${CARGO_TARGET_DIR:-$PWD/target}/release"
+data="$(mktemp -d)"
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    rm -rf "$data"
+}
+trap cleanup EXIT
+export AGENT_HOST_LOG=warn
+host() { "$target/agent-host" --data-dir "$data/host" "$@"; }
+host account create bench --plan enterprise --rpm 1000000000 --rpd 1000000000 >/dev/null
+key="$(host key create --account bench 2>/dev/null)"
+host agent apply examples/helper.toml --account bench >/dev/null
+start_server "$target/agent-host" "$data/host"
+pids+=("$server")
+execute_lua "$data/execute.lua"
+cat > "$data/mcp.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hello","arguments":{"name":"Ann"}}}'
+wrk.headers["content-type"] = "application/json"
+wrk.headers["accept"] = "application/json, text/event-stream"
+wrk.headers["mcp-protocol-version"] = "2025-11-25"
+LUA
+reply="$(curl -sf -H "authorization: Bearer $key" -H 'content-type: application/json' \
+    -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2025-11-25' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hello","arguments":{"name":"Ann"}}}' \
+    "$base/mcp/helper")"
+case "$reply" in *"Hello, Ann"*) ;; *) echo "the tool call did not answer: $reply" >&2; exit 1 ;; esac
+
+run() { # name, url, lua script
+    wrk -t1 -c64 -d"${secs}s" --latency -H "x-api-key: $key" -H "authorization: Bearer $key" -s "$3" "$2" > "$data/$1.txt"
+    local rps errors
+    rps="$(awk '/Requests\/sec/ {printf "%d", $2}' "$data/$1.txt")"
+    errors="$(awk '/Non-2xx/ {print $5}' "$data/$1.txt")"
+    printf '%-14s %8s req/s   p50 %8s   p99 %8s   non-2xx %s\n' "$1" "$rps" \
+        "$(awk '$1 == "50%" {print $2}' "$data/$1.txt")" "$(awk '$1 == "99%" {print $2}' "$data/$1.txt")" "${errors:-0}"
+    echo "$rps" > "$data/$1.res"
+}
+echo "wrk -t1 -c64 -d${secs}s, release build, $(nproc) cores shared by the server and wrk"
+run execute-first "$base/v1/agents/helper/commands/hello/execute" "$data/execute.lua"
+run tool-call "$base/mcp/helper" "$data/mcp.lua"
+run execute-last "$base/v1/agents/helper/commands/hello/execute" "$data/execute.lua"
+awk '
+    FILENAME ~ /execute-/ { execute += $1 / 2; next }
+    { tool = $1 }
+    END { printf "tool call / execute: %.2f   (target >= 0.80)\n", tool / execute }
+' "$data"/execute-first.res "$data"/execute-last.res "$data"/tool-call.res

@@ -1,0 +1,425 @@
+//! An agent's commands as MCP tools: which tools a caller is shown, and a tool call
+//! carried out. The agent's owner calls them free with a key; anyone else pays per call
+//! with x402 through the purchase service, exactly as on the paid HTTP route (the same
+//! once-only payments, limits, fee caps and refunds). JSON-RPC and content blocks are the
+//! route's business.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::commands::{self, Answer, CommandCall, CommandOutcome};
+use super::jobs::{self, JobStatus};
+use super::keys::Caller;
+use super::payments::{self, Offer, Settled, X402Error};
+use super::purchase::{self, Order, RefundStarted, SaleOutcome};
+use super::{ServiceError, Services, agents, chat};
+use crate::domain::{Command, Integration, ResponseFormat};
+use crate::money::MicroUsdc;
+use crate::plugins::Origin;
+use crate::store::AgentWithCommands;
+use crate::x402::wire::{self, PaymentRequiredV2, ResourceInfo, SettleResponse, Version};
+
+/// The tool that talks to the agent itself: its personality and knowledge, its commands
+/// off (a paid chat must not reach a paid command for free).
+pub const CHAT_TOOL: &str = "chat";
+
+/// Where an x402 payment travels in a tool call's `_meta`.
+pub const PAYMENT_META: &str = "x402/payment";
+/// Where the settlement is reported in a tool result's `_meta`.
+pub const PAYMENT_RESPONSE_META: &str = "x402/payment-response";
+
+/// An agent's tools as one caller may use them.
+pub struct Toolbox {
+    pub found: Arc<AgentWithCommands>,
+    access: Access,
+}
+
+enum Access {
+    /// The agent's owner, by key: every tool, free.
+    Owner,
+    /// Anyone else: the tools for sale, paid on any network the agent can be paid on now
+    /// (`offers`), and when the owner opened them (`[mcp] open`), the tools without a price.
+    Public { offers: Vec<Offer>, open: bool },
+}
+
+/// One tool as listed.
+pub struct Tool<'a> {
+    pub name: &'a str,
+    pub description: String,
+    /// The command it runs; `None` for the chat tool.
+    pub command: Option<&'a Command>,
+    /// What a call costs; `None` when it is free to this caller.
+    pub price: Option<MicroUsdc>,
+}
+
+/// Opens the agent `agent_ref` (its id or username) for `caller`: the owner's key, or
+/// nobody's. Without a key, only an agent that sells on some network now, or whose owner
+/// opened its free tools, is found.
+pub async fn open(services: &Services, agent_ref: &str, caller: Option<&Caller>) -> Result<Toolbox, ServiceError> {
+    if let Some(caller) = caller {
+        let found = agents::owned_with_commands(&services.store, &caller.account.id, agent_ref).await?;
+        return Ok(Toolbox {
+            found,
+            access: Access::Owner,
+        });
+    }
+    let closed = || ServiceError::from(X402Error::AgentNotSelling(agent_ref.to_string()));
+    let found = services
+        .store
+        .agent_with_commands(agent_ref)
+        .await?
+        .ok_or_else(closed)?;
+    let mut offers = Vec::new();
+    for network in &found.agent.def.x402.networks {
+        // A network without a wallet, or an agent not selling, offers nothing.
+        if let Ok(offer) = payments::offer(services, &found.agent.id, *network).await {
+            offers.push(offer);
+        }
+    }
+    let open = found.agent.def.mcp_open;
+    if offers.is_empty() && !open {
+        return Err(closed());
+    }
+    Ok(Toolbox {
+        found,
+        access: Access::Public { offers, open },
+    })
+}
+
+impl Toolbox {
+    /// The tools in a stable order: the chat tool, then the commands in manifest order.
+    pub fn tools(&self) -> Vec<Tool<'_>> {
+        let agent = &self.found.agent;
+        let (offer, open) = match &self.access {
+            Access::Owner => (None, true),
+            Access::Public { offers, open } => (offers.first(), *open),
+        };
+        let owner = matches!(self.access, Access::Owner);
+        // Free to this caller, priced, or not offered to it.
+        let terms = |command: Option<&Command>| -> Option<Option<MicroUsdc>> {
+            if owner {
+                return Some(None);
+            }
+            let sold = match (offer, command) {
+                (Some(offer), None) => Some(offer.default_price),
+                (Some(offer), Some(c)) => offer.command(&c.def.name).map(|sold| offer.price_of(sold)),
+                (None, _) => None,
+            };
+            match sold {
+                Some(price) => Some(Some(price)),
+                None if open => Some(None),
+                None => None,
+            }
+        };
+        let chat = terms(None).map(|price| Tool {
+            name: CHAT_TOOL,
+            description: format!(
+                "Talk to {}: send a message, get its reply (its personality and knowledge; its commands are separate tools).",
+                agent.def.name
+            ),
+            command: None,
+            price,
+        });
+        let commands = agents::offered(&self.found.commands, Some(Integration::Mcp)).filter_map(|c| {
+            terms(Some(c)).map(|price| Tool {
+                name: &c.def.name,
+                description: c.def.description.clone(),
+                command: Some(c),
+                price,
+            })
+        });
+        chat.into_iter().chain(commands).collect()
+    }
+
+    /// The tool called `name`, if this caller may call it.
+    pub fn tool(&self, name: &str) -> Option<Tool<'_>> {
+        self.tools().into_iter().find(|t| t.name == name)
+    }
+}
+
+/// A tool call as the client sent it.
+pub struct ToolCall {
+    pub name: String,
+    pub arguments: Map<String, Value>,
+    /// `_meta["x402/payment"]`: the payment object, or its base64 form.
+    pub payment: Option<Value>,
+    /// The call as sent, recorded with its payment.
+    pub request: Value,
+}
+
+/// How a tool call ended.
+pub enum Called {
+    /// It ran (or was refused by the command); a paid one carries its settlement.
+    Done {
+        outcome: ToolOutcome,
+        settlement: Option<SettleResponse>,
+    },
+    /// A buyer must pay first (again, when `error` says why the payment was refused).
+    PaymentRequired(PaymentRequiredV2),
+}
+
+/// What a tool gave.
+pub enum ToolOutcome {
+    Answered(Answer),
+    /// A long-running command the caller did not wait for: its job.
+    Queued {
+        job_id: String,
+    },
+    /// Failed, or refused by the command: the caller (a model) may act on it. A paid
+    /// call that failed by the agent's fault carries its refund.
+    Failed {
+        error: ServiceError,
+        refund: Option<RefundStarted>,
+    },
+}
+
+fn failed(error: ServiceError) -> ToolOutcome {
+    ToolOutcome::Failed { error, refund: None }
+}
+
+/// Calls a tool. `progress` is told a long-running command's progress while the call
+/// waits for it; without it, the call answers the command's job at once.
+pub async fn call(
+    services: &Services,
+    toolbox: &Toolbox,
+    call: ToolCall,
+    progress: Option<impl AsyncFnMut(u8)>,
+) -> Result<Called, ServiceError> {
+    let Some(tool) = toolbox.tool(&call.name) else {
+        return Err(ServiceError::NotFound(format!("Unknown tool: {}", call.name)));
+    };
+    let called = match (&toolbox.access, tool.price) {
+        (Access::Public { offers, .. }, Some(price)) => buy(services, offers, &tool, price, call).await?,
+        _ => Called::Done {
+            outcome: run_free(services, toolbox, &tool, call.arguments).await,
+            settlement: None,
+        },
+    };
+    Ok(match (called, progress) {
+        (
+            Called::Done {
+                outcome: ToolOutcome::Queued { job_id },
+                settlement,
+            },
+            Some(progress),
+        ) => Called::Done {
+            outcome: wait(services, &job_id, progress).await,
+            settlement,
+        },
+        (called, _) => called,
+    })
+}
+
+/// The owner's call: the command run as the keyed API runs it, or a chat.
+async fn run_free(
+    services: &Services,
+    toolbox: &Toolbox,
+    tool: &Tool<'_>,
+    arguments: Map<String, Value>,
+) -> ToolOutcome {
+    let agent = &toolbox.found.agent;
+    let worked = match tool.command {
+        Some(command) => {
+            let call = CommandCall {
+                agent,
+                command,
+                parameters: Some(arguments),
+                raw_text: None,
+                origin: Origin::Api,
+                paid_by: None,
+            };
+            commands::execute(services, call).await
+        }
+        None => match chat_message(&arguments) {
+            Ok(message) => {
+                let input = chat::ChatInput {
+                    message,
+                    history: Vec::new(),
+                    tools_enabled: false,
+                    max_tool_calls: 0,
+                };
+                chat::chat(services, agent, Vec::new(), input).await.map(|reply| {
+                    CommandOutcome::Answered(Answer {
+                        response: reply.response,
+                        format: ResponseFormat::Text,
+                        media_url: None,
+                    })
+                })
+            }
+            Err(err) => Err(err),
+        },
+    };
+    match worked {
+        Ok(CommandOutcome::Answered(answer)) => ToolOutcome::Answered(answer),
+        Ok(CommandOutcome::Queued { job_id }) => ToolOutcome::Queued { job_id },
+        Err(err) => failed(err),
+    }
+}
+
+/// The chat tool's one argument.
+fn chat_message(arguments: &Map<String, Value>) -> Result<String, ServiceError> {
+    match arguments.get("message") {
+        Some(Value::String(m)) if !m.trim().is_empty() => {
+            if m.chars().count() > chat::MESSAGE_MAX_CHARS {
+                return Err(ServiceError::Validation(format!(
+                    "Invalid argument 'message': at most {} characters",
+                    chat::MESSAGE_MAX_CHARS
+                )));
+            }
+            Ok(m.trim().to_string())
+        }
+        _ => Err(ServiceError::Validation(
+            "Missing argument 'message': the text to send the agent".into(),
+        )),
+    }
+}
+
+/// A buyer's call: priced, then settled and served through the purchase service.
+async fn buy(
+    services: &Services,
+    offers: &[Offer],
+    tool: &Tool<'_>,
+    price: MicroUsdc,
+    call: ToolCall,
+) -> Result<Called, ServiceError> {
+    let order = match tool.command {
+        Some(command) => Order::Command {
+            name: command.def.name.clone(),
+            parameters: call.arguments,
+            raw_text: None,
+        },
+        None => Order::Message(chat_message(&call.arguments)?),
+    };
+    let required =
+        |error: Option<String>| Called::PaymentRequired(payment_required(services, offers, tool, price, error));
+    let Some(sent) = call.payment else {
+        // What could not be bought anyway is refused before a price is named.
+        return Ok(
+            match purchase::quote(services, &offers[0], order, call.request)
+                .await?
+                .check_input()
+            {
+                Ok(_) => required(None),
+                Err(err) => Called::Done {
+                    outcome: failed(err),
+                    settlement: None,
+                },
+            },
+        );
+    };
+    let payment = match read_payment(sent, offers) {
+        Ok(found) => found,
+        Err(reason) => return Ok(required(Some(reason))),
+    };
+    let (offer, payment) = payment;
+    let checked = match purchase::quote(services, offer, order, call.request)
+        .await?
+        .check_input()
+    {
+        Ok(checked) => checked,
+        // The payer's input, refused before any money moved: nothing to pay for.
+        Err(err) => {
+            return Ok(Called::Done {
+                outcome: failed(err),
+                settlement: None,
+            });
+        }
+    };
+    let sale = match purchase::buy(services, checked, &payment).await {
+        Ok(sale) => sale,
+        // Refused before anything was taken (a replay, a wrong amount): pay again.
+        Err(ServiceError::X402(X402Error::Refused(refusal))) => return Ok(required(Some(refusal.message))),
+        Err(err) => return Err(err),
+    };
+    let settlement = Some(settle_response(&sale.settled, offer));
+    let outcome = match sale.outcome {
+        SaleOutcome::Answered(answer) => ToolOutcome::Answered(answer),
+        SaleOutcome::Queued { job_id } => ToolOutcome::Queued { job_id },
+        SaleOutcome::Failed { error, refund } => ToolOutcome::Failed { error, refund },
+    };
+    Ok(Called::Done { outcome, settlement })
+}
+
+/// The payment a call carries, on the offer of its network; or why it cannot be taken.
+fn read_payment(sent: Value, offers: &[Offer]) -> Result<(&Offer, wire::Payment), String> {
+    let json = match sent {
+        Value::String(encoded) => {
+            use base64::Engine;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(encoded.trim())
+                .map_err(|_| format!("{PAYMENT_META} is neither an object nor base64 of one"))?;
+            serde_json::from_slice(&bytes).map_err(|_| format!("{PAYMENT_META} is not base64 of a JSON object"))?
+        }
+        object @ Value::Object(_) => object,
+        _ => return Err(format!("{PAYMENT_META} must be the payment object")),
+    };
+    if json.get("x402Version").and_then(Value::as_u64) != Some(2) {
+        return Err("Payments over MCP are x402 version 2".into());
+    }
+    let network = json["accepted"]["network"].as_str().unwrap_or_default();
+    let offer = offers
+        .iter()
+        .find(|o| !network.is_empty() && o.network_id.as_deref() == Some(network))
+        .ok_or_else(|| format!("No matching payment requirements: the agent is not paid on '{network}' here"))?;
+    let payment =
+        wire::read_payment(Version::V2, json, PAYMENT_META, offer.network_names()).map_err(|e| e.to_string())?;
+    Ok((offer, payment))
+}
+
+/// What a tool call costs, on every network the agent is paid on now.
+fn payment_required(
+    services: &Services,
+    offers: &[Offer],
+    tool: &Tool<'_>,
+    price: MicroUsdc,
+    error: Option<String>,
+) -> PaymentRequiredV2 {
+    PaymentRequiredV2 {
+        x402_version: 2,
+        error: Some(error.unwrap_or_else(|| "Payment required: send it in _meta[\"x402/payment\"]".into())),
+        resource: ResourceInfo {
+            url: format!("mcp://tool/{}", tool.name),
+            description: Some(tool.description.clone()),
+            mime_type: Some("application/json".into()),
+        },
+        accepts: offers
+            .iter()
+            .filter_map(|o| o.requirement_v2(services, price))
+            .collect(),
+        extensions: Map::new(),
+    }
+}
+
+fn settle_response(settled: &Settled, offer: &Offer) -> SettleResponse {
+    SettleResponse {
+        success: true,
+        error_reason: None,
+        transaction: settled.transaction.clone(),
+        network: offer.network_names().v2.to_string(),
+        payer: settled.payer.clone(),
+    }
+}
+
+/// Waits for a long-running command's job, telling its progress.
+async fn wait(services: &Services, job_id: &str, progress: impl AsyncFnMut(u8)) -> ToolOutcome {
+    let within = Duration::from_millis(services.settings.jobs.job_timeout_ms + 5_000);
+    match jobs::wait(&services.store, job_id, within, progress).await {
+        Ok(JobStatus::Succeeded {
+            response,
+            format,
+            artifact_url,
+            ..
+        }) => ToolOutcome::Answered(Answer {
+            response,
+            format: format.as_deref().and_then(ResponseFormat::parse).unwrap_or_default(),
+            media_url: artifact_url,
+        }),
+        Ok(JobStatus::Failed { error, .. }) => failed(ServiceError::Execution(error)),
+        Ok(_) => ToolOutcome::Queued {
+            job_id: job_id.to_string(),
+        },
+        Err(err) => failed(err),
+    }
+}

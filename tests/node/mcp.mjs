@@ -1,0 +1,73 @@
+// Talks to an agent's MCP endpoint the way MCP clients do: with the official TypeScript
+// SDK's Streamable HTTP client (@modelcontextprotocol/sdk), and pays for tool calls with
+// x402's MCP transport, the payment built by the x402 packages (@x402/core with
+// @x402/evm and @x402/svm) and sent in the call's _meta["x402/payment"].
+//
+//   node mcp.mjs '<request JSON>'
+//
+// request: { url, key?: API key sent as "Authorization: Bearer", calls: [call] }
+// call:    { name, arguments?, progress?: true (ask for progress notifications),
+//            pay?: { network: "base" | "solana", key, rpcUrl, networkId },
+//            payment?: a payment object to send as is (a replay) }
+// Prints one JSON line: { serverVersion, tools: [every tool, all pages], results: [
+//   { result, progress: [numbers], paymentRequired, payment } or { error: {code, message} }
+// ] } where paymentRequired is what the first, unpaid call answered when `pay` was given,
+// and payment what was sent.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { privateKeyToAccount } from "viem/accounts";
+import { createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
+
+const request = JSON.parse(process.argv[2]);
+const headers = request.key ? { Authorization: `Bearer ${request.key}` } : {};
+const transport = new StreamableHTTPClientTransport(new URL(request.url), { requestInit: { headers } });
+const client = new Client({ name: "agent-host-tests", version: "1.0.0" });
+await client.connect(transport);
+
+const tools = [];
+let cursor;
+do {
+  const page = await client.listTools(cursor ? { cursor } : {});
+  tools.push(...page.tools);
+  cursor = page.nextCursor;
+} while (cursor);
+
+// The x402 client of the network, set up as the x402 packages document it.
+async function payer(pay) {
+  const { x402Client } = await import("@x402/core/client");
+  const payments = new x402Client();
+  if (pay.network === "base") {
+    const { ExactEvmScheme } = await import("@x402/evm");
+    payments.register(pay.networkId, new ExactEvmScheme(privateKeyToAccount(pay.key)));
+  } else {
+    const { ExactSvmScheme } = await import("@x402/svm");
+    const signer = await createKeyPairSignerFromBytes(getBase58Encoder().encode(pay.key));
+    payments.register(pay.networkId, new ExactSvmScheme(signer, { rpcUrl: pay.rpcUrl }));
+  }
+  return payments;
+}
+
+const results = [];
+for (const call of request.calls) {
+  const progress = [];
+  const options = call.progress ? { onprogress: (p) => progress.push(p.progress), timeout: 120000 } : { timeout: 120000 };
+  const params = { name: call.name, arguments: call.arguments ?? {} };
+  let paymentRequired = null;
+  let payment = call.payment ?? null;
+  if (call.pay) {
+    const unpaid = await client.callTool(params, undefined, options);
+    paymentRequired = unpaid.structuredContent ?? JSON.parse(unpaid.content[0].text);
+    const payments = await payer(call.pay);
+    payment = await payments.createPaymentPayload(paymentRequired);
+  }
+  if (payment) params._meta = { "x402/payment": payment };
+  try {
+    const result = await client.callTool(params, undefined, options);
+    results.push({ result, progress, paymentRequired, payment });
+  } catch (error) {
+    // A protocol error (an unknown tool): the SDK throws it as an McpError.
+    results.push({ error: { code: error.code, message: error.message }, progress });
+  }
+}
+console.log(JSON.stringify({ serverVersion: client.getServerVersion(), tools, results }));
+await client.close();
