@@ -90,6 +90,7 @@ async fn the_official_client_with_a_key_lists_calls_and_follows_the_tools() {
             { "name": "nap", "arguments": { "mode": "sleep", "n": 1500 }, "progress": true },
             { "name": "nap", "arguments": { "mode": "sleep", "n": 300 } },
             { "name": "offstage" },
+            { "name": "hello", "arguments": { "name": "a\u{0}b" } },
         ],
     }))
     .await;
@@ -124,6 +125,12 @@ async fn the_official_client_with_a_key_lists_calls_and_follows_the_tools() {
     assert!(status_url.starts_with(&server.base), "{status_url}");
     // A command not offered on MCP is an unknown tool, the JSON-RPC error the spec names.
     assert_eq!(results[4]["error"]["code"], -32602, "{}", results[4]);
+    // Text no database can keep is the caller's error, as everywhere.
+    assert_eq!(
+        results[5]["result"]["structuredContent"]["code"], "validation_error",
+        "{}",
+        results[5]
+    );
 }
 
 #[tokio::test]
@@ -447,4 +454,55 @@ async fn the_official_python_client_calls_the_tools_with_a_key() {
     assert_eq!(results[1]["structuredContent"]["code"], "validation_error");
     assert_eq!(results[2]["text"], "slept 1000 ms", "{}", results[2]);
     assert!(!results[2]["progress"].as_array().unwrap().is_empty(), "{}", results[2]);
+}
+
+#[tokio::test]
+async fn an_open_agent_gives_away_only_what_is_not_for_sale() {
+    // Open to callers without a key, selling on Base, but with no wallet there yet: what is
+    // for sale cannot be paid for now, so it is not offered (and never free).
+    let manifest = r#"
+username = "opened"
+name = "Opened"
+
+[mcp]
+open = true
+
+[x402]
+enabled = true
+default_price_usd = 0.01
+networks = ["base"]
+
+[[commands]]
+command = "greet"
+description = "Free for all"
+handler_type = "simple_text"
+integrations = ["mcp"]
+config = { text = "hi" }
+
+[[commands]]
+command = "weather"
+description = "For sale"
+handler_type = "simple_text"
+integrations = ["mcp", "x402"]
+config = { text = "sunny" }
+"#;
+    let env = TestEnv::new();
+    env.create_account("acme", "free");
+    env.apply_agent(manifest, "acme");
+    let server = env.serve();
+    let url = server.url("/mcp/opened");
+    let list = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }).to_string();
+    let reply = post_message(&url, &[], list).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(names(&message(&reply)["result"]["tools"]), ["greet"]);
+    let call = |name: &str| {
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": name, "arguments": {} } })
+            .to_string()
+    };
+    let free = message(&post_message(&url, &[], call("greet")).await);
+    assert_eq!(text_of(&free["result"]), "hi", "{free}");
+    for sold in ["weather", "chat"] {
+        let refused = message(&post_message(&url, &[], call(sold)).await);
+        assert_eq!(refused["error"]["code"], -32602, "{sold}: {refused}");
+    }
 }

@@ -194,7 +194,8 @@ async fn as_json_rpc(response: Response) -> Response {
         Ok(reply) if reply["error"].is_object() => reply,
         _ => json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32600, "message": text } }),
     };
-    // serde_json's words for a body that is not JSON (a syntax error, nesting too deep).
+    // The SDK's 415 for a body it could not read as a message; serde_json's words say when
+    // it was not JSON at all (a syntax error, nesting too deep).
     let syntax = [
         "while parsing",
         "expected value",
@@ -205,7 +206,10 @@ async fn as_json_rpc(response: Response) -> Response {
         .as_str()
         .unwrap_or_default()
         .to_ascii_lowercase();
-    if syntax.iter().any(|s| message.contains(s)) {
+    if parts.status == StatusCode::UNSUPPORTED_MEDIA_TYPE
+        && message.starts_with("fail to deserialize request body")
+        && syntax.iter().any(|s| message.contains(s))
+    {
         error["error"]["code"] = json!(-32700);
         parts.status = StatusCode::BAD_REQUEST;
     }
@@ -248,7 +252,11 @@ impl ServerHandler for AgentServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let toolbox = Self::visit(&ctx)?;
-        let tools: Vec<Tool> = toolbox.tools().iter().filter_map(tool_of).collect();
+        let tools: Vec<Tool> = toolbox
+            .tools()
+            .iter()
+            .filter_map(|tool| tool_of(tool, toolbox.description(tool)))
+            .collect();
         let per_page = self.state.services.settings.mcp.mcp_tools_per_page;
         let start = match request.and_then(|r| r.cursor) {
             None => 0,
@@ -274,10 +282,11 @@ impl ServerHandler for AgentServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let toolbox = Self::visit(&ctx)?;
         let name = request.name.to_string();
-        if toolbox.tool(&name).is_none() {
-            return Err(ErrorData::invalid_params(format!("Unknown tool: {name}"), None));
-        }
         let arguments = request.arguments.unwrap_or_default();
+        // Text no database can keep, refused as on every other surface.
+        if let Err(refused) = crate::error::refuse_nul(&serde_json::to_vec(&arguments).unwrap_or_default()) {
+            return Ok(failure(ServiceError::Validation(refused.message), None).into());
+        }
         let sent = json!({ "tool": name, "arguments": arguments });
         let call = ToolCall {
             name,
@@ -296,6 +305,13 @@ impl ServerHandler for AgentServer {
             }
         });
         let result = match mcp::call(services, &toolbox, call, progress).await {
+            // As both revisions name it: a protocol error, not a tool's.
+            Ok(Called::UnknownTool) => {
+                return Err(ErrorData::invalid_params(
+                    format!("Unknown tool: {}", request.name),
+                    None,
+                ));
+            }
             Ok(Called::PaymentRequired(required)) => {
                 CallToolResult::structured_error(serde_json::to_value(required).unwrap_or_default())
             }
@@ -323,7 +339,7 @@ impl ServerHandler for AgentServer {
 
 /// A tool as MCP lists it. A command that takes a file is not a tool (no argument can
 /// carry one).
-fn tool_of(tool: &mcp::Tool<'_>) -> Option<Tool> {
+fn tool_of(tool: &mcp::Tool<'_>, description: String) -> Option<Tool> {
     let schema = match tool.command {
         Some(command) => crate::schema::arguments(command)?,
         None => json!({
@@ -335,7 +351,7 @@ fn tool_of(tool: &mcp::Tool<'_>) -> Option<Tool> {
     let Value::Object(schema) = schema else {
         return None;
     };
-    let mut description = tool.description.clone();
+    let mut description = description;
     if let Some(price) = tool.price {
         description = format!("{description} Costs {price} USDC a call, paid with x402.")
             .trim()
@@ -377,7 +393,7 @@ fn result_of(outcome: ToolOutcome, public_base_url: &str) -> CallToolResult {
             let mut result = CallToolResult::success(content);
             result.structured_content = serde_json::from_str::<Value>(&answer.response)
                 .ok()
-                .filter(|v| v.is_object() || v.is_array());
+                .filter(Value::is_object);
             result
         }
         ToolOutcome::Queued { job_id } => {

@@ -20,7 +20,7 @@ use crate::services::payments::catalog::Transport;
 use crate::services::payments::{self, Offer, Settled};
 use crate::services::purchase::{self, Order, Sale, SaleOutcome};
 use crate::services::{ServiceError, jobs};
-use crate::x402::wire::{self, PAYMENT_REQUIRED_HEADER, Payment, SettleResponse, Version};
+use crate::x402::wire::{self, PAYMENT_REQUIRED_HEADER, Payment, Version};
 
 pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
@@ -353,17 +353,5 @@ pub fn receipt(settled: &Settled) -> Value {
 /// `X-PAYMENT-RESPONSE` (v1) or `PAYMENT-RESPONSE` (v2): base64 of `{success,
 /// transaction, network, payer}`, the network named as the payment's version names it.
 fn payment_response_header(settled: &Settled, offer: &Offer, version: Version) -> String {
-    let names = offer.network_names();
-    let response = SettleResponse {
-        success: true,
-        error_reason: None,
-        transaction: settled.transaction.clone(),
-        network: match version {
-            Version::V1 => names.v1,
-            Version::V2 => names.v2,
-        }
-        .to_string(),
-        payer: settled.payer.clone(),
-    };
-    wire::encode_header(&response)
+    wire::encode_header(&offer.settle_response(settled, version))
 }

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use super::commands::{self, Answer, CommandCall, CommandOutcome};
 use super::jobs::{self, JobStatus};
 use super::keys::Caller;
-use super::payments::{self, Offer, Settled, X402Error};
+use super::payments::{self, Offer, X402Error};
 use super::purchase::{self, Order, RefundStarted, SaleOutcome};
 use super::{ServiceError, Services, agents, chat};
 use crate::domain::{Command, Integration, ResponseFormat};
@@ -47,7 +47,6 @@ enum Access {
 /// One tool as listed.
 pub struct Tool<'a> {
     pub name: &'a str,
-    pub description: String,
     /// The command it runs; `None` for the chat tool.
     pub command: Option<&'a Command>,
     /// What a call costs; `None` when it is free to this caller.
@@ -89,53 +88,75 @@ pub async fn open(services: &Services, agent_ref: &str, caller: Option<&Caller>)
 }
 
 impl Toolbox {
-    /// The tools in a stable order: the chat tool, then the commands in manifest order.
+    /// The tools in a stable order: the chat tool, then the commands in manifest order (a
+    /// command named like the chat tool is not one).
     pub fn tools(&self) -> Vec<Tool<'_>> {
-        let agent = &self.found.agent;
-        let (offer, open) = match &self.access {
-            Access::Owner => (None, true),
-            Access::Public { offers, open } => (offers.first(), *open),
-        };
-        let owner = matches!(self.access, Access::Owner);
-        // Free to this caller, priced, or not offered to it.
-        let terms = |command: Option<&Command>| -> Option<Option<MicroUsdc>> {
-            if owner {
-                return Some(None);
-            }
-            let sold = match (offer, command) {
-                (Some(offer), None) => Some(offer.default_price),
-                (Some(offer), Some(c)) => offer.command(&c.def.name).map(|sold| offer.price_of(sold)),
-                (None, _) => None,
-            };
-            match sold {
-                Some(price) => Some(Some(price)),
-                None if open => Some(None),
-                None => None,
-            }
-        };
-        let chat = terms(None).map(|price| Tool {
-            name: CHAT_TOOL,
-            description: format!(
-                "Talk to {}: send a message, get its reply (its personality and knowledge; its commands are separate tools).",
-                agent.def.name
-            ),
-            command: None,
-            price,
-        });
-        let commands = agents::offered(&self.found.commands, Some(Integration::Mcp)).filter_map(|c| {
-            terms(Some(c)).map(|price| Tool {
-                name: &c.def.name,
-                description: c.def.description.clone(),
-                command: Some(c),
-                price,
-            })
-        });
-        chat.into_iter().chain(commands).collect()
+        let commands = self.commands().filter(|c| c.def.name != CHAT_TOOL).map(Some);
+        std::iter::once(None)
+            .chain(commands)
+            .filter_map(|command| self.offered(command))
+            .collect()
     }
 
     /// The tool called `name`, if this caller may call it.
     pub fn tool(&self, name: &str) -> Option<Tool<'_>> {
-        self.tools().into_iter().find(|t| t.name == name)
+        let command = match name {
+            CHAT_TOOL => None,
+            _ => Some(self.commands().find(|c| c.def.name == name)?),
+        };
+        self.offered(command)
+    }
+
+    /// What a tool does, in words a model reads.
+    pub fn description(&self, tool: &Tool<'_>) -> String {
+        match tool.command {
+            Some(command) => command.def.description.clone(),
+            None => format!(
+                "Talk to {}: send a message, get its reply (its personality and knowledge; its commands are separate tools).",
+                self.found.agent.def.name
+            ),
+        }
+    }
+
+    fn commands(&self) -> impl Iterator<Item = &Command> {
+        agents::offered(&self.found.commands, Some(Integration::Mcp))
+    }
+
+    /// The command (`None`: the chat) as a tool of this caller: free, priced, or not
+    /// offered to it.
+    fn offered<'a>(&'a self, command: Option<&'a Command>) -> Option<Tool<'a>> {
+        let name = command.map_or(CHAT_TOOL, |c| c.def.name.as_str());
+        // A command whose parameters need a file cannot be called with arguments.
+        if command.is_some_and(|c| crate::schema::arguments(c).is_none()) {
+            return None;
+        }
+        let free = Some(Tool {
+            name,
+            command,
+            price: None,
+        });
+        let Access::Public { offers, open } = &self.access else {
+            return free;
+        };
+        // For sale is what the manifest says, not whether a network can take the payment
+        // now: a tool for sale with no network to pay on is not offered, never free.
+        let x402 = &self.found.agent.def.x402;
+        let for_sale = x402.enabled
+            && x402.default_price.is_some()
+            && command.is_none_or(|c| c.def.integrations.contains(&Integration::X402));
+        if !for_sale {
+            return if *open { free } else { None };
+        }
+        let offer = offers.first()?;
+        let price = match command {
+            None => offer.default_price,
+            Some(c) => offer.price_of(offer.command(&c.def.name)?),
+        };
+        Some(Tool {
+            name,
+            command,
+            price: Some(price),
+        })
     }
 }
 
@@ -158,6 +179,8 @@ pub enum Called {
     },
     /// A buyer must pay first (again, when `error` says why the payment was refused).
     PaymentRequired(PaymentRequiredV2),
+    /// No tool of that name for this caller.
+    UnknownTool,
 }
 
 /// What a tool gave.
@@ -188,10 +211,21 @@ pub async fn call(
     progress: Option<impl AsyncFnMut(u8)>,
 ) -> Result<Called, ServiceError> {
     let Some(tool) = toolbox.tool(&call.name) else {
-        return Err(ServiceError::NotFound(format!("Unknown tool: {}", call.name)));
+        return Ok(Called::UnknownTool);
     };
     let called = match (&toolbox.access, tool.price) {
-        (Access::Public { offers, .. }, Some(price)) => buy(services, offers, &tool, price, call).await?,
+        (Access::Public { offers, .. }, Some(price)) => {
+            let sold = Sold {
+                offers,
+                price,
+                resource: ResourceInfo {
+                    url: format!("mcp://tool/{}", tool.name),
+                    description: Some(toolbox.description(&tool)),
+                    mime_type: Some("application/json".into()),
+                },
+            };
+            buy(services, sold, &tool, call).await?
+        }
         _ => Called::Done {
             outcome: run_free(services, toolbox, &tool, call.arguments).await,
             settlement: None,
@@ -205,7 +239,7 @@ pub async fn call(
             },
             Some(progress),
         ) => Called::Done {
-            outcome: wait(services, &job_id, progress).await,
+            outcome: wait(services, &job_id, settlement.is_some(), progress).await,
             settlement,
         },
         (called, _) => called,
@@ -276,14 +310,20 @@ fn chat_message(arguments: &Map<String, Value>) -> Result<String, ServiceError> 
     }
 }
 
-/// A buyer's call: priced, then settled and served through the purchase service.
-async fn buy(
-    services: &Services,
-    offers: &[Offer],
-    tool: &Tool<'_>,
+/// A priced tool: on which offers, for how much, and the resource a payer signs for.
+struct Sold<'a> {
+    offers: &'a [Offer],
     price: MicroUsdc,
-    call: ToolCall,
-) -> Result<Called, ServiceError> {
+    /// `mcp://tool/{name}`, as x402's MCP transport names a tool.
+    resource: ResourceInfo,
+}
+
+/// A buyer's call: priced, then settled and served through the purchase service.
+async fn buy(services: &Services, sold: Sold<'_>, tool: &Tool<'_>, call: ToolCall) -> Result<Called, ServiceError> {
+    let offers = sold.offers;
+    let Some(first) = offers.first() else {
+        return Ok(Called::UnknownTool);
+    };
     let order = match tool.command {
         Some(command) => Order::Command {
             name: command.def.name.clone(),
@@ -292,12 +332,11 @@ async fn buy(
         },
         None => Order::Message(chat_message(&call.arguments)?),
     };
-    let required =
-        |error: Option<String>| Called::PaymentRequired(payment_required(services, offers, tool, price, error));
+    let required = |error: Option<String>| Called::PaymentRequired(payment_required(services, &sold, error));
     let Some(sent) = call.payment else {
         // What could not be bought anyway is refused before a price is named.
         return Ok(
-            match purchase::quote(services, &offers[0], order, call.request)
+            match purchase::quote(services, first, order, call.request)
                 .await?
                 .check_input()
             {
@@ -333,7 +372,7 @@ async fn buy(
         Err(ServiceError::X402(X402Error::Refused(refusal))) => return Ok(required(Some(refusal.message))),
         Err(err) => return Err(err),
     };
-    let settlement = Some(settle_response(&sale.settled, offer));
+    let settlement = Some(offer.settle_response(&sale.settled, Version::V2));
     let outcome = match sale.outcome {
         SaleOutcome::Answered(answer) => ToolOutcome::Answered(answer),
         SaleOutcome::Queued { job_id } => ToolOutcome::Queued { job_id },
@@ -369,41 +408,22 @@ fn read_payment(sent: Value, offers: &[Offer]) -> Result<(&Offer, wire::Payment)
 }
 
 /// What a tool call costs, on every network the agent is paid on now.
-fn payment_required(
-    services: &Services,
-    offers: &[Offer],
-    tool: &Tool<'_>,
-    price: MicroUsdc,
-    error: Option<String>,
-) -> PaymentRequiredV2 {
+fn payment_required(services: &Services, sold: &Sold<'_>, error: Option<String>) -> PaymentRequiredV2 {
     PaymentRequiredV2 {
         x402_version: 2,
         error: Some(error.unwrap_or_else(|| "Payment required: send it in _meta[\"x402/payment\"]".into())),
-        resource: ResourceInfo {
-            url: format!("mcp://tool/{}", tool.name),
-            description: Some(tool.description.clone()),
-            mime_type: Some("application/json".into()),
-        },
-        accepts: offers
+        resource: sold.resource.clone(),
+        accepts: sold
+            .offers
             .iter()
-            .filter_map(|o| o.requirement_v2(services, price))
+            .filter_map(|o| o.requirement_v2(services, sold.price))
             .collect(),
         extensions: Map::new(),
     }
 }
 
-fn settle_response(settled: &Settled, offer: &Offer) -> SettleResponse {
-    SettleResponse {
-        success: true,
-        error_reason: None,
-        transaction: settled.transaction.clone(),
-        network: offer.network_names().v2.to_string(),
-        payer: settled.payer.clone(),
-    }
-}
-
 /// Waits for a long-running command's job, telling its progress.
-async fn wait(services: &Services, job_id: &str, progress: impl AsyncFnMut(u8)) -> ToolOutcome {
+async fn wait(services: &Services, job_id: &str, paid: bool, progress: impl AsyncFnMut(u8)) -> ToolOutcome {
     let within = Duration::from_millis(services.settings.jobs.job_timeout_ms + 5_000);
     match jobs::wait(&services.store, job_id, within, progress).await {
         Ok(JobStatus::Succeeded {
@@ -416,8 +436,21 @@ async fn wait(services: &Services, job_id: &str, progress: impl AsyncFnMut(u8)) 
             format: format.as_deref().and_then(ResponseFormat::parse).unwrap_or_default(),
             media_url: artifact_url,
         }),
-        Ok(JobStatus::Failed { error, .. }) => failed(ServiceError::Execution(error)),
-        Ok(_) => ToolOutcome::Queued {
+        // A paid job that failed was refunded (its transaction, once on chain).
+        Ok(JobStatus::Failed {
+            error,
+            refund_signature,
+            ..
+        }) => ToolOutcome::Failed {
+            error: ServiceError::Execution(error),
+            refund: paid.then_some(RefundStarted {
+                transaction: refund_signature,
+            }),
+        },
+        Ok(JobStatus::Missing) => failed(ServiceError::Execution(
+            "The command's job is gone (its record expired)".into(),
+        )),
+        Ok(JobStatus::Processing { .. }) => ToolOutcome::Queued {
             job_id: job_id.to_string(),
         },
         Err(err) => failed(err),

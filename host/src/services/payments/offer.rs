@@ -14,7 +14,8 @@ use crate::services::{ServiceError, Services, agents, wallets};
 use crate::store::AgentWithCommands;
 use crate::x402::describe::{self, Listing};
 use crate::x402::wire::{
-    NetworkNames, PaymentRequiredV1, PaymentRequiredV2, RequirementsV1, RequirementsV2, ResourceInfo, SCHEME, Version,
+    NetworkNames, PaymentRequiredV1, PaymentRequiredV2, RequirementsV1, RequirementsV2, ResourceInfo, SCHEME,
+    SettleResponse, Version,
 };
 
 /// How long a signed payment may take to reach us.
@@ -116,6 +117,23 @@ impl Offer {
             return Err(unknown.into());
         }
         Ok(())
+    }
+
+    /// What a settled payment reports to its payer (`success`, `transaction`, `network`,
+    /// `payer`), the network named as the payment's version names it.
+    pub fn settle_response(&self, settled: &super::Settled, version: Version) -> SettleResponse {
+        let names = self.network_names();
+        SettleResponse {
+            success: true,
+            error_reason: None,
+            transaction: settled.transaction.clone(),
+            network: match version {
+                Version::V1 => names.v1,
+                Version::V2 => names.v2,
+            }
+            .to_string(),
+            payer: settled.payer.clone(),
+        }
     }
 
     /// The absolute URL a paid request is posted to.

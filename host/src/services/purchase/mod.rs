@@ -1,8 +1,8 @@
 //! A paid request, from the offer to the answer it bought: price what was asked, refuse
 //! before any money moves what cannot run (an unknown command, a paused one, bad
 //! parameters), settle the payment, run the command or answer the message, and leave the
-//! payment `served` or refunded. Every paid surface (today the x402 HTTP route) goes
-//! through here; none moves a payment's state itself.
+//! payment `served` or refunded. Every paid surface (the x402 HTTP route, paid MCP tool
+//! calls) goes through here; none moves a payment's state itself.
 //!
 //! The order of the steps is what keeps a payer whole: nothing runs before the payment is
 //! on chain and recorded; nothing is answered before the payment is marked served (a
