@@ -15,10 +15,7 @@ data="$(mktemp -d)"
 trap 'kill "$server" "$fake" 2>/dev/null || true; rm -rf "$data"' EXIT
 "$target/examples/fake_openai" 18999 & fake=$!
 export AGENT_HOST_LOG=warn AGENT_HOST_LLM_BASE_URL=http://127.0.0.1:18999/v1 AGENT_HOST_LLM_MODEL=fake
-"$target/agent-host" --data-dir "$data" account create bench --plan enterprise --rpm 1000000000 --rpd 1000000000 >/dev/null
-key="$("$target/agent-host" --data-dir "$data" key create --account bench 2>/dev/null)"
-"$target/agent-host" --data-dir "$data" agent apply examples/helper.toml --account bench >/dev/null
-start_server "$target/agent-host" "$data"
+serve_demo_agent "$target/agent-host" "$data"
 cat > "$data/chat.lua" <<'LUA'
 wrk.method = "POST"
 wrk.body = '{"message":"When does the office open?","conversationHistory":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello!"}]}'

@@ -37,11 +37,7 @@ postgres)
     ;;
 *) echo "backend must be sqlite or postgres" >&2; exit 2 ;;
 esac
-host() { "$target/agent-host" --data-dir "$data/host" "$@"; }
-host account create bench --plan enterprise --rpm 1000000000 --rpd 1000000000 >/dev/null
-key="$(host key create --account bench 2>/dev/null)"
-host agent apply examples/helper.toml --account bench >/dev/null
-start_server "$target/agent-host" "$data/host"
+serve_demo_agent "$target/agent-host" "$data/host"
 pids+=("$server")
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 "$target/examples/bare_server" "$port" &

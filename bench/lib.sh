@@ -14,6 +14,17 @@ start_server() {
     base="$(sed -E 's/.*"(http:[^"]+)".*/\1/' "$dir/ready")"
 }
 
+# Seeds the demo agent (examples/helper.toml) for an account without rate limits in the data
+# dir $2 of the binary $1, then starts the server there. Sets `key` (the account's API key),
+# `server` and `base`.
+serve_demo_agent() {
+    local bin="$1" dir="$2"
+    "$bin" --data-dir "$dir" account create bench --plan enterprise --rpm 1000000000 --rpd 1000000000 >/dev/null
+    key="$("$bin" --data-dir "$dir" key create --account bench 2>/dev/null)"
+    "$bin" --data-dir "$dir" agent apply examples/helper.toml --account bench >/dev/null
+    start_server "$bin" "$dir"
+}
+
 # A wrk script ($1) posting the body of an execute of the demo agent's `hello`.
 execute_lua() {
     cat > "$1" <<'LUA'

@@ -20,11 +20,7 @@ cleanup() {
 }
 trap cleanup EXIT
 export AGENT_HOST_LOG=warn
-host() { "$target/agent-host" --data-dir "$data/host" "$@"; }
-host account create bench --plan enterprise --rpm 1000000000 --rpd 1000000000 >/dev/null
-key="$(host key create --account bench 2>/dev/null)"
-host agent apply examples/helper.toml --account bench >/dev/null
-start_server "$target/agent-host" "$data/host"
+serve_demo_agent "$target/agent-host" "$data/host"
 pids+=("$server")
 execute_lua "$data/execute.lua"
 cat > "$data/mcp.lua" <<'LUA'

@@ -18,10 +18,7 @@ data="$(mktemp -d)"
 server=""
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$data"' EXIT
 export AGENT_HOST_LOG=warn
-"$bin" --data-dir "$data" account create bench --plan enterprise --rpm 1000000000 --rpd 1000000000 >/dev/null
-key="$("$bin" --data-dir "$data" key create --account bench 2>/dev/null)"
-"$bin" --data-dir "$data" agent apply examples/helper.toml --account bench >/dev/null
-start_server "$bin" "$data"
+serve_demo_agent "$bin" "$data"
 execute_lua "$data/post.lua"
 case "$what" in
 execute) args=(-s "$data/post.lua" "$base/v1/agents/helper/commands/hello/execute") ;;

@@ -162,11 +162,8 @@ fn presented_key(headers: &HeaderMap) -> Option<HeaderValue> {
 /// `WWW-Authenticate: Bearer`: no OAuth metadata, which would make clients drop the key
 /// header they were given.
 fn refusal(err: ApiError) -> Response {
-    let body = json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": { "code": -32600, "message": err.message, "data": { "code": err.code } },
-    });
+    let mut body = invalid_request(&err.message);
+    body["error"]["data"] = json!({ "code": err.code });
     let mut response = (err.status, axum::Json(body)).into_response();
     response.headers_mut().extend(err.headers);
     if err.status == StatusCode::UNAUTHORIZED {
@@ -192,7 +189,7 @@ async fn as_json_rpc(response: Response) -> Response {
     };
     let mut error = match serde_json::from_str::<Value>(&text) {
         Ok(reply) if reply["error"].is_object() => reply,
-        _ => json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32600, "message": text } }),
+        _ => invalid_request(&text),
     };
     // The SDK's 415 for a body it could not read as a message; serde_json's words say when
     // it was not JSON at all (a syntax error, nesting too deep).
@@ -218,6 +215,11 @@ async fn as_json_rpc(response: Response) -> Response {
         .headers
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     Response::from_parts(parts, axum::body::Body::from(error.to_string()))
+}
+
+/// A JSON-RPC "invalid request" error for a message whose id could not be read.
+fn invalid_request(message: &str) -> Value {
+    json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32600, "message": message } })
 }
 
 #[derive(Clone)]

@@ -6,7 +6,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::commands::{CommandCall, CommandOutcome};
+use super::commands::{Answer, CommandCall, CommandOutcome};
 use super::{ServiceError, Services, commands, knowledge};
 use crate::domain::{Agent, Command, ResponseFormat};
 use crate::llm::{CompletionRequest, Message, Role, ToolCall, ToolSpec};
@@ -90,6 +90,23 @@ impl ToolResult<'_> {
     fn text(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
+}
+
+/// The agent's reply to one message with none of its commands as tools: what a paid chat
+/// or a chat tool gives (a cheap message must not reach an expensive command through it).
+pub async fn reply_without_tools(services: &Services, agent: &Agent, message: String) -> Result<Answer, ServiceError> {
+    let input = ChatInput {
+        message,
+        history: Vec::new(),
+        tools_enabled: false,
+        max_tool_calls: 0,
+    };
+    let reply = chat(services, agent, Vec::new(), input).await?;
+    Ok(Answer {
+        response: reply.response,
+        format: ResponseFormat::Text,
+        media_url: None,
+    })
 }
 
 pub async fn chat(

@@ -267,21 +267,9 @@ async fn run_free(
             commands::execute(services, call).await
         }
         None => match chat_message(&arguments) {
-            Ok(message) => {
-                let input = chat::ChatInput {
-                    message,
-                    history: Vec::new(),
-                    tools_enabled: false,
-                    max_tool_calls: 0,
-                };
-                chat::chat(services, agent, Vec::new(), input).await.map(|reply| {
-                    CommandOutcome::Answered(Answer {
-                        response: reply.response,
-                        format: ResponseFormat::Text,
-                        media_url: None,
-                    })
-                })
-            }
+            Ok(message) => chat::reply_without_tools(services, agent, message)
+                .await
+                .map(CommandOutcome::Answered),
             Err(err) => Err(err),
         },
     };

@@ -11,11 +11,11 @@
 
 use serde_json::{Map, Value};
 
-use super::chat::{self, ChatInput};
+use super::chat;
 use super::commands::{self, Answer, CommandCall, CommandOutcome};
 use super::payments::{self, Offer, Purchase, Rails, Settled, X402Error, breaker};
 use super::{ServiceError, Services, params};
-use crate::domain::{Command, ResponseFormat};
+use crate::domain::Command;
 use crate::money::MicroUsdc;
 use crate::plugins::Origin;
 use crate::x402::wire::Payment;
@@ -239,20 +239,9 @@ async fn work(
             };
             commands::execute(services, call).await
         }
-        Ordered::Message(message) => {
-            let input = ChatInput {
-                message,
-                history: Vec::new(),
-                tools_enabled: false,
-                max_tool_calls: 0,
-            };
-            let reply = chat::chat(services, &offer.agent, Vec::new(), input).await?;
-            Ok(CommandOutcome::Answered(Answer {
-                response: reply.response,
-                format: ResponseFormat::Text,
-                media_url: None,
-            }))
-        }
+        Ordered::Message(message) => chat::reply_without_tools(services, &offer.agent, message)
+            .await
+            .map(CommandOutcome::Answered),
     }
 }
 
