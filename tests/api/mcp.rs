@@ -312,6 +312,36 @@ async fn a_tool_call_is_paid_over_mcp_on_base_once() {
     assert_eq!(over_http.status, 409, "{}", over_http.text);
     assert_eq!(chain.usdc_of(&wallet).await, 30_000);
 
+    // The other way round: a payment signed for MCP, used over HTTP first, is refused over MCP.
+    let (second_payer, _) = Payer::on_base(&chain, 1_000_000).await;
+    let pay = json!({ "network": "base", "key": second_payer.key, "rpcUrl": second_payer.rpc_url, "networkId": network_id("base") });
+    let signed = sdk_client(&json!({
+        "url": url, "calls": [{ "name": "weather", "arguments": { "city": "Oslo" }, "pay": pay, "send": false }],
+    }))
+    .await;
+    let payment = signed["results"][0]["payment"].clone();
+    let over_http = send(
+        client()
+            .post(server.url("/x402/base/seller"))
+            .header("payment-signature", base64_json(&payment))
+            .json(&json!({ "command": "weather", "city": "Oslo" })),
+    )
+    .await;
+    assert_eq!(over_http.status, 200, "{}", over_http.text);
+    let replay = sdk_client(&json!({
+        "url": url, "calls": [{ "name": "weather", "arguments": { "city": "Oslo" }, "payment": payment }],
+    }))
+    .await;
+    let again = &replay["results"][0]["result"];
+    assert!(
+        again["structuredContent"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("already been used"),
+        "{again}"
+    );
+    assert_eq!(chain.usdc_of(&wallet).await, 60_000);
+
     // The x402 package's own MCP client (Python) pays the same way.
     let (python_payer, python_address) = Payer::on_base(&chain, 1_000_000).await;
     let run = python_client(&json!({
@@ -327,7 +357,7 @@ async fn a_tool_call_is_paid_over_mcp_on_base_once() {
     );
     assert_eq!(paid["paymentResponse"]["success"], true, "{paid}");
     assert_eq!(chain.usdc_of(&python_address).await, 970_000);
-    assert_eq!(chain.usdc_of(&wallet).await, 60_000);
+    assert_eq!(chain.usdc_of(&wallet).await, 90_000);
 }
 
 fn base64_json(value: &Value) -> String {

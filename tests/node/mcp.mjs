@@ -7,7 +7,8 @@
 //
 // request: { url, key?: API key sent as "Authorization: Bearer", calls: [call] }
 // call:    { name, arguments?, progress?: true (ask for progress notifications),
-//            pay?: { network: "base" | "solana", key, rpcUrl, networkId },
+//            pay?: { network: "base" | "solana", key, rpcUrl, networkId }, send?: false (sign
+//            the payment, do not send it),
 //            payment?: a payment object to send as is (a replay) }
 // Prints one JSON line: { serverVersion, tools: [every tool, all pages], results: [
 //   { result, progress: [numbers], paymentRequired, payment } or { error: {code, message} }
@@ -59,6 +60,10 @@ for (const call of request.calls) {
     paymentRequired = unpaid.structuredContent ?? JSON.parse(unpaid.content[0].text);
     const payments = await payer(call.pay);
     payment = await payments.createPaymentPayload(paymentRequired);
+    if (call.send === false) {
+      results.push({ paymentRequired, payment, progress });
+      continue;
+    }
   }
   if (payment) params._meta = { "x402/payment": payment };
   try {
