@@ -33,3 +33,15 @@ wrk.body = '{"parameters":{"name":"Ann"}}'
 wrk.headers["content-type"] = "application/json"
 LUA
 }
+
+# A wrk script that calls the same command as a tool at /mcp/helper, as a client of the
+# 2025-11-25 revision sends it (no session: the server keeps none).
+mcp_call_lua() {
+    cat > "$1" <<'LUA'
+wrk.method = "POST"
+wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hello","arguments":{"name":"Ann"}}}'
+wrk.headers["content-type"] = "application/json"
+wrk.headers["accept"] = "application/json, text/event-stream"
+wrk.headers["mcp-protocol-version"] = "2025-11-25"
+LUA
+}

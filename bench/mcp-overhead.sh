@@ -23,13 +23,7 @@ export AGENT_HOST_LOG=warn
 serve_demo_agent "$target/agent-host" "$data/host"
 pids+=("$server")
 execute_lua "$data/execute.lua"
-cat > "$data/mcp.lua" <<'LUA'
-wrk.method = "POST"
-wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hello","arguments":{"name":"Ann"}}}'
-wrk.headers["content-type"] = "application/json"
-wrk.headers["accept"] = "application/json, text/event-stream"
-wrk.headers["mcp-protocol-version"] = "2025-11-25"
-LUA
+mcp_call_lua "$data/mcp.lua"
 reply="$(curl -sf -H "authorization: Bearer $key" -H 'content-type: application/json' \
     -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2025-11-25' \
     -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hello","arguments":{"name":"Ann"}}}' \

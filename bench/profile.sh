@@ -4,7 +4,7 @@
 # time, and with their callees) as shares of the server's CPU. Divide by the requests
 # served (printed) for microseconds per request. Release builds have no debug info; perf
 # unwinds through .eh_frame, which they keep.
-# Usage: bench/profile.sh [execute|list] [SECONDS]   (needs perf and wrk; KEEP_PERF=FILE keeps
+# Usage: bench/profile.sh [execute|list|mcp] [SECONDS]   (needs perf and wrk; KEEP_PERF=FILE keeps
 #        the samples for perf report)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +23,11 @@ execute_lua "$data/post.lua"
 case "$what" in
 execute) args=(-s "$data/post.lua" "$base/v1/agents/helper/commands/hello/execute") ;;
 list) args=("$base/v1/agents/helper/commands") ;;
-*) echo "execute or list" >&2; exit 2 ;;
+mcp)
+    mcp_call_lua "$data/mcp.lua"
+    args=(-H "authorization: Bearer $key" -s "$data/mcp.lua" "$base/mcp/helper")
+    ;;
+*) echo "execute, list or mcp" >&2; exit 2 ;;
 esac
 wrk -t1 -c64 -d2s -H "x-api-key: $key" "${args[@]}" >/dev/null # warm up
 # The server's CPU time (user + system, in clock ticks) over the whole measured run.

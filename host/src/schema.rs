@@ -9,11 +9,13 @@ use crate::domain::{Command, ParamType};
 /// when it needs a file: a file cannot come as an argument, so such a command is not
 /// offered (an optional file parameter is left out).
 pub fn arguments(command: &Command) -> Option<Value> {
+    if needs_file(command) {
+        return None;
+    }
     let mut properties = Map::new();
     let mut required = Vec::new();
     for param in &command.def.parameters {
         let mut schema = match param.kind {
-            ParamType::File if param.required => return None,
             ParamType::File => continue,
             other => json!({ "type": other.as_str() }),
         };
@@ -26,4 +28,13 @@ pub fn arguments(command: &Command) -> Option<Value> {
         }
     }
     Some(json!({ "type": "object", "properties": properties, "required": required }))
+}
+
+/// Whether `command` cannot run without a file (which no JSON argument can carry).
+pub fn needs_file(command: &Command) -> bool {
+    command
+        .def
+        .parameters
+        .iter()
+        .any(|param| param.kind == ParamType::File && param.required)
 }

@@ -167,15 +167,30 @@ async fn the_gate_wants_a_key_or_a_payment_and_refuses_in_json_rpc() {
         assert_eq!(message(&reply)["result"], json!({}));
         assert!(reply.header("x-ratelimit-limit").is_some());
     }
-    // A page from elsewhere may not drive it (DNS rebinding); GET and DELETE are 405.
-    let evil = post_message(
-        &url,
-        &[("authorization", &bearer), ("origin", "https://evil.example")],
-        ping.clone(),
-    )
-    .await;
-    assert_eq!(evil.status, 403, "{}", evil.text);
-    assert!(message(&evil)["error"]["code"].is_i64(), "{}", evil.text);
+    // A page from elsewhere, or a name rebound to this server, may not drive it: neither a
+    // ping nor a plain tool call (which takes a shorter path than other messages).
+    let call = json!({
+        "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": { "name": "hello", "arguments": { "name": "Ann" } },
+    })
+    .to_string();
+    let version = ("mcp-protocol-version", "2025-11-25");
+    let reply = post_message(&url, &[("authorization", &bearer), version], call.clone()).await;
+    assert_eq!(
+        message(&reply)["result"]["content"][0]["text"],
+        "Hello, Ann!",
+        "{}",
+        reply.text
+    );
+    for body in [&ping, &call] {
+        for foreign in [("origin", "https://evil.example"), ("host", "evil.example")] {
+            let evil = post_message(&url, &[("authorization", &bearer), version, foreign], body.clone()).await;
+            assert_eq!(evil.status, 403, "{foreign:?}: {}", evil.text);
+            assert!(message(&evil)["error"]["code"].is_i64(), "{}", evil.text);
+            assert!(!evil.text.contains("Hello"), "{}", evil.text);
+        }
+    }
+    // GET and DELETE are 405.
     for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
         let reply = send(client().request(method, &url).header("accept", ACCEPT)).await;
         assert_eq!(reply.status, 405, "{}", reply.text);

@@ -127,7 +127,7 @@ impl Toolbox {
     fn offered<'a>(&'a self, command: Option<&'a Command>) -> Option<Tool<'a>> {
         let name = command.map_or(CHAT_TOOL, |c| c.def.name.as_str());
         // A command whose parameters need a file cannot be called with arguments.
-        if command.is_some_and(|c| crate::schema::arguments(c).is_none()) {
+        if command.is_some_and(crate::schema::needs_file) {
             return None;
         }
         let free = Some(Tool {

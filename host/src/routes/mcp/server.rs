@@ -1,0 +1,235 @@
+//! The MCP server an agent is: its info, its tools as MCP lists them, and a tool call's
+//! outcome in MCP's words. rmcp calls it; the direct path (`direct.rs`) calls
+//! [`answer_call`] without it.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ProgressNotificationParam, RequestMetaObject, Resource, ServerCapabilities, ServerConfig,
+    Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Map, Value, json};
+
+use super::Visit;
+use crate::domain::{HandlerType, ResponseFormat};
+use crate::error::ApiError;
+use crate::routes::AppState;
+use crate::services::mcp::{self, Called, ToolCall, ToolOutcome, Toolbox};
+use crate::services::{ServiceError, jobs};
+
+#[derive(Clone)]
+pub(super) struct AgentServer {
+    pub(super) state: AppState,
+}
+
+impl AgentServer {
+    fn visit(ctx: &RequestContext<RoleServer>) -> Result<Arc<Toolbox>, ErrorData> {
+        ctx.extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Visit>())
+            .map(|visit| visit.0.clone())
+            .ok_or_else(|| ErrorData::internal_error("Internal server error", None))
+    }
+}
+
+impl ServerHandler for AgentServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("agent-host", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "An agent's commands as tools, and a chat tool to talk to the agent. \
+                 With a key they are free; without one, a priced tool answers what to pay \
+                 (x402), paid in the call's _meta[\"x402/payment\"].",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let toolbox = Self::visit(&ctx)?;
+        let tools: Vec<Tool> = toolbox
+            .tools()
+            .iter()
+            .filter_map(|tool| tool_of(tool, toolbox.description(tool)))
+            .collect();
+        let per_page = self.state.services.settings.mcp.mcp_tools_per_page;
+        let start = match request.and_then(|r| r.cursor) {
+            None => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .ok()
+                .filter(|start| *start < tools.len())
+                .ok_or_else(|| ErrorData::invalid_params(format!("Invalid cursor '{cursor}'"), None))?,
+        };
+        let end = (start + per_page).min(tools.len());
+        let next = (end < tools.len()).then(|| end.to_string());
+        let page = tools.into_iter().skip(start).take(per_page).collect();
+        Ok(ListToolsResult {
+            next_cursor: next,
+            ..ListToolsResult::with_all_items(page)
+        })
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let toolbox = Self::visit(&ctx)?;
+        // A client that sent a progress token waits for a long-running command, told its
+        // progress; any other is given the command's job to poll.
+        let progress = ctx.meta.get_progress_token().map(|token| {
+            let peer = ctx.peer.clone();
+            async move |percent: u8| {
+                let report = ProgressNotificationParam::new(token.clone(), f64::from(percent)).with_total(100.0);
+                let _ = peer.notify_progress(report).await;
+            }
+        });
+        answer_call(&self.state, &toolbox, request, &ctx.meta, progress)
+            .await
+            .map(Into::into)
+    }
+}
+
+/// Answers `tools/call`: the tool's outcome, a payment it asks for, or the protocol error
+/// of an unknown tool. `meta` is the request's `_meta` (where a payment comes).
+pub(super) async fn answer_call(
+    state: &AppState,
+    toolbox: &Toolbox,
+    request: CallToolRequestParams,
+    meta: &RequestMetaObject,
+    progress: Option<impl AsyncFnMut(u8)>,
+) -> Result<CallToolResult, ErrorData> {
+    let name = request.name.to_string();
+    let arguments = request.arguments.unwrap_or_default();
+    // Text no database can keep, refused as on every other surface.
+    if let Err(refused) = crate::error::refuse_nul(&serde_json::to_vec(&arguments).unwrap_or_default()) {
+        return Ok(failure(ServiceError::Validation(refused.message), None));
+    }
+    let sent = json!({ "tool": name, "arguments": arguments });
+    let call = ToolCall {
+        name,
+        arguments,
+        payment: meta.get(mcp::PAYMENT_META).cloned(),
+        request: sent,
+    };
+    let services = &state.services;
+    Ok(match mcp::call(services, toolbox, call, progress).await {
+        // As both revisions name it: a protocol error, not a tool's.
+        Ok(Called::UnknownTool) => {
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool: {}", request.name),
+                None,
+            ));
+        }
+        Ok(Called::PaymentRequired(required)) => {
+            CallToolResult::structured_error(serde_json::to_value(required).unwrap_or_default())
+        }
+        Ok(Called::Done { outcome, settlement }) => {
+            let mut result = result_of(outcome, &services.public_base_url);
+            if let Some(settlement) = settlement {
+                let mut meta = Map::new();
+                meta.insert(
+                    mcp::PAYMENT_RESPONSE_META.into(),
+                    serde_json::to_value(settlement).unwrap_or_default(),
+                );
+                result.meta = Some(MetaObject(meta));
+            }
+            result
+        }
+        Err(ServiceError::Store(err)) => {
+            tracing::error!("an MCP tool call failed on the store: {err}");
+            return Err(ErrorData::internal_error("Internal server error", None));
+        }
+        Err(err) => failure(err, None),
+    })
+}
+
+/// A tool as MCP lists it. A command that takes a file is not a tool (no argument can
+/// carry one).
+fn tool_of(tool: &mcp::Tool<'_>, description: String) -> Option<Tool> {
+    let schema = match tool.command {
+        Some(command) => crate::schema::arguments(command)?,
+        None => json!({
+            "type": "object",
+            "properties": { "message": { "type": "string", "description": "What to say to the agent" } },
+            "required": ["message"],
+        }),
+    };
+    let Value::Object(schema) = schema else {
+        return None;
+    };
+    let mut description = description;
+    if let Some(price) = tool.price {
+        description = format!("{description} Costs {price} USDC a call, paid with x402.")
+            .trim()
+            .to_string();
+    }
+    let mut listed = Tool::new(tool.name.to_string(), description, Arc::new(schema));
+    // A fixed text reads nothing and changes nothing; other handlers may reach anything.
+    if tool
+        .command
+        .is_some_and(|c| c.def.handler_type == HandlerType::SimpleText)
+    {
+        listed = listed.with_annotations(
+            ToolAnnotations::new()
+                .read_only(true)
+                .destructive(false)
+                .idempotent(true)
+                .open_world(false),
+        );
+    }
+    Some(listed)
+}
+
+/// A tool's outcome as MCP content: the answer's text, its media as a link, and JSON
+/// answers also as structured content.
+fn result_of(outcome: ToolOutcome, public_base_url: &str) -> CallToolResult {
+    match outcome {
+        ToolOutcome::Answered(answer) => {
+            let mut content = Vec::new();
+            if !answer.response.is_empty() {
+                content.push(ContentBlock::text(answer.response.clone()));
+            }
+            if let Some(url) = answer.media_url {
+                let kind = match answer.format {
+                    ResponseFormat::Video => "video",
+                    _ => "image",
+                };
+                content.push(ContentBlock::resource_link(Resource::new(url, kind)));
+            }
+            let mut result = CallToolResult::success(content);
+            result.structured_content = serde_json::from_str::<Value>(&answer.response)
+                .ok()
+                .filter(Value::is_object);
+            result
+        }
+        ToolOutcome::Queued { job_id } => {
+            let status_url = jobs::status_url(public_base_url, &job_id);
+            let mut result = CallToolResult::success(vec![ContentBlock::text(format!(
+                "Started: the command runs as job {job_id}; its result will be at {status_url}"
+            ))]);
+            result.structured_content = Some(json!({ "jobId": job_id, "statusUrl": status_url }));
+            result
+        }
+        ToolOutcome::Failed { error, refund } => failure(error, refund),
+    }
+}
+
+/// A failure as a tool result the model reads (`isError`), with the API's code, and the
+/// refund of a paid call that failed by the agent's fault.
+fn failure(error: ServiceError, refund: Option<crate::services::purchase::RefundStarted>) -> CallToolResult {
+    let err = ApiError::from(error);
+    let mut details = json!({ "code": err.code, "message": err.message });
+    if let Some(refund) = refund {
+        details["refundTransaction"] = json!(refund.transaction);
+    }
+    let mut result = CallToolResult::error(vec![ContentBlock::text(err.message)]);
+    result.structured_content = Some(details);
+    result
+}
