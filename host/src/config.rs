@@ -411,6 +411,10 @@ settings! {
         x402_breaker_window_secs: u64 = "600" [1 ..= 604800], "the window in which a paid command's failures are counted";
         x402_breaker_cooldown_secs: u64 = "60" [1 ..= 86400],
             "how long a paused paid command refuses payments before one trial call may test it";
+        x402_answer_retention_hours: u64 = "24" [1 ..= 8760],
+            "how long a paid answer is kept for the payer's retry (same payment, or same payment-identifier id)";
+        x402_kept_answer_max_bytes: usize = "2097152" [1024 ..= 1073741824],
+            "largest paid answer kept for a retry; a larger one is answered once only";
     }
     /// The agents' MCP endpoints.
     mcp: McpSettings {

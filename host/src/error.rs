@@ -229,15 +229,18 @@ fn x402_error(e: X402Error) -> ApiError {
         X402Error::AgentNotSelling(_) => ApiError::new(S::NOT_FOUND, "agent_not_found", message),
         X402Error::UnsupportedNetwork { .. } => ApiError::new(S::BAD_REQUEST, "unsupported_network", message),
         X402Error::Refused(refusal) => {
-            let status = if refusal.code == "payment_already_used" {
+            // Used once already: the payment, or the payer's id for it, on another request.
+            let status = if ["payment_already_used", "payment_identifier_conflict"].contains(&refusal.code) {
                 S::CONFLICT
             } else {
                 S::PAYMENT_REQUIRED
             };
             ApiError::new(status, refusal.code, refusal.message)
         }
-        X402Error::PayerBusy => ApiError::new(S::TOO_MANY_REQUESTS, "payment_in_progress", message)
-            .with_header(axum::http::header::RETRY_AFTER, HeaderValue::from(5)),
+        X402Error::PayerBusy | X402Error::StillAnswering => {
+            ApiError::new(S::TOO_MANY_REQUESTS, "payment_in_progress", message)
+                .with_header(axum::http::header::RETRY_AFTER, HeaderValue::from(5))
+        }
         X402Error::PayerCoolingOff { retry_after_secs } => {
             ApiError::new(S::TOO_MANY_REQUESTS, "payer_cooling_off", message)
                 .with_header(axum::http::header::RETRY_AFTER, HeaderValue::from(retry_after_secs))

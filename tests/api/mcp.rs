@@ -300,22 +300,30 @@ async fn a_tool_call_is_paid_over_mcp_on_base_once() {
     assert_eq!(refused["isError"], true);
     assert_eq!(refused["structuredContent"]["code"], "validation_error", "{refused}");
 
-    // The same payment again, over MCP or over HTTP: refused, nothing taken twice.
+    // The same payment again: for the same call over MCP, a retry (its answer was lost on
+    // the way) gets the answer it bought and the same settlement; for another call, or
+    // over HTTP, it is refused. Nothing is taken twice.
     let payment = paid["payment"].clone();
     let replay = sdk_client(&json!({
-        "url": url, "calls": [{ "name": "weather", "arguments": { "city": "Oslo" }, "payment": payment }],
+        "url": url, "calls": [
+            { "name": "weather", "arguments": { "city": "Oslo" }, "payment": payment },
+            { "name": "weather", "arguments": { "city": "Bergen" }, "payment": payment },
+        ],
     }))
     .await;
     let again = &replay["results"][0]["result"];
-    assert_eq!(again["isError"], true, "{again}");
+    assert_eq!(text_of(again), "Sunny in Oslo", "{again}");
+    assert_eq!(again["_meta"]["x402/payment-response"]["transaction"], tx, "{again}");
+    let elsewhere = &replay["results"][1]["result"];
+    assert_eq!(elsewhere["isError"], true, "{elsewhere}");
     assert!(
-        again["structuredContent"]["error"]
+        elsewhere["structuredContent"]["error"]
             .as_str()
             .unwrap()
             .contains("already been used"),
-        "{again}"
+        "{elsewhere}"
     );
-    assert_eq!(again["structuredContent"]["x402Version"], 2);
+    assert_eq!(elsewhere["structuredContent"]["x402Version"], 2);
     let header = base64_json(&payment);
     let over_http = send(
         client()

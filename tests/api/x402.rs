@@ -243,8 +243,14 @@ async fn a_base_payment_is_verified_settled_once_and_served() {
     assert_eq!(chain.usdc_of(&payer_address).await, 950_000);
     assert_eq!(chain.usdc_of(&agent_wallet).await, 50_000);
 
-    // The same payment again, now and concurrently: refused, never charged twice.
+    // The same payment again, now and concurrently: never charged twice. For the same
+    // request it is a retry (its answer was lost on the way): the answer it bought, with
+    // the same settlement; for another request it is refused.
     let reply = paid(&url, &hello, &payment).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.json()["response"], "Hello, Ann!");
+    assert_eq!(reply.json()["receipt"]["transactionSignature"], settlement.as_str());
+    let reply = paid(&url, &json!({ "message": "/hello Bob" }), &payment).await;
     assert_eq!(
         (reply.status, reply.json()["code"].clone()),
         (409, json!("payment_already_used")),
@@ -258,18 +264,7 @@ async fn a_base_payment_is_verified_settled_once_and_served() {
         racers.spawn(async move { paid(&url, &hello, &fresh).await });
     }
     let replies = racers.join_all().await;
-    let served = replies.iter().filter(|r| r.status == 200).count();
-    assert_eq!(
-        served,
-        1,
-        "{:?}",
-        replies.iter().map(|r| r.text.clone()).collect::<Vec<_>>()
-    );
-    assert!(
-        replies
-            .iter()
-            .all(|r| r.status == 200 || r.json()["code"] == "payment_already_used")
-    );
+    one_settlement_for_all(&replies);
     assert_eq!(chain.usdc_of(&payer_address).await, 900_000);
 
     // Paid for the cheap command, presented for the expensive one; short, expired.
@@ -453,8 +448,14 @@ async fn a_solana_payment_is_co_signed_settled_once_and_served() {
     assert_eq!(chain.usdc_of(&payer_address).await, Some(950_000));
     assert_eq!(chain.usdc_of(&agent_wallet).await, Some(50_000));
 
-    // Replayed: refused, not charged twice. Short: refused before anything moves.
+    // Again for the same request: its answer, not charged twice; for another: refused.
+    // Short: refused before anything moves.
     let reply = paid(&url, &hello, &payment).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let receipt = &reply.json()["receipt"];
+    assert_eq!(receipt["transactionSignature"], body["receipt"]["transactionSignature"]);
+    assert_eq!(receipt["amountPaidMicroUsdc"], 50_000);
+    let reply = paid(&url, &json!({ "message": "/hello Bob" }), &payment).await;
     assert_eq!(
         (reply.status, reply.json()["code"].clone()),
         (409, json!("payment_already_used")),
@@ -622,18 +623,26 @@ async fn solana_payments_are_checked_rule_by_rule() {
         racers.spawn(async move { paid(&url, &hello, &payment).await });
     }
     let replies = racers.join_all().await;
-    let codes: Vec<(u16, Value)> = replies.iter().map(|r| (r.status, r.json()["code"].clone())).collect();
-    assert_eq!(
-        codes.iter().filter(|(status, _)| *status == 200).count(),
-        1,
-        "{codes:?}"
-    );
-    assert!(
-        codes
-            .iter()
-            .all(|(status, code)| *status == 200 || (*status == 409 && code == "payment_already_used")),
-        "{codes:?}"
-    );
+    one_settlement_for_all(&replies);
     assert_eq!(chain.usdc_of(&payer_address).await, Some(900_000));
     assert_eq!(chain.usdc_of(&agent_wallet).await, Some(5_100_000));
+}
+
+/// Replies to one payment presented many times at once for one request: each is its
+/// answer with one and the same settlement, or asks to retry while the first is answered.
+fn one_settlement_for_all(replies: &[Reply]) {
+    let texts: Vec<&str> = replies.iter().map(|r| r.text.as_str()).collect();
+    let served: Vec<Value> = replies
+        .iter()
+        .filter(|r| r.status == 200)
+        .map(|r| r.json()["receipt"]["transactionSignature"].clone())
+        .collect();
+    assert!(!served.is_empty(), "{texts:?}");
+    assert!(served.iter().all(|tx| tx == &served[0]), "{texts:?}");
+    assert!(
+        replies
+            .iter()
+            .all(|r| r.status == 200 || (r.status == 429 && r.json()["code"] == "payment_in_progress")),
+        "{texts:?}"
+    );
 }

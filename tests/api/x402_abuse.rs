@@ -298,8 +298,10 @@ async fn a_front_run_base_payment_is_served_not_failed() {
     let reply = paid(&url, &hello, &early).await;
     assert_eq!(reply.status, 200, "{}", reply.text);
     assert_eq!(reply.json()["receipt"]["transactionSignature"], executed.as_str());
+    // Presented again for another request: used once.
+    let other = json!({ "message": "/hello Bob" });
     assert_eq!(
-        code(&paid(&url, &hello, &early).await),
+        code(&paid(&url, &other, &early).await),
         (409, "payment_already_used".into())
     );
     assert_eq!(chain.usdc_of(&agent_wallet).await, 100_000);

@@ -98,7 +98,21 @@ async fn every_402_and_the_price_list_carry_the_v2_requirement() {
                 "maxTimeoutSeconds": 60,
                 "extra": { "name": "USD Coin", "version": "2" },
             }],
-            "extensions": { "bazaar": null },
+            "extensions": {
+                "bazaar": null,
+                // A payer may name its payment, so that a retry is answered, not charged.
+                "payment-identifier": {
+                    "info": { "required": false },
+                    "schema": {
+                        "$schema": "https://json-schema.org/draft/2020-12/schema",
+                        "type": "object",
+                        "properties": {
+                            "required": { "type": "boolean" },
+                            "id": { "type": "string", "minLength": 16, "maxLength": 128, "pattern": "^[a-zA-Z0-9_-]+$" },
+                        },
+                    },
+                },
+            },
         })
     );
     // The bazaar extension describes the request, as v1's outputSchema did.
@@ -257,25 +271,33 @@ async fn a_v2_payment_on_base_must_match_the_offer_and_is_served_once_across_ver
     );
     assert!(reply.header("x-payment-response").is_none());
 
-    // The same signed authorization again, in either version: used once, ever.
+    // The same signed authorization again, in either version: for the same request, the
+    // answer it bought told again (a retry after a lost answer); for another, refused.
+    // Either way it is charged once, ever.
     let again = paid(&url, &hello, &signed).await;
+    assert_eq!(again.status, 200, "{}", again.text);
+    assert_eq!(again.json()["receipt"]["transactionSignature"], settlement);
+    let again = paid_v2(&url, &hello, &as_v2(&signed, &offered)).await;
     assert_eq!(
-        (again.status, again.json()["code"].clone()),
-        (409, json!("payment_already_used"))
+        again.json()["receipt"]["transactionSignature"],
+        settlement,
+        "{}",
+        again.text
     );
+    let other = json!({ "message": "/hello Bob" });
     refused(
-        &paid_v2(&url, &hello, &as_v2(&signed, &offered)).await,
+        &paid_v2(&url, &other, &as_v2(&signed, &offered)).await,
         409,
         "payment_already_used",
     );
 
-    // And the other way round: paid in v1 first, then replayed in v2.
+    // And the other way round: paid in v1 first, then presented in v2 for another request.
     let second = base_payment(&payer, &offered, 50_000, 2, 60);
     let reply = paid(&url, &hello, &second).await;
     assert_eq!(reply.status, 200, "{}", reply.text);
     assert_eq!(b64_json(reply.header("x-payment-response").unwrap())["network"], "base");
     refused(
-        &paid_v2(&url, &hello, &as_v2(&second, &offered)).await,
+        &paid_v2(&url, &other, &as_v2(&second, &offered)).await,
         409,
         "payment_already_used",
     );
@@ -291,6 +313,68 @@ async fn a_v2_payment_on_base_must_match_the_offer_and_is_served_once_across_ver
         .map(|p| p["x402Version"].clone())
         .collect();
     assert_eq!(versions, vec![json!(1), json!(2)], "{payments}");
+}
+
+/// A v1 `X-PAYMENT` value re-sent in v2 under the payer's own id for it (x402's
+/// payment-identifier), as a client that names its payments echoes the offer.
+fn named_v2(v1: &str, accepted: &Value, id: &str) -> String {
+    let mut v2 = b64_json(&as_v2(v1, accepted));
+    v2["extensions"] = json!({ "payment-identifier": { "info": { "required": false, "id": id } } });
+    base64::engine::general_purpose::STANDARD.encode(v2.to_string())
+}
+
+#[tokio::test]
+async fn a_retry_under_the_payers_id_gets_its_answer_on_any_host_and_pays_once() {
+    let chain = LocalBase::start().await;
+    let (env, _, _, agent_wallet) = seller(chain.env());
+    chain.set_eth(&agent_wallet, 10u128.pow(16)).await; // it relays: pays the gas
+    // Two hosts on one store: the retry may reach either.
+    let (first_host, second_host) = (env.serve(), env.serve());
+    let payer = alloy::signers::local::PrivateKeySigner::random();
+    let payer_address = payer.address().to_checksum(None);
+    chain.mint_usdc(&payer_address, 1_000_000).await;
+    let (url, other_url) = (
+        first_host.url("/x402/base/seller"),
+        second_host.url("/x402/base/seller"),
+    );
+    let hello = json!({ "command": "hello", "name": "Ann" });
+    let offered = payment_required(&post_x402(&url, &hello).await)["accepts"][0].clone();
+    let id = "pay_3f1c9a0be7d24c55a1e0";
+
+    let first = paid_v2(
+        &url,
+        &hello,
+        &named_v2(&base_payment(&payer, &offered, 50_000, 1, 60), &offered, id),
+    )
+    .await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    let settlement = first.json()["receipt"]["transactionSignature"].clone();
+    // The answer is lost on the way; the client signs a new authorization under the same
+    // id and retries, here at the other host: the same answer, and no second charge.
+    let retry = base_payment(&payer, &offered, 50_000, 2, 60);
+    let again = paid_v2(&other_url, &hello, &named_v2(&retry, &offered, id)).await;
+    assert_eq!(again.status, 200, "{}", again.text);
+    assert_eq!(again.json()["response"], first.json()["response"]);
+    assert_eq!(again.json()["receipt"]["transactionSignature"], settlement);
+    assert_eq!(
+        b64_json(again.header("payment-response").unwrap())["transaction"],
+        settlement
+    );
+    assert_eq!(chain.usdc_of(&payer_address).await, 950_000, "charged once");
+    // The id names one request: another under it is refused, and a malformed id too.
+    let other = json!({ "command": "hello", "name": "Bob" });
+    refused(
+        &paid_v2(&url, &other, &named_v2(&retry, &offered, id)).await,
+        409,
+        "payment_identifier_conflict",
+    );
+    refused(
+        &paid_v2(&url, &hello, &named_v2(&retry, &offered, "short")).await,
+        402,
+        "invalid_payment",
+    );
+    assert_eq!(chain.usdc_of(&payer_address).await, 950_000);
+    assert_eq!(chain.usdc_of(&agent_wallet).await, 50_000);
 }
 
 #[tokio::test]
@@ -316,7 +400,13 @@ async fn a_solana_payment_is_served_once_across_versions() {
     let settled = b64_json(reply.header("payment-response").unwrap());
     assert_eq!(settled["network"], SOLANA_MAINNET_ID);
     assert_eq!(settled["payer"], payer_address.as_str());
+    // Again in v1 for the same request: the same answer and settlement; for another
+    // request, in either version: refused.
     let again = paid(&url, &hello, &first).await;
+    assert_eq!(again.status, 200, "{}", again.text);
+    assert_eq!(again.json()["receipt"]["transactionSignature"], settled["transaction"]);
+    let other = json!({ "message": "/hello Bob" });
+    let again = paid(&url, &other, &first).await;
     assert_eq!(
         (again.status, again.json()["code"].clone()),
         (409, json!("payment_already_used"))
@@ -325,7 +415,7 @@ async fn a_solana_payment_is_served_once_across_versions() {
     let second = solana_payment(&chain, &payer, &offered, 50_000).await;
     assert_eq!(paid(&url, &hello, &second).await.status, 200);
     refused(
-        &paid_v2(&url, &hello, &as_v2(&second, &offered)).await,
+        &paid_v2(&url, &other, &as_v2(&second, &offered)).await,
         409,
         "payment_already_used",
     );

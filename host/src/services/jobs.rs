@@ -235,13 +235,21 @@ pub async fn recover(services: &Services, at_start: bool) -> Result<(usize, usiz
     Ok((queued.len(), interrupted.len()))
 }
 
-/// Deletes expired jobs now and then, until `stop` turns true.
+/// Deletes expired jobs, and forgets the paid answers kept past their time (a job's
+/// status and a paid answer are kept for a retry alike), now and then, until `stop` turns
+/// true.
 pub async fn clean_up_periodically(services: Services, mut stop: tokio::sync::watch::Receiver<bool>) {
     loop {
-        match services.store.delete_expired_jobs(crate::clock::now_ms()).await {
+        let now = crate::clock::now_ms();
+        match services.store.delete_expired_jobs(now).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(deleted = n, "expired jobs removed"),
             Err(e) => tracing::warn!(error = %e, "could not remove expired jobs"),
+        }
+        match services.store.forget_expired_answers(now).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(forgotten = n, "expired paid answers forgotten"),
+            Err(e) => tracing::warn!(error = %e, "could not forget expired paid answers"),
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_secs(600)) => {}

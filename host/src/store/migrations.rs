@@ -55,6 +55,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(14, "0014_plugin_runs"),
     migration!(15, "0015_hardening"),
     migration!(16, "0016_mcp"),
+    migration!(17, "0017_kept_answers"),
 ];
 
 pub fn latest_version() -> i64 {

@@ -23,6 +23,8 @@ pub struct NewPayment {
     pub valid_until: Option<u64>,
     /// The x402 version it arrived in.
     pub x402_version: u64,
+    /// The payer's own id for it (x402's payment-identifier extension), one use per payer.
+    pub payment_ref: Option<String>,
 }
 
 /// Where a payment is in its life. `verified` → `settled` → `served`, or `failed` when
@@ -93,6 +95,19 @@ pub struct PaymentRecord {
     pub x402_version: u64,
 }
 
+/// A payment met again: a retry with the same signed payment, or with the payer's id for
+/// it. What it was for (`request`) decides whether the retry is the same request.
+#[derive(Debug, Clone)]
+pub struct EarlierPayment {
+    pub record: PaymentRecord,
+    /// The request as recorded with the payment (JSON).
+    pub request: String,
+    pub payment_ref: Option<String>,
+    /// The answer it bought, as the purchase service keeps it, while kept.
+    pub answer: Option<String>,
+    pub answer_expires_at: Option<i64>,
+}
+
 const PAYMENT_COLUMNS: &str = "id, agent_id, network, payer, pay_to, amount, command, state, transaction_signature, \
                                raw_tx, job_id, refund_transfer_id, error, created_at, updated_at, valid_until, identity, \
                                x402_version";
@@ -134,11 +149,12 @@ impl Store {
             } else {
                 "settled"
             };
+            // A conflict is its identity, or the payer's id for it, recorded before.
             let inserted = db.execute(
                 "INSERT INTO payments (id, identity, agent_id, network, payer, pay_to, amount, command, request, state,
-                    transaction_signature, raw_tx, valid_until, created_at, updated_at, x402_version)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, ?15)
-                 ON CONFLICT (identity) DO NOTHING",
+                    transaction_signature, raw_tx, valid_until, created_at, updated_at, x402_version, payment_ref)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, ?15, ?16)
+                 ON CONFLICT DO NOTHING",
                 args![
                     payment.id,
                     payment.identity,
@@ -154,7 +170,8 @@ impl Store {
                     payment.raw_tx,
                     payment.valid_until.map(|h| h as i64),
                     now,
-                    payment.x402_version as i64
+                    payment.x402_version as i64,
+                    payment.payment_ref
                 ],
             )?;
             if inserted == 0 {
@@ -165,12 +182,95 @@ impl Store {
         .await
     }
 
-    pub async fn payment_identity_used(&self, identity: &str) -> Result<bool, StoreError> {
+    /// The payment recorded with this identity, with what a retry is compared to.
+    pub async fn earlier_payment_by_identity(&self, identity: &str) -> Result<Option<EarlierPayment>, StoreError> {
         let identity = identity.to_string();
+        self.earlier_payment("identity = ?1", args![identity].to_vec()).await
+    }
+
+    /// The payment `payer` gave the id `payment_ref`, with what a retry is compared to.
+    pub async fn earlier_payment_by_ref(
+        &self,
+        payer: &str,
+        payment_ref: &str,
+    ) -> Result<Option<EarlierPayment>, StoreError> {
+        let (payer, payment_ref) = (payer.to_string(), payment_ref.to_string());
+        self.earlier_payment("payer = ?1 AND payment_ref = ?2", args![payer, payment_ref].to_vec())
+            .await
+    }
+
+    async fn earlier_payment(
+        &self,
+        condition: &'static str,
+        args: Vec<super::sql::Value>,
+    ) -> Result<Option<EarlierPayment>, StoreError> {
         self.read(move |db| {
-            Ok(db
-                .query_opt("SELECT 1 FROM payments WHERE identity = ?1", args![identity])?
-                .is_some())
+            let sql = format!(
+                "SELECT {PAYMENT_COLUMNS}, request, payment_ref, answer, answer_expires_at FROM payments WHERE {condition}"
+            );
+            db.query_opt(&sql, &args)?
+                .map(|r| {
+                    Ok(EarlierPayment {
+                        record: payment_row(&r)?,
+                        request: r.get(18)?,
+                        payment_ref: r.get(19)?,
+                        answer: r.get(20)?,
+                        answer_expires_at: r.get(21)?,
+                    })
+                })
+                .transpose()
+        })
+        .await
+    }
+
+    /// `settled` → `served`, keeping the answer it bought until `expires_at`, in one write.
+    pub async fn serve_payment(&self, id: &str, answer: Option<String>, expires_at: i64) -> Result<bool, StoreError> {
+        let id = id.to_string();
+        self.write(move |db| {
+            Ok(db.execute(
+                "UPDATE payments SET state = 'served', answer = ?2, answer_expires_at = ?3, updated_at = ?4
+                 WHERE id = ?1 AND state = 'settled'",
+                args![id, answer, expires_at, crate::clock::now_ms()],
+            )? == 1)
+        })
+        .await
+    }
+
+    /// Keeps the answer a payment bought (a job's address), until `expires_at`.
+    pub async fn keep_answer(&self, id: &str, answer: String, expires_at: i64) -> Result<(), StoreError> {
+        let id = id.to_string();
+        self.write(move |db| {
+            db.execute(
+                "UPDATE payments SET answer = ?2, answer_expires_at = ?3 WHERE id = ?1",
+                args![id, answer, expires_at],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Frees the payer's id of a payment that took nothing (`failed`), so that the payer
+    /// may pay again under it.
+    pub async fn release_payment_ref(&self, id: &str) -> Result<(), StoreError> {
+        let id = id.to_string();
+        self.write(move |db| {
+            db.execute(
+                "UPDATE payments SET payment_ref = NULL WHERE id = ?1 AND state = 'failed'",
+                args![id],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Forgets the answers kept past their time (the payments stay). Returns how many.
+    pub async fn forget_expired_answers(&self, now: i64) -> Result<usize, StoreError> {
+        self.write(move |db| {
+            let forgotten = db.execute(
+                "UPDATE payments SET answer = NULL WHERE answer IS NOT NULL AND answer_expires_at < ?1",
+                args![now],
+            )?;
+            Ok(forgotten as usize)
         })
         .await
     }

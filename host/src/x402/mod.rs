@@ -4,6 +4,7 @@
 
 pub mod describe;
 pub mod evm;
+pub mod payment_identifier;
 pub mod svm;
 pub mod wire;
 

@@ -208,17 +208,35 @@ pub fn payment(payer: &str, nonce: u64, amount: u64) -> Payment {
 }
 
 impl Fixture {
-    /// Settles `payment` for a message at the default price, on the fake rails.
+    /// Settles `payment` for a message at the default price, on the fake rails; a payment
+    /// met again is a panic (see [`Fixture::settle_request`]).
     pub async fn settle(
         &self,
         scheme: &FakeScheme,
         chain: &FakeChain,
         payment: &Payment,
     ) -> Result<Settled, ServiceError> {
+        match self
+            .settle_request(scheme, chain, payment, &json!({ "message": "hi" }))
+            .await?
+        {
+            Settlement::Now(settled) => Ok(settled),
+            Settlement::Before(earlier) => panic!("met again: payment {}", earlier.settled.payment_id),
+        }
+    }
+
+    /// Settles `payment` for `request`, a message at the default price, on the fake rails.
+    pub async fn settle_request(
+        &self,
+        scheme: &FakeScheme,
+        chain: &FakeChain,
+        payment: &Payment,
+        request: &Value,
+    ) -> Result<Settlement, ServiceError> {
         let purchase = Purchase {
             price: PRICE,
             command: None,
-            request: &Value::Null,
+            request,
         };
         let rails = Rails { scheme, chain };
         settle(&self.services, rails, &self.offer, payment, purchase).await

@@ -10,6 +10,7 @@ pub mod guard;
 mod offer;
 pub mod recovery;
 pub mod refund;
+mod retry;
 pub mod scheme;
 mod solana;
 
@@ -31,9 +32,10 @@ use super::{ServiceError, Services, wallets};
 use crate::chains::{self, ChainError, Landing, SignedTx};
 use crate::domain::Network;
 use crate::money::MicroUsdc;
-use crate::store::{NewPayment, PaymentState};
-use crate::x402::PaymentError;
+use crate::store::NewPayment;
 use crate::x402::wire::{self, Payment};
+use crate::x402::{PaymentError, payment_identifier};
+use retry::MetBy;
 use scheme::{Scheme, Terms};
 
 /// How far back a settlement by someone else's transaction is looked for, before the
@@ -50,6 +52,9 @@ pub enum X402Error {
     /// A payment refused before anything was taken from the payer.
     #[error(transparent)]
     Refused(PaymentError),
+    /// A retry of a paid request whose first answer did not come in time.
+    #[error("this payment's request is still being answered; retry shortly")]
+    StillAnswering,
     /// Another payment of this payer is being settled, and did not end in time.
     #[error("another payment from this payer is being settled; retry when it has ended")]
     PayerBusy,
@@ -114,7 +119,16 @@ pub struct Settled {
     pub amount: MicroUsdc,
     pub transaction: String,
     pub settled_at: i64,
-    _claim: KeyGuard<String>,
+    /// `None` for a payment met again by a retry: its own request holds it, or is done.
+    _claim: Option<KeyGuard<String>>,
+}
+
+pub use retry::Earlier;
+
+/// A payment settled now, or one made before for the same request (a retry).
+pub enum Settlement {
+    Now(Settled),
+    Before(Earlier),
 }
 
 /// The agent's payments, newest first, with their receipts and states, for its owner.
@@ -152,7 +166,7 @@ pub async fn settle(
     offer: &Offer,
     payment: &Payment,
     purchase: Purchase<'_>,
-) -> Result<Settled, ServiceError> {
+) -> Result<Settlement, ServiceError> {
     let network = offer.network;
     if let Some(accepted) = &payment.accepted {
         let offered = offer.requirement_v2(services, purchase.price).ok_or_else(|| {
@@ -176,6 +190,15 @@ pub async fn settle(
     };
     let mut attempt = scheme.verify(services, &payment.payload, &terms).map_err(refusal)?;
     let payer = attempt.payer();
+    // A retry under the payer's id for an earlier payment: its answer, nothing settled.
+    let payment_ref = payment_identifier::read(&payment.extensions).map_err(refusal)?;
+    if let Some(reference) = &payment_ref
+        && let Some(earlier) = services.store.earlier_payment_by_ref(&payer, reference).await?
+        && let Some(earlier) =
+            retry::recognise(services, earlier, &offer.agent.id, &purchase, MetBy::PaymentRef).await?
+    {
+        return Ok(Settlement::Before(earlier));
+    }
     guard::within_payer_limit(services, network, &payer).await?;
     guard::not_cooling_off(services, network, &payer).await?;
     let _payer_turn = guard::payer_turn(services, network, &payer).await?;
@@ -184,8 +207,10 @@ pub async fn settle(
     let key = wallets::open_key(services, &wallet)?;
     attempt.complete(&key).map_err(refusal)?;
     let identity = attempt.identity();
-    if services.store.payment_identity_used(&identity).await? {
-        return Err(already_used());
+    // The same signed payment again: the answer it bought, for the same request only.
+    if let Some(earlier) = services.store.earlier_payment_by_identity(&identity).await? {
+        let earlier = retry::recognise(services, earlier, &offer.agent.id, &purchase, MetBy::Identity).await?;
+        return earlier.map(Settlement::Before).ok_or_else(already_used);
     }
     let payment_id = format!("pay_{}", crate::random::hex_token(12));
     let claim = services.payment_locks.claims.lock(payment_id.clone()).await?;
@@ -203,6 +228,7 @@ pub async fn settle(
         raw_tx: signed.map(|s| s.raw.clone()),
         valid_until: signed.and_then(|s| s.valid_until),
         x402_version: payment.version.number(),
+        payment_ref: payment_ref.clone(),
     };
     let settled = |transaction: String, claim| Settled {
         payment_id: payment_id.clone(),
@@ -213,13 +239,16 @@ pub async fn settle(
         amount: purchase.price,
         transaction,
         settled_at: crate::clock::now_ms(),
-        _claim: claim,
+        _claim: Some(claim),
     };
     let now_secs = crate::clock::now_ms() as u64 / 1000;
 
     if let Some(elsewhere) = attempt.check(services, &terms).await? {
-        insert(services, record(&elsewhere, None)).await?;
-        return Ok(settled(elsewhere, claim));
+        let payment = record(&elsewhere, None);
+        if !record_once(services, &payment).await? {
+            return met_again(services, &payment, &purchase).await.map(Settlement::Before);
+        }
+        return Ok(Settlement::Now(settled(elsewhere, claim)));
     }
     // Base: the settlement spends the wallet's next nonce, so the wallet is ours until sent.
     let wallet_turn = match attempt.uses_wallet_nonce() {
@@ -241,14 +270,22 @@ pub async fn settle(
                     format!("The payment could not be settled: {reason}"),
                 ));
             };
-            insert(services, record(&elsewhere, None)).await?;
-            return Ok(settled(elsewhere, claim));
+            let payment = record(&elsewhere, None);
+            if !record_once(services, &payment).await? {
+                drop(wallet_turn);
+                return met_again(services, &payment, &purchase).await.map(Settlement::Before);
+            }
+            return Ok(Settlement::Now(settled(elsewhere, claim)));
         }
         Err(other) => return Err(chain_unavailable(network, other)),
     };
     drop(key);
     crate::faults::crash_point("x402:after_sign");
-    insert(services, record(&signed.id, Some(&signed))).await?;
+    let payment = record(&signed.id, Some(&signed));
+    if !record_once(services, &payment).await? {
+        drop(wallet_turn);
+        return met_again(services, &payment, &purchase).await.map(Settlement::Before);
+    }
     crate::faults::crash_point("x402:after_record");
     let submitted = chain.submit(&signed).await;
     drop(wallet_turn);
@@ -273,19 +310,36 @@ pub async fn settle(
     };
     let transaction = conclude(services, scheme, &sent, landing).await?;
     crate::faults::crash_point("x402:after_confirm");
-    Ok(settled(transaction, claim))
+    Ok(Settlement::Now(settled(transaction, claim)))
 }
 
-/// Records a payment once, ever; a second record of its identity is a replay.
-async fn insert(services: &Services, payment: NewPayment) -> Result<(), ServiceError> {
-    services
-        .store
-        .insert_payment(payment)
-        .await
-        .map_err(|e| match ServiceError::from(e) {
-            ServiceError::Conflict(_) => already_used(),
-            other => other,
-        })
+/// Records a payment once, ever: false when it was recorded before (see [`met_again`]).
+async fn record_once(services: &Services, payment: &NewPayment) -> Result<bool, ServiceError> {
+    match services.store.insert_payment(payment.clone()).await {
+        Ok(()) => Ok(true),
+        Err(crate::store::StoreError::Conflict(_)) => Ok(false),
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// A payment a request that raced this one recorded first (the same payment, or another
+/// under the payer's id for it): this one is a retry, and gets the answer that one bought.
+async fn met_again(
+    services: &Services,
+    payment: &NewPayment,
+    purchase: &Purchase<'_>,
+) -> Result<Earlier, ServiceError> {
+    let store = &services.store;
+    let (earlier, met_by) = match store.earlier_payment_by_identity(&payment.identity).await? {
+        Some(earlier) => (earlier, MetBy::Identity),
+        None => {
+            let reference = payment.payment_ref.as_deref().ok_or_else(already_used)?;
+            let earlier = store.earlier_payment_by_ref(&payment.payer, reference).await?;
+            (earlier.ok_or_else(already_used)?, MetBy::PaymentRef)
+        }
+    };
+    let earlier = retry::recognise(services, earlier, &payment.agent_id, purchase, met_by).await?;
+    earlier.ok_or_else(already_used)
 }
 
 /// A recorded payment whose settlement went out (or may have).
@@ -337,10 +391,12 @@ async fn conclude(
 impl Settled {
     /// The paid work was done: `settled` → `served`. Until this succeeds, the answer must
     /// not go out (a payment left `settled` is refunded as never answered).
-    pub async fn served(&self, services: &Services) -> Result<(), ServiceError> {
+    pub async fn served(&self, services: &Services, answer: Option<String>) -> Result<(), ServiceError> {
+        let answer = answer.filter(|answer| self.may_keep(services, answer));
+        let expires_at = self.answer_expires_at(services);
         if services
             .store
-            .advance_payment(&self.payment_id, &[PaymentState::Settled], PaymentState::Served, None)
+            .serve_payment(&self.payment_id, answer, expires_at)
             .await?
         {
             Ok(())
@@ -350,6 +406,37 @@ impl Settled {
                 self.payment_id
             )))
         }
+    }
+
+    /// Keeps the answer of a payment already served (a job's address), for a retry.
+    pub async fn keep(&self, services: &Services, answer: Option<String>) {
+        let Some(answer) = answer.filter(|answer| self.may_keep(services, answer)) else {
+            return;
+        };
+        let expires_at = self.answer_expires_at(services);
+        if let Err(err) = services.store.keep_answer(&self.payment_id, answer, expires_at).await {
+            tracing::warn!(
+                payment = self.payment_id,
+                "could not keep the answer for a retry: {err}"
+            );
+        }
+    }
+
+    /// An answer over the size limit is not kept (a retry is then told it is not).
+    fn may_keep(&self, services: &Services, answer: &str) -> bool {
+        let fits = answer.len() <= services.settings.x402.x402_kept_answer_max_bytes;
+        if !fits {
+            tracing::warn!(
+                payment = self.payment_id,
+                bytes = answer.len(),
+                "an answer too large to keep"
+            );
+        }
+        fits
+    }
+
+    fn answer_expires_at(&self, services: &Services) -> i64 {
+        crate::clock::now_ms() + services.settings.x402.x402_answer_retention_hours as i64 * 3_600_000
     }
 
     /// The paid work failed after settlement, by the agent's fault: the payer gets the

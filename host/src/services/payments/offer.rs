@@ -13,6 +13,7 @@ use crate::money::MicroUsdc;
 use crate::services::{ServiceError, Services, agents, wallets};
 use crate::store::AgentWithCommands;
 use crate::x402::describe::{self, Listing};
+use crate::x402::payment_identifier;
 use crate::x402::wire::{
     NetworkNames, PaymentRequiredV1, PaymentRequiredV2, RequirementsV1, RequirementsV2, ResourceInfo, SCHEME,
     SettleResponse, Version,
@@ -229,7 +230,10 @@ impl Offer {
 
     /// The v2 extensions offered with a request's requirement: the bazaar's description.
     pub fn extensions(&self, command: Option<&Command>) -> Map<String, Value> {
-        Map::from_iter([("bazaar".to_string(), self.listing().bazaar(command))])
+        Map::from_iter([
+            ("bazaar".to_string(), self.listing().bazaar(command)),
+            (payment_identifier::NAME.to_string(), payment_identifier::declaration()),
+        ])
     }
 
     /// The agent for sale here, as the x402 descriptions read it.

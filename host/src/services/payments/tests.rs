@@ -7,6 +7,8 @@
 
 use std::sync::atomic::Ordering;
 
+use serde_json::json;
+
 use super::fake::*;
 use super::*;
 use crate::x402::wire::{RequirementsV2, Version};
@@ -34,11 +36,98 @@ async fn a_confirmed_settlement_is_recorded_once_and_never_used_again() {
     assert_eq!(settled.transaction, "0xours1");
     assert_eq!(settled.amount, PRICE);
     assert_eq!(f.ledger().await, vec![("settled".into(), Some("0xours1".into()))]);
+    settled.served(&f.services, Some("the answer".into())).await.unwrap();
     drop(settled);
-    // The same payment again: refused from the record, nothing sent a second time.
-    let again = refused(f.settle(&scheme, &chain, &payment("ann", 1, 10_000)).await);
-    assert_eq!(refusal_code(again), "payment_already_used");
+    // The same payment for another request: refused from the record, nothing sent again.
+    let other = json!({ "message": "something else" });
+    let again = f
+        .settle_request(&scheme, &chain, &payment("ann", 1, 10_000), &other)
+        .await;
+    assert_eq!(refusal_code(again.err().expect("refused")), "payment_already_used");
     assert_eq!(chain.sent.load(Ordering::SeqCst), 1);
+}
+
+/// A payment `payer` names `id` (x402's payment-identifier), in version 2.
+fn named(f: &Fixture, payer: &str, nonce: u64, id: &str) -> Payment {
+    let mut v2 = payment(payer, nonce, 10_000);
+    v2.version = Version::V2;
+    v2.accepted = f.offer.requirement_v2(&f.services, PRICE);
+    let mut extension = crate::x402::payment_identifier::declaration();
+    extension["info"]["id"] = json!(id);
+    v2.extensions
+        .insert(crate::x402::payment_identifier::NAME.into(), extension);
+    v2
+}
+
+fn earlier(met: Result<Settlement, ServiceError>) -> Earlier {
+    match met {
+        Ok(Settlement::Before(earlier)) => earlier,
+        Ok(Settlement::Now(settled)) => panic!("settled again by {}", settled.transaction),
+        Err(err) => panic!("refused: {err:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_retry_of_the_same_request_gets_the_kept_answer_and_pays_nothing_more() {
+    let f = fixture(SELLER).await;
+    let (scheme, chain) = (FakeScheme::default(), FakeChain::landing(Landing::Confirmed));
+    let ask = json!({ "message": "weather?" });
+    let first = named(&f, "ann", 1, "pay_0123456789abcdef");
+    let Settlement::Now(settled) = f.settle_request(&scheme, &chain, &first, &ask).await.unwrap() else {
+        panic!("met again");
+    };
+    settled.served(&f.services, Some("sunny".into())).await.unwrap();
+    drop(settled);
+    // The same signed payment, and a new one under the same id: the kept answer, the
+    // first payment's receipt, and nothing more sent.
+    let again = earlier(f.settle_request(&scheme, &chain, &first, &ask).await);
+    assert_eq!(
+        (again.answer.as_str(), again.settled.transaction.as_str()),
+        ("sunny", "0xours1")
+    );
+    let renamed = named(&f, "ann", 2, "pay_0123456789abcdef");
+    let again = earlier(f.settle_request(&scheme, &chain, &renamed, &ask).await);
+    assert_eq!(again.answer, "sunny");
+    assert_eq!(chain.sent.load(Ordering::SeqCst), 1);
+    // The id on another request is refused; another payer's same id is its own.
+    let other = json!({ "message": "something else" });
+    let conflict = f.settle_request(&scheme, &chain, &renamed, &other).await;
+    assert_eq!(
+        refusal_code(conflict.err().expect("refused")),
+        "payment_identifier_conflict"
+    );
+    let bob = named(&f, "bob", 1, "pay_0123456789abcdef");
+    assert!(matches!(
+        f.settle_request(&scheme, &chain, &bob, &ask).await,
+        Ok(Settlement::Now(_))
+    ));
+    assert_eq!(chain.sent.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn an_id_whose_payment_took_nothing_may_pay_again() {
+    let f = fixture(SELLER).await;
+    let scheme = FakeScheme::default();
+    let ask = json!({ "message": "weather?" });
+    let dropped = FakeChain {
+        refuse: true,
+        ..FakeChain::landing(Landing::Confirmed)
+    };
+    let first = named(&f, "ann", 1, "pay_0123456789abcdef");
+    let err = f
+        .settle_request(&scheme, &dropped, &first, &ask)
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(refusal_code(err), "settlement_failed");
+    // Nothing was taken: the retry under the same id settles its own payment.
+    let ok = FakeChain::landing(Landing::Confirmed);
+    let retry = named(&f, "ann", 2, "pay_0123456789abcdef");
+    assert!(matches!(
+        f.settle_request(&scheme, &ok, &retry, &ask).await,
+        Ok(Settlement::Now(_))
+    ));
+    assert_eq!(ok.sent.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
@@ -68,8 +157,11 @@ async fn a_v2_payment_must_have_accepted_exactly_the_offer() {
     v2.accepted = Some(offered);
     f.settle(&scheme, &chain, &v2).await.unwrap();
     // The identity is the payment's, not its version's: v1 cannot reuse it.
-    let err = refused(f.settle(&scheme, &chain, &payment("ann", 1, 10_000)).await);
-    assert_eq!(refusal_code(err), "payment_already_used");
+    let other = json!({ "message": "something else" });
+    let err = f
+        .settle_request(&scheme, &chain, &payment("ann", 1, 10_000), &other)
+        .await;
+    assert_eq!(refusal_code(err.err().expect("refused")), "payment_already_used");
 }
 
 #[tokio::test]

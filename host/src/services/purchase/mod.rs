@@ -13,13 +13,14 @@ use serde_json::{Map, Value};
 
 use super::chat;
 use super::commands::{self, Answer, CommandCall, CommandOutcome};
-use super::payments::{self, Offer, Purchase, Rails, Settled, X402Error, breaker};
+use super::payments::{self, Offer, Purchase, Rails, Settled, Settlement, X402Error, breaker};
 use super::{ServiceError, Services, params};
 use crate::domain::Command;
 use crate::money::MicroUsdc;
 use crate::plugins::Origin;
 use crate::x402::wire::Payment;
 
+mod kept;
 #[cfg(test)]
 mod tests;
 
@@ -203,7 +204,18 @@ async fn buy_on(
         request: &request,
     };
     let settled = match payments::settle(services, rails, offer, payment, purchase).await {
-        Ok(settled) => settled,
+        Ok(Settlement::Now(settled)) => settled,
+        // A retry of a request this payment (or the payer's id for it) already bought.
+        Ok(Settlement::Before(earlier)) => {
+            if let (Some(command), Some(at)) = (command, trial) {
+                breaker::release_trial(&services.store, &offer.agent.id, &command.def.name, at).await;
+            }
+            let outcome = kept::recall(&earlier.answer)?;
+            return Ok(Sale {
+                settled: earlier.settled,
+                outcome,
+            });
+        }
         Err(err) => {
             if let (Some(command), Some(at)) = (command, trial) {
                 breaker::release_trial(&services.store, &offer.agent.id, &command.def.name, at).await;
@@ -268,15 +280,18 @@ async fn conclude(
         }
     }
     match worked {
-        // A paid job served its payment when it was recorded.
+        // A paid job served its payment when it was recorded; its address is kept after.
         Ok(CommandOutcome::Queued { job_id }) => {
             crate::faults::crash_point("x402:after_work");
             crate::faults::crash_point("x402:after_served");
-            SaleOutcome::Queued { job_id }
+            let outcome = SaleOutcome::Queued { job_id };
+            settled.keep(services, kept::keep(&outcome)).await;
+            outcome
         }
         Ok(CommandOutcome::Answered(answer)) => {
             crate::faults::crash_point("x402:after_work");
-            if let Err(err) = settled.served(services).await {
+            let outcome = SaleOutcome::Answered(answer);
+            if let Err(err) = settled.served(services, kept::keep(&outcome)).await {
                 tracing::error!(payment = settled.payment_id, "could not mark the payment served: {err}");
                 return SaleOutcome::Failed {
                     error: X402Error::AnswerNotRecorded.into(),
@@ -284,18 +299,19 @@ async fn conclude(
                 };
             }
             crate::faults::crash_point("x402:after_served");
-            SaleOutcome::Answered(answer)
+            outcome
         }
         // The payer's own input, refused by the command after its parameters were checked:
         // the work ran and answered, so the payment counts as served (see payments::refund).
         Err(error) if payments::payers_fault(&error) => {
-            if let Err(mark) = settled.served(services).await {
+            let outcome = SaleOutcome::Failed { error, refund: None };
+            if let Err(mark) = settled.served(services, kept::keep(&outcome)).await {
                 tracing::error!(
                     payment = settled.payment_id,
                     "could not mark the payment served: {mark}"
                 );
             }
-            SaleOutcome::Failed { error, refund: None }
+            outcome
         }
         Err(error) => {
             if let Some(name) = command.filter(|_| breaker::counts(&error)) {
