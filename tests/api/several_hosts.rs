@@ -99,7 +99,8 @@ async fn limits_keys_and_replays_hold_across_hosts() {
         .await;
     }
 
-    // A payment is used once across hosts: the replay sent to the others is refused.
+    // A payment is used once across hosts: sent to the others for another request it is
+    // refused; for the same request it is a retry, answered from the first host's record.
     let payer = alloy::signers::local::PrivateKeySigner::random();
     chain.mint_usdc(&payer.address().to_checksum(None), 1_000_000).await;
     let hello = json!({ "command": "hello", "name": "Ann" });
@@ -107,10 +108,17 @@ async fn limits_keys_and_replays_hold_across_hosts() {
     let payment = base_payment(&payer, &requirement, 50_000, 7, 60);
     let first = paid(&hosts[0].url("/x402/base/seller"), &hello, &payment).await;
     assert_eq!(first.status, 200, "{}", first.text);
+    let other = json!({ "command": "hello", "name": "Bob" });
     for host in &hosts[1..] {
-        let replay = paid(&host.url("/x402/base/seller"), &hello, &payment).await;
+        let replay = paid(&host.url("/x402/base/seller"), &other, &payment).await;
         assert_eq!(replay.status, 409, "{}", replay.text);
         assert_eq!(replay.json()["code"], "payment_already_used");
+        let retry = paid(&host.url("/x402/base/seller"), &hello, &payment).await;
+        assert_eq!(retry.status, 200, "{}", retry.text);
+        assert_eq!(
+            retry.json()["receipt"]["transactionSignature"],
+            first.json()["receipt"]["transactionSignature"]
+        );
     }
     assert_eq!(chain.usdc_of(&agent_wallet).await, 50_000, "paid once");
 }
