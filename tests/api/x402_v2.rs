@@ -377,6 +377,56 @@ async fn a_retry_under_the_payers_id_gets_its_answer_on_any_host_and_pays_once()
     assert_eq!(chain.usdc_of(&agent_wallet).await, 50_000);
 }
 
+/// A page on any origin may pay (the paid routes, their discovery and the MCP endpoints
+/// answer its preflight and let it read the payment headers); it gets nothing of the keyed
+/// API or the console unless the operator lists its origin.
+#[tokio::test]
+async fn any_page_may_pay_but_reaches_nothing_else() {
+    let (env, _, _, _) = seller(vec![("AGENT_HOST_SOLANA_RPC_URL", NO_RPC.into())]);
+    let server = env.serve();
+    let page = "https://shop.example";
+    let preflight = |path: &str, headers: &str| {
+        send(
+            client()
+                .request(reqwest::Method::OPTIONS, server.url(path))
+                .header("origin", page)
+                .header("access-control-request-method", "POST")
+                .header("access-control-request-headers", headers),
+        )
+    };
+    for path in ["/x402/base/seller", "/mcp/seller"] {
+        let reply = preflight(path, "payment-signature,content-type").await;
+        assert!(reply.status < 300, "{path}: {} {}", reply.status, reply.text);
+        assert_eq!(reply.header("access-control-allow-origin"), Some(page), "{path}");
+        assert_eq!(reply.header("access-control-allow-credentials"), None, "{path}");
+        let allowed = reply.header("access-control-allow-headers").unwrap_or_default();
+        assert!(allowed.contains("payment-signature"), "{path}: {allowed}");
+    }
+    // The price, read by the page from the 402's header.
+    let hello = json!({ "message": "Hello" });
+    let priced = send(
+        client()
+            .post(server.url("/x402/base/seller"))
+            .header("origin", page)
+            .json(&hello),
+    )
+    .await;
+    assert_eq!(priced.status, 402, "{}", priced.text);
+    assert_eq!(priced.header("access-control-allow-origin"), Some(page));
+    let exposed = priced.header("access-control-expose-headers").unwrap_or_default();
+    assert!(
+        exposed.contains("payment-required") && exposed.contains("payment-response"),
+        "{exposed}"
+    );
+    let listed = send(client().get(server.url("/.well-known/x402")).header("origin", page)).await;
+    assert_eq!(listed.header("access-control-allow-origin"), Some(page));
+    // Not the keyed API, its job statuses or the console.
+    for path in ["/v1/agents/seller/commands", "/jobs/0123", "/console/"] {
+        let reply = preflight(path, "x-api-key").await;
+        assert_eq!(reply.header("access-control-allow-origin"), None, "{path}");
+    }
+}
+
 #[tokio::test]
 async fn a_solana_payment_is_served_once_across_versions() {
     use solana_signer::Signer;

@@ -1,6 +1,12 @@
-//! Cross-origin calls from browsers to the keyed API, for the origins the operator lists
-//! (`cors_allowed_origins`); none by default. A key travels in `x-api-key`, never in a
-//! cookie, so no credentials mode: an allowed page must hold the key itself.
+//! Cross-origin calls from browsers.
+//!
+//! - The paid surfaces (`/x402/...`, `/.well-known/x402...`, the agents' MCP endpoints):
+//!   any origin, since anyone may pay. Nothing there rests on a cookie, so nothing is
+//!   lent to the page; it may send the payment headers and read the settlement's.
+//! - The keyed API (`/v1/...`) and its job statuses: only the origins the operator lists
+//!   (`cors_allowed_origins`), none by default. A key travels in `x-api-key`, never in a
+//!   cookie, so no credentials mode: an allowed page must hold the key itself.
+//! - The console and everything else: no other origin.
 
 use axum::http::request::Parts;
 use axum::http::{HeaderName, HeaderValue, Method, header};
@@ -8,35 +14,53 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::config::ServerSettings;
 
-/// The CORS layer (over every route: a preflight must be answered before routing, or
-/// it would be a 405); None when no origin is allowed.
-pub fn layer(server: &ServerSettings) -> Option<CorsLayer> {
-    let origins = &server.cors_allowed_origins;
-    if origins.is_empty() {
-        return None;
-    }
+/// Whether `path` is one anybody may pay at, from any page.
+pub fn is_paid_surface(path: &str) -> bool {
+    path.starts_with("/x402/") || path.starts_with("/.well-known/x402") || path.starts_with("/mcp/")
+}
+
+/// The CORS layer, over every route: a preflight must be answered before routing, or it
+/// would be a 405. One layer for both policies, since a layer answers every preflight.
+pub fn layer(server: &ServerSettings) -> CorsLayer {
     // Checked when the settings were read: each is a plain origin, or `*`.
+    let origins = &server.cors_allowed_origins;
     let any = origins.iter().any(|o| o == "*");
     let listed: Vec<HeaderValue> = origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()).collect();
-    // The keyed API (`/v1/...`) and its job statuses only: the paid API and the console
-    // are not opened to other origins by this setting.
     let allow = AllowOrigin::predicate(move |origin: &HeaderValue, request: &Parts| {
         let path = request.uri.path();
-        (path.starts_with("/v1/") || path.starts_with("/jobs/")) && (any || listed.contains(origin))
+        let keyed = path.starts_with("/v1/") || path.starts_with("/jobs/");
+        is_paid_surface(path) || (keyed && (any || listed.contains(origin)))
     });
     let named = |names: &[&'static str]| names.iter().map(|n| HeaderName::from_static(n)).collect::<Vec<_>>();
-    Some(
-        CorsLayer::new()
-            .allow_origin(allow)
-            .allow_methods([Method::GET, Method::POST, Method::PUT, Method::PATCH, Method::DELETE])
-            .allow_headers([vec![header::CONTENT_TYPE], named(&["x-api-key"])].concat())
-            .expose_headers(
-                [
-                    vec![header::RETRY_AFTER, header::LOCATION],
-                    named(&crate::error::RATE_HEADERS),
-                ]
-                .concat(),
-            )
-            .max_age(std::time::Duration::from_secs(600)),
-    )
+    // What a payer or an MCP client sends, beside the keyed API's key.
+    let sent = named(&[
+        "x-api-key",
+        "payment-signature",
+        "x-payment",
+        "mcp-protocol-version",
+        "mcp-method",
+        "mcp-name",
+        "mcp-session-id",
+        "last-event-id",
+    ]);
+    // What a payer reads: the price, the settlement, the rate limits.
+    let read = named(&[
+        "payment-required",
+        "payment-response",
+        "x-payment-response",
+        "mcp-session-id",
+    ]);
+    CorsLayer::new()
+        .allow_origin(allow)
+        .allow_methods([Method::GET, Method::POST, Method::PUT, Method::PATCH, Method::DELETE])
+        .allow_headers([vec![header::CONTENT_TYPE, header::AUTHORIZATION, header::ACCEPT], sent].concat())
+        .expose_headers(
+            [
+                vec![header::RETRY_AFTER, header::LOCATION, header::WWW_AUTHENTICATE],
+                named(&crate::error::RATE_HEADERS),
+                read,
+            ]
+            .concat(),
+        )
+        .max_age(std::time::Duration::from_secs(600))
 }

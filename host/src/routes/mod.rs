@@ -27,8 +27,8 @@ use crate::error::ApiError;
 
 pub fn router(state: AppState) -> Router {
     let max_body = state.services.settings.server.max_body_bytes;
-    // Browsers on the operator's listed origins may call the keyed API (and poll its jobs).
-    let cors = tower::util::option_layer(cors::layer(&state.services.settings.server));
+    // Browsers: any page may pay; the operator's listed origins may call the keyed API.
+    let cors = cors::layer(&state.services.settings.server);
     Router::new()
         .merge(meta::routes())
         .merge(keyed::routes(state.clone()))

@@ -9,8 +9,8 @@
 //!
 //! The path is only taken when the request plainly needs nothing else of the SDK: a JSON
 //! body of at most the body limit, an `Accept` of both JSON and SSE, a protocol version
-//! of those revisions (or none), no `Origin` (browsers go through the SDK's checks), a
-//! `Host` the SDK would allow. Anything else, refusals included, is the SDK's to answer.
+//! of those revisions (or none), a `Host` the SDK would allow. Anything else, refusals
+//! included, is the SDK's to answer.
 
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
@@ -66,11 +66,7 @@ pub(super) async fn try_answer(state: &AppState, eligibility: &Eligibility, requ
 impl Eligibility {
     fn admits(&self, parts: &Parts) -> bool {
         let headers = &parts.headers;
-        is_json(headers)
-            && accepts_json_and_sse(headers)
-            && !headers.contains_key(header::ORIGIN)
-            && is_earlier_revision(headers)
-            && self.host_allowed(parts)
+        is_json(headers) && accepts_json_and_sse(headers) && is_earlier_revision(headers) && self.host_allowed(parts)
     }
 
     fn host_allowed(&self, parts: &Parts) -> bool {

@@ -64,8 +64,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
 }
 
 /// Stateless, JSON answers (a call that reports progress streams as SSE), the API's body
-/// limit, and the guards against DNS rebinding: known host names, and no page from an
-/// origin the operator did not list.
+/// limit, and the guard against DNS rebinding: known host names only.
 fn config(state: &AppState) -> StreamableHttpServerConfig {
     let settings = &state.services.settings;
     let mut config = StreamableHttpServerConfig::default()
@@ -80,27 +79,15 @@ fn config(state: &AppState) -> StreamableHttpServerConfig {
         let loopback = ["localhost", "127.0.0.1", "::1", "[::1]"].map(String::from);
         config.with_allowed_hosts(loopback.into_iter().chain(public.clone()).chain(hosts.iter().cloned()))
     };
-    let origins = &settings.server.cors_allowed_origins;
-    if origins.iter().any(|o| o == "*") {
-        config.disable_allowed_origins()
-    } else {
-        let own = origin(&state.services.public_base_url);
-        config
-            .with_allowed_origins(own.into_iter().chain(origins.iter().cloned()))
-            .enforce_origin_validation()
-    }
+    // Any page may pay here, as on the x402 routes (no cookie is lent to it): the guard
+    // against DNS rebinding is the Host check above.
+    config.disable_allowed_origins()
 }
 
 /// `host:port` of an absolute URL.
 fn authority(url: &str) -> Option<String> {
     let rest = url.split_once("://")?.1;
     Some(rest.split('/').next()?.to_string()).filter(|a| !a.is_empty())
-}
-
-/// `scheme://host:port` of an absolute URL.
-fn origin(url: &str) -> Option<String> {
-    let scheme = url.split_once("://")?.0;
-    Some(format!("{scheme}://{}", authority(url)?))
 }
 
 /// What the gate found, for the handler: the agent's tools as this caller may use them.
