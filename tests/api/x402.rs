@@ -172,7 +172,7 @@ async fn what_cannot_be_bought_is_refused_in_the_x402_envelope() {
     );
     check(get(&url("/x402/base/sel%00ler"), None).await, 400, "validation_error");
     // The index answers in version 2's words, a malformed query too.
-    let reply = get(&url("/.well-known/x402?type=%00"), None).await;
+    let reply = get(&url("/discovery/resources?type=%00"), None).await;
     assert_eq!(reply.status, 400, "{}", reply.text);
     let body = reply.json();
     assert_eq!(

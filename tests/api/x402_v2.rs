@@ -1,7 +1,8 @@
 //! x402 version 2 beside version 1 on the same route: the `PAYMENT-REQUIRED` header on
 //! every 402 and price list, `PAYMENT-SIGNATURE` payments checked against what was
 //! offered, `PAYMENT-RESPONSE`, CAIP-2 network ids read from the chain configured, replays
-//! across versions, and the discovery list at `/.well-known/x402`. (The real v2 client
+//! across versions, and the discovery lists (`/.well-known/x402`, `/.well-known/x402.json`,
+//! `/discovery/resources`). (The real v2 client
 //! pays in `x402_clients`.)
 
 use base64::Engine;
@@ -484,7 +485,7 @@ async fn the_discovery_list_shows_every_agent_for_sale() {
     env.create_wallet("private", "base");
     let server = env.serve();
 
-    let list = get(&server.url("/.well-known/x402"), None).await;
+    let list = get(&server.url("/discovery/resources"), None).await;
     assert_eq!(list.status, 200, "{}", list.text);
     let list = list.json();
     assert_eq!(list["x402Version"], 2);
@@ -532,24 +533,70 @@ async fn the_discovery_list_shows_every_agent_for_sale() {
     assert_eq!(list["items"][0]["accepts"][0]["maxAmountRequired"], "10000");
 
     // Pages, the type filter, and refused queries in the x402 envelope.
-    let page = get(&server.url("/.well-known/x402?limit=1&offset=2"), None)
+    let page = get(&server.url("/discovery/resources?limit=1&offset=2"), None)
         .await
         .json();
     assert_eq!(page["pagination"], json!({ "limit": 1, "offset": 2, "total": 3 }));
     assert_eq!(page["items"][0]["resource"], format!("{PUBLIC}/x402/base/{other_id}"));
     // The same agents' MCP servers, where their tools are sold (the chat at the agent's price).
-    let mcp = get(&server.url("/.well-known/x402?type=mcp"), None).await.json();
+    let mcp = get(&server.url("/discovery/resources?type=mcp"), None).await.json();
     assert_eq!(mcp["pagination"]["total"], 3);
     assert_eq!(mcp["items"][1]["type"], "mcp");
     assert_eq!(mcp["items"][1]["resource"], format!("{PUBLIC}/mcp/{seller_id}"));
     assert_eq!(mcp["items"][1]["accepts"][0], base["accepts"][0]);
-    let none = get(&server.url("/.well-known/x402?type=ftp"), None).await.json();
+    let none = get(&server.url("/discovery/resources?type=ftp"), None).await.json();
     assert_eq!(
         (none["items"].clone(), none["pagination"]["total"].clone()),
         (json!([]), json!(0))
     );
-    for query in ["limit=0", "limit=101", "limit=ten", "offset=-1"] {
-        let reply = get(&server.url(&format!("/.well-known/x402?{query}")), None).await;
-        refused(&reply, 400, "validation_error");
+    for path in ["/discovery/resources", "/.well-known/x402.json"] {
+        for query in ["limit=0", "limit=101", "limit=ten", "offset=-1"] {
+            let reply = get(&server.url(&format!("{path}?{query}")), None).await;
+            refused(&reply, 400, "validation_error");
+        }
+    }
+
+    // What indexers read at the origin. The addresses of every paid route:
+    let index = get(&server.url("/.well-known/x402"), None).await.json();
+    assert_eq!(index["version"], 1);
+    let resources: Vec<String> = entries.iter().map(|(url, _)| url.clone()).collect();
+    assert_eq!(index["resources"], json!(resources));
+    assert!(index["instructions"].as_str().unwrap().contains("POST"), "{index}");
+    // The foundation's draft: each route that offers version 2 with its price, request and
+    // answer, in the shape its validator checks (no per-item version or extensions).
+    let draft = get(&server.url("/.well-known/x402.json"), None).await.json();
+    assert_eq!(draft["x402Version"], 2);
+    let items = draft["items"].as_array().unwrap();
+    let urls: Vec<&str> = items.iter().map(|i| i["resource"]["url"].as_str().unwrap()).collect();
+    assert_eq!(
+        urls,
+        [&resources[1], &resources[2]],
+        "the Solana route offers no version 2 here"
+    );
+    for item in items {
+        assert_eq!(item["type"], "http");
+        assert!(item["accepts"].is_array() && item["input"].is_object(), "{item}");
+        assert!(
+            item.get("x402Version").is_none() && item.get("extensions").is_none(),
+            "{item}"
+        );
+    }
+    let seller = &items[0];
+    assert_eq!(seller["accepts"][0], price_list["accepts"][0]);
+    assert_eq!(seller["input"]["method"], "POST");
+    assert_eq!(
+        seller["input"]["body"]["properties"]["command"]["enum"],
+        json!(["hello", "forecast"])
+    );
+    assert_eq!(
+        seller["resource"]["description"],
+        "A message to Agent seller, or one of its commands"
+    );
+    // Nothing the agent keeps to itself: its personality, its knowledge, a command not
+    // for sale.
+    for text in [index.to_string(), draft.to_string(), list.to_string()] {
+        for kept in ["Helpful.", "Fact one.", "secret", "hidden"] {
+            assert!(!text.contains(kept), "{kept} in {text}");
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! Cross-origin calls from browsers.
 //!
-//! - The paid surfaces (`/x402/...`, `/.well-known/x402...`, the agents' MCP endpoints):
+//! - The paid surfaces (`/x402/...`, their discovery, the agents' MCP endpoints):
 //!   any origin, since anyone may pay. Nothing there rests on a cookie, so nothing is
 //!   lent to the page; it may send the payment headers and read the settlement's.
 //! - The keyed API (`/v1/...`) and its job statuses: only the origins the operator lists
@@ -16,7 +16,10 @@ use crate::config::ServerSettings;
 
 /// Whether `path` is one anybody may pay at, from any page.
 pub fn is_paid_surface(path: &str) -> bool {
-    path.starts_with("/x402/") || path.starts_with("/.well-known/x402") || path.starts_with("/mcp/")
+    path.starts_with("/x402/")
+        || path.starts_with("/.well-known/x402")
+        || path == "/discovery/resources"
+        || path.starts_with("/mcp/")
 }
 
 /// The CORS layer, over every route: a preflight must be answered before routing, or it

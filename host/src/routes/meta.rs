@@ -35,7 +35,9 @@ async fn descriptor() -> axum::Json<Value> {
             "walletTransfer": "POST /v1/agents/{agentId}/wallet/{network}/transfer",
             "x402Requirements": "GET /x402/{network}/{agentId}",
             "x402Invoke": "POST /x402/{network}/{agentId}",
-            "x402Discovery": "GET /.well-known/x402",
+            "x402Discovery": "GET /discovery/resources",
+            "x402WellKnownIndex": "GET /.well-known/x402",
+            "x402WellKnownDocument": "GET /.well-known/x402.json",
         },
         "documentation": "/openapi.json",
     }))

@@ -6,6 +6,7 @@ mod chatapp;
 mod client;
 mod console;
 mod cors;
+mod discovery;
 mod guard;
 mod jobs;
 mod keyed;
@@ -34,6 +35,7 @@ pub fn router(state: AppState) -> Router {
         .merge(keyed::routes(state.clone()))
         .merge(account::routes(state.clone()))
         .merge(x402::routes(state.clone()))
+        .merge(discovery::routes(state.clone()))
         .merge(mcp::routes(state.clone()))
         .merge(jobs::routes())
         .merge(chatapp::routes())

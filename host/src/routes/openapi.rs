@@ -682,20 +682,58 @@ pub const OPERATIONS: &[Operation] = &[
     },
     Operation {
         method: "get",
-        path: "/.well-known/x402",
+        path: "/discovery/resources",
         id: "x402Discovery",
-        summary: "Every agent for sale here over x402, as a discovery list (x402 v2 specification §8, served by the origin)",
+        summary: "Every agent for sale here over x402, as the facilitators' discovery list (x402 v2 specification §8); type=mcp for the MCP servers",
         keyed: false,
         pending: false,
         request: None,
         response: || json!({ "$ref": "#/components/schemas/DiscoveryList" }),
         errors: &[(400, "validation_error"), (429, "rate_limit_exceeded")],
     },
+    Operation {
+        method: "get",
+        path: "/.well-known/x402",
+        id: "x402WellKnownIndex",
+        summary: "The addresses of every paid route here (each takes a POST), as x402 indexers read an origin's file",
+        keyed: false,
+        pending: false,
+        request: None,
+        response: || {
+            json!({ "type": "object", "required": ["version", "resources", "instructions"], "properties": {
+                "version": { "type": "integer", "const": 1 },
+                "resources": { "type": "array", "items": { "type": "string" } },
+                "instructions": { "type": "string" },
+            }})
+        },
+        errors: &[(400, "validation_error"), (429, "rate_limit_exceeded")],
+    },
+    Operation {
+        method: "get",
+        path: "/.well-known/x402.json",
+        id: "x402WellKnownDocument",
+        summary: "Every paid route here with its version-2 price, request and answer, in the x402 foundation's draft shape for an origin",
+        keyed: false,
+        pending: false,
+        request: None,
+        response: || {
+            json!({ "type": "object", "required": ["x402Version", "items"], "properties": {
+                "x402Version": { "type": "integer", "const": 2 },
+                "lastUpdated": { "type": "integer" },
+                "items": { "type": "array", "items": { "type": "object",
+                    "required": ["resource", "type", "accepts", "input"], "properties": {
+                        "resource": { "type": "object", "required": ["url"] }, "type": { "type": "string" },
+                        "accepts": { "type": "array" }, "input": { "type": "object" }, "output": { "type": "object" },
+                    }}},
+            }})
+        },
+        errors: &[(400, "validation_error"), (429, "rate_limit_exceeded")],
+    },
 ];
 
 /// The paid API's answers: its own error envelope, and both versions' headers.
 fn is_x402(path: &str) -> bool {
-    path.starts_with("/x402/") || path == "/.well-known/x402"
+    path.starts_with("/x402/") || path.starts_with("/.well-known/x402") || path == "/discovery/resources"
 }
 
 fn header(description: &str) -> Value {
@@ -780,6 +818,10 @@ pub fn document() -> Value {
             operation["security"] = json!([{ "apiKey": [] }]);
         }
         if op.id == "x402Invoke" {
+            // For indexers that read paid operations here: paid with x402, each agent at its
+            // own price (its 402, or /.well-known/x402.json, names it), no key.
+            operation["x-payment-info"] = json!({ "price": { "mode": "dynamic" }, "protocols": [{ "x402": {} }] });
+            operation["security"] = json!([]);
             operation["responses"]["202"] = json!({
                 "description": "A paid long-running command: poll statusUrl",
                 "content": { "application/json": { "schema": { "type": "object",
@@ -807,15 +849,23 @@ pub fn document() -> Value {
                 "PAYMENT-REQUIRED": header("x402 version 2: base64 of {x402Version: 2, error, resource, accepts, extensions}; absent while the chain's CAIP-2 id is unknown"),
             });
         }
-        if op.id == "x402Discovery"
+        // The discovery lists' pages: (largest, default) limit.
+        let paged = match op.id {
+            "x402Discovery" | "x402WellKnownDocument" => Some((100, 20)),
+            "x402WellKnownIndex" => Some((1000, 1000)),
+            _ => None,
+        };
+        if let Some((most, default)) = paged
             && let Some(parameters) = operation["parameters"].as_array_mut()
         {
             parameters.push(json!({ "name": "limit", "in": "query", "required": false,
-                "schema": { "type": "integer", "minimum": 1, "maximum": 100, "default": 20 } }));
+                "schema": { "type": "integer", "minimum": 1, "maximum": most, "default": default } }));
             parameters.push(json!({ "name": "offset", "in": "query", "required": false,
                 "schema": { "type": "integer", "minimum": 0, "maximum": 1000000, "default": 0 } }));
-            parameters.push(json!({ "name": "type", "in": "query", "required": false,
-                "schema": { "type": "string" } }));
+            if op.id == "x402Discovery" {
+                parameters.push(json!({ "name": "type", "in": "query", "required": false,
+                    "schema": { "type": "string" } }));
+            }
         }
         if op.id == "listCommands"
             && let Some(parameters) = operation["parameters"].as_array_mut()

@@ -14,9 +14,8 @@ use serde_json::{Value, json};
 use super::AppState;
 use super::client::client_key;
 use crate::domain::{Command, ResponseFormat};
-use crate::error::{ApiError, ApiPath, ApiQuery, rate_headers};
+use crate::error::{ApiError, ApiPath, rate_headers};
 use crate::money::MicroUsdc;
-use crate::services::payments::catalog::Transport;
 use crate::services::payments::{self, Offer, Settled};
 use crate::services::purchase::{self, Order, Sale, SaleOutcome};
 use crate::services::{ServiceError, jobs};
@@ -25,13 +24,12 @@ use crate::x402::wire::{self, PAYMENT_REQUIRED_HEADER, Payment, Version};
 pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/x402/{network}/{agent_id}", get(requirements).post(invoke))
-        .route("/.well-known/x402", get(discovery))
         .route_layer(axum::middleware::from_fn_with_state(state, limit_clients))
 }
 
 /// No key here, so every request counts against its client address; each answer carries
 /// that address's rate-limit headers (a payer's own limit, when it binds, replaces them).
-async fn limit_clients(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub(super) async fn limit_clients(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
     let client = client_key(&parts, state.services.settings.server.client_ip_header.as_deref());
     let request = Request::from_parts(parts, body);
@@ -57,7 +55,7 @@ async fn limit_clients(State(state): State<AppState>, request: Request, next: Ne
 
 /// Any failure, in the paid API's envelope (with the error's headers: Retry-After...),
 /// in the version the payer spoke.
-fn x402_error(err: ApiError, version: Version) -> Response {
+pub(super) fn x402_error(err: ApiError, version: Version) -> Response {
     let body = json!({ "success": false, "error": err.message, "code": err.code, "x402Version": version.number() });
     let mut response = (err.status, axum::Json(body)).into_response();
     response.headers_mut().extend(err.headers);
@@ -131,56 +129,6 @@ async fn requirements(State(state): State<AppState>, path: Result<ApiPath<(Strin
         Ok(offer) => payment_required(&state, StatusCode::OK, &offer, offer.default_price, None),
         Err(response) => response,
     }
-}
-
-/// `GET /.well-known/x402?limit=&offset=&type=`: every agent for sale here, in the shape
-/// of the facilitators' discovery list (x402 v2 specification §8), served by the origin
-/// itself as proposed in x402-foundation/x402#2582.
-async fn discovery(
-    State(state): State<AppState>,
-    query: Result<ApiQuery<std::collections::HashMap<String, String>>, ApiError>,
-) -> Response {
-    // A malformed query is answered in this API's envelope, not the keyed API's.
-    let ApiQuery(query) = match query {
-        Ok(query) => query,
-        Err(err) => return x402_error(err, Version::V2),
-    };
-    let number = |name: &str, default: usize, range: std::ops::RangeInclusive<usize>| match query.get(name) {
-        None => Ok(default),
-        Some(text) => text.parse::<usize>().ok().filter(|n| range.contains(n)).ok_or_else(|| {
-            ApiError::validation(format!(
-                "Invalid query parameter '{name}': must be an integer from {} to {}",
-                range.start(),
-                range.end()
-            ))
-        }),
-    };
-    let page = number("limit", 20, 1..=100).and_then(|limit| Ok((limit, number("offset", 0, 0..=1_000_000)?)));
-    let (limit, offset) = match page {
-        Ok(page) => page,
-        Err(err) => return x402_error(err, Version::V2),
-    };
-    // Each agent is sold over HTTP and over MCP. The HTTP entries by default, as a client
-    // that reads this list may post to each resource; `type=mcp` lists the MCP servers
-    // (another type: nothing).
-    let transports: Vec<Transport> = match query.get("type") {
-        None => vec![Transport::Http],
-        Some(kind) => Transport::parse(kind).into_iter().collect(),
-    };
-    let catalog = match payments::catalog::catalog(&state.services, &transports, limit, offset).await {
-        Ok(catalog) => catalog,
-        Err(err) => return x402_error(err.into(), Version::V2),
-    };
-    let list = wire::DiscoveryList {
-        x402_version: 2,
-        items: catalog.items,
-        pagination: wire::Pagination {
-            limit,
-            offset,
-            total: catalog.total,
-        },
-    };
-    axum::Json(list).into_response()
 }
 
 /// Reads what a paid request asks for: a message (a leading `/command` runs it) or a

@@ -207,6 +207,39 @@ pub struct DiscoveryList {
     pub pagination: Pagination,
 }
 
+/// A paid route as the foundation's draft for an origin's `/.well-known/x402.json` lists
+/// it: its resource, its kind (`http`), what it costs, its request and its answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WellKnownItem {
+    pub resource: ResourceInfo,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub accepts: Vec<RequirementsV2>,
+    pub input: Value,
+    pub output: Value,
+}
+
+/// `/.well-known/x402.json`: one page of the origin's paid routes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WellKnownDocument {
+    pub x402_version: u64,
+    /// When this page was written (Unix seconds).
+    pub last_updated: i64,
+    pub items: Vec<WellKnownItem>,
+    pub pagination: Pagination,
+}
+
+/// `/.well-known/x402` as indexers that predate the draft read it: the paid resources'
+/// addresses (each takes a `POST`), and how to use them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WellKnownIndex {
+    pub version: u64,
+    pub resources: Vec<String>,
+    pub instructions: String,
+}
+
 /// A payment as presented, either version: the network's payload and, for v2, the
 /// requirement the payer says it accepted (to be checked against what we offer).
 #[derive(Debug, Clone, PartialEq)]

@@ -3,7 +3,9 @@
 
 use super::offer::Offer;
 use crate::services::{ServiceError, Services};
-use crate::x402::wire::{DiscoveredResource, Requirements};
+use serde_json::json;
+
+use crate::x402::wire::{DiscoveredResource, Requirements, ResourceInfo, WellKnownItem};
 
 /// One page of the list, and how many entries there are in all.
 pub struct Catalog {
@@ -35,16 +37,45 @@ impl Transport {
 }
 
 /// The entries `offset..offset + limit` of the given transports, in username then network
-/// order (each listing's transports together). An agent is on sale on a network when its
-/// manifest enables x402 there and it has a wallet to be paid in. The list is one query,
-/// kept in the read cache (as fresh as the command lists); each page's agents come from
-/// that cache too. Nothing here asks per agent what the list knows.
+/// order (each listing's transports together), in the facilitators' discovery shape.
 pub async fn catalog(
     services: &Services,
     transports: &[Transport],
     limit: usize,
     offset: usize,
 ) -> Result<Catalog, ServiceError> {
+    let (items, total) = listed(services, transports, limit, offset, |offer, transport| {
+        Some(entry(services, offer, transport))
+    })
+    .await?;
+    Ok(Catalog { items, total })
+}
+
+/// The paid HTTP routes `offset..offset + limit` as the origin's `/.well-known/x402.json`
+/// lists them (a network where version 2 is not offered now is left out of its page).
+pub async fn well_known(
+    services: &Services,
+    limit: usize,
+    offset: usize,
+) -> Result<(Vec<WellKnownItem>, usize), ServiceError> {
+    listed(services, &[Transport::Http], limit, offset, |offer, _| {
+        well_known_item(services, offer)
+    })
+    .await
+}
+
+/// The listings `offset..offset + limit` (times their transports), each written by
+/// `write`, and how many there are in all. An agent is on sale on a network when its
+/// manifest enables x402 there and it has a wallet to be paid in. The list is one query,
+/// kept in the read cache (as fresh as the command lists); each page's agents come from
+/// that cache too. Nothing here asks per agent what the list knows.
+async fn listed<T>(
+    services: &Services,
+    transports: &[Transport],
+    limit: usize,
+    offset: usize,
+    write: impl Fn(&Offer, Transport) -> Option<T>,
+) -> Result<(Vec<T>, usize), ServiceError> {
     let listings = services.store.x402_listings().await?;
     let per_listing = transports.len();
     let total = listings.len() * per_listing;
@@ -64,9 +95,32 @@ pub async fn catalog(
             continue;
         };
         let offer = Offer::of(services, &found, listing.network, listing.address.clone(), price).await;
-        items.extend(wanted.iter().map(|transport| entry(services, &offer, *transport)));
+        items.extend(wanted.iter().filter_map(|transport| write(&offer, *transport)));
     }
-    Ok(Catalog { items, total })
+    Ok((items, total))
+}
+
+/// The agent's paid route on one network, as the foundation's draft for an origin's
+/// `/.well-known/x402.json` describes a route: where, what it costs (the message price;
+/// a paid command's is in its 402), and the request and answer (the v2 `bazaar`'s).
+fn well_known_item(services: &Services, offer: &Offer) -> Option<WellKnownItem> {
+    let requirement = offer.requirement_v2(services, offer.default_price)?;
+    let bazaar = offer.listing().bazaar(None);
+    Some(WellKnownItem {
+        resource: ResourceInfo {
+            url: offer.resource_url(services),
+            description: Some(offer.description(None)),
+            mime_type: Some("application/json".into()),
+        },
+        kind: Transport::Http.as_str().into(),
+        accepts: vec![requirement],
+        input: json!({
+            "method": "POST",
+            "bodyType": "json",
+            "body": bazaar["schema"]["properties"]["input"]["properties"]["body"],
+        }),
+        output: json!({ "mimeType": "application/json", "example": bazaar["info"]["output"]["example"] }),
+    })
 }
 
 /// The agent on one network: its message price as the requirement, and each paid command

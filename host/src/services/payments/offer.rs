@@ -142,7 +142,8 @@ impl Offer {
         format!("{}/x402/{}/{}", services.public_base_url, self.network, self.agent.id)
     }
 
-    fn description(&self, command: Option<&Command>) -> String {
+    /// What is bought: a message (`None`) or one command.
+    pub fn description(&self, command: Option<&Command>) -> String {
         let name = &self.agent.def.name;
         match command {
             Some(c) => format!("Run /{} of {name}", c.def.name),
