@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::fake_llm::{Policy, fake_openai, text};
-use crate::support::payers::{Paid, Payer, X402Client, network_id, pay_with};
+use crate::support::payers::{Paid, Payer, X402Client, network_id, pay_retrying, pay_with};
+use crate::support::proxy::CuttingProxy;
 use crate::support::x402::*;
 use crate::support::*;
 
@@ -132,4 +133,44 @@ async fn the_real_x402_clients_pay_on_solana() {
     assert_eq!(spent, 180_000);
     assert_eq!(chain.usdc_of(&payer_address).await, Some(1_000_000 - spent));
     assert_eq!(chain.usdc_of(agent_wallet).await, Some(spent));
+}
+
+/// A real client names its payment (x402's payment-identifier, as @x402/extensions shows
+/// it), pays, and loses the answer: the connection drops after the server settled. It
+/// asks again, signs a new authorization under the same id, and gets the answer it paid
+/// for; the chain shows one transfer.
+#[tokio::test]
+async fn a_client_that_lost_its_paid_answer_retries_and_pays_once() {
+    use crate::support::chains::LocalBase;
+    let chain = LocalBase::start().await;
+    let market = open_market("base", chain.env()).await;
+    chain.set_eth(&market.agent_wallet, 10u128.pow(16)).await; // it relays: pays the gas
+    let proxy = CuttingProxy::start(&market.server.base).await;
+    let (payer, payer_address) = Payer::on_base(&chain, 1_000_000).await;
+    let url = format!("{}/x402/base/seller", proxy.base);
+    let hello = json!({ "command": "hello", "name": "Ann" });
+
+    let paid = pay_retrying(
+        X402Client::Fetch2,
+        &payer,
+        &url,
+        &hello,
+        "pay_lost_answer_0123456789",
+        3,
+    )
+    .await;
+    assert_eq!(proxy.cuts(), 1, "the first answer was dropped");
+    assert_eq!(paid.failures.len(), 1, "one attempt lost: {:?}", paid.failures);
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    assert_eq!(paid.body["response"], "Hello, Ann!");
+    assert_paid(
+        X402Client::Fetch2,
+        &paid,
+        HELLO,
+        &payer_address,
+        &market.agent_wallet,
+        "base",
+    );
+    assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000 - HELLO, "one transfer");
+    assert_eq!(chain.usdc_of(&market.agent_wallet).await, HELLO);
 }

@@ -5,12 +5,16 @@
 //
 // request: { client: "x402-fetch" | "@x402/fetch", network: "base" | "solana", url, body,
 //            key (Base: 0x-hex private key; Solana: base58 64-byte keypair), rpcUrl,
-//            networkId (v2 only: the CAIP-2 id the client registers; default eip155:* / solana:*) }
+//            networkId (v2 only: the CAIP-2 id the client registers; default eip155:* / solana:*),
+//            paymentId (v2 only: names every payment of this run with x402's payment-identifier,
+//            as @x402/extensions documents it), attempts (how many times to ask, while the
+//            request throws: a client's retry after a dropped connection; default 1) }
 // By hand, the network comes from the URL (/x402/{network}/...), the key from
 // PAYER_BASE_KEY / PAYER_SOLANA_KEY and the RPC from AGENT_HOST_{BASE,SOLANA}_RPC_URL.
-// Prints one JSON line: { status, body, paymentResponse, paymentResponseHeader } where
+// Prints one JSON line: { status, body, paymentResponse, paymentResponseHeader, failures } where
 // paymentResponse is the decoded PAYMENT-RESPONSE (v2) or X-PAYMENT-RESPONSE (v1) header
-// (null when absent). A client that throws exits 1 with its message on stderr.
+// (null when absent) and failures the messages of the attempts that threw. A client that
+// throws on its last attempt exits 1 with its message on stderr.
 import { createWalletClient, http, publicActions } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
@@ -57,19 +61,28 @@ async function legacyFetch() {
 // per CAIP-2 network, nothing else configured (Solana: the RPC, a documented option of
 // ExactSvmScheme, since the chain is local).
 async function currentFetch() {
-  const { wrapFetchWithPaymentFromConfig } = await import("@x402/fetch");
+  const { wrapFetchWithPayment, x402Client } = await import("@x402/fetch");
+  let schemes;
   if (request.network === "base") {
     const { ExactEvmScheme } = await import("@x402/evm");
-    return wrapFetchWithPaymentFromConfig(fetch, {
-      schemes: [{ network: request.networkId ?? "eip155:*", client: new ExactEvmScheme(privateKeyToAccount(request.key)) }],
+    schemes = [{ network: request.networkId ?? "eip155:*", client: new ExactEvmScheme(privateKeyToAccount(request.key)) }];
+  } else {
+    const { ExactSvmScheme } = await import("@x402/svm");
+    schemes = [
+      { network: request.networkId ?? "solana:*", client: new ExactSvmScheme(await solanaSigner(), { rpcUrl: request.rpcUrl }) },
+    ];
+  }
+  const client = x402Client.fromConfig({ schemes });
+  if (request.paymentId) {
+    // The payment-identifier client example's hook: the same id on every payment this
+    // logical request makes, so that a retry is recognised.
+    const { appendPaymentIdentifierToExtensions } = await import("@x402/extensions/payment-identifier");
+    client.onBeforePaymentCreation(async ({ paymentRequired }) => {
+      paymentRequired.extensions ??= {};
+      appendPaymentIdentifierToExtensions(paymentRequired.extensions, request.paymentId);
     });
   }
-  const { ExactSvmScheme } = await import("@x402/svm");
-  return wrapFetchWithPaymentFromConfig(fetch, {
-    schemes: [
-      { network: request.networkId ?? "solana:*", client: new ExactSvmScheme(await solanaSigner(), { rpcUrl: request.rpcUrl }) },
-    ],
-  });
+  return wrapFetchWithPayment(fetch, client);
 }
 
 const clients = { "x402-fetch": legacyFetch, "@x402/fetch": currentFetch };
@@ -77,11 +90,20 @@ const makeFetch = clients[request.client];
 if (!makeFetch) throw new Error(`unknown client ${request.client}`);
 const pay = await makeFetch();
 
-const response = await pay(request.url, {
-  method: "POST",
-  headers: { "content-type": "application/json" },
-  body: JSON.stringify(request.body),
-});
+const failures = [];
+let response;
+for (let attempt = 1; !response; attempt++) {
+  try {
+    response = await pay(request.url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(request.body),
+    });
+  } catch (error) {
+    if (attempt >= (request.attempts ?? 1)) throw error;
+    failures.push(String(error?.cause?.message ?? error?.message ?? error));
+  }
+}
 const text = await response.text();
 let body;
 try {
@@ -92,4 +114,4 @@ try {
 const paymentResponseHeader = ["payment-response", "x-payment-response"].find((name) => response.headers.has(name)) ?? null;
 const header = paymentResponseHeader && response.headers.get(paymentResponseHeader);
 const paymentResponse = header ? JSON.parse(Buffer.from(header, "base64").toString("utf8")) : null;
-console.log(JSON.stringify({ status: response.status, body, paymentResponse, paymentResponseHeader }));
+console.log(JSON.stringify({ status: response.status, body, paymentResponse, paymentResponseHeader, failures }));

@@ -11,6 +11,7 @@ pub mod hostile;
 pub mod mcp;
 pub mod payers;
 pub mod postgres;
+pub mod proxy;
 pub mod x402;
 
 use std::io::{BufRead, BufReader};

@@ -92,6 +92,8 @@ pub struct Paid {
     pub payment_response: Value,
     /// Which of the two it was.
     pub payment_response_header: Option<String>,
+    /// Why the attempts before the last one threw (a retrying client's).
+    pub failures: Vec<String>,
 }
 
 /// Lets `client` pay for one `POST url` with `body`: it reads our 402, signs a payment and
@@ -104,11 +106,42 @@ pub async fn pay_with(client: X402Client, payer: &Payer<'_>, url: &str, body: &V
 
 /// As `pay_with`, for a request that may not get an answer (the server is killed).
 pub async fn try_pay_with(client: X402Client, payer: &Payer<'_>, url: &str, body: &Value) -> Result<Paid, String> {
+    run_client(client, payer, url, body, json!({})).await
+}
+
+/// As `pay_with`, by a client that names its payment `payment_id` (x402's
+/// payment-identifier) and asks again, up to `attempts` times, while its request throws
+/// (a connection dropped before the answer). Version 2 clients only.
+pub async fn pay_retrying(
+    client: X402Client,
+    payer: &Payer<'_>,
+    url: &str,
+    body: &Value,
+    payment_id: &str,
+    attempts: u32,
+) -> Paid {
+    let asking = json!({ "paymentId": payment_id, "attempts": attempts });
+    run_client(client, payer, url, body, asking)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs `tests/node/pay.mjs` for `client` with the request's fields and `extra` ones.
+async fn run_client(
+    client: X402Client,
+    payer: &Payer<'_>,
+    url: &str,
+    body: &Value,
+    extra: Value,
+) -> Result<Paid, String> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/node/pay.mjs");
-    let request = json!({
+    let mut request = json!({
         "client": client.package(), "network": payer.network, "key": payer.key,
         "rpcUrl": payer.rpc_url, "url": url, "body": body, "networkId": network_id(payer.network),
     });
+    if let (Some(request), Value::Object(extra)) = (request.as_object_mut(), extra) {
+        request.extend(extra);
+    }
     let run = tokio::process::Command::new("node")
         .arg(&script)
         .arg(request.to_string())
@@ -131,5 +164,6 @@ pub async fn try_pay_with(client: X402Client, payer: &Payer<'_>, url: &str, body
         body: reply["body"].clone(),
         payment_response: reply["paymentResponse"].clone(),
         payment_response_header: reply["paymentResponseHeader"].as_str().map(str::to_string),
+        failures: serde_json::from_value(reply["failures"].clone()).unwrap_or_default(),
     })
 }
