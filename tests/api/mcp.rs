@@ -168,8 +168,7 @@ async fn the_gate_wants_a_key_or_a_payment_and_refuses_in_json_rpc() {
         assert!(reply.header("x-ratelimit-limit").is_some());
     }
     // A name rebound to this server may not drive it: neither a ping nor a plain tool call
-    // (which takes a shorter path than other messages). A page on another origin may, as
-    // it may pay on the x402 routes: nothing here rests on a cookie.
+    // (which takes a shorter path than other messages).
     let call = json!({
         "jsonrpc": "2.0", "id": 3, "method": "tools/call",
         "params": { "name": "hello", "arguments": { "name": "Ann" } },
@@ -193,13 +192,24 @@ async fn the_gate_wants_a_key_or_a_payment_and_refuses_in_json_rpc() {
         assert_eq!(rebound.status, 403, "{}", rebound.text);
         assert!(message(&rebound)["error"]["code"].is_i64(), "{}", rebound.text);
         assert!(!rebound.text.contains("Hello"), "{}", rebound.text);
+        // A page on another origin may pay here, but may not use a key the operator did not
+        // let that origin use (as on the keyed API); the server's own page may.
         let page = ("origin", "https://shop.example");
         let reply = post_message(&url, &[("authorization", &bearer), version, page], body.clone()).await;
-        assert_eq!(reply.status, 200, "{}", reply.text);
+        assert_eq!(reply.status, 403, "{}", reply.text);
+        assert_eq!(
+            message(&reply)["error"]["data"]["code"],
+            "forbidden_origin",
+            "{}",
+            reply.text
+        );
         assert_eq!(
             reply.header("access-control-allow-origin"),
             Some("https://shop.example")
         );
+        let own = ("origin", server.base.as_str());
+        let reply = post_message(&url, &[("authorization", &bearer), version, own], body.clone()).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
     }
     // GET and DELETE are 405.
     for method in [reqwest::Method::GET, reqwest::Method::DELETE] {

@@ -421,8 +421,10 @@ async fn any_page_may_pay_but_reaches_nothing_else() {
     );
     let listed = send(client().get(server.url("/.well-known/x402")).header("origin", page)).await;
     assert_eq!(listed.header("access-control-allow-origin"), Some(page));
-    // Not the keyed API, its job statuses or the console.
-    for path in ["/v1/agents/seller/commands", "/jobs/0123", "/console/"] {
+    // A job it bought, polled from the page; not the keyed API or the console.
+    let job = preflight("/jobs/0123", "content-type").await;
+    assert_eq!(job.header("access-control-allow-origin"), Some(page));
+    for path in ["/v1/agents/seller/commands", "/console/"] {
         let reply = preflight(path, "x-api-key").await;
         assert_eq!(reply.header("access-control-allow-origin"), None, "{path}");
     }

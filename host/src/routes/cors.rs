@@ -3,7 +3,8 @@
 //! - The paid surfaces (`/x402/...`, their discovery, the agents' MCP endpoints):
 //!   any origin, since anyone may pay. Nothing there rests on a cookie, so nothing is
 //!   lent to the page; it may send the payment headers and read the settlement's.
-//! - The keyed API (`/v1/...`) and its job statuses: only the origins the operator lists
+//!   Job statuses too: a page that bought a long-running command polls its job.
+//! - The keyed API (`/v1/...`): only the origins the operator lists
 //!   (`cors_allowed_origins`), none by default. A key travels in `x-api-key`, never in a
 //!   cookie, so no credentials mode: an allowed page must hold the key itself.
 //! - The console and everything else: no other origin.
@@ -14,12 +15,14 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::config::ServerSettings;
 
-/// Whether `path` is one anybody may pay at, from any page.
+/// Whether `path` is one anybody may pay at, from any page (with the job statuses, so a
+/// page may poll the long-running command it bought: a job's address is its secret).
 pub fn is_paid_surface(path: &str) -> bool {
     path.starts_with("/x402/")
         || path.starts_with("/.well-known/x402")
         || path == "/discovery/resources"
         || path.starts_with("/mcp/")
+        || path.starts_with("/jobs/")
 }
 
 /// The CORS layer, over every route: a preflight must be answered before routing, or it
@@ -31,8 +34,7 @@ pub fn layer(server: &ServerSettings) -> CorsLayer {
     let listed: Vec<HeaderValue> = origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()).collect();
     let allow = AllowOrigin::predicate(move |origin: &HeaderValue, request: &Parts| {
         let path = request.uri.path();
-        let keyed = path.starts_with("/v1/") || path.starts_with("/jobs/");
-        is_paid_surface(path) || (keyed && (any || listed.contains(origin)))
+        is_paid_surface(path) || (path.starts_with("/v1/") && (any || listed.contains(origin)))
     });
     let named = |names: &[&'static str]| names.iter().map(|n| HeaderName::from_static(n)).collect::<Vec<_>>();
     // What a payer or an MCP client sends, beside the keyed API's key.

@@ -54,11 +54,12 @@ fn paging(query: Query, default: usize, most: usize) -> Result<(HashMap<String, 
     Ok((query, limit, offset))
 }
 
-/// `GET /.well-known/x402?limit=&offset=`: up to 1000 addresses a page.
+/// `GET /.well-known/x402?limit=&offset=`: up to 100 addresses a page (each is an agent
+/// read and priced, so a page stays small).
 async fn index(State(state): State<AppState>, query: Query) -> Response {
     let services = &state.services;
     // Refusals in the paid API's envelope, not the keyed API's.
-    let (_, limit, offset) = match paging(query, 1000, 1000) {
+    let (_, limit, offset) = match paging(query, 100, 100) {
         Ok(page) => page,
         Err(err) => return x402_error(err, Version::V2),
     };

@@ -852,7 +852,7 @@ pub fn document() -> Value {
         // The discovery lists' pages: (largest, default) limit.
         let paged = match op.id {
             "x402Discovery" | "x402WellKnownDocument" => Some((100, 20)),
-            "x402WellKnownIndex" => Some((1000, 1000)),
+            "x402WellKnownIndex" => Some((100, 100)),
             _ => None,
         };
         if let Some((most, default)) = paged

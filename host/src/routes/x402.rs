@@ -174,9 +174,23 @@ fn read_order(body: &[u8]) -> Result<(Order, Value), ApiError> {
 }
 
 /// POST: without a payment, a 402 priced for exactly what was asked; with one, the
-/// purchase, answered in the version the payer spoke.
+/// purchase, answered in the version the payer spoke. It runs on its own task: a payer
+/// that goes away does not cut the purchase off between its settlement and its answer
+/// (which is kept for the payer's retry).
 async fn invoke(
     State(state): State<AppState>,
+    path: Result<ApiPath<(String, String)>, ApiError>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    match tokio::spawn(purchase_of(state, path, headers, body)).await {
+        Ok(response) => response,
+        Err(_) => x402_error(ApiError::internal("Internal server error"), Version::V1),
+    }
+}
+
+async fn purchase_of(
+    state: AppState,
     path: Result<ApiPath<(String, String)>, ApiError>,
     headers: HeaderMap,
     body: Bytes,

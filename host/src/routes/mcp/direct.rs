@@ -22,6 +22,8 @@ use rmcp::model::{
 };
 
 use super::server::answer_call;
+use rmcp::ErrorData;
+
 use super::{Visit, invalid_request};
 use crate::routes::AppState;
 
@@ -53,12 +55,17 @@ pub(super) async fn try_answer(state: &AppState, eligibility: &Eligibility, requ
     let Some((id, params, meta)) = plain_call(&bytes) else {
         return Direct::Pass(Request::from_parts(parts, Body::from(bytes)));
     };
-    // No progress token: a long-running command answers with its job to poll.
+    // No progress token: a long-running command answers with its job to poll. The call
+    // runs on its own task, as the SDK runs its handlers: a client that goes away does not
+    // cut a paid call off between its settlement and its answer.
     let no_progress = None::<fn(u8) -> std::future::Ready<()>>;
-    let message = match answer_call(state, &visit.0, params, &meta, no_progress).await {
-        Ok(result) => ServerJsonRpcMessage::response(ServerResult::CallToolResult(result), id),
+    let (state, toolbox) = (state.clone(), visit.0);
+    let call = tokio::spawn(async move { answer_call(&state, &toolbox, params, &meta, no_progress).await });
+    let message = match call.await {
+        Ok(Ok(result)) => ServerJsonRpcMessage::response(ServerResult::CallToolResult(result), id),
         // The revisions before 2026-07-28 answer a JSON-RPC error with HTTP 200.
-        Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+        Ok(Err(error)) => ServerJsonRpcMessage::error(error, Some(id)),
+        Err(_) => ServerJsonRpcMessage::error(ErrorData::internal_error("Internal server error", None), Some(id)),
     };
     Direct::Answered(json(StatusCode::OK, &message))
 }

@@ -114,6 +114,14 @@ async fn admit(
     let (mut parts, body) = request.into_parts();
     let services = &state.services;
     let (caller, decision) = match presented_key(&parts.headers) {
+        // A key from a page: only the origins that may use keys on the keyed API.
+        Some(_) if !key_origin_allowed(&state, &parts.headers) => {
+            return refusal(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden_origin",
+                "API keys are not taken from this page's origin (cors_allowed_origins); a payment is",
+            ));
+        }
         Some(key) => match guard::check_key(&state, &parts, &key).await {
             Ok((caller, decision)) => (Some(caller), decision),
             Err(err) => return refusal(err),
@@ -143,6 +151,19 @@ async fn admit(
     let mut response = next.run(Request::from_parts(parts, body)).await;
     response.headers_mut().extend(rate_headers(&decision));
     response
+}
+
+/// Whether a key may come with this request: no page (`Origin`), the server's own, or an
+/// origin the operator lets use keys (`cors_allowed_origins`), as on the keyed API.
+fn key_origin_allowed(state: &AppState, headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) else {
+        return headers.get(header::ORIGIN).is_none();
+    };
+    let own = authority(&state.services.public_base_url)
+        .zip(state.services.public_base_url.split_once("://"))
+        .map(|(authority, (scheme, _))| format!("{scheme}://{authority}"));
+    let listed = &state.services.settings.server.cors_allowed_origins;
+    own.as_deref() == Some(origin) || listed.iter().any(|o| o == "*" || o == origin)
 }
 
 fn presented_key(headers: &HeaderMap) -> Option<HeaderValue> {

@@ -123,7 +123,7 @@ pub struct Settled {
     _claim: Option<KeyGuard<String>>,
 }
 
-pub use retry::Earlier;
+pub use retry::{Bought, Earlier};
 
 /// A payment settled now, or one made before for the same request (a retry).
 pub enum Settlement {
@@ -201,14 +201,16 @@ pub async fn settle(
     }
     guard::within_payer_limit(services, network, &payer).await?;
     guard::not_cooling_off(services, network, &payer).await?;
-    let _payer_turn = guard::payer_turn(services, network, &payer).await?;
+    let payer_turn = guard::payer_turn(services, network, &payer).await?;
 
     let wallet = wallets::wallet(services, &offer.agent.id, network).await?;
     let key = wallets::open_key(services, &wallet)?;
     attempt.complete(&key).map_err(refusal)?;
     let identity = attempt.identity();
-    // The same signed payment again: the answer it bought, for the same request only.
+    // The same signed payment again: the answer it bought, for the same request only. A
+    // retry may wait for that answer; the payer's other payments need not wait with it.
     if let Some(earlier) = services.store.earlier_payment_by_identity(&identity).await? {
+        drop(payer_turn);
         let earlier = retry::recognise(services, earlier, &offer.agent.id, &purchase, MetBy::Identity).await?;
         return earlier.map(Settlement::Before).ok_or_else(already_used);
     }
@@ -246,6 +248,7 @@ pub async fn settle(
     if let Some(elsewhere) = attempt.check(services, &terms).await? {
         let payment = record(&elsewhere, None);
         if !record_once(services, &payment).await? {
+            drop(payer_turn);
             return met_again(services, &payment, &purchase).await.map(Settlement::Before);
         }
         return Ok(Settlement::Now(settled(elsewhere, claim)));
@@ -272,7 +275,7 @@ pub async fn settle(
             };
             let payment = record(&elsewhere, None);
             if !record_once(services, &payment).await? {
-                drop(wallet_turn);
+                drop((wallet_turn, payer_turn));
                 return met_again(services, &payment, &purchase).await.map(Settlement::Before);
             }
             return Ok(Settlement::Now(settled(elsewhere, claim)));
@@ -283,7 +286,7 @@ pub async fn settle(
     crate::faults::crash_point("x402:after_sign");
     let payment = record(&signed.id, Some(&signed));
     if !record_once(services, &payment).await? {
-        drop(wallet_turn);
+        drop((wallet_turn, payer_turn));
         return met_again(services, &payment, &purchase).await.map(Settlement::Before);
     }
     crate::faults::crash_point("x402:after_record");

@@ -1,19 +1,25 @@
-//! A payment met again. A payer whose connection dropped after it paid retries: with the
-//! same signed payment, or with a new one carrying the same id of its own (x402's
-//! `payment-identifier`). Either way, for the same request it gets the answer its first
+//! A payment met again. A payer whose connection dropped after it paid retries: with a
+//! new payment carrying the same id of its own (x402's `payment-identifier`), or with the
+//! same signed payment. Either way, for the same request it gets the answer its first
 //! payment bought, kept with that payment, and pays nothing more; for another request it
 //! is refused, since a payment (or an id) buys one request.
+//!
+//! The same signed payment is answered again only within the payment's own time limit
+//! (`MAX_TIMEOUT_SECONDS` from when it was recorded): once settled, a payment is public on
+//! its chain, and after that minute a copy of it is more likely anyone's than the payer's.
+//! An id is the payer's own (it never reaches the chain) and comes with a new signature of
+//! the payer's, so it is answered for as long as the answer is kept.
 //!
 //! While the first request is still being answered (the retry came early, or on another
 //! host), the retry waits for its answer, as long as a settlement may take.
 
 use std::time::Duration;
 
-use super::{Purchase, Settled, X402Error, already_used, refused};
+use super::{MAX_TIMEOUT_SECONDS, Purchase, Settled, X402Error, already_used, refused};
 use crate::domain::Network;
 use crate::money::MicroUsdc;
 use crate::services::{ServiceError, Services};
-use crate::store::{EarlierPayment, PaymentState, StoreError};
+use crate::store::{EarlierPayment, PaymentRecord, PaymentState, StoreError};
 
 /// How the payment was recognised.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -24,11 +30,18 @@ pub(super) enum MetBy {
     PaymentRef,
 }
 
-/// A payment made before for the same request: its receipt, and the answer it bought as
-/// the purchase service kept it.
+/// A payment made before for the same request: its receipt, and the answer it bought.
 pub struct Earlier {
     pub settled: Settled,
-    pub answer: String,
+    pub answer: Bought,
+}
+
+/// What an earlier payment bought.
+pub enum Bought {
+    /// The answer as the purchase service kept it.
+    Kept(String),
+    /// A long-running command's job (its payment served when the job was recorded).
+    Job(String),
 }
 
 /// What a retry gets: the earlier answer; `None` when the earlier payment under this id
@@ -52,56 +65,79 @@ pub(super) async fn recognise(
             ),
         });
     }
+    let now = crate::clock::now_ms();
+    if met_by == MetBy::Identity && now - earlier.record.created_at > MAX_TIMEOUT_SECONDS as i64 * 1000 {
+        return Err(already_used());
+    }
+    let retention = services.settings.x402.x402_answer_retention_hours as i64 * 3_600_000;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(services.settings.x402.x402_settle_timeout_secs);
+    let identity = earlier.record.identity.clone();
     loop {
         let record = &earlier.record;
-        if let Some(answer) = earlier.answer.take() {
-            let settled = Settled {
-                payment_id: record.id.clone(),
-                agent_id: record.agent_id.clone(),
-                network: Network::parse(&record.network).ok_or_else(|| {
-                    ServiceError::Store(StoreError::Corrupt(format!(
-                        "payment {} on an unknown network",
-                        record.id
-                    )))
-                })?,
-                payer: record.payer.clone(),
-                pay_to: record.pay_to.clone(),
-                amount: MicroUsdc(record.amount.0),
-                transaction: record.transaction_signature.clone().unwrap_or_default(),
-                settled_at: record.created_at,
-                _claim: None,
-            };
-            return Ok(Some(Earlier { settled, answer }));
-        }
         match record.state {
             PaymentState::Failed if met_by == MetBy::PaymentRef => {
                 services.store.release_payment_ref(&record.id).await?;
                 return Ok(None);
             }
             PaymentState::Failed => return Err(already_used()),
+            // Refunded (a job that failed after it was answered too): the refund tells it.
             PaymentState::RefundOwed | PaymentState::Refunding | PaymentState::Refunded => {
                 return Err(refused(
                     "payment_already_used",
                     "This payment's request failed and the payment is refunded (see the first answer's refund)",
                 ));
             }
-            _ if earlier.answer_expires_at.is_some() => {
-                return Err(refused(
-                    "payment_already_used",
-                    "This payment was answered; its answer is no longer kept",
-                ));
+            PaymentState::Served => {
+                let kept = earlier
+                    .answer
+                    .take()
+                    .filter(|_| earlier.answer_expires_at.is_none_or(|at| at > now));
+                let answer = match (kept, &record.job_id) {
+                    (Some(kept), _) => Bought::Kept(kept),
+                    // Its job's address, should keeping it have failed.
+                    (None, Some(job_id)) if now - record.updated_at < retention => Bought::Job(job_id.clone()),
+                    _ => {
+                        return Err(refused(
+                            "payment_already_used",
+                            "This payment was answered; its answer is not kept (any more)",
+                        ));
+                    }
+                };
+                return Ok(Some(Earlier {
+                    settled: settled_of(record)?,
+                    answer,
+                }));
             }
             // Still being settled or answered.
-            _ => {}
+            PaymentState::Verified | PaymentState::Settled => {}
         }
         if tokio::time::Instant::now() >= deadline {
             return Err(X402Error::StillAnswering.into());
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
-        earlier = match services.store.earlier_payment_by_identity(&record.identity).await? {
+        earlier = match services.store.earlier_payment_by_identity(&identity).await? {
             Some(again) => again,
             None => return Err(already_used()),
         };
     }
+}
+
+/// The receipt of a payment met again (its settlement, as recorded).
+fn settled_of(record: &PaymentRecord) -> Result<Settled, ServiceError> {
+    Ok(Settled {
+        payment_id: record.id.clone(),
+        agent_id: record.agent_id.clone(),
+        network: Network::parse(&record.network).ok_or_else(|| {
+            ServiceError::Store(StoreError::Corrupt(format!(
+                "payment {} on an unknown network",
+                record.id
+            )))
+        })?,
+        payer: record.payer.clone(),
+        pay_to: record.pay_to.clone(),
+        amount: MicroUsdc(record.amount.0),
+        transaction: record.transaction_signature.clone().unwrap_or_default(),
+        settled_at: record.created_at,
+        _claim: None,
+    })
 }

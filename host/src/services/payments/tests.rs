@@ -59,9 +59,14 @@ fn named(f: &Fixture, payer: &str, nonce: u64, id: &str) -> Payment {
     v2
 }
 
-fn earlier(met: Result<Settlement, ServiceError>) -> Earlier {
+/// The kept answer a payment met again gives.
+fn earlier(met: Result<Settlement, ServiceError>) -> (String, Settled) {
     match met {
-        Ok(Settlement::Before(earlier)) => earlier,
+        Ok(Settlement::Before(Earlier {
+            answer: Bought::Kept(answer),
+            settled,
+        })) => (answer, settled),
+        Ok(Settlement::Before(_)) => panic!("met again without a kept answer"),
         Ok(Settlement::Now(settled)) => panic!("settled again by {}", settled.transaction),
         Err(err) => panic!("refused: {err:?}"),
     }
@@ -80,14 +85,11 @@ async fn a_retry_of_the_same_request_gets_the_kept_answer_and_pays_nothing_more(
     drop(settled);
     // The same signed payment, and a new one under the same id: the kept answer, the
     // first payment's receipt, and nothing more sent.
-    let again = earlier(f.settle_request(&scheme, &chain, &first, &ask).await);
-    assert_eq!(
-        (again.answer.as_str(), again.settled.transaction.as_str()),
-        ("sunny", "0xours1")
-    );
+    let (answer, receipt) = earlier(f.settle_request(&scheme, &chain, &first, &ask).await);
+    assert_eq!((answer.as_str(), receipt.transaction.as_str()), ("sunny", "0xours1"));
     let renamed = named(&f, "ann", 2, "pay_0123456789abcdef");
-    let again = earlier(f.settle_request(&scheme, &chain, &renamed, &ask).await);
-    assert_eq!(again.answer, "sunny");
+    let (answer, _) = earlier(f.settle_request(&scheme, &chain, &renamed, &ask).await);
+    assert_eq!(answer, "sunny");
     assert_eq!(chain.sent.load(Ordering::SeqCst), 1);
     // The id on another request is refused; another payer's same id is its own.
     let other = json!({ "message": "something else" });
@@ -102,6 +104,42 @@ async fn a_retry_of_the_same_request_gets_the_kept_answer_and_pays_nothing_more(
         Ok(Settlement::Now(_))
     ));
     assert_eq!(chain.sent.load(Ordering::SeqCst), 2);
+}
+
+/// Once settled, a payment is public on its chain: past its own time limit, the same
+/// signed payment is anyone's copy, and is refused even for the same request. The payer's
+/// id is not public, and still gets the answer.
+#[tokio::test]
+async fn the_same_signed_payment_is_answered_again_only_within_its_time_limit() {
+    let f = fixture(SELLER).await;
+    let (scheme, chain) = (FakeScheme::default(), FakeChain::landing(Landing::Confirmed));
+    let ask = json!({ "message": "weather?" });
+    let first = named(&f, "ann", 1, "pay_0123456789abcdef");
+    let Settlement::Now(settled) = f.settle_request(&scheme, &chain, &first, &ask).await.unwrap() else {
+        panic!("met again");
+    };
+    settled.served(&f.services, Some("sunny".into())).await.unwrap();
+    drop(settled);
+    let past = crate::clock::now_ms() - (MAX_TIMEOUT_SECONDS as i64 + 1) * 1000;
+    f.services
+        .store
+        .write(move |db| {
+            db.execute("UPDATE payments SET created_at = ?1", crate::store::sql::args![past])?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+    // A copy from the chain carries no id: the id travels only to this server.
+    let mut copy = first.clone();
+    copy.extensions.clear();
+    let copied = f.settle_request(&scheme, &chain, &copy, &ask).await;
+    assert_eq!(refusal_code(copied.err().expect("refused")), "payment_already_used");
+    let renamed = named(&f, "ann", 2, "pay_0123456789abcdef");
+    assert_eq!(
+        earlier(f.settle_request(&scheme, &chain, &renamed, &ask).await).0,
+        "sunny"
+    );
+    assert_eq!(chain.sent.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]

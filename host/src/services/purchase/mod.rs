@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::chat;
 use super::commands::{self, Answer, CommandCall, CommandOutcome};
-use super::payments::{self, Offer, Purchase, Rails, Settled, Settlement, X402Error, breaker};
+use super::payments::{self, Bought, Offer, Purchase, Rails, Settled, Settlement, X402Error, breaker};
 use super::{ServiceError, Services, params};
 use crate::domain::Command;
 use crate::money::MicroUsdc;
@@ -210,7 +210,10 @@ async fn buy_on(
             if let (Some(command), Some(at)) = (command, trial) {
                 breaker::release_trial(&services.store, &offer.agent.id, &command.def.name, at).await;
             }
-            let outcome = kept::recall(&earlier.answer)?;
+            let outcome = match earlier.answer {
+                Bought::Kept(kept) => kept::recall(&kept)?,
+                Bought::Job(job_id) => SaleOutcome::Queued { job_id },
+            };
             return Ok(Sale {
                 settled: earlier.settled,
                 outcome,
