@@ -72,8 +72,9 @@ fn earlier(met: Result<Settlement, ServiceError>) -> (String, Settled) {
     }
 }
 
-#[tokio::test]
-async fn a_retry_of_the_same_request_gets_the_kept_answer_and_pays_nothing_more() {
+/// Ann's payment, named `pay_0123456789abcdef`, settled and served for `ask` with the
+/// answer "sunny": the fixture, its rails, the request and the payment.
+async fn answered_sunny() -> (Fixture, FakeScheme, FakeChain, Value, Payment) {
     let f = fixture(SELLER).await;
     let (scheme, chain) = (FakeScheme::default(), FakeChain::landing(Landing::Confirmed));
     let ask = json!({ "message": "weather?" });
@@ -82,7 +83,12 @@ async fn a_retry_of_the_same_request_gets_the_kept_answer_and_pays_nothing_more(
         panic!("met again");
     };
     settled.served(&f.services, Some("sunny".into())).await.unwrap();
-    drop(settled);
+    (f, scheme, chain, ask, first)
+}
+
+#[tokio::test]
+async fn a_retry_of_the_same_request_gets_the_kept_answer_and_pays_nothing_more() {
+    let (f, scheme, chain, ask, first) = answered_sunny().await;
     // The same signed payment, and a new one under the same id: the kept answer, the
     // first payment's receipt, and nothing more sent.
     let (answer, receipt) = earlier(f.settle_request(&scheme, &chain, &first, &ask).await);
@@ -111,15 +117,7 @@ async fn a_retry_of_the_same_request_gets_the_kept_answer_and_pays_nothing_more(
 /// id is not public, and still gets the answer.
 #[tokio::test]
 async fn the_same_signed_payment_is_answered_again_only_within_its_time_limit() {
-    let f = fixture(SELLER).await;
-    let (scheme, chain) = (FakeScheme::default(), FakeChain::landing(Landing::Confirmed));
-    let ask = json!({ "message": "weather?" });
-    let first = named(&f, "ann", 1, "pay_0123456789abcdef");
-    let Settlement::Now(settled) = f.settle_request(&scheme, &chain, &first, &ask).await.unwrap() else {
-        panic!("met again");
-    };
-    settled.served(&f.services, Some("sunny".into())).await.unwrap();
-    drop(settled);
+    let (f, scheme, chain, ask, first) = answered_sunny().await;
     let past = crate::clock::now_ms() - (MAX_TIMEOUT_SECONDS as i64 + 1) * 1000;
     f.services
         .store
