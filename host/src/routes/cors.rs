@@ -25,16 +25,19 @@ pub fn is_paid_surface(path: &str) -> bool {
         || path.starts_with("/jobs/")
 }
 
+/// Whether a page on `origin` may send an API key: one the operator lists in
+/// `cors_allowed_origins` (checked when the settings were read: a plain origin, or `*`).
+pub fn may_use_keys(server: &ServerSettings, origin: &str) -> bool {
+    server.cors_allowed_origins.iter().any(|o| o == "*" || o == origin)
+}
+
 /// The CORS layer, over every route: a preflight must be answered before routing, or it
 /// would be a 405. One layer for both policies, since a layer answers every preflight.
 pub fn layer(server: &ServerSettings) -> CorsLayer {
-    // Checked when the settings were read: each is a plain origin, or `*`.
-    let origins = &server.cors_allowed_origins;
-    let any = origins.iter().any(|o| o == "*");
-    let listed: Vec<HeaderValue> = origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()).collect();
+    let server = server.clone();
     let allow = AllowOrigin::predicate(move |origin: &HeaderValue, request: &Parts| {
         let path = request.uri.path();
-        is_paid_surface(path) || (path.starts_with("/v1/") && (any || listed.contains(origin)))
+        is_paid_surface(path) || (path.starts_with("/v1/") && origin.to_str().is_ok_and(|o| may_use_keys(&server, o)))
     });
     let named = |names: &[&'static str]| names.iter().map(|n| HeaderName::from_static(n)).collect::<Vec<_>>();
     // What a payer or an MCP client sends, beside the keyed API's key.

@@ -63,10 +63,10 @@ async fn index(State(state): State<AppState>, query: Query) -> Response {
         Ok(page) => page,
         Err(err) => return x402_error(err, Version::V2),
     };
-    match catalog::catalog(services, &[Transport::Http], limit, offset).await {
-        Ok(catalog) => axum::Json(wire::WellKnownIndex {
+    match catalog::addresses(services, limit, offset).await {
+        Ok((resources, _)) => axum::Json(wire::WellKnownIndex {
             version: 1,
-            resources: catalog.items.into_iter().map(|item| item.resource).collect(),
+            resources,
             instructions: format!(
                 "Each resource is an agent for sale on one network: POST a JSON body {{\"message\": ...}} or \
                  {{\"command\": ..., <parameters>}} to get its price (402, x402 versions 1 and 2), then again \

@@ -36,9 +36,10 @@ pub(super) enum Direct {
 
 /// The header checks that decide whether a request may take the direct path.
 pub(super) struct Eligibility {
-    /// As the SDK is configured; empty when every host is allowed.
-    pub allowed_hosts: Vec<String>,
-    pub max_body_bytes: usize,
+    /// The SDK's allowed hosts, read once: a name and, when the entry has one, a port;
+    /// empty when every host is allowed.
+    allowed_hosts: Vec<(String, Option<u16>)>,
+    max_body_bytes: usize,
 }
 
 pub(super) async fn try_answer(state: &AppState, eligibility: &Eligibility, request: Request) -> Direct {
@@ -49,7 +50,7 @@ pub(super) async fn try_answer(state: &AppState, eligibility: &Eligibility, requ
     };
     let bytes = match axum::body::to_bytes(body, eligibility.max_body_bytes).await {
         Ok(bytes) => bytes,
-        // Too large, or cut off: the SDK's words for it, from an empty body it can answer.
+        // Too large (or cut off): refused in the SDK's words for it.
         Err(_) => return Direct::Answered(too_large(eligibility.max_body_bytes)),
     };
     let Some((id, params, meta)) = plain_call(&bytes) else {
@@ -71,6 +72,21 @@ pub(super) async fn try_answer(state: &AppState, eligibility: &Eligibility, requ
 }
 
 impl Eligibility {
+    /// For an SDK configured with `allowed_hosts` (as it writes them) and `max_body_bytes`.
+    pub(super) fn new(allowed_hosts: &[String], max_body_bytes: usize) -> Eligibility {
+        let allowed_hosts = allowed_hosts
+            .iter()
+            .map(|allowed| match Authority::try_from(allowed.as_str()) {
+                Ok(authority) => (bare_host(authority.host()), authority.port_u16()),
+                Err(_) => (bare_host(allowed), None),
+            })
+            .collect();
+        Eligibility {
+            allowed_hosts,
+            max_body_bytes,
+        }
+    }
+
     fn admits(&self, parts: &Parts) -> bool {
         let headers = &parts.headers;
         is_json(headers) && accepts_json_and_sse(headers) && is_earlier_revision(headers) && self.host_allowed(parts)
@@ -87,10 +103,7 @@ impl Eligibility {
         let (name, port) = (bare_host(host.host()), host.port_u16());
         self.allowed_hosts
             .iter()
-            .any(|allowed| match Authority::try_from(allowed.as_str()) {
-                Ok(allowed) => bare_host(allowed.host()) == name && allowed.port_u16().is_none_or(|p| port == Some(p)),
-                Err(_) => bare_host(allowed) == name,
-            })
+            .any(|(allowed, allowed_port)| *allowed == name && allowed_port.is_none_or(|p| port == Some(p)))
     }
 }
 
@@ -146,6 +159,10 @@ fn is_earlier_revision(headers: &HeaderMap) -> bool {
 /// Read as that one kind of request, not as any message: trying each kind in turn costs
 /// more than the rest of the parse.
 fn plain_call(bytes: &Bytes) -> Option<(RequestId, CallToolRequestParams, RequestMetaObject)> {
+    // Any other message is the SDK's, which reads it again: not read twice in full.
+    if !bytes.windows(b"tools/call".len()).any(|window| window == b"tools/call") {
+        return None;
+    }
     let request = serde_json::from_slice::<JsonRpcRequest<CallToolRequest>>(bytes).ok()?;
     let mut call = request.request;
     let meta = call.extensions.remove::<RequestMetaObject>().unwrap_or_default();

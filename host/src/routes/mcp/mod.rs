@@ -38,10 +38,7 @@ mod server;
 pub fn routes(state: AppState) -> Router<AppState> {
     let server = AgentServer { state: state.clone() };
     let config = config(&state);
-    let eligibility = Arc::new(Eligibility {
-        allowed_hosts: config.allowed_hosts.clone(),
-        max_body_bytes: config.max_request_body_bytes,
-    });
+    let eligibility = Arc::new(Eligibility::new(&config.allowed_hosts, config.max_request_body_bytes));
     let service = Arc::new(StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(NeverSessionManager::default()),
@@ -162,8 +159,7 @@ fn key_origin_allowed(state: &AppState, headers: &HeaderMap) -> bool {
     let own = authority(&state.services.public_base_url)
         .zip(state.services.public_base_url.split_once("://"))
         .map(|(authority, (scheme, _))| format!("{scheme}://{authority}"));
-    let listed = &state.services.settings.server.cors_allowed_origins;
-    own.as_deref() == Some(origin) || listed.iter().any(|o| o == "*" || o == origin)
+    own.as_deref() == Some(origin) || super::cors::may_use_keys(&state.services.settings.server, origin)
 }
 
 fn presented_key(headers: &HeaderMap) -> Option<HeaderValue> {

@@ -51,6 +51,14 @@ pub async fn catalog(
     Ok(Catalog { items, total })
 }
 
+/// The paid HTTP routes `offset..offset + limit`: their addresses only.
+pub async fn addresses(services: &Services, limit: usize, offset: usize) -> Result<(Vec<String>, usize), ServiceError> {
+    listed(services, &[Transport::Http], limit, offset, |offer, _| {
+        Some(offer.resource_url(services))
+    })
+    .await
+}
+
 /// The paid HTTP routes `offset..offset + limit` as the origin's `/.well-known/x402.json`
 /// lists them (a network where version 2 is not offered now is left out of its page).
 pub async fn well_known(

@@ -1,0 +1,242 @@
+//! The OpenAPI 3.1 description served at `/openapi.json`. A test walks every operation
+//! here against the running router, so the two cannot drift apart.
+
+use serde_json::{Map, Value, json};
+
+use self::operations::{CREATES, KEYED_ERRORS};
+
+mod account;
+mod operations;
+
+/// The paid API's answers: its own error envelope, and both versions' headers.
+fn is_x402(path: &str) -> bool {
+    path.starts_with("/x402/") || path.starts_with("/.well-known/x402") || path == "/discovery/resources"
+}
+
+fn header(description: &str) -> Value {
+    json!({ "description": description, "schema": { "type": "string" } })
+}
+
+fn path_parameters(path: &str) -> Vec<Value> {
+    path.split('/')
+        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+        .map(|name| {
+            let mut schema = json!({ "type": "string" });
+            if name == "network" {
+                schema["enum"] = json!(["solana", "base"]);
+            }
+            json!({ "name": name, "in": "path", "required": true, "schema": schema })
+        })
+        .collect()
+}
+
+pub fn document() -> Value {
+    let mut paths = Map::new();
+    for op in operations::all() {
+        let mut responses = Map::new();
+        let success_answer = json!({
+            "description": "Success",
+            "content": { "application/json": { "schema": (op.response)() } },
+        });
+        if CREATES.contains(&op.id) {
+            responses.insert("201".into(), success_answer.clone());
+        }
+        if !CREATES.contains(&op.id) || op.id == "applyAgent" {
+            responses.insert("200".into(), success_answer);
+        }
+        let mut errors: Vec<(u16, &str)> = op.errors.to_vec();
+        if op.keyed {
+            errors.extend_from_slice(KEYED_ERRORS);
+        }
+        if op.pending {
+            errors.push((501, "not_implemented"));
+        }
+        for (status, code) in errors {
+            // The paid API has its own envelope; its 402 is the price list or a refusal.
+            let schema = match (is_x402(op.path), status) {
+                (true, 402) => json!({ "oneOf": [
+                    { "$ref": "#/components/schemas/PaymentRequired" },
+                    { "$ref": "#/components/schemas/X402Error" },
+                ]}),
+                (true, _) => json!({ "$ref": "#/components/schemas/X402Error" }),
+                _ => json!({ "$ref": "#/components/schemas/Error" }),
+            };
+            // One status, several codes: the description lists them all.
+            let entry = responses.entry(status.to_string()).or_insert_with(|| {
+                json!({
+                    "description": "",
+                    "content": { "application/json": { "schema": schema } },
+                })
+            });
+            let listed = entry["description"].as_str().unwrap_or_default();
+            entry["description"] = json!(if listed.is_empty() {
+                code.to_string()
+            } else {
+                format!("{listed} | {code}")
+            });
+        }
+        let mut operation = json!({
+            "operationId": op.id,
+            "summary": op.summary,
+            "parameters": path_parameters(op.path),
+            "responses": responses,
+        });
+        if op.keyed {
+            operation["security"] = json!([{ "apiKey": [] }]);
+        }
+        if op.id == "x402Invoke" {
+            // For indexers that read paid operations here: paid with x402, each agent at its
+            // own price (its 402, or /.well-known/x402.json, names it), no key.
+            operation["x-payment-info"] = json!({ "price": { "mode": "dynamic" }, "protocols": [{ "x402": {} }] });
+            operation["security"] = json!([]);
+            operation["responses"]["202"] = json!({
+                "description": "A paid long-running command: poll statusUrl",
+                "content": { "application/json": { "schema": { "type": "object",
+                    "required": ["success", "jobId", "statusUrl", "retryAfterSeconds", "receipt"] } } },
+            });
+            let settled = json!({
+                "X-PAYMENT-RESPONSE": header("x402 version 1: base64 of {success, transaction, network, payer}"),
+                "PAYMENT-RESPONSE": header("x402 version 2: base64 of {success, transaction, network (CAIP-2), payer}"),
+            });
+            for status in ["200", "202"] {
+                operation["responses"][status]["headers"] = settled.clone();
+            }
+            if let Some(parameters) = operation["parameters"].as_array_mut() {
+                parameters.push(json!({ "name": "X-PAYMENT", "in": "header", "required": false,
+                    "description": "x402 version 1: base64 of {x402Version: 1, scheme, network, payload}",
+                    "schema": { "type": "string" } }));
+                parameters.push(json!({ "name": "PAYMENT-SIGNATURE", "in": "header", "required": false,
+                    "description": "x402 version 2: base64 of {x402Version: 2, accepted, payload, resource?, extensions?}",
+                    "schema": { "type": "string" } }));
+            }
+        }
+        if op.id == "x402Requirements" || op.id == "x402Invoke" {
+            let status = if op.id == "x402Invoke" { "402" } else { "200" };
+            operation["responses"][status]["headers"] = json!({
+                "PAYMENT-REQUIRED": header("x402 version 2: base64 of {x402Version: 2, error, resource, accepts, extensions}; absent while the chain's CAIP-2 id is unknown"),
+            });
+        }
+        // The discovery lists' pages: (largest, default) limit.
+        let paged = match op.id {
+            "x402Discovery" | "x402WellKnownDocument" => Some((100, 20)),
+            "x402WellKnownIndex" => Some((100, 100)),
+            _ => None,
+        };
+        if let Some((most, default)) = paged
+            && let Some(parameters) = operation["parameters"].as_array_mut()
+        {
+            parameters.push(json!({ "name": "limit", "in": "query", "required": false,
+                "schema": { "type": "integer", "minimum": 1, "maximum": most, "default": default } }));
+            parameters.push(json!({ "name": "offset", "in": "query", "required": false,
+                "schema": { "type": "integer", "minimum": 0, "maximum": 1000000, "default": 0 } }));
+            if op.id == "x402Discovery" {
+                parameters.push(json!({ "name": "type", "in": "query", "required": false,
+                    "schema": { "type": "string" } }));
+            }
+        }
+        if op.id == "listCommands"
+            && let Some(parameters) = operation["parameters"].as_array_mut()
+        {
+            parameters.push(json!({
+                "name": "integration", "in": "query", "required": false,
+                "schema": { "type": "string", "enum": ["chatapp", "social", "x402", "mcp"] },
+            }));
+        }
+        if let Some(request) = op.request {
+            operation["requestBody"] = json!({
+                "required": true,
+                "content": { "application/json": { "schema": request() } },
+            });
+        }
+        if op.id == "createKey" {
+            // No body is a key of scope `use`.
+            operation["requestBody"]["required"] = json!(false);
+        }
+        if op.id == "applyAgent" {
+            operation["requestBody"]["content"]["application/toml"] =
+                json!({ "schema": { "type": "string", "description": "The manifest as agent apply reads it" } });
+        }
+        if op.id == "uploadPlugin" {
+            // application/wasm is the component's own type; octet-stream is accepted too.
+            let binary = json!({ "schema": { "type": "string", "format": "binary" } });
+            operation["requestBody"] = json!({ "required": true, "content": {
+                "application/wasm": binary, "application/octet-stream": binary,
+            }});
+        }
+        if op.id == "walletQr" {
+            operation["responses"]["200"]["content"] = json!({ "image/svg+xml": { "schema": (op.response)() } });
+        }
+        if op.id == "listLogs"
+            && let Some(parameters) = operation["parameters"].as_array_mut()
+        {
+            parameters.push(json!({ "name": "command", "in": "query", "required": false,
+                "schema": { "type": "string" } }));
+        }
+        if ["listTransfers", "listPayments", "listJobs", "listLogs"].contains(&op.id)
+            && let Some(parameters) = operation["parameters"].as_array_mut()
+        {
+            parameters.push(json!({ "name": "limit", "in": "query", "required": false,
+                "schema": { "type": "integer", "minimum": 1, "maximum": 500, "default": 50 } }));
+        }
+        let entry = paths.entry(op.path.to_string()).or_insert_with(|| json!({}));
+        entry[op.method] = operation;
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": { "title": "Agent Interaction Service", "version": super::meta::API_VERSION },
+        "paths": paths,
+        "components": {
+            "securitySchemes": { "apiKey": { "type": "apiKey", "in": "header", "name": "x-api-key" } },
+            "schemas": {
+                "Error": { "type": "object", "required": ["error"], "properties": { "error": {
+                    "type": "object", "required": ["message", "code"],
+                    "properties": { "message": { "type": "string" }, "code": { "type": "string" } },
+                }}},
+                "X402Error": { "type": "object", "required": ["success", "error", "code", "x402Version"], "properties": {
+                    "success": { "const": false }, "error": { "type": "string" }, "code": { "type": "string" },
+                    "x402Version": { "type": "integer", "enum": [1, 2] },
+                }},
+                "PaymentRequired": { "type": "object", "required": ["x402Version", "error", "accepts"], "properties": {
+                    "x402Version": { "type": "integer", "const": 1 }, "error": { "type": "string" }, "accepts": { "type": "array" },
+                }},
+                "DiscoveryList": { "type": "object", "required": ["x402Version", "items", "pagination"], "properties": {
+                    "x402Version": { "type": "integer", "const": 2 },
+                    "items": { "type": "array", "items": { "type": "object",
+                        "required": ["resource", "type", "x402Version", "accepts", "lastUpdated"], "properties": {
+                            "resource": { "type": "string" }, "type": { "type": "string" },
+                            "x402Version": { "type": "integer", "enum": [1, 2] }, "accepts": { "type": "array" },
+                            "lastUpdated": { "type": "integer" }, "metadata": { "type": "object" },
+                        }}},
+                    "pagination": { "type": "object", "required": ["limit", "offset", "total"], "properties": {
+                        "limit": { "type": "integer" }, "offset": { "type": "integer" }, "total": { "type": "integer" },
+                    }},
+                }},
+                "Key": { "type": "object", "required": ["id", "scope", "created_at", "active"], "properties": {
+                    "id": { "type": "string" }, "name": { "type": ["string", "null"] },
+                    "scope": { "type": "string", "enum": ["use", "spend", "manage"] },
+                    "created_at": { "type": "string" }, "last_used_at": { "type": ["string", "null"] },
+                    "revoked_at": { "type": ["string", "null"] }, "active": { "type": "boolean" },
+                }},
+                "ChatMessage": { "type": "object", "required": ["role", "content"], "properties": {
+                    "role": { "type": "string", "enum": ["user", "assistant"] }, "content": { "type": "string" },
+                }},
+                "Command": { "type": "object", "properties": {
+                    "id": { "type": "string" }, "command": { "type": "string" }, "description": { "type": "string" },
+                    "handler_type": { "type": "string", "enum": ["simple_text", "prompt", "webhook", "built_in", "custom"] },
+                    "parameters": { "type": "array", "items": { "type": "object", "properties": {
+                        "name": { "type": "string" }, "type": { "type": "string" },
+                        "required": { "type": "boolean" }, "description": { "type": "string" },
+                    }}},
+                    "response_format": { "type": "string", "enum": ["text", "markdown", "image", "video"] },
+                    "parameterSchema": { "type": "array", "items": { "type": "object", "properties": {
+                        "name": { "type": "string" }, "required": { "type": "boolean" }, "schema": { "type": "object" },
+                    }}},
+                }},
+                "CommandResult": { "type": "object", "properties": {
+                    "success": { "type": "boolean" }, "response": { "type": "string" }, "format": { "type": "string" },
+                    "mediaUrl": { "type": ["string", "null"] }, "statusUrl": { "type": ["string", "null"] },
+                }},
+            },
+        },
+    })
+}
