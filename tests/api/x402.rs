@@ -116,8 +116,18 @@ async fn an_unpaid_request_gets_a_402_priced_for_what_it_asked() {
         price(&post_x402(&url, &json!({ "message": "What can you do?" })).await),
         "10000"
     );
-    let reply = post_x402(&url, &json!({ "command": "hello" })).await;
+    let reply = post_x402(&url, &json!({ "command": "hello", "name": "Ann" })).await;
     assert_eq!(reply.json()["accepts"][0]["description"], "Run /hello of Agent seller");
+    // Parameters the command would refuse are refused before anyone signs for them.
+    let reply = post_x402(&url, &json!({ "command": "hello" })).await;
+    assert_eq!(
+        (reply.status, reply.json()["code"].clone()),
+        (400, json!("validation_error"))
+    );
+    // No body at all is a probe of the address: the price of what it sells.
+    assert_eq!(price(&send(client().post(&url)).await), "10000");
+    let command_url = shop.server.url("/x402/base/seller/commands/hello");
+    assert_eq!(price(&send(client().post(&command_url)).await), "50000");
 }
 
 #[tokio::test]

@@ -602,3 +602,140 @@ async fn the_discovery_list_shows_every_agent_for_sale() {
         }
     }
 }
+
+/// x402scan's discovery, step by step as it runs: `/openapi.json` only; each operation
+/// with `x-payment-info` is a paid resource at its exact path, with its price (a decimal
+/// USD string) and its input (the request body's schema); a body-less probe of each must
+/// answer a version-2 402 on a network it indexes.
+#[tokio::test]
+async fn an_indexer_reading_the_openapi_document_finds_every_paid_command() {
+    let (env, seller_id, _, base_wallet) = seller(vec![("AGENT_HOST_SOLANA_RPC_URL", NO_RPC.into())]);
+    let server = env.serve();
+
+    let document = get(&server.url("/openapi.json"), None).await.json();
+    assert!(document["openapi"].is_string() && document["info"]["title"].is_string());
+    let mut found = Vec::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        let Some(info) = item["post"].get("x-payment-info") else {
+            continue;
+        };
+        assert_eq!(info["protocols"], json!([{ "x402": {} }]), "{path}");
+        // Templates name no resource: the indexer keeps only what it can call.
+        if path.contains('{') {
+            continue;
+        }
+        let price = &info["price"];
+        assert_eq!(
+            (&price["mode"], &price["currency"]),
+            (&json!("fixed"), &json!("USD")),
+            "{path}"
+        );
+        let input = &item["post"]["requestBody"]["content"]["application/json"]["schema"];
+        assert_eq!(input["type"], "object", "{path}: {input}");
+        let probe = send(client().post(server.url(path)).header("accept", "application/json")).await;
+        assert_eq!(probe.status, 402, "{path}: {}", probe.text);
+        // Solana cannot name its chain here: version 1 only, which the indexer refuses.
+        if probe.header("payment-required").is_none() {
+            assert!(path.starts_with("/x402/solana/"), "{path}");
+            continue;
+        }
+        let challenge = payment_required(&probe);
+        found.push((
+            path.clone(),
+            price["amount"].as_str().unwrap().to_string(),
+            challenge["accepts"][0]["network"].as_str().unwrap().to_string(),
+            challenge["accepts"][0]["amount"].as_str().unwrap().to_string(),
+            input["required"].clone(),
+        ));
+        assert_eq!(challenge["accepts"][0]["payTo"], base_wallet.as_str(), "{path}");
+        assert_eq!(challenge["resource"]["url"], format!("{PUBLIC}{path}"));
+    }
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    let at = |tail: &str| format!("/x402/base/{seller_id}{tail}");
+    // Solana cannot name its chain here, so only Base's addresses answer version 2; the
+    // indexer would refuse a version-1-only resource anyway.
+    let found: Vec<_> = found
+        .into_iter()
+        .filter(|(_, _, network, _, _)| network == "eip155:8453")
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            (
+                at(""),
+                "0.01".into(),
+                "eip155:8453".into(),
+                "10000".into(),
+                json!(["message"])
+            ),
+            (
+                at("/commands/forecast"),
+                "0.01".into(),
+                "eip155:8453".into(),
+                "10000".into(),
+                json!(["city"])
+            ),
+            (
+                at("/commands/hello"),
+                "0.05".into(),
+                "eip155:8453".into(),
+                "50000".into(),
+                json!(["name"])
+            ),
+        ]
+    );
+    // A command's address names the command: its price list says so, and one not for sale
+    // has none.
+    let listed = get(&server.url(&at("/commands/hello")), None).await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    assert_eq!(listed.json()["accepts"][0]["maxAmountRequired"], "50000");
+    assert_eq!(
+        payment_required(&listed)["resource"]["description"],
+        "Run /hello of Agent seller"
+    );
+    let hidden = get(&server.url(&at("/commands/secret")), None).await;
+    assert_eq!(
+        (hidden.status, hidden.json()["code"].clone()),
+        (404, json!("command_not_found"))
+    );
+}
+
+#[tokio::test]
+async fn a_command_bought_at_its_own_address_is_served_and_its_retry_matches_either_address() {
+    let chain = LocalBase::start().await;
+    let (env, _, _, agent_wallet) = seller(chain.env());
+    chain.set_eth(&agent_wallet, 10u128.pow(16)).await; // it relays: pays the gas
+    let server = env.serve();
+    let (payer, _) = base_payer(&chain, 1_000_000).await;
+    let url = server.url("/x402/base/seller/commands/hello");
+    let body = json!({ "name": "Ann" });
+    let offered = payment_required(&post_x402(&url, &body).await)["accepts"][0].clone();
+    assert_eq!(offered["amount"], "50000");
+    let signed = base_payment(&payer, &offered, 50_000, 1, 60);
+
+    // The body holds the parameters alone; naming another command there is refused.
+    let other = paid_v2(
+        &url,
+        &json!({ "command": "forecast", "city": "Oslo" }),
+        &as_v2(&signed, &offered),
+    )
+    .await;
+    refused(&other, 400, "validation_error");
+    let bought = paid_v2(&url, &body, &as_v2(&signed, &offered)).await;
+    assert_eq!(bought.status, 200, "{}", bought.text);
+    assert_eq!(bought.json()["response"], "Hello, Ann!");
+    let paid_before = chain.usdc_of(&agent_wallet).await;
+    // The same payment for the same request at the agent's address: the same answer, the
+    // same settlement, nothing charged again.
+    let agent_url = server.url("/x402/base/seller");
+    let again = paid_v2(
+        &agent_url,
+        &json!({ "command": "hello", "name": "Ann" }),
+        &as_v2(&signed, &offered),
+    )
+    .await;
+    assert_eq!(again.status, 200, "{}", again.text);
+    let settlement = |reply: &Reply| reply.json()["receipt"]["transactionSignature"].clone();
+    assert_eq!(settlement(&again), settlement(&bought));
+    assert_eq!(chain.usdc_of(&agent_wallet).await, paid_before);
+}

@@ -63,6 +63,12 @@ async fn health(State(state): State<AppState>) -> impl IntoResponse {
     (status, axum::Json(body))
 }
 
-async fn openapi() -> axum::Json<Value> {
-    axum::Json(super::openapi::document())
+/// The API's description, with the paid address of every agent for sale here (the first
+/// few hundred) for indexers that read nothing else. Without the store, the API alone.
+async fn openapi(State(state): State<AppState>) -> axum::Json<Value> {
+    let mut document = super::openapi::document();
+    if let Err(err) = super::openapi::add_paid_addresses(&state.services, &mut document).await {
+        tracing::warn!("the OpenAPI document is served without the paid addresses: {err}");
+    }
+    axum::Json(document)
 }

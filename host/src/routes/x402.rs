@@ -1,6 +1,10 @@
 //! `/x402/{network}/{agentId}`: the pay-per-use API. No key: the payment authorizes.
 //! Its bodies differ from the keyed API's: errors are `{success: false, error, code,
 //! x402Version}`, and a missing payment is a 402 with what to pay.
+//!
+//! Each paid command also has its own address, `/x402/{network}/{agentId}/commands/{name}`,
+//! whose body holds the parameters alone: one address, one price, one input schema, as
+//! indexers list a paid resource.
 
 use axum::Router;
 use axum::body::Bytes;
@@ -24,6 +28,10 @@ use crate::x402::wire::{self, PAYMENT_REQUIRED_HEADER, Payment, Version};
 pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/x402/{network}/{agent_id}", get(requirements).post(invoke))
+        .route(
+            "/x402/{network}/{agent_id}/commands/{command}",
+            get(command_requirements).post(invoke_command),
+        )
         .route_layer(axum::middleware::from_fn_with_state(state, limit_clients))
 }
 
@@ -103,44 +111,97 @@ fn presented(headers: &HeaderMap) -> Result<Option<(Version, String)>, ApiError>
     }
 }
 
-async fn find_offer(state: &AppState, network: &str, agent_id: &str, version: Version) -> Result<Offer, Response> {
-    let network = crate::domain::Network::parse(network).ok_or_else(|| {
+/// The paid address a request came to: the agent's, or one of its commands'.
+struct Address {
+    network: String,
+    agent_id: String,
+    command: Option<String>,
+}
+
+type AgentPath = Result<ApiPath<(String, String)>, ApiError>;
+type CommandPath = Result<ApiPath<(String, String, String)>, ApiError>;
+
+impl Address {
+    fn of_agent(path: AgentPath) -> Result<Address, ApiError> {
+        let ApiPath((network, agent_id)) = path?;
+        Ok(Address {
+            network,
+            agent_id,
+            command: None,
+        })
+    }
+
+    fn of_command(path: CommandPath) -> Result<Address, ApiError> {
+        let ApiPath((network, agent_id, command)) = path?;
+        Ok(Address {
+            network,
+            agent_id,
+            command: Some(command),
+        })
+    }
+}
+
+/// The agent's offer on the address's network, naming the address's command (if any) as
+/// the resource its 402s describe.
+async fn find_offer(state: &AppState, address: &Address, version: Version) -> Result<Offer, Response> {
+    let network = crate::domain::Network::parse(&address.network).ok_or_else(|| {
         x402_error(
             ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "unsupported_network",
-                format!("Network '{network}' is not served: use solana or base"),
+                format!("Network '{}' is not served: use solana or base", address.network),
             ),
             version,
         )
     })?;
-    payments::offer(&state.services, agent_id, network)
+    let offer = payments::offer(&state.services, &address.agent_id, network)
         .await
-        .map_err(|e| x402_error(e.into(), version))
-}
-
-/// GET: the agent's price list, as a payment requirement for a plain message.
-async fn requirements(State(state): State<AppState>, path: Result<ApiPath<(String, String)>, ApiError>) -> Response {
-    let ApiPath((network, agent_id)) = match path {
-        Ok(path) => path,
-        Err(err) => return x402_error(err, Version::V1),
-    };
-    match find_offer(&state, &network, &agent_id, Version::V1).await {
-        Ok(offer) => payment_required(&state, StatusCode::OK, &offer, offer.default_price, None),
-        Err(response) => response,
+        .map_err(|e| x402_error(e.into(), version))?;
+    match &address.command {
+        None => Ok(offer),
+        Some(name) if offer.command(name).is_some() => Ok(offer.at_command(name)),
+        Some(name) => Err(x402_error(
+            ServiceError::from(payments::X402Error::CommandNotOffered(name.clone())).into(),
+            version,
+        )),
     }
 }
 
-/// Reads what a paid request asks for: a message (a leading `/command` runs it) or a
-/// command, every other body field being the command's parameters.
-fn read_order(body: &[u8]) -> Result<(Order, Value), ApiError> {
-    crate::error::refuse_nul(body)?;
-    let value: Value = if body.is_empty() {
-        json!({})
-    } else {
-        serde_json::from_slice(body).map_err(|e| ApiError::validation(format!("The body is not valid JSON: {e}")))?
+/// GET: the agent's price list, as a payment requirement for a plain message.
+async fn requirements(State(state): State<AppState>, path: AgentPath) -> Response {
+    price_list(state, Address::of_agent(path)).await
+}
+
+/// GET of a command's address: what that command costs.
+async fn command_requirements(State(state): State<AppState>, path: CommandPath) -> Response {
+    price_list(state, Address::of_command(path)).await
+}
+
+async fn price_list(state: AppState, address: Result<Address, ApiError>) -> Response {
+    let address = match address {
+        Ok(address) => address,
+        Err(err) => return x402_error(err, Version::V1),
     };
-    let Some(fields) = value.as_object() else {
+    let offer = match find_offer(&state, &address, Version::V1).await {
+        Ok(offer) => offer,
+        Err(response) => return response,
+    };
+    let (price, command) = offer.sold_at_address();
+    payment_required(&state, StatusCode::OK, &offer, price, command)
+}
+
+/// Reads what a paid request asks for. At the agent's address: a message (a leading
+/// `/command` runs it) or a command, every other body field being the command's
+/// parameters. At a command's address: that command, the body being its parameters. No
+/// body at all is `None`: an indexer's probe, told the price of what the address sells.
+fn read_order(body: &[u8], command: Option<&str>) -> Result<Option<(Order, Value)>, ApiError> {
+    crate::error::refuse_nul(body)?;
+    if body.is_empty() {
+        return Ok(None);
+    }
+    let mut value: Value =
+        serde_json::from_slice(body).map_err(|e| ApiError::validation(format!("The body is not valid JSON: {e}")))?;
+    let Some(fields) = value.as_object_mut() else {
         return Err(ApiError::validation("The body must be a JSON object"));
     };
     let text = |name: &str| match fields.get(name) {
@@ -150,6 +211,23 @@ fn read_order(body: &[u8]) -> Result<(Order, Value), ApiError> {
             "Invalid field '{name}': must be a string"
         ))),
     };
+    if let Some(routed) = command {
+        if text("command")?.is_some_and(|named| named.trim_start_matches('/') != routed) {
+            return Err(ApiError::validation(format!(
+                "This address sells /{routed}; the body names another command"
+            )));
+        }
+        fields.remove("command");
+        let parameters = fields.clone();
+        // Recorded as the agent's address would take it, so a retry at either matches.
+        fields.insert("command".into(), json!(routed));
+        let order = Order::Command {
+            name: routed.to_string(),
+            parameters,
+            raw_text: None,
+        };
+        return Ok(Some((order, value)));
+    }
     let message = text("message")?;
     let parameters: serde_json::Map<String, Value> = fields
         .iter()
@@ -170,33 +248,37 @@ fn read_order(body: &[u8]) -> Result<(Order, Value), ApiError> {
         (None, Some(m)) if !m.is_empty() => Order::Message(m),
         _ => return Err(ApiError::validation("Give a 'message' or a 'command'")),
     };
-    Ok((order, value))
+    Ok(Some((order, value)))
 }
 
 /// POST: without a payment, a 402 priced for exactly what was asked; with one, the
 /// purchase, answered in the version the payer spoke. It runs on its own task: a payer
 /// that goes away does not cut the purchase off between its settlement and its answer
 /// (which is kept for the payer's retry).
-async fn invoke(
-    State(state): State<AppState>,
-    path: Result<ApiPath<(String, String)>, ApiError>,
+async fn invoke(State(state): State<AppState>, path: AgentPath, headers: HeaderMap, body: Bytes) -> Response {
+    purchase_on_own_task(state, Address::of_agent(path), headers, body).await
+}
+
+/// POST to a command's address: that command, bought as at the agent's address.
+async fn invoke_command(State(state): State<AppState>, path: CommandPath, headers: HeaderMap, body: Bytes) -> Response {
+    purchase_on_own_task(state, Address::of_command(path), headers, body).await
+}
+
+async fn purchase_on_own_task(
+    state: AppState,
+    address: Result<Address, ApiError>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    match tokio::spawn(purchase_of(state, path, headers, body)).await {
+    match tokio::spawn(purchase_of(state, address, headers, body)).await {
         Ok(response) => response,
         Err(_) => x402_error(ApiError::internal("Internal server error"), Version::V1),
     }
 }
 
-async fn purchase_of(
-    state: AppState,
-    path: Result<ApiPath<(String, String)>, ApiError>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let ApiPath((network, agent_id)) = match path {
-        Ok(path) => path,
+async fn purchase_of(state: AppState, address: Result<Address, ApiError>, headers: HeaderMap, body: Bytes) -> Response {
+    let address = match address {
+        Ok(address) => address,
         Err(err) => return x402_error(err, Version::V1),
     };
     let presented = match presented(&headers) {
@@ -204,15 +286,24 @@ async fn purchase_of(
         Err(err) => return x402_error(err, Version::V1),
     };
     let version = presented.as_ref().map(|(v, _)| *v).unwrap_or(Version::V1);
-    let offer = match find_offer(&state, &network, &agent_id, version).await {
+    let offer = match find_offer(&state, &address, version).await {
         Ok(offer) => offer,
         Err(response) => return response,
     };
     let services = &state.services;
-    let quoted = match read_order(&body) {
-        Ok((order, request)) => purchase::quote(services, &offer, order, request)
+    let quoted = match read_order(&body, address.command.as_deref()) {
+        Ok(Some((order, request))) => purchase::quote(services, &offer, order, request)
             .await
             .map_err(ApiError::from),
+        // No body: a probe is told the address's price; a payment needs an order.
+        Ok(None) if presented.is_none() => {
+            let (price, command) = offer.sold_at_address();
+            return payment_required(&state, StatusCode::PAYMENT_REQUIRED, &offer, price, command);
+        }
+        Ok(None) => Err(ApiError::validation(match address.command {
+            Some(_) => "Send the command's parameters as a JSON object",
+            None => "Give a 'message' or a 'command'",
+        })),
         Err(err) => Err(err),
     };
     let quote = match quoted {
@@ -220,6 +311,11 @@ async fn purchase_of(
         Err(err) => return x402_error(err, version),
     };
     let (price, command) = (quote.price, quote.command());
+    // Parameters the command would refuse are refused before anyone signs for them.
+    let checked = match quote.check_input() {
+        Ok(checked) => checked,
+        Err(err) => return x402_error(err.into(), version),
+    };
     let Some((version, header)) = presented else {
         return payment_required(&state, StatusCode::PAYMENT_REQUIRED, &offer, price, command);
     };
@@ -237,14 +333,12 @@ async fn purchase_of(
         }
         response
     };
-    let ready = quote.check_input().and_then(|checked| {
-        offer.takes(version)?;
-        let payment: Payment = wire::decode_payment(version, &header, offer.network_names())
-            .map_err(|err| ServiceError::from(payments::X402Error::Refused(err)))?;
-        Ok((checked, payment))
+    let ready = offer.takes(version).and_then(|()| {
+        wire::decode_payment(version, &header, offer.network_names())
+            .map_err(|err| ServiceError::from(payments::X402Error::Refused(err)))
     });
-    let (checked, payment) = match ready {
-        Ok(ready) => ready,
+    let payment: Payment = match ready {
+        Ok(payment) => payment,
         Err(err @ ServiceError::X402(payments::X402Error::Refused(_))) => return refused(err),
         Err(err) => return x402_error(err.into(), version),
     };

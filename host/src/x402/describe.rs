@@ -201,6 +201,18 @@ fn param_description(command: &Command, param: &ParamSpec) -> String {
     }
 }
 
+/// The body a command's own address takes: its parameters alone, as JSON Schema.
+pub fn parameters_schema(command: &Command) -> Value {
+    let (_, mut schema) = command_body(command);
+    if let Some(properties) = schema["properties"].as_object_mut() {
+        properties.remove("command");
+    }
+    if let Some(required) = schema["required"].as_array_mut() {
+        required.retain(|name| name != "command");
+    }
+    schema
+}
+
 /// One command's request: an example body and its JSON Schema.
 fn command_body(command: &Command) -> (Value, Value) {
     let mut example = Map::new();

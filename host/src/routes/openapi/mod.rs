@@ -7,6 +7,19 @@ use self::operations::{CREATES, KEYED_ERRORS};
 
 mod account;
 mod operations;
+mod paid;
+
+pub use paid::add_paid_addresses;
+
+/// The paid operations (their concrete copies per agent are in `paid.rs`), and those that
+/// answer a price list.
+const PAID: &[&str] = &["x402Invoke", "x402InvokeCommand"];
+const PRICED: &[&str] = &[
+    "x402Requirements",
+    "x402CommandRequirements",
+    "x402Invoke",
+    "x402InvokeCommand",
+];
 
 /// The paid API's answers: its own error envelope, and both versions' headers.
 fn is_x402(path: &str) -> bool {
@@ -84,7 +97,7 @@ pub fn document() -> Value {
         if op.keyed {
             operation["security"] = json!([{ "apiKey": [] }]);
         }
-        if op.id == "x402Invoke" {
+        if PAID.contains(&op.id) {
             // For indexers that read paid operations here: paid with x402, each agent at its
             // own price (its 402, or /.well-known/x402.json, names it), no key.
             operation["x-payment-info"] = json!({ "price": { "mode": "dynamic" }, "protocols": [{ "x402": {} }] });
@@ -110,8 +123,8 @@ pub fn document() -> Value {
                     "schema": { "type": "string" } }));
             }
         }
-        if op.id == "x402Requirements" || op.id == "x402Invoke" {
-            let status = if op.id == "x402Invoke" { "402" } else { "200" };
+        if PRICED.contains(&op.id) {
+            let status = if PAID.contains(&op.id) { "402" } else { "200" };
             operation["responses"][status]["headers"] = json!({
                 "PAYMENT-REQUIRED": header("x402 version 2: base64 of {x402Version: 2, error, resource, accepts, extensions}; absent while the chain's CAIP-2 id is unknown"),
             });

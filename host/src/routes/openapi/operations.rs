@@ -21,6 +21,29 @@ pub(super) const KEYED_ERRORS: &[(u16, &str)] =
     &[(401, "unauthorized"), (404, "not_found"), (429, "rate_limit_exceeded")];
 /// The management API's: a key without scope `manage` is refused; lists take `?limit`.
 pub(super) const MANAGE_ERRORS: &[(u16, &str)] = &[(400, "validation_error"), (403, "insufficient_scope")];
+/// A paid request's refusals, at the agent's address or a command's.
+const INVOKE_ERRORS: &[(u16, &str)] = &[
+    (400, "validation_error"),
+    (400, "invalid_payment"),
+    (402, "payment_required"),
+    (402, "invalid_payment"),
+    (402, "unsupported_x402_version"),
+    (402, "wrong_network"),
+    (402, "payment_requirement_mismatch"),
+    (402, "payment_amount_mismatch"),
+    (402, "invalid_signature"),
+    (402, "settlement_failed"),
+    (404, "agent_not_found"),
+    (404, "command_not_found"),
+    (409, "payment_already_used"),
+    (409, "payment_identifier_conflict"),
+    (429, "rate_limit_exceeded"),
+    (429, "payment_in_progress"),
+    (429, "payer_cooling_off"),
+    (500, "execution_error"),
+    (500, "internal_error"),
+    (503, "service_unavailable"),
+];
 /// Operations that answer 201 when they make something (`applyAgent` also 200 on update).
 pub(super) const CREATES: &[&str] = &["createKey", "applyAgent", "addWallet", "uploadPlugin"];
 
@@ -321,27 +344,35 @@ pub const SPEC: &[Operation] = &[
             ]})
         }),
         response: || json!({ "type": "object" }),
+        errors: INVOKE_ERRORS,
+    },
+    Operation {
+        method: "get",
+        path: "/x402/{network}/{agentId}/commands/{commandName}",
+        id: "x402CommandRequirements",
+        summary: "What one paid command of the agent costs, at its own address",
+        keyed: false,
+        pending: false,
+        request: None,
+        response: || json!({ "type": "object", "properties": { "x402Version": { "type": "integer" }, "accepts": { "type": "array" } } }),
         errors: &[
-            (400, "validation_error"),
-            (400, "invalid_payment"),
-            (402, "payment_required"),
-            (402, "invalid_payment"),
-            (402, "unsupported_x402_version"),
-            (402, "wrong_network"),
-            (402, "payment_requirement_mismatch"),
-            (402, "payment_amount_mismatch"),
-            (402, "invalid_signature"),
-            (402, "settlement_failed"),
+            (400, "unsupported_network"),
+            (400, "wallet_not_configured"),
             (404, "agent_not_found"),
             (404, "command_not_found"),
-            (409, "payment_already_used"),
             (429, "rate_limit_exceeded"),
-            (429, "payment_in_progress"),
-            (429, "payer_cooling_off"),
-            (500, "execution_error"),
-            (500, "internal_error"),
-            (503, "service_unavailable"),
         ],
+    },
+    Operation {
+        method: "post",
+        path: "/x402/{network}/{agentId}/commands/{commandName}",
+        id: "x402InvokeCommand",
+        summary: "A paid run of one command at its own address: the body holds its parameters alone; paid and answered as x402Invoke",
+        keyed: false,
+        pending: false,
+        request: Some(|| json!({ "type": "object", "description": "The command's parameters" })),
+        response: || json!({ "type": "object" }),
+        errors: INVOKE_ERRORS,
     },
     Operation {
         method: "get",

@@ -59,6 +59,13 @@ pub async fn addresses(services: &Services, limit: usize, offset: usize) -> Resu
     .await
 }
 
+/// The first `limit` agents for sale on a network each (in the list's order), each as
+/// `write` describes its offer.
+pub async fn offers<T>(services: &Services, limit: usize, write: impl Fn(&Offer) -> T) -> Result<Vec<T>, ServiceError> {
+    let (items, _) = listed(services, &[Transport::Http], limit, 0, |offer, _| Some(write(offer))).await?;
+    Ok(items)
+}
+
 /// The paid HTTP routes `offset..offset + limit` as the origin's `/.well-known/x402.json`
 /// lists them (a network where version 2 is not offered now is left out of its page).
 pub async fn well_known(

@@ -33,6 +33,9 @@ pub struct Offer {
     /// Enabled commands offered on x402, in manifest order.
     pub commands: Vec<Command>,
     pub default_price: MicroUsdc,
+    /// The command whose own address the request came to, if it did: the resource a 402
+    /// names is then that address.
+    routed: Option<String>,
 }
 
 fn agent_not_found(id_or_username: &str) -> ServiceError {
@@ -87,6 +90,22 @@ impl Offer {
             network,
             commands,
             default_price,
+            routed: None,
+        }
+    }
+
+    /// The offer as a command's own address makes it (`name` is one of its commands).
+    pub fn at_command(mut self, name: &str) -> Offer {
+        self.routed = Some(name.to_string());
+        self
+    }
+
+    /// What the address asked sells, and its price: the command whose own address it is,
+    /// or (`None`) a message at the agent's.
+    pub fn sold_at_address(&self) -> (MicroUsdc, Option<&Command>) {
+        match self.routed.as_deref().and_then(|name| self.command(name)) {
+            Some(command) => (self.price_of(command), Some(command)),
+            None => (self.default_price, None),
         }
     }
 
@@ -137,9 +156,22 @@ impl Offer {
         }
     }
 
-    /// The absolute URL a paid request is posted to.
+    /// The absolute URL a paid request is posted to: the agent's, or the command's whose
+    /// address was asked.
     pub fn resource_url(&self, services: &Services) -> String {
-        format!("{}/x402/{}/{}", services.public_base_url, self.network, self.agent.id)
+        let agent = format!("{}/x402/{}/{}", services.public_base_url, self.network, self.agent.id);
+        match &self.routed {
+            Some(command) => format!("{agent}/commands/{command}"),
+            None => agent,
+        }
+    }
+
+    /// The absolute URL of a command's own address.
+    pub fn command_url(&self, services: &Services, command: &Command) -> String {
+        format!(
+            "{}/x402/{}/{}/commands/{}",
+            services.public_base_url, self.network, self.agent.id, command.def.name
+        )
     }
 
     /// What is bought: a message (`None`) or one command.
