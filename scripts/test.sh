@@ -8,7 +8,8 @@
 # and the real x402 clients that pay (npm x402-fetch 1.2.0 and @x402/fetch 2.x: tests/node/pay.mjs);
 # the official MCP client (tests/node/mcp.mjs) and conformance suite (tests/conformance).
 # The web console is driven in Debian's `chromium` (installed here when missing) by npm's
-# playwright-core (tests/node/console.mjs).
+# playwright-core (tests/node/console.mjs), and so are the payment page and a page on another
+# origin paying with @x402/fetch (tests/node/paypage.mjs).
 # The end-to-end suite then runs a second time with every test on PostgreSQL (Debian's
 # `postgresql`, a throwaway cluster on a free port: scripts/postgres.sh), where the
 # multi-host tests also run.

@@ -21,6 +21,7 @@ mod logs;
 mod mcp;
 mod meta;
 mod migrations;
+mod pay_page;
 mod plugin_abuse;
 mod plugin_run;
 mod plugins;

@@ -396,12 +396,17 @@ async fn any_page_may_pay_but_reaches_nothing_else() {
         )
     };
     for path in ["/x402/base/seller", "/mcp/seller"] {
-        let reply = preflight(path, "payment-signature,content-type").await;
+        // As the reference v2 client (@x402/fetch) asks: it sends Access-Control-Expose-Headers
+        // as a request header with its payment.
+        let reply = preflight(path, "payment-signature,content-type,access-control-expose-headers").await;
         assert!(reply.status < 300, "{path}: {} {}", reply.status, reply.text);
         assert_eq!(reply.header("access-control-allow-origin"), Some(page), "{path}");
         assert_eq!(reply.header("access-control-allow-credentials"), None, "{path}");
         let allowed = reply.header("access-control-allow-headers").unwrap_or_default();
-        assert!(allowed.contains("payment-signature"), "{path}: {allowed}");
+        assert!(
+            allowed.contains("payment-signature") && allowed.contains("access-control-expose-headers"),
+            "{path}: {allowed}"
+        );
     }
     // The price, read by the page from the 402's header.
     let hello = json!({ "message": "Hello" });

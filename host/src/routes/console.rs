@@ -1,5 +1,6 @@
 //! `/console`: the account holder's web console, a few static files built into the binary
-//! (no CDN, nothing fetched at run time). The page talks to `/v1/account/...` and the
+//! (no CDN, nothing fetched at run time), and the payers' payment page (`pay/`, served at
+//! the agents' x402 addresses). The page talks to `/v1/account/...` and the
 //! agent endpoints with the key it keeps in the tab's session storage, sent as the
 //! `x-api-key` header: no cookie, so no ambient credential for another site to ride on.
 
@@ -55,6 +56,9 @@ const ASSETS: &[Asset] = &[
     asset!("js/pages/logs.js", JS),
     asset!("js/pages/mcp.js", JS),
     asset!("js/pages/plugins.js", JS),
+    asset!("pay/index.html", "text/html; charset=utf-8"),
+    asset!("pay/pay.js", JS),
+    asset!("pay/wallet.js", JS),
 ];
 
 pub fn routes() -> Router<AppState> {
@@ -66,6 +70,16 @@ pub fn routes() -> Router<AppState> {
 
 async fn index() -> Response {
     serve(&ASSETS[0])
+}
+
+/// The payment page a browser gets at an agent's x402 address (`pay/`): the same static
+/// files and policy as the console, and no key.
+pub(super) fn payment_page() -> Response {
+    ASSETS
+        .iter()
+        .find(|a| a.path == "pay/index.html")
+        .map(serve)
+        .unwrap_or_else(|| ApiError::not_found("No payment page").into_response())
 }
 
 async fn file(ApiPath(path): ApiPath<String>) -> Result<Response, ApiError> {

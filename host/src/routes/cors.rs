@@ -40,11 +40,14 @@ pub fn layer(server: &ServerSettings) -> CorsLayer {
         is_paid_surface(path) || (path.starts_with("/v1/") && origin.to_str().is_ok_and(|o| may_use_keys(&server, o)))
     });
     let named = |names: &[&'static str]| names.iter().map(|n| HeaderName::from_static(n)).collect::<Vec<_>>();
-    // What a payer or an MCP client sends, beside the keyed API's key.
+    // What a payer or an MCP client sends, beside the keyed API's key. The reference v2
+    // client (@x402/fetch) also sends `access-control-expose-headers` with its payment, as
+    // a request header: a preflight that does not allow it blocks every browser payment.
     let sent = named(&[
         "x-api-key",
         "payment-signature",
         "x-payment",
+        "access-control-expose-headers",
         "mcp-protocol-version",
         "mcp-method",
         "mcp-name",

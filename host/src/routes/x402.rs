@@ -168,16 +168,17 @@ async fn find_offer(state: &AppState, address: &Address, version: Version) -> Re
 }
 
 /// GET: the agent's price list, as a payment requirement for a plain message.
-async fn requirements(State(state): State<AppState>, path: AgentPath) -> Response {
-    price_list(state, Address::of_agent(path)).await
+async fn requirements(State(state): State<AppState>, path: AgentPath, headers: HeaderMap) -> Response {
+    price_list(state, Address::of_agent(path), &headers).await
 }
 
 /// GET of a command's address: what that command costs.
-async fn command_requirements(State(state): State<AppState>, path: CommandPath) -> Response {
-    price_list(state, Address::of_command(path)).await
+async fn command_requirements(State(state): State<AppState>, path: CommandPath, headers: HeaderMap) -> Response {
+    price_list(state, Address::of_command(path), &headers).await
 }
 
-async fn price_list(state: AppState, address: Result<Address, ApiError>) -> Response {
+/// The price list, or for a person's browser the payment page that reads it.
+async fn price_list(state: AppState, address: Result<Address, ApiError>, headers: &HeaderMap) -> Response {
     let address = match address {
         Ok(address) => address,
         Err(err) => return x402_error(err, Version::V1),
@@ -186,8 +187,25 @@ async fn price_list(state: AppState, address: Result<Address, ApiError>) -> Resp
         Ok(offer) => offer,
         Err(response) => return response,
     };
-    let (price, command) = offer.sold_at_address();
-    payment_required(&state, StatusCode::OK, &offer, price, command)
+    let mut response = if wants_a_page(headers) {
+        super::console::payment_page()
+    } else {
+        let (price, command) = offer.sold_at_address();
+        payment_required(&state, StatusCode::OK, &offer, price, command)
+    };
+    response
+        .headers_mut()
+        .insert(axum::http::header::VARY, axum::http::HeaderValue::from_static("accept"));
+    response
+}
+
+/// A browser opening the address: it lists HTML first. An x402 client or indexer asks
+/// for JSON or anything (`*/*`), and gets the price list.
+fn wants_a_page(headers: &HeaderMap) -> bool {
+    let accept = headers.get(axum::http::header::ACCEPT).and_then(|v| v.to_str().ok());
+    accept
+        .and_then(|a| a.split(',').next())
+        .is_some_and(|first| first.trim().starts_with("text/html"))
 }
 
 /// Reads what a paid request asks for. At the agent's address: a message (a leading

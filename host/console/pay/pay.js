@@ -1,0 +1,167 @@
+// The payment page: what a browser shows at an agent's x402 address. It reads the same
+// price lists an x402 client reads (this address asked for JSON, and each paid command's
+// own address), lists what the agent sells, and lets a person with a browser wallet pay
+// for a message or a command with x402 version 2 and see the answer. Every text comes
+// from the server through textContent (see ../js/dom.js); the CSP allows nothing else.
+import { errorText, field, fill, form, h, short, usdc } from "../js/dom.js";
+import { authorize, connect, provider } from "./wallet.js";
+
+const main = document.getElementById("main");
+const walletArea = document.getElementById("wallet");
+const [, , network, agentId, , routedCommand] = location.pathname.split("/");
+const agentPath = `/x402/${network}/${agentId}`;
+
+/** base64 of UTF-8 text, and back: the x402 headers' encoding. */
+const encode = (text) => btoa(String.fromCharCode(...new TextEncoder().encode(text)));
+const decode = (b64) => new TextDecoder().decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
+
+class Refusal extends Error {
+  constructor(body, status) {
+    super(body?.error ?? `The server answered ${status}`);
+    this.code = body?.code;
+  }
+}
+
+/** A price list: the version-1 body and the version-2 `PAYMENT-REQUIRED` header. */
+async function priceList(path) {
+  const response = await fetch(path, { headers: { accept: "application/json" } });
+  const body = await response.json();
+  if (!response.ok) throw new Refusal(body, response.status);
+  const header = response.headers.get("payment-required");
+  return { v1: body, v2: header ? JSON.parse(decode(header)) : null };
+}
+
+/** What the person may buy: a message at the agent's address, and each paid command at its own. */
+async function offers() {
+  const agent = await priceList(agentPath);
+  const names = agent.v1.accepts[0].extra.availableCommands ?? [];
+  const commands = await Promise.all(
+    names.map(async (name) => ({ name, path: `${agentPath}/commands/${encodeURIComponent(name)}`, list: await priceList(`${agentPath}/commands/${encodeURIComponent(name)}`) })),
+  );
+  return { agent, commands };
+}
+
+let account = null;
+
+function showWallet() {
+  const wallet = provider();
+  if (!wallet) return fill(walletArea, "No browser wallet");
+  if (account) return fill(walletArea, "Paying from ", short(account, 6));
+  const button = h("button", { type: "button" }, "Connect wallet");
+  button.addEventListener("click", async () => {
+    try {
+      account = await connect(wallet);
+      showWallet();
+    } catch (e) {
+      fill(walletArea, errorText(e));
+    }
+  });
+  fill(walletArea, button);
+}
+
+/** Pays `path` for `body` with the person's wallet; resolves to what to show. */
+async function pay(path, v2, body) {
+  const wallet = provider();
+  if (!wallet) throw new Error("Install a browser wallet for Base to pay here, or pay with an x402 client.");
+  account ??= await connect(wallet);
+  showWallet();
+  const accepted = v2.accepts[0];
+  const payload = await authorize(wallet, account, accepted);
+  const payment = { x402Version: 2, resource: v2.resource, accepted, payload };
+  const response = await fetch(path, {
+    method: "POST",
+    headers: { "content-type": "application/json", "payment-signature": encode(JSON.stringify(payment)) },
+    body: JSON.stringify(body),
+  });
+  const answer = await response.json();
+  if (!answer.success) throw new Refusal(answer, response.status);
+  const settled = response.headers.get("payment-response");
+  const transaction = settled ? JSON.parse(decode(settled)).transaction : answer.receipt?.transactionSignature;
+  const receipt = h("p", { class: "hint" }, "Paid ", usdc(answer.receipt?.amountPaidMicroUsdc), " in transaction ", short(transaction, 10));
+  if (response.status === 202) return h("div", { class: "result" }, await followJob(answer), receipt);
+  return h("div", { class: "result" }, h("pre", { class: "response" }, answer.response), receipt);
+}
+
+/** A paid long-running command: its status, polled at this origin until it ends. */
+async function followJob(answer) {
+  const status = new URL(answer.statusUrl, location.href).pathname;
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, (answer.retryAfterSeconds ?? 2) * 1000));
+    const job = await (await fetch(status, { headers: { accept: "application/json" } })).json();
+    if (job.state === "succeeded") {
+      const link = job.artifactUrl && h("p", {}, h("a", { href: job.artifactUrl, rel: "noopener noreferrer" }, "The result"));
+      return h("div", {}, h("pre", { class: "response" }, job.response ?? ""), link);
+    }
+    if (job.state === "failed") throw new Refusal(job, 200);
+  }
+}
+
+/** A text input per parameter of the command's body schema, as the command names them. */
+function parameterFields(schema) {
+  const required = new Set(schema?.required ?? []);
+  return Object.entries(schema?.properties ?? {}).map(([name, property]) => {
+    const input = h("input", { type: property.type === "number" ? "number" : "text", name, required: required.has(name) });
+    return field(required.has(name) ? name : `${name} (optional)`, input, property.description);
+  });
+}
+
+function valuesOf(formEl, schema) {
+  const body = {};
+  for (const [name, property] of Object.entries(schema?.properties ?? {})) {
+    const text = formEl.elements[name]?.value ?? "";
+    if (text === "") continue;
+    body[name] = property.type === "number" ? Number(text) : property.type === "boolean" ? text === "true" : text;
+  }
+  return body;
+}
+
+function priceOf(list) {
+  return usdc(list.v2?.accepts[0].amount ?? list.v1.accepts[0].maxAmountRequired);
+}
+
+function messageSection(agent, payable) {
+  const input = h("textarea", { name: "message", rows: 3, required: true });
+  return h(
+    "section",
+    { "aria-labelledby": "buy-message" },
+    h("h2", { id: "buy-message" }, "A message"),
+    h("p", {}, "Ask the agent anything, for ", priceOf(agent), "."),
+    payable && form({}, [field("Your message", input), h("button", { type: "submit" }, "Pay and send")], () => pay(agentPath, agent.v2, { message: input.value })),
+  );
+}
+
+function commandSection({ name, path, list }, payable) {
+  const schema = list.v2?.extensions?.bazaar?.schema?.properties?.input?.properties?.body;
+  const parameters = { ...schema, properties: { ...(schema?.properties ?? {}) }, required: (schema?.required ?? []).filter((n) => n !== "command") };
+  delete parameters.properties.command;
+  const headingId = `buy-${name}`;
+  return h(
+    "section",
+    { "aria-labelledby": headingId },
+    h("h2", { id: headingId }, `/${name}`),
+    h("p", {}, list.v2?.resource?.description ?? list.v1.accepts[0].description, ", for ", priceOf(list), "."),
+    payable && form({}, [...parameterFields(parameters), h("button", { type: "submit" }, `Pay and run /${name}`)], (formEl) => pay(path, list.v2, valuesOf(formEl, parameters))),
+  );
+}
+
+async function show() {
+  const { agent, commands } = await offers();
+  const extra = agent.v1.accepts[0].extra;
+  document.title = `Pay ${extra.agentName}`;
+  // The page pays with an EVM wallet: version 2 on Base. Elsewhere it shows the prices.
+  const payable = Boolean(agent.v2) && agent.v2.accepts[0].network.startsWith("eip155:");
+  const shown = routedCommand ? commands.filter((c) => c.name === decodeURIComponent(routedCommand)) : commands;
+  fill(
+    main,
+    h("h1", { tabindex: -1 }, extra.agentName),
+    h("p", { class: "crumbs" }, `Sold for USDC on ${{ base: "Base", solana: "Solana" }[network] ?? network}, paid per request with x402. No account needed.`),
+    payable
+      ? h("p", {}, "Your wallet signs an authorization for exactly the price shown; the agent's wallet settles it, and you get the answer here.")
+      : h("p", { class: "hint" }, "Paying from this page works with an EVM browser wallet on Base. Here, pay with an x402 client: it reads this address's price list as JSON."),
+    routedCommand ? null : messageSection(agent, payable),
+    shown.map((command) => commandSection(command, payable)),
+  );
+  showWallet();
+}
+
+show().catch((e) => fill(main, h("h1", {}, "This agent cannot be paid here"), h("p", { class: "error" }, errorText(e))));

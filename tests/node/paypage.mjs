@@ -1,0 +1,175 @@
+// Paying from a browser (Debian's chromium, driven by playwright-core), against a running
+// agent-host that tests/api/browsers.rs set up with a seller on the local Base chain:
+//
+// 1. The payment page: a person opens the agent's x402 address, connects the browser wallet
+//    (an EIP-1193 provider injected into the page, backed by a local key; it starts on
+//    another chain, so the page must ask it to switch) and buys /hello.
+// 2. A page on another origin pays with the reference client, @x402/fetch (bundled for the
+//    browser with esbuild, served by this script), and reads PAYMENT-RESPONSE: what CORS
+//    on the paid routes must allow.
+//
+// env: PAY_BASE (http://127.0.0.1:PORT), SELLER (the agent's id), PAYER_KEY (0x-hex key of
+//      a payer holding USDC), CHROMIUM (default /usr/bin/chromium), SCREENSHOTS (optional).
+// Prints one JSON line: { page: {transaction}, crossOrigin: {status, response,
+// paymentResponse} }. Exits 1 with the failure on stderr.
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { createServer } from "node:http";
+import { build } from "esbuild";
+import { chromium } from "playwright-core";
+import { privateKeyToAccount } from "viem/accounts";
+
+const env = (name, fallback) => {
+  const value = process.env[name] ?? fallback;
+  if (value === undefined) throw new Error(`${name} is not set`);
+  return value;
+};
+const base = env("PAY_BASE");
+const seller = env("SELLER");
+const payerKey = env("PAYER_KEY");
+const shots = process.env.SCREENSHOTS;
+if (shots) mkdirSync(shots, { recursive: true });
+const payer = privateKeyToAccount(payerKey);
+
+const browser = await chromium.launch({ executablePath: env("CHROMIUM", "/usr/bin/chromium") });
+const problems = [];
+function watch(page) {
+  page.setDefaultTimeout(20_000);
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  // A 402 is an answer (the price), which Chromium logs as a failed load; anything else
+  // logged as an error (a CSP refusal, a CORS block, a script error) is a fault.
+  page.on("console", (m) => m.type() === "error" && !m.text().startsWith("Failed to load resource") && problems.push(`console: ${m.text()}`));
+}
+const step = (name) => console.error(`paypage: ${name}`);
+
+/** The wallet's side of the page: what it was asked, and its answers, signed in Node. */
+async function injectWallet(page) {
+  const asked = [];
+  let chainId = 1;
+  await page.exposeFunction("walletRequest", async ({ method, params }) => {
+    asked.push(method);
+    switch (method) {
+      case "eth_requestAccounts":
+      case "eth_accounts":
+        return [payer.address];
+      case "eth_chainId":
+        return `0x${chainId.toString(16)}`;
+      case "wallet_switchEthereumChain":
+        chainId = Number.parseInt(params[0].chainId, 16);
+        return null;
+      case "eth_signTypedData_v4": {
+        assert.equal(params[0].toLowerCase(), payer.address.toLowerCase(), "signs for the connected account");
+        const { domain, types, primaryType, message } = JSON.parse(params[1]);
+        assert.equal(domain.chainId, chainId, "signs on the chain it was switched to");
+        delete types.EIP712Domain;
+        return payer.signTypedData({ domain, types, primaryType, message });
+      }
+      default:
+        throw new Error(`the wallet does not support ${method}`);
+    }
+  });
+  await page.addInitScript(() => {
+    window.ethereum = { isTestWallet: true, request: (args) => window.walletRequest(args) };
+  });
+  return { asked, chain: () => chainId };
+}
+
+const result = {};
+let shop;
+try {
+  step("the payment page sells /hello to a browser wallet");
+  const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+  watch(page);
+  const wallet = await injectWallet(page);
+  const opened = await page.goto(`${base}/x402/base/${seller}`);
+  assert.match(opened.headers()["content-type"], /text\/html/);
+  assert.match(opened.headers()["content-security-policy"], /script-src 'self'/);
+  await page.getByRole("heading", { name: "Agent seller", level: 1 }).waitFor();
+  await page.getByRole("heading", { name: "A message" }).waitFor();
+  const hello = page.getByRole("region", { name: "/hello" });
+  await hello.getByText("0.05 USDC").waitFor();
+  await page.getByRole("region", { name: "/forecast" }).getByText("0.01 USDC").waitFor();
+  await page.getByRole("button", { name: "Connect wallet" }).click();
+  await page.getByText(`Paying from ${payer.address.slice(0, 6)}`).waitFor();
+  await hello.getByLabel("name").fill("Ann");
+  await hello.getByRole("button", { name: "Pay and run /hello" }).click();
+  await hello.getByText("Hello, Ann!").waitFor({ timeout: 30_000 });
+  await hello.getByText("Paid 0.05 USDC").waitFor();
+  if (shots) await page.screenshot({ path: `${shots}/payment-page.png`, fullPage: true });
+  assert.equal(wallet.chain(), 8453, "the page asked the wallet onto Base");
+  assert.deepEqual(
+    wallet.asked.filter((m) => m === "eth_signTypedData_v4"),
+    ["eth_signTypedData_v4"],
+    "one signature for one purchase",
+  );
+  result.page = { transaction: await hello.locator("code").last().getAttribute("title") };
+
+  step("a page on another origin pays with @x402/fetch and reads PAYMENT-RESPONSE");
+  const bundled = await build({
+    stdin: {
+      contents: `
+        import { wrapFetchWithPayment, x402Client, decodePaymentResponseHeader } from "@x402/fetch";
+        import { ExactEvmScheme } from "@x402/evm";
+        import { privateKeyToAccount } from "viem/accounts";
+        window.payWithX402 = async (url, body, key) => {
+          const client = x402Client.fromConfig({
+            schemes: [{ network: "eip155:*", client: new ExactEvmScheme(privateKeyToAccount(key)) }],
+          });
+          const response = await wrapFetchWithPayment(fetch, client)(url, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify(body),
+          });
+          const header = response.headers.get("payment-response");
+          return {
+            status: response.status,
+            body: await response.json(),
+            paymentResponse: header ? decodePaymentResponseHeader(header) : null,
+          };
+        };`,
+      resolveDir: import.meta.dirname,
+    },
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    write: false,
+    logLevel: "error",
+  });
+  const script = bundled.outputFiles[0].text;
+  shop = createServer((request, response) => {
+    if (request.url === "/app.js") {
+      response.writeHead(200, { "content-type": "text/javascript" });
+      return response.end(script);
+    }
+    response.writeHead(200, { "content-type": "text/html" });
+    response.end(`<!doctype html><title>A shop elsewhere</title><script type="module" src="/app.js"></script>`);
+  });
+  await new Promise((resolve) => shop.listen(0, "127.0.0.1", resolve));
+  const elsewhere = `http://127.0.0.1:${shop.address().port}`;
+  assert.notEqual(new URL(elsewhere).origin, new URL(base).origin);
+  const other = await browser.newPage();
+  watch(other);
+  await other.goto(elsewhere);
+  await other.waitForFunction(() => typeof window.payWithX402 === "function");
+  const paid = await other.evaluate(
+    ([url, key]) => window.payWithX402(url, { name: "Bob" }, key),
+    [`${base}/x402/base/${seller}/commands/hello`, payerKey],
+  );
+  assert.equal(paid.status, 200, JSON.stringify(paid.body));
+  assert.equal(paid.body.response, "Hello, Bob!");
+  assert.equal(paid.paymentResponse?.success, true, "PAYMENT-RESPONSE is readable on another origin");
+  result.crossOrigin = { status: paid.status, response: paid.body.response, paymentResponse: paid.paymentResponse };
+
+  assert.deepEqual(problems, [], "the pages logged no error");
+  console.log(JSON.stringify(result));
+} catch (error) {
+  console.error(error?.stack ?? error);
+  for (const open of browser.contexts().flatMap((c) => c.pages())) {
+    console.error(`--- ${open.url()}:\n${await open.locator("body").innerText().catch(() => "")}`);
+  }
+  if (problems.length) console.error(problems.join("\n"));
+  process.exitCode = 1;
+} finally {
+  shop?.close();
+  await browser.close();
+}
