@@ -139,6 +139,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
     ));
     let wallet_locks = Arc::new(crate::services::locks::KeyedLocks::across(&store, "wallet"));
     let payment_locks = Arc::new(crate::services::payments::PaymentLocks::across(&store));
+    let facilitators = crate::clients::facilitator::Facilitators::from_settings(&settings);
     Ok(Services {
         store,
         plugins,
@@ -151,6 +152,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         settings: Arc::new(settings),
         public_base_url,
         chains: Arc::new(chains),
+        facilitators,
         x402_limiter,
         account_limiter,
         auth_throttle,

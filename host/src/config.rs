@@ -415,6 +415,10 @@ settings! {
             "how long a paid answer is kept for the payer's retry (same payment, or same payment-identifier id)";
         x402_kept_answer_max_bytes: usize = "2097152" [1024 ..= 1073741824],
             "largest paid answer kept for a retry; a larger one is answered once only";
+        x402_base_facilitator_url: Option<String> = "",
+            "an x402 facilitator (its /verify and /settle) that settles Base payments instead of the agent's wallet; unset: the agent's wallet settles them";
+        x402_base_facilitator_auth: Option<Secret> = "",
+            "the Authorization header sent to that facilitator, e.g. Bearer <token> (prefer the environment)";
     }
     /// The agents' MCP endpoints.
     mcp: McpSettings {

@@ -223,6 +223,7 @@ fn social_error(e: SocialError) -> ApiError {
 }
 
 fn x402_error(e: X402Error) -> ApiError {
+    use crate::clients::facilitator::FacilitatorError;
     use StatusCode as S;
     let message = capitalized(&e);
     match e {
@@ -250,6 +251,20 @@ fn x402_error(e: X402Error) -> ApiError {
         X402Error::SettlementPending(_) => ApiError::internal(format!(
             "{message}; the payment is recorded and will be settled or refunded shortly"
         )),
+        // The facilitator's words stay in the log; the payer learns whether to retry.
+        X402Error::Facilitator { error, recorded } => {
+            let (status, code) = match error {
+                FacilitatorError::Unreachable(_) => (S::SERVICE_UNAVAILABLE, "facilitator_unavailable"),
+                FacilitatorError::BadAnswer(_) => (S::BAD_GATEWAY, "facilitator_error"),
+            };
+            let message = match recorded {
+                false => "The payment facilitator did not answer usably; nothing was taken. Retry shortly".to_string(),
+                true => "The payment facilitator did not confirm the settlement; the payment is recorded, and if it \
+                         was settled it is refunded shortly"
+                    .to_string(),
+            };
+            ApiError::new(status, code, message).with_header(axum::http::header::RETRY_AFTER, HeaderValue::from(5))
+        }
     }
 }
 

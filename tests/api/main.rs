@@ -37,5 +37,6 @@ mod wallets;
 mod x402;
 mod x402_abuse;
 mod x402_clients;
+mod x402_facilitator;
 mod x402_recovery;
 mod x402_v2;

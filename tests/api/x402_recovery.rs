@@ -223,10 +223,11 @@ impl Side {
         shop
     }
 
-    /// A payment of `amount` for `requirement`, distinct for each `n`.
-    async fn payment(&self, requirement: &Value, amount: u64, n: u8) -> String {
+    /// A payment of `amount` for `requirement`, distinct for each `n`, valid for
+    /// `valid_for` seconds where the network says (Base).
+    async fn payment(&self, requirement: &Value, amount: u64, n: u8, valid_for: u64) -> String {
         match self {
-            Side::Base(_, key) => crate::support::x402::base_payment(key, requirement, amount, n, 60),
+            Side::Base(_, key) => crate::support::x402::base_payment(key, requirement, amount, n, valid_for),
             Side::Solana(chain, key) => {
                 use solana_signer::Signer;
                 let mut instructions = crate::support::x402::solana_instructions(&key.pubkey(), requirement, amount);
@@ -305,12 +306,23 @@ async fn ledger_matches_the_chain(side: &Side, env: &TestEnv, wallet: &str, fund
 
 /// Killed with SIGKILL at each step of a paid request and of its refund, restarted: every
 /// USDC that arrived is served or refunded exactly once, nothing is served twice, no
-/// transfer goes out twice (checked against the chain after every crash).
-async fn a_crash_at_any_step_of_a_payment_loses_and_doubles_nothing(network: &str) {
+/// transfer goes out twice (checked against the chain after every crash). With
+/// `facilitated`, Base's payments are settled by the reference facilitator.
+async fn a_crash_at_any_step_of_a_payment_loses_and_doubles_nothing(network: &str, facilitated: bool) {
     let side = Side::start(network).await;
-    let env = TestEnv::new()
+    let mut env = TestEnv::new()
         .with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1")
         .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "1000");
+    let facilitator = match (&side, facilitated) {
+        (Side::Base(chain, _), true) => Some(crate::support::facilitator::RefFacilitator::start(chain, None).await),
+        _ => None,
+    };
+    if let Some(facilitator) = &facilitator {
+        env = env.with_envs(facilitator.env(None));
+    }
+    // A facilitator's payment recorded and never settled is failed once it has expired
+    // (plus a margin for clocks): short-lived payments keep the wait short.
+    let valid_for = if facilitated { 8 } else { 60 };
     let funded = 1_000_000;
     let (mut env, wallet) = side.shop(env, crate::support::x402::BROKEN, funded).await;
     let hello = json!({ "command": "hello", "name": "Ann" });
@@ -324,7 +336,7 @@ async fn a_crash_at_any_step_of_a_payment_loses_and_doubles_nothing(network: &st
         let server = env.serve();
         let url = server.url(&format!("/x402/{network}/seller"));
         let requirement = crate::support::x402::post_x402(&url, body).await.json()["accepts"][0].clone();
-        let payment = side.payment(&requirement, price, n as u8 + 1).await;
+        let payment = side.payment(&requirement, price, n as u8 + 1, valid_for).await;
         let cut = client()
             .post(&url)
             .header("x-payment", &payment)
@@ -342,7 +354,8 @@ async fn a_crash_at_any_step_of_a_payment_loses_and_doubles_nothing(network: &st
     }
     // What each crash leads to: signed but never recorded, nothing happened; recorded, sent,
     // confirmed or worked on but never answered, refunded; answered (served), kept; cut
-    // anywhere in a refund, refunded once.
+    // anywhere in a refund, refunded once. A facilitator is never asked twice: recorded and
+    // not yet asked, the payment fails (nothing was taken) once it expires.
     let states: Vec<(String, String)> = payments(&env)
         .iter()
         .rev()
@@ -353,8 +366,10 @@ async fn a_crash_at_any_step_of_a_payment_loses_and_doubles_nothing(network: &st
             )
         })
         .collect();
-    let expected: Vec<(String, String)> = [["hello", "refunded"]; 4]
+    let first = if facilitated { "failed" } else { "refunded" };
+    let expected: Vec<(String, String)> = [["hello", first]]
         .into_iter()
+        .chain([["hello", "refunded"]; 3])
         .chain([["hello", "served"]])
         .chain([["broken", "refunded"]; 5])
         .map(|[c, s]| (c.into(), s.into()))
@@ -364,12 +379,17 @@ async fn a_crash_at_any_step_of_a_payment_loses_and_doubles_nothing(network: &st
 
 #[tokio::test]
 async fn a_crash_at_any_step_of_a_base_payment_loses_and_doubles_nothing() {
-    a_crash_at_any_step_of_a_payment_loses_and_doubles_nothing("base").await;
+    a_crash_at_any_step_of_a_payment_loses_and_doubles_nothing("base", false).await;
+}
+
+#[tokio::test]
+async fn a_crash_at_any_step_of_a_payment_a_facilitator_settles_loses_and_doubles_nothing() {
+    a_crash_at_any_step_of_a_payment_loses_and_doubles_nothing("base", true).await;
 }
 
 #[tokio::test]
 async fn a_crash_at_any_step_of_a_solana_payment_loses_and_doubles_nothing() {
-    a_crash_at_any_step_of_a_payment_loses_and_doubles_nothing("solana").await;
+    a_crash_at_any_step_of_a_payment_loses_and_doubles_nothing("solana", false).await;
 }
 
 /// Killed at each step of a wallet transfer and restarted: the transfer is sent at most
@@ -600,7 +620,7 @@ async fn a_paid_jobs_refund_cut_off_by_a_crash_is_paid_after_the_restart() {
     let url = server.url("/x402/base/seller");
     let body = json!({ "command": "slowbroken" });
     let requirement = crate::support::x402::post_x402(&url, &body).await.json()["accepts"][0].clone();
-    let payment = side.payment(&requirement, 40_000, 1).await;
+    let payment = side.payment(&requirement, 40_000, 1, 60).await;
     let accepted = crate::support::x402::paid(&url, &body, &payment).await;
     assert_eq!(accepted.status, 202, "{}", accepted.text);
     // The job fails at once (nothing listens on port 9), and the server dies right after.

@@ -56,6 +56,8 @@ pub struct Services {
     /// Absolute base URL for status addresses (no trailing `/`).
     pub public_base_url: String,
     pub chains: Arc<Chains>,
+    /// The x402 facilitators the operator settles through instead of the agents' wallets.
+    pub facilitators: crate::clients::facilitator::Facilitators,
     pub wallet_locks: Arc<wallets::WalletLocks>,
     /// One settlement per payer, one worker per payment.
     pub payment_locks: Arc<payments::PaymentLocks>,

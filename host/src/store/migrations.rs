@@ -56,6 +56,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(15, "0015_hardening"),
     migration!(16, "0016_mcp"),
     migration!(17, "0017_kept_answers"),
+    migration!(18, "0018_facilitated_payments"),
 ];
 
 pub fn latest_version() -> i64 {

@@ -16,15 +16,18 @@ pub struct NewPayment {
     pub amount: MicroUsdc,
     pub command: Option<String>,
     pub request: String,
-    pub transaction: String,
+    /// The settlement's transaction; `None` while a facilitator has not named it.
+    pub transaction: Option<String>,
     /// The signed settlement, to send again or look up after a crash; `None` when the
-    /// payment is already on chain.
+    /// payment is already on chain, or a facilitator settles it.
     pub raw_tx: Option<String>,
     pub valid_until: Option<u64>,
     /// The x402 version it arrived in.
     pub x402_version: u64,
     /// The payer's own id for it (x402's payment-identifier extension), one use per payer.
     pub payment_ref: Option<String>,
+    /// The facilitator that settles it (its URL); `None`: the agent's wallet does.
+    pub facilitator: Option<String>,
 }
 
 /// Where a payment is in its life. `verified` → `settled` → `served`, or `failed` when
@@ -84,7 +87,8 @@ pub struct PaymentRecord {
     pub transaction_signature: Option<String>,
     /// The signed settlement transaction, to check or re-send after a crash.
     pub raw_tx: Option<String>,
-    /// Solana: the last block height the settlement can land at.
+    /// Solana: the last block height the settlement can land at. Settled through a
+    /// facilitator on Base: the authorization's `validBefore` (Unix seconds).
     pub valid_until: Option<u64>,
     pub job_id: Option<String>,
     pub refund_transfer_id: Option<String>,
@@ -93,6 +97,8 @@ pub struct PaymentRecord {
     pub updated_at: i64,
     /// The x402 version it arrived in.
     pub x402_version: u64,
+    /// The facilitator that settles it (its URL); `None`: the agent's wallet does.
+    pub facilitator: Option<String>,
 }
 
 /// A payment met again: a retry with the same signed payment, or with the payer's id for
@@ -110,7 +116,7 @@ pub struct EarlierPayment {
 
 const PAYMENT_COLUMNS: &str = "id, agent_id, network, payer, pay_to, amount, command, state, transaction_signature, \
                                raw_tx, job_id, refund_transfer_id, error, created_at, updated_at, valid_until, identity, \
-                               x402_version";
+                               x402_version, facilitator";
 
 fn payment_row(r: &Row) -> Result<PaymentRecord, StoreError> {
     let state: String = r.get(7)?;
@@ -136,6 +142,7 @@ fn payment_row(r: &Row) -> Result<PaymentRecord, StoreError> {
         valid_until: r.get(15)?,
         identity: r.get(16)?,
         x402_version: r.get(17)?,
+        facilitator: r.get(18)?,
     })
 }
 
@@ -144,7 +151,7 @@ impl Store {
     pub async fn insert_payment(&self, payment: NewPayment) -> Result<(), StoreError> {
         self.write(move |db| {
             let now = crate::clock::now_ms();
-            let state = if payment.raw_tx.is_some() {
+            let state = if payment.raw_tx.is_some() || payment.facilitator.is_some() {
                 "verified"
             } else {
                 "settled"
@@ -152,8 +159,9 @@ impl Store {
             // A conflict is its identity, or the payer's id for it, recorded before.
             let inserted = db.execute(
                 "INSERT INTO payments (id, identity, agent_id, network, payer, pay_to, amount, command, request, state,
-                    transaction_signature, raw_tx, valid_until, created_at, updated_at, x402_version, payment_ref)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, ?15, ?16)
+                    transaction_signature, raw_tx, valid_until, created_at, updated_at, x402_version, payment_ref,
+                    facilitator)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, ?15, ?16, ?17)
                  ON CONFLICT DO NOTHING",
                 args![
                     payment.id,
@@ -171,7 +179,8 @@ impl Store {
                     payment.valid_until.map(|h| h as i64),
                     now,
                     payment.x402_version as i64,
-                    payment.payment_ref
+                    payment.payment_ref,
+                    payment.facilitator
                 ],
             )?;
             if inserted == 0 {
@@ -212,10 +221,10 @@ impl Store {
                 .map(|r| {
                     Ok(EarlierPayment {
                         record: payment_row(&r)?,
-                        request: r.get(18)?,
-                        payment_ref: r.get(19)?,
-                        answer: r.get(20)?,
-                        answer_expires_at: r.get(21)?,
+                        request: r.get(19)?,
+                        payment_ref: r.get(20)?,
+                        answer: r.get(21)?,
+                        answer_expires_at: r.get(22)?,
                     })
                 })
                 .transpose()

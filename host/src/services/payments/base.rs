@@ -83,6 +83,10 @@ impl Attempt for BaseAttempt {
         identity_of(self.auth.from, self.auth.nonce)
     }
 
+    fn expires_at_secs(&self) -> Option<u64> {
+        Some(u64::try_from(self.auth.valid_before).unwrap_or(u64::MAX))
+    }
+
     fn check<'a>(
         &'a self,
         services: &'a Services,

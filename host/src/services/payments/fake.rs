@@ -134,6 +134,10 @@ impl Attempt for FakeAttempt {
     fn identity(&self) -> String {
         format!("{}:{}", self.payer, self.nonce)
     }
+    fn expires_at_secs(&self) -> Option<u64> {
+        None
+    }
+
     fn check<'a>(&'a self, _: &'a Services, _: &'a Terms) -> BoxFuture<'a, Result<Option<String>, ServiceError>> {
         let found = self.settled_before.clone();
         Box::pin(async move { Ok(found) })

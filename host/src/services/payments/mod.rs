@@ -6,6 +6,7 @@
 mod base;
 pub mod breaker;
 pub mod catalog;
+mod facilitated;
 pub mod guard;
 mod offer;
 pub mod recovery;
@@ -67,6 +68,13 @@ pub enum X402Error {
     /// The request names a command the agent does not sell.
     #[error("the agent offers no paid command '/{0}'")]
     CommandNotOffered(String),
+    /// The facilitator that settles this network's payments gave no usable answer.
+    /// `recorded`: it was asked to settle, so the payment stays recorded for recovery.
+    #[error("the payment facilitator gave no usable answer: {error}")]
+    Facilitator {
+        error: crate::clients::facilitator::FacilitatorError,
+        recorded: bool,
+    },
     /// The work answered, but the payment could not be marked served, so the answer is
     /// withheld and the payment refunded by recovery.
     #[error("the answer could not be recorded; the payment will be refunded")]
@@ -124,6 +132,12 @@ pub struct Settled {
 }
 
 pub use retry::{Bought, Earlier};
+
+/// Who settles a payment: the agent's wallet (its key opened), or the operator's facilitator.
+enum Settler<'a> {
+    Wallet(Box<crate::chains::WalletKey>),
+    Facilitator(&'a crate::clients::facilitator::Facilitator),
+}
 
 /// A payment settled now, or one made before for the same request (a retry).
 pub enum Settlement {
@@ -203,9 +217,17 @@ pub async fn settle(
     guard::not_cooling_off(services, network, &payer).await?;
     let payer_turn = guard::payer_turn(services, network, &payer).await?;
 
-    let wallet = wallets::wallet(services, &offer.agent.id, network).await?;
-    let key = wallets::open_key(services, &wallet)?;
-    attempt.complete(&key).map_err(refusal)?;
+    // The agent's wallet settles, and first adds what only its key can (Solana: the fee
+    // payer's signature); or the operator's facilitator settles.
+    let settler = match services.facilitators.of(network) {
+        Some(facilitator) => Settler::Facilitator(facilitator),
+        None => {
+            let wallet = wallets::wallet(services, &offer.agent.id, network).await?;
+            let key = wallets::open_key(services, &wallet)?;
+            attempt.complete(&key).map_err(refusal)?;
+            Settler::Wallet(Box::new(key))
+        }
+    };
     let identity = attempt.identity();
     // The same signed payment again: the answer it bought, for the same request only. A
     // retry may wait for that answer; the payer's other payments need not wait with it.
@@ -216,7 +238,7 @@ pub async fn settle(
     }
     let payment_id = format!("pay_{}", crate::random::hex_token(12));
     let claim = services.payment_locks.claims.lock(payment_id.clone()).await?;
-    let record = |transaction: &str, signed: Option<&SignedTx>| NewPayment {
+    let record = |transaction: Option<&str>, signed: Option<&SignedTx>| NewPayment {
         id: payment_id.clone(),
         identity: identity.clone(),
         agent_id: offer.agent.id.clone(),
@@ -226,11 +248,12 @@ pub async fn settle(
         amount: purchase.price,
         command: purchase.command.map(str::to_string),
         request: purchase.request.to_string(),
-        transaction: transaction.to_string(),
+        transaction: transaction.map(str::to_string),
         raw_tx: signed.map(|s| s.raw.clone()),
         valid_until: signed.and_then(|s| s.valid_until),
         x402_version: payment.version.number(),
         payment_ref: payment_ref.clone(),
+        facilitator: None,
     };
     let settled = |transaction: String, claim| Settled {
         payment_id: payment_id.clone(),
@@ -246,13 +269,31 @@ pub async fn settle(
     let now_secs = crate::clock::now_ms() as u64 / 1000;
 
     if let Some(elsewhere) = attempt.check(services, &terms).await? {
-        let payment = record(&elsewhere, None);
+        let payment = record(Some(&elsewhere), None);
         if !record_once(services, &payment).await? {
             drop(payer_turn);
             return met_again(services, &payment, &purchase).await.map(Settlement::Before);
         }
         return Ok(Settlement::Now(settled(elsewhere, claim)));
     }
+    let key = match settler {
+        // Kept boxed: the key is not copied out of the memory it is wiped from.
+        Settler::Wallet(key) => key,
+        Settler::Facilitator(facilitator) => {
+            let record = NewPayment {
+                facilitator: Some(facilitator.url().to_string()),
+                valid_until: attempt.expires_at_secs(),
+                ..record(None, None)
+            };
+            return match facilitated::settle(services, facilitator, offer, payment, purchase.price, &record).await? {
+                Some(transaction) => Ok(Settlement::Now(settled(transaction, claim))),
+                None => {
+                    drop(payer_turn);
+                    met_again(services, &record, &purchase).await.map(Settlement::Before)
+                }
+            };
+        }
+    };
     // Base: the settlement spends the wallet's next nonce, so the wallet is ours until sent.
     let wallet_turn = match attempt.uses_wallet_nonce() {
         true => Some(services.wallet_locks.lock((offer.agent.id.clone(), network)).await?),
@@ -273,7 +314,7 @@ pub async fn settle(
                     format!("The payment could not be settled: {reason}"),
                 ));
             };
-            let payment = record(&elsewhere, None);
+            let payment = record(Some(&elsewhere), None);
             if !record_once(services, &payment).await? {
                 drop((wallet_turn, payer_turn));
                 return met_again(services, &payment, &purchase).await.map(Settlement::Before);
@@ -284,7 +325,7 @@ pub async fn settle(
     };
     drop(key);
     crate::faults::crash_point("x402:after_sign");
-    let payment = record(&signed.id, Some(&signed));
+    let payment = record(Some(&signed.id), Some(&signed));
     if !record_once(services, &payment).await? {
         drop((wallet_turn, payer_turn));
         return met_again(services, &payment, &purchase).await.map(Settlement::Before);

@@ -4,7 +4,8 @@
 //! pass holds is left to it.
 //!
 //! - `verified`: its stored settlement is looked up on chain and sent again while the chain
-//!   has not seen it (the payer signed it; the record makes it once only). Landed: `settled`,
+//!   has not seen it (the payer signed it; the record makes it once only). One a
+//!   facilitator was asked to settle is only looked up (see `facilitated.rs`). Landed: `settled`,
 //!   and on to the next rule. Failed, expired or never signed: `failed`, nothing was taken,
 //!   unless the payer's money reached the agent by another transaction (Base).
 //! - `settled`: the paid answer never reached the payer, so the payer is refunded.
@@ -113,6 +114,9 @@ async fn resume_settlement(
     payment: &PaymentRecord,
     network: Network,
 ) -> Result<bool, ServiceError> {
+    if payment.facilitator.is_some() {
+        return super::facilitated::resume(services, payment, network).await;
+    }
     let (Some(signature), Some(raw)) = (&payment.transaction_signature, &payment.raw_tx) else {
         // Recorded before a signed settlement was (only rows from before 0007).
         services

@@ -52,6 +52,10 @@ pub trait Attempt: Send + Sync {
     /// What makes the payment usable once, ever (Solana: its signature; Base: payer + nonce).
     fn identity(&self) -> String;
 
+    /// When the payer's signature stops being valid, in Unix seconds, where the payment
+    /// says so (Base: the authorization's `validBefore`).
+    fn expires_at_secs(&self) -> Option<u64>;
+
     /// The chain checks before anything is signed: still valid, not used, covered by the
     /// payer's balance. `Some(id)` when it is already settled on chain by someone else.
     fn check<'a>(

@@ -83,6 +83,11 @@ impl Attempt for SolanaAttempt {
         format!("solana:{}", self.verified.transaction.signatures[0])
     }
 
+    fn expires_at_secs(&self) -> Option<u64> {
+        // A blockhash's life is counted in blocks, not seconds.
+        None
+    }
+
     fn check<'a>(
         &'a self,
         services: &'a Services,

@@ -1,0 +1,188 @@
+//! An x402 facilitator's HTTP API (x402 v2 specification, §7): `POST /verify` and
+//! `POST /settle`, each with `{x402Version, paymentPayload, paymentRequirements}`,
+//! answering `{isValid, invalidReason?, payer?}` and `{success, errorReason?, transaction,
+//! network, payer?}`. Only what the operator configured is called, with its
+//! `Authorization` header when one is set.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::config::{Secret, Settings};
+use crate::domain::Network;
+use crate::x402::wire::RequirementsV2;
+
+/// The facilitator each network settles through, if any (today: Base only; Solana's
+/// payments are settled by the agent's wallet).
+#[derive(Clone, Default)]
+pub struct Facilitators {
+    base: Option<Facilitator>,
+}
+
+impl Facilitators {
+    pub fn from_settings(settings: &Settings) -> Facilitators {
+        let x402 = &settings.x402;
+        let timeout = Duration::from_secs(x402.x402_settle_timeout_secs);
+        Facilitators {
+            base: x402
+                .x402_base_facilitator_url
+                .as_deref()
+                .map(|url| Facilitator::new(url, x402.x402_base_facilitator_auth.clone(), timeout)),
+        }
+    }
+
+    pub fn of(&self, network: Network) -> Option<&Facilitator> {
+        match network {
+            Network::Base => self.base.as_ref(),
+            Network::Solana => None,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Facilitator {
+    http: reqwest::Client,
+    url: String,
+    auth: Option<Secret>,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FacilitatorError {
+    /// Not reached, or no answer in time.
+    #[error("the facilitator could not be reached: {0}")]
+    Unreachable(String),
+    /// An answer that is not the API's: an HTTP error, or a body of another shape.
+    #[error("the facilitator answered something unusable: {0}")]
+    BadAnswer(String),
+}
+
+/// `/verify`'s answer.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verdict {
+    pub is_valid: bool,
+    #[serde(default)]
+    pub invalid_reason: Option<String>,
+    #[serde(default)]
+    pub invalid_message: Option<String>,
+}
+
+/// `/settle`'s answer.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Settlement {
+    pub success: bool,
+    #[serde(default)]
+    pub error_reason: Option<String>,
+    #[serde(default)]
+    pub error_message: Option<String>,
+    #[serde(default)]
+    pub transaction: String,
+}
+
+impl Verdict {
+    /// Why the payment was found invalid, in the facilitator's words.
+    pub fn reason(&self) -> String {
+        why(&self.invalid_reason, &self.invalid_message)
+    }
+}
+
+impl Settlement {
+    pub fn reason(&self) -> String {
+        why(&self.error_reason, &self.error_message)
+    }
+}
+
+fn why(reason: &Option<String>, message: &Option<String>) -> String {
+    match (reason, message) {
+        (Some(reason), Some(message)) => format!("{reason}: {message}"),
+        (Some(text), None) | (None, Some(text)) => text.clone(),
+        (None, None) => "no reason given".into(),
+    }
+}
+
+/// What both calls send: the payment as version 2 states it (a version-1 payment of the
+/// `exact` scheme carries the same payload), and the requirement it was made for.
+pub fn request(payload: &Value, accepted: &RequirementsV2, resource: &Value) -> Value {
+    json!({
+        "x402Version": 2,
+        "paymentPayload": {
+            "x402Version": 2,
+            "resource": resource,
+            "accepted": accepted,
+            "payload": payload,
+        },
+        "paymentRequirements": accepted,
+    })
+}
+
+impl Facilitator {
+    /// `timeout` bounds each call; a settlement waits for the chain at the facilitator.
+    pub fn new(url: &str, auth: Option<Secret>, timeout: Duration) -> Facilitator {
+        Facilitator {
+            http: crate::outbound::operator_client(Some(timeout)),
+            url: url.trim_end_matches('/').to_string(),
+            auth,
+        }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub async fn verify(&self, request: &Value) -> Result<Verdict, FacilitatorError> {
+        self.call("verify", request).await
+    }
+
+    pub async fn settle(&self, request: &Value) -> Result<Settlement, FacilitatorError> {
+        self.call("settle", request).await
+    }
+
+    /// A facilitator answers a refused payment with 200 or with 400 and the same body, as
+    /// implementations differ; anything else is no answer.
+    async fn call<T: serde::de::DeserializeOwned>(&self, path: &str, request: &Value) -> Result<T, FacilitatorError> {
+        let mut call = self.http.post(format!("{}/{path}", self.url)).json(request);
+        if let Some(auth) = &self.auth {
+            call = call.header(reqwest::header::AUTHORIZATION, auth.expose());
+        }
+        let response = call
+            .send()
+            .await
+            .map_err(|e| FacilitatorError::Unreachable(format!("/{path}: {e}")))?;
+        let status = response.status();
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| FacilitatorError::Unreachable(format!("/{path}: {e}")))?;
+        if !(status.is_success() || status == reqwest::StatusCode::BAD_REQUEST) {
+            return Err(FacilitatorError::BadAnswer(format!("/{path} answered HTTP {status}")));
+        }
+        serde_json::from_slice(&body).map_err(|e| FacilitatorError::BadAnswer(format!("/{path}: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_read_with_and_without_their_optional_fields() {
+        let refused: Verdict = serde_json::from_value(
+            json!({ "isValid": false, "invalidReason": "insufficient_funds", "payer": "0xabc" }),
+        )
+        .unwrap();
+        assert!(!refused.is_valid);
+        assert_eq!(refused.reason(), "insufficient_funds");
+        let settled: Settlement =
+            serde_json::from_value(json!({ "success": true, "transaction": "0x12", "network": "eip155:8453" }))
+                .unwrap();
+        assert!(settled.success && settled.transaction == "0x12");
+        let failed: Settlement = serde_json::from_value(
+            json!({ "success": false, "errorReason": "transaction_failed", "errorMessage": "reverted", "transaction": "" }),
+        )
+        .unwrap();
+        assert_eq!(failed.reason(), "transaction_failed: reverted");
+        assert!(serde_json::from_value::<Verdict>(json!({ "valid": true })).is_err());
+    }
+}

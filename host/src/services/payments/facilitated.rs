@@ -1,0 +1,127 @@
+//! Settling through the operator's x402 facilitator instead of the agent's wallet (today
+//! on Base: `x402_base_facilitator_url`). The rest of the pipeline is the same: the local
+//! checks and limits before anything, the payment recorded once before the facilitator is
+//! asked to settle, the same receipts, and recovery. The facilitator is asked to settle a
+//! payment once: an answer lost on the way is looked up on chain (the authorization's
+//! use and its transfer to the agent), never asked for again. Refunds still go out from the
+//! agent's wallet, which then needs gas; without it a refund waits, `refunding`, and each
+//! recovery pass tries it again.
+
+use serde_json::json;
+
+use super::scheme::{self, Terms};
+use super::{ELSEWHERE_LOOKBACK_SECS, Offer, X402Error, chain_unavailable, record_once, refused};
+use crate::clients::facilitator::{self, Facilitator};
+use crate::domain::Network;
+use crate::money::MicroUsdc;
+use crate::services::{ServiceError, Services};
+use crate::store::{NewPayment, PaymentRecord};
+use crate::x402::wire::Payment;
+
+/// The token refuses an authorization in a block stamped at or after its `validBefore`;
+/// this much more allows for the chain's clock and ours to differ.
+const LANDING_MARGIN_SECS: u64 = 30;
+
+/// Verifies `payment` with the facilitator, records it (`record`, once, ever) and has the
+/// facilitator settle it. `Some(transaction)`: settled. `None`: recorded before by a
+/// request that raced this one (a retry).
+pub(super) async fn settle(
+    services: &Services,
+    facilitator: &Facilitator,
+    offer: &Offer,
+    payment: &Payment,
+    price: MicroUsdc,
+    record: &NewPayment,
+) -> Result<Option<String>, ServiceError> {
+    // The facilitator speaks version 2: a version-1 payment of `exact` carries the same
+    // payload, for the requirement it was made for.
+    offer.takes(crate::x402::wire::Version::V2)?;
+    let accepted = offer.requirement_v2(services, price).ok_or_else(|| {
+        refused(
+            "wrong_network",
+            "x402 version 2 is not offered on this network right now",
+        )
+    })?;
+    let resource = json!({ "url": offer.resource_url(services), "mimeType": "application/json" });
+    let request = facilitator::request(&payment.payload, &accepted, &resource);
+    let verdict = facilitator.verify(&request).await.map_err(|error| {
+        tracing::warn!(facilitator = facilitator.url(), "verify: {error}");
+        X402Error::Facilitator { error, recorded: false }
+    })?;
+    if !verdict.is_valid {
+        return Err(refused(
+            "invalid_payment",
+            format!("The facilitator refused the payment: {}", verdict.reason()),
+        ));
+    }
+    // Where the agent's own settlement is signed: checked, nothing recorded yet.
+    crate::faults::crash_point("x402:after_sign");
+    if !record_once(services, record).await? {
+        return Ok(None);
+    }
+    crate::faults::crash_point("x402:after_record");
+    let answer = facilitator.settle(&request).await;
+    crate::faults::crash_point("x402:after_send");
+    match answer {
+        Ok(settled) if settled.success && !settled.transaction.is_empty() => {
+            services
+                .store
+                .settle_payment(&record.id, Some(settled.transaction.clone()))
+                .await?;
+            crate::faults::crash_point("x402:after_confirm");
+            Ok(Some(settled.transaction))
+        }
+        Ok(failed) => {
+            let reason = format!("the facilitator could not settle it: {}", failed.reason());
+            services.store.fail_payment(&record.id, &reason, false).await?;
+            Err(refused(
+                "settlement_failed",
+                format!("The payment could not be settled: {}", failed.reason()),
+            ))
+        }
+        Err(error) => {
+            // Perhaps settled, perhaps not: recovery looks on chain.
+            tracing::warn!(payment = record.id, facilitator = facilitator.url(), "settle: {error}");
+            Err(X402Error::Facilitator { error, recorded: true }.into())
+        }
+    }
+}
+
+/// A `verified` payment the facilitator was asked to settle, whose answer never came:
+/// true once found on chain (now `settled`), false once it can no longer land (`failed`,
+/// nothing was taken). Until then it stays as it is, for the next pass.
+pub(super) async fn resume(
+    services: &Services,
+    payment: &PaymentRecord,
+    network: Network,
+) -> Result<bool, ServiceError> {
+    let terms = Terms {
+        pay_to: payment.pay_to.clone(),
+        price: payment.amount,
+    };
+    let since = ((payment.created_at / 1000) as u64).saturating_sub(ELSEWHERE_LOOKBACK_SECS);
+    let found = scheme::of(network)
+        .settled_elsewhere(services, &payment.identity, &terms, since)
+        .await
+        .map_err(|e| chain_unavailable(network, e))?;
+    let store = &services.store;
+    if let Some(transaction) = found {
+        store.settle_payment(&payment.id, Some(transaction)).await?;
+        return Ok(true);
+    }
+    let now = crate::clock::now_ms() as u64 / 1000;
+    let expired = payment
+        .valid_until
+        .is_none_or(|until| now > until.saturating_add(LANDING_MARGIN_SECS));
+    if !expired {
+        return Err(X402Error::SettlementPending(payment.id.clone()).into());
+    }
+    store
+        .fail_payment(
+            &payment.id,
+            "the facilitator did not settle it before the authorization expired; nothing was taken",
+            false,
+        )
+        .await?;
+    Ok(false)
+}

@@ -1,0 +1,128 @@
+//! Facilitator mode on Base: the operator's x402 facilitator (here the x402 reference's,
+//! tests/node/facilitator.mjs, on the local chain) verifies and settles the payments
+//! instead of the agent's wallet, which then needs no gas. What it cannot answer takes
+//! nothing from the payer. (The crash tests in facilitator mode are in `x402_recovery`.)
+
+use axum::routing::post;
+use serde_json::{Value, json};
+
+use crate::support::chains::LocalBase;
+use crate::support::facilitator::RefFacilitator;
+use crate::support::payers::{Payer, X402Client, pay_with};
+use crate::support::x402::*;
+use crate::support::*;
+
+const AUTH: &str = "Bearer facilitator-secret";
+
+/// A seller on Base whose wallet holds no gas, settling through `env`'s facilitator.
+fn gasless_shop(env: TestEnv) -> (TestEnv, String) {
+    env.create_account("acme", "free");
+    env.apply_agent(&paid_manifest("seller"), "acme");
+    let wallet = env.create_wallet("seller", "base");
+    (env, wallet)
+}
+
+fn payments(env: &TestEnv) -> Vec<Value> {
+    env.cli_json(&["payments", "list", "--agent", "seller"])
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_reference_facilitator_settles_both_versions_and_the_agent_pays_no_gas() {
+    let chain = LocalBase::start().await;
+    let facilitator = RefFacilitator::start(&chain, Some(AUTH)).await;
+    let (env, wallet) = gasless_shop(
+        TestEnv::new()
+            .with_envs(chain.env())
+            .with_envs(facilitator.env(Some(AUTH))),
+    );
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let (payer, payer_address) = Payer::on_base(&chain, 1_000_000).await;
+
+    for (client, name) in [(X402Client::Fetch2, "Ann"), (X402Client::Fetch1, "Bob")] {
+        let paid = pay_with(client, &payer, &url, &json!({ "command": "hello", "name": name })).await;
+        assert_eq!(paid.status, 200, "{client:?}: {}", paid.body);
+        assert_eq!(paid.body["response"], format!("Hello, {name}!"));
+        let transaction = paid.body["receipt"]["transactionSignature"].as_str().unwrap();
+        assert_eq!(paid.payment_response["transaction"], transaction, "{client:?}");
+        // The facilitator's account sent the settlement and paid its gas.
+        let receipt = chain.receipt(transaction).await;
+        assert_eq!(receipt["status"], "0x1");
+        assert_eq!(
+            receipt["from"].as_str().unwrap().to_lowercase(),
+            facilitator.address.to_lowercase()
+        );
+    }
+    assert_eq!(chain.usdc_of(&wallet).await, 100_000);
+    assert_eq!(chain.usdc_of(&payer_address).await, 900_000);
+    assert_eq!(chain.eth_of(&wallet).await, 0, "the agent's wallet paid no gas");
+    let recorded = payments(&env);
+    assert_eq!(recorded.len(), 2, "{recorded:?}");
+    assert!(recorded.iter().all(|p| p["state"] == "served"), "{recorded:?}");
+
+    // A payment is used once, ever: the same signed payment for another request is refused
+    // before the facilitator is asked.
+    let hello = json!({ "command": "hello", "name": "Cy" });
+    let requirement = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+    let signer: alloy::signers::local::PrivateKeySigner = payer.key.parse().unwrap();
+    let signed = base_payment(&signer, &requirement, 50_000, 7, 60);
+    assert_eq!(paid(&url, &hello, &signed).await.status, 200);
+    let replay = paid(&url, &json!({ "command": "hello", "name": "Dee" }), &signed).await;
+    assert_eq!(
+        (replay.status, replay.json()["code"].clone()),
+        (409, json!("payment_already_used"))
+    );
+    assert_eq!(chain.usdc_of(&payer_address).await, 850_000);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_facilitator_down_or_answering_garbage_takes_nothing() {
+    let chain = LocalBase::start().await;
+    let garbage = FakeServer::start(
+        axum::Router::new()
+            .route("/verify", post(|| async { axum::Json(json!({ "hello": "world" })) }))
+            .route("/settle", post(|| async { "not json" })),
+    )
+    .await;
+    let reference = RefFacilitator::start(&chain, Some(AUTH)).await;
+    let (payer, payer_address) = Payer::on_base(&chain, 1_000_000).await;
+    let signer: alloy::signers::local::PrivateKeySigner = payer.key.parse().unwrap();
+    let cases = [
+        ("http://127.0.0.1:9".to_string(), None, 503, "facilitator_unavailable"),
+        (garbage.base.clone(), None, 502, "facilitator_error"),
+        // The facilitator refuses us (401): no usable answer either.
+        (reference.url.clone(), Some("Bearer wrong"), 502, "facilitator_error"),
+    ];
+    for (n, (facilitator_url, auth, status, code)) in cases.into_iter().enumerate() {
+        let mut env = TestEnv::new()
+            .with_envs(chain.env())
+            .with_env("AGENT_HOST_X402_BASE_FACILITATOR_URL", &facilitator_url);
+        if let Some(auth) = auth {
+            env = env.with_env("AGENT_HOST_X402_BASE_FACILITATOR_AUTH", auth);
+        }
+        let (env, _) = gasless_shop(env);
+        let server = env.serve();
+        let url = server.url("/x402/base/seller");
+        let hello = json!({ "command": "hello", "name": "Ann" });
+        let requirement = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+        let reply = paid(
+            &url,
+            &hello,
+            &base_payment(&signer, &requirement, 50_000, n as u8 + 1, 60),
+        )
+        .await;
+        let body = reply.json();
+        assert_eq!(
+            (reply.status, body["code"].clone(), body["x402Version"].clone()),
+            (status, json!(code), json!(1)),
+            "{facilitator_url}: {}",
+            reply.text
+        );
+        assert!(reply.header("retry-after").is_some());
+        assert!(payments(&env).is_empty(), "nothing recorded: {:?}", payments(&env));
+    }
+    assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "nothing was taken");
+}

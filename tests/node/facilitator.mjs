@@ -1,0 +1,56 @@
+// An x402 facilitator, as operators run one: the x402 reference's facilitator
+// (@x402/core's x402Facilitator with @x402/evm's `exact` scheme) behind its HTTP API,
+// settling on the local Base chain (Anvil) with its own funded key, which pays the gas.
+//
+//   POST /verify  {x402Version, paymentPayload, paymentRequirements} → VerifyResponse
+//   POST /settle  (the same)                                          → SettleResponse
+//   GET  /supported                                                   → SupportedResponse
+//
+// env: FACILITATOR_KEY (0x-hex private key), EVM_RPC_URL, EVM_NETWORK (CAIP-2, default
+//      eip155:8453), FACILITATOR_AUTH (optional: the Authorization header it requires).
+// Prints one JSON line, {url, address}, once it listens on 127.0.0.1; serves until killed.
+import { createServer } from "node:http";
+import { x402Facilitator } from "@x402/core/facilitator";
+import { toFacilitatorEvmSigner } from "@x402/evm";
+import { registerExactEvmScheme } from "@x402/evm/exact/facilitator";
+import { createWalletClient, http, publicActions } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { base } from "viem/chains";
+
+const env = (name, fallback) => {
+  const value = process.env[name] ?? fallback;
+  if (value === undefined) throw new Error(`${name} is not set`);
+  return value;
+};
+const account = privateKeyToAccount(env("FACILITATOR_KEY"));
+const network = env("EVM_NETWORK", "eip155:8453");
+const auth = process.env.FACILITATOR_AUTH;
+const wallet = createWalletClient({ account, chain: base, transport: http(env("EVM_RPC_URL")) }).extend(publicActions);
+const signer = toFacilitatorEvmSigner({ ...wallet, address: account.address });
+const facilitator = registerExactEvmScheme(new x402Facilitator(), { signer, networks: network });
+
+const json = (response, status, body) => {
+  response.writeHead(status, { "content-type": "application/json" });
+  response.end(JSON.stringify(body));
+};
+
+const server = createServer(async (request, response) => {
+  try {
+    if (auth && request.headers.authorization !== auth) return json(response, 401, { error: "unauthorized" });
+    if (request.method === "GET" && request.url === "/supported") return json(response, 200, facilitator.getSupported());
+    if (request.method !== "POST" || !["/verify", "/settle"].includes(request.url)) return json(response, 404, { error: "not found" });
+    let text = "";
+    for await (const chunk of request) text += chunk;
+    const { paymentPayload, paymentRequirements } = JSON.parse(text);
+    const answer =
+      request.url === "/verify"
+        ? await facilitator.verify(paymentPayload, paymentRequirements)
+        : await facilitator.settle(paymentPayload, paymentRequirements);
+    json(response, 200, answer);
+  } catch (error) {
+    json(response, 500, { error: String(error?.message ?? error) });
+  }
+});
+server.listen(0, "127.0.0.1", () => {
+  console.log(JSON.stringify({ url: `http://127.0.0.1:${server.address().port}`, address: account.address }));
+});
