@@ -21,7 +21,7 @@ const HELLO: u64 = 50_000;
 const LONG_REPORT: u64 = 30_000;
 
 struct Market {
-    _env: TestEnv,
+    env: TestEnv,
     server: TestServer,
     /// The seller's wallet on the test's network: `payTo`.
     agent_wallet: String,
@@ -44,7 +44,7 @@ async fn open_market(network: &str, chain_env: Vec<(&'static str, String)>) -> M
     let agent_wallet = env.create_wallet("seller", network);
     Market {
         server: env.serve(),
-        _env: env,
+        env,
         agent_wallet,
         seen,
         _llm: llm,
@@ -137,17 +137,46 @@ async fn the_real_x402_clients_pay_on_solana() {
 
 /// A real client names its payment (x402's payment-identifier, as @x402/extensions shows
 /// it), pays, and loses the answer: the connection drops after the server settled. It
-/// asks again, signs a new authorization under the same id, and gets the answer it paid
-/// for; the chain shows one transfer.
-#[tokio::test]
-async fn a_client_that_lost_its_paid_answer_retries_and_pays_once() {
-    use crate::support::chains::LocalBase;
-    let chain = LocalBase::start().await;
-    let market = open_market("base", chain.env()).await;
-    chain.set_eth(&market.agent_wallet, 10u128.pow(16)).await; // it relays: pays the gas
-    let proxy = CuttingProxy::start(&market.server.base).await;
-    let (payer, payer_address) = Payer::on_base(&chain, 1_000_000).await;
-    let url = format!("{}/x402/base/seller", proxy.base);
+/// asks again, signs a new payment under the same id, and gets the answer it paid for;
+/// the chain shows one transfer. Its retry goes to another host of the service (a load
+/// balancer's next turn), which shares the first's store (PostgreSQL in the suite's
+/// second pass).
+async fn a_client_that_lost_its_paid_answer_retries_and_pays_once(network: &str) {
+    use crate::support::chains::{LocalBase, LocalSolana};
+    enum Chain {
+        Base(LocalBase),
+        Solana(LocalSolana),
+    }
+    let chain = match network {
+        "base" => Chain::Base(LocalBase::start().await),
+        _ => Chain::Solana(LocalSolana::start()),
+    };
+    let market = open_market(
+        network,
+        match &chain {
+            Chain::Base(chain) => chain.env(),
+            Chain::Solana(chain) => chain.env(),
+        },
+    )
+    .await;
+    let other_host = market.env.serve();
+    let (payer, payer_address) = match &chain {
+        Chain::Base(chain) => {
+            chain.set_eth(&market.agent_wallet, 10u128.pow(16)).await; // it relays: pays the gas
+            Payer::on_base(chain, 1_000_000).await
+        }
+        Chain::Solana(chain) => {
+            chain.set_sol(&market.agent_wallet, 1_000_000_000).await; // the fee payer
+            chain.set_usdc(&market.agent_wallet, 0).await;
+            Payer::on_solana(chain, 1_000_000).await
+        }
+    };
+    let usdc_of = async |owner: &str| match &chain {
+        Chain::Base(chain) => chain.usdc_of(owner).await,
+        Chain::Solana(chain) => chain.usdc_of(owner).await.unwrap_or(0),
+    };
+    let proxy = CuttingProxy::across(&[&market.server.base, &other_host.base]).await;
+    let url = format!("{}/x402/{network}/seller", proxy.base);
     let hello = json!({ "command": "hello", "name": "Ann" });
 
     let paid = pay_retrying(
@@ -169,8 +198,18 @@ async fn a_client_that_lost_its_paid_answer_retries_and_pays_once() {
         HELLO,
         &payer_address,
         &market.agent_wallet,
-        "base",
+        network,
     );
-    assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000 - HELLO, "one transfer");
-    assert_eq!(chain.usdc_of(&market.agent_wallet).await, HELLO);
+    assert_eq!(usdc_of(&payer_address).await, 1_000_000 - HELLO, "one transfer");
+    assert_eq!(usdc_of(&market.agent_wallet).await, HELLO);
+}
+
+#[tokio::test]
+async fn a_client_that_lost_its_paid_answer_retries_on_another_host_and_pays_once_on_base() {
+    a_client_that_lost_its_paid_answer_retries_and_pays_once("base").await;
+}
+
+#[tokio::test]
+async fn a_client_that_lost_its_paid_answer_retries_on_another_host_and_pays_once_on_solana() {
+    a_client_that_lost_its_paid_answer_retries_and_pays_once("solana").await;
 }

@@ -18,14 +18,27 @@ pub struct CuttingProxy {
 impl CuttingProxy {
     /// In front of `upstream` (`http://host:port`).
     pub async fn start(upstream: &str) -> CuttingProxy {
-        let upstream = upstream.trim_start_matches("http://").trim_end_matches('/').to_string();
+        CuttingProxy::across(&[upstream]).await
+    }
+
+    /// In front of several hosts of one service, as a load balancer: each new connection
+    /// goes to the next, in turn (so a client's retry, on a new connection, reaches
+    /// another host than its first attempt).
+    pub async fn across(upstreams: &[&str]) -> CuttingProxy {
+        let upstreams: Vec<String> = upstreams
+            .iter()
+            .map(|u| u.trim_start_matches("http://").trim_end_matches('/').to_string())
+            .collect();
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the proxy");
         let base = format!("http://{}", listener.local_addr().unwrap());
         let cut = Arc::new(AtomicUsize::new(0));
         let cuts = cut.clone();
         let task = tokio::spawn(async move {
-            while let Ok((client, _)) = listener.accept().await {
-                let Ok(server) = TcpStream::connect(&upstream).await else {
+            for turn in 0.. {
+                let Ok((client, _)) = listener.accept().await else {
+                    break;
+                };
+                let Ok(server) = TcpStream::connect(&upstreams[turn % upstreams.len()]).await else {
                     continue;
                 };
                 tokio::spawn(relay(client, server, cuts.clone()));
