@@ -419,6 +419,10 @@ settings! {
             "an x402 facilitator (its /verify and /settle) that settles Base payments instead of the agent's wallet; unset: the agent's wallet settles them";
         x402_base_facilitator_auth: Option<Secret> = "",
             "the Authorization header sent to that facilitator, e.g. Bearer <token> (prefer the environment)";
+        x402_solana_facilitator_url: Option<String> = "",
+            "an x402 facilitator that settles Solana payments (its fee payer signs them and pays the fee) instead of the agent's wallet; unset: the agent's wallet settles them";
+        x402_solana_facilitator_auth: Option<Secret> = "",
+            "the Authorization header sent to the Solana facilitator (prefer the environment)";
     }
     /// The agents' MCP endpoints.
     mcp: McpSettings {

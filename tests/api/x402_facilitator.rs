@@ -1,7 +1,8 @@
-//! Facilitator mode on Base: the operator's x402 facilitator (here the x402 reference's,
-//! tests/node/facilitator.mjs, on the local chain) verifies and settles the payments
-//! instead of the agent's wallet, which then needs no gas. What it cannot answer takes
-//! nothing from the payer. (The crash tests in facilitator mode are in `x402_recovery`.)
+//! Facilitator mode: the operator's x402 facilitator (here the x402 reference's,
+//! tests/node/facilitator.mjs, on the local chains) verifies and settles the payments
+//! instead of the agent's wallet, which then needs no gas or fees. What it cannot answer
+//! takes nothing from the payer. (The crash tests in facilitator mode are in
+//! `x402_recovery`.)
 
 use axum::routing::post;
 use serde_json::{Value, json};
@@ -22,6 +23,17 @@ fn gasless_shop(env: TestEnv) -> (TestEnv, String) {
     (env, wallet)
 }
 
+/// `client` buys `/hello` for `name`: the answer, and the settlement both the receipt and
+/// the payment-response header name.
+async fn buys_hello(client: X402Client, payer: &Payer<'_>, url: &str, name: &str) -> String {
+    let paid = pay_with(client, payer, url, &json!({ "command": "hello", "name": name })).await;
+    assert_eq!(paid.status, 200, "{client:?}: {}", paid.body);
+    assert_eq!(paid.body["response"], format!("Hello, {name}!"));
+    let transaction = paid.body["receipt"]["transactionSignature"].as_str().unwrap();
+    assert_eq!(paid.payment_response["transaction"], transaction, "{client:?}");
+    transaction.to_string()
+}
+
 fn payments(env: &TestEnv) -> Vec<Value> {
     env.cli_json(&["payments", "list", "--agent", "seller"])
         .as_array()
@@ -36,24 +48,21 @@ async fn the_reference_facilitator_settles_both_versions_and_the_agent_pays_no_g
     let (env, wallet) = gasless_shop(
         TestEnv::new()
             .with_envs(chain.env())
-            .with_envs(facilitator.env(Some(AUTH))),
+            .with_envs(facilitator.env("base", Some(AUTH))),
     );
     let server = env.serve();
     let url = server.url("/x402/base/seller");
     let (payer, payer_address) = Payer::on_base(&chain, 1_000_000).await;
 
     for (client, name) in [(X402Client::Fetch2, "Ann"), (X402Client::Fetch1, "Bob")] {
-        let paid = pay_with(client, &payer, &url, &json!({ "command": "hello", "name": name })).await;
-        assert_eq!(paid.status, 200, "{client:?}: {}", paid.body);
-        assert_eq!(paid.body["response"], format!("Hello, {name}!"));
-        let transaction = paid.body["receipt"]["transactionSignature"].as_str().unwrap();
-        assert_eq!(paid.payment_response["transaction"], transaction, "{client:?}");
+        let transaction = buys_hello(client, &payer, &url, name).await;
+        let transaction = transaction.as_str();
         // The facilitator's account sent the settlement and paid its gas.
         let receipt = chain.receipt(transaction).await;
         assert_eq!(receipt["status"], "0x1");
         assert_eq!(
             receipt["from"].as_str().unwrap().to_lowercase(),
-            facilitator.address.to_lowercase()
+            facilitator.evm.as_deref().unwrap().to_lowercase()
         );
     }
     assert_eq!(chain.usdc_of(&wallet).await, 100_000);
@@ -125,4 +134,62 @@ async fn a_facilitator_down_or_answering_garbage_takes_nothing() {
         assert!(payments(&env).is_empty(), "nothing recorded: {:?}", payments(&env));
     }
     assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "nothing was taken");
+}
+
+/// On Solana the facilitator's fee payer signs the payer's transaction and pays its fee:
+/// the offer names it, both real clients pay, and the agent's wallet holds no SOL at all.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_reference_facilitator_settles_on_solana_and_the_agent_pays_no_fee() {
+    use crate::support::chains::LocalSolana;
+    let chain = LocalSolana::start();
+    let facilitator = RefFacilitator::on(None, Some(&chain), None).await;
+    let fee_payer = facilitator.svm.clone().unwrap();
+    let mut env = TestEnv::new()
+        .with_envs(chain.env())
+        .with_envs(facilitator.env("solana", None));
+    env.create_account("acme", "free");
+    env.apply_agent(&paid_manifest("seller"), "acme");
+    let wallet = env.create_wallet("seller", "solana");
+    chain.set_usdc(&wallet, 0).await; // the clients need payTo's token account to exist
+    let server = env.serve();
+    let url = server.url("/x402/solana/seller");
+    let offered = post_x402(&url, &json!({ "message": "Hi" })).await.json();
+    assert_eq!(offered["accepts"][0]["extra"]["feePayer"], fee_payer.as_str());
+    let (payer, payer_address) = Payer::on_solana(&chain, 1_000_000).await;
+
+    for (client, name) in [(X402Client::Fetch2, "Ann"), (X402Client::Fetch1, "Bob")] {
+        let transaction = buys_hello(client, &payer, &url, name).await;
+        let transaction = transaction.as_str();
+        let sent = crate::support::chains::rpc(
+            &chain.rpc_url,
+            "getTransaction",
+            json!([transaction, { "encoding": "json", "maxSupportedTransactionVersion": 0 }]),
+        )
+        .await;
+        assert_eq!(
+            sent["transaction"]["message"]["accountKeys"][0],
+            fee_payer.as_str(),
+            "the facilitator's fee payer paid the fee: {sent}"
+        );
+    }
+    assert_eq!(chain.usdc_of(&wallet).await, Some(100_000));
+    assert_eq!(chain.usdc_of(&payer_address).await, Some(900_000));
+    assert_eq!(chain.sol_of(&wallet).await, 0, "the agent's wallet holds no SOL");
+    let recorded = payments(&env);
+    assert!(
+        recorded.iter().all(|p| p["state"] == "served") && recorded.len() == 2,
+        "{recorded:?}"
+    );
+
+    // With no way to learn the facilitator's fee payer, nothing is offered on Solana: an
+    // offer naming the wrong fee payer could not be settled.
+    env.set_env("AGENT_HOST_X402_SOLANA_FACILITATOR_URL", "http://127.0.0.1:9");
+    let blind = env.serve();
+    let reply = get(&blind.url("/x402/solana/seller"), None).await;
+    assert_eq!(
+        (reply.status, reply.json()["code"].clone()),
+        (503, json!("facilitator_unavailable")),
+        "{}",
+        reply.text
+    );
 }

@@ -1,18 +1,25 @@
 // An x402 facilitator, as operators run one: the x402 reference's facilitator
-// (@x402/core's x402Facilitator with @x402/evm's `exact` scheme) behind its HTTP API,
-// settling on the local Base chain (Anvil) with its own funded key, which pays the gas.
+// (@x402/core's x402Facilitator with the `exact` schemes of @x402/evm and @x402/svm) behind
+// its HTTP API, settling on the local chains (Anvil, Surfpool) with its own funded keys,
+// which pay the gas and the fees.
 //
 //   POST /verify  {x402Version, paymentPayload, paymentRequirements} → VerifyResponse
 //   POST /settle  (the same)                                          → SettleResponse
 //   GET  /supported                                                   → SupportedResponse
 //
-// env: FACILITATOR_KEY (0x-hex private key), EVM_RPC_URL, EVM_NETWORK (CAIP-2, default
-//      eip155:8453), FACILITATOR_AUTH (optional: the Authorization header it requires).
-// Prints one JSON line, {url, address}, once it listens on 127.0.0.1; serves until killed.
+// env: EVM_KEY (0x-hex private key), EVM_RPC_URL, EVM_NETWORK (CAIP-2, default
+//      eip155:8453); SVM_KEY (base58 64-byte keypair), SVM_RPC_URL, SVM_NETWORK (CAIP-2);
+//      each chain only when its key is set; FACILITATOR_AUTH (optional: the Authorization
+//      header it requires).
+// Prints one JSON line, {url, evm, svm} (its accounts), once it listens on 127.0.0.1;
+// serves until killed.
 import { createServer } from "node:http";
+import { createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
 import { x402Facilitator } from "@x402/core/facilitator";
 import { toFacilitatorEvmSigner } from "@x402/evm";
 import { registerExactEvmScheme } from "@x402/evm/exact/facilitator";
+import { toFacilitatorSvmSigner } from "@x402/svm";
+import { registerExactSvmScheme } from "@x402/svm/exact/facilitator";
 import { createWalletClient, http, publicActions } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
@@ -22,12 +29,22 @@ const env = (name, fallback) => {
   if (value === undefined) throw new Error(`${name} is not set`);
   return value;
 };
-const account = privateKeyToAccount(env("FACILITATOR_KEY"));
-const network = env("EVM_NETWORK", "eip155:8453");
 const auth = process.env.FACILITATOR_AUTH;
-const wallet = createWalletClient({ account, chain: base, transport: http(env("EVM_RPC_URL")) }).extend(publicActions);
-const signer = toFacilitatorEvmSigner({ ...wallet, address: account.address });
-const facilitator = registerExactEvmScheme(new x402Facilitator(), { signer, networks: network });
+const facilitator = new x402Facilitator();
+const accounts = {};
+if (process.env.EVM_KEY) {
+  const account = privateKeyToAccount(process.env.EVM_KEY);
+  const wallet = createWalletClient({ account, chain: base, transport: http(env("EVM_RPC_URL")) }).extend(publicActions);
+  const signer = toFacilitatorEvmSigner({ ...wallet, address: account.address });
+  registerExactEvmScheme(facilitator, { signer, networks: env("EVM_NETWORK", "eip155:8453") });
+  accounts.evm = account.address;
+}
+if (process.env.SVM_KEY) {
+  const keypair = await createKeyPairSignerFromBytes(getBase58Encoder().encode(process.env.SVM_KEY));
+  const signer = toFacilitatorSvmSigner(keypair, { defaultRpcUrl: env("SVM_RPC_URL") });
+  registerExactSvmScheme(facilitator, { signer, networks: env("SVM_NETWORK") });
+  accounts.svm = keypair.address;
+}
 
 const json = (response, status, body) => {
   response.writeHead(status, { "content-type": "application/json" });
@@ -52,5 +69,5 @@ const server = createServer(async (request, response) => {
   }
 });
 server.listen(0, "127.0.0.1", () => {
-  console.log(JSON.stringify({ url: `http://127.0.0.1:${server.address().port}`, address: account.address }));
+  console.log(JSON.stringify({ url: `http://127.0.0.1:${server.address().port}`, ...accounts }));
 });

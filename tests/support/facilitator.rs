@@ -1,18 +1,20 @@
-//! The x402 reference facilitator (tests/node/facilitator.mjs) on the local Base chain:
-//! what an operator settles through in facilitator mode.
+//! The x402 reference facilitator (tests/node/facilitator.mjs) on the local chains: what
+//! an operator settles through in facilitator mode.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
-use super::chains::LocalBase;
+use super::chains::{LocalBase, LocalSolana, SOLANA_MAINNET_ID};
 
 pub struct RefFacilitator {
     child: Child,
     pub url: String,
-    /// The account that relays the settlements (and pays their gas).
-    pub address: String,
+    /// Base: the account that relays the settlements (and pays their gas).
+    pub evm: Option<String>,
+    /// Solana: the fee payer that signs the payments (and pays their fees).
+    pub svm: Option<String>,
 }
 
 impl Drop for RefFacilitator {
@@ -23,19 +25,33 @@ impl Drop for RefFacilitator {
 }
 
 impl RefFacilitator {
-    /// Starts it with a new key holding gas on `chain`; `auth`, the Authorization header it
-    /// requires, if any.
+    /// Starts it on Base with a new key holding gas on `chain`; `auth`, the Authorization
+    /// header it requires, if any.
     pub async fn start(chain: &LocalBase, auth: Option<&str>) -> RefFacilitator {
-        let key = alloy::signers::local::PrivateKeySigner::random();
-        chain.set_eth(&key.address().to_string(), 10u128.pow(18)).await;
+        RefFacilitator::on(Some(chain), None, auth).await
+    }
+
+    /// Starts it on the chains given, with a new funded key on each.
+    pub async fn on(base: Option<&LocalBase>, solana: Option<&LocalSolana>, auth: Option<&str>) -> RefFacilitator {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/node/facilitator.mjs");
         let mut command = Command::new("node");
-        command
-            .arg(script)
-            .env("FACILITATOR_KEY", format!("0x{}", hex::encode(key.to_bytes())))
-            .env("EVM_RPC_URL", &chain.rpc_url)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped());
+        command.arg(script).stdin(Stdio::null()).stdout(Stdio::piped());
+        if let Some(chain) = base {
+            let key = alloy::signers::local::PrivateKeySigner::random();
+            chain.set_eth(&key.address().to_string(), 10u128.pow(18)).await;
+            command
+                .env("EVM_KEY", format!("0x{}", hex::encode(key.to_bytes())))
+                .env("EVM_RPC_URL", &chain.rpc_url);
+        }
+        if let Some(chain) = solana {
+            use solana_signer::Signer;
+            let key = solana_keypair::Keypair::new();
+            chain.set_sol(&key.pubkey().to_string(), 10_000_000_000).await;
+            command
+                .env("SVM_KEY", key.to_base58_string())
+                .env("SVM_RPC_URL", &chain.rpc_url)
+                .env("SVM_NETWORK", SOLANA_MAINNET_ID);
+        }
         if let Some(auth) = auth {
             command.env("FACILITATOR_AUTH", auth);
         }
@@ -49,18 +65,30 @@ impl RefFacilitator {
         .expect("read the facilitator's address")
         .expect("the facilitator's first line");
         let started: Value = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first:?}"));
+        let account = |name: &str| started[name].as_str().map(str::to_string);
         RefFacilitator {
             child,
             url: started["url"].as_str().unwrap().to_string(),
-            address: started["address"].as_str().unwrap().to_string(),
+            evm: account("evm"),
+            svm: account("svm"),
         }
     }
 
-    /// The settings that settle a server's Base payments through it.
-    pub fn env(&self, auth: Option<&str>) -> Vec<(&'static str, String)> {
-        let mut env = vec![("AGENT_HOST_X402_BASE_FACILITATOR_URL", self.url.clone())];
+    /// The settings that settle a server's payments on `network` through it.
+    pub fn env(&self, network: &str, auth: Option<&str>) -> Vec<(&'static str, String)> {
+        let (url, auth_name) = match network {
+            "base" => (
+                "AGENT_HOST_X402_BASE_FACILITATOR_URL",
+                "AGENT_HOST_X402_BASE_FACILITATOR_AUTH",
+            ),
+            _ => (
+                "AGENT_HOST_X402_SOLANA_FACILITATOR_URL",
+                "AGENT_HOST_X402_SOLANA_FACILITATOR_AUTH",
+            ),
+        };
+        let mut env = vec![(url, self.url.clone())];
         if let Some(auth) = auth {
-            env.push(("AGENT_HOST_X402_BASE_FACILITATOR_AUTH", auth.to_string()));
+            env.push((auth_name, auth.to_string()));
         }
         env
     }

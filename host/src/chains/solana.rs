@@ -388,6 +388,48 @@ impl SolanaChain {
         }
     }
 
+    /// The transaction, among the latest `LOOKUP_DEPTH` that touched `account` since
+    /// `since_secs` (Unix), that carries `signature` among its signers' and succeeded: its
+    /// id (first signature). Finds a transaction whose fee payer someone else signed (a
+    /// facilitator), knowing only the payer's signature.
+    pub async fn succeeded_with_signature(
+        &self,
+        account: &Pubkey,
+        signature: &str,
+        since_secs: u64,
+    ) -> Result<Option<String>, ChainError> {
+        const LOOKUP_DEPTH: usize = 200;
+        let recent: Value = self
+            .rpc
+            .call(
+                "getSignaturesForAddress",
+                json!([account.to_string(), { "limit": LOOKUP_DEPTH, "commitment": self.commitment }]),
+            )
+            .await?;
+        for entry in recent.as_array().into_iter().flatten() {
+            if !entry["err"].is_null() || entry["blockTime"].as_u64().is_some_and(|t| t < since_secs) {
+                continue;
+            }
+            let Some(id) = entry["signature"].as_str() else {
+                continue;
+            };
+            let found: Value = self
+                .rpc
+                .call(
+                    "getTransaction",
+                    json!([id, { "encoding": "json", "commitment": self.commitment, "maxSupportedTransactionVersion": 0 }]),
+                )
+                .await?;
+            let signed = found["transaction"]["signatures"]
+                .as_array()
+                .is_some_and(|all| all.iter().any(|s| s.as_str() == Some(signature)));
+            if signed && found["meta"]["err"].is_null() {
+                return Ok(Some(id.to_string()));
+            }
+        }
+        Ok(None)
+    }
+
     /// The current block height, as blockhash expiry counts it.
     pub async fn block_height(&self) -> Result<u64, ChainError> {
         Ok(self

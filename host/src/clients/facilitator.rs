@@ -1,7 +1,7 @@
 //! An x402 facilitator's HTTP API (x402 v2 specification, §7): `POST /verify` and
 //! `POST /settle`, each with `{x402Version, paymentPayload, paymentRequirements}`,
 //! answering `{isValid, invalidReason?, payer?}` and `{success, errorReason?, transaction,
-//! network, payer?}`. Only what the operator configured is called, with its
+//! network, payer?}`; and `GET /supported`, whose kinds name a Solana fee payer. Only what the operator configured is called, with its
 //! `Authorization` header when one is set.
 
 use std::time::Duration;
@@ -13,38 +13,44 @@ use crate::config::{Secret, Settings};
 use crate::domain::Network;
 use crate::x402::wire::RequirementsV2;
 
-/// The facilitator each network settles through, if any (today: Base only; Solana's
-/// payments are settled by the agent's wallet).
+/// The facilitator each network settles through, if any.
 #[derive(Clone, Default)]
 pub struct Facilitators {
     base: Option<Facilitator>,
+    solana: Option<Facilitator>,
 }
 
 impl Facilitators {
     pub fn from_settings(settings: &Settings) -> Facilitators {
         let x402 = &settings.x402;
         let timeout = Duration::from_secs(x402.x402_settle_timeout_secs);
+        let of = |url: &Option<String>, auth: &Option<Secret>| {
+            url.as_deref().map(|url| Facilitator::new(url, auth.clone(), timeout))
+        };
         Facilitators {
-            base: x402
-                .x402_base_facilitator_url
-                .as_deref()
-                .map(|url| Facilitator::new(url, x402.x402_base_facilitator_auth.clone(), timeout)),
+            base: of(&x402.x402_base_facilitator_url, &x402.x402_base_facilitator_auth),
+            solana: of(&x402.x402_solana_facilitator_url, &x402.x402_solana_facilitator_auth),
         }
     }
 
     pub fn of(&self, network: Network) -> Option<&Facilitator> {
         match network {
             Network::Base => self.base.as_ref(),
-            Network::Solana => None,
+            Network::Solana => self.solana.as_ref(),
         }
     }
 }
+
+/// How long the facilitator's list of what it supports (its fee payers) is trusted.
+const SUPPORTED_TTL: Duration = Duration::from_secs(300);
 
 #[derive(Clone)]
 pub struct Facilitator {
     http: reqwest::Client,
     url: String,
     auth: Option<Secret>,
+    /// `GET /supported`'s answer, and when it was read.
+    supported: std::sync::Arc<tokio::sync::Mutex<Option<(Value, std::time::Instant)>>>,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -124,7 +130,27 @@ impl Facilitator {
             http: crate::outbound::operator_client(Some(timeout)),
             url: url.trim_end_matches('/').to_string(),
             auth,
+            supported: Default::default(),
         }
+    }
+
+    /// The fee payer it signs Solana payments with on `network` (CAIP-2), as its
+    /// `/supported` names it (`kinds[].extra.feePayer` of version 2's `exact`).
+    pub async fn fee_payer(&self, network: &str) -> Result<String, FacilitatorError> {
+        let mut cached = self.supported.lock().await;
+        let supported = match &*cached {
+            Some((supported, at)) if at.elapsed() < SUPPORTED_TTL => supported.clone(),
+            _ => {
+                let supported = self.get("supported").await?;
+                *cached = Some((supported.clone(), std::time::Instant::now()));
+                supported
+            }
+        };
+        let kinds = supported["kinds"].as_array().into_iter().flatten();
+        kinds
+            .filter(|k| k["x402Version"] == 2 && k["scheme"] == "exact" && k["network"] == network)
+            .find_map(|k| k["extra"]["feePayer"].as_str().map(str::to_string))
+            .ok_or_else(|| FacilitatorError::BadAnswer(format!("/supported names no fee payer for exact on {network}")))
     }
 
     pub fn url(&self) -> &str {
@@ -142,7 +168,19 @@ impl Facilitator {
     /// A facilitator answers a refused payment with 200 or with 400 and the same body, as
     /// implementations differ; anything else is no answer.
     async fn call<T: serde::de::DeserializeOwned>(&self, path: &str, request: &Value) -> Result<T, FacilitatorError> {
-        let mut call = self.http.post(format!("{}/{path}", self.url)).json(request);
+        self.send(self.http.post(format!("{}/{path}", self.url)).json(request), path)
+            .await
+    }
+
+    async fn get(&self, path: &str) -> Result<Value, FacilitatorError> {
+        self.send(self.http.get(format!("{}/{path}", self.url)), path).await
+    }
+
+    async fn send<T: serde::de::DeserializeOwned>(
+        &self,
+        mut call: reqwest::RequestBuilder,
+        path: &str,
+    ) -> Result<T, FacilitatorError> {
         if let Some(auth) = &self.auth {
             call = call.header(reqwest::header::AUTHORIZATION, auth.expose());
         }

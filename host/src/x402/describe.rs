@@ -170,12 +170,13 @@ impl Listing<'_> {
 }
 
 /// What a standard client needs to sign on `network`, in both versions: Solana's fee
-/// payer (the seller co-signs), or Base's EIP-712 domain of the token (`name`, `version`).
-pub fn signing_extra(network: Network, pay_to: &str, eip712: (&str, &str)) -> Map<String, Value> {
+/// payer (who co-signs: the seller, or its facilitator), or Base's EIP-712 domain of the
+/// token (`name`, `version`).
+pub fn signing_extra(network: Network, fee_payer: &str, eip712: (&str, &str)) -> Map<String, Value> {
     let mut extra = Map::new();
     match network {
         Network::Solana => {
-            extra.insert("feePayer".into(), json!(pay_to));
+            extra.insert("feePayer".into(), json!(fee_payer));
         }
         Network::Base => {
             extra.insert("name".into(), json!(eip712.0));

@@ -13,6 +13,10 @@ use crate::x402::{PaymentError, evm};
 
 pub struct BaseExact;
 
+/// The token refuses an authorization in a block stamped at or after its `validBefore`;
+/// this much more allows for the chain's clock and ours to differ.
+const CLOCK_MARGIN_SECS: u64 = 30;
+
 struct BaseAttempt {
     auth: evm::Authorization,
 }
@@ -68,6 +72,11 @@ impl Scheme for BaseExact {
                 .await
         })
     }
+
+    fn expired<'a>(&'a self, _: &'a Services, valid_until: u64) -> BoxFuture<'a, Result<bool, ChainError>> {
+        let now = crate::clock::now_ms() as u64 / 1000;
+        Box::pin(async move { Ok(now > valid_until.saturating_add(CLOCK_MARGIN_SECS)) })
+    }
 }
 
 impl Attempt for BaseAttempt {
@@ -83,8 +92,9 @@ impl Attempt for BaseAttempt {
         identity_of(self.auth.from, self.auth.nonce)
     }
 
-    fn expires_at_secs(&self) -> Option<u64> {
-        Some(u64::try_from(self.auth.valid_before).unwrap_or(u64::MAX))
+    fn valid_until<'a>(&'a self, _: &'a Services) -> BoxFuture<'a, Result<Option<u64>, ChainError>> {
+        let valid_before = u64::try_from(self.auth.valid_before).unwrap_or(u64::MAX);
+        Box::pin(async move { Ok(Some(valid_before)) })
     }
 
     fn check<'a>(

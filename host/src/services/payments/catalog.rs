@@ -110,6 +110,10 @@ async fn listed<T>(
             continue;
         };
         let offer = Offer::of(services, &found, listing.network, listing.address.clone(), price).await;
+        // Its facilitator cannot be used now: nothing is for sale there meanwhile.
+        if offer.facilitator_down.is_some() {
+            continue;
+        }
         items.extend(wanted.iter().filter_map(|transport| write(&offer, *transport)));
     }
     Ok((items, total))

@@ -1,26 +1,25 @@
-//! Settling through the operator's x402 facilitator instead of the agent's wallet (today
-//! on Base: `x402_base_facilitator_url`). The rest of the pipeline is the same: the local
+//! Settling through the operator's x402 facilitator instead of the agent's wallet
+//! (`x402_{network}_facilitator_url`; on Solana the facilitator's fee payer then signs and
+//! pays the fee, and the offer names it). The rest of the pipeline is the same: the local
 //! checks and limits before anything, the payment recorded once before the facilitator is
 //! asked to settle, the same receipts, and recovery. The facilitator is asked to settle a
-//! payment once: an answer lost on the way is looked up on chain (the authorization's
-//! use and its transfer to the agent), never asked for again. Refunds still go out from the
+//! payment once: an answer lost on the way is looked up on chain (Base: the
+//! authorization's use and its transfer to the agent; Solana: the transaction carrying the
+//! payer's signature among those that reached the agent's token account), never asked for
+//! again; once the payment can no longer land, it is failed. Refunds still go out from the
 //! agent's wallet, which then needs gas; without it a refund waits, `refunding`, and each
 //! recovery pass tries it again.
 
 use serde_json::json;
 
 use super::scheme::{self, Terms};
-use super::{ELSEWHERE_LOOKBACK_SECS, Offer, X402Error, chain_unavailable, record_once, refused};
+use super::{Offer, X402Error, chain_unavailable, record_once, refused};
 use crate::clients::facilitator::{self, Facilitator};
 use crate::domain::Network;
 use crate::money::MicroUsdc;
 use crate::services::{ServiceError, Services};
 use crate::store::{NewPayment, PaymentRecord};
 use crate::x402::wire::Payment;
-
-/// The token refuses an authorization in a block stamped at or after its `validBefore`;
-/// this much more allows for the chain's clock and ours to differ.
-const LANDING_MARGIN_SECS: u64 = 30;
 
 /// Verifies `payment` with the facilitator, records it (`record`, once, ever) and has the
 /// facilitator settle it. `Some(transaction)`: settled. `None`: recorded before by a
@@ -98,28 +97,33 @@ pub(super) async fn resume(
     let terms = Terms {
         pay_to: payment.pay_to.clone(),
         price: payment.amount,
+        fee_payer: None,
     };
-    let since = ((payment.created_at / 1000) as u64).saturating_sub(ELSEWHERE_LOOKBACK_SECS);
-    let found = scheme::of(network)
+    let scheme = scheme::of(network);
+    let unavailable = |e| chain_unavailable(network, e);
+    // Expired first, then looked up: a settlement that lands in between is still found.
+    let expired = match payment.valid_until {
+        Some(until) => scheme.expired(services, until).await.map_err(unavailable)?,
+        None => true,
+    };
+    // Asked to settle after the payment was recorded: nothing before that counts.
+    let since = ((payment.created_at / 1000) as u64).saturating_sub(super::MAX_TIMEOUT_SECONDS);
+    let found = scheme
         .settled_elsewhere(services, &payment.identity, &terms, since)
         .await
-        .map_err(|e| chain_unavailable(network, e))?;
+        .map_err(unavailable)?;
     let store = &services.store;
     if let Some(transaction) = found {
         store.settle_payment(&payment.id, Some(transaction)).await?;
         return Ok(true);
     }
-    let now = crate::clock::now_ms() as u64 / 1000;
-    let expired = payment
-        .valid_until
-        .is_none_or(|until| now > until.saturating_add(LANDING_MARGIN_SECS));
     if !expired {
         return Err(X402Error::SettlementPending(payment.id.clone()).into());
     }
     store
         .fail_payment(
             &payment.id,
-            "the facilitator did not settle it before the authorization expired; nothing was taken",
+            "the facilitator did not settle it before the payment expired; nothing was taken",
             false,
         )
         .await?;

@@ -122,6 +122,10 @@ impl Scheme for FakeScheme {
         let found = self.settled_after.lock().unwrap().clone();
         Box::pin(async move { Ok(found) })
     }
+
+    fn expired<'a>(&'a self, _: &'a Services, _: u64) -> BoxFuture<'a, Result<bool, ChainError>> {
+        Box::pin(async { Ok(true) })
+    }
 }
 
 impl Attempt for FakeAttempt {
@@ -134,8 +138,8 @@ impl Attempt for FakeAttempt {
     fn identity(&self) -> String {
         format!("{}:{}", self.payer, self.nonce)
     }
-    fn expires_at_secs(&self) -> Option<u64> {
-        None
+    fn valid_until<'a>(&'a self, _: &'a Services) -> BoxFuture<'a, Result<Option<u64>, ChainError>> {
+        Box::pin(async { Ok(None) })
     }
 
     fn check<'a>(&'a self, _: &'a Services, _: &'a Terms) -> BoxFuture<'a, Result<Option<String>, ServiceError>> {

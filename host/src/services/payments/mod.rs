@@ -201,6 +201,7 @@ pub async fn settle(
     let terms = Terms {
         pay_to: offer.pay_to.clone(),
         price: purchase.price,
+        fee_payer: offer.fee_payer.clone(),
     };
     let mut attempt = scheme.verify(services, &payment.payload, &terms).map_err(refusal)?;
     let payer = attempt.payer();
@@ -280,9 +281,13 @@ pub async fn settle(
         // Kept boxed: the key is not copied out of the memory it is wiped from.
         Settler::Wallet(key) => key,
         Settler::Facilitator(facilitator) => {
+            let valid_until = attempt
+                .valid_until(services)
+                .await
+                .map_err(|e| chain_unavailable(network, e))?;
             let record = NewPayment {
                 facilitator: Some(facilitator.url().to_string()),
-                valid_until: attempt.expires_at_secs(),
+                valid_until,
                 ..record(None, None)
             };
             return match facilitated::settle(services, facilitator, offer, payment, purchase.price, &record).await? {

@@ -33,6 +33,12 @@ pub struct Offer {
     /// Enabled commands offered on x402, in manifest order.
     pub commands: Vec<Command>,
     pub default_price: MicroUsdc,
+    /// Solana, settled through a facilitator: its fee payer, which the payer's transaction
+    /// names (otherwise the agent's wallet, `pay_to`, is the fee payer).
+    pub fee_payer: Option<String>,
+    /// Why the facilitator that settles here cannot be used now (its fee payer unknown):
+    /// nothing is sold on this network until it can.
+    pub facilitator_down: Option<crate::clients::facilitator::FacilitatorError>,
     /// The command whose own address the request came to, if it did: the resource a 402
     /// names is then that address.
     routed: Option<String>,
@@ -60,7 +66,11 @@ pub async fn offer(services: &Services, id_or_username: &str, network: Network) 
         .into());
     }
     let wallet = wallets::wallet(services, &found.agent.id, network).await?;
-    Ok(Offer::of(services, &found, network, wallet.address, default_price).await)
+    let offer = Offer::of(services, &found, network, wallet.address, default_price).await;
+    if let Some(error) = offer.facilitator_down.clone() {
+        return Err(X402Error::Facilitator { error, recorded: false }.into());
+    }
+    Ok(offer)
 }
 
 impl Offer {
@@ -83,7 +93,26 @@ impl Offer {
         let commands = agents::offered(&found.commands, Some(Integration::X402))
             .cloned()
             .collect();
+        // A facilitator's fee payer signs Solana payments: the offer must name it.
+        let (mut fee_payer, mut facilitator_down) = (None, None);
+        if let (Network::Solana, Some(facilitator)) = (network, services.facilitators.of(network)) {
+            let named = match &network_id {
+                Some(id) => facilitator.fee_payer(id).await,
+                None => Err(crate::clients::facilitator::FacilitatorError::Unreachable(
+                    "the chain's CAIP-2 id is not known yet".into(),
+                )),
+            };
+            match named {
+                Ok(named) => fee_payer = Some(named),
+                Err(error) => {
+                    tracing::warn!(facilitator = facilitator.url(), "its fee payer is unknown: {error}");
+                    facilitator_down = Some(error);
+                }
+            }
+        }
         Offer {
+            fee_payer,
+            facilitator_down,
             network_id,
             pay_to,
             agent: found.agent.clone(),
@@ -190,7 +219,7 @@ impl Offer {
             settings.chains.base_usdc_eip712_name.as_str(),
             settings.chains.base_usdc_eip712_version.as_str(),
         );
-        describe::signing_extra(self.network, &self.pay_to, eip712)
+        describe::signing_extra(self.network, self.fee_payer.as_deref().unwrap_or(&self.pay_to), eip712)
     }
 
     /// The v1 `accepts` entry for a request that costs `price` (`command` when it names one).

@@ -157,6 +157,7 @@ async fn resume_settlement(
         terms: Terms {
             pay_to: payment.pay_to.clone(),
             price: payment.amount,
+            fee_payer: None,
         },
         since_secs: ((payment.created_at / 1000) as u64).saturating_sub(ELSEWHERE_LOOKBACK_SECS),
         tx,

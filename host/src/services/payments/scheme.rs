@@ -19,6 +19,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub struct Terms {
     pub pay_to: String,
     pub price: MicroUsdc,
+    /// Solana: who pays the transaction's fee, when not `pay_to` (a facilitator's fee payer).
+    pub fee_payer: Option<String>,
 }
 
 pub trait Scheme: Send + Sync {
@@ -38,6 +40,10 @@ pub trait Scheme: Send + Sync {
         terms: &'a Terms,
         since_secs: u64,
     ) -> BoxFuture<'a, Result<Option<String>, ChainError>>;
+
+    /// Whether a payment recorded with `valid_until` (see [`Attempt::valid_until`]) can no
+    /// longer land.
+    fn expired<'a>(&'a self, services: &'a Services, valid_until: u64) -> BoxFuture<'a, Result<bool, ChainError>>;
 }
 
 /// A payment that passed the local checks, on its way to the chain.
@@ -52,9 +58,10 @@ pub trait Attempt: Send + Sync {
     /// What makes the payment usable once, ever (Solana: its signature; Base: payer + nonce).
     fn identity(&self) -> String;
 
-    /// When the payer's signature stops being valid, in Unix seconds, where the payment
-    /// says so (Base: the authorization's `validBefore`).
-    fn expires_at_secs(&self) -> Option<u64>;
+    /// After what the payment can no longer land, for a settlement someone else sends (a
+    /// facilitator): Base, the authorization's `validBefore` (Unix seconds); Solana, the
+    /// blockhash's last valid block height.
+    fn valid_until<'a>(&'a self, services: &'a Services) -> BoxFuture<'a, Result<Option<u64>, ChainError>>;
 
     /// The chain checks before anything is signed: still valid, not used, covered by the
     /// payer's balance. `Some(id)` when it is already settled on chain by someone else.

@@ -26,11 +26,17 @@ impl Scheme for SolanaExact {
     fn verify(&self, services: &Services, payload: &Value, terms: &Terms) -> Result<Box<dyn Attempt>, PaymentError> {
         let pay_to: Pubkey =
             parse_address(&terms.pay_to).map_err(|e| PaymentError::new("invalid_payment", format!("payTo: {e}")))?;
+        let fee_payer = match &terms.fee_payer {
+            Some(other) => {
+                parse_address(other).map_err(|e| PaymentError::new("invalid_payment", format!("feePayer: {e}")))?
+            }
+            None => pay_to,
+        };
         let expected = svm::Expected {
             pay_to,
             mint: services.chains.solana.mint(),
             amount: terms.price,
-            fee_payer: Some(pay_to),
+            fee_payer: Some(fee_payer),
             max_fee_lamports: services.settings.x402.x402_solana_max_fee_lamports,
         };
         let verified = svm::verify(svm::decode(payload)?, &expected)?;
@@ -39,16 +45,35 @@ impl Scheme for SolanaExact {
 
     fn settled_elsewhere<'a>(
         &'a self,
-        _: &'a Services,
-        _: &'a str,
-        _: &'a Terms,
-        _: u64,
+        services: &'a Services,
+        identity: &'a str,
+        terms: &'a Terms,
+        since_secs: u64,
     ) -> BoxFuture<'a, Result<Option<String>, ChainError>> {
-        // The transaction is the payment: whoever sends it, its signature is the one we
-        // recorded and look up.
-        Box::pin(async { Ok(None) })
+        Box::pin(async move {
+            // Our own settlement's signature is its identity, and is looked up as such. One a
+            // facilitator's fee payer signs is known by the payer's signature: found among
+            // the transactions that reached the agent's token account.
+            let (Some(signature), Ok(pay_to)) = (identity.strip_prefix(PAYER_SIGNED), parse_address(&terms.pay_to))
+            else {
+                return Ok(None);
+            };
+            let solana = &services.chains.solana;
+            let account = crate::chains::solana::associated_token_address(&pay_to, &solana.mint());
+            solana.succeeded_with_signature(&account, signature, since_secs).await
+        })
+    }
+
+    fn expired<'a>(&'a self, services: &'a Services, valid_until: u64) -> BoxFuture<'a, Result<bool, ChainError>> {
+        Box::pin(async move { Ok(services.chains.solana.block_height().await? > valid_until) })
     }
 }
+
+/// The identity of a payment whose fee payer someone else signs: the payer's signature.
+const PAYER_SIGNED: &str = "solana:payer:";
+
+/// A blockhash is valid for 150 blocks after the one it names.
+const BLOCKHASH_LIFE: u64 = 150;
 
 impl SolanaAttempt {
     fn wire(&self) -> Result<String, ChainError> {
@@ -79,13 +104,23 @@ impl Attempt for SolanaAttempt {
     }
 
     fn identity(&self) -> String {
+        let tx = &self.verified.transaction;
+        if self.verified.needs_fee_payer_signature && tx.signatures[0] == solana_signature::Signature::default() {
+            // Left for a facilitator's fee payer to sign: the payer's signature names it.
+            let payer = tx
+                .message
+                .static_account_keys()
+                .iter()
+                .position(|k| *k == self.verified.payer);
+            let signed = payer.and_then(|i| tx.signatures.get(i)).copied().unwrap_or_default();
+            return format!("{PAYER_SIGNED}{signed}");
+        }
         // ed25519 is deterministic: a message always completes to the same signature.
-        format!("solana:{}", self.verified.transaction.signatures[0])
+        format!("solana:{}", tx.signatures[0])
     }
 
-    fn expires_at_secs(&self) -> Option<u64> {
-        // A blockhash's life is counted in blocks, not seconds.
-        None
+    fn valid_until<'a>(&'a self, services: &'a Services) -> BoxFuture<'a, Result<Option<u64>, ChainError>> {
+        Box::pin(async move { Ok(Some(services.chains.solana.block_height().await? + BLOCKHASH_LIFE)) })
     }
 
     fn check<'a>(
@@ -123,7 +158,7 @@ impl Attempt for SolanaAttempt {
             Ok(SignedTx {
                 id: self.verified.transaction.signatures[0].to_string(),
                 raw,
-                valid_until: Some(height + 150),
+                valid_until: Some(height + BLOCKHASH_LIFE),
             })
         })
     }
