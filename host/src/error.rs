@@ -258,7 +258,9 @@ fn x402_error(e: X402Error) -> ApiError {
                 FacilitatorError::BadAnswer(_) => (S::BAD_GATEWAY, "facilitator_error"),
             };
             let message = match recorded {
-                false => "The payment facilitator did not answer usably; nothing was taken. Retry shortly".to_string(),
+                false => "The payment facilitator of this network cannot be used right now; no payment was taken. \
+                          Retry shortly"
+                    .to_string(),
                 true => "The payment facilitator did not confirm the settlement; the payment is recorded, and if it \
                          was settled it is refunded shortly"
                     .to_string(),

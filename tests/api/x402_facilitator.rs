@@ -193,3 +193,94 @@ async fn the_reference_facilitator_settles_on_solana_and_the_agent_pays_no_fee()
         reply.text
     );
 }
+
+/// A facilitator that settles but answers `success: false` (its wait for the receipt timed
+/// out, say): the payment is not failed on its word. It stays recorded; recovery finds the
+/// transfer on chain and, since the answer never went out, refunds the payer.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_settlement_the_facilitator_did_not_confirm_is_found_on_chain_and_refunded() {
+    let chain = LocalBase::start().await;
+    let reference = RefFacilitator::start(&chain, None).await;
+    // In front of the reference facilitator: it passes everything on, and says the
+    // settlement failed whatever happened.
+    let upstream = reference.url.clone();
+    let forward = move |path: &'static str| {
+        let upstream = upstream.clone();
+        move |axum::Json(body): axum::Json<Value>| async move {
+            let answer: Value = client()
+                .post(format!("{upstream}/{path}"))
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            match path {
+                "settle" => {
+                    axum::Json(json!({ "success": false, "errorReason": "confirmation_timeout", "transaction": "" }))
+                }
+                _ => axum::Json(answer),
+            }
+        }
+    };
+    let lying = FakeServer::start(
+        axum::Router::new()
+            .route("/verify", post(forward("verify")))
+            .route("/settle", post(forward("settle"))),
+    )
+    .await;
+    let env = TestEnv::new()
+        .with_envs(chain.env())
+        .with_env("AGENT_HOST_X402_BASE_FACILITATOR_URL", &lying.base)
+        .with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1");
+    let (env, wallet) = gasless_shop(env);
+    chain.set_eth(&wallet, 10u128.pow(16)).await; // the refund's gas
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let (payer, payer_address) = Payer::on_base(&chain, 1_000_000).await;
+    let signer: alloy::signers::local::PrivateKeySigner = payer.key.parse().unwrap();
+    let hello = json!({ "command": "hello", "name": "Ann" });
+    let requirement = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+
+    // A payment meant to outlive the facilitator's wait by an hour is refused up front.
+    let lasting = paid(&url, &hello, &base_payment(&signer, &requirement, 50_000, 1, 3_600)).await;
+    assert_eq!(
+        (lasting.status, lasting.json()["code"].clone()),
+        (402, json!("invalid_payment"))
+    );
+
+    let reply = paid(&url, &hello, &base_payment(&signer, &requirement, 50_000, 2, 60)).await;
+    assert_eq!(
+        (reply.status, reply.json()["code"].clone()),
+        (502, json!("facilitator_error")),
+        "{}",
+        reply.text
+    );
+    assert!(
+        reply.json()["error"].as_str().unwrap().contains("recorded"),
+        "{}",
+        reply.text
+    );
+    assert_eq!(chain.usdc_of(&payer_address).await, 950_000, "the transfer did go out");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let recorded = payments(&env);
+        assert_eq!(recorded.len(), 1, "{recorded:?}");
+        if recorded[0]["state"] == "refunded" {
+            assert!(
+                recorded[0]["receipt"]["transactionSignature"].is_string(),
+                "{recorded:?}"
+            );
+            break;
+        }
+        assert_ne!(
+            recorded[0]["state"], "failed",
+            "a landed payment is never failed: {recorded:?}"
+        );
+        assert!(std::time::Instant::now() < deadline, "not refunded: {recorded:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "refunded, once");
+    assert_eq!(chain.usdc_of(&wallet).await, 0);
+}

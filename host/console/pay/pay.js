@@ -82,18 +82,30 @@ async function pay(path, v2, body) {
   return h("div", { class: "result" }, h("pre", { class: "response" }, answer.response), receipt);
 }
 
-/** A paid long-running command: its status, polled at this origin until it ends. */
+/** A link to a job's result, only when it is a web address (never a script or data URL). */
+function resultLink(url) {
+  try {
+    const parsed = new URL(url);
+    if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return null;
+    return h("p", {}, h("a", { href: parsed.href, target: "_blank", rel: "noopener noreferrer" }, "The result"));
+  } catch {
+    return null;
+  }
+}
+
+/** A paid long-running command: its status, polled at this origin until it ends (or an hour). */
 async function followJob(answer) {
   const status = new URL(answer.statusUrl, location.href).pathname;
-  for (;;) {
-    await new Promise((resolve) => setTimeout(resolve, (answer.retryAfterSeconds ?? 2) * 1000));
+  const pause = Math.min(Math.max(answer.retryAfterSeconds ?? 2, 1), 30) * 1000;
+  for (let waited = 0; waited < 3_600_000; waited += pause) {
+    await new Promise((resolve) => setTimeout(resolve, pause));
     const job = await (await fetch(status, { headers: { accept: "application/json" } })).json();
     if (job.state === "succeeded") {
-      const link = job.artifactUrl && h("p", {}, h("a", { href: job.artifactUrl, rel: "noopener noreferrer" }, "The result"));
-      return h("div", {}, h("pre", { class: "response" }, job.response ?? ""), link);
+      return h("div", {}, h("pre", { class: "response" }, job.response ?? ""), job.artifactUrl && resultLink(job.artifactUrl));
     }
-    if (job.state === "failed") throw new Refusal(job, 200);
+    if (job.state !== "processing") throw new Refusal(job, 200);
   }
+  throw new Error(`Still running after an hour: its status is at ${answer.statusUrl}`);
 }
 
 /** A text input per parameter of the command's body schema, as the command names them. */
@@ -156,7 +168,7 @@ async function show() {
     h("h1", { tabindex: -1 }, extra.agentName),
     h("p", { class: "crumbs" }, `Sold for USDC on ${{ base: "Base", solana: "Solana" }[network] ?? network}, paid per request with x402. No account needed.`),
     payable
-      ? h("p", {}, "Your wallet signs an authorization for exactly the price shown; the agent's wallet settles it, and you get the answer here.")
+      ? h("p", {}, "Your wallet signs an authorization for exactly the price shown; once it is settled on chain, you get the answer here.")
       : h("p", { class: "hint" }, "Paying from this page works with an EVM browser wallet on Base. Here, pay with an x402 client: it reads this address's price list as JSON."),
     routedCommand ? null : messageSection(agent, payable),
     shown.map((command) => commandSection(command, payable)),

@@ -41,17 +41,26 @@ impl Facilitators {
     }
 }
 
-/// How long the facilitator's list of what it supports (its fee payers) is trusted.
+/// How long the facilitator's list of what it supports (its fee payers) is trusted; how
+/// long a failure to read it is, so that a facilitator down is not asked on every request;
+/// and how long reading it may take (it is asked while a price list waits).
 const SUPPORTED_TTL: Duration = Duration::from_secs(300);
+const SUPPORTED_FAILURE_TTL: Duration = Duration::from_secs(15);
+const SUPPORTED_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Clone)]
 pub struct Facilitator {
     http: reqwest::Client,
     url: String,
+    /// Its origin: what logs and payment records name (a key in its URL stays out).
+    label: String,
     auth: Option<Secret>,
-    /// `GET /supported`'s answer, and when it was read.
-    supported: std::sync::Arc<tokio::sync::Mutex<Option<(Value, std::time::Instant)>>>,
+    /// `GET /supported`'s answer (or why there is none), and when it was asked.
+    supported: std::sync::Arc<tokio::sync::Mutex<Option<Asked>>>,
 }
+
+/// `/supported`'s answer, and when it was asked.
+type Asked = (Result<Value, FacilitatorError>, std::time::Instant);
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FacilitatorError {
@@ -129,6 +138,9 @@ impl Facilitator {
         Facilitator {
             http: crate::outbound::operator_client(Some(timeout)),
             url: url.trim_end_matches('/').to_string(),
+            label: reqwest::Url::parse(url)
+                .map(|u| u.origin().ascii_serialization())
+                .unwrap_or_else(|_| "(unparsable facilitator URL)".into()),
             auth,
             supported: Default::default(),
         }
@@ -138,14 +150,18 @@ impl Facilitator {
     /// `/supported` names it (`kinds[].extra.feePayer` of version 2's `exact`).
     pub async fn fee_payer(&self, network: &str) -> Result<String, FacilitatorError> {
         let mut cached = self.supported.lock().await;
-        let supported = match &*cached {
-            Some((supported, at)) if at.elapsed() < SUPPORTED_TTL => supported.clone(),
-            _ => {
-                let supported = self.get("supported").await?;
-                *cached = Some((supported.clone(), std::time::Instant::now()));
-                supported
-            }
+        let fresh = |(answer, at): &Asked| match answer {
+            Ok(_) => at.elapsed() < SUPPORTED_TTL,
+            Err(_) => at.elapsed() < SUPPORTED_FAILURE_TTL,
         };
+        let supported = match cached.as_ref().filter(|c| fresh(c)) {
+            Some((answer, _)) => answer.clone(),
+            None => {
+                let answer = self.get("supported").await;
+                *cached = Some((answer.clone(), std::time::Instant::now()));
+                answer
+            }
+        }?;
         let kinds = supported["kinds"].as_array().into_iter().flatten();
         kinds
             .filter(|k| k["x402Version"] == 2 && k["scheme"] == "exact" && k["network"] == network)
@@ -153,8 +169,8 @@ impl Facilitator {
             .ok_or_else(|| FacilitatorError::BadAnswer(format!("/supported names no fee payer for exact on {network}")))
     }
 
-    pub fn url(&self) -> &str {
-        &self.url
+    pub fn label(&self) -> &str {
+        &self.label
     }
 
     pub async fn verify(&self, request: &Value) -> Result<Verdict, FacilitatorError> {
@@ -173,7 +189,8 @@ impl Facilitator {
     }
 
     async fn get(&self, path: &str) -> Result<Value, FacilitatorError> {
-        self.send(self.http.get(format!("{}/{path}", self.url)), path).await
+        let call = self.http.get(format!("{}/{path}", self.url)).timeout(SUPPORTED_TIMEOUT);
+        self.send(call, path).await
     }
 
     async fn send<T: serde::de::DeserializeOwned>(
@@ -182,7 +199,18 @@ impl Facilitator {
         path: &str,
     ) -> Result<T, FacilitatorError> {
         if let Some(auth) = &self.auth {
-            call = call.header(reqwest::header::AUTHORIZATION, auth.expose());
+            // Marked sensitive: kept out of any debug output of the request.
+            match reqwest::header::HeaderValue::from_str(auth.expose()) {
+                Ok(mut value) => {
+                    value.set_sensitive(true);
+                    call = call.header(reqwest::header::AUTHORIZATION, value);
+                }
+                Err(_) => {
+                    return Err(FacilitatorError::BadAnswer(
+                        "the configured Authorization is not a header value".into(),
+                    ));
+                }
+            }
         }
         let response = call
             .send()

@@ -12,11 +12,16 @@ use super::AppState;
 /// The API version the API's descriptor reports (the binary has its own).
 pub const API_VERSION: &str = "1.0.0";
 
-pub fn routes() -> Router<AppState> {
+pub fn routes(state: AppState) -> Router<AppState> {
+    // The document lists the paid addresses (store reads, a facilitator's fee payer): it
+    // counts against the client's limit like the discovery lists.
+    let document = Router::new()
+        .route("/openapi.json", get(openapi))
+        .route_layer(axum::middleware::from_fn_with_state(state, super::x402::limit_clients));
     Router::new()
         .route("/", get(descriptor))
         .route("/health", get(health))
-        .route("/openapi.json", get(openapi))
+        .merge(document)
 }
 
 async fn descriptor() -> axum::Json<Value> {

@@ -31,7 +31,7 @@ pub fn router(state: AppState) -> Router {
     // Browsers: any page may pay; the operator's listed origins may call the keyed API.
     let cors = cors::layer(&state.services.settings.server);
     Router::new()
-        .merge(meta::routes())
+        .merge(meta::routes(state.clone()))
         .merge(keyed::routes(state.clone()))
         .merge(account::routes(state.clone()))
         .merge(x402::routes(state.clone()))

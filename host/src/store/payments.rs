@@ -26,7 +26,8 @@ pub struct NewPayment {
     pub x402_version: u64,
     /// The payer's own id for it (x402's payment-identifier extension), one use per payer.
     pub payment_ref: Option<String>,
-    /// The facilitator that settles it (its URL); `None`: the agent's wallet does.
+    /// The facilitator that settles it (its origin, never a key in its URL); `None`: the
+    /// agent's wallet does.
     pub facilitator: Option<String>,
 }
 
@@ -97,7 +98,8 @@ pub struct PaymentRecord {
     pub updated_at: i64,
     /// The x402 version it arrived in.
     pub x402_version: u64,
-    /// The facilitator that settles it (its URL); `None`: the agent's wallet does.
+    /// The facilitator that settles it (its origin, never a key in its URL); `None`: the
+    /// agent's wallet does.
     pub facilitator: Option<String>,
 }
 
@@ -176,7 +178,7 @@ impl Store {
                     state,
                     payment.transaction,
                     payment.raw_tx,
-                    payment.valid_until.map(|h| h as i64),
+                    payment.valid_until.map(|h| i64::try_from(h).unwrap_or(i64::MAX)),
                     now,
                     payment.x402_version as i64,
                     payment.payment_ref,

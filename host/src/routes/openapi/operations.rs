@@ -42,7 +42,9 @@ const INVOKE_ERRORS: &[(u16, &str)] = &[
     (429, "payer_cooling_off"),
     (500, "execution_error"),
     (500, "internal_error"),
+    (502, "facilitator_error"),
     (503, "service_unavailable"),
+    (503, "facilitator_unavailable"),
 ];
 /// Operations that answer 201 when they make something (`applyAgent` also 200 on update).
 pub(super) const CREATES: &[&str] = &["createKey", "applyAgent", "addWallet", "uploadPlugin"];

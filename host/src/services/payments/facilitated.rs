@@ -14,12 +14,16 @@ use serde_json::json;
 
 use super::scheme::{self, Terms};
 use super::{Offer, X402Error, chain_unavailable, record_once, refused};
-use crate::clients::facilitator::{self, Facilitator};
+use crate::clients::facilitator::{self, Facilitator, FacilitatorError};
 use crate::domain::Network;
 use crate::money::MicroUsdc;
 use crate::services::{ServiceError, Services};
 use crate::store::{NewPayment, PaymentRecord};
 use crate::x402::wire::Payment;
+
+/// How much longer than the offer's `maxTimeoutSeconds` a payer may let a Base
+/// authorization live (clients sign for that long from their own clock).
+const LONGEST_EXTRA_LIFE_SECS: u64 = 300;
 
 /// Verifies `payment` with the facilitator, records it (`record`, once, ever) and has the
 /// facilitator settle it. `Some(transaction)`: settled. `None`: recorded before by a
@@ -44,13 +48,29 @@ pub(super) async fn settle(
     let resource = json!({ "url": offer.resource_url(services), "mimeType": "application/json" });
     let request = facilitator::request(&payment.payload, &accepted, &resource);
     let verdict = facilitator.verify(&request).await.map_err(|error| {
-        tracing::warn!(facilitator = facilitator.url(), "verify: {error}");
+        tracing::warn!(facilitator = facilitator.label(), "verify: {error}");
         X402Error::Facilitator { error, recorded: false }
     })?;
     if !verdict.is_valid {
         return Err(refused(
             "invalid_payment",
             format!("The facilitator refused the payment: {}", verdict.reason()),
+        ));
+    }
+    // Recovery waits for a payment the facilitator did not confirm until it expires: one
+    // whose payer chose to let it live long is refused rather than kept open that long.
+    let now = crate::clock::now_ms() as u64 / 1000;
+    if record.network == Network::Base
+        && record
+            .valid_until
+            .is_some_and(|until| until > now + super::MAX_TIMEOUT_SECONDS + LONGEST_EXTRA_LIFE_SECS)
+    {
+        return Err(refused(
+            "invalid_payment",
+            format!(
+                "A payment settled through a facilitator must expire (validBefore) within {} seconds",
+                super::MAX_TIMEOUT_SECONDS + LONGEST_EXTRA_LIFE_SECS
+            ),
         ));
     }
     // Where the agent's own settlement is signed: checked, nothing recorded yet.
@@ -70,17 +90,25 @@ pub(super) async fn settle(
             crate::faults::crash_point("x402:after_confirm");
             Ok(Some(settled.transaction))
         }
-        Ok(failed) => {
-            let reason = format!("the facilitator could not settle it: {}", failed.reason());
-            services.store.fail_payment(&record.id, &reason, false).await?;
-            Err(refused(
-                "settlement_failed",
-                format!("The payment could not be settled: {}", failed.reason()),
-            ))
+        // Not confirmed, whatever the words: a facilitator may answer `success: false` after
+        // its transaction went out (a confirmation that timed out, say). The payment stays
+        // recorded; recovery finds it on chain, or fails it once it can no longer land.
+        Ok(unconfirmed) => {
+            tracing::warn!(
+                payment = record.id,
+                facilitator = facilitator.label(),
+                "settle not confirmed: {}",
+                unconfirmed.reason()
+            );
+            let error = FacilitatorError::BadAnswer(format!("settle: {}", unconfirmed.reason()));
+            Err(X402Error::Facilitator { error, recorded: true }.into())
         }
         Err(error) => {
-            // Perhaps settled, perhaps not: recovery looks on chain.
-            tracing::warn!(payment = record.id, facilitator = facilitator.url(), "settle: {error}");
+            tracing::warn!(
+                payment = record.id,
+                facilitator = facilitator.label(),
+                "settle: {error}"
+            );
             Err(X402Error::Facilitator { error, recorded: true }.into())
         }
     }

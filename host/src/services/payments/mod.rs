@@ -286,7 +286,7 @@ pub async fn settle(
                 .await
                 .map_err(|e| chain_unavailable(network, e))?;
             let record = NewPayment {
-                facilitator: Some(facilitator.url().to_string()),
+                facilitator: Some(facilitator.label().to_string()),
                 valid_until,
                 ..record(None, None)
             };

@@ -105,7 +105,7 @@ impl Offer {
             match named {
                 Ok(named) => fee_payer = Some(named),
                 Err(error) => {
-                    tracing::warn!(facilitator = facilitator.url(), "its fee payer is unknown: {error}");
+                    tracing::warn!(facilitator = facilitator.label(), "its fee payer is unknown: {error}");
                     facilitator_down = Some(error);
                 }
             }

@@ -16,6 +16,9 @@ pub struct SolanaExact;
 
 struct SolanaAttempt {
     verified: svm::Verified,
+    /// A facilitator's fee payer signs it (`Terms::fee_payer`): the payer's signature
+    /// names it, whatever the fee payer's slot holds meanwhile.
+    facilitated: bool,
 }
 
 impl Scheme for SolanaExact {
@@ -40,26 +43,40 @@ impl Scheme for SolanaExact {
             max_fee_lamports: services.settings.x402.x402_solana_max_fee_lamports,
         };
         let verified = svm::verify(svm::decode(payload)?, &expected)?;
-        Ok(Box::new(SolanaAttempt { verified }))
+        let facilitated = terms.fee_payer.is_some();
+        if facilitated && !verified.needs_fee_payer_signature {
+            return Err(PaymentError::new(
+                "invalid_payment",
+                format!("the transaction's fee payer must be {fee_payer}, as offered"),
+            ));
+        }
+        Ok(Box::new(SolanaAttempt { verified, facilitated }))
     }
 
     fn settled_elsewhere<'a>(
         &'a self,
         services: &'a Services,
         identity: &'a str,
-        terms: &'a Terms,
+        _: &'a Terms,
         since_secs: u64,
     ) -> BoxFuture<'a, Result<Option<String>, ChainError>> {
         Box::pin(async move {
             // Our own settlement's signature is its identity, and is looked up as such. One a
             // facilitator's fee payer signs is known by the payer's signature: found among
-            // the transactions that reached the agent's token account.
-            let (Some(signature), Ok(pay_to)) = (identity.strip_prefix(PAYER_SIGNED), parse_address(&terms.pay_to))
+            // the transactions of the payer's token account.
+            let Some((payer, signature)) = identity
+                .strip_prefix(PAYER_SIGNED)
+                .and_then(|rest| rest.split_once(':'))
             else {
                 return Ok(None);
             };
+            let Ok(payer) = parse_address(payer) else {
+                return Ok(None);
+            };
+            // The payer's own token account, which the payment draws on: only the payer's
+            // own transfers crowd it, unlike the agent's, which anyone may send dust to.
             let solana = &services.chains.solana;
-            let account = crate::chains::solana::associated_token_address(&pay_to, &solana.mint());
+            let account = crate::chains::solana::associated_token_address(&payer, &solana.mint());
             solana.succeeded_with_signature(&account, signature, since_secs).await
         })
     }
@@ -69,7 +86,8 @@ impl Scheme for SolanaExact {
     }
 }
 
-/// The identity of a payment whose fee payer someone else signs: the payer's signature.
+/// The identity of a payment whose fee payer someone else signs: `…<payer>:<payer's
+/// signature>`.
 const PAYER_SIGNED: &str = "solana:payer:";
 
 /// A blockhash is valid for 150 blocks after the one it names.
@@ -105,15 +123,12 @@ impl Attempt for SolanaAttempt {
 
     fn identity(&self) -> String {
         let tx = &self.verified.transaction;
-        if self.verified.needs_fee_payer_signature && tx.signatures[0] == solana_signature::Signature::default() {
-            // Left for a facilitator's fee payer to sign: the payer's signature names it.
-            let payer = tx
-                .message
-                .static_account_keys()
-                .iter()
-                .position(|k| *k == self.verified.payer);
-            let signed = payer.and_then(|i| tx.signatures.get(i)).copied().unwrap_or_default();
-            return format!("{PAYER_SIGNED}{signed}");
+        if self.facilitated {
+            // Verified: the payer signs the transaction, so its signature is there.
+            let payer = self.verified.payer;
+            let at = tx.message.static_account_keys().iter().position(|k| *k == payer);
+            let signed = at.and_then(|i| tx.signatures.get(i)).copied().unwrap_or_default();
+            return format!("{PAYER_SIGNED}{payer}:{signed}");
         }
         // ed25519 is deterministic: a message always completes to the same signature.
         format!("solana:{}", tx.signatures[0])
