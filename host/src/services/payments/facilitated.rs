@@ -5,8 +5,8 @@
 //! asked to settle, the same receipts, and recovery. The facilitator is asked to settle a
 //! payment once: an answer lost on the way is looked up on chain (Base: the
 //! authorization's use and its transfer to the agent; Solana: the transaction carrying the
-//! payer's signature among those that reached the agent's token account), never asked for
-//! again; once the payment can no longer land, it is failed. Refunds still go out from the
+//! payer's signature among those of the payer's token account), never asked for again;
+//! once the payment can no longer land, it is failed. Refunds still go out from the
 //! agent's wallet, which then needs gas; without it a refund waits, `refunding`, and each
 //! recovery pass tries it again.
 
