@@ -6,6 +6,7 @@ pub mod base;
 pub mod keys;
 pub mod rpc;
 pub mod solana;
+mod solana_history;
 
 use std::future::Future;
 use std::pin::Pin;
