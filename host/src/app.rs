@@ -159,6 +159,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         chatapp_inbound,
         wallet_locks,
         payment_locks,
+        lifecycle: Arc::default(),
     })
 }
 
@@ -282,8 +283,10 @@ impl Server {
         self.listeners.iter().filter_map(|l| l.local_addr().ok()).collect()
     }
 
-    /// Serves until SIGINT or SIGTERM, then lets requests in flight finish (up to the
-    /// grace period) and saves the rate-limit counters.
+    /// Serves until SIGINT or SIGTERM. Then it stops accepting, lets requests in flight and
+    /// the work they started (jobs, settlements, refunds) finish within the grace period,
+    /// hands the jobs still running to recovery (another host's, or the next start's) and
+    /// saves the rate-limit counters.
     pub async fn run(self) -> anyhow::Result<()> {
         let Server { state, listeners } = self;
         let (stop_tx, stop_rx) = watch::channel(false);
@@ -322,18 +325,32 @@ impl Server {
 
         shutdown_signal().await;
         tracing::info!("shutting down");
+        let lifecycle = &state.services.lifecycle;
+        lifecycle.begin_stopping();
         let _ = stop_tx.send(true);
         let grace = Duration::from_secs(state.services.settings.server.shutdown_grace_secs);
-        let drained = tokio::time::timeout(grace, async {
+        let deadline = tokio::time::Instant::now() + grace;
+        let answered = tokio::time::timeout_at(deadline, async {
             while let Some(result) = servers.join_next().await {
                 if let Ok(Err(e)) = result {
                     tracing::warn!(error = %e, "listener ended with an error");
                 }
             }
         })
-        .await;
-        if drained.is_err() {
-            tracing::warn!("requests still in flight after {} s; stopping anyway", grace.as_secs());
+        .await
+        .is_ok();
+        let finished = lifecycle
+            .drain(deadline.saturating_duration_since(tokio::time::Instant::now()))
+            .await;
+        if !answered || !finished {
+            tracing::warn!("work still in flight after {} s; stopping anyway", grace.as_secs());
+        }
+        let cut_off = lifecycle.running_jobs();
+        if !cut_off.is_empty() {
+            tracing::warn!(jobs = cut_off.len(), "jobs still running are left to recovery");
+            if let Err(e) = state.services.store.release_job_leases(cut_off).await {
+                tracing::warn!(error = %e, "could not release the leases of jobs still running");
+            }
         }
         watcher.abort();
         let _ = flusher.await;

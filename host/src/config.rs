@@ -113,6 +113,25 @@ impl SettingValue for Vec<u16> {
     }
 }
 
+/// How log lines are written to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// One human-readable line per event (coloured on a terminal).
+    Text,
+    /// One JSON object per line, for a log collector.
+    Json,
+}
+
+impl SettingValue for LogFormat {
+    fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            other => Err(format!("'{other}' is not a log format: text or json")),
+        }
+    }
+}
+
 /// An origin as a browser sends it (`https://app.example.com`, `http://localhost:3000`), or
 /// `*`; anything else (a path, a missing scheme) could never match and is refused.
 fn cors_origin(text: &str) -> Result<String, String> {
@@ -274,8 +293,9 @@ settings! {
             "addresses to serve on; a list in the file, comma-separated in env (also --listen, repeatable)";
         max_body_bytes: usize = "1048576" [1 ..= 1073741824], "largest request body accepted; more answers 413";
         log: String = "info", "log filter (tracing EnvFilter syntax), written to stderr";
+        log_format: LogFormat = "text", "how log lines are written: text, or json (one object per line, with the request id)";
         public_base_url: Option<String> = "", "absolute base URL of this server, used in status addresses (unset: http:// + the first listen address)";
-        shutdown_grace_secs: u64 = "30" [0 ..= 3600], "how long shutdown waits for requests in flight";
+        shutdown_grace_secs: u64 = "30" [0 ..= 3600], "how long shutdown waits for requests in flight and the work they started";
         recovery_interval_secs: u64 = "30" [1 ..= 3600],
             "how often stuck or cut-off payments, refunds and transfers are taken up again";
         cors_allowed_origins: Vec<String> = "",

@@ -26,5 +26,6 @@ pub mod schema;
 pub mod secrets;
 pub mod services;
 pub mod store;
+pub mod telemetry;
 pub mod views;
 pub mod x402;

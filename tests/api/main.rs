@@ -31,6 +31,7 @@ mod sandbox;
 mod schema;
 mod settings;
 mod several_hosts;
+mod shutdown;
 mod social;
 mod uploads;
 mod wallets;

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::routing::post;
 use serde_json::{Value, json};
 
 use crate::support::chains::LocalBase;
@@ -15,20 +14,9 @@ use crate::support::x402::*;
 use crate::support::*;
 
 /// A webhook that is reached and never answers: the paid command is mid-run when the
-/// server dies. Tells `reached` when it is called.
+/// server dies.
 async fn hanging_hook(reached: Arc<tokio::sync::Notify>) -> FakeServer {
-    let router = axum::Router::new().route(
-        "/hook",
-        post(move || {
-            let reached = reached.clone();
-            async move {
-                reached.notify_one();
-                tokio::time::sleep(Duration::from_secs(600)).await;
-                "too late"
-            }
-        }),
-    );
-    FakeServer::start(router).await
+    FakeServer::slow_hook(reached, Duration::from_secs(600), "too late").await
 }
 
 fn payments(env: &TestEnv) -> Vec<Value> {

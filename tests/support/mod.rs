@@ -18,6 +18,7 @@ pub mod x402;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -372,17 +373,28 @@ impl TestServer {
     }
 
     /// Sends SIGTERM and waits for a clean exit.
-    pub fn stop(mut self) -> ExitStatus {
+    pub fn stop(self) -> ExitStatus {
+        self.terminate();
+        self.wait_for_exit(Duration::from_secs(20))
+    }
+
+    /// Sends SIGTERM, as a deploy or `docker stop` does, and returns at once.
+    pub fn terminate(&self) {
+        let pid = self.pid().to_string();
+        let _ = Command::new("kill").arg("-TERM").arg(pid).status();
+    }
+
+    /// Waits up to `limit` for the process to exit, and gives its status.
+    pub fn wait_for_exit(mut self, limit: Duration) -> ExitStatus {
         let mut child = self.child.take().expect("running");
-        let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + limit;
         loop {
             if let Some(status) = child.try_wait().expect("wait") {
                 return status;
             }
             if Instant::now() > deadline {
                 let _ = child.kill();
-                panic!("server did not stop within 20 s of SIGTERM");
+                panic!("server did not stop within {limit:?} of SIGTERM");
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -613,6 +625,23 @@ impl FakeServer {
 
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
+    }
+
+    /// A webhook at `/hook` that tells `reached` when it is called, then answers `answer`
+    /// after `delay` (a command caught mid-run by a crash or a shutdown).
+    pub async fn slow_hook(reached: Arc<tokio::sync::Notify>, delay: Duration, answer: &'static str) -> FakeServer {
+        let router = axum::Router::new().route(
+            "/hook",
+            axum::routing::post(move || {
+                let reached = reached.clone();
+                async move {
+                    reached.notify_one();
+                    tokio::time::sleep(delay).await;
+                    answer
+                }
+            }),
+        );
+        FakeServer::start(router).await
     }
 }
 

@@ -119,7 +119,10 @@ pub fn main() -> i32 {
             return 1;
         }
     };
-    match runtime.block_on(run(cli)) {
+    let result = runtime.block_on(run(cli));
+    // Whatever is still running (a plugin past the shutdown grace) is not waited for.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
         Ok(()) => 0,
         Err(err) if err.is::<AlreadyReported>() => 1,
         Err(err) => {
@@ -179,7 +182,10 @@ impl Output {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let settings = Settings::load(cli.data_dir.as_deref())?;
     let serving = matches!(cli.command, Top::Serve { .. } | Top::Demo { .. });
-    init_tracing(if serving { &settings.server.log } else { "warn" });
+    crate::telemetry::init_logs(
+        if serving { &settings.server.log } else { "warn" },
+        settings.server.log_format,
+    );
     let out = Output { json: cli.json };
     match cli.command {
         // A plugin author's commands need neither the server nor its database.
@@ -209,17 +215,6 @@ async fn with_store(settings: Settings, out: Output, command: Top) -> anyhow::Re
 
 fn service(err: ServiceError) -> anyhow::Error {
     anyhow!(err.to_string())
-}
-
-fn init_tracing(filter: &str) {
-    let filter =
-        tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // Colour only on a terminal: a log file or journal gets plain lines.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
 }
 
 /// One line from standard input: secrets come this way to stay out of `ps`.

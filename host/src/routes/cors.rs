@@ -53,13 +53,17 @@ pub fn layer(server: &ServerSettings) -> CorsLayer {
         "mcp-name",
         "mcp-session-id",
         "last-event-id",
+        "x-request-id",
+        "traceparent",
+        "tracestate",
     ]);
-    // What a payer reads: the price, the settlement, the rate limits.
+    // What a payer reads: the price, the settlement, the rate limits, the request's id.
     let read = named(&[
         "payment-required",
         "payment-response",
         "x-payment-response",
         "mcp-session-id",
+        "x-request-id",
     ]);
     CorsLayer::new()
         .allow_origin(allow)

@@ -1,4 +1,5 @@
-//! `/`, `/health`, `/openapi.json`: what the service is and whether it is well.
+//! `/`, `/health`, `/ready`, `/openapi.json`: what the service is, whether it is well and
+//! whether a load balancer should send it requests.
 
 use axum::Router;
 use axum::extract::State;
@@ -21,6 +22,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/", get(descriptor))
         .route("/health", get(health))
+        .route("/ready", get(ready))
         .merge(document)
 }
 
@@ -31,6 +33,7 @@ async fn descriptor() -> axum::Json<Value> {
         "server": { "name": "agent-host", "version": env!("CARGO_PKG_VERSION") },
         "endpoints": {
             "health": "GET /health",
+            "ready": "GET /ready",
             "chat": "POST /v1/agents/{agentId}/chat",
             "listCommands": "GET /v1/agents/{agentId}/commands",
             "executeCommand": "POST /v1/agents/{agentId}/commands/{commandName}/execute",
@@ -64,6 +67,27 @@ async fn health(State(state): State<AppState>) -> impl IntoResponse {
         "uptimeSeconds": state.started.elapsed().as_secs(),
         "plugins": { "compiled": compiled, "loadedFromCache": cached },
         "timestamp": crate::clock::now_iso(),
+    });
+    (status, axum::Json(body))
+}
+
+/// Readiness, for a load balancer: the database answers, holds every migration this binary
+/// knows, and the host is not stopping. `/health` stays liveness (the process answers).
+async fn ready(State(state): State<AppState>) -> impl IntoResponse {
+    let services = &state.services;
+    let stopping = services.lifecycle.is_stopping();
+    let schema = services.store.schema_version().await.ok();
+    let migrated = schema.is_some_and(|v| v >= crate::store::migrations::latest_version());
+    let ready = !stopping && migrated;
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let body = json!({
+        "status": if ready { "ready" } else if stopping { "stopping" } else { "unavailable" },
+        "database": { "reachable": schema.is_some(), "migrated": migrated },
+        "stopping": stopping,
     });
     (status, axum::Json(body))
 }

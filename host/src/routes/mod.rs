@@ -13,6 +13,7 @@ mod keyed;
 mod mcp;
 mod meta;
 pub mod openapi;
+pub mod request_span;
 pub mod requests;
 mod state;
 mod x402;
@@ -46,12 +47,10 @@ pub fn router(state: AppState) -> Router {
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_response))
         .layer(axum::middleware::map_response(security_headers))
         .layer(cors)
+        // Outermost: the request id and span cover everything above, panics included.
         // Expected failures (a plugin's execution_error, a 501) are answers, not incidents:
-        // trace them at debug; real faults are logged where they happen.
-        .layer(
-            tower_http::trace::TraceLayer::new_for_http()
-                .on_failure(tower_http::trace::DefaultOnFailure::new().level(tracing::Level::DEBUG)),
-        )
+        // they are traced at debug; real faults are logged where they happen.
+        .layer(axum::middleware::from_fn(request_span::serve_in_span))
         .with_state(state)
 }
 

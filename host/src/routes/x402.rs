@@ -272,7 +272,7 @@ fn read_order(body: &[u8], command: Option<&str>) -> Result<Option<(Order, Value
 /// POST: without a payment, a 402 priced for exactly what was asked; with one, the
 /// purchase, answered in the version the payer spoke. It runs on its own task: a payer
 /// that goes away does not cut the purchase off between its settlement and its answer
-/// (which is kept for the payer's retry).
+/// (which is kept for the payer's retry), and shutdown waits for it.
 async fn invoke(State(state): State<AppState>, path: AgentPath, headers: HeaderMap, body: Bytes) -> Response {
     purchase_on_own_task(state, Address::of_agent(path), headers, body).await
 }
@@ -288,7 +288,8 @@ async fn purchase_on_own_task(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    match tokio::spawn(purchase_of(state, address, headers, body)).await {
+    let lifecycle = state.services.lifecycle.clone();
+    match lifecycle.spawn(purchase_of(state, address, headers, body)).await {
         Ok(response) => response,
         Err(_) => x402_error(ApiError::internal("Internal server error"), Version::V1),
     }

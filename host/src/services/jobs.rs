@@ -49,7 +49,7 @@ pub async fn submit(services: &Services, call: Resolved<'_>, paid_by: Option<&st
             paid_by.map(str::to_string),
         )
         .await?;
-    tokio::spawn(run(services.clone(), id.clone()));
+    services.lifecycle.spawn(run(services.clone(), id.clone()));
     Ok(id)
 }
 
@@ -79,8 +79,13 @@ fn lease_keeper(services: &Services, job_id: &str) -> StopOnDrop {
     }))
 }
 
-/// Runs one queued job to its end, unless another host or task took it first.
+/// Runs one queued job to its end, unless another host or task took it first. A host that
+/// is stopping starts nothing: the job stays queued for another host or the next start.
 async fn run(services: Services, id: String) {
+    if services.lifecycle.is_stopping() {
+        return;
+    }
+    let _here = services.lifecycle.job_running(&id);
     match services.store.start_job(&id, lease_until(&services)).await {
         Ok(true) => {}
         Ok(false) => return, // someone else has it, or it is finished
@@ -226,11 +231,12 @@ pub async fn recover(services: &Services, at_start: bool) -> Result<(usize, usiz
             .await?;
         // A paid job: its payer gets the money back (in the background: it is a transfer).
         let (services, id) = (services.clone(), job.id.clone());
-        tokio::spawn(async move { super::payments::refund_failed_job(&services, &id, why, "internal_error").await });
+        let lifecycle = services.lifecycle.clone();
+        lifecycle.spawn(async move { super::payments::refund_failed_job(&services, &id, why, "internal_error").await });
     }
     let queued = services.store.jobs_in_state(JobState::Queued).await?;
     for job in &queued {
-        tokio::spawn(run(services.clone(), job.id.clone()));
+        services.lifecycle.spawn(run(services.clone(), job.id.clone()));
     }
     Ok((queued.len(), interrupted.len()))
 }

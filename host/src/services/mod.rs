@@ -10,6 +10,7 @@ pub mod integrations;
 pub mod jobs;
 pub mod keys;
 pub mod knowledge;
+pub mod lifecycle;
 pub mod local_run;
 pub mod locks;
 pub mod mcp;
@@ -69,6 +70,8 @@ pub struct Services {
     pub auth_throttle: Arc<rate_limit::AuthThrottle>,
     /// What the agents' bots receive: updates seen lately, and each chat's limits.
     pub chatapp_inbound: Arc<chatapp::Inbound>,
+    /// Whether the host is stopping, and the background work it lets finish first.
+    pub lifecycle: Arc<lifecycle::Lifecycle>,
 }
 
 /// What a service can refuse or fail with. Services say *what* happened; only `error.rs`

@@ -372,7 +372,8 @@ pub async fn reconcile(services: &Services) -> Result<usize, ServiceError> {
                 }
                 let services = services.clone();
                 let (network, id) = (row.network, row.id.clone());
-                tokio::spawn(async move {
+                let lifecycle = services.lifecycle.clone();
+                lifecycle.spawn(async move {
                     let _turn = turn;
                     if let Err(err) = settle(&services, network, &id, &signed).await {
                         tracing::warn!(transfer = id, "reconciliation failed: {err}");

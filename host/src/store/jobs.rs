@@ -194,6 +194,21 @@ impl Store {
         .await
     }
 
+    /// Ends the leases of these running jobs now, as if their host had died: the next
+    /// recovery pass (another host's, or the next start's) takes them up.
+    pub async fn release_job_leases(&self, ids: Vec<String>) -> Result<(), StoreError> {
+        self.write(move |db| {
+            for id in &ids {
+                db.execute(
+                    "UPDATE jobs SET lease_until = 0 WHERE id = ?1 AND state = 'running'",
+                    args![id.as_str()],
+                )?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
     /// Running jobs whose lease ended before `before`: their host stopped renewing it.
     pub async fn jobs_cut_off(&self, before: i64) -> Result<Vec<JobRecord>, StoreError> {
         self.read(move |db| {

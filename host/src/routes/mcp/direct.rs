@@ -58,10 +58,11 @@ pub(super) async fn try_answer(state: &AppState, eligibility: &Eligibility, requ
     };
     // No progress token: a long-running command answers with its job to poll. The call
     // runs on its own task, as the SDK runs its handlers: a client that goes away does not
-    // cut a paid call off between its settlement and its answer.
+    // cut a paid call off between its settlement and its answer, and shutdown waits for it.
     let no_progress = None::<fn(u8) -> std::future::Ready<()>>;
     let (state, toolbox) = (state.clone(), visit.0);
-    let call = tokio::spawn(async move { answer_call(&state, &toolbox, params, &meta, no_progress).await });
+    let lifecycle = state.services.lifecycle.clone();
+    let call = lifecycle.spawn(async move { answer_call(&state, &toolbox, params, &meta, no_progress).await });
     let message = match call.await {
         Ok(Ok(result)) => ServerJsonRpcMessage::response(ServerResult::CallToolResult(result), id),
         // The revisions before 2026-07-28 answer a JSON-RPC error with HTTP 200.

@@ -83,6 +83,25 @@ pub const SPEC: &[Operation] = &[
     },
     Operation {
         method: "get",
+        path: "/ready",
+        id: "ready",
+        summary: "Readiness for a load balancer: database reachable and migrated, not stopping",
+        keyed: false,
+        pending: false,
+        request: None,
+        response: || {
+            json!({ "type": "object", "required": ["status", "database", "stopping"], "properties": {
+                "status": { "type": "string", "enum": ["ready", "stopping", "unavailable"] },
+                "database": { "type": "object", "properties": {
+                    "reachable": { "type": "boolean" }, "migrated": { "type": "boolean" },
+                }},
+                "stopping": { "type": "boolean" },
+            }})
+        },
+        errors: &[(503, "not ready")],
+    },
+    Operation {
+        method: "get",
         path: "/openapi.json",
         id: "openapi",
         summary: "This document",

@@ -350,7 +350,8 @@ pub async fn receive(
             let text = format!(
                 "I'm getting more messages than I can answer right now. Please wait about {retry_after_secs} s and send yours again."
             );
-            tokio::spawn(async move {
+            let lifecycle = services.lifecycle.clone();
+            lifecycle.spawn(async move {
                 if let Err(e) = reply(&services, &agent, incoming.chat_id, incoming.message_id, &text).await {
                     tracing::warn!(agent = %agent.id, error = %e, "could not ask a chat to slow down");
                 }
@@ -359,7 +360,8 @@ pub async fn receive(
         return Ok(Received::SlowedDown { retry_after_secs });
     }
     let services = services.clone();
-    tokio::spawn(async move {
+    let lifecycle = services.lifecycle.clone();
+    lifecycle.spawn(async move {
         if let Err(e) = handle_update(&services, &agent, incoming).await {
             tracing::warn!(agent = %agent.id, error = %e, "could not answer a chat-app update");
         }

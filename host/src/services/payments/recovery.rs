@@ -72,7 +72,8 @@ where
         return Ok(false);
     };
     let services = services.clone();
-    tokio::spawn(async move {
+    let lifecycle = services.lifecycle.clone();
+    lifecycle.spawn(async move {
         let _claim = claim;
         work(services, payment).await;
     });

@@ -1,0 +1,70 @@
+//! Every request's id and span. The id is the caller's `x-request-id` when it is a sane
+//! token (a proxy's), else made here; it names the span the request is served in, so every
+//! log line written while serving it carries it, and the answer carries it back.
+
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request};
+use axum::http::{HeaderName, HeaderValue};
+use axum::middleware::Next;
+use axum::response::Response;
+use tracing::Instrument;
+
+pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The request's id, for a handler that wants to name it (a job, an audit line).
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
+
+pub async fn serve_in_span(mut request: Request, next: Next) -> Response {
+    let id = request
+        .headers()
+        .get(&REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| acceptable(v))
+        .map(str::to_string)
+        .unwrap_or_else(|| crate::random::hex_token(16));
+    // The route template, never the path itself: paths carry ids without bound.
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string());
+    let span = tracing::info_span!(
+        "request",
+        request_id = %id,
+        "http.request.method" = %request.method(),
+        "http.route" = route.as_deref().unwrap_or("(none)"),
+        "http.response.status_code" = tracing::field::Empty,
+    );
+    request.extensions_mut().insert(RequestId(id.clone()));
+    let started = Instant::now();
+    let mut response = next.run(request).instrument(span.clone()).await;
+    let status = response.status().as_u16();
+    span.record("http.response.status_code", status);
+    tracing::debug!(parent: &span, status, latency_us = started.elapsed().as_micros() as u64, "answered");
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(REQUEST_ID, value);
+    }
+    response
+}
+
+/// A caller's id is kept when it is short and plain (it is echoed and logged as is).
+fn acceptable(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':' | b'/' | b'+' | b'='))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_plain_short_ids_are_kept() {
+        assert!(super::acceptable("7f3a-11ee.b0c2"));
+        assert!(super::acceptable("Root=1-5759e988-bd862e3fe1be46a994272793"));
+        assert!(!super::acceptable(""));
+        assert!(!super::acceptable("has space"));
+        assert!(!super::acceptable("line\nbreak"));
+        assert!(!super::acceptable(&"a".repeat(129)));
+    }
+}
