@@ -234,18 +234,33 @@ pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
 
 /// Every process using one database must seal and open secrets with the same master key:
 /// the first records a value sealed with its key, and one that cannot open it stops here
-/// (rather than fail on each secret another host sealed).
+/// (rather than fail on each secret another host sealed). A key rotation cut off between
+/// the database and the key file is finished or forgotten here, as the database says.
 async fn same_master_key(settings: &Settings, store: &Store) -> anyhow::Result<()> {
     const FACT: &str = "master-key-check";
-    let master = MasterKey::load_or_create(&settings.data_dir).context("master key")?;
+    let data_dir = &settings.data_dir;
+    let master = MasterKey::load_or_create(data_dir).context("master key")?;
     let recorded = store.agree_on_fact(FACT, master.seal(FACT, b"agent-host")).await?;
-    if master.open(FACT, &recorded).is_err() {
-        anyhow::bail!(
-            "the master key differs from the one this database's secrets were sealed with; \
-             give every host the same AGENT_HOST_MASTER_KEY"
-        );
+    let pending = match crate::secrets::KeySource::of(data_dir) {
+        crate::secrets::KeySource::File(_) => MasterKey::pending(data_dir).context("master key")?,
+        crate::secrets::KeySource::Environment => None,
+    };
+    if master.open(FACT, &recorded).is_ok() {
+        if pending.is_some() {
+            tracing::warn!("a master key rotation stopped before the database changed; the old key stays");
+            crate::secrets::key_file::forget_pending(data_dir)?;
+        }
+        return Ok(());
     }
-    Ok(())
+    if pending.is_some_and(|next| next.open(FACT, &recorded).is_ok()) {
+        let retired = crate::secrets::key_file::promote_pending(data_dir)?;
+        tracing::warn!(retired = %retired.display(), "finished a master key rotation cut off after the database changed");
+        return Ok(());
+    }
+    anyhow::bail!(
+        "the master key differs from the one this database's secrets were sealed with; \
+         give every host the same AGENT_HOST_MASTER_KEY"
+    )
 }
 
 /// A server whose listeners are bound and which is ready to run.

@@ -18,6 +18,7 @@ mod errors;
 mod freshness;
 mod jobs;
 mod logs;
+mod maintenance;
 mod mcp;
 mod meta;
 mod migrations;

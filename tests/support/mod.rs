@@ -172,6 +172,16 @@ impl TestEnv {
         self.env.push((name.to_string(), value.to_string()));
     }
 
+    /// Removes a setting for the processes started from now on.
+    pub fn unset_env(&mut self, name: &str) {
+        self.env.retain(|(k, _)| k != name);
+    }
+
+    /// Runs the CLI once with one more setting (a crash point, another key).
+    pub fn cli_with_env(&self, name: &str, value: &str, args: &[&str]) -> CliOutput {
+        finish(self.command().env(name, value).args(args))
+    }
+
     pub fn data_dir(&self) -> &Path {
         self.dir.path()
     }

@@ -10,6 +10,7 @@ mod integrations;
 mod keys;
 mod logs;
 mod plugins;
+mod secrets;
 mod serve;
 mod wallets;
 mod watch;
@@ -83,6 +84,9 @@ enum Top {
     /// The database itself.
     #[command(subcommand)]
     Db(db::DbCmd),
+    /// The master key and the secrets it seals.
+    #[command(subcommand)]
+    Secrets(secrets::SecretsCmd),
     /// An agent's plugin runs that logged or failed, with their lines (newest first).
     Logs(logs::LogsArgs),
 }
@@ -209,6 +213,7 @@ async fn with_store(settings: Settings, out: Output, command: Top) -> anyhow::Re
         Top::Wallet(command) => wallets::wallet(&ctx, command).await,
         Top::Payments(command) => wallets::payments(&ctx, command).await,
         Top::Db(command) => db::run(&ctx, command).await,
+        Top::Secrets(command) => secrets::run(&ctx, command).await,
         Top::Logs(args) => logs::run(&ctx, args).await,
     }
 }

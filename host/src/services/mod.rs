@@ -13,6 +13,7 @@ pub mod knowledge;
 pub mod lifecycle;
 pub mod local_run;
 pub mod locks;
+pub mod master_key;
 pub mod mcp;
 pub mod params;
 pub mod payments;

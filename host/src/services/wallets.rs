@@ -17,8 +17,8 @@ const CONFIRM_TIMEOUT: Duration = Duration::from_secs(90);
 /// requests cannot both spend the same balance, and a Base nonce is never used twice.
 pub type WalletLocks = super::locks::KeyedLocks<(String, Network)>;
 
-/// The sealing purpose binds the agent and the network.
-fn secret_kind(network: Network) -> String {
+/// The sealing purpose binds the agent and the network (a stored network name reseals alike).
+pub(super) fn secret_kind(network: impl std::fmt::Display) -> String {
     format!("wallet:{network}")
 }
 

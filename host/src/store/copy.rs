@@ -1,9 +1,12 @@
-//! Moving a deployment from one store to another (SQLite in a data dir → the PostgreSQL
-//! database several hosts will share): every row of every table, columns by name, into a
-//! target with the same schema version and no data yet.
+//! Copies of the whole database: moving a deployment from one store to another (SQLite in
+//! a data dir → the PostgreSQL database several hosts will share: every row of every
+//! table, columns by name, into a target with the same schema version and no data yet),
+//! and the SQLite online backup.
+
+use std::path::Path;
 
 use super::sql::{Db, Value, args};
-use super::{Dialect, Store, StoreError};
+use super::{Backend, Dialect, Store, StoreError};
 
 /// Every table holding data, parents before the tables that refer to them.
 /// `schema_migrations` is not copied: the target applied the same migrations itself.
@@ -75,6 +78,29 @@ impl Store {
             copied.push((*table, count));
         }
         Ok(copied)
+    }
+
+    /// A consistent copy of the SQLite database in `file`, taken while it serves (SQLite's
+    /// `VACUUM INTO`: a snapshot of one read, compacted). PostgreSQL has its own tools.
+    pub async fn backup_to(&self, file: &Path) -> Result<(), StoreError> {
+        if let Backend::Postgres(_) = &*self.backend {
+            return Err(StoreError::Conflict(
+                "this host's database is PostgreSQL: back it up with pg_dump (or the managed service's backups); see the operations guide"
+                    .into(),
+            ));
+        }
+        // Created empty first, so that the copy, which holds sealed secrets and key hashes,
+        // is private from its first byte (VACUUM INTO fills an empty file).
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        options
+            .open(file)
+            .map_err(|e| StoreError::Conflict(format!("{}: {e}", file.display())))?;
+        let file = file.to_string_lossy().into_owned();
+        self.read(move |db| db.execute("VACUUM INTO ?1", args![file]).map(|_| ()))
+            .await
     }
 }
 

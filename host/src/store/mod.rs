@@ -21,6 +21,7 @@ mod plugin_runs;
 mod plugins;
 mod postgres;
 mod rate;
+mod sealed;
 pub mod sql;
 mod sqlite;
 mod tls;
@@ -39,6 +40,7 @@ pub use payments::{EarlierPayment, NewPayment, PaymentRecord, PaymentState};
 pub use plugin_runs::{LogLine, PluginRun};
 pub use plugins::{AccountPlugin, PluginRecord};
 pub use rate::{Claim, Claimed, Unused, UsageRow};
+pub use sealed::{SealedAt, SealedRecord};
 use sql::args;
 pub use wallets::{Listing, NewTransfer, TransferKind, TransferRecord, TransferState, WalletRecord};
 

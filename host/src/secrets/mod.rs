@@ -1,20 +1,21 @@
 //! The master key that encrypts secrets at rest (wallet keys, bot and social tokens).
 //! It comes from `AGENT_HOST_MASTER_KEY` or from `DATA_DIR/master.key`, created 0600 on
-//! first use. The type never prints its bytes.
+//! first use (`key_file`). The type never prints its bytes.
 //!
 //! `seal`/`open`: XChaCha20-Poly1305 with a fresh random 192-bit nonce per record, and
 //! associated data naming what the secret belongs to (e.g. `agent:<id>:chatapp`), so a
 //! record copied to another agent or purpose fails to open, like a tampered one.
 
+pub mod key_file;
+
 use std::fmt;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use base64::Engine;
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 
-pub const MASTER_KEY_FILE: &str = "master.key";
+pub use key_file::{KeySource, MASTER_KEY_FILE};
 
 pub struct MasterKey([u8; 32]);
 
@@ -39,36 +40,16 @@ impl MasterKey {
         &self.0
     }
 
-    /// The key from the environment, else the data dir's file, created if missing.
-    pub fn load_or_create(data_dir: &Path) -> Result<MasterKey, MasterKeyError> {
-        if let Ok(text) = std::env::var("AGENT_HOST_MASTER_KEY") {
-            return decode(text.trim()).ok_or(MasterKeyError::BadEnv);
-        }
-        let path = data_dir.join(MASTER_KEY_FILE);
-        let io = |source| MasterKeyError::Io {
-            path: path.clone(),
-            source,
-        };
-        match std::fs::read_to_string(&path) {
-            Ok(text) => decode(text.trim()).ok_or_else(|| MasterKeyError::BadFile(path.clone())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let mut key = [0u8; 32];
-                crate::random::fill(&mut key);
-                let mut options = std::fs::OpenOptions::new();
-                options.write(true).create_new(true);
-                #[cfg(unix)]
-                std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-                let mut file = options.open(&path).map_err(io)?;
-                file.write_all(hex::encode(key).as_bytes()).map_err(io)?;
-                file.sync_all().map_err(io)?;
-                Ok(MasterKey(key))
-            }
-            Err(e) => Err(io(e)),
-        }
+    /// A new random key.
+    pub fn generate() -> MasterKey {
+        let mut key = [0u8; 32];
+        crate::random::fill(&mut key);
+        MasterKey(key)
     }
 }
 
-fn decode(text: &str) -> Option<MasterKey> {
+/// A key as an operator writes it: 64 hex digits, or base64 of 32 bytes.
+pub fn decode(text: &str) -> Option<MasterKey> {
     let bytes = if text.len() == 64 {
         hex::decode(text).ok()?
     } else {

@@ -1,0 +1,99 @@
+//! Every record sealed with the master key, in one place: what a key rotation rewrites and
+//! what a key check opens.
+
+use super::sql::{Db, args};
+use super::{Store, StoreError};
+
+/// Where a sealed record lives; its associated data is derived from it by its owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SealedAt {
+    Wallet { agent_id: String, network: String },
+    Integration { agent_id: String, kind: String },
+    Fact { name: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct SealedRecord {
+    pub at: SealedAt,
+    pub sealed: Vec<u8>,
+}
+
+fn all_sealed(db: &dyn Db) -> Result<Vec<SealedRecord>, StoreError> {
+    let mut records = Vec::new();
+    for row in db.query(
+        "SELECT agent_id, network, secret FROM wallets ORDER BY agent_id, network",
+        args![],
+    )? {
+        records.push(SealedRecord {
+            at: SealedAt::Wallet {
+                agent_id: row.get(0)?,
+                network: row.get(1)?,
+            },
+            sealed: row.get(2)?,
+        });
+    }
+    for row in db.query(
+        "SELECT agent_id, kind, secret FROM agent_integrations ORDER BY agent_id, kind",
+        args![],
+    )? {
+        records.push(SealedRecord {
+            at: SealedAt::Integration {
+                agent_id: row.get(0)?,
+                kind: row.get(1)?,
+            },
+            sealed: row.get(2)?,
+        });
+    }
+    for row in db.query("SELECT name, value FROM deployment_facts ORDER BY name", args![])? {
+        records.push(SealedRecord {
+            at: SealedAt::Fact { name: row.get(0)? },
+            sealed: row.get(1)?,
+        });
+    }
+    Ok(records)
+}
+
+impl Store {
+    pub async fn sealed_records(&self) -> Result<Vec<SealedRecord>, StoreError> {
+        self.read(all_sealed).await
+    }
+
+    /// Replaces every sealed record with what `reseal` makes of it, in one transaction: a
+    /// refusal, a failure or a crash anywhere leaves every record as it was.
+    pub async fn reseal_all<F>(&self, reseal: F) -> Result<usize, StoreError>
+    where
+        F: Fn(&SealedRecord) -> Result<Vec<u8>, String> + Send + 'static,
+    {
+        self.write_cached(move |db| {
+            let records = all_sealed(db)?;
+            for (done, record) in records.iter().enumerate() {
+                let sealed = reseal(record).map_err(StoreError::Conflict)?;
+                let changed = match &record.at {
+                    SealedAt::Wallet { agent_id, network } => db.execute(
+                        "UPDATE wallets SET secret = ?3 WHERE agent_id = ?1 AND network = ?2",
+                        args![agent_id, network, sealed],
+                    )?,
+                    SealedAt::Integration { agent_id, kind } => db.execute(
+                        "UPDATE agent_integrations SET secret = ?3 WHERE agent_id = ?1 AND kind = ?2",
+                        args![agent_id, kind, sealed],
+                    )?,
+                    SealedAt::Fact { name } => db.execute(
+                        "UPDATE deployment_facts SET value = ?2 WHERE name = ?1",
+                        args![name, sealed],
+                    )?,
+                };
+                if changed != 1 {
+                    return Err(StoreError::Conflict(format!(
+                        "{:?} changed during the rotation",
+                        record.at
+                    )));
+                }
+                if done + 1 == records.len() / 2 {
+                    crate::faults::crash_point("secrets:mid_rotation");
+                }
+            }
+            Ok(records.len())
+        })
+        .await
+    }
+}
