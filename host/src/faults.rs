@@ -7,7 +7,8 @@
 //! `x402:after_served`, and in a refund `refund:after_start`; in a wallet transfer
 //! (refunds are one): `transfer:after_record`, `transfer:after_sign`, `transfer:after_send`,
 //! `transfer:after_confirm`; in a job that failed, between its end and its refund:
-//! `job:after_finish`.
+//! `job:after_finish`; in a master key rotation, halfway through the reseal
+//! (`secrets:mid_rotation`) and after its commit (`secrets:after_commit`).
 
 /// The variable naming the point to crash at.
 pub const VARIABLE: &str = "AGENT_HOST_TEST_FAULT";
