@@ -11,7 +11,7 @@ use tokio::sync::watch;
 
 use crate::chains::base::{BaseChain, BaseConfig};
 use crate::chains::solana::{SolanaChain, SolanaConfig};
-use crate::chains::{Chains, Explorer};
+use crate::chains::{Chains, Explorer, networks};
 use crate::clients::telegram::Telegram;
 use crate::clients::x::X;
 use crate::config::{ChainSettings, Settings};
@@ -165,18 +165,21 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
 
 fn chains(settings: &ChainSettings) -> anyhow::Result<Chains> {
     let rpc_timeout = Duration::from_millis(settings.chain_rpc_timeout_ms);
+    let solana_network = networks::solana(settings).map_err(anyhow::Error::msg)?;
+    let base_network = networks::base(settings).map_err(anyhow::Error::msg)?;
     let solana = SolanaChain::new(&SolanaConfig {
-        rpc_url: settings.solana_rpc_url.clone(),
-        usdc_mint: settings.solana_usdc_mint.clone(),
+        rpc_url: solana_network.rpc_url.clone(),
+        usdc_mint: solana_network.usdc_mint.clone(),
         commitment: settings.solana_commitment.clone(),
         rpc_timeout,
-        network_id: settings.solana_network_id.clone(),
+        network_id: solana_network.network_id.clone(),
     })
     .map_err(anyhow::Error::msg)?;
     let base = BaseChain::new(&BaseConfig {
-        rpc_url: settings.base_rpc_url.clone(),
-        chain_id: settings.base_chain_id,
-        usdc_address: settings.base_usdc_address.clone(),
+        rpc_url: base_network.rpc_url.clone(),
+        chain_id: base_network.chain_id,
+        usdc_address: base_network.usdc_address.clone(),
+        usdc_domain: (base_network.eip712_name.clone(), base_network.eip712_version.clone()),
         confirmations: settings.base_confirmations,
         rpc_timeout,
     })
@@ -185,15 +188,17 @@ fn chains(settings: &ChainSettings) -> anyhow::Result<Chains> {
         solana,
         base,
         solana_explorer: Explorer {
-            address_url: settings.solana_explorer_address_url.clone(),
-            tx_url: settings.solana_explorer_tx_url.clone(),
-            cluster: settings.solana_cluster.clone(),
+            address_url: solana_network.explorer_address_url.clone(),
+            tx_url: solana_network.explorer_tx_url.clone(),
+            cluster: solana_network.cluster.clone(),
         },
         base_explorer: Explorer {
-            address_url: settings.base_explorer_address_url.clone(),
-            tx_url: settings.base_explorer_tx_url.clone(),
+            address_url: base_network.explorer_address_url.clone(),
+            tx_url: base_network.explorer_tx_url.clone(),
             cluster: String::new(),
         },
+        solana_network,
+        base_network,
     })
 }
 
@@ -286,6 +291,7 @@ impl Server {
             .clone()
             .unwrap_or_else(|| first.map(|a| format!("http://{a}")).unwrap_or_default());
         let services = services(settings, store, public_base_url)?;
+        services.chains.check_networks().await.map_err(anyhow::Error::msg)?;
         services.account_limiter.local().restore(saved_usage);
         let state = AppState {
             services: Arc::new(services),

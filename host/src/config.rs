@@ -89,6 +89,19 @@ impl SettingValue for Option<PathBuf> {
     }
 }
 
+/// Empty means unset.
+impl SettingValue for Option<u64> {
+    fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "" => Ok(None),
+            number => u64::parse(number).map(Some),
+        }
+    }
+    fn within(&self, min: u64, max: u64) -> bool {
+        self.is_none_or(|n| (min..=max).contains(&n))
+    }
+}
+
 /// Comma-separated (a TOML array in the file).
 impl SettingValue for Vec<String> {
     fn parse(text: &str) -> Result<Self, String> {
@@ -128,6 +141,48 @@ impl SettingValue for LogFormat {
             "text" => Ok(LogFormat::Text),
             "json" => Ok(LogFormat::Json),
             other => Err(format!("'{other}' is not a log format: text or json")),
+        }
+    }
+}
+
+/// Which Solana network the service pays and is paid on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SolanaNetworkName {
+    Mainnet,
+    Devnet,
+    Testnet,
+    /// Every chain value set alone (a local chain, a fork).
+    Custom,
+}
+
+impl SettingValue for SolanaNetworkName {
+    fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "mainnet" => Ok(SolanaNetworkName::Mainnet),
+            "devnet" => Ok(SolanaNetworkName::Devnet),
+            "testnet" => Ok(SolanaNetworkName::Testnet),
+            "custom" => Ok(SolanaNetworkName::Custom),
+            other => Err(format!("'{other}' is not mainnet, devnet, testnet or custom")),
+        }
+    }
+}
+
+/// Which Base network the service pays and is paid on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BaseNetworkName {
+    Mainnet,
+    Sepolia,
+    /// Every chain value set alone (a local chain, a fork).
+    Custom,
+}
+
+impl SettingValue for BaseNetworkName {
+    fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "mainnet" => Ok(BaseNetworkName::Mainnet),
+            "sepolia" => Ok(BaseNetworkName::Sepolia),
+            "custom" => Ok(BaseNetworkName::Custom),
+            other => Err(format!("'{other}' is not mainnet, sepolia or custom")),
         }
     }
 }
@@ -390,27 +445,29 @@ settings! {
             "longest request to the X API (media uploads are slower than other calls)";
         social_media_max_bytes: u64 = "67108864" [1 ..= 1073741824], "largest media file fetched for a post";
     }
-    /// The chains: Solana and Base nodes, tokens, explorers.
+    /// The chains: which networks, their nodes, tokens and explorers.
     chains: ChainSettings {
         chain_rpc_timeout_ms: u64 = "15000" [1 ..= 600000], "longest JSON-RPC request to a chain node";
-        solana_rpc_url: String = "https://api.mainnet-beta.solana.com", "Solana JSON-RPC endpoint";
-        solana_usdc_mint: String = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", "USDC mint on Solana (mainnet's)";
+        solana_network: SolanaNetworkName = "mainnet",
+            "the Solana network: mainnet, devnet or testnet set every value below (the RPC and explorers may still be set); custom: each is set alone";
+        solana_rpc_url: Option<String> = "", "Solana JSON-RPC endpoint (unset: the network's public one)";
+        solana_usdc_mint: Option<String> = "", "USDC mint on Solana (unset: the network's; custom: mainnet's)";
         solana_commitment: String = "confirmed", "when a Solana transfer counts as done: processed, confirmed or finalized";
-        solana_cluster: String = "mainnet-beta", "the cluster named in Solana explorer links ({cluster})";
+        solana_cluster: Option<String> = "", "the cluster named in Solana explorer links ({cluster}; unset: the network's)";
         solana_network_id: Option<String> = "",
-            "the Solana chain's CAIP-2 id in x402 v2 (unset: solana: and the first 32 characters of its genesis hash, asked of the RPC); set it only for a fork standing in for another chain";
-        solana_explorer_address_url: String = "https://explorer.solana.com/address/{address}?cluster={cluster}",
-            "Solana explorer link to a wallet";
-        solana_explorer_tx_url: String = "https://explorer.solana.com/tx/{signature}?cluster={cluster}",
-            "Solana explorer link to a transaction";
-        base_rpc_url: String = "https://mainnet.base.org", "Base JSON-RPC endpoint";
-        base_chain_id: u64 = "8453" [1 ..= 18446744073709551615], "Base chain id (signed into every transaction)";
-        base_usdc_address: String = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "USDC contract on Base (mainnet's)";
-        base_usdc_eip712_name: String = "USD Coin", "the USDC contract's EIP-712 domain name (Base Sepolia's is USDC)";
-        base_usdc_eip712_version: String = "2", "the USDC contract's EIP-712 domain version";
+            "custom only: the Solana chain's CAIP-2 id in x402 v2 (unset: solana: and the first 32 characters of its genesis hash, asked of the RPC); set it for a fork standing in for another chain";
+        solana_explorer_address_url: Option<String> = "", "Solana explorer link to a wallet (unset: explorer.solana.com)";
+        solana_explorer_tx_url: Option<String> = "", "Solana explorer link to a transaction (unset: explorer.solana.com)";
+        base_network: BaseNetworkName = "mainnet",
+            "the Base network: mainnet or sepolia set every value below (the RPC and explorers may still be set); custom: each is set alone";
+        base_rpc_url: Option<String> = "", "Base JSON-RPC endpoint (unset: the network's public one)";
+        base_chain_id: Option<u64> = "" [1 ..= 18446744073709551615], "Base chain id, signed into every transaction (unset: the network's; custom: 8453)";
+        base_usdc_address: Option<String> = "", "USDC contract on Base (unset: the network's; custom: mainnet's)";
+        base_usdc_eip712_name: Option<String> = "", "the USDC contract's EIP-712 domain name (unset: the network's; custom: USD Coin)";
+        base_usdc_eip712_version: Option<String> = "", "the USDC contract's EIP-712 domain version (unset: the network's; custom: 2)";
         base_confirmations: u64 = "1" [1 ..= 1000], "blocks (counting its own) before a Base transfer counts as done";
-        base_explorer_address_url: String = "https://basescan.org/address/{address}", "Base explorer link to a wallet";
-        base_explorer_tx_url: String = "https://basescan.org/tx/{signature}", "Base explorer link to a transaction";
+        base_explorer_address_url: Option<String> = "", "Base explorer link to a wallet (unset: the network's Basescan)";
+        base_explorer_tx_url: Option<String> = "", "Base explorer link to a transaction (unset: the network's Basescan)";
     }
     /// x402 payments: limits, settlement, fees and the paid-command breaker.
     x402: X402Settings {
@@ -488,6 +545,16 @@ impl Settings {
             })?;
         }
         Ok(settings)
+    }
+
+    /// Settings from the text of a settings file alone, for unit tests elsewhere.
+    #[cfg(test)]
+    pub fn from_toml_for_tests(text: &str) -> Result<Settings, SettingsError> {
+        let sources = Sources {
+            file_path: PathBuf::from("agent-host.toml"),
+            file: toml::from_str(text).expect("TOML"),
+        };
+        Settings::read(PathBuf::from("data"), &sources)
     }
 
     pub fn database_path(&self) -> PathBuf {

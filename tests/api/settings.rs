@@ -74,3 +74,49 @@ fn the_docs_document_every_setting_and_the_readme_starts_with_the_two_commands()
         "{head}"
     );
 }
+
+/// A named network fixes the chain: a node that serves another one stops the start, and
+/// a value that contradicts the network is refused before anything is reached.
+#[tokio::test]
+async fn a_node_serving_another_chain_than_the_named_network_stops_the_start() {
+    let solana = crate::support::chains::LocalSolana::start();
+    let base = crate::support::chains::LocalBase::start().await;
+    let serve = ["serve", "--listen", "127.0.0.1:0"];
+
+    // Anvil answers chain id 8453: Base mainnet, not Sepolia.
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_BASE_NETWORK", "sepolia")
+        .with_env("AGENT_HOST_BASE_RPC_URL", &base.rpc_url);
+    let refused = env.cli(&serve);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        refused
+            .stderr
+            .contains("serves chain id 8453, not 84532 as base_network says"),
+        "{}",
+        refused.stderr
+    );
+
+    // Surfpool has a genesis of its own: not Solana mainnet's.
+    let env = TestEnv::new().with_env("AGENT_HOST_SOLANA_RPC_URL", &solana.rpc_url);
+    let refused = env.cli(&serve);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        refused
+            .stderr
+            .contains("not 5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d as solana_network says"),
+        "{}",
+        refused.stderr
+    );
+
+    let env = TestEnv::new().with_env("AGENT_HOST_BASE_CHAIN_ID", "84532");
+    let refused = env.cli(&serve);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        refused
+            .stderr
+            .contains("base_chain_id = 84532 contradicts base_network = mainnet"),
+        "{}",
+        refused.stderr
+    );
+}

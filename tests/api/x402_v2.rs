@@ -144,8 +144,19 @@ async fn every_402_and_the_price_list_carry_the_v2_requirement() {
     let hello = post_x402(&url, &json!({ "message": "/hello Ann" })).await;
     assert_eq!(payment_required(&hello)["accepts"][0]["amount"], "50000");
 
-    // A Solana RPC that cannot name its chain: version 1 only, and a v2 payment cannot be
-    // checked, so it is refused before anything else happens.
+    // A named network is known without its node: version 2 on Solana mainnet though its
+    // RPC cannot be reached.
+    let solana = server.url("/x402/solana/seller");
+    let listed = get(&solana, None).await;
+    assert_eq!(listed.status, 200, "{}", listed.text);
+    assert_eq!(payment_required(&listed)["accepts"][0]["network"], SOLANA_MAINNET_ID);
+    drop(server);
+
+    // A custom network whose RPC cannot name its chain: version 1 only, and a v2 payment
+    // cannot be checked, so it is refused before anything else happens.
+    let mut env = env;
+    env.set_env("AGENT_HOST_SOLANA_NETWORK", "custom");
+    let server = env.serve();
     let solana = server.url("/x402/solana/seller");
     let listed = get(&solana, None).await;
     assert_eq!(listed.status, 200, "{}", listed.text);
@@ -163,7 +174,7 @@ async fn every_402_and_the_price_list_carry_the_v2_requirement() {
 async fn a_network_is_named_by_the_chain_configured() {
     // A Base testnet by its chain id.
     let (env, ..) = seller(vec![
-        ("AGENT_HOST_BASE_CHAIN_ID", "84532".into()),
+        ("AGENT_HOST_BASE_NETWORK", "sepolia".into()),
         ("AGENT_HOST_SOLANA_RPC_URL", NO_RPC.into()),
     ]);
     let server = env.serve();
@@ -484,7 +495,11 @@ async fn a_solana_payment_is_served_once_across_versions() {
 
 #[tokio::test]
 async fn the_discovery_list_shows_every_agent_for_sale() {
-    let (env, seller_id, _, base_wallet) = seller(vec![("AGENT_HOST_SOLANA_RPC_URL", NO_RPC.into())]);
+    let (env, seller_id, _, base_wallet) = seller(vec![
+        // A custom Solana network whose node cannot be reached: it cannot name its chain.
+        ("AGENT_HOST_SOLANA_NETWORK", "custom".into()),
+        ("AGENT_HOST_SOLANA_RPC_URL", NO_RPC.into()),
+    ]);
     // A second seller on Base only (no Solana wallet), and an agent that sells nothing.
     let other_id = env.apply_agent(&paid_manifest("trader"), "acme");
     env.create_wallet("trader", "base");
@@ -614,7 +629,7 @@ async fn the_discovery_list_shows_every_agent_for_sale() {
 /// answer a version-2 402 on a network it indexes.
 #[tokio::test]
 async fn an_indexer_reading_the_openapi_document_finds_every_paid_command() {
-    let (env, seller_id, _, base_wallet) = seller(vec![("AGENT_HOST_SOLANA_RPC_URL", NO_RPC.into())]);
+    let (env, seller_id, solana_wallet, base_wallet) = seller(vec![("AGENT_HOST_SOLANA_RPC_URL", NO_RPC.into())]);
     let server = env.serve();
 
     let document = get(&server.url("/openapi.json"), None).await.json();
@@ -639,11 +654,6 @@ async fn an_indexer_reading_the_openapi_document_finds_every_paid_command() {
         assert_eq!(input["type"], "object", "{path}: {input}");
         let probe = send(client().post(server.url(path)).header("accept", "application/json")).await;
         assert_eq!(probe.status, 402, "{path}: {}", probe.text);
-        // Solana cannot name its chain here: version 1 only, which the indexer refuses.
-        if probe.header("payment-required").is_none() {
-            assert!(path.starts_with("/x402/solana/"), "{path}");
-            continue;
-        }
         let challenge = payment_required(&probe);
         found.push((
             path.clone(),
@@ -652,13 +662,20 @@ async fn an_indexer_reading_the_openapi_document_finds_every_paid_command() {
             challenge["accepts"][0]["amount"].as_str().unwrap().to_string(),
             input["required"].clone(),
         ));
-        assert_eq!(challenge["accepts"][0]["payTo"], base_wallet.as_str(), "{path}");
+        let wallet = match path.starts_with("/x402/solana/") {
+            true => &solana_wallet,
+            false => &base_wallet,
+        };
+        assert_eq!(challenge["accepts"][0]["payTo"], wallet.as_str(), "{path}");
         assert_eq!(challenge["resource"]["url"], format!("{PUBLIC}{path}"));
     }
     found.sort_by(|a, b| a.0.cmp(&b.0));
     let at = |tail: &str| format!("/x402/base/{seller_id}{tail}");
-    // Solana cannot name its chain here, so only Base's addresses answer version 2; the
-    // indexer would refuse a version-1-only resource anyway.
+    // Solana mainnet's addresses answer version 2 as well, by its CAIP-2 id.
+    let on_solana = found
+        .iter()
+        .filter(|(_, _, network, _, _)| network == SOLANA_MAINNET_ID);
+    assert_eq!(on_solana.count(), 3, "{found:?}");
     let found: Vec<_> = found
         .into_iter()
         .filter(|(_, _, network, _, _)| network == "eip155:8453")

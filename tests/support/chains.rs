@@ -477,7 +477,9 @@ impl LocalSolana {
     }
 
     pub fn env(&self) -> Vec<(&'static str, String)> {
+        // Not a named network: a local chain standing in for mainnet, by its CAIP-2 id.
         vec![
+            ("AGENT_HOST_SOLANA_NETWORK", "custom".into()),
             ("AGENT_HOST_SOLANA_RPC_URL", self.rpc_url.clone()),
             ("AGENT_HOST_SOLANA_USDC_MINT", self.mint.clone()),
             ("AGENT_HOST_SOLANA_CLUSTER", "custom".into()),

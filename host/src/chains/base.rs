@@ -75,6 +75,8 @@ pub struct BaseConfig {
     pub rpc_url: String,
     pub chain_id: u64,
     pub usdc_address: String,
+    /// The USDC contract's EIP-712 domain name and version (what payers sign over).
+    pub usdc_domain: (String, String),
     /// Blocks on top of the one holding a transaction before it counts as done (1 = mined).
     pub confirmations: u64,
     pub rpc_timeout: Duration,
@@ -85,6 +87,7 @@ pub struct BaseChain {
     chain_id: u64,
     usdc: Address,
     usdc_text: String,
+    usdc_domain: (String, String),
     confirmations: u64,
 }
 
@@ -131,6 +134,7 @@ impl BaseChain {
             chain_id: config.chain_id,
             usdc,
             usdc_text: usdc.to_checksum(None),
+            usdc_domain: config.usdc_domain.clone(),
             confirmations: config.confirmations.max(1),
         })
     }
@@ -145,6 +149,11 @@ impl BaseChain {
 
     pub fn usdc(&self) -> Address {
         self.usdc
+    }
+
+    /// The USDC contract's EIP-712 domain: name and version.
+    pub fn usdc_domain(&self) -> (&str, &str) {
+        (&self.usdc_domain.0, &self.usdc_domain.1)
     }
 
     /// `eth_call` against the latest block; the raw return data.

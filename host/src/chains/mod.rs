@@ -4,6 +4,7 @@
 
 pub mod base;
 pub mod keys;
+pub mod networks;
 pub mod rpc;
 pub mod solana;
 mod solana_history;
@@ -129,6 +130,9 @@ pub struct Chains {
     pub base: base::BaseChain,
     pub solana_explorer: Explorer,
     pub base_explorer: Explorer,
+    /// The networks as configured (what the nodes must serve).
+    pub solana_network: networks::SolanaNetwork,
+    pub base_network: networks::BaseNetwork,
 }
 
 impl Chains {

@@ -47,8 +47,8 @@ impl Scheme for BaseExact {
             amount: terms.price,
             usdc: base.usdc(),
             chain_id: base.chain_id(),
-            domain_name: services.settings.chains.base_usdc_eip712_name.clone(),
-            domain_version: services.settings.chains.base_usdc_eip712_version.clone(),
+            domain_name: base.usdc_domain().0.to_string(),
+            domain_version: base.usdc_domain().1.to_string(),
         };
         evm::verify(&auth, &expected, crate::clock::now_ms() as u64 / 1000)?;
         Ok(Box::new(BaseAttempt { auth }))

@@ -214,11 +214,7 @@ impl Offer {
 
     /// What a standard client needs to sign for this network, in both versions.
     fn signing_extra(&self, services: &Services) -> Map<String, Value> {
-        let settings = &services.settings;
-        let eip712 = (
-            settings.chains.base_usdc_eip712_name.as_str(),
-            settings.chains.base_usdc_eip712_version.as_str(),
-        );
+        let eip712 = services.chains.base.usdc_domain();
         describe::signing_extra(self.network, self.fee_payer.as_deref().unwrap_or(&self.pay_to), eip712)
     }
 
