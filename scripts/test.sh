@@ -40,8 +40,9 @@ if [ ! -x "$target/py-mcp/bin/python" ]; then
 fi
 "$target/py-mcp/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 export MCP_PYTHON="$target/py-mcp/bin/python"
-if [ ! -x /usr/bin/chromium ]; then
-    scripts/apt-install.sh chromium
+# Headless Chromium for the console's tests; Prometheus (and promtool) for the metrics'.
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/prometheus ]; then
+    scripts/apt-install.sh chromium prometheus
 fi
 cargo build --locked --quiet --manifest-path tests/solana-chain/Cargo.toml --target-dir "$target/solana-chain"
 export SOLANA_CHAIN_BIN="$target/solana-chain/debug/solana-chain"

@@ -119,6 +119,7 @@ fn main() {
                     origin: Origin::Api,
                 },
                 agent_id: agent_id.clone(),
+                agent_name: "bench".into(),
                 grants,
                 agent: None,
                 progress: None,

@@ -68,6 +68,7 @@ async fn make_run(setup: &Setup, handler: HandlerType) -> Run {
             origin: Origin::Api,
         },
         agent_id: "a1".into(),
+        agent_name: "a1".into(),
         grants,
         agent,
         progress: None,

@@ -48,8 +48,12 @@ pub fn outbound(settings: &Settings, master: &MasterKey) -> anyhow::Result<Outbo
 }
 
 /// The remote provider when one is configured, else the embedded model when its file is
-/// there, else none.
+/// there, else none; measured.
 pub fn llm_provider(settings: &Settings) -> Arc<dyn LlmProvider> {
+    Arc::new(crate::llm::Measured(unmeasured_llm_provider(settings)))
+}
+
+fn unmeasured_llm_provider(settings: &Settings) -> Arc<dyn LlmProvider> {
     match (&settings.llm.llm_base_url, &settings.llm.llm_model) {
         (Some(base), Some(model)) => Arc::new(OpenAiProvider::new(
             base,
@@ -272,6 +276,8 @@ async fn same_master_key(settings: &Settings, store: &Store) -> anyhow::Result<(
 pub struct Server {
     state: AppState,
     listeners: Vec<TcpListener>,
+    /// `/metrics`, on the operator's own address.
+    metrics: Option<TcpListener>,
 }
 
 impl Server {
@@ -284,6 +290,17 @@ impl Server {
                 .with_context(|| format!("cannot listen on {address}"))?;
             listeners.push(listener);
         }
+        let metrics = match &settings.telemetry.metrics_listen {
+            Some(address) => {
+                let listener = TcpListener::bind(address)
+                    .await
+                    .with_context(|| format!("metrics_listen: cannot listen on {address}"))?;
+                let telemetry = &settings.telemetry;
+                crate::telemetry::metrics::enable(telemetry.metrics_max_agents, telemetry.metrics_max_commands);
+                Some(listener)
+            }
+            None => None,
+        };
         let first = listeners.first().and_then(|l| l.local_addr().ok());
         let public_base_url = settings
             .server
@@ -297,11 +314,19 @@ impl Server {
             services: Arc::new(services),
             started: Instant::now(),
         };
-        Ok(Server { state, listeners })
+        Ok(Server {
+            state,
+            listeners,
+            metrics,
+        })
     }
 
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
         self.listeners.iter().filter_map(|l| l.local_addr().ok()).collect()
+    }
+
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().and_then(|l| l.local_addr().ok())
     }
 
     /// Serves until SIGINT or SIGTERM. Then it stops accepting, lets requests in flight and
@@ -309,7 +334,11 @@ impl Server {
     /// hands the jobs still running to recovery (another host's, or the next start's) and
     /// saves the rate-limit counters.
     pub async fn run(self) -> anyhow::Result<()> {
-        let Server { state, listeners } = self;
+        let Server {
+            state,
+            listeners,
+            metrics,
+        } = self;
         let (stop_tx, stop_rx) = watch::channel(false);
         let router = crate::routes::router(state.clone());
 
@@ -344,6 +373,11 @@ impl Server {
             });
         }
 
+        // Scraped until the end: what shutdown does is worth seeing too.
+        let metrics = metrics.map(|listener| {
+            let router = crate::routes::metrics::router(state.clone());
+            tokio::spawn(async move { axum::serve(listener, router).await })
+        });
         shutdown_signal().await;
         tracing::info!("shutting down");
         let lifecycle = &state.services.lifecycle;
@@ -378,6 +412,9 @@ impl Server {
         let _ = cleaner.await;
         let _ = collector.await;
         let _ = recovery.await;
+        if let Some(metrics) = metrics {
+            metrics.abort();
+        }
         state
             .services
             .store

@@ -21,6 +21,7 @@ mod logs;
 mod maintenance;
 mod mcp;
 mod meta;
+mod metrics;
 mod migrations;
 mod pay_page;
 mod plugin_abuse;

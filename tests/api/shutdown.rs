@@ -15,23 +15,7 @@ use crate::support::x402::*;
 use crate::support::*;
 
 fn probe_commands() -> String {
-    format!(
-        r#"
-[[commands]]
-command = "nap"
-handler_type = "custom"
-plugin = "{probe}"
-timeout_ms = 20000
-
-[[commands]]
-command = "long_nap"
-handler_type = "custom"
-plugin = "{probe}"
-long_running = true
-timeout_ms = 20000
-"#,
-        probe = plugin_path("probe")
-    )
+    probe_command("nap", "timeout_ms = 20000") + &probe_command("long_nap", "long_running = true\ntimeout_ms = 20000")
 }
 
 /// `/jobs/<id>` of a job an execute started: the next server listens on another port.

@@ -12,6 +12,7 @@ pub mod hostile;
 pub mod mcp;
 pub mod payers;
 pub mod postgres;
+pub mod prometheus;
 pub mod proxy;
 pub mod x402;
 
@@ -662,6 +663,15 @@ impl Drop for FakeServer {
 }
 
 /// Where the test plugins built by host/build.rs are.
+/// A manifest's `[[commands]]` entry for `name`, run by the test suite's probe plugin
+/// (its modes: sleep, loop, memory, echo, ...), with `extra` lines (`long_running = true`).
+pub fn probe_command(name: &str, extra: &str) -> String {
+    format!(
+        "\n[[commands]]\ncommand = \"{name}\"\nhandler_type = \"custom\"\nplugin = \"{}\"\n{extra}\n",
+        plugin_path("probe")
+    )
+}
+
 pub fn plugin_path(artifact: &str) -> String {
     match artifact {
         "notes" => env!("BUILT_PLUGIN_NOTES").to_string(),

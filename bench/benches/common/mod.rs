@@ -23,7 +23,7 @@ impl LlmProvider for InstantLlm {
         Box::pin(async {
             Ok(Completion {
                 content: "A short poem.".into(),
-                tool_calls: Vec::new(),
+                ..Completion::default()
             })
         })
     }

@@ -130,7 +130,7 @@ impl BaseChain {
     pub fn new(config: &BaseConfig) -> Result<BaseChain, String> {
         let usdc = parse_address(&config.usdc_address).map_err(|e| format!("base_usdc_address: {e}"))?;
         Ok(BaseChain {
-            rpc: JsonRpc::new(&config.rpc_url, config.rpc_timeout),
+            rpc: JsonRpc::new(&config.rpc_url, config.rpc_timeout, "base"),
             chain_id: config.chain_id,
             usdc,
             usdc_text: usdc.to_checksum(None),
@@ -512,6 +512,25 @@ impl UsdcChain for BaseChain {
 
     fn landing<'a>(&'a self, tx: &'a SignedTx) -> ChainFuture<'a, Landing> {
         Box::pin(self.status_of(tx))
+    }
+
+    /// Gas used at its effective price, plus the L1 data fee an OP Stack chain such as
+    /// Base adds to its receipts.
+    fn fee_paid<'a>(&'a self, transaction: &'a str) -> ChainFuture<'a, Option<u128>> {
+        Box::pin(async move {
+            let receipt: Value = self.rpc.call("eth_getTransactionReceipt", json!([transaction])).await?;
+            if receipt.is_null() {
+                return Ok(None);
+            }
+            let quantity = |field: &str| -> u128 {
+                receipt[field]
+                    .as_str()
+                    .and_then(|q| u128::from_str_radix(q.trim_start_matches("0x"), 16).ok())
+                    .unwrap_or(0)
+            };
+            let gas = quantity("gasUsed").saturating_mul(quantity("effectiveGasPrice"));
+            Ok(Some(gas.saturating_add(quantity("l1Fee"))))
+        })
     }
 }
 

@@ -104,6 +104,9 @@ pub trait UsdcChain: Send + Sync {
     /// Sends it; sending the same transaction again is harmless.
     fn submit<'a>(&'a self, tx: &'a SignedTx) -> ChainFuture<'a, ()>;
     fn landing<'a>(&'a self, tx: &'a SignedTx) -> ChainFuture<'a, Landing>;
+    /// What the landed transaction cost its fee payer, in the chain's smallest unit
+    /// (lamports, wei); `None` when the chain does not know the transaction.
+    fn fee_paid<'a>(&'a self, transaction: &'a str) -> ChainFuture<'a, Option<u128>>;
 }
 
 /// Explorer links: templates with `{address}` / `{signature}` and `{cluster}`.

@@ -37,14 +37,17 @@ impl RpcError {
 pub struct JsonRpc {
     http: reqwest::Client,
     url: String,
+    /// The chain, as its calls are measured.
+    network: &'static str,
 }
 
 impl JsonRpc {
-    pub fn new(url: &str, timeout: Duration) -> JsonRpc {
+    pub fn new(url: &str, timeout: Duration, network: &'static str) -> JsonRpc {
         let http = crate::outbound::operator_client(Some(timeout));
         JsonRpc {
             http,
             url: url.to_string(),
+            network,
         }
     }
 
@@ -52,7 +55,22 @@ impl JsonRpc {
         &self.url
     }
 
-    pub async fn call<T: DeserializeOwned>(&self, method: &str, params: Value) -> Result<T, RpcError> {
+    /// Calls `method`; its duration and outcome are measured by network and method.
+    pub async fn call<T: DeserializeOwned>(&self, method: &'static str, params: Value) -> Result<T, RpcError> {
+        let started = std::time::Instant::now();
+        let result = self.send(method, params).await;
+        if let Some(metrics) = crate::telemetry::metrics::metrics() {
+            let outcome = match &result {
+                Ok(_) => "ok",
+                Err(RpcError::Node { .. }) => "node_error",
+                Err(RpcError::Transport { .. }) => "unreachable",
+            };
+            metrics.rpc_call(self.network, method, outcome, started.elapsed().as_secs_f64());
+        }
+        result
+    }
+
+    async fn send<T: DeserializeOwned>(&self, method: &str, params: Value) -> Result<T, RpcError> {
         let transport = |message: String| RpcError::Transport {
             method: method.to_string(),
             message,

@@ -119,7 +119,7 @@ impl SolanaChain {
             let _ = network_id.set(id.clone());
         }
         Ok(SolanaChain {
-            rpc: JsonRpc::new(&config.rpc_url, config.rpc_timeout),
+            rpc: JsonRpc::new(&config.rpc_url, config.rpc_timeout, "solana"),
             mint,
             mint_text: config.usdc_mint.clone(),
             commitment: config.commitment.clone(),
@@ -509,6 +509,19 @@ impl UsdcChain for SolanaChain {
 
     fn submit<'a>(&'a self, tx: &'a SignedTx) -> ChainFuture<'a, ()> {
         Box::pin(async move { self.send_raw(&tx.raw).await.map(|_| ()) })
+    }
+
+    fn fee_paid<'a>(&'a self, transaction: &'a str) -> ChainFuture<'a, Option<u128>> {
+        Box::pin(async move {
+            let found: Value = self
+                .rpc
+                .call(
+                    "getTransaction",
+                    json!([transaction, { "encoding": "json", "commitment": self.commitment, "maxSupportedTransactionVersion": 0 }]),
+                )
+                .await?;
+            Ok(found["meta"]["fee"].as_u64().map(u128::from))
+        })
     }
 
     fn landing<'a>(&'a self, tx: &'a SignedTx) -> ChainFuture<'a, Landing> {

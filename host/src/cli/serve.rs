@@ -34,10 +34,15 @@ pub async fn serve(ctx: Ctx, listen: Vec<String>, demo: Option<Value>) -> anyhow
             );
             out.print(&value, &text);
         }
-        None => out.print(
-            &json!({ "listening": urls }),
-            &format!("agent-host listening on {}", urls.join(", ")),
-        ),
+        None => {
+            let mut ready = json!({ "listening": urls });
+            let mut text = format!("agent-host listening on {}", urls.join(", "));
+            if let Some(metrics) = server.metrics_addr() {
+                ready["metrics"] = json!(format!("http://{metrics}/metrics"));
+                text.push_str(&format!("; metrics at http://{metrics}/metrics"));
+            }
+            out.print(&ready, &text);
+        }
     }
     server.run().await
 }

@@ -195,6 +195,14 @@ impl Facilitator {
 
     async fn send<T: serde::de::DeserializeOwned>(
         &self,
+        call: reqwest::RequestBuilder,
+        path: &str,
+    ) -> Result<T, FacilitatorError> {
+        super::measured("facilitator", self.send_unmeasured(call, path)).await
+    }
+
+    async fn send_unmeasured<T: serde::de::DeserializeOwned>(
+        &self,
         mut call: reqwest::RequestBuilder,
         path: &str,
     ) -> Result<T, FacilitatorError> {

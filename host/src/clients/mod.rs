@@ -4,3 +4,15 @@
 pub mod facilitator;
 pub mod telegram;
 pub mod x;
+
+/// Runs one call to a third party, measuring its duration and whether it succeeded.
+async fn measured<T, E>(service: &'static str, call: impl Future<Output = Result<T, E>>) -> Result<T, E> {
+    let Some(metrics) = crate::telemetry::metrics::metrics() else {
+        return call.await;
+    };
+    let started = std::time::Instant::now();
+    let result = call.await;
+    let outcome = if result.is_ok() { "ok" } else { "error" };
+    metrics.upstream_call(service, outcome, started.elapsed().as_secs_f64());
+    result
+}

@@ -79,6 +79,10 @@ impl Telegram {
 
     /// Calls a method; the token travels only in the path, as the API requires.
     pub async fn call<B: Serialize + ?Sized>(&self, token: &str, method: &str, body: &B) -> Result<Value, CallError> {
+        super::measured("telegram", self.send(token, method, body)).await
+    }
+
+    async fn send<B: Serialize + ?Sized>(&self, token: &str, method: &str, body: &B) -> Result<Value, CallError> {
         let url = format!("{}/bot{token}/{method}", self.base);
         // The URL holds the token: never let it reach an error message.
         let response = self.http.post(&url).json(body).send().await.map_err(|e| {

@@ -43,6 +43,10 @@ impl X {
     }
 
     async fn send(&self, request: reqwest::RequestBuilder) -> Result<Value, XError> {
+        super::measured("x", self.send_unmeasured(request)).await
+    }
+
+    async fn send_unmeasured(&self, request: reqwest::RequestBuilder) -> Result<Value, XError> {
         let response = request
             .send()
             .await

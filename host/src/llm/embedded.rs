@@ -239,6 +239,10 @@ impl LlmProvider for EmbeddedProvider {
             Ok(Completion {
                 content: text,
                 tool_calls: Vec::new(),
+                usage: Some(super::Usage {
+                    input_tokens: stats.prompt_tokens as u64,
+                    output_tokens: stats.generated_tokens as u64,
+                }),
             })
         })
     }

@@ -85,6 +85,14 @@ pub struct CompletionRequest {
 pub struct Completion {
     pub content: String,
     pub tool_calls: Vec<ToolCall>,
+    /// Tokens read and written, when the provider says.
+    pub usage: Option<Usage>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -125,6 +133,39 @@ pub trait LlmProvider: Send + Sync {
     /// For logs and errors, e.g. `openai:gpt-4o-mini`.
     fn name(&self) -> String;
     fn complete(&self, request: CompletionRequest) -> LlmFuture<'_>;
+}
+
+/// A provider whose calls are measured (duration, outcome, tokens) when metrics are on.
+pub struct Measured(pub std::sync::Arc<dyn LlmProvider>);
+
+impl LlmProvider for Measured {
+    fn name(&self) -> String {
+        self.0.name()
+    }
+
+    fn complete(&self, request: CompletionRequest) -> LlmFuture<'_> {
+        Box::pin(async move {
+            let started = std::time::Instant::now();
+            let result = self.0.complete(request).await;
+            if let Some(metrics) = crate::telemetry::metrics::metrics() {
+                let outcome = match &result {
+                    Ok(_) => "ok",
+                    Err(LlmError::Timeout(_)) => "timeout",
+                    Err(LlmError::Busy) => "busy",
+                    Err(LlmError::NotConfigured) => "not_configured",
+                    Err(_) => "failed",
+                };
+                let usage = result.as_ref().ok().and_then(|c| c.usage).unwrap_or_default();
+                metrics.llm_call(
+                    outcome,
+                    started.elapsed().as_secs_f64(),
+                    usage.input_tokens,
+                    usage.output_tokens,
+                );
+            }
+            result
+        })
+    }
 }
 
 /// What answers when no provider is configured.

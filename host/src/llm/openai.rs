@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Completion, CompletionRequest, LlmError, LlmFuture, LlmProvider, Message, Role, ToolCall};
+use super::{Completion, CompletionRequest, LlmError, LlmFuture, LlmProvider, Message, Role, ToolCall, Usage};
 
 /// A message as the chat-completions API takes it.
 fn wire_message(m: &Message) -> Value {
@@ -134,7 +134,15 @@ impl OpenAiProvider {
         if content.is_empty() && tool_calls.is_empty() {
             return Err(LlmError::BadAnswer("an empty message".into()));
         }
-        Ok(Completion { content, tool_calls })
+        let usage = value["usage"].is_object().then(|| Usage {
+            input_tokens: value["usage"]["prompt_tokens"].as_u64().unwrap_or(0),
+            output_tokens: value["usage"]["completion_tokens"].as_u64().unwrap_or(0),
+        });
+        Ok(Completion {
+            content,
+            tool_calls,
+            usage,
+        })
     }
 }
 

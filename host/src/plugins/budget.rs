@@ -67,6 +67,11 @@ impl MemoryBudget {
         })
     }
 
+    /// The run's linear memories: they only grow, so at its end this is their peak.
+    pub fn linear_bytes(&self) -> usize {
+        self.linear.load(Ordering::Relaxed)
+    }
+
     pub fn max(&self) -> usize {
         self.max
     }

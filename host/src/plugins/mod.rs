@@ -120,6 +120,11 @@ impl PluginRuntime {
     }
 
     /// (compiled, loaded from the disk cache) since start.
+    /// Runs the host allows at once, and how many run now.
+    pub fn slot_usage(&self) -> (usize, usize) {
+        self.slots.usage()
+    }
+
     pub fn cache_stats(&self) -> (u64, u64) {
         (
             self.cache.compiled.load(Ordering::Relaxed),

@@ -18,6 +18,8 @@ pub struct Run {
     pub component: ComponentRef,
     pub invocation: Invocation,
     pub agent_id: String,
+    /// The agent's username, as its runs are measured.
+    pub agent_name: String,
     pub grants: Grants,
     pub agent: Option<AgentSnapshot>,
     pub progress: Option<ProgressSink>,
@@ -58,6 +60,19 @@ pub struct RunLog {
     pub outcome: &'static str,
     pub error: Option<String>,
     pub lines: Vec<LogLine>,
+}
+
+/// A run's outcome as a metric label.
+fn outcome_label(result: &Result<Output, ExecError>) -> &'static str {
+    match result {
+        Ok(_) => "succeeded",
+        Err(ExecError::InvalidInput(_)) => "invalid_input",
+        Err(ExecError::Failed(_)) => "failed",
+        Err(ExecError::Unavailable(_)) => "unavailable",
+        Err(ExecError::Exceeded(super::Limit::Time, _)) => "timeout",
+        Err(ExecError::Exceeded(..)) => "limit_exceeded",
+        Err(_) => "crashed",
+    }
 }
 
 impl PluginRuntime {
@@ -102,6 +117,7 @@ impl PluginRuntime {
         };
         // What a record of the run needs beyond its context: nothing more on the hot path.
         let (started_at, started, origin) = (crate::clock::now_ms(), Instant::now(), run.invocation.origin);
+        let agent_name = run.agent_name;
         let mut call = CallContext::new(
             &run.tenant.account,
             &run.agent_id,
@@ -132,6 +148,16 @@ impl PluginRuntime {
             Err(e) => return Ran::unlogged(ExecError::Crashed(format!("the plugin's run ended abnormally: {e}"))),
         };
         let result = failure::judge(outcome, &store, timeout, self.limits.max_output_bytes);
+        if let Some(metrics) = crate::telemetry::metrics::metrics() {
+            let data = store.data();
+            metrics.plugin_run(
+                &agent_name,
+                &data.call.command,
+                outcome_label(&result),
+                started.elapsed().as_secs_f64(),
+                data.budget.linear_bytes() as u64,
+            );
+        }
         for note in store.data_mut().take_http_notes() {
             store.data_mut().host_note(&note);
         }

@@ -25,6 +25,8 @@ pub struct Tenant {
 pub struct Slots {
     short: Arc<Semaphore>,
     long: Arc<Semaphore>,
+    /// How many permits each semaphore started with.
+    totals: (usize, usize),
     per_account: usize,
     accounts: Mutex<HashMap<String, Arc<Semaphore>>>,
 }
@@ -44,9 +46,11 @@ impl Slots {
     /// `total` runs at once: half for long runs, the rest kept for short ones.
     pub fn new(total: usize, per_account: usize) -> Slots {
         let long = (total / 2).max(1);
+        let short = total.saturating_sub(long).max(1);
         Slots {
-            short: Arc::new(Semaphore::new(total.saturating_sub(long).max(1))),
+            short: Arc::new(Semaphore::new(short)),
             long: Arc::new(Semaphore::new(long)),
+            totals: (short, long),
             per_account: per_account.max(1),
             accounts: Mutex::new(HashMap::new()),
         }
@@ -70,6 +74,7 @@ impl Slots {
             .await
             .and_then(Result::ok)
             .ok_or_else(|| {
+                refused("account");
                 Busy(format!(
                     "this account already has {} command runs going; retry when one ends",
                     self.per_account
@@ -78,11 +83,29 @@ impl Slots {
         let shared = within(tenant.wait, shared.clone().acquire_owned())
             .await
             .and_then(Result::ok)
-            .ok_or_else(|| Busy("every plugin slot of this server is busy; retry shortly".into()))?;
+            .ok_or_else(|| {
+                refused("host");
+                Busy("every plugin slot of this server is busy; retry shortly".into())
+            })?;
         Ok(SlotPermit {
             _shared: shared,
             _account: account,
         })
+    }
+}
+
+impl Slots {
+    /// Runs the host allows at once, and how many run now.
+    pub fn usage(&self) -> (usize, usize) {
+        let total = self.totals.0 + self.totals.1;
+        let free = self.short.available_permits() + self.long.available_permits();
+        (total, total.saturating_sub(free))
+    }
+}
+
+fn refused(reason: &'static str) {
+    if let Some(metrics) = crate::telemetry::metrics::metrics() {
+        metrics.plugin_refused(reason);
     }
 }
 

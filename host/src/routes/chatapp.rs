@@ -39,6 +39,7 @@ async fn update(
     let client = client_key(&parts, services.settings.server.client_ip_header.as_deref());
     let now = crate::clock::now_ms();
     if let Err(decision) = services.auth_throttle.may_try(&client, now) {
+        crate::telemetry::metrics::note_rate_limited("auth_failures");
         return Err(ApiError::rate_limited(&decision));
     }
     let presented = parts

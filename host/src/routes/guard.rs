@@ -13,6 +13,7 @@ use crate::error::{ApiError, rate_headers};
 use crate::services::keys::Caller;
 use crate::services::rate_limit::RateDecision;
 use crate::services::{ServiceError, keys};
+use crate::telemetry::metrics::note_rate_limited;
 
 pub async fn require_key(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
@@ -42,6 +43,7 @@ pub async fn check_key(
     let client = client_key(parts, services.settings.server.client_ip_header.as_deref());
     let now = crate::clock::now_ms();
     if let Err(decision) = services.auth_throttle.may_try(&client, now) {
+        note_rate_limited("auth_failures");
         return Err(ApiError::rate_limited(&decision));
     }
     let caller = match presented.to_str() {
@@ -59,6 +61,7 @@ pub async fn check_key(
         .await
         .map_err(ServiceError::from)?;
     if !decision.allowed {
+        note_rate_limited("account");
         let mut refusal = ApiError::rate_limited(&decision);
         refusal.headers.extend(rate_headers(&decision));
         return Err(refusal);

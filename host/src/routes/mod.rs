@@ -12,6 +12,7 @@ mod jobs;
 mod keyed;
 mod mcp;
 mod meta;
+pub mod metrics;
 pub mod openapi;
 pub mod request_span;
 pub mod requests;

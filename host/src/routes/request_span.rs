@@ -1,6 +1,7 @@
-//! Every request's id and span. The id is the caller's `x-request-id` when it is a sane
-//! token (a proxy's), else made here; it names the span the request is served in, so every
-//! log line written while serving it carries it, and the answer carries it back.
+//! Every request's id, span and measure. The id is the caller's `x-request-id` when it is a
+//! sane token (a proxy's), else made here; it names the span the request is served in, so
+//! every log line written while serving it carries it, and the answer carries it back. Its
+//! duration goes to the metrics by route template.
 
 use std::time::Instant;
 
@@ -36,10 +37,17 @@ pub async fn serve_in_span(mut request: Request, next: Next) -> Response {
         "http.route" = route.as_deref().unwrap_or("(none)"),
         "http.response.status_code" = tracing::field::Empty,
     );
+    let method = crate::telemetry::metrics::method_label(request.method());
     request.extensions_mut().insert(RequestId(id.clone()));
+    let metrics = crate::telemetry::metrics::metrics();
+    // Counted until answered, or until the caller goes away and the request is dropped.
+    let _in_flight = metrics.map(|m| m.http_in_flight());
     let started = Instant::now();
     let mut response = next.run(request).instrument(span.clone()).await;
     let status = response.status().as_u16();
+    if let Some(metrics) = metrics {
+        metrics.http_finished(method, route.as_deref(), status, started.elapsed().as_secs_f64());
+    }
     span.record("http.response.status_code", status);
     tracing::debug!(parent: &span, status, latency_us = started.elapsed().as_micros() as u64, "answered");
     if let Ok(value) = HeaderValue::from_str(&id) {

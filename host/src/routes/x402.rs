@@ -53,6 +53,7 @@ pub(super) async fn limit_clients(State(state): State<AppState>, request: Reques
     let mut response = if decision.allowed {
         next.run(request).await
     } else {
+        crate::telemetry::metrics::note_rate_limited("x402_client");
         x402_error(ServiceError::RateLimited(decision).into(), Version::V1)
     };
     if !response.headers().contains_key("x-ratelimit-limit") {
@@ -81,6 +82,11 @@ fn payment_required(
     command: Option<&Command>,
 ) -> Response {
     let (v1, v2) = offer.payment_required(&state.services, price, command, None);
+    if status == StatusCode::PAYMENT_REQUIRED
+        && let Some(metrics) = crate::telemetry::metrics::metrics()
+    {
+        metrics.x402_offer(offer.network.as_str(), if v2.is_some() { "1,2" } else { "1" });
+    }
     let mut response = (status, axum::Json(v1)).into_response();
     if let Some(v2) = v2 {
         insert_header(&mut response, PAYMENT_REQUIRED_HEADER, &wire::encode_header(&v2));

@@ -110,6 +110,9 @@ async fn run(services: Services, id: String) {
     if let Err(e) = services.store.finish_job(&id, outcome).await {
         tracing::error!(job = %id, error = %e, "could not record a job's end");
     }
+    if let Some(metrics) = crate::telemetry::metrics::metrics() {
+        metrics.job_finished(if failure.is_some() { "failed" } else { "succeeded" });
+    }
     match failure {
         Some((why, code)) => {
             crate::faults::crash_point("job:after_finish");
@@ -229,6 +232,9 @@ pub async fn recover(services: &Services, at_start: bool) -> Result<(usize, usiz
                 },
             )
             .await?;
+        if let Some(metrics) = crate::telemetry::metrics::metrics() {
+            metrics.job_finished("failed");
+        }
         // A paid job: its payer gets the money back (in the background: it is a transfer).
         let (services, id) = (services.clone(), job.id.clone());
         let lifecycle = services.lifecycle.clone();

@@ -397,6 +397,11 @@ fn read_payment(sent: Value, offers: &[Offer]) -> Result<(&Offer, wire::Payment)
 
 /// What a tool call costs, on every network the agent is paid on now.
 fn payment_required(services: &Services, sold: &Sold<'_>, error: Option<String>) -> PaymentRequiredV2 {
+    if let Some(metrics) = crate::telemetry::metrics::metrics() {
+        for offer in sold.offers {
+            metrics.x402_offer(offer.network.as_str(), "2");
+        }
+    }
     PaymentRequiredV2 {
         x402_version: 2,
         error: Some(error.unwrap_or_else(|| "Payment required: send it in _meta[\"x402/payment\"]".into())),

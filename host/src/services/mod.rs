@@ -25,6 +25,7 @@ pub mod recovery;
 pub mod runs;
 pub mod social;
 pub mod social_text;
+pub mod vitals;
 pub mod wallets;
 
 use std::sync::Arc;

@@ -171,6 +171,7 @@ pub async fn prepare(
             origin,
         },
         agent_id: agent.id.clone(),
+        agent_name: agent.def.username.clone(),
         grants,
         agent: agent_snapshot,
         progress,

@@ -194,6 +194,20 @@ impl Store {
         .await
     }
 
+    /// How many jobs wait and run (every host's), and when the oldest waiting one was made.
+    pub async fn job_counts(&self) -> Result<(u64, u64, Option<i64>), StoreError> {
+        self.read(|db| {
+            let row = db.query_one(
+                "SELECT COUNT(*) FILTER (WHERE state = 'queued'), COUNT(*) FILTER (WHERE state = 'running'),
+                        MIN(created_at) FILTER (WHERE state = 'queued')
+                 FROM jobs WHERE state IN ('queued', 'running')",
+                args![],
+            )?;
+            Ok((row.get::<i64>(0)? as u64, row.get::<i64>(1)? as u64, row.get(2)?))
+        })
+        .await
+    }
+
     /// Ends the leases of these running jobs now, as if their host had died: the next
     /// recovery pass (another host's, or the next start's) takes them up.
     pub async fn release_job_leases(&self, ids: Vec<String>) -> Result<(), StoreError> {

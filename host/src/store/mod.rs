@@ -158,11 +158,14 @@ impl Store {
     {
         self.round_trips.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let backend = self.backend.clone();
-        run_blocking(move || match &*backend {
+        let measure = self.measure("read");
+        let result = run_blocking(move || match &*backend {
             Backend::Sqlite(db) => db.read(f),
             Backend::Postgres(db) => db.read(f),
         })
-        .await
+        .await;
+        drop(measure);
+        result
     }
 
     /// Runs `f` in one transaction, off the async runtime; it commits only if `f` returns Ok.
@@ -173,11 +176,38 @@ impl Store {
     {
         self.round_trips.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let backend = self.backend.clone();
-        run_blocking(move || match &*backend {
+        let measure = self.measure("write");
+        let result = run_blocking(move || match &*backend {
             Backend::Sqlite(db) => db.write(f),
             Backend::Postgres(db) => db.write(f),
         })
-        .await
+        .await;
+        drop(measure);
+        result
+    }
+
+    /// Measures one read or write (a transaction, waits for a connection included) until
+    /// dropped, when metrics are on.
+    fn measure(&self, kind: &'static str) -> Option<Measure> {
+        let metrics = crate::telemetry::metrics::metrics()?;
+        let system = match self.dialect() {
+            Dialect::Sqlite => "sqlite",
+            Dialect::Postgres => "postgresql",
+        };
+        Some(Measure {
+            metrics,
+            system,
+            kind,
+            started: std::time::Instant::now(),
+        })
+    }
+
+    /// The PostgreSQL pool now: most connections, in use, idle, calls waiting for one.
+    pub fn pool_status(&self) -> Option<PoolStatus> {
+        match &*self.backend {
+            Backend::Sqlite(_) => None,
+            Backend::Postgres(db) => Some(db.pool_status()),
+        }
     }
 
     /// A write to what the read cache holds: this process's cache is emptied as soon as it
@@ -205,6 +235,27 @@ impl Store {
                 .get(0)
         })
         .await
+    }
+}
+
+pub struct PoolStatus {
+    pub max: usize,
+    pub used: usize,
+    pub idle: usize,
+    pub waiting: usize,
+}
+
+struct Measure {
+    metrics: &'static crate::telemetry::metrics::Metrics,
+    system: &'static str,
+    kind: &'static str,
+    started: std::time::Instant,
+}
+
+impl Drop for Measure {
+    fn drop(&mut self) {
+        self.metrics
+            .db_operation(self.system, self.kind, self.started.elapsed().as_secs_f64());
     }
 }
 

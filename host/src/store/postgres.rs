@@ -97,6 +97,16 @@ impl Postgres {
         Ok(value)
     }
 
+    pub(super) fn pool_status(&self) -> super::PoolStatus {
+        let status = self.pool.status();
+        super::PoolStatus {
+            max: status.max_size,
+            used: status.size.saturating_sub(status.available),
+            idle: status.available,
+            waiting: status.waiting,
+        }
+    }
+
     /// Takes the advisory lock `key` if no other host holds it. Locks are held by this
     /// host's lock session, so a host that dies (its connection gone) frees them all.
     pub(super) async fn try_lock(&self, key: i64) -> Result<Option<AdvisoryLock>, StoreError> {

@@ -340,6 +340,7 @@ pub async fn receive(
         decision = services.account_limiter.check(&owner.id, owner.limits, now).await?;
     }
     if !decision.allowed {
+        crate::telemetry::metrics::note_rate_limited("chatapp");
         let retry_after_secs = decision.retry_after_secs;
         let notice = RateLimits {
             per_minute: 1,

@@ -78,6 +78,9 @@ impl UsdcChain for FakeChain {
         let landing = self.landing.clone();
         Box::pin(async move { Ok(landing) })
     }
+    fn fee_paid<'a>(&'a self, _: &'a str) -> ChainFuture<'a, Option<u128>> {
+        Box::pin(async { Ok(Some(5_000)) })
+    }
 }
 
 /// A scheme whose payload is `{payer, nonce, amount}`; `elsewhere` is a settlement someone

@@ -42,6 +42,7 @@ pub async fn within_payer_limit(services: &Services, network: Network, payer: &s
     if decision.allowed {
         Ok(())
     } else {
+        crate::telemetry::metrics::note_rate_limited("x402_payer");
         Err(ServiceError::RateLimited(decision))
     }
 }
@@ -55,6 +56,9 @@ pub async fn not_cooling_off(services: &Services, network: Network, payer: &str)
     let cooloff_ms = services.settings.x402.x402_payer_cooloff_secs as i64 * 1000;
     let left_ms = failed_at + cooloff_ms - crate::clock::now_ms();
     if left_ms > 0 {
+        if let Some(metrics) = crate::telemetry::metrics::metrics() {
+            metrics.x402_cooling_off(network.as_str());
+        }
         return Err(X402Error::PayerCoolingOff {
             retry_after_secs: (left_ms as u64).div_ceil(1000),
         }

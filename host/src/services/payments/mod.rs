@@ -91,6 +91,9 @@ fn refusal(err: PaymentError) -> ServiceError {
 }
 
 fn already_used() -> ServiceError {
+    if let Some(metrics) = crate::telemetry::metrics::metrics() {
+        metrics.x402_replay();
+    }
     refused("payment_already_used", "This payment has already been used")
 }
 
@@ -416,6 +419,7 @@ async fn conclude(
     let reason = match &landing {
         Landing::Confirmed => {
             store.settle_payment(sent.payment_id, None).await?;
+            note_fee(services, sent.network, &sent.tx.id);
             return Ok(sent.tx.id.clone());
         }
         Landing::Pending => return Err(X402Error::SettlementPending(sent.tx.id.clone()).into()),
@@ -430,11 +434,33 @@ async fn conclude(
         return Ok(transaction);
     }
     let charged = matches!(landing, Landing::Failed(_));
+    if charged {
+        note_fee(services, sent.network, &sent.tx.id);
+    }
     store.fail_payment(sent.payment_id, reason, charged).await?;
     Err(refused(
         "settlement_failed",
         format!("The payment could not be settled: {reason}"),
     ))
+}
+
+/// Adds what the agent's wallet paid to land `transaction` to the fee metrics, when they
+/// are on: asked of the chain in the background, once the transaction has landed.
+pub(super) fn note_fee(services: &Services, network: Network, transaction: &str) {
+    let Some(metrics) = crate::telemetry::metrics::metrics() else {
+        return;
+    };
+    let (chains, transaction) = (services.chains.clone(), transaction.to_string());
+    services.lifecycle.spawn(async move {
+        match chains.get(network).fee_paid(&transaction).await {
+            Ok(Some(fee)) => match network {
+                Network::Solana => metrics.x402_fee_lamports(u64::try_from(fee).unwrap_or(u64::MAX)),
+                Network::Base => metrics.x402_fee_wei(fee),
+            },
+            Ok(None) => tracing::debug!(transaction, "the chain does not know a landed transaction's fee yet"),
+            Err(e) => tracing::debug!(transaction, "could not read a transaction's fee: {e}"),
+        }
+    });
 }
 
 impl Settled {

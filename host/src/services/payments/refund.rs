@@ -104,6 +104,12 @@ impl<'a> Refund<'a> {
         match wallets::transfer(services, order).await {
             Ok(record) => {
                 self.refunded(services).await;
+                if let Some(metrics) = crate::telemetry::metrics::metrics() {
+                    metrics.x402_refunded(self.network.as_str(), self.amount.0);
+                }
+                if let Some(signature) = &record.signature {
+                    super::note_fee(services, self.network, signature);
+                }
                 record.signature
             }
             Err(err) => {

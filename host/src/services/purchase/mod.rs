@@ -203,10 +203,22 @@ async fn buy_on(
         command: command.map(|c| c.def.name.as_str()),
         request: &request,
     };
+    let started = std::time::Instant::now();
+    let measured = Measured {
+        network: offer.network.as_str(),
+        version: match payment.version.number() {
+            1 => "1",
+            _ => "2",
+        },
+    };
     let settled = match payments::settle(services, rails, offer, payment, purchase).await {
-        Ok(Settlement::Now(settled)) => settled,
+        Ok(Settlement::Now(settled)) => {
+            measured.settled(settled.amount.0, started);
+            settled
+        }
         // A retry of a request this payment (or the payer's id for it) already bought.
         Ok(Settlement::Before(earlier)) => {
+            measured.ended("retried");
             if let (Some(command), Some(at)) = (command, trial) {
                 breaker::release_trial(&services.store, &offer.agent.id, &command.def.name, at).await;
             }
@@ -220,6 +232,10 @@ async fn buy_on(
             });
         }
         Err(err) => {
+            measured.ended(match &err {
+                ServiceError::X402(X402Error::SettlementPending(_)) => "pending",
+                _ => "refused",
+            });
             if let (Some(command), Some(at)) = (command, trial) {
                 breaker::release_trial(&services.store, &offer.agent.id, &command.def.name, at).await;
             }
@@ -228,7 +244,36 @@ async fn buy_on(
     };
     let worked = work(services, offer, ordered, &settled).await;
     let outcome = conclude(services, offer, command, &settled, worked).await;
+    measured.ended(match &outcome {
+        SaleOutcome::Failed { refund: Some(_), .. } => "refunded",
+        SaleOutcome::Failed { refund: None, error } if payments::payers_fault(error) => "served",
+        SaleOutcome::Failed { .. } => "unanswered",
+        _ => "served",
+    });
     Ok(Sale { settled, outcome })
+}
+
+/// A purchase as the metrics count it: its network and x402 version.
+struct Measured {
+    network: &'static str,
+    version: &'static str,
+}
+
+impl Measured {
+    fn settled(&self, micro_usdc: u64, started: std::time::Instant) {
+        if let Some(metrics) = crate::telemetry::metrics::metrics() {
+            metrics.x402_settled(self.network, micro_usdc, started.elapsed().as_secs_f64());
+        }
+    }
+
+    /// How the purchase ended: `served`, `refunded` (the work failed and the payer is paid
+    /// back), `unanswered` (recovery refunds it), `refused` (nothing was taken), `pending`
+    /// (settling still; recovery ends it) or `retried` (a payment met again).
+    fn ended(&self, state: &'static str) {
+        if let Some(metrics) = crate::telemetry::metrics::metrics() {
+            metrics.x402_payment(self.network, self.version, state);
+        }
+    }
 }
 
 /// Runs the ordered command, or has the agent answer the message.

@@ -1,0 +1,169 @@
+//! An operator's view: a real Prometheus scrapes `/metrics` (on its own listener) during a
+//! short mixed load, and what the load did reads back through Prometheus's query API, as a
+//! dashboard reads it.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::api::*;
+use crate::support::chains::LocalBase;
+use crate::support::payers::{Payer, X402Client, try_pay_with};
+use crate::support::prometheus::Prometheus;
+use crate::support::x402::*;
+use crate::support::*;
+
+fn probe_commands() -> String {
+    probe_command("hog", "") + &probe_command("nap", "long_running = true")
+}
+
+#[tokio::test]
+async fn prometheus_reads_what_a_mixed_load_did() {
+    let chain = LocalBase::start().await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_BASE_RPC_URL", &chain.rpc_url)
+        .with_env("AGENT_HOST_METRICS_LISTEN", "127.0.0.1:0")
+        .with_env("AGENT_HOST_PLUGIN_MEMORY_MIB", "16");
+    let key = env.account_with_key("acme", "pro");
+    env.apply_agent(&format!("{}{}", paid_manifest("seller"), probe_commands()), "acme");
+    let wallet = env.create_wallet("seller", "base");
+    chain.set_eth(&wallet, 10u128.pow(16)).await;
+    let (payer, payer_address) = Payer::on_base(&chain, 1_000_000).await;
+    let server = env.serve();
+    let scrape_url = server.ready["metrics"]
+        .as_str()
+        .expect("the metrics address")
+        .to_string();
+    assert!(
+        get(&server.url("/metrics"), None).await.status == 404,
+        "never on the public listener"
+    );
+    let target = scrape_url
+        .trim_start_matches("http://")
+        .trim_end_matches("/metrics")
+        .to_string();
+    let prometheus = Prometheus::scraping(&target).await;
+
+    // Keyed runs, a plugin that fails (past its memory), a job, and a paid request.
+    for name in ["Ann", "Bo", "Cy"] {
+        let reply = execute_with(&server, &key, "seller", "hello", json!({ "name": name })).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+    }
+    let failed = execute_with(&server, &key, "seller", "hog", json!({ "mode": "memory", "n": 64 })).await;
+    assert_eq!(failed.status, 500, "{}", failed.text);
+    let job = execute_with(&server, &key, "seller", "nap", json!({ "mode": "sleep", "n": 10 })).await;
+    let status_url = job.json()["data"]["result"]["statusUrl"].as_str().unwrap().to_string();
+    assert_eq!(
+        poll_job(&status_url, Duration::from_secs(10)).await["state"],
+        "succeeded"
+    );
+    let paid = try_pay_with(
+        X402Client::Fetch2,
+        &payer,
+        &server.url("/x402/base/seller"),
+        &json!({ "command": "forecast", "city": "Oslo" }),
+    )
+    .await
+    .unwrap();
+    assert_eq!(paid.status, 200, "{}", paid.body);
+
+    prometheus.expect(r#"up{job="agent-host"}"#, 1.0).await;
+    let runs = |command: &str, outcome: &str| {
+        format!(r#"sum(agent_host_plugin_runs_total{{agent="seller",command="{command}",outcome="{outcome}"}})"#)
+    };
+    prometheus.expect(&runs("hello", "succeeded"), 3.0).await;
+    prometheus.expect(&runs("hog", "limit_exceeded"), 1.0).await;
+    prometheus.expect(&runs("forecast", "succeeded"), 1.0).await;
+    prometheus
+        .expect(r#"sum(agent_host_jobs_finished_total{state="succeeded"})"#, 1.0)
+        .await;
+    prometheus.expect("agent_host_jobs_queued", 0.0).await;
+    let execute = r#"sum(http_server_request_duration_seconds_count{http_route="/v1/agents/{agent_id}/commands/{command_name}/execute",http_request_method="POST"})"#;
+    prometheus.expect(execute, 5.0).await;
+    prometheus
+        .expect(
+            r#"sum(agent_host_x402_payments_total{network="base",version="2",state="served"})"#,
+            1.0,
+        )
+        .await;
+    prometheus
+        .expect(
+            r#"sum(agent_host_x402_revenue_micro_usdc_total{network="base"})"#,
+            10_000.0,
+        )
+        .await;
+    prometheus
+        .expect(r#"sum(agent_host_x402_offers_total{network="base"}) >= bool 1"#, 1.0)
+        .await;
+    // The agent's wallet relayed the payment on Base: it paid gas.
+    prometheus.expect("agent_host_x402_fee_wei_total > bool 0", 1.0).await;
+    prometheus
+        .expect(
+            r#"sum(rpc_client_call_duration_seconds_count{network="base"}) > bool 0"#,
+            1.0,
+        )
+        .await;
+    prometheus
+        .expect(r#"sum(db_client_operation_duration_seconds_count) > bool 0"#, 1.0)
+        .await;
+
+    // Every query of the operations guide's dashboard is valid against these names, and
+    // those this load feeds have data.
+    let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/operations.md")).unwrap();
+    let dashboard = guide.split("### A dashboard").nth(1).expect("the dashboard section");
+    let mut fed = 0;
+    for row in dashboard.lines().filter(|l| l.starts_with("| ") && l.contains('`')) {
+        let (panel, queries) = row.trim_matches('|').split_once(" | ").unwrap();
+        let panel = panel.trim();
+        for query in queries.split('`').skip(1).step_by(2) {
+            let query = query.replace("\\|", "|");
+            let fed_here = [
+                "Requests per second",
+                "x402 revenue",
+                "Plugin failures",
+                "Fee spend, ETH",
+                "Job queue",
+            ]
+            .iter()
+            .any(|p| panel.starts_with(p));
+            // A rate needs two scrapes of a series: the panels fed here fill within seconds.
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            while prometheus.series(&query).await.is_empty() && fed_here {
+                assert!(std::time::Instant::now() < deadline, "{panel}: {query} has no data");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            fed += usize::from(fed_here);
+        }
+    }
+    assert_eq!(fed, 6, "the fed panels were all found in the guide");
+
+    // The older text format lints clean with Prometheus's own tool.
+    let text = send(client().get(&scrape_url)).await;
+    assert!(
+        text.header("content-type")
+            .unwrap()
+            .starts_with("text/plain; version=0.0.4"),
+        "{:?}",
+        text.headers
+    );
+    let mut lint = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool");
+    use std::io::Write;
+    lint.stdin.take().unwrap().write_all(text.text.as_bytes()).unwrap();
+    let linted = lint.wait_with_output().unwrap();
+    assert!(
+        linted.status.success(),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&linted.stdout),
+        String::from_utf8_lossy(&linted.stderr)
+    );
+    // No payer, key or wallet address in any label.
+    for secret in [payer_address.as_str(), wallet.as_str(), key.as_str()] {
+        assert!(!text.text.contains(secret), "{secret} in the metrics");
+    }
+}
