@@ -2,8 +2,8 @@
 
 # Starts `agent-host serve` ($1: the binary, $2: its data dir; more arguments go to the binary
 # before `serve`, e.g. nothing, or settings flags) on a free port of 127.0.0.1 and waits until
-# it is ready. Sets `server` (its pid) and `base` (its URL). Its stderr goes to
-# "$2/server.log".
+# it is ready. Sets `server` (its pid), `base` (its URL) and `metrics_url` (with
+# metrics_listen set). Its stderr goes to "$2/server.log".
 start_server() {
     local bin="$1" dir="$2"
     shift 2
@@ -11,7 +11,8 @@ start_server() {
     "$bin" --data-dir "$dir" "$@" --json serve --listen 127.0.0.1:0 > "$dir/ready" 2> "$dir/server.log" &
     server=$!
     for _ in $(seq 1 100); do [ -s "$dir/ready" ] && break; sleep 0.1; done
-    base="$(sed -E 's/.*"(http:[^"]+)".*/\1/' "$dir/ready")"
+    base="$(sed -E 's/.*"listening":\["(http:[^"]+)".*/\1/' "$dir/ready")"
+    metrics_url="$(sed -nE 's/.*"metrics":"(http:[^"]+)".*/\1/p' "$dir/ready")"
 }
 
 # Seeds the demo agent (examples/helper.toml) for an account without rate limits in the data

@@ -24,17 +24,15 @@ pub async fn serve_in_span(mut request: Request, next: Next) -> Response {
         .and_then(|v| v.to_str().ok())
         .filter(|v| acceptable(v))
         .map(str::to_string)
-        .unwrap_or_else(|| crate::random::hex_token(16));
+        .unwrap_or_else(new_id);
     // The route template, never the path itself: paths carry ids without bound.
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_string());
+    let route = request.extensions().get::<MatchedPath>().cloned();
+    let route = route.as_ref().map(MatchedPath::as_str);
     let span = tracing::info_span!(
         "request",
         request_id = %id,
         "http.request.method" = %request.method(),
-        "http.route" = route.as_deref().unwrap_or("(none)"),
+        "http.route" = route.unwrap_or("(none)"),
         "http.response.status_code" = tracing::field::Empty,
     );
     let method = crate::telemetry::metrics::method_label(request.method());
@@ -46,7 +44,7 @@ pub async fn serve_in_span(mut request: Request, next: Next) -> Response {
     let mut response = next.run(request).instrument(span.clone()).await;
     let status = response.status().as_u16();
     if let Some(metrics) = metrics {
-        metrics.http_finished(method, route.as_deref(), status, started.elapsed().as_secs_f64());
+        metrics.http_finished(method, route, status, started.elapsed().as_secs_f64());
     }
     span.record("http.response.status_code", status);
     tracing::debug!(parent: &span, status, latency_us = started.elapsed().as_micros() as u64, "answered");
@@ -54,6 +52,19 @@ pub async fn serve_in_span(mut request: Request, next: Next) -> Response {
         response.headers_mut().insert(REQUEST_ID, value);
     }
     response
+}
+
+/// 32 hex digits, unique across processes and requests without a system call each: a
+/// random prefix drawn once per process, then a counter. Ids need not be unguessable.
+fn new_id() -> String {
+    static PREFIX: std::sync::LazyLock<u64> = std::sync::LazyLock::new(|| {
+        let mut bytes = [0u8; 8];
+        crate::random::fill(&mut bytes);
+        u64::from_le_bytes(bytes)
+    });
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let count = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{:016x}{count:016x}", *PREFIX)
 }
 
 /// A caller's id is kept when it is short and plain (it is echoed and logged as is).
@@ -66,6 +77,15 @@ fn acceptable(id: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn made_ids_are_32_hex_digits_and_never_repeat() {
+        let (a, b) = (super::new_id(), super::new_id());
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+        assert_eq!(a[..16], b[..16], "one prefix per process");
+    }
+
     #[test]
     fn only_plain_short_ids_are_kept() {
         assert!(super::acceptable("7f3a-11ee.b0c2"));

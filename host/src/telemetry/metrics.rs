@@ -17,6 +17,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
+use super::hot_path;
+
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
 
@@ -99,6 +101,9 @@ pub struct Metrics {
     plugin_runs: Family<Labels<3>, Counter>,
     plugin_duration: Histograms<1>,
     plugin_memory: Histograms<0>,
+    /// The duration histogram of each outcome, and the memory one, resolved once.
+    plugin_duration_by_outcome: Vec<Histogram>,
+    plugin_peak_memory: Histogram,
     plugin_refused: Family<Labels<1>, Counter>,
     pub plugin_slots: Gauge,
     pub plugin_slots_in_use: Gauge,
@@ -137,7 +142,9 @@ struct Names {
     max_agents: usize,
     max_commands: usize,
     agents: HashMap<String, &'static str>,
-    commands: HashMap<(String, String), &'static str>,
+    /// By agent, then command: looked up without building a key.
+    commands: HashMap<String, HashMap<String, &'static str>>,
+    commands_admitted: usize,
     routes: HashMap<String, &'static str>,
 }
 
@@ -173,6 +180,7 @@ impl Metrics {
                 max_commands: 0,
                 agents: HashMap::new(),
                 commands: HashMap::new(),
+                commands_admitted: 0,
                 routes: HashMap::new(),
             }),
             http_duration: Family::new_with_constructor(latency),
@@ -180,6 +188,8 @@ impl Metrics {
             plugin_runs: Family::default(),
             plugin_duration: Family::new_with_constructor(slow),
             plugin_memory: Family::new_with_constructor(bytes),
+            plugin_duration_by_outcome: Vec::new(),
+            plugin_peak_memory: bytes(),
             plugin_refused: Family::default(),
             plugin_slots: Gauge::default(),
             plugin_slots_in_use: Gauge::default(),
@@ -370,7 +380,17 @@ impl Metrics {
             "Database calls waiting for a PostgreSQL connection",
             m.db_pending_requests.clone(),
         );
-        Metrics { registry, ..metrics }
+        let plugin_duration_by_outcome = hot_path::OUTCOMES
+            .iter()
+            .map(|outcome| metrics.plugin_duration.get_or_create(&[("outcome", outcome)]).clone())
+            .collect();
+        let plugin_peak_memory = metrics.plugin_memory.get_or_create(&[]).clone();
+        Metrics {
+            registry,
+            plugin_duration_by_outcome,
+            plugin_peak_memory,
+            ..metrics
+        }
     }
 
     fn names(&self) -> std::sync::RwLockReadGuard<'_, Names> {
@@ -393,16 +413,24 @@ impl Metrics {
 
     /// The command's label (under an admitted agent), or `other`.
     pub fn command(&self, agent: &str, command: &str) -> &'static str {
-        let key = (agent.to_string(), command.to_string());
-        if let Some(label) = self.names().commands.get(&key) {
+        if let Some(label) = self.names().commands.get(agent).and_then(|c| c.get(command)) {
             return label;
         }
         if self.agent(agent) == OTHER {
             return OTHER;
         }
         let mut names = self.names_mut();
-        let cap = names.max_commands;
-        Names::admit(&mut names.commands, key, command, cap)
+        if names.commands_admitted >= names.max_commands {
+            return OTHER;
+        }
+        let commands = names.commands.entry(agent.to_string()).or_default();
+        if let Some(label) = commands.get(command) {
+            return label;
+        }
+        let label: &'static str = Box::leak(command.to_string().into_boxed_str());
+        commands.insert(command.to_string(), label);
+        names.commands_admitted += 1;
+        label
     }
 
     fn route(&self, route: &str) -> &'static str {
@@ -420,35 +448,35 @@ impl Metrics {
     }
 
     pub fn http_finished(&self, method: &'static str, route: Option<&str>, status: u16, seconds: f64) {
-        let route = route.map_or("(none)", |r| self.route(r));
-        let class = match status {
-            100..=199 => "1xx",
-            200..=299 => "2xx",
-            300..=399 => "3xx",
-            400..=499 => "4xx",
-            _ => "5xx",
-        };
-        self.http_duration
-            .get_or_create(&[
-                ("http_request_method", method),
-                ("http_route", route),
-                ("http_response_status_class", class),
-            ])
-            .observe(seconds);
+        let route = route.unwrap_or("(none)");
+        let class = (usize::from(status / 100)).clamp(1, 5) - 1;
+        let method_index = hot_path::index_of(&hot_path::METHODS, method);
+        let histogram = hot_path::http(route, method_index, class, || {
+            self.http_duration
+                .get_or_create(&[
+                    ("http_request_method", hot_path::METHODS[method_index]),
+                    ("http_route", self.route(route)),
+                    ("http_response_status_class", hot_path::CLASSES[class]),
+                ])
+                .clone()
+        });
+        histogram.observe(seconds);
     }
 
     pub fn plugin_run(&self, agent: &str, command: &str, outcome: &'static str, seconds: f64, peak_memory: u64) {
-        let labels = [
-            ("agent", self.agent(agent)),
-            ("command", self.command(agent, command)),
-            ("outcome", outcome),
-        ];
-        self.plugin_runs.get_or_create(&labels).inc();
-        self.plugin_duration
-            .get_or_create(&[("outcome", outcome)])
-            .observe(seconds);
+        let outcome_index = hot_path::index_of(&hot_path::OUTCOMES, outcome);
+        let runs = hot_path::runs(agent, command, outcome_index, || {
+            let labels = [
+                ("agent", self.agent(agent)),
+                ("command", self.command(agent, command)),
+                ("outcome", hot_path::OUTCOMES[outcome_index]),
+            ];
+            self.plugin_runs.get_or_create(&labels).clone()
+        });
+        runs.inc();
+        self.plugin_duration_by_outcome[outcome_index].observe(seconds);
         if peak_memory > 0 {
-            self.plugin_memory.get_or_create(&[]).observe(peak_memory as f64);
+            self.plugin_peak_memory.observe(peak_memory as f64);
         }
     }
 
@@ -598,7 +626,7 @@ mod tests {
         metrics.http_active.inc();
         metrics.http_active.dec();
         metrics.http_finished("GET", Some("/v1/agents/{agent_id}/commands"), 200, 0.002);
-        metrics.plugin_run("seller", "hello", "ok", 0.01, 1 << 20);
+        metrics.plugin_run("seller", "hello", "succeeded", 0.01, 1 << 20);
         metrics.plugin_run("buyer", "hello", "failed", 0.01, 0);
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &metrics.registry).unwrap();
@@ -612,7 +640,9 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(text.contains("agent_host_plugin_runs_total{agent=\"seller\",command=\"hello\",outcome=\"ok\"} 1"));
+        assert!(
+            text.contains("agent_host_plugin_runs_total{agent=\"seller\",command=\"hello\",outcome=\"succeeded\"} 1")
+        );
         assert!(text.contains("agent_host_plugin_runs_total{agent=\"other\",command=\"other\",outcome=\"failed\"} 1"));
         assert!(text.contains("http_server_active_requests 0"), "{text}");
 

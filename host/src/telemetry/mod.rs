@@ -1,6 +1,7 @@
 //! What the service tells its operator: log lines (text or JSON, each carrying the request
 //! id of the request it belongs to), and metrics (`metrics`).
 
+mod hot_path;
 pub mod metrics;
 
 use crate::config::LogFormat;
