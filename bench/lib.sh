@@ -46,3 +46,16 @@ wrk.headers["accept"] = "application/json, text/event-stream"
 wrk.headers["mcp-protocol-version"] = "2025-11-25"
 LUA
 }
+
+# wrk at 64 connections for $secs seconds against the URL $2 with the wrk script $3, the
+# key in both headers agent-host reads; prints one line and writes the req/s to
+# "$data/$1.res" (its output to "$data/$1.txt").
+wrk_run() {
+    wrk -t1 -c64 -d"${secs}s" --latency -H "x-api-key: $key" -H "authorization: Bearer $key" -s "$3" "$2" > "$data/$1.txt"
+    local rps errors
+    rps="$(awk '/Requests\/sec/ {printf "%d", $2}' "$data/$1.txt")"
+    errors="$(awk '/Non-2xx/ {print $5}' "$data/$1.txt")"
+    printf '%-14s %8s req/s   p50 %8s   p99 %8s   non-2xx %s\n' "$1" "$rps" \
+        "$(awk '$1 == "50%" {print $2}' "$data/$1.txt")" "$(awk '$1 == "99%" {print $2}' "$data/$1.txt")" "${errors:-0}"
+    echo "$rps" > "$data/$1.res"
+}

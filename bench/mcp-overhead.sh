@@ -30,19 +30,10 @@ reply="$(curl -sf -H "authorization: Bearer $key" -H 'content-type: application/
     "$base/mcp/helper")"
 case "$reply" in *"Hello, Ann"*) ;; *) echo "the tool call did not answer: $reply" >&2; exit 1 ;; esac
 
-run() { # name, url, lua script
-    wrk -t1 -c64 -d"${secs}s" --latency -H "x-api-key: $key" -H "authorization: Bearer $key" -s "$3" "$2" > "$data/$1.txt"
-    local rps errors
-    rps="$(awk '/Requests\/sec/ {printf "%d", $2}' "$data/$1.txt")"
-    errors="$(awk '/Non-2xx/ {print $5}' "$data/$1.txt")"
-    printf '%-14s %8s req/s   p50 %8s   p99 %8s   non-2xx %s\n' "$1" "$rps" \
-        "$(awk '$1 == "50%" {print $2}' "$data/$1.txt")" "$(awk '$1 == "99%" {print $2}' "$data/$1.txt")" "${errors:-0}"
-    echo "$rps" > "$data/$1.res"
-}
 echo "wrk -t1 -c64 -d${secs}s, release build, $(nproc) cores shared by the server and wrk"
-run execute-first "$base/v1/agents/helper/commands/hello/execute" "$data/execute.lua"
-run tool-call "$base/mcp/helper" "$data/mcp.lua"
-run execute-last "$base/v1/agents/helper/commands/hello/execute" "$data/execute.lua"
+wrk_run execute-first "$base/v1/agents/helper/commands/hello/execute" "$data/execute.lua"
+wrk_run tool-call "$base/mcp/helper" "$data/mcp.lua"
+wrk_run execute-last "$base/v1/agents/helper/commands/hello/execute" "$data/execute.lua"
 awk '
     FILENAME ~ /execute-/ { execute += $1 / 2; next }
     { tool = $1 }

@@ -29,17 +29,8 @@ pids+=("$server")
 on="$base"
 [ -n "$metrics_url" ] || { echo "the measured server serves no metrics" >&2; exit 1; }
 execute_lua "$data/execute.lua"
+execute=/v1/agents/helper/commands/hello/execute
 
-run() { # name, base URL
-    wrk -t1 -c64 -d"${secs}s" --latency -H "x-api-key: $key" -s "$data/execute.lua" \
-        "$2/v1/agents/helper/commands/hello/execute" > "$data/$1.txt"
-    local rps errors
-    rps="$(awk '/Requests\/sec/ {printf "%d", $2}' "$data/$1.txt")"
-    errors="$(awk '/Non-2xx/ {print $5}' "$data/$1.txt")"
-    printf '%-14s %8s req/s   p50 %8s   p99 %8s   non-2xx %s\n' "$1" "$rps" \
-        "$(awk '$1 == "50%" {print $2}' "$data/$1.txt")" "$(awk '$1 == "99%" {print $2}' "$data/$1.txt")" "${errors:-0}"
-    echo "$rps" > "$data/$1.res"
-}
 echo "wrk -t1 -c64 -d${secs}s, release build, $(nproc) cores shared by the servers and wrk"
 # Both warmed up first (instance pools, caches), then measured in turns. The measured
 # server is scraped every second throughout, as Prometheus would.
@@ -49,10 +40,10 @@ wrk -t1 -c64 -d3s -H "x-api-key: $key" -s "$data/execute.lua" "$on/v1/agents/hel
 pids+=("$!")
 # ABBA: off on on off, twice, so that a drift of the machine falls on both alike.
 for round in 1 2; do
-    run "off-${round}a" "$off"
-    run "on-${round}a" "$on"
-    run "on-${round}b" "$on"
-    run "off-${round}b" "$off"
+    wrk_run "off-${round}a" "$off$execute" "$data/execute.lua"
+    wrk_run "on-${round}a" "$on$execute" "$data/execute.lua"
+    wrk_run "on-${round}b" "$on$execute" "$data/execute.lua"
+    wrk_run "off-${round}b" "$off$execute" "$data/execute.lua"
 done
 runs="$(curl -sf "$metrics_url" | awk '/^agent_host_plugin_runs_total/ {n += $NF} END {print n + 0}')"
 echo "runs the measured server counted: $runs"
