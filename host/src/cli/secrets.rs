@@ -58,9 +58,16 @@ pub async fn run(ctx: &Ctx, command: SecretsCmd) -> anyhow::Result<()> {
             }
             // Checked before the key file is written: a refusal leaves nothing behind.
             master_key::check(&ctx.store, &current).await.map_err(service)?;
-            if let KeySource::File(_) = source {
-                new.write_pending(data_dir).context("writing the new master key")?;
-            }
+            // Another process of this data dir starting now waits until the new key is in
+            // place (or forgotten), rather than judge a rotation half done.
+            let _lock = match source {
+                KeySource::File(_) => {
+                    let lock = key_file::lock(data_dir).context("locking the master key")?;
+                    new.write_pending(data_dir).context("writing the new master key")?;
+                    Some(lock)
+                }
+                KeySource::Environment => None,
+            };
             let rotated = master_key::rotate(&ctx.store, Arc::new(current), Arc::new(new)).await;
             let resealed = match rotated {
                 Ok(resealed) => resealed,

@@ -33,6 +33,10 @@ pub enum MasterKeyError {
     BadFile(PathBuf),
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+    #[error(
+        "{0} is missing, but this data dir has held a master key (a master.key.next or master.key.retired-* file is there): put the key back rather than start with a new one, which could not open the secrets"
+    )]
+    Missing(PathBuf),
 }
 
 impl MasterKey {
