@@ -248,12 +248,16 @@ pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
 async fn same_master_key(settings: &Settings, store: &Store) -> anyhow::Result<()> {
     const FACT: &str = "master-key-check";
     let data_dir = &settings.data_dir;
+    // A rotation of this data dir's key file that runs now is waited for.
+    let (_lock, pending) = match crate::secrets::KeySource::of(data_dir) {
+        crate::secrets::KeySource::File(_) => {
+            let lock = crate::secrets::key_file::lock(data_dir).context("master key")?;
+            (Some(lock), MasterKey::pending(data_dir).context("master key")?)
+        }
+        crate::secrets::KeySource::Environment => (None, None),
+    };
     let master = MasterKey::load_or_create(data_dir).context("master key")?;
     let recorded = store.agree_on_fact(FACT, master.seal(FACT, b"agent-host")).await?;
-    let pending = match crate::secrets::KeySource::of(data_dir) {
-        crate::secrets::KeySource::File(_) => MasterKey::pending(data_dir).context("master key")?,
-        crate::secrets::KeySource::Environment => None,
-    };
     if master.open(FACT, &recorded).is_ok() {
         if pending.is_some() {
             tracing::warn!("a master key rotation stopped before the database changed; the old key stays");
@@ -382,6 +386,12 @@ impl Server {
         tracing::info!("shutting down");
         let lifecycle = &state.services.lifecycle;
         lifecycle.begin_stopping();
+        // Still serving, /ready answering 503: the load balancer takes this host out first.
+        let delay = Duration::from_secs(state.services.settings.server.shutdown_delay_secs);
+        if !delay.is_zero() {
+            tracing::info!("not ready; accepting for {} s more", delay.as_secs());
+            tokio::time::sleep(delay).await;
+        }
         let _ = stop_tx.send(true);
         let grace = Duration::from_secs(state.services.settings.server.shutdown_grace_secs);
         let deadline = tokio::time::Instant::now() + grace;
@@ -400,7 +410,7 @@ impl Server {
         if !answered || !finished {
             tracing::warn!("work still in flight after {} s; stopping anyway", grace.as_secs());
         }
-        let cut_off = lifecycle.running_jobs();
+        let cut_off = lifecycle.cut_jobs(Duration::from_secs(1)).await;
         if !cut_off.is_empty() {
             tracing::warn!(jobs = cut_off.len(), "jobs still running are left to recovery");
             if let Err(e) = state.services.store.release_job_leases(cut_off).await {

@@ -350,6 +350,8 @@ settings! {
         log: String = "info", "log filter (tracing EnvFilter syntax), written to stderr";
         log_format: LogFormat = "text", "how log lines are written: text, or json (one object per line, with the request id)";
         public_base_url: Option<String> = "", "absolute base URL of this server, used in status addresses (unset: http:// + the first listen address)";
+        shutdown_delay_secs: u64 = "0" [0 ..= 600],
+            "on SIGTERM, how long the server keeps serving with /ready answering 503 before it stops accepting (time for a load balancer to take it out)";
         shutdown_grace_secs: u64 = "30" [0 ..= 3600], "how long shutdown waits for requests in flight and the work they started";
         recovery_interval_secs: u64 = "30" [1 ..= 3600],
             "how often stuck or cut-off payments, refunds and transfers are taken up again";

@@ -107,8 +107,24 @@ async fn prometheus_reads_what_a_mixed_load_did() {
         .expect(r#"sum(db_client_operation_duration_seconds_count) > bool 0"#, 1.0)
         .await;
 
-    // Every query of the operations guide's dashboard is valid against these names, and
-    // those this load feeds have data.
+    // Every query of the operations guide's dashboard is valid PromQL over names this
+    // server exposes, and those this load feeds have data.
+    // A family with no series yet is not in the exposition: it must then be one the
+    // server registers, by its name without prefix and unit.
+    let exposed = send(client().get(&scrape_url)).await.text;
+    let registered = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/telemetry/metrics.rs")).unwrap();
+    let known = |token: &str| {
+        let family = ["_bucket", "_count", "_sum"]
+            .iter()
+            .find_map(|suffix| token.strip_suffix(suffix))
+            .unwrap_or(token);
+        let stem = ["_total", "_seconds", "_bytes"]
+            .iter()
+            .find_map(|unit| family.strip_suffix(unit))
+            .unwrap_or(family);
+        let stem = stem.strip_prefix("agent_host_").unwrap_or(stem);
+        exposed.contains(&format!("# TYPE {family} ")) || registered.contains(&format!("\"{stem}\""))
+    };
     let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/operations.md")).unwrap();
     let dashboard = guide.split("### A dashboard").nth(1).expect("the dashboard section");
     let mut fed = 0;
@@ -117,6 +133,16 @@ async fn prometheus_reads_what_a_mixed_load_did() {
         let panel = panel.trim();
         for query in queries.split('`').skip(1).step_by(2) {
             let query = query.replace("\\|", "|");
+            let names = query
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|t| {
+                    ["agent_host_", "http_server_", "rpc_client_", "db_client_"]
+                        .iter()
+                        .any(|p| t.starts_with(p))
+                });
+            for name in names {
+                assert!(known(name), "{panel}: {name} is not a metric this server exposes");
+            }
             let fed_here = [
                 "Requests per second",
                 "x402 revenue",

@@ -106,7 +106,9 @@ async fn sigterm_lets_a_command_a_paid_request_and_a_job_finish() {
 
 #[tokio::test]
 async fn a_job_that_outlasts_the_grace_period_is_left_to_recovery_at_once() {
-    // A lease of an hour: only its release lets the next host take the job up now.
+    // A lease of an hour: only its release lets the next host take the job up now. (On
+    // SQLite the next start fails every running job anyway: the PostgreSQL pass is the one
+    // that proves the release.)
     let env = TestEnv::new()
         .with_env("AGENT_HOST_SHUTDOWN_GRACE_SECS", "1")
         .with_env("AGENT_HOST_JOB_LEASE_SECS", "3600")
@@ -174,31 +176,67 @@ async fn ready_says_whether_to_send_requests_and_every_answer_names_its_request(
 }
 
 #[tokio::test]
-async fn json_logs_carry_the_request_id() {
+async fn json_logs_carry_the_request_id_into_the_work_it_started() {
     let env = TestEnv::new()
         .with_env("AGENT_HOST_LOG_FORMAT", "json")
-        .with_env("AGENT_HOST_LOG", "info,agent_host=debug");
+        .with_env("AGENT_HOST_LOG", "info,agent_host=debug,plugin=info");
+    let key = env.account_with_key("acme", "free");
+    env.apply_agent(
+        &format!("{}{}", manifest("worker"), probe_command("note", "long_running = true")),
+        "acme",
+    );
     let server = env.serve();
     let client = reqwest::Client::new();
-    let reply = client
+    let refused = client
         .get(server.url("/v1/agents/nobody/commands"))
-        .header("x-request-id", "trace-me-42")
+        .header("x-request-id", "trace-me-41")
         .send()
         .await
         .unwrap();
-    assert_eq!(reply.status(), 401);
+    assert_eq!(refused.status(), 401);
+    // A job's plugin logs from a task of its own, after the request was answered.
+    let started = client
+        .post(server.url("/v1/agents/worker/commands/note/execute"))
+        .header("x-api-key", &key)
+        .header("x-request-id", "trace-me-42")
+        .json(&json!({ "parameters": { "mode": "log", "url": "written-by-the-job" } }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.headers()["x-request-id"], "trace-me-42");
+    let started: serde_json::Value = started.json().await.unwrap();
+    let status_url = started["data"]["result"]["statusUrl"].as_str().unwrap().to_string();
+    assert_eq!(
+        poll_job(&status_url, Duration::from_secs(10)).await["state"],
+        "succeeded"
+    );
+
     let log = server.log();
     let lines: Vec<serde_json::Value> = log
         .lines()
         .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect();
-    assert!(!lines.is_empty(), "{log}");
+    let request_of = |line: &serde_json::Value| {
+        line["spans"]
+            .as_array()
+            .and_then(|spans| spans.iter().find_map(|s| s["request_id"].as_str()))
+            .map(str::to_string)
+    };
     let answered = lines
         .iter()
-        .find(|l| l["span"]["request_id"] == "trace-me-42")
-        .unwrap_or_else(|| panic!("no line of the request: {log}"));
-    assert_eq!(answered["span"]["http.route"], "/v1/agents/{agent_id}/commands");
+        .find(|l| request_of(l).as_deref() == Some("trace-me-41"))
+        .unwrap_or_else(|| panic!("no line of the refused request: {log}"));
+    assert_eq!(answered["spans"][0]["http.route"], "/v1/agents/{agent_id}/commands");
     assert_eq!(answered["status"], 401);
     assert!(answered["timestamp"].is_string() && answered["level"].is_string());
+    let from_the_job = lines
+        .iter()
+        .find(|l| l["message"] == "written-by-the-job")
+        .unwrap_or_else(|| panic!("the plugin's line is missing: {log}"));
+    assert_eq!(
+        request_of(from_the_job).as_deref(),
+        Some("trace-me-42"),
+        "{from_the_job}"
+    );
 }

@@ -109,15 +109,17 @@ pub struct BaseNetwork {
     pub explorer_tx_url: String,
 }
 
-/// A value the named network fixes may be given only as that network has it.
+/// A value the named network fixes may be given only as that network has it (an address
+/// in any letter case).
 fn fixed<T: PartialEq + std::fmt::Display>(
     setting: &str,
     given: Option<T>,
     preset: T,
     network: (&str, &str),
 ) -> Result<T, String> {
+    let same = |value: &T| value == &preset || value.to_string().eq_ignore_ascii_case(&preset.to_string());
     match given {
-        Some(value) if value != preset => Err(format!(
+        Some(value) if !same(&value) => Err(format!(
             "{setting} = {value} contradicts {} = {} (whose value is {preset}); set {} = custom to choose every value yourself",
             network.0, network.1, network.0
         )),
@@ -317,6 +319,8 @@ mod tests {
             base(&chains(&[("base_chain_id", "8453")])).is_ok(),
             "the same value is fine"
         );
+        let lower = "\"0x833589fcd6edb6e08f4c7c32d4f71b54bda02913\"";
+        assert!(base(&chains(&[("base_usdc_address", lower)])).is_ok(), "in any case");
         let error = solana(&chains(&[
             ("solana_network", "\"devnet\""),
             ("solana_usdc_mint", "\"EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v\""),

@@ -517,7 +517,8 @@ impl UsdcChain for SolanaChain {
                 .rpc
                 .call(
                     "getTransaction",
-                    json!([transaction, { "encoding": "json", "commitment": self.commitment, "maxSupportedTransactionVersion": 0 }]),
+                    // getTransaction takes confirmed or finalized only.
+                    json!([transaction, { "encoding": "json", "commitment": if self.commitment == "finalized" { "finalized" } else { "confirmed" }, "maxSupportedTransactionVersion": 0 }]),
                 )
                 .await?;
             Ok(found["meta"]["fee"].as_u64().map(u128::from))

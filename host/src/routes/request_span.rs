@@ -47,7 +47,7 @@ pub async fn serve_in_span(mut request: Request, next: Next) -> Response {
         metrics.http_finished(method, route, status, started.elapsed().as_secs_f64());
     }
     span.record("http.response.status_code", status);
-    tracing::debug!(parent: &span, status, latency_us = started.elapsed().as_micros() as u64, "answered");
+    span.in_scope(|| tracing::debug!(status, latency_us = started.elapsed().as_micros() as u64, "answered"));
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(REQUEST_ID, value);
     }

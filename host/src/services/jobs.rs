@@ -85,7 +85,6 @@ async fn run(services: Services, id: String) {
     if services.lifecycle.is_stopping() {
         return;
     }
-    let _here = services.lifecycle.job_running(&id);
     match services.store.start_job(&id, lease_until(&services)).await {
         Ok(true) => {}
         Ok(false) => return, // someone else has it, or it is finished
@@ -94,8 +93,16 @@ async fn run(services: Services, id: String) {
             return;
         }
     }
+    let lifecycle = services.lifecycle.clone();
+    let _here = lifecycle.job_running(&id);
     let leased = lease_keeper(&services, &id);
-    let outcome = match work(&services, &id).await {
+    // A shutdown that outlasts its grace period stops the work where it stands; the job's
+    // lease is then released and recovery fails it (it may have had side effects).
+    let outcome = tokio::select! {
+        worked = work(&services, &id) => worked,
+        _ = lifecycle.jobs_cut() => return,
+    };
+    let outcome = match outcome {
         Ok(output) => output,
         Err((error, code)) => JobOutcome::Failed {
             error,
@@ -107,11 +114,15 @@ async fn run(services: Services, id: String) {
         JobOutcome::Failed { error, code } => Some((error.clone(), code.clone())),
         _ => None,
     };
-    if let Err(e) = services.store.finish_job(&id, outcome).await {
-        tracing::error!(job = %id, error = %e, "could not record a job's end");
-    }
-    if let Some(metrics) = crate::telemetry::metrics::metrics() {
-        metrics.job_finished(if failure.is_some() { "failed" } else { "succeeded" });
+    match services.store.finish_job(&id, outcome).await {
+        // Counted by the one write that ended it.
+        Ok(true) => {
+            if let Some(metrics) = crate::telemetry::metrics::metrics() {
+                metrics.job_finished(if failure.is_some() { "failed" } else { "succeeded" });
+            }
+        }
+        Ok(false) => {}
+        Err(e) => tracing::error!(job = %id, error = %e, "could not record a job's end"),
     }
     match failure {
         Some((why, code)) => {
@@ -211,6 +222,9 @@ fn progress_writer(services: &Services, job_id: &str) -> (ProgressSink, StopOnDr
     (sink, StopOnDrop(writer))
 }
 
+/// How long a queued job is left to the host that queued it before recovery takes it.
+const FRESH_JOB_MS: i64 = 10_000;
+
 /// Runs what never started and fails what was cut off mid-run (its host stopped renewing
 /// its lease), at start and in every recovery pass. At the start of the only host serving
 /// from its store every running job was cut off, lease or not.
@@ -222,7 +236,7 @@ pub async fn recover(services: &Services, at_start: bool) -> Result<(usize, usiz
     let interrupted = services.store.jobs_cut_off(before).await?;
     for job in &interrupted {
         let why = "the server running this job stopped before it finished; it was not run again";
-        services
+        let ended_here = services
             .store
             .finish_job(
                 &job.id,
@@ -232,7 +246,7 @@ pub async fn recover(services: &Services, at_start: bool) -> Result<(usize, usiz
                 },
             )
             .await?;
-        if let Some(metrics) = crate::telemetry::metrics::metrics() {
+        if let Some(metrics) = crate::telemetry::metrics::metrics().filter(|_| ended_here) {
             metrics.job_finished("failed");
         }
         // A paid job: its payer gets the money back (in the background: it is a transfer).
@@ -240,7 +254,19 @@ pub async fn recover(services: &Services, at_start: bool) -> Result<(usize, usiz
         let lifecycle = services.lifecycle.clone();
         lifecycle.spawn(async move { super::payments::refund_failed_job(&services, &id, why, "internal_error").await });
     }
-    let queued = services.store.jobs_in_state(JobState::Queued).await?;
+    // A job queued moments ago is its submitter's to start (in its request's span), unless
+    // this is the only host and it has just started: then every queued job is an orphan.
+    let orphaned_before = match at_start && !services.store.is_shared() {
+        true => i64::MAX,
+        false => crate::clock::now_ms() - FRESH_JOB_MS,
+    };
+    let queued: Vec<JobRecord> = services
+        .store
+        .jobs_in_state(JobState::Queued)
+        .await?
+        .into_iter()
+        .filter(|job| job.created_at < orphaned_before)
+        .collect();
     for job in &queued {
         services.lifecycle.spawn(run(services.clone(), job.id.clone()));
     }

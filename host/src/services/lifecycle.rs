@@ -1,7 +1,8 @@
 //! The host's own life: whether it is stopping, and the work it must let finish first.
 //! Work that outlives the request that started it (a job, a paid request whose caller left,
 //! a refund, an answer to a chat) is spawned here, so shutdown can wait for it instead of
-//! cutting it off mid-payment.
+//! cutting it off mid-payment. It runs in the span of the request that started it, so its
+//! log lines carry that request's id.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -9,7 +10,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 #[derive(Default)]
 pub struct Lifecycle {
@@ -17,16 +20,19 @@ pub struct Lifecycle {
     work: TaskTracker,
     /// Jobs this host runs now, by id: their leases are released if shutdown outlasts them.
     running_jobs: Mutex<HashSet<String>>,
+    /// Stops the jobs still running when the grace period ends.
+    cut_jobs: CancellationToken,
 }
 
 impl Lifecycle {
-    /// Runs `work` in the background; shutdown waits for it (up to its grace period).
+    /// Runs `work` in the background, in the current span; shutdown waits for it (up to its
+    /// grace period).
     pub fn spawn<F>(&self, work: F) -> tokio::task::JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.work.spawn(work)
+        self.work.spawn(work.in_current_span())
     }
 
     pub fn is_stopping(&self) -> bool {
@@ -57,8 +63,25 @@ impl Lifecycle {
         }
     }
 
-    /// The jobs still running here.
-    pub fn running_jobs(&self) -> Vec<String> {
+    /// Stops the jobs still running here (their work is dropped where it stands, their
+    /// leases no longer renewed) and gives their ids, once they have stopped or `limit`
+    /// has passed.
+    pub async fn cut_jobs(&self, limit: Duration) -> Vec<String> {
+        let cut = self.running_jobs();
+        self.cut_jobs.cancel();
+        let deadline = tokio::time::Instant::now() + limit;
+        while !self.running_jobs().is_empty() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        cut
+    }
+
+    /// Resolves when shutdown cuts the jobs still running.
+    pub async fn jobs_cut(&self) {
+        self.cut_jobs.cancelled().await
+    }
+
+    fn running_jobs(&self) -> Vec<String> {
         self.running_jobs
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -16,13 +16,17 @@ pub async fn refresh(services: &Services) {
         metrics.db_connections_idle.set(pool.idle as i64);
         metrics.db_pending_requests.set(pool.waiting as i64);
     }
-    match services.store.job_counts().await {
-        Ok((queued, running, oldest)) => {
+    // A database in trouble must not stall the scrape (when the metrics matter most): the
+    // job gauges then keep their last values.
+    let counted = tokio::time::timeout(std::time::Duration::from_secs(1), services.store.job_counts()).await;
+    match counted {
+        Err(_) => tracing::warn!("the job counts took over a second; the metrics keep the last ones"),
+        Ok(Ok((queued, running, oldest))) => {
             metrics.jobs_queued.set(queued as i64);
             metrics.jobs_running.set(running as i64);
             let age_ms = oldest.map_or(0, |created| crate::clock::now_ms().saturating_sub(created));
             metrics.jobs_oldest_queued_seconds.set(age_ms as f64 / 1000.0);
         }
-        Err(e) => tracing::warn!(error = %e, "could not count the jobs for the metrics"),
+        Ok(Err(e)) => tracing::warn!(error = %e, "could not count the jobs for the metrics"),
     }
 }

@@ -253,11 +253,13 @@ impl Store {
     }
 
     /// Records the end of an unfinished job; a finished one is left as it is.
-    pub async fn finish_job(&self, id: &str, outcome: JobOutcome) -> Result<(), StoreError> {
+    /// Ends a queued or running job; false when it had ended already (another host, or
+    /// recovery, ended it first).
+    pub async fn finish_job(&self, id: &str, outcome: JobOutcome) -> Result<bool, StoreError> {
         let id = id.to_string();
         self.write(move |db| {
             let now = crate::clock::now_ms();
-            match outcome {
+            let changed = match outcome {
                 JobOutcome::Succeeded { response, format, artifact_url } => db.execute(
                     "UPDATE jobs SET state = 'succeeded', progress = 100, response = ?2, format = ?3, artifact_url = ?4,
                         finished_at = ?5 WHERE id = ?1 AND state IN ('queued', 'running')",
@@ -269,7 +271,7 @@ impl Store {
                     args![id, error, code, now],
                 )?,
             };
-            Ok(())
+            Ok(changed == 1)
         })
         .await
     }

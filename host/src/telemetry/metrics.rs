@@ -150,6 +150,14 @@ struct Names {
 
 const OTHER: &str = "other";
 
+/// A name as a label value: the exposition writes values as they are, so a quote, a
+/// backslash or a line break (which names here cannot hold today) would break it.
+fn label_text(name: &str) -> String {
+    name.chars()
+        .map(|c| if matches!(c, '"' | '\\' | '\n' | '\r') { '_' } else { c })
+        .collect()
+}
+
 impl Names {
     /// A bounded set of names, each leaked once: a label is a `&'static str` to copy.
     fn admit<K: std::hash::Hash + Eq>(
@@ -164,7 +172,7 @@ impl Names {
         if map.len() >= cap {
             return OTHER;
         }
-        let label: &'static str = Box::leak(name.to_string().into_boxed_str());
+        let label: &'static str = Box::leak(label_text(name).into_boxed_str());
         map.insert(key, label);
         label
     }
@@ -427,7 +435,7 @@ impl Metrics {
         if let Some(label) = commands.get(command) {
             return label;
         }
-        let label: &'static str = Box::leak(command.to_string().into_boxed_str());
+        let label: &'static str = Box::leak(label_text(command).into_boxed_str());
         commands.insert(command.to_string(), label);
         names.commands_admitted += 1;
         label

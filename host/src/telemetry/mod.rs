@@ -18,12 +18,13 @@ pub fn init_logs(filter: &str, format: LogFormat) {
         LogFormat::Text => builder
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .try_init(),
-        // The event's fields at the top level; the request's span (its id, route) beside them.
+        // The event's fields at the top level; beside them every span it is in, outermost
+        // first: the request's (its id, route), and any inside it.
         LogFormat::Json => builder
             .json()
             .flatten_event(true)
-            .with_current_span(true)
-            .with_span_list(false)
+            .with_current_span(false)
+            .with_span_list(true)
             .try_init(),
     };
 }

@@ -234,7 +234,16 @@ async fn buy_on(
         Err(err) => {
             measured.ended(match &err {
                 ServiceError::X402(X402Error::SettlementPending(_)) => "pending",
-                _ => "refused",
+                ServiceError::X402(
+                    X402Error::Refused(_)
+                    | X402Error::PayerBusy
+                    | X402Error::PayerCoolingOff { .. }
+                    | X402Error::CommandNotOffered(_),
+                )
+                | ServiceError::RateLimited(_)
+                | ServiceError::Unavailable { .. } => "refused",
+                // The chain or the store failed: recovery finds the payment if it was recorded.
+                _ => "error",
             });
             if let (Some(command), Some(at)) = (command, trial) {
                 breaker::release_trial(&services.store, &offer.agent.id, &command.def.name, at).await;
@@ -268,7 +277,8 @@ impl Measured {
 
     /// How the purchase ended: `served`, `refunded` (the work failed and the payer is paid
     /// back), `unanswered` (recovery refunds it), `refused` (nothing was taken), `pending`
-    /// (settling still; recovery ends it) or `retried` (a payment met again).
+    /// (settling still; recovery ends it), `error` (a chain or store failure; recovery
+    /// finishes a recorded payment) or `retried` (a payment met again).
     fn ended(&self, state: &'static str) {
         if let Some(metrics) = crate::telemetry::metrics::metrics() {
             metrics.x402_payment(self.network, self.version, state);
