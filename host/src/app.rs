@@ -425,6 +425,7 @@ impl Server {
         if let Some(metrics) = metrics {
             metrics.abort();
         }
+        crate::telemetry::traces::flush();
         state
             .services
             .store

@@ -363,12 +363,14 @@ settings! {
             "wrong API keys or webhook secrets one client address may present per minute; past it, refused before any lookup";
         auth_failure_limit_per_day: u32 = "500" [1 ..= 100000000], "wrong API keys or webhook secrets one client address may present per UTC day";
     }
-    /// What the service tells its operator besides its logs: Prometheus metrics.
+    /// What the service tells its operator besides its logs: Prometheus metrics, OTLP traces.
     telemetry: TelemetrySettings {
         metrics_listen: Option<String> = "",
             "address to serve Prometheus metrics on, at /metrics, e.g. 127.0.0.1:9464; its own listener, never the public one (unset: no metrics, and nothing is measured)";
         metrics_max_agents: usize = "50" [1 ..= 100000], "agents named in metric labels; the others are counted together as other";
         metrics_max_commands: usize = "500" [1 ..= 1000000], "agent commands named in metric labels; the others are counted together as other";
+        otlp_endpoint: Option<String> = "",
+            "an OpenTelemetry collector's OTLP/HTTP address, e.g. http://127.0.0.1:4318: request spans are sent to its /v1/traces (unset: no traces)";
     }
     /// The database: SQLite or PostgreSQL, and how fresh each host keeps its view.
     database: DatabaseSettings {

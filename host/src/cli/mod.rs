@@ -186,9 +186,10 @@ impl Output {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let settings = Settings::load(cli.data_dir.as_deref())?;
     let serving = matches!(cli.command, Top::Serve { .. } | Top::Demo { .. });
-    crate::telemetry::init_logs(
+    crate::telemetry::init(
         if serving { &settings.server.log } else { "warn" },
         settings.server.log_format,
+        settings.telemetry.otlp_endpoint.as_deref().filter(|_| serving),
     );
     let out = Output { json: cli.json };
     match cli.command {

@@ -30,12 +30,21 @@ pub async fn serve_in_span(mut request: Request, next: Next) -> Response {
     let route = route.as_ref().map(MatchedPath::as_str);
     let span = tracing::info_span!(
         "request",
+        "otel.kind" = "server",
         request_id = %id,
         "http.request.method" = %request.method(),
         "http.route" = route.unwrap_or("(none)"),
         "http.response.status_code" = tracing::field::Empty,
     );
     let method = crate::telemetry::metrics::method_label(request.method());
+    // A caller's W3C trace context: this request's span continues its trace.
+    if crate::telemetry::traces::enabled() {
+        use tracing_opentelemetry::OpenTelemetrySpanExt;
+        let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
+            propagator.extract(&opentelemetry_http::HeaderExtractor(request.headers()))
+        });
+        let _ = span.set_parent(parent);
+    }
     request.extensions_mut().insert(RequestId(id.clone()));
     let metrics = crate::telemetry::metrics::metrics();
     // Counted until answered, or until the caller goes away and the request is dropped.

@@ -1,30 +1,46 @@
 //! What the service tells its operator: log lines (text or JSON, each carrying the request
-//! id of the request it belongs to), and metrics (`metrics`).
+//! id of the request it belongs to), metrics (`metrics`) and traces (`traces`).
 
 mod hot_path;
 pub mod metrics;
+pub mod traces;
+
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::config::LogFormat;
 
-/// Installs the log writer (stderr) once per process; a second call is ignored.
-pub fn init_logs(filter: &str, format: LogFormat) {
+/// Installs the log writer (stderr), and the trace exporter when `otlp_endpoint` is given,
+/// once per process; a second call is ignored. Call inside the async runtime.
+pub fn init(filter: &str, format: LogFormat, otlp_endpoint: Option<&str>) {
     let filter =
         tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = match format {
+    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let logs = match format {
         // Colour only on a terminal: a log file or journal gets plain lines.
-        LogFormat::Text => builder
+        LogFormat::Text => logs
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .try_init(),
+            .boxed(),
         // The event's fields at the top level; beside them every span it is in, outermost
         // first: the request's (its id, route), and any inside it.
-        LogFormat::Json => builder
+        LogFormat::Json => logs
             .json()
             .flatten_event(true)
             .with_current_span(false)
             .with_span_list(true)
-            .try_init(),
+            .boxed(),
     };
+    let spans = otlp_endpoint.and_then(|endpoint| match traces::tracer(endpoint) {
+        Ok(tracer) => Some(tracing_opentelemetry::layer().with_tracer(tracer)),
+        Err(e) => {
+            eprintln!("warning: traces are not exported: {e}");
+            None
+        }
+    });
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(logs)
+        .with(spans)
+        .try_init();
 }
