@@ -27,9 +27,10 @@ impl GuestThreads {
         if let std::task::Poll::Ready(done) = first {
             return Ok(done);
         }
-        // Each poll registers the waker it is given, so the run may move to another task.
+        // Each poll registers the waker it is given, so the run may move to another task;
+        // it keeps its caller's span (the request's id in what the plugin logs).
         let runtime = self.0.as_ref().expect("guest threads run until dropped");
-        AbortOnDrop(runtime.spawn(run)).await
+        AbortOnDrop(runtime.spawn(tracing::Instrument::in_current_span(run))).await
     }
 }
 
