@@ -7,9 +7,8 @@
 //! Labels are bounded: no payer, key or address ever; agents and commands by name for the
 //! first `metrics_max_agents` / `metrics_max_commands` seen, the rest folded into `other`.
 
-use std::collections::HashMap;
+use std::sync::LazyLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{LazyLock, RwLock};
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -18,6 +17,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
 use super::hot_path;
+use super::labels::LabelNames;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -30,10 +30,7 @@ pub fn metrics() -> Option<&'static Metrics> {
 
 /// Starts recording, with the label caps of the settings.
 pub fn enable(max_agents: usize, max_commands: usize) {
-    let metrics = &*METRICS;
-    let mut names = metrics.names.write().unwrap_or_else(|e| e.into_inner());
-    names.max_agents = max_agents;
-    names.max_commands = max_commands;
+    METRICS.labels.set_caps(max_agents, max_commands);
     ENABLED.store(true, Ordering::Relaxed);
 }
 
@@ -93,7 +90,7 @@ fn bytes() -> Histogram {
 
 pub struct Metrics {
     registry: Registry,
-    names: RwLock<Names>,
+    labels: LabelNames,
     // HTTP
     http_duration: Histograms<3>,
     http_active: Gauge,
@@ -137,60 +134,12 @@ pub struct Metrics {
     rate_limited: Family<Labels<1>, Counter>,
 }
 
-/// The agent and command names admitted as labels, up to the caps.
-struct Names {
-    max_agents: usize,
-    max_commands: usize,
-    agents: HashMap<String, &'static str>,
-    /// By agent, then command: looked up without building a key.
-    commands: HashMap<String, HashMap<String, &'static str>>,
-    commands_admitted: usize,
-    routes: HashMap<String, &'static str>,
-}
-
-const OTHER: &str = "other";
-
-/// A name as a label value: the exposition writes values as they are, so a quote, a
-/// backslash or a line break (which names here cannot hold today) would break it.
-fn label_text(name: &str) -> String {
-    name.chars()
-        .map(|c| if matches!(c, '"' | '\\' | '\n' | '\r') { '_' } else { c })
-        .collect()
-}
-
-impl Names {
-    /// A bounded set of names, each leaked once: a label is a `&'static str` to copy.
-    fn admit<K: std::hash::Hash + Eq>(
-        map: &mut HashMap<K, &'static str>,
-        key: K,
-        name: &str,
-        cap: usize,
-    ) -> &'static str {
-        if let Some(label) = map.get(&key) {
-            return label;
-        }
-        if map.len() >= cap {
-            return OTHER;
-        }
-        let label: &'static str = Box::leak(label_text(name).into_boxed_str());
-        map.insert(key, label);
-        label
-    }
-}
-
 impl Metrics {
     fn new() -> Metrics {
         let mut registry = Registry::default();
         let metrics = Metrics {
             registry: Registry::default(),
-            names: RwLock::new(Names {
-                max_agents: 0,
-                max_commands: 0,
-                agents: HashMap::new(),
-                commands: HashMap::new(),
-                commands_admitted: 0,
-                routes: HashMap::new(),
-            }),
+            labels: LabelNames::default(),
             http_duration: Family::new_with_constructor(latency),
             http_active: Gauge::default(),
             plugin_runs: Family::default(),
@@ -401,54 +350,6 @@ impl Metrics {
         }
     }
 
-    fn names(&self) -> std::sync::RwLockReadGuard<'_, Names> {
-        self.names.read().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn names_mut(&self) -> std::sync::RwLockWriteGuard<'_, Names> {
-        self.names.write().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The agent's label: its name while under the cap, else `other`.
-    pub fn agent(&self, agent: &str) -> &'static str {
-        if let Some(label) = self.names().agents.get(agent) {
-            return label;
-        }
-        let mut names = self.names_mut();
-        let cap = names.max_agents;
-        Names::admit(&mut names.agents, agent.to_string(), agent, cap)
-    }
-
-    /// The command's label (under an admitted agent), or `other`.
-    pub fn command(&self, agent: &str, command: &str) -> &'static str {
-        if let Some(label) = self.names().commands.get(agent).and_then(|c| c.get(command)) {
-            return label;
-        }
-        if self.agent(agent) == OTHER {
-            return OTHER;
-        }
-        let mut names = self.names_mut();
-        if names.commands_admitted >= names.max_commands {
-            return OTHER;
-        }
-        let commands = names.commands.entry(agent.to_string()).or_default();
-        if let Some(label) = commands.get(command) {
-            return label;
-        }
-        let label: &'static str = Box::leak(label_text(command).into_boxed_str());
-        commands.insert(command.to_string(), label);
-        names.commands_admitted += 1;
-        label
-    }
-
-    fn route(&self, route: &str) -> &'static str {
-        if let Some(label) = self.names().routes.get(route) {
-            return label;
-        }
-        // The router's templates are a fixed set; the cap is only a guard.
-        Names::admit(&mut self.names_mut().routes, route.to_string(), route, 512)
-    }
-
     /// One more request in flight, until the guard is dropped.
     pub fn http_in_flight(&'static self) -> InFlight {
         self.http_active.inc();
@@ -463,7 +364,7 @@ impl Metrics {
             self.http_duration
                 .get_or_create(&[
                     ("http_request_method", hot_path::METHODS[method_index]),
-                    ("http_route", self.route(route)),
+                    ("http_route", self.labels.route(route)),
                     ("http_response_status_class", hot_path::CLASSES[class]),
                 ])
                 .clone()
@@ -475,8 +376,8 @@ impl Metrics {
         let outcome_index = hot_path::index_of(&hot_path::OUTCOMES, outcome);
         let runs = hot_path::runs(agent, command, outcome_index, || {
             let labels = [
-                ("agent", self.agent(agent)),
-                ("command", self.command(agent, command)),
+                ("agent", self.labels.agent(agent)),
+                ("command", self.labels.command(agent, command)),
                 ("outcome", hot_path::OUTCOMES[outcome_index]),
             ];
             self.plugin_runs.get_or_create(&labels).clone()
@@ -608,29 +509,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_past_the_cap_fold_into_other() {
-        let metrics = Metrics::new();
-        {
-            let mut names = metrics.names_mut();
-            names.max_agents = 2;
-            names.max_commands = 3;
-        }
-        assert_eq!(metrics.agent("a"), "a");
-        assert_eq!(metrics.agent("b"), "b");
-        assert_eq!(metrics.agent("c"), OTHER);
-        assert_eq!(metrics.agent("a"), "a", "admitted names stay");
-        assert_eq!(metrics.command("a", "x"), "x");
-        assert_eq!(metrics.command("c", "x"), OTHER, "a folded agent's commands fold too");
-        assert_eq!(metrics.command("b", "y"), "y");
-        assert_eq!(metrics.command("b", "z"), "z");
-        assert_eq!(metrics.command("b", "w"), OTHER);
-    }
-
-    #[test]
     fn the_exposition_names_series_with_units_and_bounded_labels() {
         let metrics = Metrics::new();
-        metrics.names_mut().max_agents = 1;
-        metrics.names_mut().max_commands = 10;
+        metrics.labels.set_caps(1, 10);
         metrics.http_active.inc();
         metrics.http_active.dec();
         metrics.http_finished("GET", Some("/v1/agents/{agent_id}/commands"), 200, 0.002);

@@ -2,6 +2,7 @@
 //! id of the request it belongs to), metrics (`metrics`) and traces (`traces`).
 
 mod hot_path;
+mod labels;
 pub mod metrics;
 pub mod traces;
 
