@@ -35,6 +35,7 @@ mod settings;
 mod several_hosts;
 mod shutdown;
 mod social;
+mod traces;
 mod uploads;
 mod wallets;
 mod x402;

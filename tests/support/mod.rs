@@ -10,6 +10,7 @@ pub mod facilitator;
 pub mod fake_llm;
 pub mod hostile;
 pub mod mcp;
+pub mod otlp;
 pub mod payers;
 pub mod postgres;
 pub mod prometheus;

@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use tracing::Instrument;
+
+use crate::telemetry::traces::{part_span, propagate};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RpcError {
@@ -58,7 +61,15 @@ impl JsonRpc {
     /// Calls `method`; its duration and outcome are measured by network and method.
     pub async fn call<T: DeserializeOwned>(&self, method: &'static str, params: Value) -> Result<T, RpcError> {
         let started = std::time::Instant::now();
-        let result = self.send(method, params).await;
+        let span = part_span!(
+            "rpc",
+            "otel.kind" = "client",
+            "otel.name" = method,
+            "rpc.system" = "jsonrpc",
+            "rpc.method" = method,
+            network = self.network,
+        );
+        let result = self.send(method, params).instrument(span).await;
         if let Some(metrics) = crate::telemetry::metrics::metrics() {
             let outcome = match &result {
                 Ok(_) => "ok",
@@ -76,10 +87,7 @@ impl JsonRpc {
             message,
         };
         let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
-        let response = self
-            .http
-            .post(&self.url)
-            .json(&body)
+        let response = propagate(self.http.post(&self.url).json(&body))
             .send()
             .await
             .map_err(|e| transport(describe(e)))?;

@@ -220,7 +220,7 @@ impl Facilitator {
                 }
             }
         }
-        let response = call
+        let response = crate::telemetry::traces::propagate(call)
             .send()
             .await
             .map_err(|e| FacilitatorError::Unreachable(format!("/{path}: {e}")))?;

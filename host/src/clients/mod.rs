@@ -7,6 +7,14 @@ pub mod x;
 
 /// Runs one call to a third party, measuring its duration and whether it succeeded.
 async fn measured<T, E>(service: &'static str, call: impl Future<Output = Result<T, E>>) -> Result<T, E> {
+    use tracing::Instrument;
+    // The call's span in a trace; the request it sends carries its context (`propagate`).
+    let call = call.instrument(crate::telemetry::traces::part_span!(
+        "upstream",
+        "otel.kind" = "client",
+        "otel.name" = service,
+        "peer.service" = service,
+    ));
     let Some(metrics) = crate::telemetry::metrics::metrics() else {
         return call.await;
     };

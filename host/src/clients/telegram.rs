@@ -85,7 +85,8 @@ impl Telegram {
     async fn send<B: Serialize + ?Sized>(&self, token: &str, method: &str, body: &B) -> Result<Value, CallError> {
         let url = format!("{}/bot{token}/{method}", self.base);
         // The URL holds the token: never let it reach an error message.
-        let response = self.http.post(&url).json(body).send().await.map_err(|e| {
+        let call = crate::telemetry::traces::propagate(self.http.post(&url).json(body));
+        let response = call.send().await.map_err(|e| {
             CallError::Transport(if e.is_timeout() {
                 "timed out".into()
             } else {

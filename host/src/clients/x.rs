@@ -47,7 +47,7 @@ impl X {
     }
 
     async fn send_unmeasured(&self, request: reqwest::RequestBuilder) -> Result<Value, XError> {
-        let response = request
+        let response = crate::telemetry::traces::propagate(request)
             .send()
             .await
             .map_err(|e| XError::Transport(e.without_url().to_string()))?;

@@ -145,8 +145,10 @@ impl LlmProvider for Measured {
 
     fn complete(&self, request: CompletionRequest) -> LlmFuture<'_> {
         Box::pin(async move {
+            use tracing::Instrument;
             let started = std::time::Instant::now();
-            let result = self.0.complete(request).await;
+            let span = crate::telemetry::traces::part_span!("llm", "otel.kind" = "client", "otel.name" = "chat");
+            let result = self.0.complete(request).instrument(span).await;
             if let Some(metrics) = crate::telemetry::metrics::metrics() {
                 let outcome = match &result {
                     Ok(_) => "ok",

@@ -83,6 +83,7 @@ impl OpenAiProvider {
             http = http.bearer_auth(key);
         }
         let timeout_ms = self.timeout.as_millis() as u64;
+        let http = crate::telemetry::traces::propagate(http);
         let response = tokio::time::timeout(self.timeout, http.send())
             .await
             .map_err(|_| LlmError::Timeout(timeout_ms))?

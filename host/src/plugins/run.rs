@@ -63,7 +63,7 @@ pub struct RunLog {
 }
 
 /// A run's outcome as a metric label.
-fn outcome_label(result: &Result<Output, ExecError>) -> &'static str {
+pub fn outcome_label(result: &Result<Output, ExecError>) -> &'static str {
     match result {
         Ok(_) => "succeeded",
         Err(ExecError::InvalidInput(_)) => "invalid_input",

@@ -14,6 +14,8 @@ use crate::services::keys::Caller;
 use crate::services::rate_limit::RateDecision;
 use crate::services::{ServiceError, keys};
 use crate::telemetry::metrics::note_rate_limited;
+use crate::telemetry::traces::part_span;
+use tracing::Instrument;
 
 pub async fn require_key(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
@@ -47,7 +49,11 @@ pub async fn check_key(
         return Err(ApiError::rate_limited(&decision));
     }
     let caller = match presented.to_str() {
-        Ok(presented) => keys::authenticate(&services.store, presented).await,
+        Ok(presented) => {
+            keys::authenticate(&services.store, presented)
+                .instrument(part_span!("auth"))
+                .await
+        }
         Err(_) => Err(ServiceError::Unauthorized("Invalid API key".into())),
     };
     let caller = caller.inspect_err(|err| {
@@ -58,6 +64,7 @@ pub async fn check_key(
     let decision = services
         .account_limiter
         .check(&caller.account.id, caller.account.limits, crate::clock::now_ms())
+        .instrument(part_span!("rate_limit"))
         .await
         .map_err(ServiceError::from)?;
     if !decision.allowed {

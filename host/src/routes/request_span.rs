@@ -31,6 +31,7 @@ pub async fn serve_in_span(mut request: Request, next: Next) -> Response {
     let span = tracing::info_span!(
         "request",
         "otel.kind" = "server",
+        "otel.name" = tracing::field::Empty,
         request_id = %id,
         "http.request.method" = %request.method(),
         "http.route" = route.unwrap_or("(none)"),
@@ -44,6 +45,11 @@ pub async fn serve_in_span(mut request: Request, next: Next) -> Response {
             propagator.extract(&opentelemetry_http::HeaderExtractor(request.headers()))
         });
         let _ = span.set_parent(parent);
+        // Traces name a server span after its route template: "POST /agents/{id}/...".
+        span.record(
+            "otel.name",
+            format!("{} {}", request.method(), route.unwrap_or("(none)")),
+        );
     }
     request.extensions_mut().insert(RequestId(id.clone()));
     let metrics = crate::telemetry::metrics::metrics();

@@ -13,6 +13,8 @@ use crate::plugins::{
     AgentSnapshot, ComponentRef, ExecError, Grants, Invocation, Origin, Output, ProgressSink, Ran, Run, RunLog, Tenant,
 };
 use crate::store::{PluginRun, Store};
+use crate::telemetry::traces::part_span;
+use tracing::Instrument;
 
 /// Runs kept per agent and command for their owner (`agent-host logs`); older ones go.
 pub const RUNS_KEPT_PER_COMMAND: u32 = 100;
@@ -43,7 +45,14 @@ pub fn pick<'a>(commands: &'a [Command], agent: &Agent, name: &str) -> Result<&'
 
 /// Runs `run`, and keeps its log for the owner when it logged or did not succeed.
 pub async fn execute(services: &Services, run: Run) -> Result<Output, ExecError> {
-    let Ran { result, log } = services.plugins.execute(run).await;
+    let span = part_span!(
+        "plugin run",
+        "agent.id" = %run.agent_id,
+        command = %run.invocation.command,
+        outcome = tracing::field::Empty,
+    );
+    let Ran { result, log } = services.plugins.execute(run).instrument(span.clone()).await;
+    span.record("outcome", crate::plugins::outcome_label(&result));
     if let Some(log) = log {
         keep_log(&services.store, log).await;
     }

@@ -51,6 +51,9 @@ use std::time::Duration;
 use postgres::Postgres;
 use sql::Db;
 use sqlite::Sqlite;
+use tracing::Instrument;
+
+use crate::telemetry::traces::part_span;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -163,6 +166,7 @@ impl Store {
             Backend::Sqlite(db) => db.read(f),
             Backend::Postgres(db) => db.read(f),
         })
+        .instrument(self.span("read"))
         .await;
         drop(measure);
         result
@@ -181,22 +185,36 @@ impl Store {
             Backend::Sqlite(db) => db.write(f),
             Backend::Postgres(db) => db.write(f),
         })
+        .instrument(self.span("write"))
         .await;
         drop(measure);
         result
+    }
+
+    /// A read's or write's span in a trace (waits for a connection included).
+    fn span(&self, kind: &'static str) -> tracing::Span {
+        part_span!(
+            "db",
+            "otel.kind" = "client",
+            "otel.name" = if kind == "read" { "store read" } else { "store write" },
+            "db.system.name" = self.system_name(),
+        )
+    }
+
+    fn system_name(&self) -> &'static str {
+        match self.dialect() {
+            Dialect::Sqlite => "sqlite",
+            Dialect::Postgres => "postgresql",
+        }
     }
 
     /// Measures one read or write (a transaction, waits for a connection included) until
     /// dropped, when metrics are on.
     fn measure(&self, kind: &'static str) -> Option<Measure> {
         let metrics = crate::telemetry::metrics::metrics()?;
-        let system = match self.dialect() {
-            Dialect::Sqlite => "sqlite",
-            Dialect::Postgres => "postgresql",
-        };
         Some(Measure {
             metrics,
-            system,
+            system: self.system_name(),
             kind,
             started: std::time::Instant::now(),
         })

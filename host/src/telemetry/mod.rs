@@ -32,16 +32,21 @@ pub fn init(filter: &str, format: LogFormat, otlp_endpoint: Option<&str>) {
             .with_span_list(true)
             .boxed(),
     };
+    // Spans are exported down to `info` whatever the log filter keeps: an operator who
+    // quiets the logs still sees the traces.
     let spans = otlp_endpoint.and_then(|endpoint| match traces::tracer(endpoint) {
-        Ok(tracer) => Some(tracing_opentelemetry::layer().with_tracer(tracer)),
+        Ok(tracer) => Some(
+            tracing_opentelemetry::layer()
+                .with_tracer(tracer)
+                .with_filter(tracing_subscriber::filter::LevelFilter::INFO),
+        ),
         Err(e) => {
             eprintln!("warning: traces are not exported: {e}");
             None
         }
     });
     let _ = tracing_subscriber::registry()
-        .with(filter)
-        .with(logs)
+        .with(logs.with_filter(filter))
         .with(spans)
         .try_init();
 }

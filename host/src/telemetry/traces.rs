@@ -46,6 +46,39 @@ pub fn enabled() -> bool {
     PROVIDER.get().is_some()
 }
 
+/// A span for one part of a request (auth, a store call, a plugin run, a settlement, a
+/// call upstream), opened only while traces are exported (the request's own span already
+/// names every log line; without an exporter the parts would cost for nothing) and only
+/// inside a request's span or work one started: the host's own polling outside any request
+/// would otherwise fill the traces with one-span traces every second.
+macro_rules! part_span {
+    ($($span:tt)*) => {
+        if $crate::telemetry::traces::enabled() && !tracing::Span::current().is_none() {
+            tracing::info_span!($($span)*)
+        } else {
+            tracing::Span::none()
+        }
+    };
+}
+pub(crate) use part_span;
+
+/// Adds the current span's W3C trace context (`traceparent`) to a call to one of the
+/// operator's own upstreams (chain nodes, the facilitator, the LLM, the chat and social
+/// APIs). Never used for a plugin's destinations: a trace id would tell a third party
+/// which of the service's requests belong together.
+pub fn propagate(call: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    if !enabled() {
+        return call;
+    }
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    let context = tracing::Span::current().context();
+    let mut headers = http::HeaderMap::new();
+    opentelemetry::global::get_text_map_propagator(|propagator| {
+        propagator.inject_context(&context, &mut opentelemetry_http::HeaderInjector(&mut headers))
+    });
+    call.headers(headers)
+}
+
 /// The exporter's HTTP client: the service's own (reqwest 0.12, the operator's upstream
 /// client), its calls run on the service's runtime. The exporter's batch thread waits for
 /// them there.

@@ -10,6 +10,7 @@
 //! agent's fault is refunded at once, a refusal of the payer's own input is not.
 
 use serde_json::{Map, Value};
+use tracing::Instrument;
 
 use super::chat;
 use super::commands::{self, Answer, CommandCall, CommandOutcome};
@@ -18,6 +19,7 @@ use super::{ServiceError, Services, params};
 use crate::domain::Command;
 use crate::money::MicroUsdc;
 use crate::plugins::Origin;
+use crate::telemetry::traces::part_span;
 use crate::x402::wire::Payment;
 
 mod kept;
@@ -211,7 +213,15 @@ async fn buy_on(
             _ => "2",
         },
     };
-    let settled = match payments::settle(services, rails, offer, payment, purchase).await {
+    let settling = part_span!(
+        "settlement",
+        network = offer.network.as_str(),
+        version = measured.version
+    );
+    let settled = match payments::settle(services, rails, offer, payment, purchase)
+        .instrument(settling)
+        .await
+    {
         Ok(Settlement::Now(settled)) => {
             measured.settled(settled.amount.0, started);
             settled

@@ -1,0 +1,170 @@
+//! An operator's traces: with `otlp_endpoint` set, a request's spans reach an OTLP
+//! receiver (decoding the real protobuf) in the trace its caller's `traceparent` names,
+//! each part under the request; the operator's chain node is told the trace, a plugin's
+//! destination never is.
+
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::http::HeaderMap;
+use serde_json::json;
+
+use crate::support::chains::LocalBase;
+use crate::support::otlp::{OtlpReceiver, ReceivedSpan};
+use crate::support::*;
+
+const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CALLER_SPAN: &str = "00f067aa0ba902b7";
+
+/// A stand-in in front of a real node that forwards every call and keeps its headers.
+async fn recording_forwarder(upstream: &str) -> (FakeServer, Arc<Mutex<Vec<HeaderMap>>>) {
+    let seen: Arc<Mutex<Vec<HeaderMap>>> = Arc::default();
+    let (kept, upstream) = (seen.clone(), upstream.to_string());
+    let router = axum::Router::new().fallback(move |headers: HeaderMap, body: Bytes| {
+        let (kept, upstream) = (kept.clone(), upstream.clone());
+        async move {
+            kept.lock().unwrap().push(headers);
+            let reply = client()
+                .post(&upstream)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            ([("content-type", "application/json")], reply.bytes().await.unwrap())
+        }
+    });
+    (FakeServer::start(router).await, seen)
+}
+
+/// Every span of `trace` from `leaf` up to the root: the leaf's ancestors, in order.
+fn ancestors<'a>(spans: &'a [ReceivedSpan], leaf: &'a ReceivedSpan) -> Vec<&'a ReceivedSpan> {
+    let mut chain = vec![leaf];
+    while let Some(parent) = spans.iter().find(|s| s.span_id == chain.last().unwrap().parent_span_id) {
+        chain.push(parent);
+    }
+    chain
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_requests_spans_reach_the_collector_in_its_callers_trace() {
+    let receiver = OtlpReceiver::start().await;
+    let chain = LocalBase::start().await;
+    let (node, node_calls) = recording_forwarder(&chain.rpc_url).await;
+    let seen_by_plugin: Arc<Mutex<Vec<HeaderMap>>> = Arc::default();
+    let kept = seen_by_plugin.clone();
+    let destination = FakeServer::start(axum::Router::new().fallback(move |headers: HeaderMap| {
+        kept.lock().unwrap().push(headers);
+        async { "outside" }
+    }))
+    .await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_BASE_RPC_URL", &node.base)
+        .with_env("AGENT_HOST_OTLP_ENDPOINT", &receiver.endpoint())
+        .with_env(
+            "AGENT_HOST_OUTBOUND_ALLOW_PRIVATE",
+            &format!("127.0.0.1:{}", destination.port),
+        )
+        // The log filter does not decide what is traced.
+        .with_env("AGENT_HOST_LOG", "warn")
+        // The SDK's standard knob: batches every 200 ms rather than 5 s.
+        .with_env("OTEL_BSP_SCHEDULE_DELAY", "200");
+    let key = env.account_with_key("acme", "pro");
+    let grant = format!("allowed_hosts = [\"127.0.0.1:{}\"]", destination.port);
+    env.apply_agent(&(manifest("seller") + &probe_command("probe", &grant)), "acme");
+    env.create_wallet("seller", "base");
+    let server = env.serve();
+    let traceparent = format!("00-{TRACE_ID}-{CALLER_SPAN}-01");
+
+    // A balance: the request reads the store and asks the node.
+    let balance = send(
+        client()
+            .get(server.url("/v1/agents/seller/wallet/base/balance"))
+            .header("x-api-key", &key)
+            .header("traceparent", &traceparent),
+    )
+    .await;
+    assert_eq!(balance.status, 200, "{}", balance.text);
+    let request_id = balance.header("x-request-id").expect("a request id").to_string();
+    let spans = receiver
+        .wait_for("for the balance's node call", |s| {
+            s.trace_id == TRACE_ID && s.attributes.contains_key("rpc.method")
+        })
+        .await;
+    let traced: Vec<ReceivedSpan> = spans.into_iter().filter(|s| s.trace_id == TRACE_ID).collect();
+    let root = traced
+        .iter()
+        .find(|s| s.kind == "SPAN_KIND_SERVER")
+        .expect("the request's span");
+    assert_eq!(root.parent_span_id, CALLER_SPAN, "the caller's span is its parent");
+    assert_eq!(root.name, "GET /v1/agents/{agent_id}/wallet/{network}/balance");
+    assert_eq!(root.service, "agent-host");
+    assert_eq!(root.attributes["request_id"], request_id);
+    assert_eq!(root.attributes["http.response.status_code"], "200");
+    for part in ["auth", "rate_limit", "store read"] {
+        let span = traced
+            .iter()
+            .find(|s| s.name == part)
+            .unwrap_or_else(|| panic!("no {part} span in {traced:#?}"));
+        assert_eq!(ancestors(&traced, span).last().unwrap().span_id, root.span_id, "{part}");
+    }
+    let rpc = traced.iter().find(|s| s.attributes.contains_key("rpc.method")).unwrap();
+    assert_eq!(rpc.kind, "SPAN_KIND_CLIENT");
+    assert_eq!(rpc.attributes["network"], "base");
+    assert_eq!(ancestors(&traced, rpc).last().unwrap().span_id, root.span_id);
+    // The node was told the trace, with the call's own span as the parent.
+    let told: Vec<String> = node_calls
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|h| h.get("traceparent").map(|v| v.to_str().unwrap().to_string()))
+        .collect();
+    let rpc_spans: Vec<&ReceivedSpan> = traced
+        .iter()
+        .filter(|s| s.attributes.contains_key("rpc.method"))
+        .collect();
+    // (Calls the host makes on its own, outside any request, start traces of their own.)
+    let in_trace: Vec<&String> = told.iter().filter(|h| h.split('-').nth(1) == Some(TRACE_ID)).collect();
+    assert!(
+        !in_trace.is_empty(),
+        "the node was not told the request's trace: {told:?}"
+    );
+    for header in in_trace {
+        let parent = header.split('-').nth(2).unwrap();
+        assert!(
+            rpc_spans.iter().any(|s| s.span_id == parent),
+            "{header} names no node call's span"
+        );
+    }
+
+    // A plugin's run is a span of its request; its destination hears nothing of the trace.
+    let probed = send(
+        client()
+            .post(server.url("/v1/agents/seller/commands/probe/execute"))
+            .header("x-api-key", &key)
+            .header("traceparent", &traceparent)
+            .json(&json!({ "parameters": { "mode": "http", "url": destination.url("/data") } })),
+    )
+    .await;
+    assert_eq!(probed.status, 200, "{}", probed.text);
+    assert!(probed.text.contains("outside"), "{}", probed.text);
+    let spans = receiver
+        .wait_for("for the plugin's run", |s| s.name == "plugin run")
+        .await;
+    let run = spans.iter().find(|s| s.name == "plugin run").unwrap();
+    assert_eq!(run.trace_id, TRACE_ID);
+    assert_eq!(run.attributes["command"], "probe");
+    assert_eq!(run.attributes["outcome"], "succeeded");
+    assert_eq!(ancestors(&spans, run).last().unwrap().parent_span_id, CALLER_SPAN);
+    // Every trace is a request's: the host's own polling adds no one-span traces.
+    let strays: Vec<&ReceivedSpan> = spans
+        .iter()
+        .filter(|s| s.parent_span_id.is_empty() && s.kind != "SPAN_KIND_SERVER")
+        .collect();
+    assert!(strays.is_empty(), "spans outside any request: {strays:#?}");
+    let headers = seen_by_plugin.lock().unwrap().clone();
+    assert_eq!(headers.len(), 1, "the plugin called its destination once");
+    for name in ["traceparent", "tracestate", "baggage"] {
+        assert!(headers[0].get(name).is_none(), "{name} reached a plugin's destination");
+    }
+}
