@@ -168,3 +168,48 @@ async fn a_requests_spans_reach_the_collector_in_its_callers_trace() {
         assert!(headers[0].get(name).is_none(), "{name} reached a plugin's destination");
     }
 }
+
+/// `otlp_sample_ratio = 0`: requests are traced only when their caller's `traceparent`
+/// says it samples them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_callers_sampled_flag_decides_and_the_ratio_decides_the_rest() {
+    let receiver = OtlpReceiver::start().await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_OTLP_ENDPOINT", &receiver.endpoint())
+        .with_env("AGENT_HOST_OTLP_SAMPLE_RATIO", "0")
+        .with_env("OTEL_BSP_SCHEDULE_DELAY", "100");
+    let key = env.account_with_key("acme", "pro");
+    env.apply_agent(&manifest("seller"), "acme");
+    let server = env.serve();
+    let list = |traceparent: Option<String>| {
+        let mut call = client()
+            .get(server.url("/v1/agents/seller/commands"))
+            .header("x-api-key", &key);
+        if let Some(traceparent) = traceparent {
+            call = call.header("traceparent", traceparent);
+        }
+        send(call)
+    };
+    let unsampled_trace = "0af7651916cd43dd8448eb211c80319c";
+    assert_eq!(list(None).await.status, 200);
+    assert_eq!(
+        list(Some(format!("00-{unsampled_trace}-b7ad6b7169203331-00")))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(list(Some(format!("00-{TRACE_ID}-{CALLER_SPAN}-01"))).await.status, 200);
+    receiver
+        .wait_for("of the sampled request", |s| s.kind == "SPAN_KIND_SERVER")
+        .await;
+    // The batch holding the sampled request's spans has come; give a stray a moment more.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let spans: Vec<ReceivedSpan> = receiver.spans();
+    assert!(spans.iter().any(|s| s.name == "auth"), "{spans:#?}");
+    assert!(
+        spans.iter().all(|s| s.trace_id == TRACE_ID),
+        "only the caller's sampled trace: {:#?}",
+        spans.iter().map(|s| (&s.name, &s.trace_id)).collect::<Vec<_>>()
+    );
+    assert_eq!(spans.iter().filter(|s| s.kind == "SPAN_KIND_SERVER").count(), 1);
+}

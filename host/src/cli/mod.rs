@@ -189,7 +189,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     crate::telemetry::init(
         if serving { &settings.server.log } else { "warn" },
         settings.server.log_format,
-        settings.telemetry.otlp_endpoint.as_deref().filter(|_| serving),
+        settings
+            .telemetry
+            .otlp_endpoint
+            .as_deref()
+            .filter(|_| serving)
+            .map(|endpoint| crate::telemetry::traces::Export {
+                endpoint,
+                sample_ratio: settings.telemetry.otlp_sample_ratio.0,
+            }),
     );
     let out = Output { json: cli.json };
     match cli.command {

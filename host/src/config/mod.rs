@@ -44,7 +44,7 @@ impl std::fmt::Debug for Secret {
 }
 
 use values::SettingValue;
-pub use values::{BaseNetworkName, LogFormat, SolanaNetworkName};
+pub use values::{BaseNetworkName, LogFormat, Ratio, SolanaNetworkName};
 
 /// An origin as a browser sends it (`https://app.example.com`, `http://localhost:3000`), or
 /// `*`; anything else (a path, a missing scheme) could never match and is refused.
@@ -230,6 +230,8 @@ settings! {
         metrics_max_commands: usize = "500" [1 ..= 1000000], "agent commands named in metric labels; the others are counted together as other";
         otlp_endpoint: Option<String> = "",
             "an OpenTelemetry collector's OTLP/HTTP address, e.g. http://127.0.0.1:4318: request spans are sent to its /v1/traces (unset: no traces)";
+        otlp_sample_ratio: Ratio = "1",
+            "share of requests traced, from 0 to 1, when no caller's traceparent decides (a caller's sampled flag is followed)";
     }
     /// The database: SQLite or PostgreSQL, and how fresh each host keeps its view.
     database: DatabaseSettings {

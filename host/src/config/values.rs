@@ -150,3 +150,16 @@ impl SettingValue for BaseNetworkName {
         }
     }
 }
+
+/// A share of requests, from 0 to 1 (`0.05` is one in twenty).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ratio(pub f64);
+
+impl SettingValue for Ratio {
+    fn parse(text: &str) -> Result<Self, String> {
+        match text.trim().parse::<f64>() {
+            Ok(ratio) if (0.0..=1.0).contains(&ratio) => Ok(Ratio(ratio)),
+            _ => Err(format!("'{text}' is not a ratio from 0 to 1 (e.g. 0.05)")),
+        }
+    }
+}

@@ -28,29 +28,43 @@ pub async fn serve_in_span(mut request: Request, next: Next) -> Response {
     // The route template, never the path itself: paths carry ids without bound.
     let route = request.extensions().get::<MatchedPath>().cloned();
     let route = route.as_ref().map(MatchedPath::as_str);
-    let span = tracing::info_span!(
-        "request",
-        "otel.kind" = "server",
-        "otel.name" = tracing::field::Empty,
-        request_id = %id,
-        "http.request.method" = %request.method(),
-        "http.route" = route.unwrap_or("(none)"),
-        "http.response.status_code" = tracing::field::Empty,
-    );
-    let method = crate::telemetry::metrics::method_label(request.method());
-    // A caller's W3C trace context: this request's span continues its trace.
-    if crate::telemetry::traces::enabled() {
-        use tracing_opentelemetry::OpenTelemetrySpanExt;
-        let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
+    // A caller's W3C trace context: a traced request's span continues its trace.
+    let caller = crate::telemetry::traces::enabled().then(|| {
+        opentelemetry::global::get_text_map_propagator(|propagator| {
             propagator.extract(&opentelemetry_http::HeaderExtractor(request.headers()))
-        });
-        let _ = span.set_parent(parent);
+        })
+    });
+    let traced = caller.as_ref().is_some_and(crate::telemetry::traces::sampled);
+    // One span either way; a traced one has the target the trace exporter takes.
+    macro_rules! request_span {
+        ($($target:tt)*) => {
+            tracing::info_span!(
+                $($target)*
+                "request",
+                "otel.kind" = "server",
+                "otel.name" = tracing::field::Empty,
+                request_id = %id,
+                "http.request.method" = %request.method(),
+                "http.route" = route.unwrap_or("(none)"),
+                "http.response.status_code" = tracing::field::Empty,
+            )
+        };
+    }
+    let span = if traced {
+        request_span!(target: crate::telemetry::traces::TRACED,)
+    } else {
+        request_span!()
+    };
+    if let Some(caller) = caller.filter(|_| traced) {
+        use tracing_opentelemetry::OpenTelemetrySpanExt;
+        let _ = span.set_parent(caller);
         // Traces name a server span after its route template: "POST /agents/{id}/...".
         span.record(
             "otel.name",
             format!("{} {}", request.method(), route.unwrap_or("(none)")),
         );
     }
+    let method = crate::telemetry::metrics::method_label(request.method());
     request.extensions_mut().insert(RequestId(id.clone()));
     let metrics = crate::telemetry::metrics::metrics();
     // Counted until answered, or until the caller goes away and the request is dropped.

@@ -3,33 +3,75 @@
 //! it); a request that comes with a W3C `traceparent` continues its caller's trace.
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider};
 
 static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
+/// A request without a caller's decision is traced when its draw falls below this.
+static SAMPLE_BELOW: AtomicU64 = AtomicU64::new(u64::MAX);
 
-/// The tracer spans are exported with, sending to `endpoint` (e.g. `http://127.0.0.1:4318`,
-/// its `/v1/traces`). Call inside the async runtime: exports run on it.
-pub fn tracer(endpoint: &str) -> anyhow::Result<SdkTracer> {
+/// The target of every exported span: the trace layer lets only these through, so a request
+/// not sampled costs what it costs with traces off.
+pub const TRACED: &str = "agent_host::traced";
+
+/// Where spans go, and how many requests are traced.
+pub struct Export<'a> {
+    /// An OTLP/HTTP address, e.g. `http://127.0.0.1:4318` (its `/v1/traces`).
+    pub endpoint: &'a str,
+    /// The share of requests traced when no caller decides, 0 to 1.
+    pub sample_ratio: f64,
+}
+
+/// The tracer spans are exported with. Call inside the async runtime: exports run on it.
+pub fn tracer(export: &Export) -> anyhow::Result<SdkTracer> {
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
-        .with_endpoint(format!("{}/v1/traces", endpoint.trim_end_matches('/')))
+        .with_endpoint(format!("{}/v1/traces", export.endpoint.trim_end_matches('/')))
         .with_http_client(OperatorHttp {
             client: crate::outbound::operator_client(Some(std::time::Duration::from_secs(10))),
             runtime: tokio::runtime::Handle::current(),
         })
         .build()?;
+    // Whether a request is traced is decided when it arrives (`sampled`): every span that
+    // reaches the SDK is kept.
     let provider = SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
+        .with_sampler(Sampler::AlwaysOn)
         .with_resource(Resource::builder().with_service_name("agent-host").build())
         .build();
     opentelemetry::global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
     let tracer = provider.tracer("agent-host");
+    // A ratio of 1 keeps every draw (the largest included); a ratio of 0 none.
+    let below = if export.sample_ratio >= 1.0 {
+        u64::MAX
+    } else {
+        (export.sample_ratio * u64::MAX as f64) as u64
+    };
+    SAMPLE_BELOW.store(below, Ordering::Relaxed);
     let _ = PROVIDER.set(provider);
     Ok(tracer)
+}
+
+/// Whether a request is traced: as its caller's `traceparent` says when it came with one,
+/// else by the sample ratio. The draw spreads a per-process counter over 64 bits
+/// (Fibonacci hashing): evenly sampled, no random numbers drawn per request.
+pub fn sampled(caller: &opentelemetry::Context) -> bool {
+    use opentelemetry::trace::TraceContextExt;
+    let span = caller.span();
+    let context = span.span_context();
+    if context.is_valid() {
+        return context.is_sampled();
+    }
+    static DRAWS: AtomicU64 = AtomicU64::new(0);
+    let draw = DRAWS
+        .fetch_add(1, Ordering::Relaxed)
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let below = SAMPLE_BELOW.load(Ordering::Relaxed);
+    below == u64::MAX || draw < below
 }
 
 /// Sends the spans still buffered; at shutdown.
@@ -46,15 +88,22 @@ pub fn enabled() -> bool {
     PROVIDER.get().is_some()
 }
 
+/// Whether the current span is part of a traced request (a sampled one, or work it started).
+pub fn in_traced_span() -> bool {
+    enabled()
+        && tracing::Span::current()
+            .metadata()
+            .is_some_and(|span| span.target() == TRACED)
+}
+
 /// A span for one part of a request (auth, a store call, a plugin run, a settlement, a
-/// call upstream), opened only while traces are exported (the request's own span already
-/// names every log line; without an exporter the parts would cost for nothing) and only
-/// inside a request's span or work one started: the host's own polling outside any request
-/// would otherwise fill the traces with one-span traces every second.
+/// call upstream), opened only inside a traced request's span or work one started: the
+/// request's own span already names every log line, a request not sampled pays nothing
+/// more, and the host's own polling outside any request adds no one-span traces.
 macro_rules! part_span {
     ($($span:tt)*) => {
-        if $crate::telemetry::traces::enabled() && !tracing::Span::current().is_none() {
-            tracing::info_span!($($span)*)
+        if $crate::telemetry::traces::in_traced_span() {
+            tracing::info_span!(target: $crate::telemetry::traces::TRACED, $($span)*)
         } else {
             tracing::Span::none()
         }
@@ -67,7 +116,7 @@ pub(crate) use part_span;
 /// APIs). Never used for a plugin's destinations: a trace id would tell a third party
 /// which of the service's requests belong together.
 pub fn propagate(call: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-    if !enabled() {
+    if !in_traced_span() {
         return call;
     }
     use tracing_opentelemetry::OpenTelemetrySpanExt;
