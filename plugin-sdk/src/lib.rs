@@ -2,6 +2,8 @@
 
 extern crate self as agent_plugin_sdk;
 
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+mod arena;
 mod capabilities;
 mod invocation;
 mod manifest;
@@ -37,6 +39,10 @@ pub mod bindings {
 
 #[doc(hidden)]
 pub use wit_bindgen as __wit_bindgen;
+
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+#[global_allocator]
+static ARENA: arena::Arena = arena::Arena::new();
 
 use bindings::agent::plugin::types as wit;
 
