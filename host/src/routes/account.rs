@@ -185,11 +185,10 @@ async fn show_agent(
 ) -> Answer {
     let services = &state.services;
     let found = agents::owned_with_commands(&services.store, &caller.account.id, &agent_id).await?;
-    let paused = breaker::paused_of_agent(&services.store, &found.agent.id).await?;
     let mut view = views::agent(&found.agent, &caller.account.name, &found.commands);
     views::mark_paused(
         &mut view,
-        &paused,
+        &found.open_breakers,
         &breaker::Rules::of(&services.settings.x402),
         crate::clock::now_ms(),
     );

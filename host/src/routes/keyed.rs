@@ -95,10 +95,11 @@ async fn list_commands(
             "commands": agents::offered(&found.commands, integration).map(command_json).collect::<Vec<_>>(),
         })
     };
-    // The listing is kept with the agent; a paused paid command (rare) is marked on a fresh one.
-    let paused = match found.agent.def.x402.enabled {
-        true => breaker::paused_of_agent(&services.store, &found.agent.id).await?,
-        false => Vec::new(), // nothing is sold, nothing is paused
+    // The listing is kept with the agent; a paused paid command (rare) is marked on a fresh
+    // one. Nothing is paused of an agent that sells nothing.
+    let paused: &[_] = match found.agent.def.x402.enabled {
+        true => &found.open_breakers,
+        false => &[],
     };
     let body = if paused.is_empty() {
         found.listing(integration, || {
@@ -107,7 +108,7 @@ async fn list_commands(
     } else {
         let mut data = listing();
         let rules = breaker::Rules::of(&services.settings.x402);
-        views::mark_paused(&mut data, &paused, &rules, crate::clock::now_ms());
+        views::mark_paused(&mut data, paused, &rules, crate::clock::now_ms());
         Bytes::from(json!({ "success": true, "data": data }).to_string())
     };
     Ok((

@@ -316,7 +316,8 @@ impl Store {
                     return Ok(None);
                 };
                 let commands = commands_of(db, &agent.id)?;
-                Ok(Some(Arc::new(AgentWithCommands::new(agent, commands))))
+                let open_breakers = super::breakers::open_breakers_of(db, &agent.id)?;
+                Ok(Some(Arc::new(AgentWithCommands::new(agent, commands, open_breakers))))
             })
             .await?;
         if let Some(found) = &found {

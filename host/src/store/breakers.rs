@@ -1,7 +1,7 @@
 //! Paid commands' circuit breakers (see services/payments/breaker.rs): one row per command
 //! that failed lately; none for a command that is well.
 
-use super::sql::{Row, args};
+use super::sql::{Db, Row, args};
 use super::{Store, StoreError};
 
 /// One command's breaker.
@@ -34,6 +34,20 @@ fn breaker(row: &Row) -> Result<Breaker, StoreError> {
     })
 }
 
+/// The open breakers of one agent's commands, by command name; the read cache holds them
+/// with the agent.
+pub(super) fn open_breakers_of(db: &dyn Db, agent_id: &str) -> Result<Vec<Breaker>, StoreError> {
+    db.query(
+        &format!(
+            "SELECT {COLUMNS} FROM command_breakers WHERE agent_id = ?1 AND opened_at IS NOT NULL ORDER BY command"
+        ),
+        args![agent_id],
+    )?
+    .iter()
+    .map(breaker)
+    .collect()
+}
+
 impl Store {
     pub async fn breaker(&self, agent_id: &str, command: &str) -> Result<Option<Breaker>, StoreError> {
         let (agent_id, command) = (agent_id.to_string(), command.to_string());
@@ -59,23 +73,6 @@ impl Store {
                     COLUMNS.replace(", ", ", b.")
                 ),
                 args![account_id],
-            )?
-            .iter()
-            .map(breaker)
-            .collect()
-        })
-        .await
-    }
-
-    /// The open breakers of one agent's commands.
-    pub async fn open_breakers_of_agent(&self, agent_id: &str) -> Result<Vec<Breaker>, StoreError> {
-        let agent_id = agent_id.to_string();
-        self.read(move |db| {
-            db.query(
-                &format!(
-                    "SELECT {COLUMNS} FROM command_breakers WHERE agent_id = ?1 AND opened_at IS NOT NULL ORDER BY command"
-                ),
-                args![agent_id],
             )?
             .iter()
             .map(breaker)

@@ -1,6 +1,6 @@
 //! The read cache of a serving process: API keys (with their accounts) and agents (with
-//! their commands), which every keyed request reads, and the agents for sale over x402,
-//! which discovery reads, kept in memory.
+//! their commands and open breakers), which every keyed request reads, and the agents for
+//! sale over x402, which discovery reads, kept in memory.
 //!
 //! It is as fresh as the database to within a stated bound. Every write to the cached
 //! tables, by any process (this one, the CLI on the same SQLite file, another host on the
@@ -26,6 +26,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use super::Store;
+use super::breakers::Breaker;
 use super::keys::KeyRecord;
 use super::sql::args;
 use super::wallets::Listing;
@@ -38,16 +39,19 @@ use crate::domain::{Agent, Command, Integration};
 pub struct AgentWithCommands {
     pub agent: Agent,
     pub commands: Vec<Command>,
+    /// Its paid commands' open breakers (paused for sale), by command name.
+    pub open_breakers: Vec<Breaker>,
     /// Its command listings as served (all commands, and per integration), rendered on
     /// first use and dropped with the entry, so they are exactly as fresh as it is.
     listings: [OnceLock<Bytes>; 5],
 }
 
 impl AgentWithCommands {
-    pub fn new(agent: Agent, commands: Vec<Command>) -> AgentWithCommands {
+    pub fn new(agent: Agent, commands: Vec<Command>, open_breakers: Vec<Breaker>) -> AgentWithCommands {
         AgentWithCommands {
             agent,
             commands,
+            open_breakers,
             listings: Default::default(),
         }
     }

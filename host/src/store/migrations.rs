@@ -57,6 +57,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(16, "0016_mcp"),
     migration!(17, "0017_kept_answers"),
     migration!(18, "0018_facilitated_payments"),
+    migration!(19, "0019_breakers_in_cache"),
 ];
 
 pub fn latest_version() -> i64 {

@@ -198,11 +198,6 @@ pub async fn paused(store: &Store, account_id: &str) -> Result<Vec<Breaker>, Ser
     Ok(store.open_breakers(account_id).await?)
 }
 
-/// One agent's paused paid commands.
-pub async fn paused_of_agent(store: &Store, agent_id: &str) -> Result<Vec<Breaker>, ServiceError> {
-    Ok(store.open_breakers_of_agent(agent_id).await?)
-}
-
 /// A job ended answered: if a payment bought it, its command's breaker closes.
 pub async fn job_answered(store: &Store, job_id: &str) {
     match store.payment_by_job(job_id).await {
