@@ -40,9 +40,9 @@ for target in "${targets[@]}"; do
         # Compiling a component under coverage instrumentation costs about 30 ms a kilobyte
         # here: the 350 KB probe plugin alone takes 11 s idle and passed libFuzzer's 20 s
         # timeout on a loaded machine. The smaller plugins reach the same checks.
-        find "$plugins/wasm32-wasip2/plugin" "$plugins/components" -maxdepth 1 -name '*.wasm' -size -200k \
+        find "$plugins/wasm32-wasip2/plugin" "$plugins/components" -maxdepth 1 -name '*.wasm' -size -200000c \
             -exec cp -n {} "$corpus"/ \; 2>/dev/null || true
-        find "$corpus" -size +200k -delete
+        find "$corpus" -size +200000c -delete
         max_len=200000
     fi
     echo "fuzz: $target for ${secs}s"

@@ -7,7 +7,8 @@
 //! An instance lives for one call, so an arena is enough: it hands out memory upwards from
 //! the end of the static data (`__heap_base`), takes back only the latest allocation (a
 //! buffer that grows is grown in place), and grows the memory only when the arena is full.
-//! Builds for WASI keep the standard allocator.
+//! Builds for WASI keep the standard allocator, and so does any plugin that does not ask for
+//! the SDK's `arena` feature (the host's handlers do).
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::arch::wasm32;
@@ -22,7 +23,7 @@ pub struct Arena {
     end: Cell<usize>,
 }
 
-// The target has one thread.
+// Without the atomics feature the target has one thread (lib.rs installs it only then).
 unsafe impl Sync for Arena {}
 
 unsafe extern "C" {
@@ -43,10 +44,17 @@ impl Arena {
             return true;
         }
         let pages = (stop - self.end.get()).div_ceil(PAGE);
+        // The end of a 4 GiB memory is not a wasm32 address: never grow to it.
+        let Some(end) = pages
+            .checked_mul(PAGE)
+            .and_then(|grown| self.end.get().checked_add(grown))
+        else {
+            return false;
+        };
         if wasm32::memory_grow(0, pages) == usize::MAX {
             return false;
         }
-        self.end.set(self.end.get() + pages * PAGE);
+        self.end.set(end);
         true
     }
 }
@@ -61,7 +69,7 @@ unsafe impl GlobalAlloc for Arena {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if self.next.get() == 0 {
             self.next.set(&raw const __heap_base as usize);
-            self.end.set(wasm32::memory_size(0) * PAGE);
+            self.end.set(wasm32::memory_size(0).saturating_mul(PAGE));
         }
         let start = match self.next.get().checked_add(layout.align() - 1) {
             Some(n) => n & !(layout.align() - 1),
@@ -92,6 +100,10 @@ unsafe impl GlobalAlloc for Arena {
                 }
                 _ => core::ptr::null_mut(),
             };
+        }
+        // Anything else shrinks where it is (its tail is lost until the instance ends).
+        if new_size <= layout.size() {
+            return ptr;
         }
         let Ok(new_layout) = Layout::from_size_align(new_size, layout.align()) else {
             return core::ptr::null_mut();

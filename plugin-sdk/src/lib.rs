@@ -2,7 +2,12 @@
 
 extern crate self as agent_plugin_sdk;
 
-#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+#[cfg(all(
+    feature = "arena",
+    target_arch = "wasm32",
+    target_os = "unknown",
+    not(target_feature = "atomics")
+))]
 mod arena;
 mod capabilities;
 mod invocation;
@@ -40,7 +45,12 @@ pub mod bindings {
 #[doc(hidden)]
 pub use wit_bindgen as __wit_bindgen;
 
-#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+#[cfg(all(
+    feature = "arena",
+    target_arch = "wasm32",
+    target_os = "unknown",
+    not(target_feature = "atomics")
+))]
 #[global_allocator]
 static ARENA: arena::Arena = arena::Arena::new();
 

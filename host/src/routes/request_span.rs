@@ -47,6 +47,7 @@ pub async fn serve_in_span(mut request: Request, next: Next) -> Response {
                 "http.request.method" = %request.method(),
                 "http.route" = route.unwrap_or("(none)"),
                 "http.response.status_code" = tracing::field::Empty,
+                "otel.status_code" = tracing::field::Empty,
             )
         };
     }
@@ -76,6 +77,10 @@ pub async fn serve_in_span(mut request: Request, next: Next) -> Response {
         metrics.http_finished(method, route, status, started.elapsed().as_secs_f64());
     }
     span.record("http.response.status_code", status);
+    // A server span is in error for a 5xx only: a 4xx is the caller's.
+    if status >= 500 {
+        span.record("otel.status_code", "ERROR");
+    }
     span.in_scope(|| tracing::debug!(status, latency_us = started.elapsed().as_micros() as u64, "answered"));
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(REQUEST_ID, value);

@@ -1,8 +1,8 @@
 //! The host's own life: whether it is stopping, and the work it must let finish first.
 //! Work that outlives the request that started it (a job, a paid request whose caller left,
 //! a refund, an answer to a chat) is spawned here, so shutdown can wait for it instead of
-//! cutting it off mid-payment. It runs in the span of the request that started it, so its
-//! log lines carry that request's id.
+//! cutting it off mid-payment. It runs in the span of the request that started it (or, in a
+//! traced request, a span of its own under it), so its log lines carry that request's id.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -32,7 +32,14 @@ impl Lifecycle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.work.spawn(work.in_current_span())
+        // A traced request's span ends when it is last left: work entering it after the
+        // answer would stretch it to the work's end. The work gets a child span instead.
+        let background = crate::telemetry::traces::part_span!("background");
+        let span = match background.is_none() {
+            true => tracing::Span::current(),
+            false => background,
+        };
+        self.work.spawn(work.instrument(span))
     }
 
     pub fn is_stopping(&self) -> bool {

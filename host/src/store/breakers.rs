@@ -89,7 +89,8 @@ impl Store {
         F: FnOnce(Option<Breaker>) -> (Option<Breaker>, T) + Send + 'static,
     {
         let (agent_id, command) = (agent_id.to_string(), command.to_string());
-        self.write(move |db| {
+        let (verdict, open_changed) = self
+            .write(move |db| {
             db.serialize(&format!("breaker:{agent_id}:{command}"))?;
             let now = db
                 .query_opt(
@@ -99,7 +100,11 @@ impl Store {
                 .map(|row| breaker(&row))
                 .transpose()?;
             let had = now.is_some();
+            let before = now.clone();
             let (next, verdict) = next(now);
+            // What the read cache holds of it (an open breaker) changed.
+            let is_open = |b: &Option<Breaker>| b.as_ref().is_some_and(|b| b.opened_at.is_some());
+            let open_changed = (is_open(&before) || is_open(&next)) && before != next;
             match &next {
                 None if had => {
                     db.execute(
@@ -118,8 +123,13 @@ impl Store {
                     )?;
                 }
             }
-            Ok(verdict)
+            Ok((verdict, open_changed))
         })
-        .await
+        .await?;
+        // Other hosts learn of it through `cache_version` (migration 0019); this one at once.
+        if open_changed {
+            self.cache.clear();
+        }
+        Ok(verdict)
     }
 }

@@ -47,9 +47,10 @@ pub fn init(filter: &str, format: LogFormat, traces: Option<traces::Export>) {
                 .with_level(false)
                 .with_tracked_inactivity(false)
                 .with_context_activation(false)
-                .with_filter(tracing_subscriber::filter::filter_fn(|span| {
-                    span.target() == traces::TRACED
-                })),
+                .with_filter(
+                    tracing_subscriber::filter::filter_fn(|span| span.target() == traces::TRACED)
+                        .with_max_level_hint(tracing_subscriber::filter::LevelFilter::INFO),
+                ),
         ),
         Err(e) => {
             eprintln!("warning: traces are not exported: {e}");

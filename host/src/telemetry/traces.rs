@@ -45,13 +45,7 @@ pub fn tracer(export: &Export) -> anyhow::Result<SdkTracer> {
         .build();
     opentelemetry::global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
     let tracer = provider.tracer("agent-host");
-    // A ratio of 1 keeps every draw (the largest included); a ratio of 0 none.
-    let below = if export.sample_ratio >= 1.0 {
-        u64::MAX
-    } else {
-        (export.sample_ratio * u64::MAX as f64) as u64
-    };
-    SAMPLE_BELOW.store(below, Ordering::Relaxed);
+    SAMPLE_BELOW.store(threshold(export.sample_ratio), Ordering::Relaxed);
     let _ = PROVIDER.set(provider);
     Ok(tracer)
 }
@@ -67,11 +61,25 @@ pub fn sampled(caller: &opentelemetry::Context) -> bool {
         return context.is_sampled();
     }
     static DRAWS: AtomicU64 = AtomicU64::new(0);
-    let draw = DRAWS
-        .fetch_add(1, Ordering::Relaxed)
-        .wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    let below = SAMPLE_BELOW.load(Ordering::Relaxed);
-    below == u64::MAX || draw < below
+    drawn(
+        DRAWS.fetch_add(1, Ordering::Relaxed),
+        SAMPLE_BELOW.load(Ordering::Relaxed),
+    )
+}
+
+/// The draws a ratio keeps: those below this. A ratio of 1 keeps every draw (the largest
+/// included), a ratio of 0 none.
+fn threshold(ratio: f64) -> u64 {
+    if ratio >= 1.0 {
+        u64::MAX
+    } else {
+        (ratio.max(0.0) * u64::MAX as f64) as u64
+    }
+}
+
+/// Whether the `n`th request is traced under `below`.
+fn drawn(n: u64, below: u64) -> bool {
+    below == u64::MAX || n.wrapping_mul(0x9E37_79B9_7F4A_7C15) < below
 }
 
 /// Sends the spans still buffered; at shutdown.
@@ -171,5 +179,35 @@ impl OperatorHttp {
             Ok::<_, reqwest::Error>(answer)
         };
         Ok(self.runtime.spawn(call).await??)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{drawn, threshold};
+
+    #[test]
+    fn a_ratio_traces_its_share_of_consecutive_requests() {
+        for (ratio, draws) in [
+            (0.0, 10_000u64),
+            (0.01, 100_000),
+            (0.05, 10_000),
+            (0.5, 10_000),
+            (1.0, 10_000),
+        ] {
+            let below = threshold(ratio);
+            let traced = (0..draws).filter(|n| drawn(*n, below)).count() as f64;
+            let expected = ratio * draws as f64;
+            assert!(
+                (traced - expected).abs() <= expected * 0.05,
+                "ratio {ratio}: {traced} of {draws} traced"
+            );
+        }
+        // Any run of a hundred requests holds about its share: no long gaps or clumps.
+        let below = threshold(0.1);
+        for start in (0..100_000u64).step_by(100) {
+            let traced = (start..start + 100).filter(|n| drawn(*n, below)).count();
+            assert!((5..=15).contains(&traced), "{traced} of requests {start}..+100");
+        }
     }
 }
