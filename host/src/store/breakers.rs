@@ -89,8 +89,7 @@ impl Store {
         F: FnOnce(Option<Breaker>) -> (Option<Breaker>, T) + Send + 'static,
     {
         let (agent_id, command) = (agent_id.to_string(), command.to_string());
-        let (verdict, open_changed) = self
-            .write(move |db| {
+        let written = self.write(move |db| {
             db.serialize(&format!("breaker:{agent_id}:{command}"))?;
             let now = db
                 .query_opt(
@@ -124,8 +123,8 @@ impl Store {
                 }
             }
             Ok((verdict, open_changed))
-        })
-        .await?;
+        });
+        let (verdict, open_changed) = written.await?;
         // Other hosts learn of it through `cache_version` (migration 0019); this one at once.
         if open_changed {
             self.cache.clear();
