@@ -33,7 +33,8 @@ postgres)
     pgdir="$(mktemp -d)"
     admin="$(scripts/postgres.sh start "$pgdir")"
     psql -q "$admin" -c "CREATE DATABASE bench" >/dev/null
-    export AGENT_HOST_DATABASE_URL="${admin%/postgres}/bench"
+    # The address names the database before its query (TLS settings): swap that name only.
+    export AGENT_HOST_DATABASE_URL="${admin/\/postgres?//bench?}"
     ;;
 *) echo "backend must be sqlite or postgres" >&2; exit 2 ;;
 esac

@@ -10,7 +10,7 @@ start_server() {
     mkdir -p "$dir"
     "$bin" --data-dir "$dir" "$@" --json serve --listen 127.0.0.1:0 > "$dir/ready" 2> "$dir/server.log" &
     server=$!
-    for _ in $(seq 1 100); do [ -s "$dir/ready" ] && break; sleep 0.1; done
+    for _ in $(seq 1 2000); do [ -s "$dir/ready" ] && break; sleep 0.005; done
     base="$(sed -E 's/.*"listening":\["(http:[^"]+)".*/\1/' "$dir/ready")"
     metrics_url="$(sed -nE 's/.*"metrics":"(http:[^"]+)".*/\1/p' "$dir/ready")"
 }

@@ -1,7 +1,7 @@
 //! The same host, one plugin per language: the Rust example (`notes`), the Python one
 //! (`py-echo`, componentize-py) and the JavaScript one (`js-weather`, componentize-js).
 //! For each: its size, the host's one-time compile, and instantiate + execute in a fresh
-//! instance per call (as every request runs it), p50 and p99 over 300 calls after 20 warm.
+//! instance per call (as every request runs it), p50 and p99 over 300 calls (BENCH_CALLS) after 20 warm.
 //! Each does a comparable small thing: notes lists from the key-value store, js-weather
 //! answers from it (a cached place), py-echo echoes with a log line.
 //!
@@ -53,6 +53,14 @@ const PLUGINS: &[Plugin] = &[
         )),
     },
 ];
+
+/// Calls measured per plugin: 300, or BENCH_CALLS (more, to profile a run).
+fn calls() -> usize {
+    std::env::var("BENCH_CALLS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(300)
+}
 
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -138,10 +146,10 @@ fn main() {
         };
         let (first, answer) = timed(0);
         (0..20).for_each(|i| drop(timed(i)));
-        let mut samples: Vec<Duration> = (0..300).map(|i| timed(i).0).collect();
+        let mut samples: Vec<Duration> = (0..calls()).map(|i| timed(i).0).collect();
         samples.sort();
         println!(
-            "{:<26} {:>5.1} MB  {:>7.0} ms  {:>7.1} ms  {:>7.2} ms  {:>7.2} ms   ({answer:?})",
+            "{:<26} {:>5.1} MB  {:>7.0} ms  {:>7.1} ms  {:>7.3} ms  {:>7.3} ms   ({answer:?})",
             plugin.language,
             size as f64 / 1e6,
             compile.as_secs_f64() * 1e3,

@@ -86,6 +86,7 @@ pub fn plugin_runtime(
         max_concurrency_per_account: settings.plugins.plugin_max_concurrency_per_account,
         max_component_bytes: settings.plugins.plugin_max_component_bytes,
         max_compiles: settings.plugins.plugin_max_compiles,
+        max_loaded_components: settings.plugins.plugin_max_loaded_components,
     };
     let services = HostServices {
         store: store.clone(),

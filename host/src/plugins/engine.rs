@@ -136,10 +136,53 @@ pub struct ComponentCache {
     linker: Linker<HostState>,
     dir: PathBuf,
     engine_hash: String,
-    loaded: Mutex<HashMap<String, Arc<OnceCell<Arc<Pre>>>>>,
+    loaded: Mutex<Loaded>,
     compiles: Compiles,
     pub compiled: AtomicU64,
     pub from_disk: AtomicU64,
+}
+
+/// The linked components held in memory, at most `max`: a compiled component holds about
+/// its artifact's size (hundreds of KiB for a small Rust one), so an unbounded map would
+/// grow with every component ever run. Past `max`, the one least recently asked for is
+/// dropped; its next run loads it from the disk cache again (milliseconds, not a compile).
+/// A run holding it keeps it alive meanwhile.
+struct Loaded {
+    entries: HashMap<String, LoadedEntry>,
+    /// Counts every lookup, so an entry's `used` orders entries by recency.
+    clock: u64,
+    max: usize,
+}
+
+struct LoadedEntry {
+    cell: Arc<OnceCell<Arc<Pre>>>,
+    used: u64,
+}
+
+impl Loaded {
+    fn cell(&mut self, hash: &str) -> Arc<OnceCell<Arc<Pre>>> {
+        self.clock += 1;
+        let clock = self.clock;
+        if let Some(entry) = self.entries.get_mut(hash) {
+            entry.used = clock;
+            return entry.cell.clone();
+        }
+        if self.entries.len() >= self.max {
+            // A scan, only when a component not held is asked for with the map full: that
+            // run loads the component, which costs far more than this.
+            let oldest = self.entries.iter().min_by_key(|(_, e)| e.used).map(|(h, _)| h.clone());
+            if let Some(oldest) = oldest {
+                self.entries.remove(&oldest);
+            }
+        }
+        let cell = Arc::new(OnceCell::new());
+        let entry = LoadedEntry {
+            cell: cell.clone(),
+            used: clock,
+        };
+        self.entries.insert(hash.to_string(), entry);
+        cell
+    }
 }
 
 /// Compiling takes every core for up to seconds, so only so many at once; uploads queue
@@ -215,8 +258,9 @@ fn scopeguard<F: FnOnce()>(f: F) -> impl Drop {
 }
 
 impl ComponentCache {
-    /// `max_compiles`: components compiled at once.
-    pub fn new(engine: Engine, dir: &Path, max_compiles: usize) -> wasmtime::Result<ComponentCache> {
+    /// `max_compiles`: components compiled at once; `max_loaded`: linked components held
+    /// in memory.
+    pub fn new(engine: Engine, dir: &Path, max_compiles: usize, max_loaded: usize) -> wasmtime::Result<ComponentCache> {
         // One linker for every served version: each imports its own `agent:plugin` interfaces.
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
@@ -241,7 +285,11 @@ impl ComponentCache {
             linker,
             dir: dir.to_path_buf(),
             engine_hash: format!("{:016x}", hasher.finish()),
-            loaded: Mutex::new(HashMap::new()),
+            loaded: Mutex::new(Loaded {
+                entries: HashMap::new(),
+                clock: 0,
+                max: max_loaded.max(1),
+            }),
             compiles: Compiles {
                 turns: Arc::new(Semaphore::new(max_compiles.max(1))),
                 queued: AtomicUsize::new(0),
@@ -277,8 +325,7 @@ impl ComponentCache {
     }
 
     fn cell(&self, hash: &str) -> Arc<OnceCell<Arc<Pre>>> {
-        let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
-        loaded.entry(hash.to_string()).or_default().clone()
+        self.loaded.lock().unwrap_or_else(|p| p.into_inner()).cell(hash)
     }
 
     /// Links a compiled component against the host, as the version of the world it targets.
@@ -318,7 +365,11 @@ impl ComponentCache {
 
     /// Forgets a component: its artifact and what memory held of it.
     pub fn forget(&self, hash: &str) {
-        self.loaded.lock().unwrap_or_else(|p| p.into_inner()).remove(hash);
+        self.loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entries
+            .remove(hash);
         let _ = std::fs::remove_file(self.artifact_path(hash));
     }
 
@@ -413,5 +464,34 @@ fn save_artifact(path: &Path, component: &Component) {
     {
         let _ = std::fs::remove_file(&tmp);
         tracing::warn!(path = %path.display(), "could not save the compiled component");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loaded(max: usize) -> Loaded {
+        Loaded {
+            entries: HashMap::new(),
+            clock: 0,
+            max,
+        }
+    }
+
+    #[test]
+    fn the_least_recently_asked_for_component_is_dropped_past_the_bound() {
+        let mut held = loaded(2);
+        let a = held.cell("a");
+        held.cell("b");
+        // Asked for again: the same cell, and now the most recent.
+        assert!(Arc::ptr_eq(&a, &held.cell("a")));
+        held.cell("c");
+        assert_eq!(held.entries.len(), 2);
+        assert!(held.entries.contains_key("a") && held.entries.contains_key("c"));
+        // "b" was dropped: asking again gives a fresh cell (to be loaded again), dropping "a".
+        held.cell("b");
+        assert!(!held.entries.contains_key("a"));
+        assert_eq!(held.entries.len(), 2);
     }
 }

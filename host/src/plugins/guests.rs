@@ -1,8 +1,12 @@
-//! Threads of the guests' own. A run starts where it is called; one that is not done after
-//! its first slice (it yielded at an epoch tick, or waits on a host call) goes on here. So a
-//! command of a few microseconds never changes threads, and however busy long runs keep
-//! these, the server's threads stay free to accept requests, read the store and answer other
-//! tenants.
+//! Threads of the guests' own. A run starts where it is called and stays there while it is
+//! cheap: done, or waiting on a host call (a key-value read), within its first epoch tick.
+//! Once it runs past a tick (it yielded there) it goes on here. So a command of a few
+//! microseconds, host calls included, never changes threads, and however busy long runs
+//! keep these, the server's threads stay free to accept requests, read the store and answer
+//! other tenants: a guest holds a server thread for at most about one tick.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::Poll;
 
 pub(super) struct GuestThreads(Option<tokio::runtime::Runtime>);
 
@@ -16,15 +20,22 @@ impl GuestThreads {
         Ok(GuestThreads(Some(runtime)))
     }
 
-    /// Polls `run` once here, and finishes it on the guest threads if that was not enough.
-    pub(super) async fn finish<F>(&self, run: F) -> Result<F::Output, tokio::task::JoinError>
+    /// Polls `run` here until it is done or `sliced` (its guest ran past an epoch tick), and
+    /// finishes it on the guest threads in the second case.
+    pub(super) async fn finish<F>(&self, run: F, sliced: &AtomicBool) -> Result<F::Output, tokio::task::JoinError>
     where
         F: std::future::Future + Send + 'static,
         F::Output: Send + 'static,
     {
         let mut run = Box::pin(run);
-        let first = std::future::poll_fn(|cx| std::task::Poll::Ready(run.as_mut().poll(cx))).await;
-        if let std::task::Poll::Ready(done) = first {
+        let here = std::future::poll_fn(|cx| match run.as_mut().poll(cx) {
+            Poll::Ready(done) => Poll::Ready(Some(done)),
+            Poll::Pending if sliced.load(Ordering::Relaxed) => Poll::Ready(None),
+            // Waiting on a host call, whose wakeup brings it back here.
+            Poll::Pending => Poll::Pending,
+        })
+        .await;
+        if let Some(done) = here {
             return Ok(done);
         }
         // Each poll registers the waker it is given, so the run may move to another task;

@@ -58,6 +58,9 @@ pub struct RuntimeLimits {
     pub max_component_bytes: usize,
     /// Components compiled at once; uploads beyond a short queue are refused.
     pub max_compiles: usize,
+    /// Compiled components kept linked in memory; the least recently run beyond it are
+    /// loaded again from the disk cache when next run.
+    pub max_loaded_components: usize,
 }
 
 /// Deadline for calling `manifest()`, which should do nothing but return data.
@@ -89,7 +92,7 @@ impl PluginRuntime {
         let engine = engine::build_engine(limits.max_memory_bytes, max_instances)
             .map_err(|e| anyhow::anyhow!("cannot configure the WebAssembly engine: {e:#}"))?;
         engine::start_epoch_ticker(&engine);
-        let cache = ComponentCache::new(engine, cache_dir, limits.max_compiles)
+        let cache = ComponentCache::new(engine, cache_dir, limits.max_compiles, limits.max_loaded_components)
             .map_err(|e| anyhow::anyhow!("cannot prepare the component cache: {e:#}"))?;
         Ok(PluginRuntime {
             cache,

@@ -2,6 +2,7 @@
 //! memory, output), its call's context, and what it logged. The runtime only runs; keeping
 //! a run's log for its owner is the caller's (services/runs.rs).
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use wasmtime::{Store, UpdateDeadline};
@@ -86,10 +87,11 @@ impl PluginRuntime {
         // Yield to the async runtime every tick, so a busy guest never holds a thread, and
         // interrupt it once its time is spent, or once it made the host hold more for it
         // than its memory budget allows.
-        store.epoch_deadline_callback(move |_| {
+        store.epoch_deadline_callback(move |ctx| {
             Ok(if Instant::now() >= deadline || overdrawn.overdrawn() {
                 UpdateDeadline::Interrupt
             } else {
+                ctx.data().sliced.store(true, Ordering::Relaxed);
                 UpdateDeadline::Yield(1)
             })
         });
@@ -129,6 +131,7 @@ impl PluginRuntime {
         call.agent = run.agent;
         call.progress = run.progress;
         let mut store = self.new_store(call, timeout);
+        let sliced = store.data().sliced.clone();
         let invocation = run.invocation;
         // Holding its slot; if the caller goes away, the run is stopped at its next yield
         // and the slot freed with it.
@@ -143,7 +146,7 @@ impl PluginRuntime {
             .await;
             (outcome, store)
         };
-        let (outcome, mut store) = match self.guests.finish(run).await {
+        let (outcome, mut store) = match self.guests.finish(run, &sliced).await {
             Ok(finished) => finished,
             Err(e) => return Ran::unlogged(ExecError::Crashed(format!("the plugin's run ended abnormally: {e}"))),
         };

@@ -3,6 +3,7 @@
 //! limits, and what this call may reach.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use crate::store::LogLine;
 
@@ -148,6 +149,8 @@ pub struct HostState {
     pub(crate) resources: budget::ResourceMeter,
     pub call: CallContext,
     pub stderr: MemoryOutputPipe,
+    /// Set once the guest ran past an epoch tick: its run is no longer a cheap one.
+    pub(crate) sliced: Arc<AtomicBool>,
 }
 
 impl HostState {
@@ -174,6 +177,7 @@ impl HostState {
             resources: budget::ResourceMeter::default(),
             call,
             stderr,
+            sliced: Arc::default(),
         }
     }
 
