@@ -10,6 +10,7 @@ mod support;
 
 mod account;
 mod auth;
+mod bench_paid_path;
 mod chat;
 mod chatapp;
 mod cli;

@@ -27,6 +27,9 @@ pub struct ReceivedSpan {
     pub attributes: HashMap<String, String>,
     /// The resource's `service.name`.
     pub service: String,
+    /// Start and end, in ns since the Unix epoch.
+    pub start_ns: u64,
+    pub end_ns: u64,
 }
 
 pub struct OtlpReceiver {
@@ -106,6 +109,8 @@ fn receive(kept: &Mutex<Vec<ReceivedSpan>>, headers: &HeaderMap, body: &[u8]) ->
                     name: span.name,
                     attributes: attributes(&span.attributes),
                     service: service.clone(),
+                    start_ns: span.start_time_unix_nano,
+                    end_ns: span.end_time_unix_nano,
                 });
             }
         }

@@ -293,3 +293,32 @@ pub fn unsent_solana_transaction() -> (String, String) {
     );
     (signature.to_string(), raw)
 }
+
+pub fn b64_json(text: &str) -> Value {
+    serde_json::from_slice(&base64::Engine::decode(&base64::engine::general_purpose::STANDARD, text).unwrap()).unwrap()
+}
+
+/// The decoded `PAYMENT-REQUIRED` header of an answer.
+pub fn payment_required(reply: &Reply) -> Value {
+    let header = reply
+        .header("payment-required")
+        .unwrap_or_else(|| panic!("no PAYMENT-REQUIRED header: {} {}", reply.status, reply.text));
+    b64_json(header)
+}
+
+/// A v1 `X-PAYMENT` value re-sent as a v2 `PAYMENT-SIGNATURE`: the same signed payload,
+/// with the requirement the payer accepted.
+pub fn as_v2(v1: &str, accepted: &Value) -> String {
+    let envelope = b64_json(v1);
+    let v2 = json!({
+        "x402Version": 2,
+        "resource": { "url": "ignored by the server", "mimeType": "application/json" },
+        "accepted": accepted,
+        "payload": envelope["payload"],
+    });
+    base64::Engine::encode(&base64::engine::general_purpose::STANDARD, v2.to_string())
+}
+
+pub async fn paid_v2(url: &str, body: &Value, payment: &str) -> Reply {
+    send(client().post(url).header("payment-signature", payment).json(body)).await
+}
