@@ -34,7 +34,7 @@ postgres)
     admin="$(scripts/postgres.sh start "$pgdir")"
     psql -q "$admin" -c "CREATE DATABASE bench" >/dev/null
     # The address names the database before its query (TLS settings): swap that name only.
-    export AGENT_HOST_DATABASE_URL="${admin/\/postgres?//bench?}"
+    export AGENT_HOST_DATABASE_URL="${admin/\/postgres\?//bench?}"
     ;;
 *) echo "backend must be sqlite or postgres" >&2; exit 2 ;;
 esac

@@ -11,6 +11,7 @@ start_server() {
     "$bin" --data-dir "$dir" "$@" --json serve --listen 127.0.0.1:0 > "$dir/ready" 2> "$dir/server.log" &
     server=$!
     for _ in $(seq 1 2000); do [ -s "$dir/ready" ] && break; sleep 0.005; done
+    [ -s "$dir/ready" ] || { echo "the server did not start; its log ends:" >&2; tail -5 "$dir/server.log" >&2; return 1; }
     base="$(sed -E 's/.*"listening":\["(http:[^"]+)".*/\1/' "$dir/ready")"
     metrics_url="$(sed -nE 's/.*"metrics":"(http:[^"]+)".*/\1/p' "$dir/ready")"
 }

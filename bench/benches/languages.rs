@@ -60,6 +60,7 @@ fn calls() -> usize {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(300)
+        .max(1)
 }
 
 fn main() {

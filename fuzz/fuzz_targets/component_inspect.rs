@@ -55,7 +55,7 @@ fn fixture() -> &'static Fixture {
             max_concurrency_per_account: 4,
             max_component_bytes: 1 << 20,
             max_compiles: 1,
-            max_loaded_components: 64,
+            max_loaded_bytes: 64 << 20,
         };
         let runtime = PluginRuntime::new(&dir.path().join("cache"), limits, services).expect("runtime");
         let tokio = tokio::runtime::Builder::new_current_thread()

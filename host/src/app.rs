@@ -86,7 +86,7 @@ pub fn plugin_runtime(
         max_concurrency_per_account: settings.plugins.plugin_max_concurrency_per_account,
         max_component_bytes: settings.plugins.plugin_max_component_bytes,
         max_compiles: settings.plugins.plugin_max_compiles,
-        max_loaded_components: settings.plugins.plugin_max_loaded_components,
+        max_loaded_bytes: (settings.plugins.plugin_loaded_components_mib as usize) << 20,
     };
     let services = HostServices {
         store: store.clone(),

@@ -3,8 +3,8 @@
 //! suite already runs: Anvil and the Solana chain, payments signed as x402 clients sign
 //! them, and the OTLP receiver. Every request is traced (its own `traceparent`), so each
 //! one's time splits by its spans into the chain's (every JSON-RPC call to the node, and
-//! the waits between them while a settlement confirms) and ours (decode and verify, the
-//! store, the plugin run, the answer). Nothing here asserts a time.
+//! the waits between them once the transaction is sent) and ours (decode and verify, the
+//! store, signing, the plugin run, the answer). Nothing here asserts a time.
 
 use std::collections::HashMap;
 
@@ -213,22 +213,32 @@ fn is_chain_call(span: &ReceivedSpan) -> bool {
     span.attributes.contains_key("rpc.method")
 }
 
-/// Time under `span` on the chain: a node call whole; a settlement whole, less its own
-/// work off the chain; anything else, the chain time of its children.
+/// Time under `span` on the chain: a node call whole; in a settlement, its node calls and,
+/// once the transaction is sent, the time between its parts (waiting for confirmation);
+/// anything else, the chain time of its children. What a settlement does before it sends
+/// (verify the payment, read the wallet, sign) is ours.
 fn chain_ns(span: &ReceivedSpan, spans: &[&ReceivedSpan]) -> u64 {
     if is_chain_call(span) {
         return span.end_ns - span.start_ns;
     }
-    let under = children(spans, span);
-    if span.name == "settlement" {
-        let ours: u64 = under
-            .iter()
-            .filter(|c| !is_chain_call(c))
-            .map(|c| c.end_ns - c.start_ns - chain_ns(c, spans))
-            .sum();
-        return span.end_ns - span.start_ns - ours;
+    let mut under = children(spans, span);
+    let calls: u64 = under.iter().map(|c| chain_ns(c, spans)).sum();
+    if span.name != "settlement" {
+        return calls;
     }
-    under.iter().map(|c| chain_ns(c, spans)).sum()
+    under.sort_by_key(|c| c.start_ns);
+    let sent = under.iter().position(|c| {
+        c.attributes
+            .get("rpc.method")
+            .is_some_and(|m| m == "eth_sendRawTransaction" || m == "sendTransaction")
+    });
+    let waits: u64 = sent.map_or(0, |i| {
+        under[i..]
+            .windows(2)
+            .map(|w| w[1].start_ns.saturating_sub(w[0].end_ns))
+            .sum()
+    });
+    calls + waits
 }
 
 fn ms(ns: u64) -> f64 {

@@ -94,7 +94,7 @@ pub fn setup(rt: &tokio::runtime::Runtime) -> Setup {
         max_concurrency_per_account: 64,
         max_component_bytes: 32 << 20,
         max_compiles: 1,
-        max_loaded_components: 64,
+        max_loaded_bytes: 64 << 20,
     };
     let services = HostServices {
         store: store.clone(),

@@ -255,8 +255,8 @@ settings! {
         plugin_max_component_bytes: usize = "33554432" [1024 ..= 1073741824], "largest plugin component accepted";
         plugin_max_compiles: usize = "1" [1 ..= 64],
             "components compiled at once (each takes every core for up to seconds); uploads beyond a short queue answer 503";
-        plugin_max_loaded_components: usize = "256" [1 ..= 1000000],
-            "compiled components kept ready in memory (each about its compiled size); the least recently run beyond it are loaded again from the disk cache";
+        plugin_loaded_components_mib: u64 = "256" [16 ..= 1048576],
+            "memory for compiled components kept ready (their compiled images); past it the least recently run are loaded again from the disk cache";
         plugin_collect_after_secs: u64 = "3600" [1 ..= 31536000],
             "a component no account keeps and no command runs is deleted (bytes, record, compiled artifact) once unused this long";
         plugin_llm_max_tokens: u32 = "1024" [1 ..= 1000000], "most tokens a plugin's LLM completion may ask for";

@@ -2,19 +2,19 @@
 //! its epoch ticker, and the component cache: compiled artifacts on disk keyed by the
 //! component's SHA-256 and the engine's compatibility hash, and `InstancePre`s in memory.
 
-use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{OnceCell, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 
 use super::bindings::types::{CommandError, Invocation, Output, PluginManifest};
 use super::bindings::{v0_1_0, v0_2_0};
+use super::loaded::Loaded;
 use super::state::HostState;
 
 /// How often the epoch advances: a busy guest yields its thread at every tick, so other
@@ -142,49 +142,6 @@ pub struct ComponentCache {
     pub from_disk: AtomicU64,
 }
 
-/// The linked components held in memory, at most `max`: a compiled component holds about
-/// its artifact's size (hundreds of KiB for a small Rust one), so an unbounded map would
-/// grow with every component ever run. Past `max`, the one least recently asked for is
-/// dropped; its next run loads it from the disk cache again (milliseconds, not a compile).
-/// A run holding it keeps it alive meanwhile.
-struct Loaded {
-    entries: HashMap<String, LoadedEntry>,
-    /// Counts every lookup, so an entry's `used` orders entries by recency.
-    clock: u64,
-    max: usize,
-}
-
-struct LoadedEntry {
-    cell: Arc<OnceCell<Arc<Pre>>>,
-    used: u64,
-}
-
-impl Loaded {
-    fn cell(&mut self, hash: &str) -> Arc<OnceCell<Arc<Pre>>> {
-        self.clock += 1;
-        let clock = self.clock;
-        if let Some(entry) = self.entries.get_mut(hash) {
-            entry.used = clock;
-            return entry.cell.clone();
-        }
-        if self.entries.len() >= self.max {
-            // A scan, only when a component not held is asked for with the map full: that
-            // run loads the component, which costs far more than this.
-            let oldest = self.entries.iter().min_by_key(|(_, e)| e.used).map(|(h, _)| h.clone());
-            if let Some(oldest) = oldest {
-                self.entries.remove(&oldest);
-            }
-        }
-        let cell = Arc::new(OnceCell::new());
-        let entry = LoadedEntry {
-            cell: cell.clone(),
-            used: clock,
-        };
-        self.entries.insert(hash.to_string(), entry);
-        cell
-    }
-}
-
 /// Compiling takes every core for up to seconds, so only so many at once; uploads queue
 /// behind them up to `QUEUE_PER_COMPILE` each and are refused beyond, while a run whose
 /// component must be compiled (a cold cache) always waits its turn.
@@ -258,9 +215,14 @@ fn scopeguard<F: FnOnce()>(f: F) -> impl Drop {
 }
 
 impl ComponentCache {
-    /// `max_compiles`: components compiled at once; `max_loaded`: linked components held
-    /// in memory.
-    pub fn new(engine: Engine, dir: &Path, max_compiles: usize, max_loaded: usize) -> wasmtime::Result<ComponentCache> {
+    /// `max_compiles`: components compiled at once; `max_loaded_bytes`: compiled images held
+    /// ready in memory.
+    pub fn new(
+        engine: Engine,
+        dir: &Path,
+        max_compiles: usize,
+        max_loaded_bytes: usize,
+    ) -> wasmtime::Result<ComponentCache> {
         // One linker for every served version: each imports its own `agent:plugin` interfaces.
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
@@ -285,11 +247,7 @@ impl ComponentCache {
             linker,
             dir: dir.to_path_buf(),
             engine_hash: format!("{:016x}", hasher.finish()),
-            loaded: Mutex::new(Loaded {
-                entries: HashMap::new(),
-                clock: 0,
-                max: max_loaded.max(1),
-            }),
+            loaded: Mutex::new(Loaded::new(max_loaded_bytes)),
             compiles: Compiles {
                 turns: Arc::new(Semaphore::new(max_compiles.max(1))),
                 queued: AtomicUsize::new(0),
@@ -315,17 +273,29 @@ impl ComponentCache {
         hash: &str,
         bytes: impl FnOnce() -> Result<Vec<u8>, String> + Send + 'static,
     ) -> Result<Arc<Pre>, String> {
-        let cell = self.cell(hash);
-        cell.get_or_try_init(|| async {
-            let component = self.component(hash, bytes).await?;
-            self.link(&component).map(Arc::new)
-        })
-        .await
-        .cloned()
+        let cell = self.loaded().cell(hash);
+        let pre = cell
+            .get_or_try_init(|| async {
+                let component = self.component(hash, bytes).await?;
+                let pre = Arc::new(self.link(&component)?);
+                self.loaded().count(hash, &cell, image_bytes(&component));
+                Ok::<_, String>(pre)
+            })
+            .await
+            .cloned();
+        if pre.is_err() {
+            self.loaded().drop_failed(hash, &cell);
+        }
+        pre
     }
 
-    fn cell(&self, hash: &str) -> Arc<OnceCell<Arc<Pre>>> {
-        self.loaded.lock().unwrap_or_else(|p| p.into_inner()).cell(hash)
+    fn loaded(&self) -> std::sync::MutexGuard<'_, Loaded> {
+        self.loaded.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keeps a built-in handler's component held whatever else is run (its hash).
+    pub fn pin(&self, hash: &str) {
+        self.loaded().pin(hash);
     }
 
     /// Links a compiled component against the host, as the version of the world it targets.
@@ -359,17 +329,16 @@ impl ComponentCache {
             .await
             .map_err(|e| format!("saving the compiled component failed: {e}"))?;
         let pre = Arc::new(self.link(&component)?);
-        let _ = self.cell(hash).set(pre);
+        let cell = self.loaded().cell(hash);
+        if cell.set(pre).is_ok() {
+            self.loaded().count(hash, &cell, image_bytes(&component));
+        }
         Ok(())
     }
 
     /// Forgets a component: its artifact and what memory held of it.
     pub fn forget(&self, hash: &str) {
-        self.loaded
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entries
-            .remove(hash);
+        self.loaded().forget(hash);
         let _ = std::fs::remove_file(self.artifact_path(hash));
     }
 
@@ -444,6 +413,12 @@ impl ComponentCache {
     }
 }
 
+/// The size of a compiled component's image in memory: what holding it costs.
+fn image_bytes(component: &Component) -> usize {
+    let range = component.image_range();
+    (range.end as usize).saturating_sub(range.start as usize)
+}
+
 fn compile(engine: &Engine, bytes: &[u8]) -> Result<Component, String> {
     let started = std::time::Instant::now();
     let component = Component::new(engine, bytes).map_err(|e| format!("not a valid component: {e:#}"))?;
@@ -464,34 +439,5 @@ fn save_artifact(path: &Path, component: &Component) {
     {
         let _ = std::fs::remove_file(&tmp);
         tracing::warn!(path = %path.display(), "could not save the compiled component");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn loaded(max: usize) -> Loaded {
-        Loaded {
-            entries: HashMap::new(),
-            clock: 0,
-            max,
-        }
-    }
-
-    #[test]
-    fn the_least_recently_asked_for_component_is_dropped_past_the_bound() {
-        let mut held = loaded(2);
-        let a = held.cell("a");
-        held.cell("b");
-        // Asked for again: the same cell, and now the most recent.
-        assert!(Arc::ptr_eq(&a, &held.cell("a")));
-        held.cell("c");
-        assert_eq!(held.entries.len(), 2);
-        assert!(held.entries.contains_key("a") && held.entries.contains_key("c"));
-        // "b" was dropped: asking again gives a fresh cell (to be loaded again), dropping "a".
-        held.cell("b");
-        assert!(!held.entries.contains_key("a"));
-        assert_eq!(held.entries.len(), 2);
     }
 }

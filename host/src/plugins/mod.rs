@@ -18,6 +18,7 @@ pub mod grants;
 mod guests;
 mod host;
 mod inspect;
+mod loaded;
 mod run;
 pub mod slots;
 mod sources;
@@ -58,9 +59,9 @@ pub struct RuntimeLimits {
     pub max_component_bytes: usize,
     /// Components compiled at once; uploads beyond a short queue are refused.
     pub max_compiles: usize,
-    /// Compiled components kept linked in memory; the least recently run beyond it are
-    /// loaded again from the disk cache when next run.
-    pub max_loaded_components: usize,
+    /// Bytes of compiled components kept ready in memory; the least recently run beyond
+    /// them are loaded again from the disk cache when next run.
+    pub max_loaded_bytes: usize,
 }
 
 /// Deadline for calling `manifest()`, which should do nothing but return data.
@@ -92,15 +93,19 @@ impl PluginRuntime {
         let engine = engine::build_engine(limits.max_memory_bytes, max_instances)
             .map_err(|e| anyhow::anyhow!("cannot configure the WebAssembly engine: {e:#}"))?;
         engine::start_epoch_ticker(&engine);
-        let cache = ComponentCache::new(engine, cache_dir, limits.max_compiles, limits.max_loaded_components)
+        let cache = ComponentCache::new(engine, cache_dir, limits.max_compiles, limits.max_loaded_bytes)
             .map_err(|e| anyhow::anyhow!("cannot prepare the component cache: {e:#}"))?;
+        let builtins = sources::builtins();
+        for (_, component) in &builtins {
+            cache.pin(&component.hash);
+        }
         Ok(PluginRuntime {
             cache,
             services: Arc::new(services),
             slots: Slots::new(limits.max_concurrency, limits.max_concurrency_per_account),
             guests: GuestThreads::new()?,
             limits,
-            builtins: sources::builtins(),
+            builtins,
             manifests: Mutex::new(HashMap::new()),
         })
     }

@@ -133,8 +133,8 @@ impl PluginRuntime {
         let mut store = self.new_store(call, timeout);
         let sliced = store.data().sliced.clone();
         let invocation = run.invocation;
-        // Holding its slot; if the caller goes away, the run is stopped at its next yield
-        // and the slot freed with it.
+        // Holding its slot; if the caller goes away, the run is dropped (at once while it runs
+        // on the caller's task, at its next yield on the guest threads) and the slot freed.
         let run = async move {
             let _slot = slot;
             // The epoch deadline stops a busy guest; this outer timeout also bounds time a

@@ -2,6 +2,7 @@
 //! chain, USDC transfers that are a store row before they are sent and move forward
 //! in one place (pending → confirmed | failed), one at a time per wallet.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::{ServiceError, Services};
@@ -97,6 +98,15 @@ pub async fn wallet(services: &Services, agent_id: &str, network: Network) -> Re
     services
         .store
         .wallet(agent_id, network)
+        .await?
+        .ok_or(ServiceError::Wallet(WalletError::NotConfigured(network)))
+}
+
+/// The address of the agent's wallet on `network` (what an offer names as `payTo`).
+pub async fn address(services: &Services, agent_id: &str, network: Network) -> Result<Arc<String>, ServiceError> {
+    services
+        .store
+        .wallet_address(agent_id, network)
         .await?
         .ok_or(ServiceError::Wallet(WalletError::NotConfigured(network)))
 }

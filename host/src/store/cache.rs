@@ -1,6 +1,7 @@
 //! The read cache of a serving process: API keys (with their accounts) and agents (with
 //! their commands and open breakers), which every keyed request reads, and the agents for
-//! sale over x402, which discovery reads, kept in memory.
+//! sale over x402 and their wallets' addresses, which discovery and every paid request
+//! read, kept in memory.
 //!
 //! It is as fresh as the database to within a stated bound. Every write to the cached
 //! tables, by any process (this one, the CLI on the same SQLite file, another host on the
@@ -88,6 +89,9 @@ pub struct ReadCache {
     agents: RwLock<HashMap<String, Arc<AgentWithCommands>>>,
     /// The x402 discovery list's agents (its wallets are watched too).
     listings: RwLock<Option<Arc<Vec<Listing>>>>,
+    /// Wallets' addresses, by `agent id/network` (never their sealed keys: resealing them
+    /// bumps no version).
+    wallet_addresses: RwLock<HashMap<String, Arc<String>>>,
 }
 
 /// A read about to go to the database, to be kept if nothing changed meanwhile.
@@ -106,6 +110,7 @@ impl ReadCache {
             keys: RwLock::default(),
             agents: RwLock::default(),
             listings: RwLock::default(),
+            wallet_addresses: RwLock::default(),
         }
     }
 
@@ -141,6 +146,7 @@ impl ReadCache {
         self.keys.write().unwrap_or_else(|p| p.into_inner()).clear();
         self.agents.write().unwrap_or_else(|p| p.into_inner()).clear();
         *self.listings.write().unwrap_or_else(|p| p.into_inner()) = None;
+        self.wallet_addresses.write().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
     pub fn listings(&self) -> Option<Arc<Vec<Listing>>> {
@@ -184,6 +190,21 @@ impl ReadCache {
             .unwrap_or_else(|p| p.into_inner())
             .get(id_or_username)
             .cloned()
+    }
+
+    pub fn wallet_address(&self, agent_and_network: &str) -> Option<Arc<String>> {
+        if !self.current() {
+            return None;
+        }
+        self.wallet_addresses
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(agent_and_network)
+            .cloned()
+    }
+
+    pub fn keep_wallet_address(&self, ticket: Ticket, agent_and_network: &str, address: &Arc<String>) {
+        self.keep(ticket, &self.wallet_addresses, [agent_and_network], address);
     }
 
     pub fn keep_agent(&self, ticket: Ticket, found: &Arc<AgentWithCommands>) {

@@ -223,6 +223,30 @@ impl Store {
         .await
     }
 
+    /// The address of the agent's wallet on `network`, from the read cache when it holds it.
+    pub async fn wallet_address(&self, agent_id: &str, network: Network) -> Result<Option<Arc<String>>, StoreError> {
+        let name = format!("{agent_id}/{network}");
+        if let Some(address) = self.cache.wallet_address(&name) {
+            return Ok(Some(address));
+        }
+        let ticket = self.cache.ticket();
+        let agent_id = agent_id.to_string();
+        let address = self
+            .read(move |db| {
+                db.query_opt(
+                    "SELECT address FROM wallets WHERE agent_id = ?1 AND network = ?2",
+                    args![&agent_id, network.as_str()],
+                )?
+                .map(|r| r.get::<String>(0).map(Arc::new))
+                .transpose()
+            })
+            .await?;
+        if let Some(address) = &address {
+            self.cache.keep_wallet_address(ticket, &name, address);
+        }
+        Ok(address)
+    }
+
     /// Every wallet of an agent, without their secrets' meaning (still sealed).
     pub async fn wallets_of(&self, agent_id: &str) -> Result<Vec<WalletRecord>, StoreError> {
         let agent_id = agent_id.to_string();

@@ -147,9 +147,11 @@ pub fn counts(err: &ServiceError) -> bool {
     matches!(err, ServiceError::Execution(_) | ServiceError::Model(_))
 }
 
-/// What a price request sees: the breaker as it stands.
-pub async fn look(store: &Store, rules: Rules, agent_id: &str, command: &str) -> Result<Admission, StoreError> {
-    Ok(rules.look(store.breaker(agent_id, command).await?.as_ref(), crate::clock::now_ms()))
+/// What a price request sees: the breaker as it stands, `None` when the command has none
+/// (it never failed, or an answer since closed it: the usual case).
+pub async fn look(store: &Store, rules: Rules, agent_id: &str, command: &str) -> Result<Option<Admission>, StoreError> {
+    let breaker = store.breaker(agent_id, command).await?;
+    Ok(breaker.map(|b| rules.look(Some(&b), crate::clock::now_ms())))
 }
 
 /// A paid call's command answered: its breaker, if any, closes. (A read first: a well

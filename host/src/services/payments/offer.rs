@@ -65,8 +65,8 @@ pub async fn offer(services: &Services, id_or_username: &str, network: Network) 
         }
         .into());
     }
-    let wallet = wallets::wallet(services, &found.agent.id, network).await?;
-    let offer = Offer::of(services, &found, network, wallet.address, default_price).await;
+    let pay_to = wallets::address(services, &found.agent.id, network).await?;
+    let offer = Offer::of(services, &found, network, pay_to.to_string(), default_price).await;
     if let Some(error) = offer.facilitator_down.clone() {
         return Err(X402Error::Facilitator { error, recorded: false }.into());
     }

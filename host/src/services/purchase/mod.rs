@@ -49,6 +49,10 @@ pub struct Quote<'a> {
     ordered: Ordered<'a>,
     /// The request as the payer sent it, recorded with its payment.
     request: Value,
+    /// The command had a breaker when priced. Without one (the usual case) the breaker is
+    /// not read again to admit the call or to close it after an answer: nothing opened it
+    /// in between that a request arriving a moment earlier would not also have missed.
+    had_breaker: bool,
 }
 
 /// An order matched to what the agent sells.
@@ -90,13 +94,15 @@ pub async fn quote<'a>(
         price: offer.default_price,
         ordered,
         request,
+        had_breaker: false,
     };
     if let Some(command) = quote.command() {
         let rules = breaker::Rules::of(&services.settings.x402);
         let admission = breaker::look(&services.store, rules, &offer.agent.id, &command.def.name).await?;
-        if let Some(refusal) = admission.refusal(&command.def.name) {
+        if let Some(refusal) = admission.as_ref().and_then(|a| a.refusal(&command.def.name)) {
             return Err(refusal);
         }
+        quote.had_breaker = admission.is_some();
         quote.price = offer.price_of(command);
     }
     Ok(quote)
@@ -181,6 +187,7 @@ async fn buy_on(
         price,
         ordered,
         request,
+        had_breaker,
     } = checked.0;
     let command = match &ordered {
         Ordered::Command { command, .. } => Some(*command),
@@ -190,7 +197,7 @@ async fn buy_on(
     // Admitted by the command's breaker (a half-open one lets this call through as its
     // trial), so its outcome below counts.
     let mut trial = None;
-    if let Some(command) = command {
+    if let Some(command) = command.filter(|_| had_breaker) {
         match breaker::admit(&services.store, rules, &offer.agent.id, &command.def.name).await? {
             (breaker::Admission::Trial, at) => trial = Some(at),
             (admission, _) => {
@@ -262,7 +269,7 @@ async fn buy_on(
         }
     };
     let worked = work(services, offer, ordered, &settled).await;
-    let outcome = conclude(services, offer, command, &settled, worked).await;
+    let outcome = conclude(services, offer, command, had_breaker, &settled, worked).await;
     measured.ended(match &outcome {
         SaleOutcome::Failed { refund: Some(_), .. } => "refunded",
         SaleOutcome::Failed { refund: None, error } if payments::payers_fault(error) => "served",
@@ -331,6 +338,7 @@ async fn conclude(
     services: &Services,
     offer: &Offer,
     command: Option<&Command>,
+    had_breaker: bool,
     settled: &Settled,
     worked: Result<CommandOutcome, ServiceError>,
 ) -> SaleOutcome {
@@ -342,7 +350,7 @@ async fn conclude(
         Ok(CommandOutcome::Queued { .. }) => {}
         Err(err) if !payments::payers_fault(err) => {}
         _ => {
-            if let Some(name) = command {
+            if let Some(name) = command.filter(|_| had_breaker) {
                 breaker::succeeded(&services.store, agent_id, name).await;
             }
         }
