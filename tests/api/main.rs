@@ -10,7 +10,6 @@ mod support;
 
 mod account;
 mod auth;
-mod bench_paid_path;
 mod chat;
 mod chatapp;
 mod cli;
@@ -24,6 +23,7 @@ mod mcp;
 mod meta;
 mod metrics;
 mod migrations;
+mod paid_traces;
 mod pay_page;
 mod plugin_abuse;
 mod plugin_run;

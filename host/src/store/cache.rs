@@ -171,10 +171,7 @@ impl ReadCache {
     }
 
     pub fn key(&self, id: &str) -> Option<Arc<KeyRecord>> {
-        if !self.current() {
-            return None;
-        }
-        self.keys.read().unwrap_or_else(|p| p.into_inner()).get(id).cloned()
+        self.get(&self.keys, id)
     }
 
     pub fn keep_key(&self, ticket: Ticket, record: &Arc<KeyRecord>) {
@@ -182,25 +179,19 @@ impl ReadCache {
     }
 
     pub fn agent(&self, id_or_username: &str) -> Option<Arc<AgentWithCommands>> {
-        if !self.current() {
-            return None;
-        }
-        self.agents
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(id_or_username)
-            .cloned()
+        self.get(&self.agents, id_or_username)
     }
 
     pub fn wallet_address(&self, agent_and_network: &str) -> Option<Arc<String>> {
+        self.get(&self.wallet_addresses, agent_and_network)
+    }
+
+    /// What `map` holds under `name`, while entries may be served.
+    fn get<T>(&self, map: &RwLock<HashMap<String, Arc<T>>>, name: &str) -> Option<Arc<T>> {
         if !self.current() {
             return None;
         }
-        self.wallet_addresses
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(agent_and_network)
-            .cloned()
+        map.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned()
     }
 
     pub fn keep_wallet_address(&self, ticket: Ticket, agent_and_network: &str, address: &Arc<String>) {

@@ -1,10 +1,13 @@
-//! Not a test but a benchmark, run by `bench/paid-path.sh` (`--ignored`): what a paid
-//! request costs on our side, apart from the chain. It lives here for the real parts the
-//! suite already runs: Anvil and the Solana chain, payments signed as x402 clients sign
-//! them, and the OTLP receiver. Every request is traced (its own `traceparent`), so each
-//! one's time splits by its spans into the chain's (every JSON-RPC call to the node, and
-//! the waits between them once the transaction is sent) and ours (decode and verify, the
-//! store, signing, the plugin run, the answer). Nothing here asserts a time.
+//! A paid request's trace, on each network and x402 version: the purchase, its settlement
+//! and every node call under the request's span, so an operator can tell the chain's time
+//! from ours. Real parts: Anvil and the Solana chain, payments signed as x402 clients sign
+//! them, the OTLP receiver. Each request's time splits by its spans into the chain's (every
+//! JSON-RPC call to the node, and the waits between them once the transaction is sent) and
+//! ours (decode and verify, the store, signing, the plugin run, the answer).
+//!
+//! The suite pays two requests of each kind and checks the traces; `bench/paid-path.sh`
+//! pays 30 (`PAID_PATH_REQUESTS`) and reads the printed table, the benchmark of our part.
+//! Nothing here asserts a time.
 
 use std::collections::HashMap;
 
@@ -15,9 +18,16 @@ use crate::support::otlp::{OtlpReceiver, ReceivedSpan};
 use crate::support::x402::*;
 use crate::support::*;
 
-/// Paid requests per network and version.
-const REQUESTS: usize = 30;
 const PRICE: u64 = 50_000;
+
+/// Paid requests per network and version, after one to warm up.
+fn requests() -> usize {
+    std::env::var("PAID_PATH_REQUESTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(2)
+        .max(1)
+}
 
 #[derive(Clone, Copy)]
 enum Network {
@@ -35,8 +45,8 @@ impl Network {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "a benchmark: bench/paid-path.sh"]
-async fn paid_path_cost() {
+async fn a_paid_requests_trace_tells_the_chains_time_from_ours() {
+    let requests = requests();
     let receiver = OtlpReceiver::start().await;
     let base = LocalBase::start().await;
     let solana = LocalSolana::start();
@@ -57,7 +67,7 @@ async fn paid_path_cost() {
     solana.set_usdc(&solana_wallet, 0).await;
     let server = env.serve();
     let base_payer = alloy::signers::local::PrivateKeySigner::random();
-    base.mint_usdc(&base_payer.address().to_checksum(None), 100 * PRICE * REQUESTS as u64)
+    base.mint_usdc(&base_payer.address().to_checksum(None), 100 * PRICE * requests as u64)
         .await;
     let body = json!({ "command": "hello", "name": "Ann" });
 
@@ -70,7 +80,7 @@ async fn paid_path_cost() {
         let offered_v2 = payment_required(&offer)["accepts"][0].clone();
         for version in [1, 2] {
             let mut traces = Vec::new();
-            for i in 0..=REQUESTS {
+            for i in 0..=requests {
                 let v1 = match network {
                     Network::Base => {
                         nonce += 1;
@@ -113,7 +123,7 @@ async fn paid_path_cost() {
     for span in &spans {
         by_trace.entry(span.trace_id.as_str()).or_default().push(span);
     }
-    println!("\npaid request, {REQUESTS} per row after one to warm up; medians in ms (p90)");
+    println!("\npaid request, {requests} per row after one to warm up; medians in ms (p90)");
     println!(
         "{:<8} {:>2}  {:>14}  {:>14}  {:>14}  the parts of ours (median ms)",
         "network", "v", "whole request", "chain", "ours"
@@ -134,6 +144,28 @@ async fn paid_path_cost() {
                 print_tree(spans, root, root.start_ns, 0);
             }
             let split = split(root, spans);
+            let whole_ns = root.end_ns - root.start_ns;
+            let names: Vec<&str> = split.ours_by_part.iter().map(|(n, _)| n.as_str()).collect();
+            assert!(
+                names.contains(&"settlement") && names.contains(&"plugin run"),
+                "{network} v{version}: the request's parts are {names:?}"
+            );
+            let send = if *network == "base" {
+                "eth_sendRawTransaction"
+            } else {
+                "sendTransaction"
+            };
+            assert!(
+                spans
+                    .iter()
+                    .any(|s| s.attributes.get("rpc.method").map(String::as_str) == Some(send)),
+                "{network} v{version}: no {send} in the trace"
+            );
+            assert!(
+                split.chain_ns > 0 && split.chain_ns < whole_ns,
+                "{network} v{version}: chain {} ns of {whole_ns}",
+                split.chain_ns
+            );
             whole.push(ms(root.end_ns - root.start_ns));
             chain.push(ms(split.chain_ns));
             ours.push(ms(root.end_ns - root.start_ns - split.chain_ns));
