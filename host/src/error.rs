@@ -270,9 +270,16 @@ fn x402_error(e: X402Error) -> ApiError {
     }
 }
 
+impl ApiError {
+    /// The keyed API's error body.
+    pub fn body(&self) -> serde_json::Value {
+        serde_json::json!({ "error": { "message": self.message, "code": self.code } })
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({ "error": { "message": self.message, "code": self.code } });
+        let body = self.body();
         let mut response = (self.status, axum::Json(body)).into_response();
         for (name, value) in self.headers {
             response.headers_mut().insert(name, value);

@@ -1,12 +1,13 @@
 //! `POST /v1/agents/:agentId/chat` against a local server speaking the OpenAI
 //! chat-completions wire format, with real WASM commands as tools.
 
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::fake_llm::{Policy, fake_openai, text, tool_call};
+use crate::support::fake_llm::{Policy, fake_openai_watched, text, tool_call};
 use crate::support::*;
 
 const MASTER_KEY: &str = "0101010101010101010101010101010101010101010101010101010101010101";
@@ -46,17 +47,22 @@ config = {{ text = "x" }}
     )
 }
 
-struct ChatFixture {
-    env: TestEnv,
-    server: TestServer,
-    key: String,
-    seen: Arc<Mutex<Vec<Value>>>,
+pub(crate) struct ChatFixture {
+    pub env: TestEnv,
+    pub server: TestServer,
+    pub key: String,
+    pub seen: Arc<Mutex<Vec<Value>>>,
+    /// Streams the model's stand-in saw cut before their end.
+    pub cut: Arc<AtomicUsize>,
     _llm: FakeServer,
 }
 
-async fn start(policy: Policy, extra_env: &[(&str, &str)]) -> ChatFixture {
+/// A server whose agent `alpha` (personality, 151 knowledge entries, `hello`, `notes` and
+/// a disabled command) talks to a stand-in for a hosted model answering by `policy`.
+pub(crate) async fn start(policy: Policy, extra_env: &[(&str, &str)]) -> ChatFixture {
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let llm = fake_openai(policy, seen.clone()).await;
+    let cut = Arc::new(AtomicUsize::new(0));
+    let llm = fake_openai_watched(policy, seen.clone(), cut.clone()).await;
     let mut env = TestEnv::new()
         .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
         .with_env("AGENT_HOST_LLM_MODEL", "fake-model")
@@ -72,6 +78,7 @@ async fn start(policy: Policy, extra_env: &[(&str, &str)]) -> ChatFixture {
         server,
         key,
         seen,
+        cut,
         _llm: llm,
     }
 }

@@ -11,6 +11,7 @@ mod support;
 mod account;
 mod auth;
 mod chat;
+mod chat_stream;
 mod chatapp;
 mod cli;
 mod console;

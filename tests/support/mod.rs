@@ -15,6 +15,7 @@ pub mod payers;
 pub mod postgres;
 pub mod prometheus;
 pub mod proxy;
+pub mod sse;
 pub mod x402;
 
 use std::io::{BufRead, BufReader};

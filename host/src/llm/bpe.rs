@@ -122,6 +122,12 @@ impl Bpe {
     }
 
     pub fn decode(&self, ids: &[u32]) -> String {
+        String::from_utf8_lossy(&self.decode_bytes(ids)).into_owned()
+    }
+
+    /// The bytes the tokens stand for: a token may end inside a character, so a stream
+    /// of them is cut into text only where characters end.
+    pub fn decode_bytes(&self, ids: &[u32]) -> Vec<u8> {
         let mut bytes = Vec::new();
         for id in ids {
             let Some(token) = self.tokens.get(*id as usize) else {
@@ -137,7 +143,7 @@ impl Bpe {
                 }
             }
         }
-        String::from_utf8_lossy(&bytes).into_owned()
+        bytes
     }
 }
 

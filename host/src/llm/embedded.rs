@@ -19,7 +19,8 @@ use candle_transformers::generation::LogitsProcessor;
 use candle_transformers::models::quantized_llama::ModelWeights;
 
 use super::bpe::Bpe;
-use super::{Completion, CompletionRequest, LlmError, LlmFuture, LlmProvider, Role};
+use super::{Completion, CompletionRequest, LlmError, LlmFuture, LlmProvider, Role, TextSink};
+use crate::telemetry::metrics::metrics;
 
 pub struct EmbeddedProvider {
     inner: Arc<Inner>,
@@ -48,6 +49,58 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// A generation's place in the queue, counted in the metrics while it is held.
+struct Place(#[allow(dead_code)] tokio::sync::OwnedSemaphorePermit);
+
+impl Place {
+    fn take(queue: &Arc<Semaphore>) -> Option<Place> {
+        let permit = queue.clone().try_acquire_owned().ok()?;
+        if let Some(m) = metrics() {
+            m.llm_embedded_generations.inc();
+        }
+        Some(Place(permit))
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        if let Some(m) = metrics() {
+            m.llm_embedded_generations.dec();
+        }
+    }
+}
+
+/// Cuts the bytes of tokens, as they come, into text to stream: only whole characters,
+/// and no whitespace at either end, so the pieces join into exactly the trimmed answer.
+#[derive(Default)]
+struct Pieces {
+    pending: Vec<u8>,
+    /// Whitespace held back until text follows it.
+    held: String,
+    started: bool,
+}
+
+impl Pieces {
+    fn push(&mut self, bytes: &[u8]) -> String {
+        self.pending.extend_from_slice(bytes);
+        let whole = match std::str::from_utf8(&self.pending) {
+            Ok(text) => text.len(),
+            // A character cut at the end waits for its next token; a broken one is shown as such.
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(_) => self.pending.len(),
+        };
+        let piece = String::from_utf8_lossy(&self.pending[..whole]).into_owned();
+        self.pending.drain(..whole);
+        let mut text = std::mem::take(&mut self.held) + &piece;
+        if !self.started {
+            text = text.trim_start().to_string();
+            self.started = !text.is_empty();
+        }
+        let kept = text.trim_end().len();
+        self.held = text.split_off(kept);
+        text
+    }
+}
 struct Loaded {
     model: ModelWeights,
     bpe: Bpe,
@@ -80,7 +133,7 @@ impl EmbeddedProvider {
     /// Generates a reply; blocking (run it off the async runtime).
     pub fn generate(&self, request: &CompletionRequest) -> Result<(String, GenerationStats), LlmError> {
         let deadline = Instant::now() + self.inner.timeout;
-        self.inner.generate(request, deadline, &AtomicBool::new(false))
+        self.inner.generate(request, deadline, &AtomicBool::new(false), None)
     }
 }
 
@@ -145,6 +198,7 @@ impl Inner {
         request: &CompletionRequest,
         deadline: Instant,
         cancelled: &AtomicBool,
+        text: Option<&TextSink>,
     ) -> Result<(String, GenerationStats), LlmError> {
         let started = Instant::now();
         let loaded = self.load()?;
@@ -162,8 +216,17 @@ impl Inner {
         let mut generated: Vec<u32> = Vec::new();
         let mut input = prompt.clone();
         let mut position = 0;
+        let mut pieces = Pieces::default();
         for step in 0..max_new {
             if Instant::now() > deadline || cancelled.load(Ordering::Relaxed) {
+                let reason = if cancelled.load(Ordering::Relaxed) {
+                    "caller_gone"
+                } else {
+                    "deadline"
+                };
+                if let Some(m) = metrics() {
+                    m.llm_embedded_stopped(reason);
+                }
                 return Err(LlmError::Timeout(self.timeout.as_millis() as u64));
             }
             let tokens = Tensor::new(input.as_slice(), &Device::Cpu)
@@ -187,6 +250,13 @@ impl Inner {
             }
             generated.push(next);
             input = vec![next];
+            if let Some(text) = text {
+                let piece = pieces.push(&loaded.bpe.decode_bytes(&[next]));
+                // Nobody reads the stream any more: stop at the next token.
+                if !piece.is_empty() && !text(&piece) {
+                    cancelled.store(true, Ordering::Relaxed);
+                }
+            }
         }
         stats.generated_tokens = generated.len();
         stats.total = started.elapsed();
@@ -203,47 +273,74 @@ impl LlmProvider for EmbeddedProvider {
     }
 
     fn complete(&self, request: CompletionRequest) -> LlmFuture<'_> {
-        let inner = self.inner.clone();
-        Box::pin(async move {
-            let deadline = Instant::now() + inner.timeout;
-            let timed_out = || LlmError::Timeout(inner.timeout.as_millis() as u64);
-            let Ok(place) = inner.queue.clone().try_acquire_owned() else {
-                return Err(LlmError::Busy);
-            };
-            // Waiting for the model holds no thread, and counts against the deadline.
-            let turn = tokio::time::timeout_at(deadline.into(), inner.turn.clone().acquire_owned())
-                .await
-                .map_err(|_| timed_out())?
-                .map_err(|_| timed_out())?;
-            let cancelled = Arc::new(AtomicBool::new(false));
-            let _cancel = CancelOnDrop(cancelled.clone());
-            let generating = inner.clone();
-            let (text, stats) = tokio::task::spawn_blocking(move || {
-                // The model stays taken until the generation really ends, even if its
-                // caller has gone.
-                let _held = (place, turn);
-                generating.generate(&request, deadline, &cancelled)
-            })
+        Box::pin(self.inner.clone().run(request, None))
+    }
+
+    fn stream(&self, request: CompletionRequest, text: TextSink) -> LlmFuture<'_> {
+        Box::pin(self.inner.clone().run(request, Some(text)))
+    }
+}
+
+impl Inner {
+    /// Takes a place in the queue, waits for the model, and generates on a blocking thread.
+    async fn run(self: Arc<Inner>, request: CompletionRequest, text: Option<TextSink>) -> Result<Completion, LlmError> {
+        let deadline = Instant::now() + self.timeout;
+        let timed_out = || LlmError::Timeout(self.timeout.as_millis() as u64);
+        let Some(place) = Place::take(&self.queue) else {
+            return Err(LlmError::Busy);
+        };
+        // Waiting for the model holds no thread, and counts against the deadline.
+        let turn = tokio::time::timeout_at(deadline.into(), self.turn.clone().acquire_owned())
             .await
-            .map_err(|e| LlmError::BadAnswer(format!("embedded model task failed: {e}")))??;
-            tracing::debug!(
-                prompt_tokens = stats.prompt_tokens,
-                generated = stats.generated_tokens,
-                ttft_ms = stats.time_to_first_token.as_millis() as u64,
-                total_ms = stats.total.as_millis() as u64,
-                "embedded generation"
-            );
-            if text.is_empty() {
-                return Err(LlmError::BadAnswer("the embedded model produced no text".into()));
-            }
-            Ok(Completion {
-                content: text,
-                tool_calls: Vec::new(),
-                usage: Some(super::Usage {
-                    input_tokens: stats.prompt_tokens as u64,
-                    output_tokens: stats.generated_tokens as u64,
-                }),
-            })
+            .map_err(|_| timed_out())?
+            .map_err(|_| timed_out())?;
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let _cancel = CancelOnDrop(cancelled.clone());
+        let generating = self.clone();
+        let (content, stats) = tokio::task::spawn_blocking(move || {
+            // The model stays taken until the generation really ends, even if its
+            // caller has gone.
+            let _held = (place, turn);
+            generating.generate(&request, deadline, &cancelled, text.as_ref())
         })
+        .await
+        .map_err(|e| LlmError::BadAnswer(format!("embedded model task failed: {e}")))??;
+        tracing::debug!(
+            prompt_tokens = stats.prompt_tokens,
+            generated = stats.generated_tokens,
+            ttft_ms = stats.time_to_first_token.as_millis() as u64,
+            total_ms = stats.total.as_millis() as u64,
+            "embedded generation"
+        );
+        if content.is_empty() {
+            return Err(LlmError::BadAnswer("the embedded model produced no text".into()));
+        }
+        Ok(Completion {
+            content,
+            tool_calls: Vec::new(),
+            usage: Some(super::Usage {
+                input_tokens: stats.prompt_tokens as u64,
+                output_tokens: stats.generated_tokens as u64,
+            }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pieces;
+
+    #[test]
+    fn streamed_pieces_are_whole_characters_and_join_into_the_trimmed_answer() {
+        let answer = "  Olá, café ☕ \n\n";
+        let mut pieces = Pieces::default();
+        // One byte at a time: every character cut, as a token may cut it.
+        let streamed: Vec<String> = answer.as_bytes().iter().map(|b| pieces.push(&[*b])).collect();
+        assert!(streamed.iter().all(|p| !p.contains('\u{FFFD}')), "{streamed:?}");
+        assert_eq!(streamed.concat(), answer.trim());
+        assert!(
+            streamed.iter().any(|p| p == "á"),
+            "a character is sent once it is whole"
+        );
     }
 }

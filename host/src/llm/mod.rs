@@ -15,6 +15,7 @@ pub use openai::OpenAiProvider;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -129,14 +130,57 @@ impl LlmError {
 
 pub type LlmFuture<'a> = Pin<Box<dyn Future<Output = Result<Completion, LlmError>> + Send + 'a>>;
 
+/// Where a streaming provider hands each piece of the answer's text as it is written. It
+/// answers false once nobody listens any more; the provider then stops generating.
+pub type TextSink = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
 pub trait LlmProvider: Send + Sync {
     /// For logs and errors, e.g. `openai:gpt-4o-mini`.
     fn name(&self) -> String;
     fn complete(&self, request: CompletionRequest) -> LlmFuture<'_>;
+
+    /// `complete`, handing the text to `text` as it is generated. The whole completion
+    /// (tool calls and usage included) is still the result. A provider that cannot stream
+    /// hands the text over in one piece.
+    fn stream(&self, request: CompletionRequest, text: TextSink) -> LlmFuture<'_> {
+        Box::pin(async move {
+            let completion = self.complete(request).await?;
+            if !completion.content.is_empty() {
+                text(&completion.content);
+            }
+            Ok(completion)
+        })
+    }
 }
 
 /// A provider whose calls are measured (duration, outcome, tokens) when metrics are on.
-pub struct Measured(pub std::sync::Arc<dyn LlmProvider>);
+pub struct Measured(pub Arc<dyn LlmProvider>);
+
+impl Measured {
+    async fn measure(&self, call: LlmFuture<'_>) -> Result<Completion, LlmError> {
+        use tracing::Instrument;
+        let started = std::time::Instant::now();
+        let span = crate::telemetry::traces::part_span!("llm", "otel.kind" = "client", "otel.name" = "chat");
+        let result = call.instrument(span).await;
+        if let Some(metrics) = crate::telemetry::metrics::metrics() {
+            let outcome = match &result {
+                Ok(_) => "ok",
+                Err(LlmError::Timeout(_)) => "timeout",
+                Err(LlmError::Busy) => "busy",
+                Err(LlmError::NotConfigured) => "not_configured",
+                Err(_) => "failed",
+            };
+            let usage = result.as_ref().ok().and_then(|c| c.usage).unwrap_or_default();
+            metrics.llm_call(
+                outcome,
+                started.elapsed().as_secs_f64(),
+                usage.input_tokens,
+                usage.output_tokens,
+            );
+        }
+        result
+    }
+}
 
 impl LlmProvider for Measured {
     fn name(&self) -> String {
@@ -144,29 +188,11 @@ impl LlmProvider for Measured {
     }
 
     fn complete(&self, request: CompletionRequest) -> LlmFuture<'_> {
-        Box::pin(async move {
-            use tracing::Instrument;
-            let started = std::time::Instant::now();
-            let span = crate::telemetry::traces::part_span!("llm", "otel.kind" = "client", "otel.name" = "chat");
-            let result = self.0.complete(request).instrument(span).await;
-            if let Some(metrics) = crate::telemetry::metrics::metrics() {
-                let outcome = match &result {
-                    Ok(_) => "ok",
-                    Err(LlmError::Timeout(_)) => "timeout",
-                    Err(LlmError::Busy) => "busy",
-                    Err(LlmError::NotConfigured) => "not_configured",
-                    Err(_) => "failed",
-                };
-                let usage = result.as_ref().ok().and_then(|c| c.usage).unwrap_or_default();
-                metrics.llm_call(
-                    outcome,
-                    started.elapsed().as_secs_f64(),
-                    usage.input_tokens,
-                    usage.output_tokens,
-                );
-            }
-            result
-        })
+        Box::pin(self.measure(self.0.complete(request)))
+    }
+
+    fn stream(&self, request: CompletionRequest, text: TextSink) -> LlmFuture<'_> {
+        Box::pin(self.measure(self.0.stream(request, text)))
     }
 }
 

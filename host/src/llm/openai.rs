@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Completion, CompletionRequest, LlmError, LlmFuture, LlmProvider, Message, Role, ToolCall, Usage};
+use super::{
+    Completion, CompletionRequest, LlmError, LlmFuture, LlmProvider, Message, Role, TextSink, ToolCall, Usage,
+};
 
 /// A message as the chat-completions API takes it.
 fn wire_message(m: &Message) -> Value {
@@ -52,7 +54,7 @@ impl OpenAiProvider {
         }
     }
 
-    async fn call(&self, request: CompletionRequest) -> Result<Completion, LlmError> {
+    fn body(&self, request: &CompletionRequest, stream: bool) -> Value {
         let mut body = json!({
             "model": self.model,
             "messages": request.messages.iter().map(wire_message).collect::<Vec<_>>(),
@@ -75,74 +77,248 @@ impl OpenAiProvider {
         if let Some(t) = request.temperature {
             body["temperature"] = json!(t);
         }
+        if stream {
+            body["stream"] = json!(true);
+            body["stream_options"] = json!({ "include_usage": true });
+        }
+        body
+    }
+
+    fn timed_out(&self) -> LlmError {
+        LlmError::Timeout(self.timeout.as_millis() as u64)
+    }
+
+    /// Sends the request; a refusal (4xx, 5xx) is read whole and told as one.
+    async fn send(&self, body: &Value) -> Result<reqwest::Response, LlmError> {
         let mut http = self
             .client
             .post(format!("{}/chat/completions", self.base_url))
-            .json(&body);
+            .json(body);
         if let Some(key) = &self.api_key {
             http = http.bearer_auth(key);
         }
-        let timeout_ms = self.timeout.as_millis() as u64;
         let http = crate::telemetry::traces::propagate(http);
         let response = tokio::time::timeout(self.timeout, http.send())
             .await
-            .map_err(|_| LlmError::Timeout(timeout_ms))?
+            .map_err(|_| self.timed_out())?
             .map_err(|e| LlmError::Unreachable(e.without_url().to_string()))?;
         let status = response.status().as_u16();
+        if status < 400 {
+            return Ok(response);
+        }
+        let text = self.read_whole(response).await?;
+        let message = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
+            .unwrap_or_else(|| text.chars().take(300).collect());
+        Err(LlmError::Refused { status, message })
+    }
+
+    async fn read_whole(&self, response: reqwest::Response) -> Result<String, LlmError> {
         let text = tokio::time::timeout(self.timeout, response.text())
             .await
-            .map_err(|_| LlmError::Timeout(timeout_ms))?
+            .map_err(|_| self.timed_out())?
             .map_err(|e| LlmError::Unreachable(e.without_url().to_string()))?;
         if text.len() > MAX_ANSWER_BYTES {
             return Err(LlmError::BadAnswer(format!(
                 "an answer larger than {MAX_ANSWER_BYTES} bytes"
             )));
         }
-        let value: Value = serde_json::from_str(&text).map_err(|_| {
-            if status >= 400 {
-                LlmError::Refused {
-                    status,
-                    message: text.chars().take(300).collect(),
-                }
-            } else {
-                LlmError::BadAnswer("not JSON".into())
+        Ok(text)
+    }
+
+    async fn call(&self, request: CompletionRequest) -> Result<Completion, LlmError> {
+        let response = self.send(&self.body(&request, false)).await?;
+        let text = self.read_whole(response).await?;
+        let value: Value = serde_json::from_str(&text).map_err(|_| LlmError::BadAnswer("not JSON".into()))?;
+        completion(&value)
+    }
+
+    /// Asks for a stream and reads its events as they come. A provider that answers with
+    /// one JSON body instead is read as such.
+    async fn call_streaming(&self, request: CompletionRequest, text: TextSink) -> Result<Completion, LlmError> {
+        let mut response = self.send(&self.body(&request, true)).await?;
+        let is_stream = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !is_stream {
+            let body = self.read_whole(response).await?;
+            let value: Value = serde_json::from_str(&body).map_err(|_| LlmError::BadAnswer("not JSON".into()))?;
+            let completion = completion(&value)?;
+            if !completion.content.is_empty() {
+                text(&completion.content);
             }
-        })?;
-        if status >= 400 {
-            let message = value["error"]["message"].as_str().unwrap_or("no message").to_string();
-            return Err(LlmError::Refused { status, message });
+            return Ok(completion);
         }
-        let message = &value["choices"][0]["message"];
-        if !message.is_object() {
-            return Err(LlmError::BadAnswer("no choices[0].message".into()));
-        }
-        let tool_calls: Vec<ToolCall> = message["tool_calls"]
-            .as_array()
-            .map(|calls| {
-                calls
-                    .iter()
-                    .filter_map(|c| {
-                        Some(ToolCall {
-                            id: c["id"].as_str()?.to_string(),
-                            name: c["function"]["name"].as_str()?.to_string(),
-                            arguments: c["function"]["arguments"].as_str().unwrap_or("{}").to_string(),
-                        })
+        let mut events = SseEvents::default();
+        let mut joined = Joined::default();
+        let read = async {
+            let mut received = 0usize;
+            while let Some(bytes) = response
+                .chunk()
+                .await
+                .map_err(|e| LlmError::Unreachable(e.without_url().to_string()))?
+            {
+                received += bytes.len();
+                if received > MAX_ANSWER_BYTES {
+                    return Err(LlmError::BadAnswer(format!(
+                        "an answer larger than {MAX_ANSWER_BYTES} bytes"
+                    )));
+                }
+                for data in events.push(&bytes) {
+                    if data == "[DONE]" {
+                        return Ok(());
+                    }
+                    let chunk: Value = serde_json::from_str(&data)
+                        .map_err(|_| LlmError::BadAnswer("a stream event that is not JSON".into()))?;
+                    if let Some(piece) = joined.add(&chunk)?
+                        && !text(&piece)
+                    {
+                        return Err(LlmError::Unreachable("the stream's reader went away".into()));
+                    }
+                }
+            }
+            Ok(())
+        };
+        tokio::time::timeout(self.timeout, read)
+            .await
+            .map_err(|_| self.timed_out())??;
+        joined.finish()
+    }
+}
+
+/// A chat completion's message, its tool calls and usage.
+fn completion(value: &Value) -> Result<Completion, LlmError> {
+    let message = &value["choices"][0]["message"];
+    if !message.is_object() {
+        return Err(LlmError::BadAnswer("no choices[0].message".into()));
+    }
+    let tool_calls: Vec<ToolCall> = message["tool_calls"]
+        .as_array()
+        .map(|calls| {
+            calls
+                .iter()
+                .filter_map(|c| {
+                    Some(ToolCall {
+                        id: c["id"].as_str()?.to_string(),
+                        name: c["function"]["name"].as_str()?.to_string(),
+                        arguments: c["function"]["arguments"].as_str().unwrap_or("{}").to_string(),
                     })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let content = message["content"].as_str().unwrap_or_default().to_string();
-        if content.is_empty() && tool_calls.is_empty() {
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let content = message["content"].as_str().unwrap_or_default().to_string();
+    if content.is_empty() && tool_calls.is_empty() {
+        return Err(LlmError::BadAnswer("an empty message".into()));
+    }
+    Ok(Completion {
+        content,
+        tool_calls,
+        usage: usage(&value["usage"]),
+    })
+}
+
+fn usage(value: &Value) -> Option<Usage> {
+    value.is_object().then(|| Usage {
+        input_tokens: value["prompt_tokens"].as_u64().unwrap_or(0),
+        output_tokens: value["completion_tokens"].as_u64().unwrap_or(0),
+    })
+}
+
+/// Server-sent events cut from a byte stream: the data of each event, its lines joined.
+#[derive(Default)]
+struct SseEvents {
+    buffer: Vec<u8>,
+}
+
+impl SseEvents {
+    fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+        self.buffer.extend(bytes.iter().filter(|b| **b != b'\r'));
+        let mut events = Vec::new();
+        while let Some(end) = self.buffer.windows(2).position(|w| w == b"\n\n") {
+            let event: Vec<u8> = self.buffer.drain(..end + 2).collect();
+            let event = String::from_utf8_lossy(&event);
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect();
+            if !data.is_empty() {
+                events.push(data.join("\n"));
+            }
+        }
+        events
+    }
+}
+
+/// A streamed completion put back together: its text, its tool calls joined by index
+/// from their fragments, and the usage the last chunk carries.
+#[derive(Default)]
+struct Joined {
+    content: String,
+    calls: Vec<ToolCall>,
+    usage: Option<Usage>,
+}
+
+impl Joined {
+    /// Takes one chunk; the text it adds, if any.
+    fn add(&mut self, chunk: &Value) -> Result<Option<String>, LlmError> {
+        if let Some(message) = chunk["error"]["message"].as_str() {
+            return Err(LlmError::Refused {
+                status: 200,
+                message: message.to_string(),
+            });
+        }
+        if let Some(usage) = usage(&chunk["usage"]) {
+            self.usage = Some(usage);
+        }
+        let delta = &chunk["choices"][0]["delta"];
+        for fragment in delta["tool_calls"].as_array().into_iter().flatten() {
+            let index = fragment["index"].as_u64().unwrap_or(0) as usize;
+            if index > 64 {
+                return Err(LlmError::BadAnswer("a tool call index past 64".into()));
+            }
+            while self.calls.len() <= index {
+                self.calls.push(ToolCall {
+                    id: String::new(),
+                    name: String::new(),
+                    arguments: String::new(),
+                });
+            }
+            let call = &mut self.calls[index];
+            if let Some(id) = fragment["id"].as_str() {
+                call.id = id.to_string();
+            }
+            if let Some(name) = fragment["function"]["name"].as_str() {
+                call.name.push_str(name);
+            }
+            if let Some(arguments) = fragment["function"]["arguments"].as_str() {
+                call.arguments.push_str(arguments);
+            }
+        }
+        let piece = delta["content"].as_str().filter(|t| !t.is_empty()).map(str::to_string);
+        if let Some(piece) = &piece {
+            self.content.push_str(piece);
+        }
+        Ok(piece)
+    }
+
+    fn finish(self) -> Result<Completion, LlmError> {
+        let tool_calls: Vec<ToolCall> = self
+            .calls
+            .into_iter()
+            .filter(|c| !c.id.is_empty() && !c.name.is_empty())
+            .collect();
+        if self.content.is_empty() && tool_calls.is_empty() {
             return Err(LlmError::BadAnswer("an empty message".into()));
         }
-        let usage = value["usage"].is_object().then(|| Usage {
-            input_tokens: value["usage"]["prompt_tokens"].as_u64().unwrap_or(0),
-            output_tokens: value["usage"]["completion_tokens"].as_u64().unwrap_or(0),
-        });
         Ok(Completion {
-            content,
+            content: self.content,
             tool_calls,
-            usage,
+            usage: self.usage,
         })
     }
 }
@@ -154,5 +330,69 @@ impl LlmProvider for OpenAiProvider {
 
     fn complete(&self, request: CompletionRequest) -> LlmFuture<'_> {
         Box::pin(self.call(request))
+    }
+
+    fn stream(&self, request: CompletionRequest, text: TextSink) -> LlmFuture<'_> {
+        Box::pin(self.call_streaming(request, text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_cut_wherever_the_bytes_break() {
+        let wire =
+            ": keep-alive\r\n\r\ndata: {\"a\":1}\r\n\r\nevent: x\ndata: line one\ndata: line two\n\ndata: [DONE]\n\n";
+        for size in [1, 3, wire.len()] {
+            let mut events = SseEvents::default();
+            let seen: Vec<String> = wire.as_bytes().chunks(size).flat_map(|c| events.push(c)).collect();
+            assert_eq!(
+                seen,
+                ["{\"a\":1}", "line one\nline two", "[DONE]"],
+                "in pieces of {size}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_streamed_answer_is_joined_with_its_tool_calls_and_usage() {
+        let chunks = [
+            json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}),
+            json!({"choices": [{"index": 0, "delta": {"content": "Let me "}}]}),
+            json!({"choices": [{"index": 0, "delta": {"content": "check."}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": 0, "id": "call_1", "type": "function", "function": {"name": "weather", "arguments": ""}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{\"city\":"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "\"Oslo\"}"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+            json!({"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19}}),
+        ];
+        let mut joined = Joined::default();
+        let pieces: Vec<String> = chunks.iter().filter_map(|c| joined.add(c).unwrap()).collect();
+        assert_eq!(pieces, ["Let me ", "check."]);
+        let completion = joined.finish().unwrap();
+        assert_eq!(completion.content, "Let me check.");
+        assert_eq!(
+            completion.tool_calls,
+            [ToolCall {
+                id: "call_1".into(),
+                name: "weather".into(),
+                arguments: r#"{"city":"Oslo"}"#.into()
+            }]
+        );
+        assert_eq!(
+            completion.usage,
+            Some(Usage {
+                input_tokens: 12,
+                output_tokens: 7
+            })
+        );
+        let mut failed = Joined::default();
+        assert!(matches!(
+            failed.add(&json!({"error": {"message": "overloaded"}})),
+            Err(LlmError::Refused { .. })
+        ));
     }
 }

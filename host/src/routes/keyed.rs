@@ -7,6 +7,7 @@ use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware;
+use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use bytes::Bytes;
@@ -14,13 +15,14 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::AppState;
+use super::chat_stream::{self, Frame, json_event};
 use super::guard;
 use super::requests::{self, ChatRequest, ChatappSendRequest, ExecuteRequest, SocialPostRequest, TransferRequest};
 use crate::chains;
 use crate::domain::{Command, Integration, KeyScope, ParamSpec, ParamType, ResponseFormat};
 use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::plugins::Origin;
-use crate::services::chat::{self, ChatInput};
+use crate::services::chat::{self, ChatEvent, ChatInput};
 use crate::services::commands::{CommandCall, CommandOutcome};
 use crate::services::keys::Caller;
 use crate::services::payments::breaker;
@@ -156,16 +158,16 @@ async fn chat(
     headers: HeaderMap,
     ApiPath(agent_id): ApiPath<String>,
     ApiJson(body): ApiJson<ChatRequest>,
-) -> Result<axum::Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     body.validate()?;
     let services = &state.services;
     let found = agents::owned_with_commands(&services.store, &caller.account.id, &agent_id).await?;
-    let (agent, commands) = (&found.agent, found.commands.clone());
     // Caused by one of our own plugins (webhook → chat)? Then no tools: no loops.
     let from_our_plugin = headers
         .get(crate::marker::HEADER)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| services.marker.verify(v, crate::clock::now_ms() / 1000));
+    let streamed = body.stream || accepts_event_stream(&headers);
     let max_tool_calls = body.max_tool_calls();
     let input = ChatInput {
         history: body
@@ -179,16 +181,64 @@ async fn chat(
                 (role, turn.content)
             })
             .collect(),
-        message: body.message,
         tools_enabled: body.tools_enabled && !from_our_plugin,
         max_tool_calls,
+        ..ChatInput::new(body.message)
     };
-    let reply = chat::chat(services, agent, commands, input).await?;
+    let agent = found.agent.clone();
+    if streamed {
+        let render = move |frame| chat_event(&agent.id, frame);
+        return Ok(chat_stream::serve(
+            state.services.clone(),
+            found.agent.clone(),
+            found.commands.clone(),
+            input,
+            render,
+        )
+        .await);
+    }
+    let reply = chat::chat(services, &agent, found.commands.clone(), input).await?;
     Ok(success(json!({
         "response": reply.response,
         "agentId": agent.id,
         "timestamp": crate::clock::now_iso(),
-    })))
+    }))
+    .into_response())
+}
+
+fn accepts_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.split(',').any(|kind| kind.trim().starts_with("text/event-stream")))
+}
+
+/// A streamed chat's events: `delta`, `tool_call_started`, `tool_call_finished`, then
+/// `done` with the answer's envelope, or `error` with the error's.
+fn chat_event(agent_id: &str, frame: Frame) -> Vec<Event> {
+    let (name, data) = match frame {
+        Frame::Event(ChatEvent::Text(text)) => ("delta", json!({ "text": text })),
+        Frame::Event(ChatEvent::ToolStarted { id, name, arguments }) => (
+            "tool_call_started",
+            json!({ "id": id, "name": name,
+                    "arguments": serde_json::from_str::<Value>(&arguments).unwrap_or(Value::String(arguments)) }),
+        ),
+        Frame::Event(ChatEvent::ToolFinished { id, name, ok, summary }) => (
+            "tool_call_finished",
+            json!({ "id": id, "name": name, "ok": ok, "summary": summary }),
+        ),
+        Frame::Done(Ok(reply)) => (
+            "done",
+            json!({
+                "success": true,
+                "data": { "response": reply.response, "agentId": agent_id, "timestamp": crate::clock::now_iso() },
+                "usage": { "promptTokens": reply.usage.input_tokens, "completionTokens": reply.usage.output_tokens },
+            }),
+        ),
+        Frame::Done(Err(err)) => ("error", err.body()),
+    };
+    vec![json_event(Some(name), &data)]
 }
 
 /// The execute answer, written straight from the result (no JSON tree in between).

@@ -2,6 +2,7 @@
 //! API's envelope. Only this module and `error` know axum.
 
 mod account;
+mod chat_stream;
 mod chatapp;
 mod client;
 mod console;

@@ -42,6 +42,9 @@ pub struct ChatRequest {
     pub tools_enabled: bool,
     #[serde(default)]
     pub max_tool_calls: Option<u8>,
+    /// Answer as server-sent events (as `Accept: text/event-stream` asks too).
+    #[serde(default)]
+    pub stream: bool,
 }
 
 impl ChatRequest {

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::commands::{Answer, CommandCall, CommandOutcome};
 use super::{ServiceError, Services, commands, knowledge};
 use crate::domain::{Agent, Command, ResponseFormat};
-use crate::llm::{CompletionRequest, Message, Role, ToolCall, ToolSpec};
+use crate::llm::{CompletionRequest, Message, Role, TextSink, ToolCall, ToolSpec, Usage};
 use crate::plugins::Origin;
 
 /// Longest message, in characters (the API's limit).
@@ -19,23 +19,73 @@ pub const KNOWLEDGE_BUDGET_CHARS: usize = 4_000;
 /// Characters of one tool result shown to the model at most.
 const TOOL_RESULT_MAX_CHARS: usize = 4_000;
 
+/// Characters of a tool's result or error shown to a stream's reader.
+const TOOL_SUMMARY_MAX_CHARS: usize = 200;
+
 pub struct ChatInput {
     pub message: String,
     pub history: Vec<(Role, String)>,
+    /// The caller's own instructions, read after the agent's (never instead of them).
+    pub instructions: Vec<String>,
     pub tools_enabled: bool,
     pub max_tool_calls: u8,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    /// Where a streamed chat's events go as they happen.
+    pub events: Option<ChatEvents>,
 }
+
+impl ChatInput {
+    /// One message, no history, no tools.
+    pub fn new(message: String) -> ChatInput {
+        ChatInput {
+            message,
+            history: Vec::new(),
+            instructions: Vec::new(),
+            tools_enabled: false,
+            max_tool_calls: 0,
+            max_tokens: None,
+            temperature: None,
+            events: None,
+        }
+    }
+}
+
+/// What a streamed chat tells its reader while it happens; the reply itself comes last.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChatEvent {
+    /// More of the answer's text.
+    Text(String),
+    ToolStarted {
+        id: String,
+        name: String,
+        arguments: String,
+    },
+    ToolFinished {
+        id: String,
+        name: String,
+        ok: bool,
+        /// The start of its result, or why it failed.
+        summary: String,
+    },
+}
+
+pub type ChatEvents = tokio::sync::mpsc::UnboundedSender<ChatEvent>;
 
 #[derive(Debug)]
 pub struct ChatReply {
     pub response: String,
     /// Tool calls that ran through the plugin runtime.
     pub tool_calls_run: u32,
+    /// Tokens of every round together, as far as the provider told them.
+    pub usage: Usage,
+    /// Whether the last round stopped at its token limit rather than at its end.
+    pub cut_short: bool,
 }
 
 /// The system prompt: who the agent is, what it knows (the entries relevant to `message`
 /// when there are too many), and how to use tools when it has them.
-pub fn system_prompt(agent: &Agent, message: &str, with_tools: bool) -> String {
+pub fn system_prompt(agent: &Agent, message: &str, with_tools: bool, instructions: &[String]) -> String {
     let def = &agent.def;
     let mut prompt = format!("You are {} (@{}).", def.name, def.username);
     if !def.personality.trim().is_empty() {
@@ -55,6 +105,12 @@ pub fn system_prompt(agent: &Agent, message: &str, with_tools: bool) -> String {
     if with_tools {
         prompt
             .push_str("\n\nYou can run commands through the tools you are given. Call one only when it helps answer.");
+    }
+    if !instructions.is_empty() {
+        prompt.push_str("\n\nThe caller also asks:");
+        for text in instructions {
+            prompt.push_str(&format!("\n{}", text.trim()));
+        }
     }
     prompt
 }
@@ -95,13 +151,7 @@ impl ToolResult<'_> {
 /// The agent's reply to one message with none of its commands as tools: what a paid chat
 /// or a chat tool gives (a cheap message must not reach an expensive command through it).
 pub async fn reply_without_tools(services: &Services, agent: &Agent, message: String) -> Result<Answer, ServiceError> {
-    let input = ChatInput {
-        message,
-        history: Vec::new(),
-        tools_enabled: false,
-        max_tool_calls: 0,
-    };
-    let reply = chat(services, agent, Vec::new(), input).await?;
+    let reply = chat(services, agent, Vec::new(), ChatInput::new(message)).await?;
     Ok(Answer {
         response: reply.response,
         format: ResponseFormat::Text,
@@ -109,11 +159,34 @@ pub async fn reply_without_tools(services: &Services, agent: &Agent, message: St
     })
 }
 
+/// The agent's reply, its tokens recorded for the owner whatever the outcome.
 pub async fn chat(
     services: &Services,
     agent: &Agent,
     commands: Vec<Command>,
     input: ChatInput,
+) -> Result<ChatReply, ServiceError> {
+    let mut usage = Usage::default();
+    let reply = converse(services, agent, commands, input, &mut usage).await;
+    if usage != Usage::default() {
+        let day = crate::clock::iso(crate::clock::now_ms())[..10].to_string();
+        if let Err(err) = services
+            .store
+            .add_chat_usage(&agent.account_id, &agent.id, &day, usage)
+            .await
+        {
+            tracing::warn!(error = %err, agent = %agent.id, "could not record a chat's tokens");
+        }
+    }
+    reply
+}
+
+async fn converse(
+    services: &Services,
+    agent: &Agent,
+    commands: Vec<Command>,
+    input: ChatInput,
+    usage: &mut Usage,
 ) -> Result<ChatReply, ServiceError> {
     let offered: Vec<Command> = if input.tools_enabled && input.max_tool_calls > 0 {
         commands.into_iter().filter(|c| c.def.enabled).collect()
@@ -123,7 +196,7 @@ pub async fn chat(
     let tools: Vec<ToolSpec> = offered.iter().filter_map(tool_spec).collect();
     let mut messages = vec![Message::new(
         Role::System,
-        system_prompt(agent, &input.message, !tools.is_empty()),
+        system_prompt(agent, &input.message, !tools.is_empty(), &input.instructions),
     )];
     messages.extend(
         input
@@ -132,6 +205,10 @@ pub async fn chat(
             .map(|(role, content)| Message::new(role, content)),
     );
     messages.push(Message::new(Role::User, input.message));
+    let events = input.events;
+    let text_sink: Option<TextSink> = events.clone().map(|events| -> TextSink {
+        std::sync::Arc::new(move |piece: &str| events.send(ChatEvent::Text(piece.to_string())).is_ok())
+    });
 
     let max = input.max_tool_calls as u32;
     let mut run = 0u32;
@@ -140,11 +217,19 @@ pub async fn chat(
         let may_call = !tools.is_empty() && run < max;
         let request = CompletionRequest {
             messages: messages.clone(),
-            max_tokens: None,
-            temperature: None,
+            max_tokens: input.max_tokens,
+            temperature: input.temperature,
             tools: if may_call { tools.clone() } else { Vec::new() },
         };
-        let completion = services.llm.complete(request).await.map_err(ServiceError::Model)?;
+        let completion = match &text_sink {
+            Some(sink) => services.llm.stream(request, sink.clone()).await,
+            None => services.llm.complete(request).await,
+        }
+        .map_err(ServiceError::Model)?;
+        if let Some(used) = completion.usage {
+            usage.input_tokens += used.input_tokens;
+            usage.output_tokens += used.output_tokens;
+        }
         if !may_call || completion.tool_calls.is_empty() {
             let text = completion.content.trim().to_string();
             if text.is_empty() {
@@ -152,18 +237,41 @@ pub async fn chat(
                     "the model gave no answer".into(),
                 )));
             }
+            let cut_short = input
+                .max_tokens
+                .zip(completion.usage)
+                .is_some_and(|(max, used)| used.output_tokens >= u64::from(max));
             return Ok(ChatReply {
                 response: text,
                 tool_calls_run: run,
+                usage: *usage,
+                cut_short,
             });
         }
         let mut assistant = Message::new(Role::Assistant, completion.content.clone());
         assistant.tool_calls = completion.tool_calls.clone();
         messages.push(assistant);
         for call in &completion.tool_calls {
+            let tell = |event: ChatEvent| {
+                if let Some(events) = &events {
+                    let _ = events.send(event);
+                }
+            };
             let result = if run < max {
                 run += 1;
-                run_tool(services, agent, &offered, call).await
+                tell(ChatEvent::ToolStarted {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                });
+                let (result, ok) = run_tool(services, agent, &offered, call).await;
+                tell(ChatEvent::ToolFinished {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    ok,
+                    summary: result.chars().take(TOOL_SUMMARY_MAX_CHARS).collect(),
+                });
+                result
             } else {
                 format!(
                     "Not run: the limit of {max} tool calls for this message is reached. Answer with what you have."
@@ -177,11 +285,11 @@ pub async fn chat(
     )))
 }
 
-/// Runs one tool call and says what happened, for the model. Failures are told, not thrown:
-/// a command that fails does not fail the chat.
-async fn run_tool(services: &Services, agent: &Agent, offered: &[Command], call: &ToolCall) -> String {
+/// Runs one tool call and says what happened, for the model, and whether it ran well.
+/// Failures are told, not thrown: a command that fails does not fail the chat.
+async fn run_tool(services: &Services, agent: &Agent, offered: &[Command], call: &ToolCall) -> (String, bool) {
     let Some(command) = offered.iter().find(|c| c.def.name == call.name) else {
-        return format!("Error: there is no tool named '{}'.", call.name);
+        return (format!("Error: there is no tool named '{}'.", call.name), false);
     };
     let arguments = match serde_json::from_str::<Value>(if call.arguments.trim().is_empty() {
         "{}"
@@ -189,8 +297,8 @@ async fn run_tool(services: &Services, agent: &Agent, offered: &[Command], call:
         &call.arguments
     }) {
         Ok(Value::Object(map)) => map,
-        Ok(_) => return "Error: the arguments must be a JSON object.".into(),
-        Err(e) => return format!("Error: the arguments are not valid JSON ({e})."),
+        Ok(_) => return ("Error: the arguments must be a JSON object.".into(), false),
+        Err(e) => return (format!("Error: the arguments are not valid JSON ({e})."), false),
     };
     tracing::debug!(agent = %agent.id, tool = %call.name, "chat tool call");
     let call = CommandCall {
@@ -202,21 +310,27 @@ async fn run_tool(services: &Services, agent: &Agent, offered: &[Command], call:
         paid_by: None,
     };
     match commands::execute(services, call).await {
-        Ok(CommandOutcome::Answered(answer)) => ToolResult {
-            response: &truncate(&answer.response),
-            format: answer.format,
-            media_url: answer.media_url.as_deref(),
-            status_url: None,
-        }
-        .text(),
-        Ok(CommandOutcome::Queued { job_id }) => ToolResult {
-            response: &commands::accepted(command),
-            format: command.def.response_format,
-            media_url: None,
-            status_url: Some(&super::jobs::status_url(&services.public_base_url, &job_id)),
-        }
-        .text(),
-        Err(err) => format!("Error: {}", truncate(&err.to_string())),
+        Ok(CommandOutcome::Answered(answer)) => (
+            ToolResult {
+                response: &truncate(&answer.response),
+                format: answer.format,
+                media_url: answer.media_url.as_deref(),
+                status_url: None,
+            }
+            .text(),
+            true,
+        ),
+        Ok(CommandOutcome::Queued { job_id }) => (
+            ToolResult {
+                response: &commands::accepted(command),
+                format: command.def.response_format,
+                media_url: None,
+                status_url: Some(&super::jobs::status_url(&services.public_base_url, &job_id)),
+            }
+            .text(),
+            true,
+        ),
+        Err(err) => (format!("Error: {}", truncate(&err.to_string())), false),
     }
 }
 
@@ -281,7 +395,7 @@ mod tests {
             .map(|i| format!("Filler fact number {i} about nothing in particular."))
             .collect();
         facts.push("The office opens at 9:00 on weekdays.".into());
-        let prompt = system_prompt(&agent(facts), "when does the office open", false);
+        let prompt = system_prompt(&agent(facts), "when does the office open", false, &[]);
         assert!(prompt.starts_with("You are Helper (@helper). Kind and brief."));
         assert!(prompt.contains("- The office opens at 9:00 on weekdays."));
         assert!(prompt.len() < KNOWLEDGE_BUDGET_CHARS + 500, "within the budget");

@@ -28,6 +28,7 @@ const TABLES: &[&str] = &[
     "deployment_facts",
     "plugin_runs",
     "command_breakers",
+    "chat_usage",
 ];
 
 impl Store {

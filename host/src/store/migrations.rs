@@ -58,6 +58,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(17, "0017_kept_answers"),
     migration!(18, "0018_facilitated_payments"),
     migration!(19, "0019_breakers_in_cache"),
+    migration!(20, "0020_chat_usage"),
 ];
 
 pub fn latest_version() -> i64 {

@@ -124,6 +124,8 @@ pub struct Metrics {
     rpc_duration: Histograms<3>,
     llm_duration: Histograms<1>,
     llm_tokens: Family<Labels<1>, Counter>,
+    pub llm_embedded_generations: Gauge,
+    llm_embedded_stopped: Family<Labels<1>, Counter>,
     upstream_duration: Histograms<2>,
     // Store and limits
     db_duration: Histograms<2>,
@@ -167,6 +169,8 @@ impl Metrics {
             rpc_duration: Family::new_with_constructor(latency),
             llm_duration: Family::new_with_constructor(slow),
             llm_tokens: Family::default(),
+            llm_embedded_generations: Gauge::default(),
+            llm_embedded_stopped: Family::default(),
             upstream_duration: Family::new_with_constructor(latency),
             db_duration: Family::new_with_constructor(latency),
             db_connections_max: Gauge::default(),
@@ -292,6 +296,16 @@ impl Metrics {
             "llm_tokens",
             "Chat model tokens, by type (input, output)",
             m.llm_tokens.clone(),
+        );
+        host.register(
+            "llm_embedded_generations",
+            "Embedded model generations waiting or running",
+            m.llm_embedded_generations.clone(),
+        );
+        host.register(
+            "llm_embedded_stopped",
+            "Embedded model generations stopped before their end, by reason (caller_gone, deadline)",
+            m.llm_embedded_stopped.clone(),
         );
         host.register_with_unit(
             "upstream_request_duration",
@@ -455,6 +469,10 @@ impl Metrics {
         self.llm_tokens
             .get_or_create(&[("type", "output")])
             .inc_by(output_tokens);
+    }
+
+    pub fn llm_embedded_stopped(&self, reason: &'static str) {
+        self.llm_embedded_stopped.get_or_create(&[("reason", reason)]).inc();
     }
 
     pub fn upstream_call(&self, service: &'static str, outcome: &'static str, seconds: f64) {

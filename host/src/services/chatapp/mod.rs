@@ -490,10 +490,9 @@ async fn chat_reply(services: &Services, agent: &Agent, text: &str) -> String {
         Err(e) => return format!("Sorry, something went wrong: {e}"),
     };
     let input = super::chat::ChatInput {
-        message: text.chars().take(super::chat::MESSAGE_MAX_CHARS).collect(),
-        history: Vec::new(),
         tools_enabled: true,
         max_tool_calls: 3,
+        ..super::chat::ChatInput::new(text.chars().take(super::chat::MESSAGE_MAX_CHARS).collect())
     };
     match super::chat::chat(services, agent, commands, input).await {
         Ok(reply) => reply.response,

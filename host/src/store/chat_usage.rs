@@ -1,0 +1,71 @@
+//! Chat tokens per agent and UTC day, added to as chats end.
+
+use super::sql::args;
+use super::{Store, StoreError};
+use crate::llm::Usage;
+
+/// One agent's chats of one day.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatUsageDay {
+    pub agent_id: String,
+    /// `YYYY-MM-DD`, UTC.
+    pub day: String,
+    pub chats: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl Store {
+    /// Adds one chat and its tokens to the agent's day.
+    pub async fn add_chat_usage(
+        &self,
+        account_id: &str,
+        agent_id: &str,
+        day: &str,
+        usage: Usage,
+    ) -> Result<(), StoreError> {
+        let (account_id, agent_id, day) = (account_id.to_string(), agent_id.to_string(), day.to_string());
+        self.write(move |db| {
+            db.execute(
+                "INSERT INTO chat_usage (account_id, agent_id, day, chats, prompt_tokens, completion_tokens)
+                 VALUES (?1, ?2, ?3, 1, ?4, ?5)
+                 ON CONFLICT (agent_id, day) DO UPDATE SET chats = chat_usage.chats + 1,
+                     prompt_tokens = chat_usage.prompt_tokens + ?4,
+                     completion_tokens = chat_usage.completion_tokens + ?5",
+                args![
+                    account_id,
+                    agent_id,
+                    day,
+                    usage.input_tokens as i64,
+                    usage.output_tokens as i64
+                ],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// The account's agents' days from `from` to `to` (both included), oldest first.
+    pub async fn chat_usage(&self, account_id: &str, from: &str, to: &str) -> Result<Vec<ChatUsageDay>, StoreError> {
+        let (account_id, from, to) = (account_id.to_string(), from.to_string(), to.to_string());
+        self.read(move |db| {
+            db.query(
+                "SELECT agent_id, day, chats, prompt_tokens, completion_tokens FROM chat_usage
+                 WHERE account_id = ?1 AND day >= ?2 AND day <= ?3 ORDER BY day, agent_id",
+                args![account_id, from, to],
+            )?
+            .iter()
+            .map(|row| {
+                Ok(ChatUsageDay {
+                    agent_id: row.get(0)?,
+                    day: row.get(1)?,
+                    chats: row.get::<i64>(2)? as u64,
+                    prompt_tokens: row.get::<i64>(3)? as u64,
+                    completion_tokens: row.get::<i64>(4)? as u64,
+                })
+            })
+            .collect()
+        })
+        .await
+    }
+}

@@ -1,0 +1,12 @@
+-- Chat tokens per agent and UTC day, for its owner: every chat adds its prompt and
+-- completion tokens (all its rounds, embedded model or remote provider) to its day's row.
+CREATE TABLE chat_usage (
+    account_id        TEXT NOT NULL,
+    agent_id          TEXT NOT NULL,
+    day               TEXT NOT NULL,
+    chats             INTEGER NOT NULL,
+    prompt_tokens     INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, day)
+);
+CREATE INDEX chat_usage_by_account ON chat_usage(account_id, day);
