@@ -12,7 +12,7 @@ use crate::plugins::{Inspection, describe};
 use crate::services::keys::IssuedKey;
 use crate::services::payments::breaker;
 use crate::store::{
-    AccountPlugin, AgentSummary, ApplyOutcome, Breaker, Integration, JobRecord, PaymentRecord, PluginRun,
+    AccountPlugin, AgentSummary, ApplyOutcome, Breaker, ChatUsageDay, Integration, JobRecord, PaymentRecord, PluginRun,
     TransferRecord, WalletRecord,
 };
 
@@ -203,6 +203,24 @@ pub fn payment(p: &PaymentRecord, chains: &Chains) -> Value {
 }
 
 /// A job as its owner lists it: the status the API defines is at `/jobs/{id}`.
+/// An agent's chats by day, with their sum.
+pub fn chat_usage(days: &[ChatUsageDay]) -> Value {
+    let row = |day: Option<&str>, chats: u64, prompt: u64, completion: u64| {
+        let mut row = json!({ "chats": chats, "prompt_tokens": prompt, "completion_tokens": completion });
+        if let Some(day) = day {
+            row["day"] = json!(day);
+        }
+        row
+    };
+    let total = days.iter().fold((0, 0, 0), |(c, p, o), d| {
+        (c + d.chats, p + d.prompt_tokens, o + d.completion_tokens)
+    });
+    json!({
+        "days": days.iter().map(|d| row(Some(&d.day), d.chats, d.prompt_tokens, d.completion_tokens)).collect::<Vec<_>>(),
+        "total": row(None, total.0, total.1, total.2),
+    })
+}
+
 pub fn job(j: &JobRecord) -> Value {
     json!({
         "id": j.id, "command": j.command, "origin": j.origin, "state": j.state.as_str(),

@@ -21,6 +21,7 @@ mod jobs;
 mod logs;
 mod maintenance;
 mod mcp;
+mod openai;
 mod meta;
 mod metrics;
 mod migrations;

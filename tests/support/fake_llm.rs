@@ -34,7 +34,10 @@ pub async fn fake_openai_watched(policy: Policy, seen: Arc<Mutex<Vec<Value>>>, c
                     seen.push(body.clone());
                     seen.len() - 1
                 };
-                let (status, reply) = policy(&body, n);
+                let (status, mut reply) = policy(&body, n);
+                if status == 200 && reply.get("choices").is_some() && reply.get("usage").is_none() {
+                    reply["usage"] = usage_of(&reply);
+                }
                 if reply.get("sleep_ms").is_some() {
                     tokio::time::sleep(Duration::from_millis(reply["sleep_ms"].as_u64().unwrap())).await;
                 }
@@ -61,6 +64,16 @@ impl Drop for CutWatch {
             self.cut.fetch_add(1, Ordering::SeqCst);
         }
     }
+}
+
+/// What the stand-in says an answer took: 10 prompt tokens, a token per 4 characters
+/// (and one per tool call) of completion.
+fn usage_of(reply: &Value) -> Value {
+    let message = &reply["choices"][0]["message"];
+    let chars = message["content"].as_str().unwrap_or("").chars().count();
+    let calls = message["tool_calls"].as_array().map_or(0, Vec::len);
+    let completion = (chars.div_ceil(4) + calls) as u64;
+    json!({ "prompt_tokens": 10, "completion_tokens": completion, "total_tokens": 10 + completion })
 }
 
 /// A chat completion as the chunks OpenAI streams it in.
@@ -101,12 +114,7 @@ fn chunks(reply: &Value, with_usage: bool) -> Vec<String> {
     let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
     out.push(chunk(json!({}), json!(finish)));
     if with_usage {
-        let usage = if reply["usage"].is_object() {
-            reply["usage"].clone()
-        } else {
-            let completion = content.len().div_ceil(4) as u64 + calls.len() as u64;
-            json!({ "prompt_tokens": 10, "completion_tokens": completion, "total_tokens": 10 + completion })
-        };
+        let usage = &reply["usage"];
         out.push(
             json!({ "id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": "fake-model",
                 "choices": [], "usage": usage })

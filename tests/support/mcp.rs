@@ -2,9 +2,6 @@
 //! agents' users run it, and single JSON-RPC messages over HTTP for what a real client
 //! never sends.
 
-use std::path::PathBuf;
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
 use super::{Reply, client, send};
@@ -14,13 +11,7 @@ pub const ACCEPT: &str = "application/json, text/event-stream";
 
 /// Runs the official SDK client with `request` (see `tests/node/mcp.mjs`): what it printed.
 pub async fn sdk_client(request: &Value) -> Value {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/node/mcp.mjs");
-    let mut command = tokio::process::Command::new("node");
-    command.arg(&script).arg(request.to_string());
-    let (ok, log) = super::run_tool(command, Duration::from_secs(180), "the MCP SDK client").await;
-    assert!(ok, "the MCP SDK client failed: {log}");
-    let line = log.lines().find(|l| l.starts_with('{')).unwrap_or_default();
-    serde_json::from_str(line).unwrap_or_else(|_| panic!("the MCP SDK client printed {log}"))
+    super::client_script("node", "node/mcp.mjs", request, "the MCP SDK client").await
 }
 
 /// One JSON-RPC message POSTed as a client of the `initialize` revisions sends it, with
@@ -68,12 +59,11 @@ pub fn message(reply: &Reply) -> Value {
 /// Runs the official Python SDK client with `request` (see `tests/python/mcp_client.py`),
 /// on the interpreter scripts/test.sh set up (`MCP_PYTHON`): what it printed.
 pub async fn python_client(request: &Value) -> Value {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/python/mcp_client.py");
-    let python = std::env::var("MCP_PYTHON").unwrap_or_else(|_| "python3".into());
-    let mut command = tokio::process::Command::new(python);
-    command.arg(&script).arg(request.to_string());
-    let (ok, log) = super::run_tool(command, Duration::from_secs(180), "the MCP Python client").await;
-    assert!(ok, "the MCP Python client failed: {log}");
-    let line = log.lines().find(|l| l.starts_with('{')).unwrap_or_default();
-    serde_json::from_str(line).unwrap_or_else(|_| panic!("the MCP Python client printed {log}"))
+    super::client_script(
+        &super::python(),
+        "python/mcp_client.py",
+        request,
+        "the MCP Python client",
+    )
+    .await
 }

@@ -686,6 +686,23 @@ pub fn plugin_path(artifact: &str) -> String {
     }
 }
 
+/// The Python that scripts/test.sh set up with the test clients (`MCP_PYTHON`).
+pub fn python() -> String {
+    std::env::var("MCP_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// Runs a client script of `tests/` (`node/…` or `python/…`) with `request` as its one
+/// argument, to its end: the JSON line it printed.
+pub async fn client_script(program: &str, script: &str, request: &Value, what: &str) -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests").join(script);
+    let mut command = tokio::process::Command::new(program);
+    command.arg(&script).arg(request.to_string());
+    let (ok, log) = run_tool(command, Duration::from_secs(180), what).await;
+    assert!(ok, "{what} failed: {log}");
+    let line = log.lines().find(|l| l.starts_with('{')).unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|_| panic!("{what} printed {log}"))
+}
+
 /// Polls `check` every 10 ms until it holds, and returns how long that took; fails the
 /// test when it still does not hold after `limit`.
 pub async fn time_until<F, Fut>(limit: Duration, what: &str, mut check: F) -> Duration

@@ -41,6 +41,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/v1/account/agents/{agent_id}/payments", get(list_payments))
         .route("/v1/account/agents/{agent_id}/jobs", get(list_jobs))
         .route("/v1/account/agents/{agent_id}/logs", get(list_logs))
+        .route("/v1/account/agents/{agent_id}/chat-usage", get(chat_usage))
         .route("/v1/account/agents/{agent_id}/integrations", get(show_integrations))
         .route(
             "/v1/account/agents/{agent_id}/integrations/chatapp",
@@ -292,6 +293,34 @@ async fn list_jobs(
     let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
     let list = jobs::list(&services.store, &agent.id, query.limit()?).await?;
     ok(json!({ "jobs": list.iter().map(views::job).collect::<Vec<_>>() }))
+}
+
+/// `?days=N`: the last N UTC days, today included (30 unless asked).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DaysQuery {
+    days: Option<u32>,
+}
+
+async fn chat_usage(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiPath(agent_id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<DaysQuery>,
+) -> Answer {
+    let days = match query.days {
+        None => 30,
+        Some(n @ 1..=366) => n,
+        Some(n) => {
+            return Err(ApiError::validation(format!(
+                "Invalid query parameter 'days': {n} is not between 1 and 366"
+            )));
+        }
+    };
+    let services = &state.services;
+    let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
+    let usage = crate::services::chat::usage(services, &agent, days).await?;
+    ok(views::chat_usage(&usage))
 }
 
 /// `?command=NAME&limit=N`: the kept runs of one command, or of all.

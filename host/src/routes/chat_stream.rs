@@ -38,14 +38,15 @@ struct Running {
     task: Option<AbortOnDrop>,
 }
 
-/// Runs the chat and answers with its frames, each written as `render` makes it.
+/// Runs the chat and answers with its frames, each written as `render` makes it; a chat
+/// that fails before its first frame is that failure, for the caller to answer.
 pub async fn serve<R>(
     services: Arc<Services>,
     agent: Agent,
     commands: Vec<Command>,
     mut input: ChatInput,
     mut render: R,
-) -> Response
+) -> Result<Response, ApiError>
 where
     R: FnMut(Frame) -> Vec<Event> + Send + 'static,
 {
@@ -74,15 +75,15 @@ where
         Some((Frame::Done(result), running))
     }));
     let first = match frames.next().await {
-        Some(Frame::Done(Err(err))) => return err.into_response(),
+        Some(Frame::Done(Err(err))) => return Err(err),
         Some(first) => first,
-        None => return ApiError::internal("Internal server error").into_response(),
+        None => return Err(ApiError::internal("Internal server error")),
     };
     let events = futures_util::stream::once(async { first })
         .chain(frames)
         .flat_map(move |frame| futures_util::stream::iter(render(frame)))
         .map(Ok::<Event, Infallible>);
-    Sse::new(events).keep_alive(KeepAlive::default()).into_response()
+    Ok(Sse::new(events).keep_alive(KeepAlive::default()).into_response())
 }
 
 /// An event whose data is JSON.

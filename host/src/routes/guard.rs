@@ -2,8 +2,8 @@
 //! response after a successful key check carries the rate-limit headers, errors included.
 
 use axum::extract::{Request, State};
-use axum::http::HeaderValue;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -31,6 +31,17 @@ pub async fn require_key(State(state): State<AppState>, request: Request, next: 
     let mut response = next.run(request).await;
     response.headers_mut().extend(rate_headers(&decision));
     response
+}
+
+/// The key a client presents as `Authorization: Bearer` (as MCP and OpenAI clients send
+/// it) or in `x-api-key`.
+pub fn presented_key(headers: &HeaderMap) -> Option<HeaderValue> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .and_then(|key| HeaderValue::from_str(key.trim()).ok());
+    bearer.or_else(|| headers.get("x-api-key").cloned())
 }
 
 /// Checks a presented key, then its account's rate limit: the caller and the decision

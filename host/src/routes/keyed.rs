@@ -188,14 +188,14 @@ async fn chat(
     let agent = found.agent.clone();
     if streamed {
         let render = move |frame| chat_event(&agent.id, frame);
-        return Ok(chat_stream::serve(
+        return chat_stream::serve(
             state.services.clone(),
             found.agent.clone(),
             found.commands.clone(),
             input,
             render,
         )
-        .await);
+        .await;
     }
     let reply = chat::chat(services, &agent, found.commands.clone(), input).await?;
     Ok(success(json!({

@@ -14,6 +14,7 @@ mod keyed;
 mod mcp;
 mod meta;
 pub mod metrics;
+mod openai;
 pub mod openapi;
 pub mod request_span;
 pub mod requests;
@@ -40,6 +41,7 @@ pub fn router(state: AppState) -> Router {
         .merge(x402::routes(state.clone()))
         .merge(discovery::routes(state.clone()))
         .merge(mcp::routes(state.clone()))
+        .merge(openai::routes(state.clone()))
         .merge(jobs::routes())
         .merge(chatapp::routes())
         .merge(console::routes())

@@ -11,6 +11,7 @@ use super::{ServiceError, Services, commands, knowledge};
 use crate::domain::{Agent, Command, ResponseFormat};
 use crate::llm::{CompletionRequest, Message, Role, TextSink, ToolCall, ToolSpec, Usage};
 use crate::plugins::Origin;
+use crate::store::ChatUsageDay;
 
 /// Longest message, in characters (the API's limit).
 pub const MESSAGE_MAX_CHARS: usize = 10_000;
@@ -159,6 +160,18 @@ pub async fn reply_without_tools(services: &Services, agent: &Agent, message: St
     })
 }
 
+/// The UTC day of an instant, `YYYY-MM-DD`.
+fn day_of(ms: i64) -> String {
+    crate::clock::iso(ms)[..10].to_string()
+}
+
+/// The agent's chats and tokens of the last `days` UTC days (today included), oldest first.
+pub async fn usage(services: &Services, agent: &Agent, days: u32) -> Result<Vec<ChatUsageDay>, ServiceError> {
+    let now = crate::clock::now_ms();
+    let from = day_of(now - i64::from(days.saturating_sub(1)) * crate::rate_window::DAY_MS);
+    Ok(services.store.chat_usage(&agent.id, &from, &day_of(now)).await?)
+}
+
 /// The agent's reply, its tokens recorded for the owner whatever the outcome.
 pub async fn chat(
     services: &Services,
@@ -169,7 +182,7 @@ pub async fn chat(
     let mut usage = Usage::default();
     let reply = converse(services, agent, commands, input, &mut usage).await;
     if usage != Usage::default() {
-        let day = crate::clock::iso(crate::clock::now_ms())[..10].to_string();
+        let day = day_of(crate::clock::now_ms());
         if let Err(err) = services
             .store
             .add_chat_usage(&agent.account_id, &agent.id, &day, usage)

@@ -45,14 +45,14 @@ impl Store {
         .await
     }
 
-    /// The account's agents' days from `from` to `to` (both included), oldest first.
-    pub async fn chat_usage(&self, account_id: &str, from: &str, to: &str) -> Result<Vec<ChatUsageDay>, StoreError> {
-        let (account_id, from, to) = (account_id.to_string(), from.to_string(), to.to_string());
+    /// The agent's days from `from` to `to` (both included), oldest first.
+    pub async fn chat_usage(&self, agent_id: &str, from: &str, to: &str) -> Result<Vec<ChatUsageDay>, StoreError> {
+        let (agent_id, from, to) = (agent_id.to_string(), from.to_string(), to.to_string());
         self.read(move |db| {
             db.query(
                 "SELECT agent_id, day, chats, prompt_tokens, completion_tokens FROM chat_usage
-                 WHERE account_id = ?1 AND day >= ?2 AND day <= ?3 ORDER BY day, agent_id",
-                args![account_id, from, to],
+                 WHERE agent_id = ?1 AND day >= ?2 AND day <= ?3 ORDER BY day",
+                args![agent_id, from, to],
             )?
             .iter()
             .map(|row| {

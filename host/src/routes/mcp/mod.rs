@@ -110,7 +110,7 @@ async fn admit(
     };
     let (mut parts, body) = request.into_parts();
     let services = &state.services;
-    let (caller, decision) = match presented_key(&parts.headers) {
+    let (caller, decision) = match guard::presented_key(&parts.headers) {
         // A key from a page: only the origins that may use keys on the keyed API.
         Some(_) if !key_origin_allowed(&state, &parts.headers) => {
             return refusal(ApiError::new(
@@ -160,15 +160,6 @@ fn key_origin_allowed(state: &AppState, headers: &HeaderMap) -> bool {
         .zip(state.services.public_base_url.split_once("://"))
         .map(|(authority, (scheme, _))| format!("{scheme}://{authority}"));
     own.as_deref() == Some(origin) || super::cors::may_use_keys(&state.services.settings.server, origin)
-}
-
-fn presented_key(headers: &HeaderMap) -> Option<HeaderValue> {
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .and_then(|key| HeaderValue::from_str(key.trim()).ok());
-    bearer.or_else(|| headers.get("x-api-key").cloned())
 }
 
 /// A refusal before the protocol: the status and headers the API gives it, the body a

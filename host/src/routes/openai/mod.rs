@@ -1,0 +1,146 @@
+//! `/v1/agents/{id}/openai/v1`: an agent as an OpenAI-compatible model, so OpenAI's
+//! clients and the frameworks built on them talk to it by changing their base URL.
+//! Chat completions (plain or streamed) run the same chat as `/chat`: the agent's
+//! personality and knowledge, its enabled commands as its tools. `models` lists the agent.
+//! The key comes as `Authorization: Bearer`, as those clients send it; every answer,
+//! errors included, is in OpenAI's shape.
+
+mod wire;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, post};
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::AppState;
+use super::chat_stream::{self, Frame, json_event};
+use super::guard;
+use crate::error::{ApiError, ApiPath, rate_headers};
+use crate::services::agents;
+use crate::services::chat::{self, ChatEvent};
+use crate::services::keys::Caller;
+use wire::{Completion, CompletionRequest, OpenAiError};
+
+const BASE: &str = "/v1/agents/{agent_id}/openai/v1";
+
+pub fn routes(state: AppState) -> Router<AppState> {
+    Router::new()
+        .route(&format!("{BASE}/chat/completions"), post(completions))
+        .route(&format!("{BASE}/models"), get(models))
+        .route(&format!("{BASE}/models/{{model}}"), get(model))
+        .route(&format!("{BASE}/{{*rest}}"), any(elsewhere))
+        .route_layer(middleware::from_fn_with_state(state, require_key))
+}
+
+/// The keyed API's gate, with the key taken as OpenAI's clients send it.
+async fn require_key(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    let Some(presented) = guard::presented_key(&parts.headers) else {
+        return OpenAiError::from(ApiError::unauthorized(
+            "Missing API key: send it as Authorization: Bearer <key>",
+        ))
+        .into_response();
+    };
+    let (caller, decision) = match guard::check_key(&state, &parts, &presented).await {
+        Ok(admitted) => admitted,
+        Err(refusal) => return OpenAiError::from(refusal).into_response(),
+    };
+    let mut request = Request::from_parts(parts, body);
+    request.extensions_mut().insert(caller);
+    let mut response = next.run(request).await;
+    response.headers_mut().extend(rate_headers(&decision));
+    response
+}
+
+async fn completions(
+    State(state): State<AppState>,
+    caller: Caller,
+    path: Result<ApiPath<String>, ApiError>,
+    body: Bytes,
+) -> Result<Response, OpenAiError> {
+    let ApiPath(agent_id) = path?;
+    let request = CompletionRequest::parse(&body)?;
+    let input = request.chat_input()?;
+    let services = &state.services;
+    let found = agents::owned_with_commands(&services.store, &caller.account.id, &agent_id)
+        .await
+        .map_err(ApiError::from)?;
+    let completion = Completion::new(&found.agent.def.username);
+    let commands = found.commands.clone();
+    if !request.stream {
+        let reply = chat::chat(services, &found.agent, commands, input)
+            .await
+            .map_err(ApiError::from)?;
+        return Ok(axum::Json(completion.answer(&reply)).into_response());
+    }
+    let with_usage = request.include_usage();
+    let mut started = false;
+    let render = move |frame: Frame| {
+        let mut chunks = Vec::new();
+        if !std::mem::replace(&mut started, true) {
+            chunks.push(completion.chunk(json!({ "role": "assistant", "content": "" }), None, with_usage));
+        }
+        match frame {
+            Frame::Event(ChatEvent::Text(text)) => {
+                chunks.push(completion.chunk(json!({ "content": text }), None, with_usage));
+            }
+            // The agent's own tool runs have no place in OpenAI's stream.
+            Frame::Event(_) => {}
+            Frame::Done(Ok(reply)) => {
+                chunks.push(completion.chunk(json!({}), Some(wire::finish_reason(&reply)), with_usage));
+                if with_usage {
+                    chunks.push(completion.usage_chunk(&reply));
+                }
+                let mut events: Vec<_> = chunks.iter().map(|c| json_event(None, c)).collect();
+                events.push(axum::response::sse::Event::default().data("[DONE]"));
+                return events;
+            }
+            // As OpenAI sends a failure mid-stream: an event holding `error`, and no more.
+            Frame::Done(Err(err)) => chunks.push(OpenAiError::from(err).body()),
+        }
+        chunks.iter().map(|c| json_event(None, c)).collect()
+    };
+    Ok(chat_stream::serve(state.services.clone(), found.agent.clone(), commands, input, render).await?)
+}
+
+fn model_entry(agent: &crate::domain::Agent) -> Value {
+    json!({ "id": agent.def.username, "object": "model", "created": agent.created_at / 1000, "owned_by": agent.account_id })
+}
+
+async fn models(
+    State(state): State<AppState>,
+    caller: Caller,
+    path: Result<ApiPath<String>, ApiError>,
+) -> Result<Response, OpenAiError> {
+    let ApiPath(agent_id) = path?;
+    let found = agents::owned_with_commands(&state.services.store, &caller.account.id, &agent_id)
+        .await
+        .map_err(ApiError::from)?;
+    Ok(axum::Json(json!({ "object": "list", "data": [model_entry(&found.agent)] })).into_response())
+}
+
+async fn model(
+    State(state): State<AppState>,
+    caller: Caller,
+    path: Result<ApiPath<(String, String)>, ApiError>,
+) -> Result<Response, OpenAiError> {
+    let ApiPath((agent_id, model)) = path?;
+    let found = agents::owned_with_commands(&state.services.store, &caller.account.id, &agent_id)
+        .await
+        .map_err(ApiError::from)?;
+    if model != found.agent.def.username && model != found.agent.id {
+        return Err(ApiError::not_found(format!(
+            "This endpoint serves one model, '{}'",
+            found.agent.def.username
+        ))
+        .into());
+    }
+    Ok(axum::Json(model_entry(&found.agent)).into_response())
+}
+
+async fn elsewhere() -> OpenAiError {
+    ApiError::not_found("This agent serves chat/completions and models only").into()
+}

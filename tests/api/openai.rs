@@ -1,0 +1,173 @@
+//! An agent as an OpenAI-compatible model (`/v1/agents/{id}/openai/v1`), talked to by
+//! OpenAI's own clients (Python `openai`, npm `openai`) and by plain HTTP for what those
+//! clients never send.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::chat::{ChatFixture, start};
+use crate::support::fake_llm::{Policy, text, tool_call};
+use crate::support::*;
+
+/// A stand-in model that answers from what it was given: the agent's introduction, the
+/// knowledge entry about the office, a greeting through the `hello` command, and the
+/// command's result once it ran.
+fn reading_model() -> Policy {
+    Arc::new(|req, _| {
+        let messages = req["messages"].as_array().unwrap();
+        let system = messages[0]["content"].as_str().unwrap();
+        let last = messages.last().unwrap();
+        if last["role"] == "tool" {
+            let result: Value = serde_json::from_str(last["content"].as_str().unwrap()).unwrap();
+            return text(&format!("The command said: {}", result["response"].as_str().unwrap()));
+        }
+        if req.get("tools").is_some() && last["content"].as_str().unwrap().starts_with("Greet") {
+            return tool_call("call_1", "hello", json!({"name": "Ann"}));
+        }
+        let intro = system.split_once(". ").map_or(system, |(intro, _)| intro);
+        let office = system.lines().find(|l| l.contains("office")).unwrap_or("- nothing");
+        text(&format!("{intro}. {}", office.trim_start_matches("- ")))
+    })
+}
+
+fn base_url(fx: &ChatFixture) -> String {
+    fx.server.url("/v1/agents/alpha/openai/v1")
+}
+
+fn calls() -> Value {
+    let office = json!([{"role": "system", "content": "Be formal."}, {"role": "user", "content": "When does the office open?"}]);
+    json!([
+        { "messages": office },
+        { "messages": office, "stream": true },
+        { "messages": [{"role": "user", "content": "Greet Ann"}], "stream": true },
+        { "messages": office, "params": { "n": 2 } },
+    ])
+}
+
+/// What both clients must have seen.
+fn check(client: &str, out: &Value) {
+    assert_eq!(out["models"], json!(["alpha"]), "{client}: {out}");
+    let results = out["results"].as_array().unwrap();
+    let expected = "You are Alpha (@alpha). The office opens at 9:00 on weekdays.";
+    let (plain, streamed, tool, refused) = (&results[0], &results[1], &results[2], &results[3]);
+    assert_eq!(plain["content"], expected, "{client}: personality and knowledge: {plain}");
+    assert_eq!(plain["finishReason"], "stop");
+    let usage = &plain["usage"];
+    assert!(usage["prompt_tokens"].as_u64().unwrap() > 0, "{client}: {usage}");
+    assert_eq!(
+        usage["total_tokens"].as_u64(),
+        Some(usage["prompt_tokens"].as_u64().unwrap() + usage["completion_tokens"].as_u64().unwrap())
+    );
+
+    assert_eq!(streamed["content"], expected, "{client}: {streamed}");
+    assert!(streamed["chunks"].as_u64().unwrap() > 4, "{client}: in pieces: {streamed}");
+    assert_eq!(streamed["finishReason"], "stop");
+    assert!(streamed["usage"]["completion_tokens"].as_u64().unwrap() > 0, "{client}: {streamed}");
+
+    assert_eq!(tool["content"], "The command said: Hello, Ann!", "{client}: the command ran: {tool}");
+
+    let error = &refused["error"];
+    assert_eq!(error["status"], 400, "{client}: {refused}");
+    assert_eq!(error["param"], "n");
+    assert_eq!(error["code"], "validation_error");
+    assert!(error["message"].as_str().unwrap().contains("n must be 1"), "{client}: {error}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openais_clients_chat_with_an_agent_and_its_commands() {
+    let fx = start(reading_model(), &[]).await;
+    let request = json!({ "baseUrl": base_url(&fx), "key": fx.key, "model": "alpha", "calls": calls() });
+    let python = client_script(&python(), "python/openai_client.py", &request, "OpenAI's Python client").await;
+    check("python", &python);
+    let node = client_script("node", "node/openai.mjs", &request, "OpenAI's Node client").await;
+    check("node", &node);
+
+    // The caller's instructions are read after the agent's, never instead of them.
+    let seen = fx.seen.lock().unwrap()[0].clone();
+    let system = seen["messages"][0]["content"].as_str().unwrap();
+    assert!(system.starts_with("You are Alpha (@alpha). Cheerful and brief."), "{system}");
+    assert!(system.ends_with("The caller also asks:\nBe formal."), "{system}");
+    assert_eq!(seen["messages"].as_array().unwrap().len(), 2, "one system message, then the question");
+
+    // The tokens of every chat are the owner's to see: 2 clients × 3 chats answered, the
+    // greeting in two rounds.
+    let usage = get(&fx.server.url("/v1/account/agents/alpha/chat-usage"), Some(&fx.key)).await;
+    assert_eq!(usage.status, 200, "{}", usage.text);
+    let total = &usage.json()["data"]["total"];
+    assert_eq!(total["chats"], 6, "{total}");
+    assert_eq!(total["prompt_tokens"], 10 * 8, "{total}");
+    assert!(total["completion_tokens"].as_u64().unwrap() > 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn keys_missing_agents_and_unknown_paths_answer_in_openais_shape() {
+    let fx = start(reading_model(), &[]).await;
+    let url = |path: &str| format!("{}{path}", base_url(&fx));
+    let question = json!({"model": "alpha", "messages": [{"role": "user", "content": "Hi"}]});
+
+    let no_key = send(client().post(url("/chat/completions")).json(&question)).await;
+    assert_eq!(no_key.status, 401);
+    assert_eq!(no_key.json()["error"]["type"], "authentication_error");
+    let wrong_key = send(client().post(url("/chat/completions")).bearer_auth("nope").json(&question)).await;
+    assert_eq!((wrong_key.status, wrong_key.json()["error"]["code"].clone()), (401, json!("unauthorized")));
+
+    // `x-api-key` as on the rest of the API, and the rate-limit headers as everywhere.
+    let keyed = send(client().post(url("/chat/completions")).header("x-api-key", &fx.key).json(&question)).await;
+    assert_eq!(keyed.status, 200, "{}", keyed.text);
+    assert!(keyed.header("x-ratelimit-remaining").is_some());
+    assert_eq!(keyed.json()["object"], "chat.completion");
+    assert!(keyed.json()["id"].as_str().unwrap().starts_with("chatcmpl-"));
+
+    let other = fx.env.account_with_key("bob", "pro");
+    let elsewhere = send(client().post(url("/chat/completions")).bearer_auth(&other).json(&question)).await;
+    assert_eq!(elsewhere.status, 404, "another account's agent is not found");
+    assert_eq!(elsewhere.json()["error"]["type"], "invalid_request_error");
+
+    let not_json = send(
+        client()
+            .post(url("/chat/completions"))
+            .bearer_auth(&fx.key)
+            .header("content-type", "application/json")
+            .body("{"),
+    )
+    .await;
+    assert_eq!(not_json.status, 400);
+    let tools = send(
+        client()
+            .post(url("/chat/completions"))
+            .bearer_auth(&fx.key)
+            .json(&json!({"model": "alpha", "messages": [{"role": "user", "content": "Hi"}],
+                          "tools": [{"type": "function", "function": {"name": "f"}}]})),
+    )
+    .await;
+    assert_eq!((tools.status, tools.json()["error"]["param"].clone()), (400, json!("tools")));
+
+    let model = send(client().get(url("/models/alpha")).bearer_auth(&fx.key)).await;
+    assert_eq!(model.json()["id"], "alpha");
+    assert_eq!(send(client().get(url("/models/gpt-4o")).bearer_auth(&fx.key)).await.status, 404);
+    let embeddings = send(client().post(url("/embeddings")).bearer_auth(&fx.key).json(&json!({}))).await;
+    assert_eq!(embeddings.status, 404);
+    assert!(embeddings.json()["error"]["message"].as_str().unwrap().contains("chat/completions"));
+}
+
+/// Offline, with the embedded model: OpenAI's client streams an answer from the agent.
+#[tokio::test(flavor = "multi_thread")]
+async fn openais_client_streams_from_the_embedded_model() {
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_EMBEDDED_MODEL_PATH", &smollm2_path())
+        .with_env("AGENT_HOST_EMBEDDED_MAX_TOKENS", "48")
+        .with_env("AGENT_HOST_LLM_TIMEOUT_MS", "120000");
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(&manifest("alpha"), "alice");
+    let server = env.serve();
+    let request = json!({
+        "baseUrl": server.url("/v1/agents/alpha/openai/v1"), "key": key, "model": "alpha",
+        "calls": [{ "messages": [{"role": "user", "content": "Say hello in one short sentence."}], "stream": true }],
+    });
+    let out = client_script(&python(), "python/openai_client.py", &request, "OpenAI's Python client").await;
+    let answer = &out["results"][0];
+    assert!(answer["content"].as_str().unwrap().chars().any(char::is_alphabetic), "{answer}");
+    assert!(answer["chunks"].as_u64().unwrap() > 3, "token by token: {answer}");
+    assert!(answer["usage"]["completion_tokens"].as_u64().unwrap() > 1, "{answer}");
+}
