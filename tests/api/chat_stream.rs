@@ -201,7 +201,7 @@ async fn metric(server: &TestServer, series: &str) -> f64 {
 async fn the_embedded_model_streams_token_by_token_and_stops_when_the_client_hangs_up() {
     let env = embedded_env("400");
     let key = env.account_with_key("alice", "free");
-    env.apply_agent(&manifest("alpha"), "alice");
+    let agent_id = env.apply_agent(&manifest("alpha"), "alice");
     let server = env.serve();
     let request = |message: &str| {
         client()
@@ -222,7 +222,14 @@ async fn the_embedded_model_streams_token_by_token_and_stops_when_the_client_han
     );
     let done = events.last().unwrap().json();
     assert_eq!(deltas(&events), done["data"]["response"].as_str().unwrap());
-    assert!(done["usage"]["completionTokens"].as_u64().unwrap() > 1, "{done}");
+    let completion = done["usage"]["completionTokens"].as_u64().unwrap();
+    assert!(completion > 1, "{done}");
+    let counted = format!("agent_host_chat_tokens_total{{agent=\"{agent_id}\",type=\"completion\"}}");
+    assert_eq!(
+        metric(&server, &counted).await,
+        completion as f64,
+        "the chat's tokens in the metrics"
+    );
 
     let mut stream = SseReader::open(request("Write a very long story about a dragon and a city.")).await;
     assert_eq!(stream.next().await.unwrap().name.as_deref(), Some("delta"));

@@ -52,7 +52,10 @@ async fn an_account_holder_does_it_all_in_the_browser() {
     let chain = LocalBase::start().await;
     let env = TestEnv::new()
         .with_envs(chain.env())
-        .with_env("AGENT_HOST_PLUGIN_MAX_COMPONENT_BYTES", "4000000");
+        .with_env("AGENT_HOST_PLUGIN_MAX_COMPONENT_BYTES", "4000000")
+        .with_env("AGENT_HOST_EMBEDDED_MODEL_PATH", &smollm2_path())
+        .with_env("AGENT_HOST_EMBEDDED_MAX_TOKENS", "16")
+        .with_env("AGENT_HOST_LLM_TIMEOUT_MS", "120000");
     let manage_key = env.account_with_key("acme", "free");
     let nap = format!(
         "\n[[commands]]\ncommand = \"nap\"\nhandler_type = \"custom\"\nplugin = \"{}\"\nlong_running = true\ntimeout_ms = 30000\n",
@@ -82,6 +85,17 @@ async fn an_account_holder_does_it_all_in_the_browser() {
     assert_eq!(report.status, 202, "{}", report.body);
     poll_job(report.body["statusUrl"].as_str().unwrap(), Duration::from_secs(20)).await;
 
+    // A chat with the agent, whose tokens the console shows.
+    let chatted = send(
+        client()
+            .post(server.url("/v1/agents/seller/openai/v1/chat/completions"))
+            .bearer_auth(&manage_key)
+            .json(&json!({ "model": "seller", "messages": [{ "role": "user", "content": "Hi" }] })),
+    )
+    .await;
+    assert_eq!(chatted.status, 200, "{}", chatted.text);
+    let tokens = &chatted.json()["usage"];
+
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/node/console.mjs");
     let mut run = tokio::process::Command::new("node");
     run.arg(script)
@@ -90,6 +104,8 @@ async fn an_account_holder_does_it_all_in_the_browser() {
         .env("SELLER", &seller)
         .env("PAID_TX", &paid_tx)
         .env("PAYER", &payer_address)
+        .env("PROMPT_TOKENS", tokens["prompt_tokens"].to_string())
+        .env("COMPLETION_TOKENS", tokens["completion_tokens"].to_string())
         .env("NOTES_WASM", plugin_path("notes"))
         .env("CHROMIUM", &chromium);
     // CONSOLE_SCREENSHOTS=docs/console refreshes the pictures of docs/console.md.

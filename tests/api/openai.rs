@@ -36,7 +36,8 @@ fn base_url(fx: &ChatFixture) -> String {
 }
 
 fn calls() -> Value {
-    let office = json!([{"role": "system", "content": "Be formal."}, {"role": "user", "content": "When does the office open?"}]);
+    let office =
+        json!([{"role": "system", "content": "Be formal."}, {"role": "user", "content": "When does the office open?"}]);
     json!([
         { "messages": office },
         { "messages": office, "stream": true },
@@ -51,7 +52,10 @@ fn check(client: &str, out: &Value) {
     let results = out["results"].as_array().unwrap();
     let expected = "You are Alpha (@alpha). The office opens at 9:00 on weekdays.";
     let (plain, streamed, tool, refused) = (&results[0], &results[1], &results[2], &results[3]);
-    assert_eq!(plain["content"], expected, "{client}: personality and knowledge: {plain}");
+    assert_eq!(
+        plain["content"], expected,
+        "{client}: personality and knowledge: {plain}"
+    );
     assert_eq!(plain["finishReason"], "stop");
     let usage = &plain["usage"];
     assert!(usage["prompt_tokens"].as_u64().unwrap() > 0, "{client}: {usage}");
@@ -61,17 +65,29 @@ fn check(client: &str, out: &Value) {
     );
 
     assert_eq!(streamed["content"], expected, "{client}: {streamed}");
-    assert!(streamed["chunks"].as_u64().unwrap() > 4, "{client}: in pieces: {streamed}");
+    assert!(
+        streamed["chunks"].as_u64().unwrap() > 4,
+        "{client}: in pieces: {streamed}"
+    );
     assert_eq!(streamed["finishReason"], "stop");
-    assert!(streamed["usage"]["completion_tokens"].as_u64().unwrap() > 0, "{client}: {streamed}");
+    assert!(
+        streamed["usage"]["completion_tokens"].as_u64().unwrap() > 0,
+        "{client}: {streamed}"
+    );
 
-    assert_eq!(tool["content"], "The command said: Hello, Ann!", "{client}: the command ran: {tool}");
+    assert_eq!(
+        tool["content"], "The command said: Hello, Ann!",
+        "{client}: the command ran: {tool}"
+    );
 
     let error = &refused["error"];
     assert_eq!(error["status"], 400, "{client}: {refused}");
     assert_eq!(error["param"], "n");
     assert_eq!(error["code"], "validation_error");
-    assert!(error["message"].as_str().unwrap().contains("n must be 1"), "{client}: {error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("n must be 1"),
+        "{client}: {error}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -86,9 +102,16 @@ async fn openais_clients_chat_with_an_agent_and_its_commands() {
     // The caller's instructions are read after the agent's, never instead of them.
     let seen = fx.seen.lock().unwrap()[0].clone();
     let system = seen["messages"][0]["content"].as_str().unwrap();
-    assert!(system.starts_with("You are Alpha (@alpha). Cheerful and brief."), "{system}");
+    assert!(
+        system.starts_with("You are Alpha (@alpha). Cheerful and brief."),
+        "{system}"
+    );
     assert!(system.ends_with("The caller also asks:\nBe formal."), "{system}");
-    assert_eq!(seen["messages"].as_array().unwrap().len(), 2, "one system message, then the question");
+    assert_eq!(
+        seen["messages"].as_array().unwrap().len(),
+        2,
+        "one system message, then the question"
+    );
 
     // The tokens of every chat are the owner's to see: 2 clients × 3 chats answered, the
     // greeting in two rounds.
@@ -109,18 +132,39 @@ async fn keys_missing_agents_and_unknown_paths_answer_in_openais_shape() {
     let no_key = send(client().post(url("/chat/completions")).json(&question)).await;
     assert_eq!(no_key.status, 401);
     assert_eq!(no_key.json()["error"]["type"], "authentication_error");
-    let wrong_key = send(client().post(url("/chat/completions")).bearer_auth("nope").json(&question)).await;
-    assert_eq!((wrong_key.status, wrong_key.json()["error"]["code"].clone()), (401, json!("unauthorized")));
+    let wrong_key = send(
+        client()
+            .post(url("/chat/completions"))
+            .bearer_auth("nope")
+            .json(&question),
+    )
+    .await;
+    assert_eq!(
+        (wrong_key.status, wrong_key.json()["error"]["code"].clone()),
+        (401, json!("unauthorized"))
+    );
 
     // `x-api-key` as on the rest of the API, and the rate-limit headers as everywhere.
-    let keyed = send(client().post(url("/chat/completions")).header("x-api-key", &fx.key).json(&question)).await;
+    let keyed = send(
+        client()
+            .post(url("/chat/completions"))
+            .header("x-api-key", &fx.key)
+            .json(&question),
+    )
+    .await;
     assert_eq!(keyed.status, 200, "{}", keyed.text);
     assert!(keyed.header("x-ratelimit-remaining").is_some());
     assert_eq!(keyed.json()["object"], "chat.completion");
     assert!(keyed.json()["id"].as_str().unwrap().starts_with("chatcmpl-"));
 
     let other = fx.env.account_with_key("bob", "pro");
-    let elsewhere = send(client().post(url("/chat/completions")).bearer_auth(&other).json(&question)).await;
+    let elsewhere = send(
+        client()
+            .post(url("/chat/completions"))
+            .bearer_auth(&other)
+            .json(&question),
+    )
+    .await;
     assert_eq!(elsewhere.status, 404, "another account's agent is not found");
     assert_eq!(elsewhere.json()["error"]["type"], "invalid_request_error");
 
@@ -133,22 +177,32 @@ async fn keys_missing_agents_and_unknown_paths_answer_in_openais_shape() {
     )
     .await;
     assert_eq!(not_json.status, 400);
-    let tools = send(
-        client()
-            .post(url("/chat/completions"))
-            .bearer_auth(&fx.key)
-            .json(&json!({"model": "alpha", "messages": [{"role": "user", "content": "Hi"}],
-                          "tools": [{"type": "function", "function": {"name": "f"}}]})),
-    )
+    let tools = send(client().post(url("/chat/completions")).bearer_auth(&fx.key).json(
+        &json!({"model": "alpha", "messages": [{"role": "user", "content": "Hi"}],
+                          "tools": [{"type": "function", "function": {"name": "f"}}]}),
+    ))
     .await;
-    assert_eq!((tools.status, tools.json()["error"]["param"].clone()), (400, json!("tools")));
+    assert_eq!(
+        (tools.status, tools.json()["error"]["param"].clone()),
+        (400, json!("tools"))
+    );
 
     let model = send(client().get(url("/models/alpha")).bearer_auth(&fx.key)).await;
     assert_eq!(model.json()["id"], "alpha");
-    assert_eq!(send(client().get(url("/models/gpt-4o")).bearer_auth(&fx.key)).await.status, 404);
+    assert_eq!(
+        send(client().get(url("/models/gpt-4o")).bearer_auth(&fx.key))
+            .await
+            .status,
+        404
+    );
     let embeddings = send(client().post(url("/embeddings")).bearer_auth(&fx.key).json(&json!({}))).await;
     assert_eq!(embeddings.status, 404);
-    assert!(embeddings.json()["error"]["message"].as_str().unwrap().contains("chat/completions"));
+    assert!(
+        embeddings.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("chat/completions")
+    );
 }
 
 /// Offline, with the embedded model: OpenAI's client streams an answer from the agent.
@@ -167,7 +221,10 @@ async fn openais_client_streams_from_the_embedded_model() {
     });
     let out = client_script(&python(), "python/openai_client.py", &request, "OpenAI's Python client").await;
     let answer = &out["results"][0];
-    assert!(answer["content"].as_str().unwrap().chars().any(char::is_alphabetic), "{answer}");
+    assert!(
+        answer["content"].as_str().unwrap().chars().any(char::is_alphabetic),
+        "{answer}"
+    );
     assert!(answer["chunks"].as_u64().unwrap() > 3, "token by token: {answer}");
     assert!(answer["usage"]["completion_tokens"].as_u64().unwrap() > 1, "{answer}");
 }

@@ -153,6 +153,22 @@ try {
   await page.getByText(`claude mcp add --transport http`, { exact: false }).waitFor();
   await everyControlIsLabelled();
 
+  // The seller's chat: the address OpenAI's clients use, and the tokens of today's chat.
+  await page.goto(`${base}/console#/agents/${seller}/chat`);
+  const openaiUrl = await page.locator("#openai-url").textContent();
+  assert.ok(/\/v1\/agents\/[0-9a-f-]{36}\/openai\/v1$/.test(openaiUrl), `the OpenAI base URL: ${openaiUrl}`);
+  const today = new Date().toISOString().slice(0, 10);
+  const tokens = (n) => Number(n).toLocaleString("en");
+  await page
+    .getByRole("row")
+    .filter({ hasText: today })
+    .filter({ hasText: tokens(env("PROMPT_TOKENS")) })
+    .filter({ hasText: tokens(env("COMPLETION_TOKENS")) })
+    .waitFor();
+  await page.getByText("1 chat,", { exact: false }).waitFor();
+  await everyControlIsLabelled();
+  await shot("chat");
+
   step("the x402 payment, with its receipt and explorer link");
   await page.goto(`${base}/console#/agents/${seller}/payments`);
   const row = page.getByRole("row").filter({ hasText: "0.01 USDC" }).first();

@@ -49,6 +49,7 @@ const ASSETS: &[Asset] = &[
     asset!("js/pages/agents.js", JS),
     asset!("js/pages/agent.js", JS),
     asset!("js/pages/commands.js", JS),
+    asset!("js/pages/chat.js", JS),
     asset!("js/pages/integrations.js", JS),
     asset!("js/pages/wallets.js", JS),
     asset!("js/pages/money.js", JS),

@@ -182,6 +182,9 @@ pub async fn chat(
     let mut usage = Usage::default();
     let reply = converse(services, agent, commands, input, &mut usage).await;
     if usage != Usage::default() {
+        if let Some(metrics) = crate::telemetry::metrics::metrics() {
+            metrics.chat_tokens(&agent.id, usage.input_tokens, usage.output_tokens);
+        }
         let day = day_of(crate::clock::now_ms());
         if let Err(err) = services
             .store

@@ -124,6 +124,7 @@ pub struct Metrics {
     rpc_duration: Histograms<3>,
     llm_duration: Histograms<1>,
     llm_tokens: Family<Labels<1>, Counter>,
+    chat_tokens: Family<Labels<2>, Counter>,
     pub llm_embedded_generations: Gauge,
     llm_embedded_stopped: Family<Labels<1>, Counter>,
     upstream_duration: Histograms<2>,
@@ -169,6 +170,7 @@ impl Metrics {
             rpc_duration: Family::new_with_constructor(latency),
             llm_duration: Family::new_with_constructor(slow),
             llm_tokens: Family::default(),
+            chat_tokens: Family::default(),
             llm_embedded_generations: Gauge::default(),
             llm_embedded_stopped: Family::default(),
             upstream_duration: Family::new_with_constructor(latency),
@@ -296,6 +298,11 @@ impl Metrics {
             "llm_tokens",
             "Chat model tokens, by type (input, output)",
             m.llm_tokens.clone(),
+        );
+        host.register(
+            "chat_tokens",
+            "Tokens of agents' chats, by agent and type (prompt, completion)",
+            m.chat_tokens.clone(),
         );
         host.register(
             "llm_embedded_generations",
@@ -469,6 +476,16 @@ impl Metrics {
         self.llm_tokens
             .get_or_create(&[("type", "output")])
             .inc_by(output_tokens);
+    }
+
+    pub fn chat_tokens(&self, agent: &str, prompt: u64, completion: u64) {
+        let agent = self.labels.agent(agent);
+        self.chat_tokens
+            .get_or_create(&[("agent", agent), ("type", "prompt")])
+            .inc_by(prompt);
+        self.chat_tokens
+            .get_or_create(&[("agent", agent), ("type", "completion")])
+            .inc_by(completion);
     }
 
     pub fn llm_embedded_stopped(&self, reason: &'static str) {

@@ -1,6 +1,7 @@
 import { del, enc, get } from "../api.js";
 import { confirmDialog, errorText, fill, h } from "../dom.js";
 import { manifestForm } from "./agents.js";
+import { chatTab } from "./chat.js";
 import { commandsTab } from "./commands.js";
 import { integrationsTab } from "./integrations.js";
 import { jobsTab } from "./jobs.js";
@@ -11,6 +12,7 @@ import { walletsTab } from "./wallets.js";
 
 const TABS = [
   ["commands", "Commands", commandsTab],
+  ["chat", "Chat", chatTab],
   ["wallets", "Wallets", walletsTab],
   ["payments", "Payments", paymentsTab],
   ["jobs", "Jobs", jobsTab],
