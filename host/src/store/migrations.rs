@@ -59,6 +59,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(18, "0018_facilitated_payments"),
     migration!(19, "0019_breakers_in_cache"),
     migration!(20, "0020_chat_usage"),
+    migration!(21, "0021_knowledge_vectors"),
 ];
 
 pub fn latest_version() -> i64 {

@@ -14,6 +14,7 @@ mod facts;
 mod integrations;
 mod jobs;
 mod keys;
+mod knowledge;
 mod kv;
 mod locks;
 pub mod migrations;
