@@ -21,6 +21,7 @@ const PLUGINS: &[(&str, &str)] = &[
     ("moody", "moody"),
     ("impostor", "impostor"),
     ("greedy", "greedy"),
+    ("frozen-0-2", "frozen_0_2"),
 ];
 
 /// Handlers built without WASI (the webhook handler keeps it: it waits between polls).

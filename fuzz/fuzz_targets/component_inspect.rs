@@ -25,6 +25,7 @@ fn fixture() -> &'static Fixture {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = agent_host::store::Store::open(&dir.path().join("fuzz.db"), Duration::from_secs(5)).expect("store");
         let services = HostServices {
+            embedder: None,
             store,
             outbound: Outbound::new(OutboundPolicy {
                 allowed_hosts: vec![],

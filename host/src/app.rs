@@ -87,6 +87,7 @@ pub fn plugin_runtime(
     store: &Store,
     master: &MasterKey,
     llm: Arc<dyn LlmProvider>,
+    embedder: Option<Arc<dyn crate::llm::Embedder>>,
 ) -> anyhow::Result<Arc<PluginRuntime>> {
     let limits = RuntimeLimits {
         default_timeout: Duration::from_millis(settings.plugins.plugin_timeout_ms),
@@ -115,6 +116,7 @@ pub fn plugin_runtime(
                 per_day: settings.plugins.account_plugin_llm_tokens_per_day,
             },
         )),
+        embedder,
         kv_max_account_bytes: settings.quotas.account_max_kv_bytes,
     };
     let cache_dir = match &settings.plugins.plugin_cache_dir {
@@ -131,7 +133,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
     let master = MasterKey::load_or_create(&settings.data_dir).context("master key")?;
     let llm = llm_provider(&settings);
     let embedder = embedder(&settings);
-    let plugins = plugin_runtime(&settings, &store, &master, llm.clone())?;
+    let plugins = plugin_runtime(&settings, &store, &master, llm.clone(), embedder.clone())?;
     let outbound = outbound(&settings, &master)?;
     let x = X::new(
         &settings.social.social_api_base,

@@ -231,7 +231,7 @@ import json
 
 from componentize_py_types import Err
 from wit_world import exports
-# In WIT 0.2.0 wasi:http has a `types` interface too, so componentize-py names ours in full.
+# Since WIT 0.2.0 wasi:http has a `types` interface too, so componentize-py names ours in full.
 from wit_world.imports import agent_plugin_types as types
 
 

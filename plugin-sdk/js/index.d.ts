@@ -2,13 +2,13 @@
 // Types of the SDK (index.js). The host's own interfaces, generated from the WIT by jco,
 // are in types/ (`npm run types` regenerates them).
 
-export type ParamType = import("agent:plugin/types@0.2.0").ParamType;
-export type ResponseFormat = import("agent:plugin/types@0.2.0").ResponseFormat;
-export type Capability = import("agent:plugin/types@0.2.0").Capability;
-export type Origin = import("agent:plugin/types@0.2.0").Origin;
-export type Invocation = import("agent:plugin/types@0.2.0").Invocation;
-export type Output = import("agent:plugin/types@0.2.0").Output;
-export type PluginManifest = import("agent:plugin/types@0.2.0").PluginManifest;
+export type ParamType = import("agent:plugin/types@0.3.0").ParamType;
+export type ResponseFormat = import("agent:plugin/types@0.3.0").ResponseFormat;
+export type Capability = import("agent:plugin/types@0.3.0").Capability;
+export type Origin = import("agent:plugin/types@0.3.0").Origin;
+export type Invocation = import("agent:plugin/types@0.3.0").Invocation;
+export type Output = import("agent:plugin/types@0.3.0").Output;
+export type PluginManifest = import("agent:plugin/types@0.3.0").PluginManifest;
 
 export type ErrorKind = "invalid-input" | "failed" | "unavailable";
 
@@ -110,6 +110,10 @@ export const llm: {
     messages: string | Array<{ role: "system" | "user" | "assistant"; content: string }>,
     options?: { maxTokens?: number; temperature?: number },
   ): string;
+  /** The texts as unit vectors of the host's embedding model (WIT 0.3.0), one per text. */
+  embed(texts: string[]): number[][];
+  /** The cosine of two vectors from `embed`. */
+  cosine(a: number[], b: number[]): number;
 };
 
 export const log: {

@@ -1,13 +1,13 @@
 // The JavaScript side of agent-plugin-sdk: the same conveniences as the Rust SDK over the
-// host's interfaces (wit/v0.2.0), for plugins built with build.mjs (componentize-js).
+// host's interfaces (wit/v0.3.0), for plugins built with build.mjs (componentize-js).
 //
 //   import { definePlugin, kv, http, invalidInput } from "@agent-host/plugin-sdk";
 //   export const command = definePlugin({ name: "hello", version: "0.1.0", ... , execute(call) { ... } });
-import * as hostHttp from "agent:plugin/http@0.2.0";
-import * as hostKv from "agent:plugin/kv@0.2.0";
-import * as hostLlm from "agent:plugin/llm@0.2.0";
-import * as hostLog from "agent:plugin/log@0.2.0";
-import * as hostProgress from "agent:plugin/progress@0.2.0";
+import * as hostHttp from "agent:plugin/http@0.3.0";
+import * as hostKv from "agent:plugin/kv@0.3.0";
+import * as hostLlm from "agent:plugin/llm@0.3.0";
+import * as hostLog from "agent:plugin/log@0.3.0";
+import * as hostProgress from "agent:plugin/progress@0.3.0";
 
 /** A command's failure as the host reports it: `kind` is invalid-input, failed or unavailable. */
 export class PluginError extends Error {
@@ -231,6 +231,18 @@ export const llm = {
     } catch (e) {
       throw unavailable(`language model: ${errorOf(e)}`);
     }
+  },
+  /** The texts as unit vectors of the host's embedding model, one per text, in order. */
+  embed(texts) {
+    try {
+      return hostLlm.embed(texts).map((vector) => Array.from(vector));
+    } catch (e) {
+      throw unavailable(`embedding model: ${errorOf(e)}`);
+    }
+  },
+  /** The cosine of two vectors from `embed` (their dot product: they are unit vectors). */
+  cosine(a, b) {
+    return a.reduce((sum, x, i) => sum + x * b[i], 0);
   },
 };
 

@@ -163,11 +163,24 @@ pub mod kv {
     }
 }
 
-/// Completions from the host's LLM provider.
+/// Completions from the host's LLM provider, and embeddings from its embedding model.
 pub mod llm {
     use super::*;
     pub use host::llm::Role;
     use host::llm::{CompletionRequest, Message, complete};
+
+    /// The texts as unit vectors of the host's embedding model, one per text, in order: the
+    /// dot product of two (see [`cosine`]) is near 1 for texts of like meaning. At most 64
+    /// texts a call. Granted with `allow_llm`, like completions.
+    pub fn embed(texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let texts: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
+        host::llm::embed(&texts).map_err(Error::unavailable)
+    }
+
+    /// The cosine of two vectors from [`embed`] (their dot product: they are unit vectors).
+    pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+        a.iter().zip(b).map(|(x, y)| x * y).sum()
+    }
 
     /// One user prompt, with an optional system prompt.
     pub fn prompt(system: Option<&str>, user: &str) -> Result<String> {

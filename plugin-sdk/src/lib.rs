@@ -23,7 +23,7 @@ pub use serde_json::{Map, Value, json};
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit/v0.2.0",
+        path: "../wit/v0.3.0",
         world: "command-plugin",
         // The world lets a plugin import wasi:http; its bindings are the `wasip2` crate's,
         // which HTTP clients for WASI (wstd, waki) use too, so they are not made twice.

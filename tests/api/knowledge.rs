@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
+use crate::support::api::response_text;
 use crate::support::fake_llm::{fake_openai, text};
 use crate::support::*;
 
@@ -145,5 +146,70 @@ async fn a_chat_brings_in_what_the_question_means() {
     assert_eq!(
         plain.ready["knowledge"],
         "by words alone (no embedding model in /nonexistent/model)"
+    );
+}
+
+fn probe_agent(username: &str, allow_llm: bool) -> String {
+    format!(
+        "username = \"{username}\"\nname = \"Probe\"\n\n[[commands]]\ncommand = \"probe\"\nhandler_type = \"custom\"\nplugin = \"{}\"\nallow_llm = {allow_llm}\n",
+        plugin_path("probe")
+    )
+}
+
+/// `llm.embed` (WIT 0.3.0): a plugin granted the model compares texts by meaning; one not
+/// granted it, or on a host without the model, is told so.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_granted_the_model_compares_texts_by_meaning() {
+    let texts = json!([
+        "When can I come in?",
+        "The office opens at 9:00.",
+        "Bananas are yellow."
+    ]);
+    let embed = |server: &TestServer, key: &str, agent: &str| {
+        let (url, key) = (
+            server.url(&format!("/v1/agents/{agent}/commands/probe/execute")),
+            key.to_string(),
+        );
+        let body = json!({"parameters": {"mode": "embed", "texts": texts}});
+        async move { post_json(&url, Some(&key), &body).await }
+    };
+    let env = TestEnv::new().with_env("AGENT_HOST_EMBEDDING_MODEL_PATH", &minilm_dir());
+    let key = env.account_with_key("acme", "pro");
+    env.apply_agent(&probe_agent("granted", true), "acme");
+    env.apply_agent(&probe_agent("refused", false), "acme");
+    let server = env.serve();
+
+    let granted = embed(&server, &key, "granted").await;
+    assert_eq!(granted.status, 200, "{}", granted.text);
+    let out: Value = serde_json::from_str(&response_text(&granted)).unwrap();
+    assert_eq!(out["dimensions"], 384);
+    let cosines: Vec<f64> = out["cosines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_f64().unwrap())
+        .collect();
+    assert!(
+        (cosines[0] - 1.0).abs() < 1e-4,
+        "a text is its own neighbour: {cosines:?}"
+    );
+    assert!(
+        cosines[1] > cosines[2] + 0.2,
+        "opening hours nearer than bananas: {cosines:?}"
+    );
+
+    let refused = embed(&server, &key, "refused").await;
+    assert_eq!(refused.status, 500, "{}", refused.text);
+    assert!(refused.error_message().contains("allow_llm"), "{}", refused.text);
+
+    let without = TestEnv::new().with_env("AGENT_HOST_EMBEDDING_MODEL_PATH", "/nonexistent/model");
+    let key = without.account_with_key("acme", "pro");
+    without.apply_agent(&probe_agent("granted", true), "acme");
+    let bare = without.serve();
+    let missing = embed(&bare, &key, "granted").await;
+    assert!(
+        missing.error_message().contains("no embedding model"),
+        "{}",
+        missing.text
     );
 }

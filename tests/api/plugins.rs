@@ -519,7 +519,7 @@ fn plugin_inspect_prints_the_manifest() {
     let out = env.cli_json(&["plugin", "inspect", &plugin_path("notes")]);
     assert_eq!(out["manifest"]["name"], "notes");
     assert_eq!(out["manifest"]["capabilities"], json!(["kv"]));
-    assert_eq!(out["witVersion"], "0.2.0", "the SDK targets the newest world");
+    assert_eq!(out["witVersion"], "0.3.0", "the SDK targets the newest world");
     assert_eq!(
         out["manifest"]["parameters"][0],
         json!({"name": "action", "type": "string", "required": true, "description": "add, list or clear"})
@@ -529,7 +529,7 @@ fn plugin_inspect_prints_the_manifest() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|i| i.as_str().unwrap().starts_with("agent:plugin/kv@0.2.0"))
+            .any(|i| i.as_str().unwrap().starts_with("agent:plugin/kv@0.3.0"))
     );
     // The world offers wasi:http; a plugin that does not use it does not import it.
     assert!(!out["imports"].to_string().contains("wasi:http"), "{}", out["imports"]);
@@ -581,7 +581,7 @@ async fn a_python_plugin_serves_the_same_contract() {
     )
     .await;
     assert_eq!(answered(&reply), "HELLO THERE (from Python)");
-    // Built against the frozen WIT 0.1.0, which the host keeps serving beside 0.2.0.
+    // Built against the frozen WIT 0.1.0, which the host keeps serving beside the newer.
     assert_eq!(
         env.cli_json(&["plugin", "inspect", &py_echo_path()])["witVersion"],
         "0.1.0"
@@ -897,4 +897,29 @@ fn scaffolded_javascript_and_python_plugins_build_and_pass_their_cases() {
         "{}",
         unknown.stderr
     );
+}
+
+/// A component built against the frozen WIT 0.2.0 (its own bindings, no SDK) runs beside the
+/// SDK's 0.3.0 ones, and reaches the host's `llm` interface of its version.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_component_of_an_older_minor_version_still_runs() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let llm = fake_openai(Arc::new(|_, _| text("hello")), seen.clone()).await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "fake-model");
+    assert_eq!(
+        env.cli_json(&["plugin", "inspect", &plugin_path("frozen_0_2")])["witVersion"],
+        "0.2.0"
+    );
+    let key = env.account_with_key("acme", "free");
+    let manifest = format!(
+        "username = \"old\"\nname = \"Old\"\n\n[[commands]]\ncommand = \"frozen\"\nhandler_type = \"custom\"\nplugin = \"{}\"\nallow_llm = true\n",
+        plugin_path("frozen_0_2")
+    );
+    env.apply_agent(&manifest, "acme");
+    let server = env.serve();
+    let reply = run(&server, &key, "old", "frozen", json!({})).await;
+    assert_eq!(answered(&reply), "0.2.0 says: hello", "{}", reply.text);
+    assert_eq!(seen.lock().unwrap().len(), 1);
 }

@@ -682,6 +682,7 @@ pub fn plugin_path(artifact: &str) -> String {
         "impostor" => env!("BUILT_PLUGIN_IMPOSTOR").to_string(),
         "greedy" => env!("BUILT_PLUGIN_GREEDY").to_string(),
         "simple_text" => env!("BUILT_PLUGIN_SIMPLE_TEXT").to_string(),
+        "frozen_0_2" => env!("BUILT_PLUGIN_FROZEN_0_2").to_string(),
         other => panic!("no test plugin {other}"),
     }
 }

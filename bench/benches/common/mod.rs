@@ -108,6 +108,7 @@ pub fn setup(rt: &tokio::runtime::Runtime) -> Setup {
             tokens: u64::MAX,
         },
         llm_budget: Arc::new(agent_host::plugins::UnlimitedLlm),
+        embedder: None,
     };
     let runtime = Arc::new(PluginRuntime::new(&dir.path().join("cache"), limits, services).unwrap());
     Setup {

@@ -13,7 +13,7 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 
 use super::bindings::types::{CommandError, Invocation, Output, PluginManifest};
-use super::bindings::{v0_1_0, v0_2_0};
+use super::bindings::{v0_1_0, v0_2_0, v0_3_0};
 use super::loaded::Loaded;
 use super::state::HostState;
 
@@ -70,6 +70,7 @@ pub fn start_epoch_ticker(engine: &Engine) {
 pub enum Pre {
     V0_1(v0_1_0::CommandPluginPre<HostState>),
     V0_2(v0_2_0::CommandPluginPre<HostState>),
+    V0_3(v0_3_0::CommandPluginPre<HostState>),
 }
 
 impl Pre {
@@ -77,6 +78,7 @@ impl Pre {
         match version {
             "0.1.0" => Ok(Pre::V0_1(v0_1_0::CommandPluginPre::new(pre)?)),
             "0.2.0" => Ok(Pre::V0_2(v0_2_0::CommandPluginPre::new(pre)?)),
+            "0.3.0" => Ok(Pre::V0_3(v0_3_0::CommandPluginPre::new(pre)?)),
             other => Err(wasmtime::Error::msg(format!(
                 "agent:plugin@{other} is not served by this host"
             ))),
@@ -87,6 +89,7 @@ impl Pre {
         match self {
             Pre::V0_1(_) => "0.1.0",
             Pre::V0_2(_) => "0.2.0",
+            Pre::V0_3(_) => "0.3.0",
         }
     }
 
@@ -105,6 +108,10 @@ impl Pre {
                 let plugin = pre.instantiate_async(&mut *store).await?;
                 plugin.agent_plugin_command().call_execute(store, invocation).await
             }
+            Pre::V0_3(pre) => {
+                let plugin = pre.instantiate_async(&mut *store).await?;
+                plugin.agent_plugin_command().call_execute(store, invocation).await
+            }
         }
     }
 
@@ -116,6 +123,10 @@ impl Pre {
                 plugin.agent_plugin_command().call_manifest(store).await
             }
             Pre::V0_2(pre) => {
+                let plugin = pre.instantiate_async(&mut *store).await?;
+                plugin.agent_plugin_command().call_manifest(store).await
+            }
+            Pre::V0_3(pre) => {
                 let plugin = pre.instantiate_async(&mut *store).await?;
                 plugin.agent_plugin_command().call_manifest(store).await
             }

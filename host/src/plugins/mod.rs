@@ -26,7 +26,7 @@ pub mod state;
 
 pub use bindings::types::{Capability, Invocation, Origin, Output, PluginManifest, ResponseFormat};
 /// The agent as built-in plugins see it (`agent-info`), in the newest version's records.
-pub use bindings::v0_2_0::agent::plugin::agent_info::{AgentProfile, CommandInfo};
+pub use bindings::v0_3_0::agent::plugin::agent_info::{AgentProfile, CommandInfo};
 pub use failure::{ExecError, Limit};
 pub use grants::{Grants, PluginKind};
 pub use inspect::{InspectError, Inspection, check_manifest, describe, manifest_from_json, manifest_json};

@@ -70,6 +70,8 @@ pub struct HostServices {
     pub llm_max_tokens: u32,
     pub llm_run_limits: LlmRunLimits,
     pub llm_budget: Arc<dyn LlmBudget>,
+    /// The embedding model behind `llm.embed`, when the host has one.
+    pub embedder: Option<Arc<dyn crate::llm::Embedder>>,
     /// Bytes all of one account's key-value stores may hold.
     pub kv_max_account_bytes: u64,
 }

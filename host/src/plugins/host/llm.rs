@@ -1,8 +1,9 @@
 use crate::llm::{CompletionRequest, Message, Role};
-use crate::plugins::bindings::for_each_version;
 use crate::plugins::state::HostState;
 
 const MAX_PROMPT_CHARS: usize = 100_000;
+/// Texts one `embed` call may ask for.
+const MAX_EMBED_TEXTS: usize = 64;
 
 impl HostState {
     async fn llm_complete(
@@ -39,6 +40,32 @@ impl HostState {
         }
     }
 
+    async fn llm_embed(&mut self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, String> {
+        self.call.grants.check_llm()?;
+        let Some(embedder) = self.call.services.embedder.clone() else {
+            return Err("this host has no embedding model (embedding_model_path)".into());
+        };
+        if texts.len() > MAX_EMBED_TEXTS {
+            return Err(format!(
+                "{} texts; one call embeds at most {MAX_EMBED_TEXTS}",
+                texts.len()
+            ));
+        }
+        let total: usize = texts.iter().map(|t| t.chars().count()).sum();
+        if total > MAX_PROMPT_CHARS {
+            return Err(format!("the texts are longer than {MAX_PROMPT_CHARS} characters"));
+        }
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Counted like a completion that writes nothing: a call, its characters, its tokens.
+        self.spend_llm(total as u64, 0).await?;
+        embedder.embed(texts).await.map_err(|e| {
+            self.host_note(&format!("the embedding model failed: {e}"));
+            e.public_text()
+        })
+    }
+
     /// Counts a call of `prompt_chars` asking for up to `max_tokens` against the run's
     /// limits, then charges its worst case (the prompt at four characters a token, and
     /// the answer's limit) to the account's budget.
@@ -73,9 +100,12 @@ impl HostState {
     }
 }
 
+/// The interface of one version; `embed` (from 0.3.0) passed in where the version has it.
 macro_rules! llm_host {
-    ($v:ident) => {
+    ($v:ident $(, $embed:item)?) => {
         impl crate::plugins::bindings::$v::agent::plugin::llm::Host for HostState {
+            $($embed)?
+
             async fn complete(
                 &mut self,
                 request: crate::plugins::bindings::$v::agent::plugin::llm::CompletionRequest,
@@ -100,4 +130,11 @@ macro_rules! llm_host {
         }
     };
 }
-for_each_version!(llm_host);
+llm_host!(v0_1_0);
+llm_host!(v0_2_0);
+llm_host!(
+    v0_3_0,
+    async fn embed(&mut self, texts: Vec<String>) -> wasmtime::Result<Result<Vec<Vec<f32>>, String>> {
+        Ok(self.llm_embed(texts).await)
+    }
+);

@@ -3,7 +3,7 @@
 
 use agent_plugin_sdk::http::Request;
 use agent_plugin_sdk::{
-    Capability, Error, Invocation, Manifest, Output, Param, Plugin, Result, kv, llm, log, progress,
+    Capability, Error, Invocation, Manifest, Output, Param, ParamType, Plugin, Result, json, kv, llm, log, progress,
 };
 
 mod hoard;
@@ -17,6 +17,7 @@ impl Plugin for Probe {
             .param(Param::string("mode").required())
             .param(Param::string("url"))
             .param(Param::number("n"))
+            .param(Param::new("texts", ParamType::Array))
             .capability(Capability::Http)
             .capability(Capability::Kv)
             .capability(Capability::Progress)
@@ -134,6 +135,16 @@ impl Plugin for Probe {
                     llm::chat(&messages, Some(50))?;
                 }
                 Ok(Output::text(format!("{n} answers")))
+            }
+            // Embeds `texts`: the vectors' length, and each one's cosine with the first.
+            "embed" => {
+                let texts: Vec<String> = call.param("texts")?;
+                let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+                let vectors = llm::embed(&texts)?;
+                let cosines: Vec<f32> = vectors.iter().map(|v| llm::cosine(&vectors[0], v)).collect();
+                Ok(Output::text(
+                    json!({ "dimensions": vectors[0].len(), "cosines": cosines }).to_string(),
+                ))
             }
             other => Err(Error::invalid(format!("unknown mode {other}"))),
         }
