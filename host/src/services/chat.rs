@@ -15,8 +15,6 @@ use crate::store::ChatUsageDay;
 
 /// Longest message, in characters (the API's limit).
 pub const MESSAGE_MAX_CHARS: usize = 10_000;
-/// Characters of knowledge put in the system prompt at most (about 1,000 tokens).
-pub const KNOWLEDGE_BUDGET_CHARS: usize = 4_000;
 /// Characters of one tool result shown to the model at most.
 const TOOL_RESULT_MAX_CHARS: usize = 4_000;
 
@@ -209,7 +207,7 @@ async fn converse(
         Vec::new()
     };
     let tools: Vec<ToolSpec> = offered.iter().filter_map(tool_spec).collect();
-    let known = knowledge::relevant(services, &agent.def.knowledge, &input.message, KNOWLEDGE_BUDGET_CHARS).await;
+    let known = knowledge::relevant(services, &agent.def.knowledge, &input.message, knowledge::BUDGET_CHARS).await;
     let mut messages = vec![Message::new(
         Role::System,
         system_prompt(agent, &known, !tools.is_empty(), &input.instructions),
@@ -411,11 +409,11 @@ mod tests {
             .map(|i| format!("Filler fact number {i} about nothing in particular."))
             .collect();
         facts.push("The office opens at 9:00 on weekdays.".into());
-        let known = knowledge::choose(&facts, "when does the office open", None, KNOWLEDGE_BUDGET_CHARS);
+        let known = knowledge::choose(&facts, "when does the office open", None, knowledge::BUDGET_CHARS);
         let prompt = system_prompt(&agent(facts), &known, false, &[]);
         assert!(prompt.starts_with("You are Helper (@helper). Kind and brief."));
         assert!(prompt.contains("- The office opens at 9:00 on weekdays."));
-        assert!(prompt.len() < KNOWLEDGE_BUDGET_CHARS + 500, "within the budget");
+        assert!(prompt.len() < knowledge::BUDGET_CHARS + 500, "within the budget");
         assert!(!prompt.contains("tools"));
     }
 

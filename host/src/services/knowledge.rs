@@ -17,6 +17,8 @@ use crate::llm::embed::cosine;
 
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
+/// Characters of knowledge put in a chat's system prompt at most (about 1,000 tokens).
+pub const BUDGET_CHARS: usize = 4_000;
 /// The weight of meaning in the fused score; words weigh the rest.
 const MEANING_WEIGHT: f64 = 0.85;
 /// The cosine from which an entry sharing no word with the message counts as related.
@@ -172,7 +174,7 @@ pub async fn vectors(services: &Services, entries: &[String]) -> Result<Option<V
 /// Embeds the entries a chat would rank (those that do not all fit the prompt) and keeps
 /// their vectors; a failure is logged, and the first chat embeds them instead.
 pub async fn prepare(services: &Services, entries: &[String]) {
-    if fits(entries, super::chat::KNOWLEDGE_BUDGET_CHARS) {
+    if fits(entries, BUDGET_CHARS) {
         return;
     }
     if let Err(err) = vectors(services, entries).await {

@@ -209,6 +209,25 @@ pub const ACCOUNT: &[Operation] = &[
     },
     Operation {
         method: "get",
+        path: "/v1/account/agents/{agentId}/chat-usage",
+        id: "chatUsage",
+        summary: "The agent's chats and their prompt and completion tokens by UTC day, with the sum",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || {
+            let day = json!({ "type": "object", "required": ["chats", "prompt_tokens", "completion_tokens"], "properties": {
+                "day": { "type": "string" }, "chats": { "type": "integer", "minimum": 0 },
+                "prompt_tokens": { "type": "integer", "minimum": 0 }, "completion_tokens": { "type": "integer", "minimum": 0 },
+            }});
+            success(json!({ "type": "object", "required": ["days", "total"], "properties": {
+                "days": { "type": "array", "items": day }, "total": day,
+            }}))
+        },
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "get",
         path: "/v1/account/agents/{agentId}/integrations",
         id: "showIntegrations",
         summary: "The agent's chat-app bot and social account: connected, enabled, public names (never tokens)",

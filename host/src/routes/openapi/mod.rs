@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 use self::operations::{CREATES, KEYED_ERRORS};
 
 mod account;
+mod openai;
 mod operations;
 mod paid;
 
@@ -72,6 +73,7 @@ pub fn document() -> Value {
                     { "$ref": "#/components/schemas/X402Error" },
                 ]}),
                 (true, _) => json!({ "$ref": "#/components/schemas/X402Error" }),
+                _ if openai::is_openai(op.path) => json!({ "$ref": "#/components/schemas/OpenAiError" }),
                 _ => json!({ "$ref": "#/components/schemas/Error" }),
             };
             // One status, several codes: the description lists them all.
@@ -96,6 +98,13 @@ pub fn document() -> Value {
         });
         if op.keyed {
             operation["security"] = json!([{ "apiKey": [] }]);
+        }
+        if openai::is_openai(op.path) {
+            operation["security"] = json!([{ "bearer": [] }, { "apiKey": [] }]);
+        }
+        if ["chat", "openaiChatCompletions"].contains(&op.id) {
+            operation["responses"]["200"]["content"]["text/event-stream"] = json!({ "schema": { "type": "string",
+                "description": "Server-sent events, when the request asks for a stream" } });
         }
         if PAID.contains(&op.id) {
             // For indexers that read paid operations here: paid with x402, each agent at its
@@ -179,6 +188,12 @@ pub fn document() -> Value {
         if op.id == "walletQr" {
             operation["responses"]["200"]["content"] = json!({ "image/svg+xml": { "schema": (op.response)() } });
         }
+        if op.id == "chatUsage"
+            && let Some(parameters) = operation["parameters"].as_array_mut()
+        {
+            parameters.push(json!({ "name": "days", "in": "query", "required": false,
+                "schema": { "type": "integer", "minimum": 1, "maximum": 366, "default": 30 } }));
+        }
         if op.id == "listLogs"
             && let Some(parameters) = operation["parameters"].as_array_mut()
         {
@@ -199,11 +214,19 @@ pub fn document() -> Value {
         "info": { "title": "Agent Interaction Service", "version": super::meta::API_VERSION },
         "paths": paths,
         "components": {
-            "securitySchemes": { "apiKey": { "type": "apiKey", "in": "header", "name": "x-api-key" } },
+            "securitySchemes": {
+                "apiKey": { "type": "apiKey", "in": "header", "name": "x-api-key" },
+                "bearer": { "type": "http", "scheme": "bearer", "description": "An API key, as OpenAI's clients send it" },
+            },
             "schemas": {
                 "Error": { "type": "object", "required": ["error"], "properties": { "error": {
                     "type": "object", "required": ["message", "code"],
                     "properties": { "message": { "type": "string" }, "code": { "type": "string" } },
+                }}},
+                "OpenAiError": { "type": "object", "required": ["error"], "properties": { "error": {
+                    "type": "object", "required": ["message", "type"],
+                    "properties": { "message": { "type": "string" }, "type": { "type": "string" },
+                        "param": { "type": ["string", "null"] }, "code": { "type": ["string", "null"] } },
                 }}},
                 "X402Error": { "type": "object", "required": ["success", "error", "code", "x402Version"], "properties": {
                     "success": { "const": false }, "error": { "type": "string" }, "code": { "type": "string" },

@@ -127,6 +127,8 @@ pub const SPEC: &[Operation] = &[
                 },
                 "toolsEnabled": { "type": "boolean", "default": false },
                 "maxToolCalls": { "type": ["integer", "null"], "minimum": 0, "maximum": 10, "default": 5 },
+                "stream": { "type": "boolean", "default": false,
+                    "description": "Answer as server-sent events (delta, tool_call_started, tool_call_finished, then done or error), as Accept: text/event-stream asks too" },
             }})
         }),
         response: || {
@@ -458,5 +460,5 @@ pub(super) fn success(data: Value) -> Value {
 
 /// Every operation: the specification's, then the account API's.
 pub fn all() -> impl Iterator<Item = &'static Operation> {
-    SPEC.iter().chain(super::account::ACCOUNT)
+    SPEC.iter().chain(super::account::ACCOUNT).chain(super::openai::OPENAI)
 }
