@@ -1,5 +1,6 @@
 -- Chat tokens per agent and UTC day, for its owner: every chat adds its prompt and
 -- completion tokens (all its rounds, embedded model or remote provider) to its day's row.
+-- Rows stay when the agent is deleted, as its payments and jobs do.
 CREATE TABLE chat_usage (
     account_id        TEXT NOT NULL,
     agent_id          TEXT NOT NULL,
@@ -9,4 +10,3 @@ CREATE TABLE chat_usage (
     completion_tokens INTEGER NOT NULL,
     PRIMARY KEY (agent_id, day)
 );
-CREATE INDEX chat_usage_by_account ON chat_usage(account_id, day);

@@ -71,7 +71,6 @@ fn unmeasured_llm_provider(settings: &Settings) -> Arc<dyn LlmProvider> {
     }
 }
 
-/// The plugin runtime over this data dir, with the settings' limits.
 /// The embedding model when its files are there; without it knowledge is ranked by words.
 pub fn embedder(settings: &Settings) -> Option<Arc<dyn crate::llm::Embedder>> {
     #[cfg(feature = "embedded-model")]
@@ -82,6 +81,7 @@ pub fn embedder(settings: &Settings) -> Option<Arc<dyn crate::llm::Embedder>> {
     None
 }
 
+/// The plugin runtime over this data dir, with the settings' limits.
 pub fn plugin_runtime(
     settings: &Settings,
     store: &Store,

@@ -45,6 +45,11 @@ impl ApiError {
         }
     }
 
+    /// The keyed API's error body.
+    pub fn body(&self) -> serde_json::Value {
+        serde_json::json!({ "error": { "message": self.message, "code": self.code } })
+    }
+
     pub fn validation(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, "validation_error", message)
     }
@@ -133,7 +138,12 @@ fn model_error(e: LlmError) -> ApiError {
             (S::BAD_GATEWAY, "model_unavailable")
         }
     };
-    ApiError::new(status, code, capitalized(e.public_text()))
+    let error = ApiError::new(status, code, capitalized(e.public_text()));
+    match e {
+        // Its queue empties within a generation or two.
+        LlmError::Busy => error.with_header(axum::http::header::RETRY_AFTER, HeaderValue::from(2)),
+        _ => error,
+    }
 }
 
 fn wallet_error(e: WalletError) -> ApiError {
@@ -267,13 +277,6 @@ fn x402_error(e: X402Error) -> ApiError {
             };
             ApiError::new(status, code, message).with_header(axum::http::header::RETRY_AFTER, HeaderValue::from(5))
         }
-    }
-}
-
-impl ApiError {
-    /// The keyed API's error body.
-    pub fn body(&self) -> serde_json::Value {
-        serde_json::json!({ "error": { "message": self.message, "code": self.code } })
     }
 }
 

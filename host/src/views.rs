@@ -203,7 +203,6 @@ pub fn payment(p: &PaymentRecord, chains: &Chains) -> Value {
     })
 }
 
-/// A job as its owner lists it: the status the API defines is at `/jobs/{id}`.
 /// The entries a message would bring into an agent's prompt, best first.
 pub fn knowledge_ranking(message: &str, entries: &[String], ranked: &[Ranked]) -> Value {
     json!({
@@ -223,8 +222,12 @@ pub fn chat_usage(days: &[ChatUsageDay]) -> Value {
         }
         row
     };
-    let total = days.iter().fold((0, 0, 0), |(c, p, o), d| {
-        (c + d.chats, p + d.prompt_tokens, o + d.completion_tokens)
+    let total = days.iter().fold((0u64, 0u64, 0u64), |(c, p, o), d| {
+        (
+            c.saturating_add(d.chats),
+            p.saturating_add(d.prompt_tokens),
+            o.saturating_add(d.completion_tokens),
+        )
     });
     json!({
         "days": days.iter().map(|d| row(Some(&d.day), d.chats, d.prompt_tokens, d.completion_tokens)).collect::<Vec<_>>(),
@@ -232,6 +235,7 @@ pub fn chat_usage(days: &[ChatUsageDay]) -> Value {
     })
 }
 
+/// A job as its owner lists it: the status the API defines is at `/jobs/{id}`.
 pub fn job(j: &JobRecord) -> Value {
     json!({
         "id": j.id, "command": j.command, "origin": j.origin, "state": j.state.as_str(),

@@ -341,7 +341,7 @@ async fn the_recursion_guard_turns_tools_off_for_our_own_plugins() {
         client()
             .post(fx.server.url("/v1/agents/alpha/chat"))
             .header("x-api-key", &fx.key)
-            .header("x-agent-host-origin", marker)
+            .header("x-agent-host-origin", &marker)
             .json(&body),
     )
     .await;
@@ -355,10 +355,21 @@ async fn the_recursion_guard_turns_tools_off_for_our_own_plugins() {
     )
     .await;
     assert_eq!(forged.status, 200);
+    // The same on the OpenAI-compatible endpoint, whose chats have tools on.
+    let marked_openai = send(
+        client()
+            .post(fx.server.url("/v1/agents/alpha/openai/v1/chat/completions"))
+            .bearer_auth(&fx.key)
+            .header("x-agent-host-origin", &marker)
+            .json(&json!({"model": "alpha", "messages": [{"role": "user", "content": "hi"}]})),
+    )
+    .await;
+    assert_eq!(marked_openai.status, 200, "{}", marked_openai.text);
     {
         let seen = fx.seen.lock().unwrap();
         assert!(seen[0].get("tools").is_none(), "a valid marker forces tools off");
         assert!(seen[1].get("tools").is_some(), "a forged marker changes nothing");
+        assert!(seen[2].get("tools").is_none(), "on the OpenAI endpoint too");
     }
 
     // The whole loop: a webhook command that calls this very chat endpoint with tools on.

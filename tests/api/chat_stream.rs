@@ -178,6 +178,12 @@ async fn hanging_up_stops_the_hosted_models_stream() {
         fx.cut.load(Ordering::SeqCst) == 1
     })
     .await;
+    // The chat cut short still counts for its owner.
+    let usage_url = fx.server.url("/v1/account/agents/alpha/chat-usage");
+    time_until(Duration::from_secs(5), "the cut chat recorded", || async {
+        get(&usage_url, Some(&fx.key)).await.json()["data"]["total"]["chats"] == 1
+    })
+    .await;
 }
 
 fn embedded_env(max_tokens: &str) -> TestEnv {
@@ -201,7 +207,7 @@ async fn metric(server: &TestServer, series: &str) -> f64 {
 async fn the_embedded_model_streams_token_by_token_and_stops_when_the_client_hangs_up() {
     let env = embedded_env("400");
     let key = env.account_with_key("alice", "free");
-    let agent_id = env.apply_agent(&manifest("alpha"), "alice");
+    env.apply_agent(&manifest("alpha"), "alice");
     let server = env.serve();
     let request = |message: &str| {
         client()
@@ -224,9 +230,9 @@ async fn the_embedded_model_streams_token_by_token_and_stops_when_the_client_han
     assert_eq!(deltas(&events), done["data"]["response"].as_str().unwrap());
     let completion = done["usage"]["completionTokens"].as_u64().unwrap();
     assert!(completion > 1, "{done}");
-    let counted = format!("agent_host_chat_tokens_total{{agent=\"{agent_id}\",type=\"completion\"}}");
+    let counted = "agent_host_chat_tokens_total{agent=\"alpha\",type=\"completion\"}";
     assert_eq!(
-        metric(&server, &counted).await,
+        metric(&server, counted).await,
         completion as f64,
         "the chat's tokens in the metrics"
     );

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::chat::{ChatFixture, start};
-use crate::support::fake_llm::{Policy, text, tool_call};
+use crate::support::fake_llm::{Policy, refusal, text, tool_call};
 use crate::support::*;
 
 /// A stand-in model that answers from what it was given: the agent's introduction, the
@@ -18,6 +18,10 @@ fn reading_model() -> Policy {
         let messages = req["messages"].as_array().unwrap();
         let system = messages[0]["content"].as_str().unwrap();
         let last = messages.last().unwrap();
+        let fails = messages[1]["content"].as_str().unwrap_or("").contains("then fail");
+        if last["role"] == "tool" && fails {
+            return refusal(500, "overloaded");
+        }
         if last["role"] == "tool" {
             let result: Value = serde_json::from_str(last["content"].as_str().unwrap()).unwrap();
             return text(&format!("The command said: {}", result["response"].as_str().unwrap()));
@@ -43,6 +47,7 @@ fn calls() -> Value {
         { "messages": office, "stream": true },
         { "messages": [{"role": "user", "content": "Greet Ann"}], "stream": true },
         { "messages": office, "params": { "n": 2 } },
+        { "messages": [{"role": "user", "content": "Greet Ann, then fail"}], "stream": true },
     ])
 }
 
@@ -51,7 +56,7 @@ fn check(client: &str, out: &Value) {
     assert_eq!(out["models"], json!(["alpha"]), "{client}: {out}");
     let results = out["results"].as_array().unwrap();
     let expected = "You are Alpha (@alpha). The office opens at 9:00 on weekdays.";
-    let (plain, streamed, tool, refused) = (&results[0], &results[1], &results[2], &results[3]);
+    let (plain, streamed, tool, refused, midway) = (&results[0], &results[1], &results[2], &results[3], &results[4]);
     assert_eq!(
         plain["content"], expected,
         "{client}: personality and knowledge: {plain}"
@@ -88,6 +93,14 @@ fn check(client: &str, out: &Value) {
         error["message"].as_str().unwrap().contains("n must be 1"),
         "{client}: {error}"
     );
+
+    // A failure after the stream began: the client raises it, in our words, not the provider's.
+    let failed = &midway["error"];
+    assert!(
+        failed["message"].as_str().unwrap().contains("refused the request"),
+        "{client}: {midway}"
+    );
+    assert!(!midway.to_string().contains("overloaded"), "{client}: {midway}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -113,13 +126,13 @@ async fn openais_clients_chat_with_an_agent_and_its_commands() {
         "one system message, then the question"
     );
 
-    // The tokens of every chat are the owner's to see: 2 clients × 3 chats answered, the
-    // greeting in two rounds.
+    // The tokens of every chat are the owner's to see: 2 clients × 4 chats (one failed in
+    // its second round), the greetings in two rounds each.
     let usage = get(&fx.server.url("/v1/account/agents/alpha/chat-usage"), Some(&fx.key)).await;
     assert_eq!(usage.status, 200, "{}", usage.text);
     let total = &usage.json()["data"]["total"];
-    assert_eq!(total["chats"], 6, "{total}");
-    assert_eq!(total["prompt_tokens"], 10 * 8, "{total}");
+    assert_eq!(total["chats"], 8, "{total}");
+    assert_eq!(total["prompt_tokens"], 10 * 10, "{total}");
     assert!(total["completion_tokens"].as_u64().unwrap() > 0);
 }
 

@@ -91,6 +91,10 @@ pub async fn run(ctx: &Ctx, command: AgentCmd) -> anyhow::Result<()> {
             let services = ctx.services()?;
             let entries = &agent.def.knowledge;
             let by_meaning = services.embedder.as_ref().map(|e| e.model().to_string());
+            // Embedded now, however long it takes, so the ranking is the one a chat gets.
+            if let Err(err) = knowledge::vectors(&services, entries).await {
+                anyhow::bail!("the embedding model failed: {err}");
+            }
             let mut asked = Vec::new();
             let mut text = format!(
                 "{} entries, ranked by {}\n",

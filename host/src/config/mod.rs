@@ -444,9 +444,7 @@ impl Settings {
             .clone()
             .unwrap_or_else(|| self.data_dir.join("models/smollm2-135m-instruct.gguf"))
     }
-}
 
-impl Settings {
     /// The embedding model's directory: the setting, else its place in the data dir.
     pub fn embedding_model_dir(&self) -> PathBuf {
         self.llm

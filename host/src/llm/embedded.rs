@@ -19,7 +19,7 @@ use candle_transformers::generation::LogitsProcessor;
 use candle_transformers::models::quantized_llama::ModelWeights;
 
 use super::bpe::Bpe;
-use super::{Completion, CompletionRequest, LlmError, LlmFuture, LlmProvider, Role, TextSink};
+use super::{CancelOnDrop, Completion, CompletionRequest, LlmError, LlmFuture, LlmProvider, Role, TextSink};
 use crate::telemetry::metrics::metrics;
 
 pub struct EmbeddedProvider {
@@ -39,15 +39,6 @@ struct Inner {
 
 /// Generations waiting or running at once; more are refused at once.
 const MAX_QUEUED: usize = 4;
-
-/// Tells a running generation to stop when its caller's future is dropped.
-struct CancelOnDrop(Arc<AtomicBool>);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
 
 /// A generation's place in the queue, counted in the metrics while it is held.
 struct Place(#[allow(dead_code)] tokio::sync::OwnedSemaphorePermit);
@@ -83,14 +74,31 @@ struct Pieces {
 impl Pieces {
     fn push(&mut self, bytes: &[u8]) -> String {
         self.pending.extend_from_slice(bytes);
-        let whole = match std::str::from_utf8(&self.pending) {
-            Ok(text) => text.len(),
-            // A character cut at the end waits for its next token; a broken one is shown as such.
-            Err(e) if e.error_len().is_none() => e.valid_up_to(),
-            Err(_) => self.pending.len(),
-        };
-        let piece = String::from_utf8_lossy(&self.pending[..whole]).into_owned();
-        self.pending.drain(..whole);
+        let mut piece = String::new();
+        loop {
+            let error = match std::str::from_utf8(&self.pending) {
+                Ok(text) => {
+                    piece.push_str(text);
+                    self.pending.clear();
+                    break;
+                }
+                Err(error) => error,
+            };
+            let valid = error.valid_up_to();
+            piece.push_str(&String::from_utf8_lossy(&self.pending[..valid]));
+            match error.error_len() {
+                // A character cut at the end waits for its next token.
+                None => {
+                    self.pending.drain(..valid);
+                    break;
+                }
+                // A broken one is shown as such, as the whole answer's decoding shows it.
+                Some(broken) => {
+                    piece.push(char::REPLACEMENT_CHARACTER);
+                    self.pending.drain(..valid + broken);
+                }
+            }
+        }
         let mut text = std::mem::take(&mut self.held) + &piece;
         if !self.started {
             text = text.trim_start().to_string();
@@ -101,6 +109,7 @@ impl Pieces {
         text
     }
 }
+
 struct Loaded {
     model: ModelWeights,
     bpe: Bpe,
@@ -207,7 +216,12 @@ impl Inner {
         let failed = |e: candle_core::Error| LlmError::BadAnswer(format!("embedded model: {e}"));
         let prompt = loaded.bpe.encode(&Self::prompt(request));
         let max_new = request.max_tokens.unwrap_or(self.max_tokens).min(self.max_tokens) as usize;
-        let temperature = request.temperature.map(f64::from).filter(|t| *t > 0.0).or(Some(0.3));
+        // Temperature 0 asks for the likeliest token every time; none given, a little variety.
+        let temperature = match request.temperature {
+            Some(t) if t <= 0.0 => None,
+            Some(t) => Some(f64::from(t)),
+            None => Some(0.3),
+        };
         let mut sampler = LogitsProcessor::new(42, temperature, Some(0.9));
         let mut stats = GenerationStats {
             prompt_tokens: prompt.len(),
@@ -342,5 +356,13 @@ mod tests {
             streamed.iter().any(|p| p == "á"),
             "a character is sent once it is whole"
         );
+        // A broken byte, then a character cut in two: both as the whole answer decodes them.
+        let bytes = [b"ok ".as_slice(), &[0xff], "é".as_bytes(), b" end"].concat();
+        let mut pieces = Pieces::default();
+        let streamed: String = [&bytes[..4], &bytes[4..5], &bytes[5..]]
+            .iter()
+            .map(|b| pieces.push(b))
+            .collect();
+        assert_eq!(streamed, String::from_utf8_lossy(&bytes));
     }
 }

@@ -2,10 +2,14 @@
 //! default: 6 layers, 384 dimensions) run in-process on the CPU with candle. Its directory
 //! holds `config.json`, `model.safetensors` and `tokenizer.json`, as the model is published.
 //! It loads on first use; texts are embedded one at a time on a blocking thread (mean of the
-//! token vectors, then normalised, as the model was trained), one call at a time.
+//! token vectors, then normalised, as the model was trained), one call at a time. At most
+//! `MAX_QUEUED` calls wait or run (more are told the model is busy), none waits longer than
+//! `MAX_WAIT` for its turn, and a call whose caller is gone stops before its next text.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
@@ -14,18 +18,32 @@ use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationParams};
 use tokio::sync::Semaphore;
 
-use super::LlmError;
 use super::embed::{EmbedFuture, Embedder};
+use super::{CancelOnDrop, LlmError};
 
 /// Tokens of a text read at most: the model's own limit (longer texts are cut).
 const MAX_TOKENS: usize = 256;
+/// Calls waiting or running at once; more are refused at once.
+const MAX_QUEUED: usize = 8;
+/// The longest a call waits for its turn.
+const MAX_WAIT: Duration = Duration::from_secs(10);
+/// How long a model that failed to load is not tried again.
+const RETRY_LOAD_AFTER: Duration = Duration::from_secs(60);
 
 pub struct MiniLm {
     dir: PathBuf,
     model: String,
     dimensions: usize,
-    loaded: Arc<Mutex<Option<Arc<Loaded>>>>,
+    slot: Arc<Mutex<Slot>>,
+    queue: Arc<Semaphore>,
     turn: Arc<Semaphore>,
+}
+
+/// The model once loaded, or when and why it last failed to.
+#[derive(Default)]
+struct Slot {
+    loaded: Option<Arc<Loaded>>,
+    failed: Option<(Instant, LlmError)>,
 }
 
 struct Loaded {
@@ -42,16 +60,24 @@ impl MiniLm {
             return None;
         }
         let dimensions = serde_json::from_slice::<serde_json::Value>(&config).ok()?["hidden_size"].as_u64()? as usize;
-        // Another model, or other weights in the same place, give another name.
+        // Another model, or other weights put in the same place, give another name (the
+        // weights are known by size and time, not read: that would slow every start).
         let mut files = Sha256::new();
         files.update(&config);
         files.update(weights.len().to_le_bytes());
+        if let Ok(changed) = weights
+            .modified()
+            .map(|t| t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default())
+        {
+            files.update(changed.as_nanos().to_le_bytes());
+        }
         let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("model");
         Some(MiniLm {
             dir: dir.to_path_buf(),
             model: format!("{name}:{}", &hex::encode(files.finalize())[..16]),
             dimensions,
-            loaded: Arc::default(),
+            slot: Arc::default(),
+            queue: Arc::new(Semaphore::new(MAX_QUEUED)),
             turn: Arc::new(Semaphore::new(1)),
         })
     }
@@ -61,11 +87,22 @@ fn unavailable(dir: &Path, what: impl std::fmt::Display) -> LlmError {
     LlmError::Unreachable(format!("embedding model {}: {what}", dir.display()))
 }
 
-fn load(dir: &Path, slot: &Mutex<Option<Arc<Loaded>>>) -> Result<Arc<Loaded>, LlmError> {
+fn load(dir: &Path, slot: &Mutex<Slot>) -> Result<Arc<Loaded>, LlmError> {
     let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(loaded) = slot.as_ref() {
+    if let Some(loaded) = &slot.loaded {
         return Ok(loaded.clone());
     }
+    if let Some((at, error)) = &slot.failed
+        && at.elapsed() < RETRY_LOAD_AFTER
+    {
+        return Err(error.clone());
+    }
+    let loaded = read(dir).inspect_err(|e| slot.failed = Some((Instant::now(), e.clone())))?;
+    slot.loaded = Some(loaded.clone());
+    Ok(loaded)
+}
+
+fn read(dir: &Path) -> Result<Arc<Loaded>, LlmError> {
     let config: Config =
         serde_json::from_slice(&std::fs::read(dir.join("config.json")).map_err(|e| unavailable(dir, e))?)
             .map_err(|e| unavailable(dir, e))?;
@@ -82,9 +119,7 @@ fn load(dir: &Path, slot: &Mutex<Option<Arc<Loaded>>>) -> Result<Arc<Loaded>, Ll
             ..Default::default()
         }))
         .map_err(|e| unavailable(dir, e))?;
-    let loaded = Arc::new(Loaded { model, tokenizer });
-    *slot = Some(loaded.clone());
-    Ok(loaded)
+    Ok(Arc::new(Loaded { model, tokenizer }))
 }
 
 impl Loaded {
@@ -119,16 +154,31 @@ impl Embedder for MiniLm {
     }
 
     fn embed(&self, texts: Vec<String>) -> EmbedFuture<'_> {
-        let (dir, slot, turn) = (self.dir.clone(), self.loaded.clone(), self.turn.clone());
+        let (dir, slot, turn) = (self.dir.clone(), self.slot.clone(), self.turn.clone());
+        let place = self.queue.clone().try_acquire_owned();
         Box::pin(async move {
-            // Waiting holds no thread; one embedding runs at a time, beside the server's work.
-            let _turn = turn
-                .acquire_owned()
+            let Ok(place) = place else {
+                return Err(LlmError::Busy);
+            };
+            // Waiting holds no thread; one call runs at a time, beside the server's work.
+            let turn = tokio::time::timeout(MAX_WAIT, turn.acquire_owned())
                 .await
+                .map_err(|_| LlmError::Timeout(MAX_WAIT.as_millis() as u64))?
                 .map_err(|_| LlmError::Unreachable("the embedding model is closed".into()))?;
+            let cancelled = Arc::new(AtomicBool::new(false));
+            let _cancel = CancelOnDrop(cancelled.clone());
             tokio::task::spawn_blocking(move || {
+                // The model stays taken until the work really ends, even if its caller has gone.
+                let _held = (place, turn);
                 let loaded = load(&dir, &slot)?;
-                texts.iter().map(|text| loaded.embed(text)).collect()
+                let mut vectors = Vec::with_capacity(texts.len());
+                for text in &texts {
+                    if cancelled.load(Ordering::Relaxed) {
+                        return Err(LlmError::Timeout(0));
+                    }
+                    vectors.push(loaded.embed(text)?);
+                }
+                Ok(vectors)
             })
             .await
             .map_err(|e| LlmError::BadAnswer(format!("embedding task failed: {e}")))?

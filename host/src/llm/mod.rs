@@ -1,7 +1,8 @@
-//! The LLM provider layer: one trait, so the prompt plugin, chat and tests reach any model
-//! the same way. Providers: an OpenAI-compatible chat-completions client (OpenAI, vLLM,
-//! llama.cpp server, Ollama, ...), and an embedded GGUF model run in-process (the default
-//! when no remote provider is configured).
+//! The models. Chat: one trait, so the prompt plugin, chat and tests reach any model the same
+//! way, in one answer or streamed; providers are an OpenAI-compatible chat-completions client
+//! (OpenAI, vLLM, llama.cpp server, Ollama, ...) and an embedded GGUF model run in-process
+//! (the default when no remote provider is configured). Embeddings (`embed`): the in-process
+//! sentence model that finds knowledge by meaning and answers plugins' `llm.embed`.
 
 #[cfg(feature = "embedded-model")]
 mod bpe;
@@ -199,6 +200,17 @@ impl LlmProvider for Measured {
 
     fn stream(&self, request: CompletionRequest, text: TextSink) -> LlmFuture<'_> {
         Box::pin(self.measure(self.0.stream(request, text)))
+    }
+}
+
+/// Tells work running on a blocking thread to stop when its caller's future is dropped.
+#[cfg(feature = "embedded-model")]
+struct CancelOnDrop(Arc<std::sync::atomic::AtomicBool>);
+
+#[cfg(feature = "embedded-model")]
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

@@ -1,6 +1,6 @@
 //! An OpenAI-compatible `POST {base}/chat/completions` client.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -89,7 +89,7 @@ impl OpenAiProvider {
     }
 
     /// Sends the request; a refusal (4xx, 5xx) is read whole and told as one.
-    async fn send(&self, body: &Value) -> Result<reqwest::Response, LlmError> {
+    async fn send(&self, body: &Value, deadline: Instant) -> Result<reqwest::Response, LlmError> {
         let mut http = self
             .client
             .post(format!("{}/chat/completions", self.base_url))
@@ -98,7 +98,7 @@ impl OpenAiProvider {
             http = http.bearer_auth(key);
         }
         let http = crate::telemetry::traces::propagate(http);
-        let response = tokio::time::timeout(self.timeout, http.send())
+        let response = tokio::time::timeout_at(deadline.into(), http.send())
             .await
             .map_err(|_| self.timed_out())?
             .map_err(|e| LlmError::Unreachable(e.without_url().to_string()))?;
@@ -106,7 +106,7 @@ impl OpenAiProvider {
         if status < 400 {
             return Ok(response);
         }
-        let text = self.read_whole(response).await?;
+        let text = self.read_whole(response, deadline).await?;
         let message = serde_json::from_str::<Value>(&text)
             .ok()
             .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
@@ -114,8 +114,8 @@ impl OpenAiProvider {
         Err(LlmError::Refused { status, message })
     }
 
-    async fn read_whole(&self, response: reqwest::Response) -> Result<String, LlmError> {
-        let text = tokio::time::timeout(self.timeout, response.text())
+    async fn read_whole(&self, response: reqwest::Response, deadline: Instant) -> Result<String, LlmError> {
+        let text = tokio::time::timeout_at(deadline.into(), response.text())
             .await
             .map_err(|_| self.timed_out())?
             .map_err(|e| LlmError::Unreachable(e.without_url().to_string()))?;
@@ -128,23 +128,36 @@ impl OpenAiProvider {
     }
 
     async fn call(&self, request: CompletionRequest) -> Result<Completion, LlmError> {
-        let response = self.send(&self.body(&request, false)).await?;
-        let text = self.read_whole(response).await?;
+        // One deadline for the whole call: sending, waiting and reading.
+        let deadline = Instant::now() + self.timeout;
+        let response = self.send(&self.body(&request, false), deadline).await?;
+        let text = self.read_whole(response, deadline).await?;
         let value: Value = serde_json::from_str(&text).map_err(|_| LlmError::BadAnswer("not JSON".into()))?;
         completion(&value)
     }
 
     /// Asks for a stream and reads its events as they come. A provider that answers with
-    /// one JSON body instead is read as such.
+    /// one JSON body instead is read as such; one that refuses `stream_options` (some
+    /// servers check every field) is asked once more without it.
     async fn call_streaming(&self, request: CompletionRequest, text: TextSink) -> Result<Completion, LlmError> {
-        let mut response = self.send(&self.body(&request, true)).await?;
+        let deadline = Instant::now() + self.timeout;
+        let mut body = self.body(&request, true);
+        let mut response = match self.send(&body, deadline).await {
+            Err(LlmError::Refused { status: 400, .. }) => {
+                if let Some(fields) = body.as_object_mut() {
+                    fields.remove("stream_options");
+                }
+                self.send(&body, deadline).await?
+            }
+            sent => sent?,
+        };
         let is_stream = response
             .headers()
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if !is_stream {
-            let body = self.read_whole(response).await?;
+            let body = self.read_whole(response, deadline).await?;
             let value: Value = serde_json::from_str(&body).map_err(|_| LlmError::BadAnswer("not JSON".into()))?;
             let completion = completion(&value)?;
             if !completion.content.is_empty() {
@@ -182,7 +195,7 @@ impl OpenAiProvider {
             }
             Ok(())
         };
-        tokio::time::timeout(self.timeout, read)
+        tokio::time::timeout_at(deadline.into(), read)
             .await
             .map_err(|_| self.timed_out())??;
         joined.finish()
@@ -232,13 +245,22 @@ fn usage(value: &Value) -> Option<Usage> {
 #[derive(Default)]
 struct SseEvents {
     buffer: Vec<u8>,
+    /// How much of the buffer is known to hold no event's end.
+    scanned: usize,
 }
 
 impl SseEvents {
     fn push(&mut self, bytes: &[u8]) -> Vec<String> {
         self.buffer.extend(bytes.iter().filter(|b| **b != b'\r'));
         let mut events = Vec::new();
-        while let Some(end) = self.buffer.windows(2).position(|w| w == b"\n\n") {
+        loop {
+            let from = self.scanned.saturating_sub(1);
+            let Some(at) = self.buffer[from..].windows(2).position(|w| w == b"\n\n") else {
+                self.scanned = self.buffer.len();
+                break;
+            };
+            let end = from + at;
+            self.scanned = 0;
             let event: Vec<u8> = self.buffer.drain(..end + 2).collect();
             let event = String::from_utf8_lossy(&event);
             let data: Vec<&str> = event

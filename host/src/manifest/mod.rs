@@ -46,6 +46,10 @@ pub struct AgentManifest {
     pub social_enabled: Option<bool>,
 }
 
+/// Most knowledge entries, and characters in all, an agent may have.
+pub const MAX_KNOWLEDGE_ENTRIES: usize = 1_000;
+pub const MAX_KNOWLEDGE_CHARS: usize = 200_000;
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawManifest {
@@ -255,6 +259,18 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
     let name = raw.name.get_ref().trim().to_string();
     if name.is_empty() || name.chars().count() > 100 {
         return Err(check.err(Some(&raw.name.span()), "name", "must be 1 to 100 characters"));
+    }
+    // Every entry is embedded when the agent is applied, and read at each chat that ranks them.
+    let knowledge_chars: usize = raw.knowledge.iter().map(|k| k.chars().count()).sum();
+    if raw.knowledge.len() > MAX_KNOWLEDGE_ENTRIES || knowledge_chars > MAX_KNOWLEDGE_CHARS {
+        return Err(check.err(
+            None,
+            "knowledge",
+            format!(
+                "{} entries of {knowledge_chars} characters; an agent knows at most {MAX_KNOWLEDGE_ENTRIES} entries of {MAX_KNOWLEDGE_CHARS} characters in all",
+                raw.knowledge.len()
+            ),
+        ));
     }
 
     let x402 = match raw.x402 {

@@ -115,3 +115,17 @@ fn the_nul_character_is_refused_and_its_field_named() {
     assert_eq!(err.field.as_deref(), Some("commands[0].config.text"));
     assert!(err.message.contains("U+0000"), "{err}");
 }
+
+#[test]
+fn knowledge_is_bounded_in_entries_and_characters() {
+    let with = |entries: Vec<String>| {
+        let list = serde_json::to_string(&entries).unwrap();
+        parse_str(&GOOD.replace(r#"knowledge = ["Opens at 9."]"#, &format!("knowledge = {list}")))
+    };
+    assert!(with(vec!["fact".into(); MAX_KNOWLEDGE_ENTRIES]).is_ok());
+    let err = with(vec!["fact".into(); MAX_KNOWLEDGE_ENTRIES + 1]).unwrap_err();
+    assert_eq!(err.field.as_deref(), Some("knowledge"));
+    assert!(err.message.contains("at most 1000 entries"), "{err}");
+    let err = with(vec!["x".repeat(MAX_KNOWLEDGE_CHARS / 2 + 1); 2]).unwrap_err();
+    assert!(err.message.contains("200000 characters in all"), "{err}");
+}

@@ -319,7 +319,7 @@ async fn chat_usage(
     };
     let services = &state.services;
     let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
-    let usage = crate::services::chat::usage(services, &agent, days).await?;
+    let usage = crate::services::chat_tokens::by_day(services, &agent, days).await?;
     ok(views::chat_usage(&usage))
 }
 

@@ -33,15 +33,32 @@ pub async fn require_key(State(state): State<AppState>, request: Request, next: 
     response
 }
 
-/// The key a client presents as `Authorization: Bearer` (as MCP and OpenAI clients send
-/// it) or in `x-api-key`.
+/// The key a client presents as `Authorization: Bearer` (as MCP and OpenAI clients send it)
+/// or in `x-api-key`. An `Authorization` header that is not a bearer key is what is presented
+/// (and refused as a key), never passed over for `x-api-key`.
 pub fn presented_key(headers: &HeaderMap) -> Option<HeaderValue> {
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+    let Some(authorization) = headers.get(header::AUTHORIZATION) else {
+        return headers.get("x-api-key").cloned();
+    };
+    let bearer = authorization
+        .to_str()
+        .ok()
+        .and_then(|v| {
+            v.get(..7)
+                .filter(|s| s.eq_ignore_ascii_case("bearer "))
+                .map(|_| &v[7..])
+        })
         .and_then(|key| HeaderValue::from_str(key.trim()).ok());
-    bearer.or_else(|| headers.get("x-api-key").cloned())
+    Some(bearer.unwrap_or_else(|| authorization.clone()))
+}
+
+/// Whether the request was caused by one of our own plugins (it carries a valid, recent
+/// marker): a chat it asks for gets no tools, so webhook → chat → tool → webhook cannot loop.
+pub fn from_our_plugin(state: &AppState, headers: &HeaderMap) -> bool {
+    headers
+        .get(crate::marker::HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| state.services.marker.verify(v, crate::clock::now_ms() / 1000))
 }
 
 /// Checks a presented key, then its account's rate limit: the caller and the decision

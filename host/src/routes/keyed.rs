@@ -162,11 +162,7 @@ async fn chat(
     body.validate()?;
     let services = &state.services;
     let found = agents::owned_with_commands(&services.store, &caller.account.id, &agent_id).await?;
-    // Caused by one of our own plugins (webhook → chat)? Then no tools: no loops.
-    let from_our_plugin = headers
-        .get(crate::marker::HEADER)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| services.marker.verify(v, crate::clock::now_ms() / 1000));
+    let from_our_plugin = guard::from_our_plugin(&state, &headers);
     let streamed = body.stream || accepts_event_stream(&headers);
     let max_tool_calls = body.max_tool_calls();
     let input = ChatInput {
@@ -206,12 +202,30 @@ async fn chat(
     .into_response())
 }
 
+/// Whether `Accept` prefers an event stream to JSON (by its `q` weights; a tie is JSON,
+/// the answer's default), as a client sending only `text/event-stream` does.
 fn accepts_event_stream(headers: &HeaderMap) -> bool {
-    headers
+    let mut stream = 0.0f32;
+    let mut json = 0.0f32;
+    for kind in headers
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .any(|v| v.split(',').any(|kind| kind.trim().starts_with("text/event-stream")))
+        .flat_map(|v| v.split(','))
+    {
+        let mut parts = kind.split(';').map(str::trim);
+        let media = parts.next().unwrap_or("").to_ascii_lowercase();
+        let weight = parts
+            .find_map(|p| p.strip_prefix("q="))
+            .and_then(|q| q.parse::<f32>().ok())
+            .unwrap_or(1.0);
+        match media.as_str() {
+            "text/event-stream" => stream = stream.max(weight),
+            "application/json" | "application/*" | "*/*" => json = json.max(weight),
+            _ => {}
+        }
+    }
+    stream > json
 }
 
 /// A streamed chat's events: `delta`, `tool_call_started`, `tool_call_finished`, then
@@ -452,4 +466,24 @@ async fn wallet_transfer(
         "explorerUrl": services.chains.explorer(network).tx(&signature),
         "memo": record.memo,
     }})))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_is_sent_only_to_a_client_that_prefers_it() {
+        let accepts = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::ACCEPT, HeaderValue::from_str(value).unwrap());
+            accepts_event_stream(&headers)
+        };
+        assert!(accepts("text/event-stream"));
+        assert!(accepts("text/event-stream, application/json;q=0.5"));
+        assert!(!accepts("application/json, text/event-stream"), "a tie is JSON");
+        assert!(!accepts("*/*"));
+        assert!(!accepts("text/event-stream;q=0.2, */*"));
+        assert!(!accepts_event_stream(&HeaderMap::new()));
+    }
 }

@@ -6,12 +6,12 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::chat_tokens::Tally;
 use super::commands::{Answer, CommandCall, CommandOutcome};
 use super::{ServiceError, Services, commands, knowledge};
 use crate::domain::{Agent, Command, ResponseFormat};
 use crate::llm::{CompletionRequest, Message, Role, TextSink, ToolCall, ToolSpec, Usage};
 use crate::plugins::Origin;
-use crate::store::ChatUsageDay;
 
 /// Longest message, in characters (the API's limit).
 pub const MESSAGE_MAX_CHARS: usize = 10_000;
@@ -157,40 +157,16 @@ pub async fn reply_without_tools(services: &Services, agent: &Agent, message: St
     })
 }
 
-/// The UTC day of an instant, `YYYY-MM-DD`.
-fn day_of(ms: i64) -> String {
-    crate::clock::iso(ms)[..10].to_string()
-}
-
-/// The agent's chats and tokens of the last `days` UTC days (today included), oldest first.
-pub async fn usage(services: &Services, agent: &Agent, days: u32) -> Result<Vec<ChatUsageDay>, ServiceError> {
-    let now = crate::clock::now_ms();
-    let from = day_of(now - i64::from(days.saturating_sub(1)) * crate::rate_window::DAY_MS);
-    Ok(services.store.chat_usage(&agent.id, &from, &day_of(now)).await?)
-}
-
-/// The agent's reply, its tokens recorded for the owner whatever the outcome.
+/// The agent's reply; its tokens are added to the agent's day however the chat ends.
 pub async fn chat(
     services: &Services,
     agent: &Agent,
     commands: Vec<Command>,
     input: ChatInput,
 ) -> Result<ChatReply, ServiceError> {
-    let mut usage = Usage::default();
-    let reply = converse(services, agent, commands, input, &mut usage).await;
-    if usage != Usage::default() {
-        if let Some(metrics) = crate::telemetry::metrics::metrics() {
-            metrics.chat_tokens(&agent.id, usage.input_tokens, usage.output_tokens);
-        }
-        let day = day_of(crate::clock::now_ms());
-        if let Err(err) = services
-            .store
-            .add_chat_usage(&agent.account_id, &agent.id, &day, usage)
-            .await
-        {
-            tracing::warn!(error = %err, agent = %agent.id, "could not record a chat's tokens");
-        }
-    }
+    let mut tally = Tally::new(services, agent);
+    let reply = converse(services, agent, commands, input, &mut tally).await;
+    tally.record().await;
     reply
 }
 
@@ -199,7 +175,7 @@ async fn converse(
     agent: &Agent,
     commands: Vec<Command>,
     input: ChatInput,
-    usage: &mut Usage,
+    tally: &mut Tally,
 ) -> Result<ChatReply, ServiceError> {
     let offered: Vec<Command> = if input.tools_enabled && input.max_tool_calls > 0 {
         commands.into_iter().filter(|c| c.def.enabled).collect()
@@ -235,15 +211,13 @@ async fn converse(
             temperature: input.temperature,
             tools: if may_call { tools.clone() } else { Vec::new() },
         };
+        tally.asking();
         let completion = match &text_sink {
             Some(sink) => services.llm.stream(request, sink.clone()).await,
             None => services.llm.complete(request).await,
         }
         .map_err(ServiceError::Model)?;
-        if let Some(used) = completion.usage {
-            usage.input_tokens += used.input_tokens;
-            usage.output_tokens += used.output_tokens;
-        }
+        tally.add(completion.usage);
         if !may_call || completion.tool_calls.is_empty() {
             let text = completion.content.trim().to_string();
             if text.is_empty() {
@@ -258,7 +232,7 @@ async fn converse(
             return Ok(ChatReply {
                 response: text,
                 tool_calls_run: run,
-                usage: *usage,
+                usage: tally.usage(),
                 cut_short,
             });
         }
@@ -344,7 +318,7 @@ async fn run_tool(services: &Services, agent: &Agent, offered: &[Command], call:
             .text(),
             true,
         ),
-        Err(err) => (format!("Error: {}", truncate(&err.to_string())), false),
+        Err(err) => (format!("Error: {}", truncate(&err.public_text())), false),
     }
 }
 

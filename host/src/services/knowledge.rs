@@ -23,6 +23,10 @@ pub const BUDGET_CHARS: usize = 4_000;
 const MEANING_WEIGHT: f64 = 0.85;
 /// The cosine from which an entry sharing no word with the message counts as related.
 pub const MIN_COSINE: f32 = 0.2;
+/// Entries embedded in one call of the model.
+const EMBED_BATCH: usize = 32;
+/// The longest a chat waits for the embedding model before ranking by words alone.
+const CHAT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Lowercase words of letters and digits; very short words and a few stop words carry no signal.
 pub fn terms(text: &str) -> Vec<String> {
@@ -152,11 +156,12 @@ pub async fn vectors(services: &Services, entries: &[String]) -> Result<Option<V
         .await
         .map_err(|e| LlmError::Unreachable(format!("the kept vectors could not be read: {e}")))?;
     let missing: Vec<usize> = (0..entries.len()).filter(|&i| !kept.contains_key(&hashes[i])).collect();
-    if !missing.is_empty() {
+    // A few at a time, so that chats waiting for the model get their turns in between.
+    for batch in missing.chunks(EMBED_BATCH) {
         let made = embedder
-            .embed(missing.iter().map(|&i| entries[i].clone()).collect())
+            .embed(batch.iter().map(|&i| entries[i].clone()).collect())
             .await?;
-        let new: Vec<(String, Vec<f32>)> = missing.iter().map(|&i| hashes[i].clone()).zip(made).collect();
+        let new: Vec<(String, Vec<f32>)> = batch.iter().map(|&i| hashes[i].clone()).zip(made).collect();
         if let Err(err) = services
             .store
             .put_knowledge_vectors(embedder.model(), new.clone())
@@ -196,10 +201,17 @@ pub async fn cosines(services: &Services, entries: &[String], query: &str) -> Op
         let asked = asked.first().cloned().unwrap_or_default();
         Ok::<_, LlmError>(Some(vectors.iter().map(|v| cosine(v, &asked)).collect()))
     };
-    embedded.await.unwrap_or_else(|err| {
-        tracing::warn!(error = %err, "knowledge ranked by words alone: the embedding model failed");
-        None
-    })
+    match tokio::time::timeout(CHAT_WAIT, embedded).await {
+        Ok(Ok(cosines)) => cosines,
+        Ok(Err(err)) => {
+            tracing::warn!(error = %err, "knowledge ranked by words alone: the embedding model failed");
+            None
+        }
+        Err(_) => {
+            tracing::warn!("knowledge ranked by words alone: the embedding model was busy");
+            None
+        }
+    }
 }
 
 /// The entries for a message's prompt (see `choose`); the model is asked only when they do

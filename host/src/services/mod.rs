@@ -4,6 +4,7 @@
 pub mod accounts;
 pub mod agents;
 pub mod chat;
+pub mod chat_tokens;
 pub mod chatapp;
 pub mod commands;
 pub mod integrations;

@@ -36,8 +36,8 @@ impl Store {
                     account_id,
                     agent_id,
                     day,
-                    usage.input_tokens as i64,
-                    usage.output_tokens as i64
+                    i64::try_from(usage.input_tokens).unwrap_or(i64::MAX),
+                    i64::try_from(usage.output_tokens).unwrap_or(i64::MAX)
                 ],
             )?;
             Ok(())

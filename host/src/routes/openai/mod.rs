@@ -9,6 +9,7 @@ mod wire;
 
 use axum::Router;
 use axum::extract::{Request, State};
+use axum::http::HeaderMap;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
@@ -58,12 +59,14 @@ async fn require_key(State(state): State<AppState>, request: Request, next: Next
 async fn completions(
     State(state): State<AppState>,
     caller: Caller,
+    headers: HeaderMap,
     path: Result<ApiPath<String>, ApiError>,
     body: Bytes,
 ) -> Result<Response, OpenAiError> {
     let ApiPath(agent_id) = path?;
     let request = CompletionRequest::parse(&body)?;
-    let input = request.chat_input()?;
+    let mut input = request.chat_input()?;
+    input.tools_enabled = !guard::from_our_plugin(&state, &headers);
     let services = &state.services;
     let found = agents::owned_with_commands(&services.store, &caller.account.id, &agent_id)
         .await

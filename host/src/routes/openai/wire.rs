@@ -23,7 +23,8 @@ use crate::services::chat::{ChatInput, ChatReply};
 pub struct CompletionRequest {
     #[serde(default)]
     pub messages: Vec<InMessage>,
-    #[serde(default)]
+    /// `null` reads as absent, as OpenAI takes it.
+    #[serde(default, deserialize_with = "null_as_false")]
     pub stream: bool,
     #[serde(default)]
     pub stream_options: Option<StreamOptions>,
@@ -37,6 +38,10 @@ pub struct CompletionRequest {
     pub n: Option<u32>,
     #[serde(default)]
     pub tools: Option<Vec<Value>>,
+}
+
+fn null_as_false<'de, D: serde::Deserializer<'de>>(value: D) -> Result<bool, D::Error> {
+    Ok(Option::<bool>::deserialize(value)?.unwrap_or(false))
 }
 
 #[derive(Debug, Deserialize)]
@@ -123,7 +128,10 @@ impl CompletionRequest {
             let path = e.path().to_string();
             let message = format!("The request body is not a chat completion request: {}", e.inner());
             match path.as_str() {
-                "." | "" => OpenAiError::invalid("", message),
+                "." | "" => OpenAiError {
+                    param: None,
+                    ..OpenAiError::invalid("", message)
+                },
                 _ => OpenAiError::invalid(path, message),
             }
         })
@@ -333,7 +341,7 @@ pub fn finish_reason(reply: &ChatReply) -> &'static str {
 
 fn usage(reply: &ChatReply) -> Value {
     let (prompt, completion) = (reply.usage.input_tokens, reply.usage.output_tokens);
-    json!({ "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion })
+    json!({ "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt.saturating_add(completion) })
 }
 
 #[cfg(test)]

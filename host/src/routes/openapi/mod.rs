@@ -102,9 +102,26 @@ pub fn document() -> Value {
         if openai::is_openai(op.path) {
             operation["security"] = json!([{ "bearer": [] }, { "apiKey": [] }]);
         }
-        if ["chat", "openaiChatCompletions"].contains(&op.id) {
-            operation["responses"]["200"]["content"]["text/event-stream"] = json!({ "schema": { "type": "string",
-                "description": "Server-sent events, when the request asks for a stream" } });
+        // Streamed answers: each server-sent event, as `{event?, data}`.
+        let events = match op.id {
+            "chat" => Some(json!([
+                "delta",
+                "tool_call_started",
+                "tool_call_finished",
+                "done",
+                "error"
+            ])),
+            "openaiChatCompletions" => Some(json!(null)),
+            _ => None,
+        };
+        if let Some(names) = events {
+            let mut event = json!({ "type": "object", "required": ["data"], "properties": {
+                "data": { "type": "string", "description": "JSON, or [DONE] last on the OpenAI endpoint" } } });
+            if names.is_array() {
+                event["required"] = json!(["event", "data"]);
+                event["properties"]["event"] = json!({ "type": "string", "enum": names });
+            }
+            operation["responses"]["200"]["content"]["text/event-stream"] = json!({ "schema": event });
         }
         if PAID.contains(&op.id) {
             // For indexers that read paid operations here: paid with x402, each agent at its
