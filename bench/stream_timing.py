@@ -21,7 +21,8 @@ def run(url, headers, body):
     connection.request("POST", parsed.path, body=json.dumps(body), headers=headers)
     response = connection.getresponse()
     assert response.status == 200, (response.status, response.read()[:300])
-    first, pieces, tokens, name = None, 0, None, None
+    first, pieces, tokens = None, 0, None
+    name, data = None, []
     while True:
         line = response.readline()
         if not line:
@@ -29,17 +30,19 @@ def run(url, headers, body):
         line = line.decode().rstrip("\r\n")
         if line.startswith("event:"):
             name = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+        if line or not data:
             continue
-        if not line.startswith("data:"):
-            continue
-        data = line[5:].strip()
-        if data == "[DONE]":
+        # A blank line ends an event: its fields come in any order.
+        text = "\n".join(data)
+        if text == "[DONE]":
             break
-        event = json.loads(data)
-        text = event.get("text") if name == "delta" else None
+        event = json.loads(text)
+        piece = event.get("text") if name == "delta" else None
         for choice in event.get("choices") or []:
-            text = (choice.get("delta") or {}).get("content") or text
-        if text:
+            piece = (choice.get("delta") or {}).get("content") or piece
+        if piece:
             pieces += 1
             first = first or time.perf_counter()
         if name == "done":
@@ -47,7 +50,7 @@ def run(url, headers, body):
             break
         if event.get("usage"):
             tokens = event["usage"]["completion_tokens"]
-        name = None
+        name, data = None, []
     ended = time.perf_counter()
     connection.close()
     return {"first": (first or ended) - started, "total": ended - started, "pieces": pieces, "tokens": tokens}

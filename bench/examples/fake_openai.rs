@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use axum::serve::ListenerExt;
 use serde_json::{Value, json};
 
 #[tokio::main]
@@ -30,7 +31,13 @@ async fn main() {
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.expect("bind");
+    // As streaming servers do: each chunk leaves at once, not after the reader's delayed ACK.
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .expect("bind")
+        .tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
     axum::serve(listener, router).await.expect("serve");
 }
 

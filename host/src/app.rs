@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -394,6 +395,13 @@ impl Server {
         for listener in listeners {
             let router = router.clone();
             let mut stop = stop_rx.clone();
+            // Streamed answers are many small writes: without TCP_NODELAY, one would wait on
+            // the client's delayed ACK (40 ms) each time the previous is unacknowledged.
+            let listener = listener.tap_io(|tcp| {
+                if let Err(err) = tcp.set_nodelay(true) {
+                    tracing::debug!(error = %err, "TCP_NODELAY not set on a connection");
+                }
+            });
             servers.spawn(async move {
                 // The peer address: the x402 endpoints limit each client by it.
                 axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
