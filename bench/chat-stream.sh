@@ -12,13 +12,7 @@ runs="${1:-10}"
 cargo build --release --locked -q -p agent-host
 cargo build --release --locked -q -p agent-host-bench --example fake_openai
 target="${CARGO_TARGET_DIR:-$PWD/target}/release"
-data="$(mktemp -d)"
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    rm -rf "$data"
-}
-trap cleanup EXIT
+scratch_dir
 export AGENT_HOST_LOG=warn
 timing() { python3 bench/stream_timing.py "$@"; }
 

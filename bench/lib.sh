@@ -60,3 +60,11 @@ wrk_run() {
         "$(awk '$1 == "50%" {print $2}' "$data/$1.txt")" "$(awk '$1 == "99%" {print $2}' "$data/$1.txt")" "${errors:-0}"
     echo "$rps" > "$data/$1.res"
 }
+
+# A temp dir for the run (`data`) and the processes it starts (add their pids to `pids`):
+# the processes are stopped and the dir removed when the script exits.
+scratch_dir() {
+    data="$(mktemp -d)"
+    pids=()
+    trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$data"' EXIT
+}

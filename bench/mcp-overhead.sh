@@ -12,13 +12,7 @@ secs="${1:-10}"
 command -v wrk >/dev/null || { echo "wrk is required: apt-get install wrk" >&2; exit 1; }
 cargo build --release --locked -q -p agent-host
 target="${CARGO_TARGET_DIR:-$PWD/target}/release"
-data="$(mktemp -d)"
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    rm -rf "$data"
-}
-trap cleanup EXIT
+scratch_dir
 export AGENT_HOST_LOG=warn
 serve_demo_agent "$target/agent-host" "$data/host"
 pids+=("$server")

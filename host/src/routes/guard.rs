@@ -18,13 +18,36 @@ use crate::telemetry::traces::part_span;
 use tracing::Instrument;
 
 pub async fn require_key(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let presented = request.headers().get("x-api-key").cloned();
+    admit(
+        &state,
+        request,
+        next,
+        presented,
+        "Missing x-api-key header",
+        IntoResponse::into_response,
+    )
+    .await
+}
+
+/// Admits a request with the key it presents: its caller for the handler, and the rate-limit
+/// headers on the answer; a missing or refused key answered by `refuse`, in the surface's
+/// own error shape.
+pub async fn admit(
+    state: &AppState,
+    request: Request,
+    next: Next,
+    presented: Option<HeaderValue>,
+    missing: &str,
+    refuse: impl Fn(ApiError) -> Response,
+) -> Response {
     let (parts, body) = request.into_parts();
-    let Some(presented) = parts.headers.get("x-api-key").cloned() else {
-        return ApiError::unauthorized("Missing x-api-key header").into_response();
+    let Some(presented) = presented else {
+        return refuse(ApiError::unauthorized(missing));
     };
-    let (caller, decision) = match check_key(&state, &parts, &presented).await {
+    let (caller, decision) = match check_key(state, &parts, &presented).await {
         Ok(admitted) => admitted,
-        Err(refusal) => return refusal.into_response(),
+        Err(refusal) => return refuse(refusal),
     };
     let mut request = Request::from_parts(parts, body);
     request.extensions_mut().insert(caller);

@@ -94,7 +94,7 @@ pub fn rank(entries: &[String], query: &str, meaning: Option<&[f32]>) -> Vec<Ran
     let best_words = words.iter().copied().fold(0.0, f64::max);
     let mut ranked: Vec<Ranked> = (0..entries.len())
         .filter_map(|i| {
-            let cosine = meaning.map(|c| c[i]);
+            let cosine = meaning.and_then(|c| c.get(i).copied());
             let related = words[i] > 0.0 || cosine.is_some_and(|c| c >= MIN_COSINE);
             let score = match cosine {
                 Some(c) => {
@@ -190,19 +190,14 @@ pub async fn prepare(services: &Services, entries: &[String]) {
 /// Each entry's cosine with `query`, when entries can be embedded. A failure of the model
 /// is logged and leaves words alone to rank by.
 pub async fn cosines(services: &Services, entries: &[String], query: &str) -> Option<Vec<f32>> {
+    let embedder = services.embedder.as_ref()?;
     let embedded = async {
-        let Some(vectors) = vectors(services, entries).await? else {
-            return Ok(None);
-        };
-        let Some(embedder) = &services.embedder else {
-            return Ok(None);
-        };
-        let asked = embedder.embed(vec![query.to_string()]).await?;
-        let asked = asked.first().cloned().unwrap_or_default();
-        Ok::<_, LlmError>(Some(vectors.iter().map(|v| cosine(v, &asked)).collect()))
+        let vectors = vectors(services, entries).await?.unwrap_or_default();
+        let asked = embedder.embed(vec![query.to_string()]).await?.pop().unwrap_or_default();
+        Ok::<_, LlmError>(vectors.iter().map(|v| cosine(v, &asked)).collect())
     };
     match tokio::time::timeout(CHAT_WAIT, embedded).await {
-        Ok(Ok(cosines)) => cosines,
+        Ok(Ok(cosines)) => Some(cosines),
         Ok(Err(err)) => {
             tracing::warn!(error = %err, "knowledge ranked by words alone: the embedding model failed");
             None

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use super::AppState;
 use super::chat_stream::{self, Frame, json_event};
 use super::guard;
-use crate::error::{ApiError, ApiPath, rate_headers};
+use crate::error::{ApiError, ApiPath};
 use crate::services::agents;
 use crate::services::chat::{self, ChatEvent};
 use crate::services::keys::Caller;
@@ -38,22 +38,12 @@ pub fn routes(state: AppState) -> Router<AppState> {
 
 /// The keyed API's gate, with the key taken as OpenAI's clients send it.
 async fn require_key(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let (parts, body) = request.into_parts();
-    let Some(presented) = guard::presented_key(&parts.headers) else {
-        return OpenAiError::from(ApiError::unauthorized(
-            "Missing API key: send it as Authorization: Bearer <key>",
-        ))
-        .into_response();
-    };
-    let (caller, decision) = match guard::check_key(&state, &parts, &presented).await {
-        Ok(admitted) => admitted,
-        Err(refusal) => return OpenAiError::from(refusal).into_response(),
-    };
-    let mut request = Request::from_parts(parts, body);
-    request.extensions_mut().insert(caller);
-    let mut response = next.run(request).await;
-    response.headers_mut().extend(rate_headers(&decision));
-    response
+    let presented = guard::presented_key(request.headers());
+    let missing = "Missing API key: send it as Authorization: Bearer <key>";
+    guard::admit(&state, request, next, presented, missing, |refusal| {
+        OpenAiError::from(refusal).into_response()
+    })
+    .await
 }
 
 async fn completions(
