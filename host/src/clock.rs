@@ -18,6 +18,12 @@ pub fn iso(ms: i64) -> String {
     }
 }
 
+/// Reads an RFC 3339 time (any offset) as Unix milliseconds.
+pub fn parse_iso(text: &str) -> Option<i64> {
+    let at = OffsetDateTime::parse(text, &Rfc3339).ok()?;
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
 pub fn now_iso() -> String {
     iso(now_ms())
 }
@@ -29,5 +35,15 @@ mod tests {
         assert_eq!(super::iso(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(super::iso(1_763_785_861_123), "2025-11-22T04:31:01.123Z");
         assert_eq!(super::iso(1_763_785_861_000), "2025-11-22T04:31:01.000Z");
+    }
+
+    #[test]
+    fn reads_rfc3339_with_any_offset() {
+        assert_eq!(super::parse_iso("2025-11-22T04:31:01.123Z"), Some(1_763_785_861_123));
+        assert_eq!(
+            super::parse_iso("2025-11-22T05:31:01.123+01:00"),
+            Some(1_763_785_861_123)
+        );
+        assert_eq!(super::parse_iso("2025-11-22"), None);
     }
 }

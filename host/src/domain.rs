@@ -104,6 +104,19 @@ pub struct ApiKeyInfo {
     pub created_at: i64,
     pub last_used_at: Option<i64>,
     pub revoked_at: Option<i64>,
+    /// When it stops working, if its owner gave it an end.
+    pub expires_at: Option<i64>,
+}
+
+impl ApiKeyInfo {
+    pub fn expired(&self, now: i64) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
+    }
+
+    /// Neither revoked nor expired.
+    pub fn active(&self, now: i64) -> bool {
+        self.revoked_at.is_none() && !self.expired(now)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -72,7 +72,9 @@ pub fn key(k: &ApiKeyInfo) -> Value {
         "created_at": iso(k.created_at),
         "last_used_at": k.last_used_at.map(iso),
         "revoked_at": k.revoked_at.map(iso),
-        "active": k.revoked_at.is_none(),
+        "expires_at": k.expires_at.map(iso),
+        "expired": k.expired(crate::clock::now_ms()),
+        "active": k.active(crate::clock::now_ms()),
     })
 }
 
@@ -80,6 +82,7 @@ pub fn key(k: &ApiKeyInfo) -> Value {
 pub fn issued_key(issued: &IssuedKey, account: &Account) -> Value {
     json!({
         "key": issued.key, "id": issued.info.id, "name": issued.info.name, "scope": issued.info.scope,
+        "expires_at": issued.info.expires_at.map(iso),
         "account": account.name,
     })
 }

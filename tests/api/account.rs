@@ -137,6 +137,150 @@ async fn keys_are_made_listed_and_revoked_by_their_account() {
     );
 }
 
+/// An RFC 3339 time `secs` seconds from now.
+fn in_secs(secs: i64) -> String {
+    use time::format_description::well_known::Rfc3339;
+    (time::OffsetDateTime::now_utc() + time::Duration::seconds(secs))
+        .format(&Rfc3339)
+        .unwrap()
+}
+
+#[tokio::test]
+async fn keys_are_named_and_end_when_their_owner_says() {
+    let fx = Fixture::start();
+    let keys_url = fx.url("/v1/account/keys");
+    let commands = fx.url(&format!("/v1/agents/{}/commands", fx.agent_id));
+
+    let month = post_json(
+        &keys_url,
+        Some(&fx.key),
+        &json!({ "name": "CI", "expires_in_days": 30 }),
+    )
+    .await;
+    assert_eq!(month.status, 201, "{}", month.text);
+    let ends = month.json()["data"]["expires_at"].as_str().unwrap().to_string();
+    let days = (time::OffsetDateTime::parse(&ends, &time::format_description::well_known::Rfc3339).unwrap()
+        - time::OffsetDateTime::now_utc())
+    .whole_hours();
+    assert!((719..=720).contains(&days), "30 days from now: {ends}");
+
+    for (body, field) in [
+        (json!({ "expires_at": in_secs(-60) }), "'expires_at'"),
+        (json!({ "expires_at": "next tuesday" }), "'expires_at'"),
+        (json!({ "expires_in_days": 0 }), "'expires_in_days'"),
+        (json!({ "expires_in_days": 3, "expires_at": in_secs(60) }), "not both"),
+    ] {
+        let refused = post_json(&keys_url, Some(&fx.key), &body).await;
+        assert_eq!(
+            (refused.status, refused.error_code()),
+            (400, "validation_error".to_string()),
+            "{body}"
+        );
+        assert!(refused.error_message().contains(field), "{body}: {}", refused.text);
+    }
+
+    // A key that ends in two seconds works until then, and is renamed meanwhile.
+    let brief = post_json(&keys_url, Some(&fx.key), &json!({ "expires_at": in_secs(2) })).await;
+    assert_eq!(brief.status, 201, "{}", brief.text);
+    let brief_key = brief.json()["data"]["key"].as_str().unwrap().to_string();
+    let brief_id = brief.json()["data"]["id"].as_str().unwrap().to_string();
+    let brief_url = fx.url(&format!("/v1/account/keys/{brief_id}"));
+    assert_eq!(get(&commands, Some(&brief_key)).await.status, 200);
+    let renamed = keyed(
+        reqwest::Method::PATCH,
+        &brief_url,
+        &fx.key,
+        Some(&json!({ "name": "demo script" })),
+    )
+    .await;
+    assert_eq!(renamed.status, 200, "{}", renamed.text);
+    assert_eq!(renamed.json()["data"]["name"], "demo script");
+    assert!(
+        renamed.json()["data"]["expires_at"].is_string(),
+        "a rename keeps the end: {}",
+        renamed.text
+    );
+
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let expired = get(&commands, Some(&brief_key)).await;
+    assert_eq!(
+        (expired.status, expired.error_code()),
+        (401, "unauthorized".to_string())
+    );
+    assert!(expired.error_message().contains("expired at"), "{}", expired.text);
+    let listed = get(&keys_url, Some(&fx.key)).await.json();
+    let row = listed["data"]["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["id"] == brief_id.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (&row["active"], &row["expired"], &row["name"]),
+        (&json!(false), &json!(true), &json!("demo script"))
+    );
+    assert!(row["last_used_at"].is_string(), "its use was recorded: {row}");
+
+    // Its owner can give it a new end, or none: every host's cache sees the change.
+    let extended = keyed(
+        reqwest::Method::PATCH,
+        &brief_url,
+        &fx.key,
+        Some(&json!({ "expires_at": null })),
+    )
+    .await;
+    assert_eq!(extended.status, 200, "{}", extended.text);
+    assert_eq!(extended.json()["data"]["active"], true);
+    assert_eq!(get(&commands, Some(&brief_key)).await.status, 200);
+    let past = keyed(
+        reqwest::Method::PATCH,
+        &brief_url,
+        &fx.key,
+        Some(&json!({ "expires_at": in_secs(-1) })),
+    )
+    .await;
+    assert_eq!(past.status, 400, "to end a key now, revoke it: {}", past.text);
+    let unknown = keyed(
+        reqwest::Method::PATCH,
+        &fx.url("/v1/account/keys/ahk_0000000000000000"),
+        &fx.key,
+        Some(&json!({ "name": "x" })),
+    )
+    .await;
+    assert_eq!(unknown.status, 404, "{}", unknown.text);
+
+    // The CLI does the same, by the key's id.
+    let made = fx.env.cli_json(&[
+        "key",
+        "create",
+        "--account",
+        "alice",
+        "--name",
+        "ops",
+        "--expires",
+        "7d",
+    ]);
+    assert!(made["expires_at"].is_string(), "{made}");
+    let id = made["id"].as_str().unwrap();
+    let updated = fx
+        .env
+        .cli_json(&["key", "update", id, "--name", "", "--expires", "never"]);
+    assert_eq!(
+        (&updated["name"], &updated["expires_at"]),
+        (&Value::Null, &Value::Null),
+        "{updated}"
+    );
+    let refused = fx
+        .env
+        .cli(&["key", "create", "--account", "alice", "--expires", "yesterday"]);
+    assert!(
+        !refused.status.success() && refused.stderr.contains("expires_at"),
+        "{}",
+        refused.stderr
+    );
+}
+
 #[tokio::test]
 async fn a_key_does_only_what_its_scope_allows() {
     let fx = Fixture::start();

@@ -75,7 +75,9 @@ try {
   step("create a key; use it against the API");
   await page.getByRole("link", { name: "API keys" }).click();
   await page.getByRole("heading", { name: "API keys" }).waitFor();
+  await page.getByLabel("Name (optional)").fill("Telegram bot");
   await page.getByLabel("Scope").selectOption("use");
+  await page.getByLabel("Expires").selectOption("in 30 days");
   await page.getByRole("button", { name: "Create key" }).click();
   const secretBox = page.getByLabel("The new key");
   await secretBox.waitFor();
@@ -91,9 +93,25 @@ try {
   await everyControlIsLabelled();
   await shot("keys");
 
-  step("revoke it (Escape first: nothing happens); the API refuses it");
+  step("the key's name and end; rename it and drop the end");
   const keys = (await api("/v1/account/keys", manageKey)).body.data.keys;
   const made = keys.find((k) => k.scope === "use" && k.active);
+  assert.equal(made.name, "Telegram bot");
+  const days = (Date.parse(made.expires_at) - Date.now()) / 86_400_000;
+  assert.ok(days > 29.9 && days <= 30, made.expires_at);
+  const keyRow = page.getByRole("row").filter({ hasText: made.id });
+  await keyRow.getByText("active until").waitFor();
+  await page.getByRole("button", { name: `Edit ${made.id}` }).click();
+  const editing = page.getByRole("dialog");
+  await editing.getByLabel("Name").fill("Telegram bot (old)");
+  await editing.getByLabel("Expires").selectOption("never");
+  await editing.getByRole("button", { name: "Save" }).click();
+  await page.getByText(`Key ${made.id} is updated.`).waitFor();
+  const edited = (await api("/v1/account/keys", manageKey)).body.data.keys.find((k) => k.id === made.id);
+  assert.deepEqual([edited.name, edited.expires_at], ["Telegram bot (old)", null]);
+  await keyRow.getByRole("cell", { name: "Telegram bot (old)" }).waitFor();
+
+  step("revoke it (Escape first: nothing happens); the API refuses it");
   const revokeButton = page.getByRole("button", { name: `Revoke ${made.id}` });
   await revokeButton.click();
   await page.getByRole("dialog").waitFor();

@@ -4,7 +4,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{Ctx, service};
-use crate::clock::iso;
+use crate::clock::{iso, now_ms};
 use crate::services::{accounts, keys};
 use crate::views;
 
@@ -22,6 +22,19 @@ pub enum KeyCmd {
         /// A label to tell the key apart from the account's others.
         #[arg(long)]
         name: Option<String>,
+        /// When it stops working: `30d` (days from now) or an RFC 3339 time. Never, if not given.
+        #[arg(long, value_name = "30d|TIME")]
+        expires: Option<String>,
+    },
+    /// Rename a key, or change when it stops working.
+    Update {
+        key_id: String,
+        /// A new label; an empty one removes it.
+        #[arg(long)]
+        name: Option<String>,
+        /// A new end: `30d`, an RFC 3339 time, or `never`.
+        #[arg(long, value_name = "30d|TIME|never")]
+        expires: Option<String>,
     },
     /// List an account's keys (ids, scopes, times; never secrets).
     List {
@@ -34,11 +47,22 @@ pub enum KeyCmd {
 
 pub async fn run(ctx: &Ctx, command: KeyCmd) -> anyhow::Result<()> {
     match command {
-        KeyCmd::Create { account, scope, name } => {
+        KeyCmd::Create {
+            account,
+            scope,
+            name,
+            expires,
+        } => {
             let scope = keys::parse_scope(&scope).map_err(service)?;
             let name = keys::parse_name(name.as_deref()).map_err(service)?;
+            let expires_at = expires
+                .map(|text| keys::parse_expires(&text, now_ms()))
+                .transpose()
+                .map_err(service)?;
             let account = accounts::by_name(&ctx.store, &account).await.map_err(service)?;
-            let issued = keys::issue(&ctx.store, &account, scope, name).await.map_err(service)?;
+            let issued = keys::issue(&ctx.store, &account, scope, name, expires_at)
+                .await
+                .map_err(service)?;
             ctx.out.print(&views::issued_key(&issued, &account), &issued.key);
             if !ctx.out.json {
                 eprintln!(
@@ -57,17 +81,39 @@ pub async fn run(ctx: &Ctx, command: KeyCmd) -> anyhow::Result<()> {
                 &value,
                 &list,
                 |k| {
+                    let state = if k.revoked_at.is_some() {
+                        "REVOKED".to_string()
+                    } else if k.expired(now_ms()) {
+                        "EXPIRED".to_string()
+                    } else {
+                        match k.expires_at {
+                            Some(at) => format!("active until {}", iso(at)),
+                            None => "active".to_string(),
+                        }
+                    };
                     format!(
-                        "{}  {:<6}  created {}  last used {}  {}",
+                        "{}  {:<6}  {}  created {}  last used {}  {state}",
                         k.id,
                         k.scope.as_str(),
+                        k.name.as_deref().unwrap_or("-"),
                         iso(k.created_at),
                         k.last_used_at.map(iso).unwrap_or_else(|| "never".into()),
-                        if k.revoked_at.is_some() { "REVOKED" } else { "active" }
                     )
                 },
                 "no keys",
             );
+        }
+        KeyCmd::Update { key_id, name, expires } => {
+            let name = name.map(|n| keys::parse_name(Some(&n))).transpose().map_err(service)?;
+            let expires_at = match expires.as_deref().map(str::trim) {
+                None => None,
+                Some("never") => Some(None),
+                Some(text) => Some(Some(keys::parse_expires(text, now_ms()).map_err(service)?)),
+            };
+            let key = keys::update(&ctx.store, &key_id, None, name, expires_at)
+                .await
+                .map_err(service)?;
+            ctx.out.print(&views::key(&key), &format!("updated key {}", key.id));
         }
         KeyCmd::Revoke { key_id } => {
             let key = keys::revoke(&ctx.store, &key_id, None).await.map_err(service)?;

@@ -115,7 +115,7 @@ pub async fn demo(ctx: Ctx, listen: Vec<String>) -> anyhow::Result<()> {
     let key = match saved {
         Some(key) if still_good => key,
         _ => {
-            let issued = keys::issue(store, &account, KeyScope::Manage, Some("demo".into()))
+            let issued = keys::issue(store, &account, KeyScope::Manage, Some("demo".into()), None)
                 .await
                 .map_err(service)?;
             write_private(&key_file, &issued.key)?;

@@ -29,7 +29,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/v1/account", get(show_account))
         .route("/v1/account/keys", get(list_keys).post(create_key))
-        .route("/v1/account/keys/{key_id}", delete(revoke_key))
+        .route("/v1/account/keys/{key_id}", delete(revoke_key).patch(update_key))
         .route("/v1/account/agents", get(list_agents).post(apply_agent))
         .route("/v1/account/agents/{agent_id}", get(show_agent).delete(delete_agent))
         .route(
@@ -129,6 +129,43 @@ struct CreateKey {
     scope: Option<String>,
     /// The owner's label, to tell keys apart in the list.
     name: Option<String>,
+    /// When it stops working (RFC 3339), or `expires_in_days`; neither: it never does.
+    expires_at: Option<String>,
+    expires_in_days: Option<i64>,
+}
+
+const BOTH_EXPIRY_FIELDS: &str = "Give 'expires_at' or 'expires_in_days', not both";
+
+/// The key's end as a request gives it: one of the two fields, or neither.
+fn expiry(at: Option<&str>, in_days: Option<i64>) -> Result<Option<i64>, ApiError> {
+    let now = crate::clock::now_ms();
+    Ok(match (at, in_days) {
+        (Some(_), Some(_)) => return Err(ApiError::validation(BOTH_EXPIRY_FIELDS)),
+        (Some(at), None) => Some(keys::expiry_at(at, now)?),
+        (None, Some(days)) => Some(keys::expiry_in_days(days, now)?),
+        (None, None) => None,
+    })
+}
+
+/// Tells a field sent as `null` (`Some(None)`) from one left out (`None`).
+fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpdateKey {
+    /// A new label; `null` or blank removes it.
+    #[serde(default, deserialize_with = "present")]
+    name: Option<Option<String>>,
+    /// A new end; `null` removes it.
+    #[serde(default, deserialize_with = "present")]
+    expires_at: Option<Option<String>>,
+    expires_in_days: Option<i64>,
 }
 
 async fn create_key(
@@ -141,8 +178,31 @@ async fn create_key(
         Some(text) => keys::parse_scope(text)?,
     };
     let name = keys::parse_name(body.name.as_deref())?;
-    let issued = keys::issue(&state.services.store, &caller.account, scope, name).await?;
+    let expires_at = expiry(body.expires_at.as_deref(), body.expires_in_days)?;
+    let issued = keys::issue(&state.services.store, &caller.account, scope, name, expires_at).await?;
     created(views::issued_key(&issued, &caller.account))
+}
+
+async fn update_key(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiPath(key_id): ApiPath<String>,
+    ApiJson(body): ApiJson<UpdateKey>,
+) -> Answer {
+    if body.name.is_none() && body.expires_at.is_none() && body.expires_in_days.is_none() {
+        return Err(ApiError::validation(
+            "Nothing to change: give 'name', 'expires_at' or 'expires_in_days'",
+        ));
+    }
+    let name = body.name.map(|n| keys::parse_name(n.as_deref())).transpose()?;
+    let expires_at = match (body.expires_at, body.expires_in_days) {
+        (None, None) => None,
+        (Some(None), None) => Some(None),
+        (Some(None), Some(_)) => return Err(ApiError::validation(BOTH_EXPIRY_FIELDS)),
+        (at, days) => Some(expiry(at.flatten().as_deref(), days)?),
+    };
+    let key = keys::update(&state.services.store, &key_id, Some(&caller.account), name, expires_at).await?;
+    ok(views::key(&key))
 }
 
 async fn revoke_key(

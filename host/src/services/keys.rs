@@ -87,16 +87,54 @@ pub fn parse_name(name: Option<&str>) -> Result<Option<String>, ServiceError> {
     Ok(Some(name.to_string()))
 }
 
+/// The furthest end a key can be given: ten years.
+pub const MAX_EXPIRY_DAYS: i64 = 3650;
+const DAY_MS: i64 = 86_400_000;
+
+/// An end `days` days from `now`.
+pub fn expiry_in_days(days: i64, now: i64) -> Result<i64, ServiceError> {
+    if !(1..=MAX_EXPIRY_DAYS).contains(&days) {
+        return Err(ServiceError::Validation(format!(
+            "Invalid field 'expires_in_days': {days} is not between 1 and {MAX_EXPIRY_DAYS}"
+        )));
+    }
+    Ok(now + days * DAY_MS)
+}
+
+/// An end given as an RFC 3339 time (`2027-01-31T00:00:00Z`), which must be in the future
+/// and at most `MAX_EXPIRY_DAYS` away: to end a key now, revoke it.
+pub fn expiry_at(text: &str, now: i64) -> Result<i64, ServiceError> {
+    let invalid = |why: &str| ServiceError::Validation(format!("Invalid field 'expires_at': {why}"));
+    let at = crate::clock::parse_iso(text.trim())
+        .ok_or_else(|| invalid("use an RFC 3339 time such as 2027-01-31T00:00:00Z"))?;
+    if at <= now {
+        return Err(invalid("this time has passed; to end a key now, revoke it"));
+    }
+    if at > now + MAX_EXPIRY_DAYS * DAY_MS {
+        return Err(invalid(&format!("at most {MAX_EXPIRY_DAYS} days from now")));
+    }
+    Ok(at)
+}
+
+/// The CLI's `--expires`: `30d` (days from now) or an RFC 3339 time.
+pub fn parse_expires(text: &str, now: i64) -> Result<i64, ServiceError> {
+    match text.trim().strip_suffix('d').map(str::parse::<i64>) {
+        Some(Ok(days)) => expiry_in_days(days, now),
+        _ => expiry_at(text, now),
+    }
+}
+
 pub async fn issue(
     store: &Store,
     account: &Account,
     scope: KeyScope,
     name: Option<String>,
+    expires_at: Option<i64>,
 ) -> Result<IssuedKey, ServiceError> {
     let id = format!("{KEY_PREFIX}{}", crate::random::hex_token(ID_HEX_LEN / 2));
     let secret = crate::random::alphanumeric(SECRET_CHARS);
     let info = store
-        .insert_key(&id, &account.id, scope, name, hash_secret(&secret).to_vec())
+        .insert_key(&id, &account.id, scope, name, expires_at, hash_secret(&secret).to_vec())
         .await?;
     Ok(IssuedKey {
         key: format!("{id}_{secret}"),
@@ -124,6 +162,22 @@ pub async fn revoke(store: &Store, key_id: &str, account: Option<&Account>) -> R
         .ok_or_else(|| ServiceError::NotFound(format!("no key with id {key_id}")))
 }
 
+/// Renames a key or changes its end (`Some(None)` removes it); `None` leaves a field as it
+/// is. An expired key can be given a new end. Scoped to an account as `revoke` is.
+pub async fn update(
+    store: &Store,
+    key_id: &str,
+    account: Option<&Account>,
+    name: Option<Option<String>>,
+    expires_at: Option<Option<i64>>,
+) -> Result<ApiKeyInfo, ServiceError> {
+    let id = normalise_key_id(key_id.trim());
+    store
+        .update_key(&id, account.map(|a| a.id.as_str()), name, expires_at)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound(format!("no key with id {key_id}")))
+}
+
 pub async fn authenticate(store: &Store, presented: &str) -> Result<Caller, ServiceError> {
     let invalid = || ServiceError::Unauthorized("Invalid API key".to_string());
     let (id, secret) = split_key(presented.trim()).ok_or_else(invalid)?;
@@ -140,6 +194,12 @@ pub async fn authenticate(store: &Store, presented: &str) -> Result<Caller, Serv
         return Err(ServiceError::Unauthorized("This API key has been revoked".to_string()));
     }
     let now = crate::clock::now_ms();
+    if let Some(at) = record.info.expires_at.filter(|&at| at <= now) {
+        return Err(ServiceError::Unauthorized(format!(
+            "This API key expired at {}; ask the account's owner for a new one",
+            crate::clock::iso(at)
+        )));
+    }
     if record.claim_touch(now, TOUCH_EVERY_MS) {
         // Bookkeeping only: the request does not wait for it.
         let store = store.clone();
@@ -169,6 +229,19 @@ mod tests {
         assert_eq!(split_key("xyz_0123456789abcdef_x"), None);
         assert_eq!(split_key("ahk_short"), None);
         assert_eq!(split_key("ahk_é123456789abcdef_x"), None);
+    }
+
+    #[test]
+    fn expiry_is_in_days_or_a_future_time() {
+        let now = 1_800_000_000_000;
+        assert_eq!(parse_expires("30d", now).unwrap(), now + 30 * DAY_MS);
+        assert!(parse_expires("0d", now).is_err());
+        assert!(parse_expires("3651d", now).is_err());
+        let later = parse_expires("2027-12-31T00:00:00Z", 1_790_000_000_000).unwrap();
+        assert_eq!(crate::clock::iso(later), "2027-12-31T00:00:00.000Z");
+        assert!(parse_expires("2020-01-01T00:00:00Z", now).is_err(), "in the past");
+        assert!(parse_expires("2099-01-01T00:00:00Z", now).is_err(), "too far");
+        assert!(parse_expires("tomorrow", now).is_err());
     }
 
     #[test]

@@ -277,6 +277,7 @@ mod tests {
             created_at: 0,
             last_used_at: None,
             revoked_at: None,
+            expires_at: None,
         };
         let account = Account {
             id: "acc".into(),

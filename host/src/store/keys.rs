@@ -37,7 +37,7 @@ impl KeyRecord {
     }
 }
 
-const KEY_COLUMNS: &str = "id, account_id, scope, created_at, last_used_at, revoked_at, name";
+const KEY_COLUMNS: &str = "id, account_id, scope, created_at, last_used_at, revoked_at, name, expires_at";
 
 fn info_from_row(row: &Row) -> Result<ApiKeyInfo, StoreError> {
     let scope: String = row.get(2)?;
@@ -49,6 +49,7 @@ fn info_from_row(row: &Row) -> Result<ApiKeyInfo, StoreError> {
         last_used_at: row.get(4)?,
         revoked_at: row.get(5)?,
         name: row.get(6)?,
+        expires_at: row.get(7)?,
     })
 }
 
@@ -59,6 +60,7 @@ impl Store {
         account_id: &str,
         scope: KeyScope,
         name: Option<String>,
+        expires_at: Option<i64>,
         secret_hash: Vec<u8>,
     ) -> Result<ApiKeyInfo, StoreError> {
         let info = ApiKeyInfo {
@@ -69,12 +71,22 @@ impl Store {
             created_at: crate::clock::now_ms(),
             last_used_at: None,
             revoked_at: None,
+            expires_at,
         };
         let row = info.clone();
         self.write(move |db| {
             db.execute(
-                "INSERT INTO api_keys (id, account_id, scope, secret_hash, created_at, name) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                args![row.id, row.account_id, row.scope.as_str(), secret_hash, row.created_at, &row.name],
+                "INSERT INTO api_keys (id, account_id, scope, secret_hash, created_at, name, expires_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                args![
+                    row.id,
+                    row.account_id,
+                    row.scope.as_str(),
+                    secret_hash,
+                    row.created_at,
+                    &row.name,
+                    row.expires_at
+                ],
             )?;
             Ok(())
         })
@@ -123,6 +135,40 @@ impl Store {
         .await
     }
 
+    /// Sets a key's name and expiry as given (`None` leaves one as it is); returns the key
+    /// as it now stands, or None if unknown or, when an account is named, not that account's.
+    pub async fn update_key(
+        &self,
+        id: &str,
+        account_id: Option<&str>,
+        name: Option<Option<String>>,
+        expires_at: Option<Option<i64>>,
+    ) -> Result<Option<ApiKeyInfo>, StoreError> {
+        let id = id.to_string();
+        let account_id = account_id.map(str::to_string);
+        self.write_cached(move |db| {
+            let Some(row) = db.query_opt(&format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = ?1"), args![&id])?
+            else {
+                return Ok(None);
+            };
+            let key = info_from_row(&row)?;
+            if account_id.as_ref().is_some_and(|a| *a != key.account_id) {
+                return Ok(None);
+            }
+            let key = ApiKeyInfo {
+                name: name.unwrap_or(key.name),
+                expires_at: expires_at.unwrap_or(key.expires_at),
+                ..key
+            };
+            db.execute(
+                "UPDATE api_keys SET name = ?2, expires_at = ?3 WHERE id = ?1",
+                args![&id, &key.name, key.expires_at],
+            )?;
+            Ok(Some(key))
+        })
+        .await
+    }
+
     /// The key with this id and its account, from the read cache when it has them.
     pub async fn key_for_auth(&self, id: &str) -> Result<Option<Arc<KeyRecord>>, StoreError> {
         if let Some(found) = self.cache.key(id) {
@@ -133,15 +179,15 @@ impl Store {
         let found = self
             .read(move |db| {
                 let sql = format!(
-                "SELECT k.id, k.account_id, k.scope, k.created_at, k.last_used_at, k.revoked_at, k.name, k.secret_hash, {ACCOUNT_COLUMNS}
+                "SELECT k.id, k.account_id, k.scope, k.created_at, k.last_used_at, k.revoked_at, k.name, k.expires_at, k.secret_hash, {ACCOUNT_COLUMNS}
                  FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ?1"
             );
                 db.query_opt(&sql, args![id])?
                     .map(|row| {
                         Ok(Arc::new(KeyRecord::new(
                             info_from_row(&row)?,
-                            row.get(7)?,
-                            account_from_row(&row, 8)?,
+                            row.get(8)?,
+                            account_from_row(&row, 9)?,
                         )))
                     })
                     .transpose()

@@ -60,6 +60,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(19, "0019_breakers_in_cache"),
     migration!(20, "0020_chat_usage"),
     migration!(21, "0021_knowledge_vectors"),
+    migration!(22, "0022_key_expiry"),
 ];
 
 pub fn latest_version() -> i64 {

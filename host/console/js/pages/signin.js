@@ -22,7 +22,9 @@ export function signInPage(main, reason, signedIn) {
         if (e instanceof ApiError && e.status === 403) {
           throw new Error("This key may use agents but not manage the account: sign in with a key of scope manage.");
         }
-        if (e instanceof ApiError && e.status === 401) throw new Error("This key is not valid, or it was revoked.");
+        if (e instanceof ApiError && e.status === 401) {
+          throw new Error(/expired/.test(e.message) ? e.message : "This key is not valid, or it was revoked.");
+        }
         throw e;
       }
     }),

@@ -54,9 +54,28 @@ pub const ACCOUNT: &[Operation] = &[
             json!({ "type": "object", "properties": {
                 "scope": { "type": ["string", "null"], "enum": ["use", "spend", "manage", null], "default": "use" },
                 "name": { "type": ["string", "null"], "maxLength": 64, "description": "A label to tell the key apart" },
+                "expires_at": { "type": ["string", "null"], "format": "date-time", "description": "When it stops working; never if absent" },
+                "expires_in_days": { "type": ["integer", "null"], "minimum": 1, "maximum": 3650, "description": "Instead of expires_at" },
             }})
         }),
         response: || success(json!({ "type": "object", "required": ["key", "id", "scope"] })),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "patch",
+        path: "/v1/account/keys/{keyId}",
+        id: "updateKey",
+        summary: "Rename one of the account's keys or change when it stops working (null removes the name or the end)",
+        keyed: true,
+        pending: false,
+        request: Some(|| {
+            json!({ "type": "object", "minProperties": 1, "properties": {
+                "name": { "type": ["string", "null"], "maxLength": 64 },
+                "expires_at": { "type": ["string", "null"], "format": "date-time" },
+                "expires_in_days": { "type": ["integer", "null"], "minimum": 1, "maximum": 3650 },
+            }})
+        }),
+        response: || success(json!({ "$ref": "#/components/schemas/Key" })),
         errors: MANAGE_ERRORS,
     },
     Operation {

@@ -268,7 +268,9 @@ pub fn document() -> Value {
                     "id": { "type": "string" }, "name": { "type": ["string", "null"] },
                     "scope": { "type": "string", "enum": ["use", "spend", "manage"] },
                     "created_at": { "type": "string" }, "last_used_at": { "type": ["string", "null"] },
-                    "revoked_at": { "type": ["string", "null"] }, "active": { "type": "boolean" },
+                    "revoked_at": { "type": ["string", "null"] }, "expires_at": { "type": ["string", "null"] },
+                    "expired": { "type": "boolean" },
+                    "active": { "type": "boolean", "description": "Neither revoked nor expired" },
                 }},
                 "ChatMessage": { "type": "object", "required": ["role", "content"], "properties": {
                     "role": { "type": "string", "enum": ["user", "assistant"] }, "content": { "type": "string" },
