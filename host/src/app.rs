@@ -180,6 +180,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         wallet_locks,
         payment_locks,
         lifecycle: Arc::default(),
+        usage: Arc::default(),
     })
 }
 
@@ -380,6 +381,10 @@ impl Server {
             .watch_for_changes(Duration::from_millis(state.services.settings.database.cache_check_ms));
         let flusher = tokio::spawn(flush_rate_usage(state.clone(), stop_rx.clone()));
         let cleaner = tokio::spawn(jobs::clean_up_periodically((*state.services).clone(), stop_rx.clone()));
+        let usage = tokio::spawn(crate::services::usage::flush_periodically(
+            (*state.services).clone(),
+            stop_rx.clone(),
+        ));
         let collector = tokio::spawn(crate::services::plugins::collect_periodically(
             (*state.services).clone(),
             stop_rx.clone(),
@@ -455,6 +460,9 @@ impl Server {
         watcher.abort();
         let _ = flusher.await;
         let _ = cleaner.await;
+        let _ = usage.await;
+        // What ran while the host drained is counted too.
+        state.services.usage.flush(&state.services.store).await;
         let _ = collector.await;
         let _ = recovery.await;
         if let Some(metrics) = metrics {

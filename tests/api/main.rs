@@ -41,6 +41,7 @@ mod shutdown;
 mod social;
 mod traces;
 mod uploads;
+mod usage;
 mod wallets;
 mod x402;
 mod x402_abuse;

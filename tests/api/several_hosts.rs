@@ -512,3 +512,51 @@ async fn the_database_is_reached_over_verified_tls_only() {
         "{sessions:?}"
     );
 }
+
+#[tokio::test]
+async fn usage_counted_on_each_host_adds_up_and_a_stopping_host_keeps_its_share() {
+    let Some((a, b, _)) = three_hosts(vec![("AGENT_HOST_USAGE_FLUSH_MS", "100".into())]) else {
+        return;
+    };
+    // b adds what it counted only when it stops: nothing it ran may be lost by a deploy.
+    let b = b.with_env("AGENT_HOST_USAGE_FLUSH_MS", "3600000");
+    let key = a.account_with_key("acme", "free");
+    let agent_id = a.apply_agent(&manifest("seller"), "acme");
+    let (first, second) = (a.serve(), b.serve());
+    let hello = |server: &TestServer| {
+        let url = server.url(&format!("/v1/agents/{agent_id}/commands/hello/execute"));
+        let key = key.clone();
+        async move {
+            let reply = post_json(&url, Some(&key), &json!({ "parameters": { "name": "Ann" } })).await;
+            assert_eq!(reply.status, 200, "{}", reply.text);
+        }
+    };
+    for _ in 0..4 {
+        hello(&first).await;
+    }
+    for _ in 0..3 {
+        hello(&second).await;
+    }
+    let url = first.url(&format!("/v1/account/agents/{agent_id}/usage"));
+    let calls = |report: &Value| report["data"]["totals"]["calls"].as_i64().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while calls(&get(&url, Some(&key)).await.json()) < 4 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        calls(&get(&url, Some(&key)).await.json()),
+        4,
+        "the first host's, added as it goes"
+    );
+    assert!(second.stop().success());
+    let report = get(&url, Some(&key)).await.json();
+    assert_eq!(calls(&report), 7, "the second host's, added as it stopped: {report}");
+    let hello = report["data"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["command"] == "hello")
+        .unwrap()
+        .clone();
+    assert_eq!(hello["by_channel"], json!({ "api": { "succeeded": 7 } }));
+}

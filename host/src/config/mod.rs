@@ -283,6 +283,12 @@ settings! {
         job_lease_secs: u64 = "30" [3 ..= 3600],
             "a running job's lease, renewed by its host; once it runs out (the host died) the job is failed, not run twice";
     }
+    /// What the owners' dashboards show: usage counters per agent and hour.
+    usage: UsageSettings {
+        usage_flush_ms: u64 = "2000" [10 ..= 3600000],
+            "how often a host adds the runs and price lists it counted to the database (also at shutdown); payments are counted at once";
+        usage_retention_days: u64 = "400" [1 ..= 36500], "how long hourly usage counters are kept";
+    }
     /// Outbound HTTP from plugins and webhooks.
     outbound: OutboundSettings {
         outbound_allowed_hosts: Vec<String> = "*", "hosts plugins may reach at all (commands must also grant them)";

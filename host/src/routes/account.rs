@@ -41,7 +41,6 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/v1/account/agents/{agent_id}/payments", get(list_payments))
         .route("/v1/account/agents/{agent_id}/jobs", get(list_jobs))
         .route("/v1/account/agents/{agent_id}/logs", get(list_logs))
-        .route("/v1/account/agents/{agent_id}/chat-usage", get(chat_usage))
         .route("/v1/account/agents/{agent_id}/integrations", get(show_integrations))
         .route(
             "/v1/account/agents/{agent_id}/integrations/chatapp",
@@ -58,6 +57,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
                 .layer(DefaultBodyLimit::max(max_component)),
         )
         .route("/v1/account/plugins/{plugin}", delete(delete_plugin))
+        .merge(super::usage::routes())
         .route_layer(middleware::from_fn_with_state(state, guard::require_key))
 }
 
@@ -74,9 +74,9 @@ impl<S: Send + Sync> FromRequestParts<S> for Manager {
     }
 }
 
-type Answer = Result<(StatusCode, axum::Json<Value>), ApiError>;
+pub(super) type Answer = Result<(StatusCode, axum::Json<Value>), ApiError>;
 
-fn ok(data: Value) -> Answer {
+pub(super) fn ok(data: Value) -> Answer {
     Ok((StatusCode::OK, axum::Json(json!({ "success": true, "data": data }))))
 }
 
@@ -356,33 +356,6 @@ async fn list_jobs(
 }
 
 /// `?days=N`: the last N UTC days, today included (30 unless asked).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DaysQuery {
-    days: Option<u32>,
-}
-
-async fn chat_usage(
-    State(state): State<AppState>,
-    Manager(caller): Manager,
-    ApiPath(agent_id): ApiPath<String>,
-    ApiQuery(query): ApiQuery<DaysQuery>,
-) -> Answer {
-    let days = match query.days {
-        None => 30,
-        Some(n @ 1..=366) => n,
-        Some(n) => {
-            return Err(ApiError::validation(format!(
-                "Invalid query parameter 'days': {n} is not between 1 and 366"
-            )));
-        }
-    };
-    let services = &state.services;
-    let agent = agents::owned(&services.store, &caller.account.id, &agent_id).await?;
-    let usage = crate::services::chat_tokens::by_day(services, &agent, days).await?;
-    ok(views::chat_usage(&usage))
-}
-
 /// `?command=NAME&limit=N`: the kept runs of one command, or of all.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -21,11 +21,11 @@ use super::requests::{self, ChatRequest, ChatappSendRequest, ExecuteRequest, Soc
 use crate::chains;
 use crate::domain::{Command, Integration, KeyScope, ParamSpec, ParamType, ResponseFormat};
 use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery};
-use crate::plugins::Origin;
 use crate::services::chat::{self, ChatEvent, ChatInput};
 use crate::services::commands::{CommandCall, CommandOutcome};
 use crate::services::keys::Caller;
 use crate::services::payments::breaker;
+use crate::services::usage::Channel;
 use crate::services::{ServiceError, agents, chatapp, commands, jobs, runs, social, social_text, wallets};
 use crate::store::TransferKind;
 use crate::views;
@@ -293,7 +293,7 @@ async fn execute(
         command,
         parameters: body.parameters,
         raw_text: body.raw_text,
-        origin: Origin::Api,
+        channel: Channel::Api,
         paid_by: None,
     };
     let result = match commands::execute(services, call).await? {

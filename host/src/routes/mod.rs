@@ -19,6 +19,7 @@ pub mod openapi;
 pub mod request_span;
 pub mod requests;
 mod state;
+mod usage;
 mod x402;
 
 pub use state::AppState;

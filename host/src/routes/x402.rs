@@ -6,6 +6,7 @@
 //! whose body holds the parameters alone: one address, one price, one input schema, as
 //! indexers list a paid resource.
 
+use crate::services::usage::Owner;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Request, State};
@@ -82,10 +83,16 @@ fn payment_required(
     command: Option<&Command>,
 ) -> Response {
     let (v1, v2) = offer.payment_required(&state.services, price, command, None);
-    if status == StatusCode::PAYMENT_REQUIRED
-        && let Some(metrics) = crate::telemetry::metrics::metrics()
-    {
-        metrics.x402_offer(offer.network.as_str(), if v2.is_some() { "1,2" } else { "1" });
+    if status == StatusCode::PAYMENT_REQUIRED {
+        if let Some(metrics) = crate::telemetry::metrics::metrics() {
+            metrics.x402_offer(offer.network.as_str(), if v2.is_some() { "1,2" } else { "1" });
+        }
+        let owner = Owner {
+            account_id: &offer.agent.account_id,
+            agent_id: &offer.agent.id,
+        };
+        let command = command.map(|c| c.def.name.as_str());
+        state.services.usage.offer(owner, command, Some(offer.network));
     }
     let mut response = (status, axum::Json(v1)).into_response();
     if let Some(v2) = v2 {

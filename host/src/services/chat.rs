@@ -11,7 +11,7 @@ use super::commands::{Answer, CommandCall, CommandOutcome};
 use super::{ServiceError, Services, commands, knowledge};
 use crate::domain::{Agent, Command, ResponseFormat};
 use crate::llm::{CompletionRequest, Message, Role, TextSink, ToolCall, ToolSpec, Usage};
-use crate::plugins::Origin;
+use crate::services::usage::Channel;
 
 /// Longest message, in characters (the API's limit).
 pub const MESSAGE_MAX_CHARS: usize = 10_000;
@@ -294,7 +294,7 @@ async fn run_tool(services: &Services, agent: &Agent, offered: &[Command], call:
         command,
         parameters: Some(arguments),
         raw_text: None,
-        origin: Origin::ChatTool,
+        channel: Channel::ChatTool,
         paid_by: None,
     };
     match commands::execute(services, call).await {

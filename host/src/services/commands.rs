@@ -4,9 +4,9 @@
 use serde_json::{Map, Value};
 
 use super::runs::{self, Resolved};
+use super::usage::Channel;
 use super::{ServiceError, Services, jobs, params};
 use crate::domain::{Agent, Command, ResponseFormat};
-use crate::plugins::Origin;
 
 /// One call of a command, as a caller asks for it.
 pub struct CommandCall<'a> {
@@ -16,7 +16,8 @@ pub struct CommandCall<'a> {
     pub parameters: Option<Map<String, Value>>,
     /// The `/command ...` text, parsed into parameters when `parameters` is `None`.
     pub raw_text: Option<String>,
-    pub origin: Origin,
+    /// Where it came from (the plugin is told `channel.origin()`).
+    pub channel: Channel,
     /// The payment this call serves (its id), when it was paid for.
     pub paid_by: Option<&'a str>,
 }
@@ -54,14 +55,15 @@ pub async fn execute(services: &Services, call: CommandCall<'_>) -> Result<Comma
         command,
         parameters,
         raw_text: call.raw_text,
-        origin: call.origin,
+        channel: call.channel,
     };
     if command.def.long_running {
         let job_id = jobs::submit(services, resolved, call.paid_by).await?;
         return Ok(CommandOutcome::Queued { job_id });
     }
+    let channel = resolved.channel;
     let run = runs::prepare(services, resolved, None).await?;
-    let output = runs::execute(services, run)
+    let output = runs::execute(services, run, channel)
         .await
         .map_err(|e| runs::exec_error(&command.def.name, e))?;
     Ok(CommandOutcome::Answered(Answer {

@@ -4,6 +4,7 @@
 //! `internal_error` (their side effects may have happened; running them twice could repeat
 //! them). Finished jobs are deleted after the retention period.
 
+use crate::services::usage::Channel;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
@@ -33,7 +34,7 @@ pub async fn submit(services: &Services, call: Resolved<'_>, paid_by: Option<&st
                 id: id.clone(),
                 agent_id: call.agent.id.clone(),
                 command: call.command.def.name.clone(),
-                origin: crate::plugins::bindings::origin_name(call.origin).to_string(),
+                origin: call.channel.as_str().to_string(),
                 parameters: Value::Object(call.parameters),
                 raw_text: call.raw_text,
                 state: JobState::Queued,
@@ -153,18 +154,18 @@ async fn work(services: &Services, id: &str) -> Result<JobOutcome, (String, &'st
         .map_err(|e| (e.to_string(), "invalid_input"))?;
     let parameters = job.parameters.as_object().cloned().unwrap_or_default();
     let (progress, _writer) = progress_writer(services, id);
-    let origin = crate::plugins::bindings::parse_origin(&job.origin);
+    let channel = Channel::parse(&job.origin);
     let call = Resolved {
         agent: &agent,
         command: &command,
         parameters,
         raw_text: job.raw_text,
-        origin,
+        channel,
     };
     let run = runs::prepare(services, call, Some(progress))
         .await
         .map_err(|e| (e.to_string(), "internal_error"))?;
-    match runs::execute(services, run).await {
+    match runs::execute(services, run, channel).await {
         Ok(output) => Ok(JobOutcome::Succeeded {
             response: output.response,
             format: crate::domain::ResponseFormat::from(output.format).as_str().to_string(),

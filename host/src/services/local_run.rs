@@ -3,6 +3,7 @@
 //! the keyed execute endpoint takes. The same parameter checks, grants, sandbox limits and
 //! outbound guard apply; nothing here is a second implementation of any of them.
 
+use crate::services::usage::Channel;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
@@ -11,7 +12,7 @@ use super::commands::{self, Answer, CommandCall, CommandOutcome};
 use super::{ServiceError, Services, accounts, agents, params, runs};
 use crate::domain::{Agent, Command, Plan};
 use crate::manifest::{self, PluginSource};
-use crate::plugins::{Origin, PluginKind};
+use crate::plugins::PluginKind;
 
 /// The local agent the run belongs to; its key-value store lives as long as the store does.
 const LOCAL: &str = "local";
@@ -82,7 +83,7 @@ pub async fn run(
         command: &plugin.command,
         parameters: Some(parameters),
         raw_text: None,
-        origin: Origin::Api,
+        channel: Channel::Cli,
         paid_by: None,
     };
     match commands::execute(services, call).await? {

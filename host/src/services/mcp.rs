@@ -17,7 +17,7 @@ use super::purchase::{self, Order, RefundStarted, SaleOutcome};
 use super::{ServiceError, Services, agents, chat};
 use crate::domain::{Command, Integration, ResponseFormat};
 use crate::money::MicroUsdc;
-use crate::plugins::Origin;
+use crate::services::usage::{Channel, Owner};
 use crate::store::AgentWithCommands;
 use crate::x402::wire::{self, PaymentRequiredV2, ResourceInfo, SettleResponse, Version};
 
@@ -218,6 +218,7 @@ pub async fn call(
             let sold = Sold {
                 offers,
                 price,
+                command: tool.command.map(|c| c.def.name.as_str()),
                 resource: ResourceInfo {
                     url: format!("mcp://tool/{}", tool.name),
                     description: Some(toolbox.description(&tool)),
@@ -261,7 +262,7 @@ async fn run_free(
                 command,
                 parameters: Some(arguments),
                 raw_text: None,
-                origin: Origin::Api,
+                channel: Channel::Mcp,
                 paid_by: None,
             };
             commands::execute(services, call).await
@@ -302,6 +303,8 @@ fn chat_message(arguments: &Map<String, Value>) -> Result<String, ServiceError> 
 struct Sold<'a> {
     offers: &'a [Offer],
     price: MicroUsdc,
+    /// The command sold; `None` for the chat tool.
+    command: Option<&'a str>,
     /// `mcp://tool/{name}`, as x402's MCP transport names a tool.
     resource: ResourceInfo,
 }
@@ -401,6 +404,14 @@ fn payment_required(services: &Services, sold: &Sold<'_>, error: Option<String>)
         for offer in sold.offers {
             metrics.x402_offer(offer.network.as_str(), "2");
         }
+    }
+    // One price list names every network: counted once, under none.
+    if let Some(agent) = sold.offers.first().map(|o| &o.agent) {
+        let owner = Owner {
+            account_id: &agent.account_id,
+            agent_id: &agent.id,
+        };
+        services.usage.offer(owner, sold.command, None);
     }
     PaymentRequiredV2 {
         x402_version: 2,

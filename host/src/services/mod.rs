@@ -26,6 +26,8 @@ pub mod recovery;
 pub mod runs;
 pub mod social;
 pub mod social_text;
+pub mod usage;
+pub mod usage_report;
 pub mod vitals;
 pub mod wallets;
 
@@ -77,6 +79,8 @@ pub struct Services {
     pub chatapp_inbound: Arc<chatapp::Inbound>,
     /// Whether the host is stopping, and the background work it lets finish first.
     pub lifecycle: Arc<lifecycle::Lifecycle>,
+    /// Runs and price lists counted for the owners' dashboards, until they are flushed.
+    pub usage: Arc<usage::Recorder>,
 }
 
 /// What a service can refuse or fail with. Services say *what* happened; only `error.rs`

@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::usage::{Channel, Owner};
 use super::{ServiceError, Services, wallets};
 use crate::domain::{Agent, Command, HandlerType, Network};
 use crate::plugins::{AgentProfile, CommandInfo};
 use crate::plugins::{
-    AgentSnapshot, ComponentRef, ExecError, Grants, Invocation, Origin, Output, ProgressSink, Ran, Run, RunLog, Tenant,
+    AgentSnapshot, ComponentRef, ExecError, Grants, Invocation, Output, ProgressSink, Ran, Run, RunLog, Tenant,
 };
 use crate::store::{PluginRun, Store};
 use crate::telemetry::traces::part_span;
@@ -26,7 +27,7 @@ pub struct Resolved<'a> {
     pub command: &'a Command,
     pub parameters: Map<String, Value>,
     pub raw_text: Option<String>,
-    pub origin: Origin,
+    pub channel: Channel,
 }
 
 pub async fn find(services: &Services, agent: &Agent, name: &str) -> Result<Command, ServiceError> {
@@ -43,16 +44,30 @@ pub fn pick<'a>(commands: &'a [Command], agent: &Agent, name: &str) -> Result<&'
         .ok_or_else(|| ServiceError::NotFound(format!("Command '{name}' not found for agent '{}'", agent.def.username)))
 }
 
-/// Runs `run`, and keeps its log for the owner when it logged or did not succeed.
-pub async fn execute(services: &Services, run: Run) -> Result<Output, ExecError> {
+/// Runs `run`, counts it in its agent's usage, and keeps its log for the owner when it
+/// logged or did not succeed.
+pub async fn execute(services: &Services, run: Run, channel: Channel) -> Result<Output, ExecError> {
     let span = part_span!(
         "plugin run",
         "agent.id" = %run.agent_id,
         command = %run.invocation.command,
         outcome = tracing::field::Empty,
     );
+    let (account_id, agent_id, command) = (
+        run.tenant.account.clone(),
+        run.agent_id.clone(),
+        run.invocation.command.clone(),
+    );
+    let started = std::time::Instant::now();
     let Ran { result, log } = services.plugins.execute(run).instrument(span.clone()).await;
-    span.record("outcome", crate::plugins::outcome_label(&result));
+    let outcome = crate::plugins::outcome_label(&result);
+    span.record("outcome", outcome);
+    let owner = Owner {
+        account_id: &account_id,
+        agent_id: &agent_id,
+    };
+    let ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+    services.usage.run(owner, &command, channel, outcome, ms);
     if let Some(log) = log {
         keep_log(&services.store, log).await;
     }
@@ -115,7 +130,7 @@ pub async fn prepare(
         command,
         parameters,
         raw_text,
-        origin,
+        channel,
     } = call;
     let component = component_of(services, command)?;
     let manifest = services
@@ -177,7 +192,7 @@ pub async fn prepare(
             raw_text,
             config: config.to_string(),
             response_format: command.def.response_format.into(),
-            origin,
+            origin: channel.origin(),
         },
         agent_id: agent.id.clone(),
         agent_name: agent.def.username.clone(),

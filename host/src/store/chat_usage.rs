@@ -1,6 +1,7 @@
 //! Chat tokens per agent and UTC day, added to as chats end.
 
 use super::sql::args;
+use super::usage::UsageAdd;
 use super::{Store, StoreError};
 use crate::llm::Usage;
 
@@ -16,7 +17,7 @@ pub struct ChatUsageDay {
 }
 
 impl Store {
-    /// Adds one chat and its tokens to the agent's day.
+    /// Adds one chat and its tokens to the agent's day, and to its hour's usage counters.
     pub async fn add_chat_usage(
         &self,
         account_id: &str,
@@ -25,7 +26,21 @@ impl Store {
         usage: Usage,
     ) -> Result<(), StoreError> {
         let (account_id, agent_id, day) = (account_id.to_string(), agent_id.to_string(), day.to_string());
+        let hour = super::usage::hour_of(crate::clock::now_ms());
         self.write(move |db| {
+            for (dim, tokens) in [("prompt", usage.input_tokens), ("completion", usage.output_tokens)] {
+                let add = UsageAdd {
+                    account_id: account_id.clone(),
+                    agent_id: agent_id.clone(),
+                    hour,
+                    command: String::new(),
+                    metric: "chat",
+                    dim: dim.to_string(),
+                    n: 1,
+                    total: i64::try_from(tokens).unwrap_or(i64::MAX),
+                };
+                super::usage::add_in(db, &add)?;
+            }
             db.execute(
                 "INSERT INTO chat_usage (account_id, agent_id, day, chats, prompt_tokens, completion_tokens)
                  VALUES (?1, ?2, ?3, 1, ?4, ?5)

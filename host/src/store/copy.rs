@@ -29,6 +29,7 @@ const TABLES: &[&str] = &[
     "plugin_runs",
     "command_breakers",
     "chat_usage",
+    "usage_counters",
     "knowledge_vectors",
 ];
 

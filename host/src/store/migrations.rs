@@ -61,6 +61,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(20, "0020_chat_usage"),
     migration!(21, "0021_knowledge_vectors"),
     migration!(22, "0022_key_expiry"),
+    migration!(23, "0023_usage"),
 ];
 
 pub fn latest_version() -> i64 {

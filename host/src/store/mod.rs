@@ -27,6 +27,7 @@ mod sealed;
 pub mod sql;
 mod sqlite;
 mod tls;
+pub mod usage;
 mod wallets;
 
 pub use accounts::{AccountUsage, NewAccount};

@@ -291,12 +291,17 @@ impl Store {
     pub async fn settle_payment(&self, id: &str, transaction: Option<String>) -> Result<bool, StoreError> {
         let id = id.to_string();
         self.write(move |db| {
-            Ok(db.execute(
+            let settled = db.execute(
                 "UPDATE payments SET state = 'settled', transaction_signature = COALESCE(?2, transaction_signature),
                     updated_at = ?3
                  WHERE id = ?1 AND state = 'verified'",
-                args![id, transaction, crate::clock::now_ms()],
-            )? == 1)
+                args![&id, transaction, crate::clock::now_ms()],
+            )? == 1;
+            if settled {
+                // Counted once: only the write that settled it gets here.
+                super::usage::add_payment_in(db, &id, "revenue", "p.network || '/v' || p.x402_version")?;
+            }
+            Ok(settled)
         })
         .await
     }
@@ -346,13 +351,17 @@ impl Store {
                 .map(|s| format!("'{}'", s.as_str()))
                 .collect::<Vec<_>>()
                 .join(", ");
-            Ok(db.execute(
+            let moved = db.execute(
                 &format!(
                     "UPDATE payments SET state = ?2, error = COALESCE(?3, error), updated_at = ?4
                      WHERE id = ?1 AND state IN ({placeholders})"
                 ),
-                args![id, to.as_str(), error, crate::clock::now_ms()],
-            )? == 1)
+                args![&id, to.as_str(), error, crate::clock::now_ms()],
+            )? == 1;
+            if moved && to == PaymentState::Refunded {
+                super::usage::add_payment_in(db, &id, "refunds", "p.network")?;
+            }
+            Ok(moved)
         })
         .await
     }

@@ -247,6 +247,28 @@ pub const ACCOUNT: &[Operation] = &[
     },
     Operation {
         method: "get",
+        path: "/v1/account/agents/{agentId}/usage",
+        id: "agentUsage",
+        summary: "What the agent did and earned over a range, by hour or day and by command: calls by channel and outcome, run-time percentiles, x402 revenue by network and version, refunds, fees, price lists, chat tokens",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(usage_report(false)),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "get",
+        path: "/v1/account/usage",
+        id: "accountUsage",
+        summary: "The account's usage report: its agents together, and each agent's totals",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(usage_report(true)),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "get",
         path: "/v1/account/agents/{agentId}/integrations",
         id: "showIntegrations",
         summary: "The agent's chat-app bot and social account: connected, enabled, public names (never tokens)",
@@ -386,3 +408,41 @@ pub const ACCOUNT: &[Operation] = &[
         ],
     },
 ];
+
+/// The report `services::usage_report` builds; money in micro-USDC, times in ISO 8601.
+fn usage_report(per_agent: bool) -> serde_json::Value {
+    let counts = json!({ "type": "object", "additionalProperties": { "type": "integer", "minimum": 0 } });
+    let totals = json!({ "type": "object",
+    "required": ["calls", "failed", "payments", "revenue_micro_usdc", "revenue_by_version", "refunds",
+        "refunded_micro_usdc", "offers", "fees", "chats", "prompt_tokens", "completion_tokens"],
+    "properties": {
+        "calls": { "type": "integer", "minimum": 0 },
+        "failed": { "type": "integer", "minimum": 0, "description": "Runs that ended other than succeeded or invalid_input" },
+        "payments": counts, "revenue_micro_usdc": counts, "revenue_by_version": counts,
+        "refunds": { "type": "integer", "minimum": 0 }, "refunded_micro_usdc": { "type": "integer", "minimum": 0 },
+        "offers": { "type": "integer", "minimum": 0, "description": "Price lists (402 answers) given" },
+        "fees": { "type": "object", "description": "solana_lamports, base_wei", "additionalProperties": { "type": "integer" } },
+        "chats": { "type": "integer", "minimum": 0 },
+        "prompt_tokens": { "type": "integer", "minimum": 0 }, "completion_tokens": { "type": "integer", "minimum": 0 },
+    }});
+    let ms = json!({ "type": ["number", "null"], "minimum": 0 });
+    let latency =
+        json!({ "type": "object", "properties": { "p50_ms": ms, "p95_ms": ms, "p99_ms": ms, "mean_ms": ms } });
+    let mut report = json!({ "type": "object", "required": ["from", "to", "step", "totals", "latency", "points", "commands"],
+    "properties": {
+        "from": { "type": "string" }, "to": { "type": "string" }, "step": { "type": "string", "enum": ["hour", "day"] },
+        "totals": totals, "latency": latency,
+        "points": { "type": "array", "items": { "allOf": [totals, { "type": "object", "required": ["at"], "properties": { "at": { "type": "string" } } }] } },
+        "commands": { "type": "array", "items": { "allOf": [totals, latency, { "type": "object", "required": ["command", "by_channel"], "properties": {
+            "command": { "type": "string" },
+            "by_channel": { "type": "object", "additionalProperties": counts },
+        }}] } },
+    }});
+    if per_agent {
+        if let Some(required) = report["required"].as_array_mut() {
+            required.push(json!("agents"));
+        }
+        report["properties"]["agents"] = json!({ "type": "object", "additionalProperties": totals });
+    }
+    report
+}

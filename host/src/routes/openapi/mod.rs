@@ -211,6 +211,21 @@ pub fn document() -> Value {
             parameters.push(json!({ "name": "days", "in": "query", "required": false,
                 "schema": { "type": "integer", "minimum": 1, "maximum": 366, "default": 30 } }));
         }
+        if op.id == "agentUsage" || op.id == "accountUsage" {
+            let date = "an RFC 3339 time or a UTC date (YYYY-MM-DD)";
+            let range = [
+                json!({ "name": "from", "in": "query", "required": false, "description": format!("Start: {date}; by default 7 days (step day) or 24 hours (step hour) before to"),
+                    "schema": { "type": "string" } }),
+                json!({ "name": "to", "in": "query", "required": false, "description": format!("End: {date}, whose day is included; by default the current step's end"),
+                    "schema": { "type": "string" } }),
+                json!({ "name": "step", "in": "query", "required": false,
+                    "schema": { "type": "string", "enum": ["hour", "day"], "default": "day" } }),
+            ];
+            match operation["parameters"].as_array_mut() {
+                Some(parameters) => parameters.extend(range),
+                None => operation["parameters"] = json!(range),
+            }
+        }
         if op.id == "listLogs"
             && let Some(parameters) = operation["parameters"].as_array_mut()
         {

@@ -450,7 +450,7 @@ async fn run_command(services: &Services, agent: &Agent, name: &str, text: &str)
         command: &command,
         parameters: None,
         raw_text: Some(text.to_string()),
-        origin: crate::plugins::Origin::Chatapp,
+        channel: crate::services::usage::Channel::Chatapp,
         paid_by: None,
     };
     match commands::execute(services, call).await {

@@ -354,6 +354,7 @@ pub async fn settle(
     };
     let sent = Sent {
         payment_id: &payment_id,
+        agent_id: &offer.agent.id,
         network,
         identity: &identity,
         terms: terms.clone(),
@@ -397,6 +398,7 @@ async fn met_again(
 /// A recorded payment whose settlement went out (or may have).
 struct Sent<'a> {
     payment_id: &'a str,
+    agent_id: &'a str,
     network: Network,
     identity: &'a str,
     terms: Terms,
@@ -419,7 +421,7 @@ async fn conclude(
     let reason = match &landing {
         Landing::Confirmed => {
             store.settle_payment(sent.payment_id, None).await?;
-            note_fee(services, sent.network, &sent.tx.id);
+            note_fee(services, sent.agent_id, sent.network, &sent.tx.id);
             return Ok(sent.tx.id.clone());
         }
         Landing::Pending => return Err(X402Error::SettlementPending(sent.tx.id.clone()).into()),
@@ -435,7 +437,7 @@ async fn conclude(
     }
     let charged = matches!(landing, Landing::Failed(_));
     if charged {
-        note_fee(services, sent.network, &sent.tx.id);
+        note_fee(services, sent.agent_id, sent.network, &sent.tx.id);
     }
     store.fail_payment(sent.payment_id, reason, charged).await?;
     Err(refused(
@@ -444,19 +446,29 @@ async fn conclude(
     ))
 }
 
-/// Adds what the agent's wallet paid to land `transaction` to the fee metrics, when they
-/// are on: asked of the chain in the background, once the transaction has landed.
-pub(super) fn note_fee(services: &Services, network: Network, transaction: &str) {
-    let Some(metrics) = crate::telemetry::metrics::metrics() else {
-        return;
-    };
-    let (chains, transaction) = (services.chains.clone(), transaction.to_string());
+/// Adds what the agent's wallet paid to land `transaction` to its usage (and the fee
+/// metrics, when they are on): asked of the chain in the background, once it landed.
+pub(super) fn note_fee(services: &Services, agent_id: &str, network: Network, transaction: &str) {
+    let (chains, store) = (services.chains.clone(), services.store.clone());
+    let (agent_id, transaction) = (agent_id.to_string(), transaction.to_string());
     services.lifecycle.spawn(async move {
         match chains.get(network).fee_paid(&transaction).await {
-            Ok(Some(fee)) => match network {
-                Network::Solana => metrics.x402_fee_lamports(u64::try_from(fee).unwrap_or(u64::MAX)),
-                Network::Base => metrics.x402_fee_wei(fee),
-            },
+            Ok(Some(fee)) => {
+                if let Some(metrics) = crate::telemetry::metrics::metrics() {
+                    match network {
+                        Network::Solana => metrics.x402_fee_lamports(u64::try_from(fee).unwrap_or(u64::MAX)),
+                        Network::Base => metrics.x402_fee_wei(fee),
+                    }
+                }
+                let unit = match network {
+                    Network::Solana => "solana/lamports",
+                    Network::Base => "base/wei",
+                };
+                let fee = i64::try_from(fee).unwrap_or(i64::MAX);
+                if let Err(err) = store.add_agent_usage(&agent_id, "fees", unit.to_string(), fee).await {
+                    tracing::warn!(error = %err, transaction, "could not count a transaction's fee");
+                }
+            }
             Ok(None) => tracing::debug!(transaction, "the chain does not know a landed transaction's fee yet"),
             Err(e) => tracing::debug!(transaction, "could not read a transaction's fee: {e}"),
         }

@@ -153,6 +153,7 @@ async fn resume_settlement(
     }
     let sent = Sent {
         payment_id: &payment.id,
+        agent_id: &payment.agent_id,
         network,
         identity: &payment.identity,
         terms: Terms {

@@ -108,7 +108,7 @@ impl<'a> Refund<'a> {
                     metrics.x402_refunded(self.network.as_str(), self.amount.0);
                 }
                 if let Some(signature) = &record.signature {
-                    super::note_fee(services, self.network, signature);
+                    super::note_fee(services, self.agent_id, self.network, signature);
                 }
                 record.signature
             }

@@ -18,7 +18,7 @@ use super::payments::{self, Bought, Offer, Purchase, Rails, Settled, Settlement,
 use super::{ServiceError, Services, params};
 use crate::domain::Command;
 use crate::money::MicroUsdc;
-use crate::plugins::Origin;
+use crate::services::usage::Channel;
 use crate::telemetry::traces::part_span;
 use crate::x402::wire::Payment;
 
@@ -321,7 +321,7 @@ async fn work(
                 command,
                 parameters: Some(parameters),
                 raw_text,
-                origin: Origin::X402,
+                channel: Channel::X402,
                 paid_by: Some(&settled.payment_id),
             };
             commands::execute(services, call).await

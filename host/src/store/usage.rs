@@ -1,0 +1,163 @@
+//! Usage counters per agent and UTC hour (migration 23): added to, never rewritten, so any
+//! host and any transaction can add without a lock, and read back summed over a range.
+
+use super::sql::{Db, args};
+use super::{Store, StoreError};
+
+pub const HOUR_MS: i64 = 3_600_000;
+
+/// The start of `ms`'s UTC hour.
+pub fn hour_of(ms: i64) -> i64 {
+    ms.div_euclid(HOUR_MS) * HOUR_MS
+}
+
+/// One addition to a counter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageAdd {
+    pub account_id: String,
+    pub agent_id: String,
+    pub hour: i64,
+    pub command: String,
+    pub metric: &'static str,
+    pub dim: String,
+    pub n: i64,
+    pub total: i64,
+}
+
+/// A counter summed over one step of a range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageSum {
+    pub agent_id: String,
+    /// The step's start (Unix ms).
+    pub at: i64,
+    pub command: String,
+    pub metric: String,
+    pub dim: String,
+    pub n: i64,
+    pub total: i64,
+}
+
+const ADD: &str = "INSERT INTO usage_counters (account_id, agent_id, hour, command, metric, dim, n, total)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+     ON CONFLICT (agent_id, hour, command, metric, dim) DO UPDATE
+     SET n = usage_counters.n + excluded.n, total = usage_counters.total + excluded.total";
+
+/// Adds inside a write that is already open (a payment's own transaction).
+pub fn add_in(db: &dyn Db, add: &UsageAdd) -> Result<(), StoreError> {
+    db.execute(
+        ADD,
+        args![
+            &add.account_id,
+            &add.agent_id,
+            add.hour,
+            &add.command,
+            add.metric,
+            &add.dim,
+            add.n,
+            add.total
+        ],
+    )?;
+    Ok(())
+}
+
+/// Adds one of a payment's amounts (`amount` is micro-USDC) to its agent's counters, in
+/// the payment's own transaction: `dim` may use the payment's columns (`p.network`).
+pub fn add_payment_in(db: &dyn Db, payment_id: &str, metric: &'static str, dim_sql: &str) -> Result<(), StoreError> {
+    let hour = hour_of(crate::clock::now_ms());
+    db.execute(
+        &format!(
+            "INSERT INTO usage_counters (account_id, agent_id, hour, command, metric, dim, n, total)
+             SELECT a.account_id, p.agent_id, ?2, COALESCE(p.command, ''), ?3, {dim_sql}, 1, p.amount
+             FROM payments p JOIN agents a ON a.id = p.agent_id WHERE p.id = ?1
+             ON CONFLICT (agent_id, hour, command, metric, dim) DO UPDATE
+             SET n = usage_counters.n + excluded.n, total = usage_counters.total + excluded.total"
+        ),
+        args![payment_id, hour, metric],
+    )?;
+    Ok(())
+}
+
+impl Store {
+    /// Adds one event of `agent_id`'s (its account looked up in the same write); an agent
+    /// deleted meanwhile adds nothing.
+    pub async fn add_agent_usage(
+        &self,
+        agent_id: &str,
+        metric: &'static str,
+        dim: String,
+        total: i64,
+    ) -> Result<(), StoreError> {
+        let agent_id = agent_id.to_string();
+        let hour = hour_of(crate::clock::now_ms());
+        self.write(move |db| {
+            db.execute(
+                "INSERT INTO usage_counters (account_id, agent_id, hour, command, metric, dim, n, total)
+                 SELECT account_id, id, ?2, '', ?3, ?4, 1, ?5 FROM agents WHERE id = ?1
+                 ON CONFLICT (agent_id, hour, command, metric, dim) DO UPDATE
+                 SET n = usage_counters.n + excluded.n, total = usage_counters.total + excluded.total",
+                args![agent_id, hour, metric, dim, total],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Adds every row in one transaction.
+    pub async fn add_usage(&self, adds: Vec<UsageAdd>) -> Result<(), StoreError> {
+        if adds.is_empty() {
+            return Ok(());
+        }
+        self.write(move |db| adds.iter().try_for_each(|add| add_in(db, add)))
+            .await
+    }
+
+    /// The counters of `account_id` (one agent's, when named) from `from` to before `to`,
+    /// summed per `step` ms (a whole number of hours), oldest first.
+    pub async fn usage(
+        &self,
+        account_id: &str,
+        agent_id: Option<&str>,
+        from: i64,
+        to: i64,
+        step: i64,
+    ) -> Result<Vec<UsageSum>, StoreError> {
+        let (account_id, agent_id) = (account_id.to_string(), agent_id.map(str::to_string));
+        self.read(move |db| {
+            // `hour - (hour - from) % step` keeps steps aligned to `from`, on both dialects.
+            let agent = if agent_id.is_some() { "AND agent_id = ?5" } else { "" };
+            db.query(
+                &format!(
+                    "SELECT agent_id, hour - ((hour - ?2) % ?4) AS step_at, command, metric, dim,
+                        CAST(SUM(n) AS BIGINT), CAST(SUM(total) AS BIGINT)
+                     FROM usage_counters
+                     WHERE account_id = ?1 AND hour >= ?2 AND hour < ?3 {agent}
+                     GROUP BY agent_id, step_at, command, metric, dim ORDER BY step_at"
+                ),
+                &match &agent_id {
+                    Some(agent_id) => args![account_id, from, to, step, agent_id].to_vec(),
+                    None => args![account_id, from, to, step].to_vec(),
+                },
+            )?
+            .iter()
+            .map(|row| {
+                Ok(UsageSum {
+                    agent_id: row.get(0)?,
+                    at: row.get(1)?,
+                    command: row.get(2)?,
+                    metric: row.get(3)?,
+                    dim: row.get(4)?,
+                    n: row.get(5)?,
+                    total: row.get(6)?,
+                })
+            })
+            .collect()
+        })
+        .await
+    }
+
+    /// Drops counters of hours before `before`; how many rows went.
+    pub async fn prune_usage(&self, before: i64) -> Result<u64, StoreError> {
+        self.write(move |db| db.execute("DELETE FROM usage_counters WHERE hour < ?1", args![before]))
+            .await
+    }
+}
