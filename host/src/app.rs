@@ -159,6 +159,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
     let wallet_locks = Arc::new(crate::services::locks::KeyedLocks::across(&store, "wallet"));
     let payment_locks = Arc::new(crate::services::payments::PaymentLocks::across(&store));
     let facilitators = crate::clients::facilitator::Facilitators::from_settings(&settings);
+    let usage = Arc::new(crate::services::usage::Recorder::new(&settings.webhooks));
     Ok(Services {
         store,
         plugins,
@@ -180,7 +181,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         wallet_locks,
         payment_locks,
         lifecycle: Arc::default(),
-        usage: Arc::default(),
+        usage,
     })
 }
 
@@ -385,6 +386,14 @@ impl Server {
             (*state.services).clone(),
             stop_rx.clone(),
         ));
+        let webhooks = tokio::spawn(crate::services::webhooks::dispatch::run_periodically(
+            (*state.services).clone(),
+            stop_rx.clone(),
+        ));
+        let wallet_alerts = tokio::spawn(crate::services::wallet_alerts::check_periodically(
+            (*state.services).clone(),
+            stop_rx.clone(),
+        ));
         let collector = tokio::spawn(crate::services::plugins::collect_periodically(
             (*state.services).clone(),
             stop_rx.clone(),
@@ -461,6 +470,8 @@ impl Server {
         let _ = flusher.await;
         let _ = cleaner.await;
         let _ = usage.await;
+        let _ = webhooks.await;
+        let _ = wallet_alerts.await;
         // What ran while the host drained is counted too.
         state.services.usage.flush(&state.services.store).await;
         let _ = collector.await;

@@ -14,7 +14,7 @@ use crate::services::knowledge::Ranked;
 use crate::services::payments::breaker;
 use crate::store::{
     AccountPlugin, AgentSummary, ApplyOutcome, Breaker, ChatUsageDay, Integration, JobRecord, PaymentRecord, PluginRun,
-    TransferRecord, WalletRecord,
+    TransferRecord, WalletAlert, WalletRecord, WebhookAttempt, WebhookDelivery, WebhookEndpoint,
 };
 
 pub fn account(a: &Account) -> Value {
@@ -269,5 +269,46 @@ pub fn plugin_run(r: &PluginRun) -> Value {
         "started_at": iso(r.started_at), "duration_ms": r.duration_ms,
         "outcome": r.outcome, "error": r.error,
         "lines": r.lines.iter().map(|l| json!({ "at": iso(l.at), "level": l.level, "message": l.message })).collect::<Vec<_>>(),
+    })
+}
+
+/// A webhook endpoint; its secret only where the owner asked for the one endpoint.
+pub fn webhook_endpoint(e: &WebhookEndpoint, secret: Option<&str>) -> Value {
+    let mut view = json!({
+        "id": e.id, "url": e.url, "description": e.description, "events": e.events,
+        "created_at": iso(e.created_at),
+        "enabled": e.disabled_at.is_none(),
+        "disabled_at": e.disabled_at.map(iso), "disabled_reason": e.disabled_reason,
+        "consecutive_failures": e.consecutive_failures, "failing_since": e.failing_since.map(iso),
+        "last_success_at": e.last_success_at.map(iso),
+    });
+    if let Some(secret) = secret {
+        view["secret"] = json!(secret);
+    }
+    view
+}
+
+pub fn webhook_delivery(d: &WebhookDelivery) -> Value {
+    json!({
+        "id": d.id, "event_id": d.event_id, "event_type": d.event_type, "endpoint_id": d.endpoint_id,
+        "state": d.state, "attempts": d.attempts,
+        "next_attempt_at": (d.state == "pending").then(|| iso(d.next_attempt_at)),
+        "last_status": d.last_status, "last_error": d.last_error, "last_latency_ms": d.last_latency_ms,
+        "created_at": iso(d.created_at), "updated_at": iso(d.updated_at),
+    })
+}
+
+pub fn webhook_attempt(a: &WebhookAttempt) -> Value {
+    json!({
+        "n": a.n, "at": iso(a.at), "status": a.status, "error": a.error, "latency_ms": a.latency_ms,
+        "excerpt": a.excerpt,
+    })
+}
+
+pub fn wallet_alert(a: &WalletAlert) -> Value {
+    let below = crate::money::MicroUsdc(u64::try_from(a.below).unwrap_or(0));
+    json!({
+        "network": a.network, "below_micro_usdc": a.below, "below_usdc": below.to_json_number(),
+        "low": a.low_since.is_some(), "low_since": a.low_since.map(iso), "checked_at": a.checked_at.map(iso),
     })
 }

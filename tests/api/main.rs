@@ -43,6 +43,7 @@ mod traces;
 mod uploads;
 mod usage;
 mod wallets;
+mod webhooks;
 mod x402;
 mod x402_abuse;
 mod x402_clients;

@@ -560,3 +560,47 @@ async fn usage_counted_on_each_host_adds_up_and_a_stopping_host_keeps_its_share(
         .clone();
     assert_eq!(hello["by_channel"], json!({ "api": { "succeeded": 7 } }));
 }
+
+#[tokio::test]
+async fn each_webhook_delivery_is_sent_once_by_one_of_the_hosts() {
+    let receiver = crate::support::webhooks::Receiver::start().await;
+    let Some((a, b, c)) = three_hosts(vec![
+        ("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", "127.0.0.1".into()),
+        ("AGENT_HOST_WEBHOOK_POLL_MS", "20".into()),
+    ]) else {
+        return;
+    };
+    let key = a.account_with_key("acme", "pro");
+    let hosts = [a.serve(), b.serve(), c.serve()];
+    let registered = post_json(
+        &hosts[0].url("/v1/account/webhooks"),
+        Some(&key),
+        &json!({ "url": receiver.url(), "events": ["key.created"] }),
+    )
+    .await;
+    assert_eq!(registered.status, 201, "{}", registered.text);
+    // 30 events written through all three hosts, each host polling every 20 ms.
+    for i in 0..30 {
+        let made = post_json(&hosts[i % 3].url("/v1/account/keys"), Some(&key), &json!({})).await;
+        assert_eq!(made.status, 201, "{}", made.text);
+    }
+    let received = receiver.until("30 deliveries", |r| r.len() >= 30).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let received = receiver.received().len().max(received.len());
+    let mut ids: Vec<String> = receiver.received().into_iter().map(|r| r.id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!((received, ids.len()), (30, 30), "each event once, by one host");
+    let secret = get(
+        &hosts[1].url(&format!(
+            "/v1/account/webhooks/{}",
+            registered.json()["data"]["id"].as_str().unwrap()
+        )),
+        Some(&key),
+    )
+    .await
+    .json()["data"]["secret"]
+        .clone();
+    let checked = crate::support::webhooks::verify(secret.as_str().unwrap(), &receiver.received()).await;
+    assert_eq!(checked["library"].as_array().unwrap().len(), 30, "{checked}");
+}

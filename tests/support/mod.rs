@@ -16,6 +16,7 @@ pub mod postgres;
 pub mod prometheus;
 pub mod proxy;
 pub mod sse;
+pub mod webhooks;
 pub mod x402;
 
 use std::io::{BufRead, BufReader};

@@ -283,6 +283,22 @@ settings! {
         job_lease_secs: u64 = "30" [3 ..= 3600],
             "a running job's lease, renewed by its host; once it runs out (the host died) the job is failed, not run twice";
     }
+    /// Signed webhooks: how deliveries are retried, when an endpoint is disabled, what is watched.
+    webhooks: WebhookSettings {
+        webhook_retry_schedule_secs: Vec<u32> = "5,300,1800,7200,18000,28800,28800" [1 ..= 604800],
+            "waits between a delivery's attempts (each ±10 % jitter); after the last, it has failed. The default: 8 attempts over about 24 hours";
+        webhook_disable_after_failures: u64 = "20" [1 ..= 1000000],
+            "failed attempts in a row after which an endpoint is disabled, once it has also failed for webhook_disable_after_secs";
+        webhook_disable_after_secs: u64 = "86400" [0 ..= 31536000],
+            "how long an endpoint must have failed (since its last success) before it is disabled";
+        webhook_poll_ms: u64 = "500" [10 ..= 60000], "how often a host looks for deliveries due";
+        webhook_max_endpoints: u64 = "20" [1 ..= 10000], "endpoints one account may register";
+        webhook_retention_days: u64 = "30" [1 ..= 3650], "how long events and their deliveries are kept";
+        webhook_failing_min_runs: u64 = "5" [1 ..= 1000000],
+            "runs of a command in one hour on one host before its failure rate can raise command.failing";
+        webhook_failing_percent: u64 = "50" [1 ..= 100], "share of a command's runs in one hour that failed to raise command.failing";
+        wallet_check_secs: u64 = "300" [5 ..= 86400], "how often wallets with a low-balance alert are checked";
+    }
     /// What the owners' dashboards show: usage counters per agent and hour.
     usage: UsageSettings {
         usage_flush_ms: u64 = "2000" [10 ..= 3600000],

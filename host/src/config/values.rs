@@ -90,6 +90,23 @@ impl SettingValue for Vec<u16> {
     }
 }
 
+/// Comma-separated whole numbers (a TOML array in the file); the range holds for each.
+impl SettingValue for Vec<u32> {
+    fn parse(text: &str) -> Result<Self, String> {
+        let numbers = Vec::<String>::parse(text)?
+            .iter()
+            .map(|n| n.parse::<u32>().map_err(|_| format!("'{n}' is not a whole number")))
+            .collect::<Result<Vec<_>, _>>()?;
+        if numbers.is_empty() {
+            return Err("give at least one number".into());
+        }
+        Ok(numbers)
+    }
+    fn within(&self, min: u64, max: u64) -> bool {
+        self.iter().all(|n| (min..=max).contains(&u64::from(*n)))
+    }
+}
+
 /// How log lines are written to stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogFormat {

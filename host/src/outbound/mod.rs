@@ -120,6 +120,11 @@ pub struct OutboundRequest {
     pub max_bytes: Option<u64>,
     /// Where the response body's bytes are charged, if anywhere.
     pub budget: Option<Arc<dyn ByteBudget>>,
+    /// Whether a redirect is followed (each hop checked) or answered as it is.
+    pub follow_redirects: bool,
+    /// Keep the body's first bytes up to the limit rather than fail past it (a webhook's
+    /// receiver answering at length still answered).
+    pub truncate_body: bool,
 }
 
 #[derive(Debug)]
@@ -204,7 +209,8 @@ impl Outbound {
                 }
                 let response = builder.send().await.map_err(transport)?;
                 let status = response.status();
-                if status.is_redirection()
+                if request.follow_redirects
+                    && status.is_redirection()
                     && let Some(location) = response.headers().get(reqwest::header::LOCATION)
                 {
                     let location = location
@@ -223,7 +229,9 @@ impl Outbound {
                     continue;
                 }
                 let limit = request.max_bytes.unwrap_or(self.policy.max_response_bytes);
-                return self.read(response, limit, request.budget.as_deref()).await;
+                return self
+                    .read(response, limit, request.budget.as_deref(), request.truncate_body)
+                    .await;
             }
             Err(OutboundError::Transport(format!(
                 "more than {} redirects",
@@ -233,6 +241,29 @@ impl Outbound {
         tokio::time::timeout(timeout, work)
             .await
             .map_err(|_| OutboundError::Timeout)?
+    }
+
+    /// Whether `url` may be reached at all under `allowed`: every check a request's first
+    /// hop gets, its name resolved as the guard resolves it. For addresses an owner gives
+    /// to be called later (a webhook), so a refusal is said when they give it.
+    pub async fn vet(&self, url: &str, allowed: &[HostPattern]) -> Result<(), OutboundError> {
+        let url = Url::parse(url).map_err(|e| OutboundError::InvalidRequest(format!("bad URL: {e}")))?;
+        self.check(&url, allowed)?;
+        if let Some(name) = url.domain() {
+            let resolver = GuardedResolver {
+                policy: self.policy.clone(),
+            };
+            let name: Name = name
+                .parse()
+                .map_err(|_| OutboundError::InvalidRequest(format!("bad host name '{name}'")))?;
+            if let Err(err) = resolver.resolve(name).await {
+                return Err(match err.downcast_ref::<RefusedAddress>() {
+                    Some(refused) => OutboundError::Denied(refused.0.clone()),
+                    None => OutboundError::Transport(format!("the name does not resolve: {err}")),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The grant and operator checks for one hop; the address check of names happens in
@@ -301,8 +332,9 @@ impl Outbound {
         mut response: reqwest::Response,
         limit: u64,
         budget: Option<&dyn ByteBudget>,
+        truncate: bool,
     ) -> Result<OutboundResponse, OutboundError> {
-        if response.content_length().is_some_and(|n| n > limit) {
+        if !truncate && response.content_length().is_some_and(|n| n > limit) {
             return Err(OutboundError::TooLarge(limit));
         }
         let status = response.status().as_u16();
@@ -314,6 +346,11 @@ impl Outbound {
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(transport)? {
             if body.len() as u64 + chunk.len() as u64 > limit {
+                if truncate {
+                    let room = usize::try_from(limit).unwrap_or(usize::MAX).saturating_sub(body.len());
+                    body.extend_from_slice(&chunk[..room.min(chunk.len())]);
+                    break;
+                }
                 return Err(OutboundError::TooLarge(limit));
             }
             if budget.is_some_and(|b| !b.take(chunk.len())) {
@@ -544,7 +581,17 @@ mod tests {
             timeout: None,
             max_bytes: None,
             budget: None,
+            follow_redirects: true,
+            truncate_body: false,
         };
         assert!(matches!(out.send(request, &all()).await, Err(OutboundError::Denied(_))));
+        assert!(matches!(
+            out.vet("http://localtest.me.invalid.localhost/", &all()).await,
+            Err(OutboundError::Denied(_))
+        ));
+        assert!(matches!(
+            out.vet("http://127.0.0.1:8080/hook", &all()).await,
+            Err(OutboundError::Denied(_))
+        ));
     }
 }

@@ -21,7 +21,9 @@ use crate::error::{ApiBody, ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::services::integrations::IntegrationKind;
 use crate::services::keys::Caller;
 use crate::services::payments::breaker;
-use crate::services::{accounts, agents, chatapp, integrations, jobs, keys, payments, plugins, social, wallets};
+use crate::services::{
+    accounts, agents, chatapp, integrations, jobs, keys, payments, plugins, social, wallet_alerts, wallets,
+};
 use crate::views;
 
 pub fn routes(state: AppState) -> Router<AppState> {
@@ -58,6 +60,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
         )
         .route("/v1/account/plugins/{plugin}", delete(delete_plugin))
         .merge(super::usage::routes())
+        .merge(super::webhooks::routes())
         .route_layer(middleware::from_fn_with_state(state, guard::require_key))
 }
 
@@ -147,23 +150,14 @@ fn expiry(at: Option<&str>, in_days: Option<i64>) -> Result<Option<i64>, ApiErro
     })
 }
 
-/// Tells a field sent as `null` (`Some(None)`) from one left out (`None`).
-fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(deserializer).map(Some)
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct UpdateKey {
     /// A new label; `null` or blank removes it.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "requests::present")]
     name: Option<Option<String>>,
     /// A new end; `null` removes it.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "requests::present")]
     expires_at: Option<Option<String>>,
     expires_in_days: Option<i64>,
 }
@@ -273,7 +267,16 @@ async fn list_wallets(
     let store = &state.services.store;
     let agent = agents::owned(store, &caller.account.id, &agent_id).await?;
     let list = wallets::list(store, &agent.id).await?;
-    let rows: Vec<Value> = list.iter().map(|w| views::wallet(w, &state.services.chains)).collect();
+    let alerts = wallet_alerts::of_agent(&state.services, &agent.id).await?;
+    let rows: Vec<Value> = list
+        .iter()
+        .map(|w| {
+            let mut row = views::wallet(w, &state.services.chains);
+            let alert = alerts.iter().find(|a| a.network == w.network.as_str());
+            row["low_balance_alert"] = alert.map(views::wallet_alert).unwrap_or(Value::Null);
+            row
+        })
+        .collect();
     ok(json!({ "wallets": rows }))
 }
 

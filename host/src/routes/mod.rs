@@ -20,6 +20,7 @@ pub mod request_span;
 pub mod requests;
 mod state;
 mod usage;
+mod webhooks;
 mod x402;
 
 pub use state::AppState;

@@ -313,6 +313,16 @@ impl TransferRequest {
     }
 }
 
+/// For a field where `null` means something (remove it): `Some(None)` when sent as `null`,
+/// `None` when left out. Used as `#[serde(default, deserialize_with = "requests::present")]`.
+pub fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    <Option<T> as serde::Deserialize>::deserialize(deserializer).map(Some)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,7 +29,9 @@ pub mod social_text;
 pub mod usage;
 pub mod usage_report;
 pub mod vitals;
+pub mod wallet_alerts;
 pub mod wallets;
+pub mod webhooks;
 
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::usage::{Channel, Owner};
+use super::usage::{Channel, Failing, Owner};
 use super::{ServiceError, Services, wallets};
 use crate::domain::{Agent, Command, HandlerType, Network};
 use crate::plugins::{AgentProfile, CommandInfo};
@@ -67,11 +67,29 @@ pub async fn execute(services: &Services, run: Run, channel: Channel) -> Result<
         agent_id: &agent_id,
     };
     let ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
-    services.usage.run(owner, &command, channel, outcome, ms);
+    if let Some(failing) = services.usage.run(owner, &command, channel, outcome, ms) {
+        tell_failing(services, &account_id, &agent_id, &command, failing);
+    }
     if let Some(log) = log {
         keep_log(&services.store, log).await;
     }
     result
+}
+
+/// Writes `command.failing` for the command's hour (once, whichever host sees it first).
+fn tell_failing(services: &Services, account_id: &str, agent_id: &str, command: &str, failing: Failing) {
+    let store = services.store.clone();
+    let (account_id, agent_id, command) = (account_id.to_string(), agent_id.to_string(), command.to_string());
+    services.lifecycle.spawn(async move {
+        let dedup = format!("command.failing:{agent_id}:{command}:{}", failing.hour);
+        let data = serde_json::json!({
+            "agent_id": agent_id, "command": command, "hour": crate::clock::iso(failing.hour),
+            "runs": failing.runs, "failed": failing.failed,
+        });
+        if let Err(err) = store.emit_event(&account_id, "command.failing", dedup, data).await {
+            tracing::warn!(error = %err, "could not write command.failing");
+        }
+    });
 }
 
 /// A log the store cannot keep does not change the run's answer.

@@ -319,6 +319,8 @@ async fn fetch_media(services: &Services, urls: &[String]) -> Result<Vec<(MediaK
             timeout: None,
             max_bytes: Some(limit - held),
             budget: None,
+            follow_redirects: true,
+            truncate_body: false,
         };
         let response = services.outbound.send(request, &anywhere).await.map_err(|e| match e {
             OutboundError::TooLarge(_) => ServiceError::Validation(format!(

@@ -111,11 +111,37 @@ struct Sum {
     total: i64,
 }
 
-/// One host's sums not yet added to the store.
+/// One host's sums not yet added to the store, and its runs of each command this hour.
 #[derive(Default)]
 pub struct Recorder {
     pending: Mutex<HashMap<Key, Sum>>,
     dropped: AtomicU64,
+    hourly: Mutex<HashMap<(String, String), HourOfRuns>>,
+    /// When a command counts as failing (`webhook_failing_min_runs`, `_percent`).
+    failing_min_runs: i64,
+    failing_percent: i64,
+}
+
+/// A command's runs on this host in one hour.
+#[derive(Debug, Default)]
+struct HourOfRuns {
+    hour: i64,
+    runs: i64,
+    failed: i64,
+    raised: bool,
+}
+
+/// A command whose runs this hour failed often enough to tell its owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failing {
+    pub hour: i64,
+    pub runs: i64,
+    pub failed: i64,
+}
+
+/// Whether a run's outcome is a failure of the command (not the caller's mistake).
+pub fn is_failure(outcome: &str) -> bool {
+    outcome != "succeeded" && outcome != "invalid_input"
 }
 
 /// Whose work a sum is.
@@ -125,24 +151,71 @@ pub struct Owner<'a> {
 }
 
 impl Recorder {
+    pub fn new(settings: &crate::config::WebhookSettings) -> Recorder {
+        Recorder {
+            failing_min_runs: i64::try_from(settings.webhook_failing_min_runs).unwrap_or(i64::MAX),
+            failing_percent: i64::try_from(settings.webhook_failing_percent).unwrap_or(100),
+            ..Recorder::default()
+        }
+    }
+
     /// A run of `command` that ended with `outcome` (`plugins::outcome_label`) after `ms`.
-    pub fn run(&self, owner: Owner<'_>, command: &str, channel: Channel, outcome: &str, ms: i64) {
+    /// Answers when this run made the command's hour on this host a failing one (once per
+    /// hour; each host judges by its own runs).
+    pub fn run(&self, owner: Owner<'_>, command: &str, channel: Channel, outcome: &str, ms: i64) -> Option<Failing> {
         if channel == Channel::Cli {
-            return;
+            return None;
         }
         let hour = hour_of(crate::clock::now_ms());
-        let mut pending = self.lock();
-        let calls = format!("{}/{outcome}", channel.as_str());
-        self.add(&mut pending, &owner, hour, command, "calls", calls, ms);
-        self.add(
-            &mut pending,
-            &owner,
-            hour,
-            command,
-            "duration",
-            format!("b{:02}", bucket_of(ms)),
-            ms,
-        );
+        {
+            let mut pending = self.lock();
+            let calls = format!("{}/{outcome}", channel.as_str());
+            self.add(&mut pending, &owner, hour, command, "calls", calls, ms);
+            self.add(
+                &mut pending,
+                &owner,
+                hour,
+                command,
+                "duration",
+                format!("b{:02}", bucket_of(ms)),
+                ms,
+            );
+        }
+        self.judge(owner.agent_id, command, hour, is_failure(outcome))
+    }
+
+    fn judge(&self, agent_id: &str, command: &str, hour: i64, failed: bool) -> Option<Failing> {
+        if self.failing_min_runs == 0 {
+            return None;
+        }
+        let mut hourly = self.hourly.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if hourly.len() >= MAX_PENDING {
+            // A new hour forgets the last: what counts is this one.
+            hourly.retain(|_, runs| runs.hour == hour);
+        }
+        let key = (agent_id.to_string(), command.to_string());
+        if hourly.len() >= MAX_PENDING && !hourly.contains_key(&key) {
+            return None;
+        }
+        let runs = hourly.entry(key).or_default();
+        if runs.hour != hour {
+            *runs = HourOfRuns {
+                hour,
+                ..HourOfRuns::default()
+            };
+        }
+        runs.runs += 1;
+        runs.failed += i64::from(failed);
+        let failing = runs.runs >= self.failing_min_runs && runs.failed * 100 >= self.failing_percent * runs.runs;
+        if failing && !runs.raised {
+            runs.raised = true;
+            return Some(Failing {
+                hour,
+                runs: runs.runs,
+                failed: runs.failed,
+            });
+        }
+        None
     }
 
     /// A price list (402) given for `command` (None: the agent's paid message).
@@ -280,6 +353,29 @@ mod tests {
         }
         assert_eq!(Channel::Mcp.origin(), Origin::Api);
         assert_eq!(Channel::parse("unknown"), Channel::Api);
+    }
+
+    #[test]
+    fn a_command_is_failing_once_an_hour_past_the_share() {
+        let recorder = Recorder {
+            failing_min_runs: 4,
+            failing_percent: 50,
+            ..Recorder::default()
+        };
+        let owner = || Owner {
+            account_id: "acc",
+            agent_id: "agent",
+        };
+        let outcomes = ["failed", "succeeded", "invalid_input", "timeout", "failed", "failed"];
+        let raised: Vec<Option<Failing>> = outcomes
+            .iter()
+            .map(|o| recorder.run(owner(), "hook", Channel::Api, o, 10))
+            .collect();
+        // Four runs, two failed (50 %): raised at the fourth run, and only then.
+        assert_eq!(raised.iter().position(Option::is_some), Some(3));
+        assert_eq!(raised[3].as_ref().map(|f| (f.runs, f.failed)), Some((4, 2)));
+        assert!(raised[4..].iter().all(Option::is_none));
+        assert!(recorder.run(owner(), "fine", Channel::Cli, "failed", 1).is_none());
     }
 
     #[test]

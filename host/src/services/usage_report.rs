@@ -81,7 +81,7 @@ pub struct Calls {
 impl Calls {
     fn add(&mut self, outcome: &str, n: i64) {
         self.calls += n;
-        if outcome != "succeeded" && outcome != "invalid_input" {
+        if super::usage::is_failure(outcome) {
             self.failed += n;
         }
     }

@@ -30,6 +30,11 @@ const TABLES: &[&str] = &[
     "command_breakers",
     "chat_usage",
     "usage_counters",
+    "webhook_endpoints",
+    "webhook_events",
+    "webhook_deliveries",
+    "webhook_attempts",
+    "wallet_alerts",
     "knowledge_vectors",
 ];
 

@@ -259,18 +259,34 @@ impl Store {
         let id = id.to_string();
         self.write(move |db| {
             let now = crate::clock::now_ms();
-            let changed = match outcome {
-                JobOutcome::Succeeded { response, format, artifact_url } => db.execute(
-                    "UPDATE jobs SET state = 'succeeded', progress = 100, response = ?2, format = ?3, artifact_url = ?4,
-                        finished_at = ?5 WHERE id = ?1 AND state IN ('queued', 'running')",
-                    args![id, response, format, artifact_url, now],
-                )?,
-                JobOutcome::Failed { error, code } => db.execute(
-                    "UPDATE jobs SET state = 'failed', error = ?2, code = ?3, finished_at = ?4
-                     WHERE id = ?1 AND state IN ('queued', 'running')",
-                    args![id, error, code, now],
-                )?,
+            let (changed, event, code) = match outcome {
+                JobOutcome::Succeeded { response, format, artifact_url } => (
+                    db.execute(
+                        "UPDATE jobs SET state = 'succeeded', progress = 100, response = ?2, format = ?3, artifact_url = ?4,
+                            finished_at = ?5 WHERE id = ?1 AND state IN ('queued', 'running')",
+                        args![&id, response, format, artifact_url, now],
+                    )?,
+                    "job.succeeded",
+                    None,
+                ),
+                JobOutcome::Failed { error, code } => (
+                    db.execute(
+                        "UPDATE jobs SET state = 'failed', error = ?2, code = ?3, finished_at = ?4
+                         WHERE id = ?1 AND state IN ('queued', 'running')",
+                        args![&id, error, &code, now],
+                    )?,
+                    "job.failed",
+                    Some(code),
+                ),
             };
+            if changed == 1 {
+                let row = db.query_one("SELECT agent_id, command FROM jobs WHERE id = ?1", args![&id])?;
+                let agent_id: String = row.get(0)?;
+                let data = serde_json::json!({
+                    "job_id": &id, "agent_id": &agent_id, "command": row.get::<String>(1)?, "code": code,
+                });
+                super::webhooks::emit_for_agent_in(db, &agent_id, event, &format!("{event}:{id}"), data)?;
+            }
             Ok(changed == 1)
         })
         .await

@@ -53,6 +53,14 @@ fn info_from_row(row: &Row) -> Result<ApiKeyInfo, StoreError> {
     })
 }
 
+/// A key's event: never its secret, which the store does not hold.
+fn key_event(key: &ApiKeyInfo) -> serde_json::Value {
+    serde_json::json!({
+        "key_id": key.id, "name": key.name, "scope": key.scope.as_str(),
+        "expires_at": key.expires_at.map(crate::clock::iso),
+    })
+}
+
 impl Store {
     pub async fn insert_key(
         &self,
@@ -79,8 +87,8 @@ impl Store {
                 "INSERT INTO api_keys (id, account_id, scope, secret_hash, created_at, name, expires_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 args![
-                    row.id,
-                    row.account_id,
+                    &row.id,
+                    &row.account_id,
                     row.scope.as_str(),
                     secret_hash,
                     row.created_at,
@@ -88,6 +96,8 @@ impl Store {
                     row.expires_at
                 ],
             )?;
+            let dedup = format!("key.created:{}", row.id);
+            super::webhooks::emit_in(db, &row.account_id, "key.created", &dedup, key_event(&row))?;
             Ok(())
         })
         .await?;
@@ -127,10 +137,13 @@ impl Store {
             }
             let now = crate::clock::now_ms();
             db.execute("UPDATE api_keys SET revoked_at = ?2 WHERE id = ?1", args![&id, now])?;
-            Ok(Some(ApiKeyInfo {
+            let key = ApiKeyInfo {
                 revoked_at: Some(now),
                 ..key
-            }))
+            };
+            let dedup = format!("key.revoked:{id}");
+            super::webhooks::emit_in(db, &key.account_id, "key.revoked", &dedup, key_event(&key))?;
+            Ok(Some(key))
         })
         .await
     }

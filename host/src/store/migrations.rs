@@ -62,6 +62,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(21, "0021_knowledge_vectors"),
     migration!(22, "0022_key_expiry"),
     migration!(23, "0023_usage"),
+    migration!(24, "0024_webhooks"),
 ];
 
 pub fn latest_version() -> i64 {

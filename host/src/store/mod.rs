@@ -28,7 +28,10 @@ pub mod sql;
 mod sqlite;
 mod tls;
 pub mod usage;
+mod wallet_alerts;
 mod wallets;
+mod webhook_deliveries;
+pub mod webhooks;
 
 pub use accounts::{AccountUsage, NewAccount};
 pub use agents::{AgentSummary, ApplyOutcome};
@@ -46,7 +49,10 @@ pub use plugins::{AccountPlugin, PluginRecord};
 pub use rate::{Claim, Claimed, Unused, UsageRow};
 pub use sealed::{SealedAt, SealedRecord};
 use sql::args;
+pub use wallet_alerts::WalletAlert;
 pub use wallets::{Listing, NewTransfer, TransferKind, TransferRecord, TransferState, WalletRecord};
+pub use webhook_deliveries::{AttemptResult, ClaimedDelivery, WebhookAttempt, WebhookDelivery};
+pub use webhooks::{EndpointChange, WebhookEndpoint};
 
 use std::path::Path;
 use std::sync::Arc;

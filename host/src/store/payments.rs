@@ -300,6 +300,7 @@ impl Store {
             if settled {
                 // Counted once: only the write that settled it gets here.
                 super::usage::add_payment_in(db, &id, "revenue", "p.network || '/v' || p.x402_version")?;
+                super::webhooks::emit_payment_in(db, &id, "payment.settled")?;
             }
             Ok(settled)
         })
@@ -360,6 +361,7 @@ impl Store {
             )? == 1;
             if moved && to == PaymentState::Refunded {
                 super::usage::add_payment_in(db, &id, "refunds", "p.network")?;
+                super::webhooks::emit_payment_in(db, &id, "payment.refunded")?;
             }
             Ok(moved)
         })

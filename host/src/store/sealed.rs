@@ -10,6 +10,7 @@ pub enum SealedAt {
     Wallet { agent_id: String, network: String },
     Integration { agent_id: String, kind: String },
     Fact { name: String },
+    Webhook { endpoint_id: String },
 }
 
 #[derive(Debug, Clone)]
@@ -42,6 +43,14 @@ fn all_sealed(db: &dyn Db) -> Result<Vec<SealedRecord>, StoreError> {
                 kind: row.get(1)?,
             },
             sealed: row.get(2)?,
+        });
+    }
+    for row in db.query("SELECT id, secret FROM webhook_endpoints ORDER BY id", args![])? {
+        records.push(SealedRecord {
+            at: SealedAt::Webhook {
+                endpoint_id: row.get(0)?,
+            },
+            sealed: row.get(1)?,
         });
     }
     for row in db.query("SELECT name, value FROM deployment_facts ORDER BY name", args![])? {
@@ -80,6 +89,10 @@ impl Store {
                     SealedAt::Fact { name } => db.execute(
                         "UPDATE deployment_facts SET value = ?2 WHERE name = ?1",
                         args![name, sealed],
+                    )?,
+                    SealedAt::Webhook { endpoint_id } => db.execute(
+                        "UPDATE webhook_endpoints SET secret = ?2 WHERE id = ?1",
+                        args![endpoint_id, sealed],
                     )?,
                 };
                 if changed != 1 {

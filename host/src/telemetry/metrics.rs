@@ -128,6 +128,7 @@ pub struct Metrics {
     pub llm_embedded_generations: Gauge,
     llm_embedded_stopped: Family<Labels<1>, Counter>,
     upstream_duration: Histograms<2>,
+    webhook_duration: Histograms<1>,
     // Store and limits
     db_duration: Histograms<2>,
     pub db_connections_max: Gauge,
@@ -174,6 +175,7 @@ impl Metrics {
             llm_embedded_generations: Gauge::default(),
             llm_embedded_stopped: Family::default(),
             upstream_duration: Family::new_with_constructor(latency),
+            webhook_duration: Family::new_with_constructor(latency),
             db_duration: Family::new_with_constructor(latency),
             db_connections_max: Gauge::default(),
             db_connections_used: Gauge::default(),
@@ -315,6 +317,12 @@ impl Metrics {
             m.llm_embedded_stopped.clone(),
         );
         host.register_with_unit(
+            "webhook_attempt_duration",
+            "Webhook delivery attempts and how long each took, by outcome (succeeded, failed)",
+            seconds(),
+            m.webhook_duration.clone(),
+        );
+        host.register_with_unit(
             "upstream_request_duration",
             "Duration of calls to Telegram, X and x402 facilitators, by service and outcome",
             seconds(),
@@ -440,6 +448,12 @@ impl Metrics {
         self.x402_refunded
             .get_or_create(&[("network", network)])
             .inc_by(micro_usdc);
+    }
+
+    pub fn webhook_attempt(&self, outcome: &'static str, latency_ms: i64) {
+        self.webhook_duration
+            .get_or_create(&[("outcome", outcome)])
+            .observe(latency_ms as f64 / 1000.0);
     }
 
     pub fn x402_fee_lamports(&self, lamports: u64) {

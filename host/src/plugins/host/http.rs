@@ -37,6 +37,8 @@ macro_rules! http_host {
                     timeout: request.timeout_ms.map(|ms| Duration::from_millis(ms as u64)),
                     max_bytes: None,
                     budget: None,
+                    follow_redirects: true,
+                    truncate_body: false,
                 };
                 Ok(match self.http_fetch(request).await {
                     Ok(r) => Ok(Response {

@@ -151,6 +151,8 @@ async fn send(
         timeout: options.and_then(|o| o.first_byte_timeout.or(o.connect_timeout)),
         max_bytes: None,
         budget: Some(response_charge),
+        follow_redirects: true,
+        truncate_body: false,
     };
     // The request's bytes are charged until it has gone (`request_charge` lives till then).
     let sent = outbound.send(request, &allowed).await.map_err(SendError::Outbound);

@@ -9,6 +9,7 @@ mod account;
 mod openai;
 mod operations;
 mod paid;
+mod webhooks;
 
 pub use paid::add_paid_addresses;
 
@@ -232,7 +233,14 @@ pub fn document() -> Value {
             parameters.push(json!({ "name": "command", "in": "query", "required": false,
                 "schema": { "type": "string" } }));
         }
-        if ["listTransfers", "listPayments", "listJobs", "listLogs"].contains(&op.id)
+        if [
+            "listTransfers",
+            "listPayments",
+            "listJobs",
+            "listLogs",
+            "listWebhookDeliveries",
+        ]
+        .contains(&op.id)
             && let Some(parameters) = operation["parameters"].as_array_mut()
         {
             parameters.push(json!({ "name": "limit", "in": "query", "required": false,

@@ -47,7 +47,7 @@ const INVOKE_ERRORS: &[(u16, &str)] = &[
     (503, "facilitator_unavailable"),
 ];
 /// Operations that answer 201 when they make something (`applyAgent` also 200 on update).
-pub(super) const CREATES: &[&str] = &["createKey", "applyAgent", "addWallet", "uploadPlugin"];
+pub(super) const CREATES: &[&str] = &["createKey", "applyAgent", "addWallet", "uploadPlugin", "createWebhook"];
 
 /// The API of the specification: the agent API, jobs, the chat app's webhook, the paid
 /// API and its discovery.
@@ -460,5 +460,8 @@ pub(super) fn success(data: Value) -> Value {
 
 /// Every operation: the specification's, then the account API's.
 pub fn all() -> impl Iterator<Item = &'static Operation> {
-    SPEC.iter().chain(super::account::ACCOUNT).chain(super::openai::OPENAI)
+    SPEC.iter()
+        .chain(super::account::ACCOUNT)
+        .chain(super::webhooks::WEBHOOKS)
+        .chain(super::openai::OPENAI)
 }

@@ -1,0 +1,334 @@
+//! Deliveries of webhook events: claimed by one host at a time under a lease (as jobs
+//! are), each attempt recorded, the endpoint's failures counted, and what the owner sees.
+
+use super::sql::{Db, Row, args};
+use super::webhooks::{ENDPOINT_COLUMNS, WebhookEndpoint, endpoint_from_row};
+use super::{Store, StoreError};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookDelivery {
+    pub id: String,
+    pub event_id: String,
+    pub event_type: String,
+    pub endpoint_id: String,
+    pub state: String,
+    pub attempts: i64,
+    pub next_attempt_at: i64,
+    pub last_status: Option<i64>,
+    pub last_error: Option<String>,
+    pub last_latency_ms: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookAttempt {
+    pub n: i64,
+    pub at: i64,
+    pub status: Option<i64>,
+    pub error: Option<String>,
+    pub latency_ms: i64,
+    pub excerpt: Option<String>,
+}
+
+/// A delivery a host claimed: what it sends, and where.
+#[derive(Debug, Clone)]
+pub struct ClaimedDelivery {
+    pub delivery: WebhookDelivery,
+    pub body: String,
+    pub endpoint: WebhookEndpoint,
+}
+
+/// How an attempt went, and what follows it.
+#[derive(Debug, Clone)]
+pub struct AttemptResult {
+    pub attempt: WebhookAttempt,
+    pub succeeded: bool,
+    /// When to try again; `None`: the delivery failed for good.
+    pub retry_at: Option<i64>,
+    /// Disable the endpoint, for this reason (a 410, or failing too long).
+    pub disable: Option<String>,
+}
+
+const DELIVERY_COLUMNS: &str = "d.id, d.event_id, e.type, d.endpoint_id, d.state, d.attempts, d.next_attempt_at, \
+     d.last_status, d.last_error, d.last_latency_ms, d.created_at, d.updated_at";
+const FROM_DELIVERIES: &str = "webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id";
+
+fn delivery_from_row(row: &Row) -> Result<WebhookDelivery, StoreError> {
+    Ok(WebhookDelivery {
+        id: row.get(0)?,
+        event_id: row.get(1)?,
+        event_type: row.get(2)?,
+        endpoint_id: row.get(3)?,
+        state: row.get(4)?,
+        attempts: row.get(5)?,
+        next_attempt_at: row.get(6)?,
+        last_status: row.get(7)?,
+        last_error: row.get(8)?,
+        last_latency_ms: row.get(9)?,
+        created_at: row.get(10)?,
+        updated_at: row.get(11)?,
+    })
+}
+
+/// Fails every delivery of the endpoint not sent yet, saying why.
+pub(super) fn fail_pending_in(db: &dyn Db, endpoint_id: &str, why: &str) -> Result<(), StoreError> {
+    db.execute(
+        "UPDATE webhook_deliveries SET state = 'failed', last_error = ?2, updated_at = ?3, claim = NULL
+         WHERE endpoint_id = ?1 AND state = 'pending'",
+        args![endpoint_id, why, crate::clock::now_ms()],
+    )?;
+    Ok(())
+}
+
+impl Store {
+    /// Deliveries due at `now` (pending, or sending under a lease that ran out), oldest first.
+    pub async fn due_webhook_deliveries(&self, now: i64, limit: u32) -> Result<Vec<String>, StoreError> {
+        self.read(move |db| {
+            db.query(
+                "SELECT id FROM webhook_deliveries
+                 WHERE (state = 'pending' AND next_attempt_at <= ?1) OR (state = 'sending' AND lease_until < ?1)
+                 ORDER BY next_attempt_at LIMIT ?2",
+                args![now, i64::from(limit)],
+            )?
+            .iter()
+            .map(|row| row.get(0))
+            .collect()
+        })
+        .await
+    }
+
+    /// Claims a due delivery for `lease_ms` under `claim`; None if another host has it (or
+    /// it is no longer due), else what to send.
+    pub async fn claim_webhook_delivery(
+        &self,
+        id: &str,
+        claim: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Option<ClaimedDelivery>, StoreError> {
+        let (id, claim) = (id.to_string(), claim.to_string());
+        self.write(move |db| {
+            let won = db.execute(
+                "UPDATE webhook_deliveries SET state = 'sending', claim = ?2, lease_until = ?4, updated_at = ?3
+                 WHERE id = ?1 AND ((state = 'pending' AND next_attempt_at <= ?3) OR (state = 'sending' AND lease_until < ?3))",
+                args![&id, &claim, now, now + lease_ms],
+            )? == 1;
+            if !won {
+                return Ok(None);
+            }
+            let row = db.query_one(
+                &format!("SELECT {DELIVERY_COLUMNS}, e.body FROM {FROM_DELIVERIES} WHERE d.id = ?1"),
+                args![&id],
+            )?;
+            let delivery = delivery_from_row(&row)?;
+            let body: String = row.get(12)?;
+            let endpoint = db.query_opt(
+                &format!("SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = ?1"),
+                args![&delivery.endpoint_id],
+            )?;
+            let Some(endpoint) = endpoint.as_ref().map(endpoint_from_row).transpose()? else {
+                db.execute("DELETE FROM webhook_deliveries WHERE id = ?1", args![&id])?;
+                return Ok(None);
+            };
+            Ok(Some(ClaimedDelivery { delivery, body, endpoint }))
+        })
+        .await
+    }
+
+    /// Records an attempt of a delivery this host holds under `claim`, and its endpoint's
+    /// success or failure; false when the claim was lost (another host took over).
+    pub async fn finish_webhook_attempt(
+        &self,
+        id: &str,
+        claim: &str,
+        result: AttemptResult,
+    ) -> Result<bool, StoreError> {
+        let (id, claim) = (id.to_string(), claim.to_string());
+        self.write(move |db| {
+            let now = crate::clock::now_ms();
+            let a = &result.attempt;
+            let (state, next) = match (result.succeeded, result.retry_at) {
+                (true, _) => ("succeeded", now),
+                (false, Some(at)) => ("pending", at),
+                (false, None) => ("failed", now),
+            };
+            let held = db.execute(
+                "UPDATE webhook_deliveries SET state = ?3, attempts = ?4, next_attempt_at = ?5, claim = NULL,
+                     lease_until = NULL, last_status = ?6, last_error = ?7, last_latency_ms = ?8, updated_at = ?9
+                 WHERE id = ?1 AND claim = ?2 AND state = 'sending'",
+                args![&id, &claim, state, a.n, next, a.status, &a.error, a.latency_ms, now],
+            )? == 1;
+            if !held {
+                return Ok(false);
+            }
+            db.execute(
+                "INSERT INTO webhook_attempts (delivery_id, n, at, status, error, latency_ms, excerpt)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (delivery_id, n) DO NOTHING",
+                args![&id, a.n, a.at, a.status, &a.error, a.latency_ms, &a.excerpt],
+            )?;
+            let endpoint_id: String = db
+                .query_one("SELECT endpoint_id FROM webhook_deliveries WHERE id = ?1", args![&id])?
+                .get(0)?;
+            if result.succeeded {
+                db.execute(
+                    "UPDATE webhook_endpoints SET failing_since = NULL, consecutive_failures = 0, last_success_at = ?2
+                     WHERE id = ?1",
+                    args![&endpoint_id, now],
+                )?;
+            } else {
+                db.execute(
+                    "UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, ?2),
+                         consecutive_failures = consecutive_failures + 1 WHERE id = ?1",
+                    args![&endpoint_id, a.at],
+                )?;
+            }
+            if let Some(reason) = &result.disable {
+                let disabled = db.execute(
+                    "UPDATE webhook_endpoints SET disabled_at = ?2, disabled_reason = ?3 WHERE id = ?1 AND disabled_at IS NULL",
+                    args![&endpoint_id, now, reason],
+                )? == 1;
+                if disabled {
+                    fail_pending_in(db, &endpoint_id, "the endpoint was disabled")?;
+                }
+            }
+            Ok(true)
+        })
+        .await
+    }
+
+    /// The endpoint's failure count and since when, as the last attempt left them.
+    pub async fn webhook_failures(&self, endpoint_id: &str) -> Result<Option<(i64, Option<i64>)>, StoreError> {
+        let endpoint_id = endpoint_id.to_string();
+        self.read(move |db| {
+            db.query_opt(
+                "SELECT consecutive_failures, failing_since FROM webhook_endpoints WHERE id = ?1",
+                args![endpoint_id],
+            )?
+            .map(|row| Ok((row.get(0)?, row.get(1)?)))
+            .transpose()
+        })
+        .await
+    }
+
+    /// The endpoint's deliveries, newest first.
+    pub async fn webhook_deliveries(
+        &self,
+        account_id: &str,
+        endpoint_id: &str,
+        limit: u32,
+    ) -> Result<Vec<WebhookDelivery>, StoreError> {
+        let (account_id, endpoint_id) = (account_id.to_string(), endpoint_id.to_string());
+        self.read(move |db| {
+            db.query(
+                &format!(
+                    "SELECT {DELIVERY_COLUMNS} FROM {FROM_DELIVERIES}
+                     WHERE d.endpoint_id = ?1 AND d.account_id = ?2 ORDER BY d.created_at DESC, d.id LIMIT ?3"
+                ),
+                args![endpoint_id, account_id, i64::from(limit)],
+            )?
+            .iter()
+            .map(delivery_from_row)
+            .collect()
+        })
+        .await
+    }
+
+    /// One of the account's deliveries, with its event's body and its attempts in order.
+    pub async fn webhook_delivery(
+        &self,
+        account_id: &str,
+        id: &str,
+    ) -> Result<Option<(WebhookDelivery, String, Vec<WebhookAttempt>)>, StoreError> {
+        let (account_id, id) = (account_id.to_string(), id.to_string());
+        self.read(move |db| {
+            let Some(row) = db.query_opt(
+                &format!("SELECT {DELIVERY_COLUMNS}, e.body FROM {FROM_DELIVERIES} WHERE d.id = ?1 AND d.account_id = ?2"),
+                args![&id, &account_id],
+            )?
+            else {
+                return Ok(None);
+            };
+            let attempts = db
+                .query(
+                    "SELECT n, at, status, error, latency_ms, excerpt FROM webhook_attempts WHERE delivery_id = ?1 ORDER BY n",
+                    args![&id],
+                )?
+                .iter()
+                .map(|a| {
+                    Ok(WebhookAttempt {
+                        n: a.get(0)?,
+                        at: a.get(1)?,
+                        status: a.get(2)?,
+                        error: a.get(3)?,
+                        latency_ms: a.get(4)?,
+                        excerpt: a.get(5)?,
+                    })
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            Ok(Some((delivery_from_row(&row)?, row.get(12)?, attempts)))
+        })
+        .await
+    }
+
+    /// Sends one of the account's deliveries again, now (one more attempt past its
+    /// schedule), unless it is being sent. Its endpoint must be enabled. The delivery as it
+    /// now stands, or None if unknown.
+    pub async fn resend_webhook_delivery(
+        &self,
+        account_id: &str,
+        id: &str,
+    ) -> Result<Option<WebhookDelivery>, StoreError> {
+        let (account_id, id) = (account_id.to_string(), id.to_string());
+        self.write(move |db| {
+            let now = crate::clock::now_ms();
+            let select =
+                format!("SELECT {DELIVERY_COLUMNS} FROM {FROM_DELIVERIES} WHERE d.id = ?1 AND d.account_id = ?2");
+            let Some(row) = db.query_opt(&select, args![&id, &account_id])? else {
+                return Ok(None);
+            };
+            let delivery = delivery_from_row(&row)?;
+            let enabled = db
+                .query_opt(
+                    "SELECT id FROM webhook_endpoints WHERE id = ?1 AND disabled_at IS NULL",
+                    args![&delivery.endpoint_id],
+                )?
+                .is_some();
+            if !enabled {
+                return Err(StoreError::Conflict(
+                    "the endpoint is disabled: enable it before sending again".into(),
+                ));
+            }
+            db.execute(
+                "UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = ?2, updated_at = ?2
+                 WHERE id = ?1 AND state <> 'sending'",
+                args![&id, now],
+            )?;
+            let row = db.query_one(&select, args![&id, &account_id])?;
+            Ok(Some(delivery_from_row(&row)?))
+        })
+        .await
+    }
+
+    /// Drops events (with their deliveries and attempts) older than `before`.
+    pub async fn prune_webhook_events(&self, before: i64) -> Result<u64, StoreError> {
+        self.write(move |db| {
+            db.execute(
+                "DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT d.id FROM webhook_deliveries d
+                     JOIN webhook_events e ON e.id = d.event_id WHERE e.created_at < ?1 AND d.state IN ('succeeded', 'failed'))",
+                args![before],
+            )?;
+            db.execute(
+                "DELETE FROM webhook_deliveries WHERE state IN ('succeeded', 'failed')
+                     AND event_id IN (SELECT id FROM webhook_events WHERE created_at < ?1)",
+                args![before],
+            )?;
+            db.execute(
+                "DELETE FROM webhook_events WHERE created_at < ?1
+                     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.id)",
+                args![before],
+            )
+        })
+        .await
+    }
+}
