@@ -2,12 +2,15 @@
 //! holder's flows in headless Chromium (tests/node/console.mjs, with playwright-core) against
 //! a server with a real x402 payment on the local Base chain.
 
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::support::chains::LocalBase;
+use crate::support::fake_llm::{Policy, fake_openai, text, tool_call};
 use crate::support::payers::{Payer, X402Client, pay_with};
+use crate::support::webhooks::{Receiver, verify};
 use crate::support::x402::*;
 use crate::support::*;
 
@@ -50,13 +53,31 @@ async fn an_account_holder_does_it_all_in_the_browser() {
         "{chromium} is missing: scripts/test.sh installs Debian's chromium"
     );
     let chain = LocalBase::start().await;
+    // A model that greets Ann with the agent's /hello when asked to, and says hello otherwise.
+    let policy: Policy = Arc::new(|request, _| {
+        let messages = request["messages"].as_array().cloned().unwrap_or_default();
+        let asked = messages
+            .last()
+            .is_some_and(|m| m["role"] == "user" && m["content"].as_str().unwrap_or("").contains("Greet"));
+        let (status, mut body) = match asked {
+            true => tool_call("c1", "hello", json!({ "name": "Ann" })),
+            false => text("Hello from the agent."),
+        };
+        body["usage"] = json!({ "prompt_tokens": 21, "completion_tokens": 5, "total_tokens": 26 });
+        (status, body)
+    });
+    let llm = fake_openai(policy, Arc::new(Mutex::new(Vec::new()))).await;
+    let receiver = Receiver::start().await;
     let env = TestEnv::new()
         .with_envs(chain.env())
         .with_env("AGENT_HOST_PLUGIN_MAX_COMPONENT_BYTES", "4000000")
-        .with_env("AGENT_HOST_EMBEDDED_MODEL_PATH", &smollm2_path())
-        .with_env("AGENT_HOST_EMBEDDED_MAX_TOKENS", "16")
-        .with_env("AGENT_HOST_LLM_TIMEOUT_MS", "120000");
-    let manage_key = env.account_with_key("acme", "free");
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "fake-model")
+        .with_env("AGENT_HOST_USAGE_FLUSH_MS", "100")
+        .with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", "127.0.0.1")
+        .with_env("AGENT_HOST_WEBHOOK_POLL_MS", "50");
+    // pro: the page makes more than free's 60 requests a minute.
+    let manage_key = env.account_with_key("acme", "pro");
     let nap = format!(
         "\n[[commands]]\ncommand = \"nap\"\nhandler_type = \"custom\"\nplugin = \"{}\"\nlong_running = true\ntimeout_ms = 30000\n",
         plugin_path("probe")
@@ -96,6 +117,27 @@ async fn an_account_holder_does_it_all_in_the_browser() {
     assert_eq!(chatted.status, 200, "{}", chatted.text);
     let tokens = &chatted.json()["usage"];
 
+    // Three greetings over the keyed API: with the two paid commands, five runs, and 0.04
+    // USDC earned in two payments (0.01 and 0.03), which the dashboard must show.
+    for name in ["Ann", "Bo", "Cy"] {
+        let reply =
+            crate::support::api::execute_with(&server, &manage_key, &seller, "hello", json!({ "name": name })).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let totals = loop {
+        let report = get(&server.url("/v1/account/usage"), Some(&manage_key)).await.json();
+        let totals = report["data"]["totals"].clone();
+        if totals["calls"] == 5 || Instant::now() > deadline {
+            break totals;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        (&totals["calls"], &totals["revenue_micro_usdc"]),
+        (&json!(5), &json!({ "base": 40_000 })),
+        "{totals}"
+    );
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/node/console.mjs");
     let mut run = tokio::process::Command::new("node");
     run.arg(script)
@@ -107,6 +149,10 @@ async fn an_account_holder_does_it_all_in_the_browser() {
         .env("PROMPT_TOKENS", tokens["prompt_tokens"].to_string())
         .env("COMPLETION_TOKENS", tokens["completion_tokens"].to_string())
         .env("NOTES_WASM", plugin_path("notes"))
+        .env("WEBHOOK_URL", receiver.url())
+        .env("EXPECT_REVENUE", "0.04 USDC")
+        .env("EXPECT_PAID", "2")
+        .env("EXPECT_RUNS", "5")
         .env("CHROMIUM", &chromium);
     // CONSOLE_SCREENSHOTS=docs/console refreshes the pictures of docs/console.md.
     if let Ok(dir) = std::env::var("CONSOLE_SCREENSHOTS") {
@@ -119,6 +165,26 @@ async fn an_account_holder_does_it_all_in_the_browser() {
         server.log()
     );
     assert!(log.contains("console: all flows passed"), "{log}");
+
+    // The endpoint added in the page got the key made meanwhile, and again when the page
+    // sent it again, signed with the secret the page showed.
+    let endpoints = get(&server.url("/v1/account/webhooks"), Some(&manage_key)).await.json();
+    let endpoint_id = endpoints["data"]["endpoints"][0]["id"].as_str().unwrap().to_string();
+    let shown = get(
+        &server.url(&format!("/v1/account/webhooks/{endpoint_id}")),
+        Some(&manage_key),
+    )
+    .await
+    .json();
+    let received = receiver.received();
+    let created: Vec<_> = received.iter().filter(|r| r.event_type() == "key.created").collect();
+    assert!(
+        created.len() >= 2 && created.iter().all(|r| r.id == created[0].id),
+        "sent, then sent again"
+    );
+    let checked: Value = verify(shown["data"]["secret"].as_str().unwrap(), &received).await;
+    assert_eq!(checked["refused"], json!([]), "{checked}");
+    assert_eq!(checked["documented"].as_array().unwrap().len(), received.len());
 
     // What the page did is really done: the plugin's command ran, and its note is kept.
     let notes = post_json(

@@ -5,7 +5,9 @@
 //
 // env: CONSOLE_BASE (http://127.0.0.1:PORT), MANAGE_KEY, SELLER (the paid agent's id),
 //      PAID_TX (the x402 payment's transaction), PAYER (its payer), NOTES_WASM (the example
-//      plugin), CHROMIUM (default /usr/bin/chromium), SCREENSHOTS (a directory, optional).
+//      plugin), CHROMIUM (default /usr/bin/chromium), SCREENSHOTS (a directory, optional),
+//      WEBHOOK_URL (a receiver to register), EXPECT_REVENUE, EXPECT_PAID, EXPECT_RUNS (what
+//      the scripted load did, which the dashboard must show).
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import jsQR from "jsqr";
@@ -64,11 +66,45 @@ try {
   await page.getByText("This key is not valid, or it was revoked.").waitFor();
   await page.getByLabel("API key").fill(manageKey);
   await page.keyboard.press("Enter");
-  await page.getByRole("heading", { name: "Agents", level: 1 }).waitFor();
-  await page.getByRole("link", { name: "seller" }).waitFor();
+  await page.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
   assert.equal(await page.evaluate(() => document.activeElement?.tagName), "H1", "focus moves to the page heading");
   assert.equal(await page.evaluate(() => document.cookie), "", "no cookie");
   assert.ok(!page.url().includes(manageKey), "the key never goes in the address");
+
+  step("the overview shows what the scripted load did");
+  const kpi = (id) => page.locator(`#${id} strong`).textContent();
+  await page.locator("#kpi-revenue strong").waitFor();
+  assert.equal(await kpi("kpi-revenue"), env("EXPECT_REVENUE"));
+  assert.equal(await kpi("kpi-paid"), env("EXPECT_PAID"));
+  assert.equal(await kpi("kpi-calls"), env("EXPECT_RUNS"));
+  // Each chart is an image with a description a screen reader says, and its numbers as a table.
+  const revenueChart = page.getByRole("img", { name: /Revenue by day \(UTC\), by network/ });
+  await revenueChart.waitFor();
+  assert.match(await revenueChart.locator("desc").textContent(), new RegExp(`^${env("EXPECT_REVENUE")} in ${env("EXPECT_PAID")} payments: base ${env("EXPECT_REVENUE")}`));
+  const revenueFigure = page.locator("figure", { has: revenueChart });
+  await revenueFigure.getByText("Show as table").click();
+  const thisDay = new Date().toISOString().slice(5, 10);
+  await revenueFigure.getByRole("row").filter({ hasText: thisDay }).filter({ hasText: env("EXPECT_REVENUE") }).waitFor();
+  assert.equal(await revenueChart.locator("rect.series-0").count(), 1, "one day of base revenue drawn");
+  await page.getByRole("img", { name: "Runs and failures by command" }).waitFor();
+  await page.locator("#plan-usage").getByRole("row").filter({ hasText: "Agents" }).filter({ hasText: "1 of 100" }).waitFor();
+  await everyControlIsLabelled();
+  await shot("overview");
+  await page.getByLabel("Range").selectOption("24h");
+  await page.getByRole("img", { name: /Revenue by hour \(UTC\)/ }).waitFor();
+  assert.equal(await kpi("kpi-revenue"), env("EXPECT_REVENUE"), "the same within the last 24 hours");
+
+  step("the agent's usage: each command's runs, channels and run time");
+  await page.getByRole("link", { name: "seller" }).click();
+  await page.getByRole("heading", { name: "Agent seller", level: 1 }).waitFor();
+  const commandsTable = page.getByRole("table", { name: /Commands: runs by channel/ });
+  await commandsTable.getByRole("row").filter({ hasText: "/hello" }).filter({ hasText: "api 3" }).waitFor();
+  await commandsTable.getByRole("row").filter({ hasText: "/forecast" }).filter({ hasText: "x402 1" }).filter({ hasText: "0.01 USDC" }).waitFor();
+  await shot("usage");
+
+  await page.getByRole("link", { name: "Agents" }).first().click();
+  await page.getByRole("heading", { name: "Agents", level: 1 }).waitFor();
+  await page.getByRole("link", { name: "seller" }).waitFor();
   await everyControlIsLabelled();
   await shot("agents");
 
@@ -124,6 +160,32 @@ try {
   const refused = await api(`/v1/agents/${seller}/commands`, newKey);
   assert.equal(refused.status, 401, JSON.stringify(refused.body));
   assert.equal(refused.body.error.code, "unauthorized");
+
+  step("a signed webhook endpoint: a private address refused, a delivery, send it again");
+  await page.getByRole("link", { name: "Webhooks" }).click();
+  await page.getByRole("heading", { name: "Webhooks", level: 1 }).waitFor();
+  await page.getByLabel("Endpoint URL").fill("http://169.254.169.254/latest");
+  await page.getByRole("button", { name: "Add endpoint" }).click();
+  await page.getByText("this server may not call it", { exact: false }).waitFor();
+  await page.getByLabel("Endpoint URL").fill(env("WEBHOOK_URL"));
+  await page.getByLabel("Description (optional)").fill("Our ops channel");
+  await page.getByRole("button", { name: "Add endpoint" }).click();
+  assert.match(await page.getByLabel("Signing secret").inputValue(), /^whsec_[A-Za-z0-9+/=]{40,}$/);
+  await everyControlIsLabelled();
+  const another = await fetch(base + "/v1/account/keys", {
+    method: "POST", headers: { "x-api-key": manageKey, "content-type": "application/json" }, body: JSON.stringify({ name: "ci" }),
+  });
+  assert.equal(another.status, 201);
+  const delivered = page.getByRole("row").filter({ hasText: "key.created" }).filter({ hasText: "succeeded" });
+  for (let i = 0; i < 50 && !(await delivered.count()); i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    await page.reload();
+    await page.getByRole("heading", { name: "Webhooks", level: 1 }).waitFor();
+  }
+  await delivered.waitFor();
+  await shot("webhooks");
+  await delivered.getByRole("button", { name: /^Send .* again$/ }).click();
+  await page.getByText(/Delivery of msg_\w+ will be sent again\./).waitFor();
 
   step("upload the example plugin and run its command from the page");
   await page.getByRole("link", { name: "Plugins" }).click();
@@ -244,6 +306,17 @@ try {
   await page.getByRole("heading", { name: "Chat-app bot (Telegram)" }).waitFor();
   await everyControlIsLabelled();
   await shot("integrations");
+
+  step("try the agent: a streamed answer, and the command it called");
+  await page.getByRole("link", { name: "Try it" }).click();
+  await page.getByLabel("Message").fill("Greet Ann");
+  await page.keyboard.press("Enter");
+  await page.locator(".calls li", { hasText: "/hello" }).filter({ hasText: "Called" }).waitFor();
+  await page.locator(".answer", { hasText: "Hello from the agent." }).waitFor();
+  // Two rounds of the model (the call, then the answer), 21 and 5 tokens each.
+  await page.getByText("42 prompt and 10 completion tokens", { exact: false }).first().waitFor();
+  await everyControlIsLabelled();
+  await shot("try");
 
   assert.deepEqual(problems, [], "the page logged no errors (a CSP refusal would show here)");
   console.log("console: all flows passed");

@@ -9,10 +9,14 @@ import { agentsPage } from "./pages/agents.js";
 import { keysPage } from "./pages/keys.js";
 import { pluginsPage } from "./pages/plugins.js";
 import { signInPage } from "./pages/signin.js";
+import { overviewPage } from "./pages/usage.js";
+import { webhooksPage } from "./pages/webhooks.js";
 
 const pages = {
+  overview: overviewPage,
   agents: (main, [id, tab]) => (id ? agentPage(main, decodeURIComponent(id), tab) : agentsPage(main)),
   keys: keysPage,
+  webhooks: webhooksPage,
   plugins: pluginsPage,
 };
 
@@ -29,14 +33,14 @@ async function route() {
   account ??= await get("/v1/account").catch(() => null);
   if (!account) return showSignIn(main);
   showAccount();
-  const page = pages[name] ?? pages.agents;
+  const page = pages[name] ?? pages.overview;
   fill(main, h("p", { class: "loading" }, "Loading…"));
   try {
     leave = (await page(main, rest)) ?? leave;
   } catch (e) {
     fill(main, h("h1", { tabindex: -1 }, "Something went wrong"), h("p", { class: "error", role: "alert" }, e.message));
   }
-  markCurrent(name || "agents");
+  markCurrent(pages[name] ? name : "overview");
   // Move focus to the new page's heading, so keyboard and screen-reader users start there.
   main.querySelector("h1")?.focus({ preventScroll: true });
 }
@@ -47,7 +51,7 @@ function showSignIn(main, reason) {
   fill(document.getElementById("who"));
   signInPage(main, reason, (signedIn) => {
     account = signedIn;
-    if (!location.hash || location.hash === "#/signin") location.hash = "#/agents";
+    if (!location.hash || location.hash === "#/signin") location.hash = "#/overview";
     else route();
   });
 }

@@ -8,10 +8,14 @@ import { jobsTab } from "./jobs.js";
 import { logsTab } from "./logs.js";
 import { mcpTab } from "./mcp.js";
 import { paymentsTab } from "./money.js";
+import { tryTab } from "./try.js";
+import { usageTab } from "./usage.js";
 import { walletsTab } from "./wallets.js";
 
 const TABS = [
   ["commands", "Commands", commandsTab],
+  ["usage", "Usage", usageTab],
+  ["try", "Try it", tryTab],
   ["chat", "Chat", chatTab],
   ["wallets", "Wallets", walletsTab],
   ["payments", "Payments", paymentsTab],

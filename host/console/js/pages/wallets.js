@@ -1,4 +1,4 @@
-import { call, enc, get, post } from "../api.js";
+import { call, del, enc, get, post, put } from "../api.js";
 import { copyButton, errorText, external, field, fill, form, h } from "../dom.js";
 
 const NETWORKS = [
@@ -48,10 +48,37 @@ function walletCard(agent, wallet, label, qrUrls) {
         h("p", {}, external(wallet.explorer_url, "See it in the explorer")),
         balance,
         h("p", { class: "hint" }, "Scan to send USDC to this wallet: ", h("code", { class: "uri" }, wallet.funding_uri)),
+        alertForm(agent, wallet, label),
         transferForm(agent, wallet, label),
       ),
       qr,
     ),
+  );
+}
+
+/** The wallet's low-balance alert, which raises a `wallet.low_balance` webhook. */
+function alertForm(agent, wallet, label) {
+  const alert = wallet.low_balance_alert;
+  const below = h("input", { type: "text", name: "below", inputmode: "decimal", pattern: "[0-9]+(\\.[0-9]{1,6})?", value: alert ? String(alert.below_usdc) : "" });
+  const state = h("p", { class: "hint", "aria-live": "polite" },
+    alert ? `Alert below ${alert.below_usdc} USDC${alert.low ? ": the balance is below it now" : ""}.` : "No low-balance alert.");
+  const path = `/v1/account/agents/${enc(agent.id)}/wallets/${wallet.network}/alert`;
+  return h("details", {},
+    h("summary", {}, "Low-balance alert"),
+    state,
+    form({ "aria-label": `Low-balance alert for the ${label} wallet` }, [
+      field("Alert below (USDC)", below, "Webhook endpoints subscribed to wallet.low_balance are told once when the balance goes below."),
+      h("div", { class: "actions" },
+        h("button", { type: "submit" }, "Save alert"),
+        h("button", { type: "button", class: "copy", onclick: async () => {
+          await del(path);
+          below.value = "";
+          fill(state, "No low-balance alert.");
+        } }, "Remove alert")),
+    ], async () => {
+      const saved = await put(path, { below_usdc: below.value.trim() });
+      fill(state, `Alert below ${saved.below_usdc} USDC${saved.low ? ": the balance is below it now" : ""}.`);
+    }),
   );
 }
 
