@@ -308,6 +308,17 @@ async fn a_front_run_base_payment_is_served_not_failed() {
     assert_eq!(chain.usdc_of(&payer_address).await, 900_000, "paid twice, served twice");
     let states: Vec<Value> = payments(&env).iter().map(|p| p["state"].clone()).collect();
     assert_eq!(states, [json!("served"), json!("served")]);
+    // Both are the owner's revenue, the one recorded already settled too.
+    let key = env.create_key("acme");
+    let usage = get(&server.url("/v1/account/agents/seller/usage"), Some(&key))
+        .await
+        .json();
+    let totals = &usage["data"]["totals"];
+    assert_eq!(
+        (&totals["payments"], &totals["revenue_micro_usdc"]),
+        (&json!({ "base": 2 }), &json!({ "base": 100_000 })),
+        "{usage}"
+    );
 }
 
 /// A settlement not confirmed in time answers 500 and is finished by the running

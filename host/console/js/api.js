@@ -25,10 +25,12 @@ export const onSignedOut = (listener) => signedOut.add(listener);
 /**
  * Calls the API. `body` is sent as JSON unless `type` names another content type (then it
  * goes as is: a manifest's text, a component's bytes). Answers `data` of the envelope,
- * or the whole body for endpoints without one; throws ApiError otherwise.
+ * or the whole body for endpoints without one (`raw`: the response itself, to stream);
+ * throws ApiError otherwise.
  */
-export async function call(method, path, { body, type, key = session.key(), raw = false } = {}) {
+export async function call(method, path, { body, type, key = session.key(), raw = false, accept, signal } = {}) {
   const headers = { "x-api-key": key ?? "" };
+  if (accept) headers.accept = accept;
   let payload;
   if (body !== undefined) {
     headers["content-type"] = type ?? "application/json";
@@ -36,8 +38,9 @@ export async function call(method, path, { body, type, key = session.key(), raw 
   }
   let response;
   try {
-    response = await fetch(path, { method, headers, body: payload, cache: "no-store" });
-  } catch {
+    response = await fetch(path, { method, headers, body: payload, cache: "no-store", signal });
+  } catch (e) {
+    if (e.name === "AbortError") throw e;
     throw new ApiError(0, "network_error", "The server could not be reached");
   }
   if (raw && response.ok) return response;

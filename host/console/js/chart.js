@@ -75,8 +75,10 @@ export function barChart({ title, points, series, format = String, summary, whol
 
 /**
  * One horizontal bar per row, stacked: `rows`: [{label, values}], same `series` as above.
+ * `cumulative`: each series is read up to its segment's end (percentiles: p50, then p95
+ * beyond it, then p99), so tooltips and the table say that sum.
  */
-export function rowChart({ title, rows, series, format = String, summary }) {
+export function rowChart({ title, rows, series, format = String, summary, cumulative = false }) {
   const id = `chart-${++lastId}`;
   const width = 720, rowH = 26, left = 180, top = 6;
   const height = top + rows.length * rowH + 6;
@@ -95,17 +97,19 @@ export function rowChart({ title, rows, series, format = String, summary }) {
         s("text", { x: left - 8, y: yy + 17, "text-anchor": "end", class: "axis" }, r.label),
         r.values.map((v, k) => {
           if (!v) return null;
+          const shown = cumulative ? base + v : v;
           const bar = s("rect", { x: left + x(base), y: yy + 4, width: Math.max(1, x(v)), height: rowH - 8, class: `series-${k}` },
-            s("title", {}, `${r.label}: ${series[k].name} ${format(v)}`));
+            s("title", {}, `${r.label}: ${series[k].name} ${format(shown)}`));
           base += v;
           return bar;
         }),
         s("text", { x: left + x(total) + 6, y: yy + 17, class: "axis" }, format(total)));
     }),
   );
+  const upTo = (r, k) => r.values.slice(0, k + 1).reduce((a, b) => a + b, 0);
   return figure(id, title, svg, series, table(title, [
     ["", (r) => r.label],
-    ...series.map((serie, k) => [serie.name, (r) => format(r.values[k])]),
+    ...series.map((serie, k) => [serie.name, (r) => format(cumulative ? upTo(r, k) : r.values[k])]),
   ], rows));
 }
 

@@ -139,13 +139,18 @@ export function time(iso) {
   return h("time", { datetime: iso }, new Date(iso).toLocaleString());
 }
 
-/** Micro-USDC as USDC, exactly (integers only: no floating point). */
-export function usdc(micro) {
-  const units = BigInt(micro ?? 0);
+/** Micro-USDC as USDC text, exactly (integers only: no floating point). */
+export function usdcText(micro) {
+  const units = BigInt(Math.round(Number(micro ?? 0)));
   const sign = units < 0n ? "-" : "";
   const abs = units < 0n ? -units : units;
   const cents = (abs % 1000000n).toString().padStart(6, "0").replace(/0+$/, "");
-  return h("span", { class: "amount" }, `${sign}${abs / 1000000n}${cents ? "." + cents : ""} USDC`);
+  return `${sign}${abs / 1000000n}${cents ? "." + cents : ""} USDC`;
+}
+
+/** Micro-USDC as USDC, in a span. */
+export function usdc(micro) {
+  return h("span", { class: "amount" }, usdcText(micro));
 }
 
 /** A short form of a long id or address, with the whole one as its title. */

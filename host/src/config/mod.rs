@@ -292,6 +292,8 @@ settings! {
         webhook_disable_after_secs: u64 = "86400" [0 ..= 31536000],
             "how long an endpoint must have failed (since its last success) before it is disabled";
         webhook_poll_ms: u64 = "500" [10 ..= 60000], "how often a host looks for deliveries due";
+        webhook_timeout_ms: u64 = "10000" [100 ..= 600000],
+            "longest wait for a receiver's answer (at most outbound_timeout_ms); slower is a failed attempt";
         webhook_max_endpoints: u64 = "20" [1 ..= 10000], "endpoints one account may register";
         webhook_retention_days: u64 = "30" [1 ..= 3650], "how long events and their deliveries are kept";
         webhook_failing_min_runs: u64 = "5" [1 ..= 1000000],

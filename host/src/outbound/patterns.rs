@@ -9,6 +9,15 @@ pub struct HostPattern {
 }
 
 impl HostPattern {
+    /// `*`: any host the operator's rules allow, for the host's own requests to addresses
+    /// an owner or a caller gave (media to post, webhooks).
+    pub fn anywhere() -> HostPattern {
+        HostPattern {
+            host: "*".into(),
+            port: None,
+        }
+    }
+
     pub fn parse(text: &str) -> Option<HostPattern> {
         let text = text.trim().to_ascii_lowercase();
         if text.is_empty() || text.contains('/') {
@@ -68,6 +77,7 @@ mod tests {
         let v6 = HostPattern::parse("[::1]:9000").unwrap();
         assert!(v6.matches("[::1]", 9000));
         assert!(HostPattern::parse("*").unwrap().matches("anything.net", 1));
+        assert_eq!(HostPattern::anywhere(), HostPattern::parse("*").unwrap());
         assert!(HostPattern::parse("http://x.com/").is_none());
         assert!(HostPattern::parse("x.com:notaport").is_none());
     }

@@ -93,12 +93,12 @@ fn created(data: Value) -> Answer {
 /// `?limit=N` on the lists: 1 to 500, 50 when absent.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ListQuery {
+pub(super) struct ListQuery {
     limit: Option<u32>,
 }
 
 impl ListQuery {
-    fn limit(&self) -> Result<u32, ApiError> {
+    pub(super) fn limit(&self) -> Result<u32, ApiError> {
         match self.limit {
             None => Ok(50),
             Some(n @ 1..=500) => Ok(n),
@@ -358,7 +358,6 @@ async fn list_jobs(
     ok(json!({ "jobs": list.iter().map(views::job).collect::<Vec<_>>() }))
 }
 
-/// `?days=N`: the last N UTC days, today included (30 unless asked).
 /// `?command=NAME&limit=N`: the kept runs of one command, or of all.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -21,6 +21,7 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/account/usage", get(account_usage))
 }
 
+/// `?days=N`: the last N UTC days, today included (30 unless asked).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DaysQuery {

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::AppState;
-use super::account::{Answer, Manager, ok};
+use super::account::{Answer, ListQuery, Manager, ok};
 use super::requests;
 use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::money::MicroUsdc;
@@ -118,27 +118,13 @@ async fn remove(State(state): State<AppState>, Manager(caller): Manager, ApiPath
     ok(json!({ "id": id, "deleted": true }))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LimitQuery {
-    limit: Option<u32>,
-}
-
 async fn deliveries(
     State(state): State<AppState>,
     Manager(caller): Manager,
     ApiPath(id): ApiPath<String>,
-    ApiQuery(query): ApiQuery<LimitQuery>,
+    ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Answer {
-    let limit = match query.limit {
-        None => 50,
-        Some(n @ 1..=500) => n,
-        Some(n) => {
-            return Err(ApiError::validation(format!(
-                "Invalid query parameter 'limit': {n} is not between 1 and 500"
-            )));
-        }
-    };
+    let limit = query.limit()?;
     let list = webhooks::deliveries(&state.services, &caller.account, &id, limit).await?;
     ok(json!({ "deliveries": list.iter().map(views::webhook_delivery).collect::<Vec<_>>() }))
 }

@@ -10,6 +10,7 @@ use subtle::ConstantTimeEq;
 
 use super::ServiceError;
 use crate::domain::{Account, ApiKeyInfo, KeyScope};
+use crate::rate_window::DAY_MS;
 use crate::store::Store;
 
 pub const KEY_PREFIX: &str = "ahk_";
@@ -89,7 +90,6 @@ pub fn parse_name(name: Option<&str>) -> Result<Option<String>, ServiceError> {
 
 /// The furthest end a key can be given: ten years.
 pub const MAX_EXPIRY_DAYS: i64 = 3650;
-const DAY_MS: i64 = 86_400_000;
 
 /// An end `days` days from `now`.
 pub fn expiry_in_days(days: i64, now: i64) -> Result<i64, ServiceError> {

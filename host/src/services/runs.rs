@@ -67,7 +67,9 @@ pub async fn execute(services: &Services, run: Run, channel: Channel) -> Result<
         agent_id: &agent_id,
     };
     let ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
-    if let Some(failing) = services.usage.run(owner, &command, channel, outcome, ms) {
+    // A run refused for want of a slot never started: the host was busy, not the command.
+    let started_at_all = !matches!(result, Err(ExecError::Busy(_)));
+    if started_at_all && let Some(failing) = services.usage.run(owner, &command, channel, outcome, ms) {
         tell_failing(services, &account_id, &agent_id, &command, failing);
     }
     if let Some(log) = log {

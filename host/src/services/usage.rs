@@ -285,6 +285,18 @@ impl Recorder {
         if taken.is_empty() {
             return;
         }
+        // Added in one order on every host, so two hosts' flushes never wait on each other
+        // in a cycle (PostgreSQL would end one as a deadlock).
+        let mut taken: Vec<(Key, Sum)> = taken.into_iter().collect();
+        taken.sort_by(|(a, _), (b, _)| {
+            (&a.agent_id, a.hour, &a.command, a.metric, &a.dim).cmp(&(
+                &b.agent_id,
+                b.hour,
+                &b.command,
+                b.metric,
+                &b.dim,
+            ))
+        });
         let adds = taken
             .iter()
             .map(|(key, sum)| UsageAdd {
@@ -313,7 +325,7 @@ impl Recorder {
 pub async fn flush_periodically(services: super::Services, mut stop: tokio::sync::watch::Receiver<bool>) {
     let settings = &services.settings.usage;
     let every = std::time::Duration::from_millis(settings.usage_flush_ms);
-    let keep_ms = i64::try_from(settings.usage_retention_days).unwrap_or(36_500) * 86_400_000;
+    let keep_ms = i64::try_from(settings.usage_retention_days).unwrap_or(36_500) * crate::rate_window::DAY_MS;
     let mut last_prune = 0;
     loop {
         tokio::select! {
@@ -324,8 +336,15 @@ pub async fn flush_periodically(services: super::Services, mut stop: tokio::sync
         let now = crate::clock::now_ms();
         if now - last_prune >= crate::store::usage::HOUR_MS {
             last_prune = now;
-            if let Err(err) = services.store.prune_usage(hour_of(now - keep_ms)).await {
-                tracing::warn!(error = %err, "could not prune old usage counters");
+            // One host at a time: they all prune the same rows.
+            match services.store.try_turn("usage-prune").await {
+                Ok(Some(_turn)) => {
+                    if let Err(err) = services.store.prune_usage(hour_of(now - keep_ms)).await {
+                        tracing::warn!(error = %err, "could not prune old usage counters");
+                    }
+                }
+                Ok(None) => {}
+                Err(err) => tracing::warn!(error = %err, "could not take the usage-prune turn"),
             }
         }
     }

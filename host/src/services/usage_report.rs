@@ -8,10 +8,9 @@ use serde::Serialize;
 
 use super::ServiceError;
 use super::usage::BUCKET_BOUNDS_MS;
+use crate::rate_window::DAY_MS;
 use crate::store::Store;
 use crate::store::usage::{HOUR_MS, UsageSum};
-
-const DAY_MS: i64 = 24 * HOUR_MS;
 /// Most steps one answer holds (a month of hours, or years of days).
 pub const MAX_POINTS: i64 = 1000;
 
@@ -192,25 +191,26 @@ pub async fn report(
     let sums = store
         .usage(account_id, agent_id, range.from, range.to, range.step)
         .await?;
-    Ok(build(&sums, range, agent_id.is_none()))
+    let by_agent = match agent_id {
+        Some(_) => None,
+        None => Some(store.usage_by_agent(account_id, range.from, range.to).await?),
+    };
+    Ok(build(&sums, range, by_agent.as_deref()))
 }
 
-fn build(sums: &[UsageSum], range: Range, per_agent: bool) -> Report {
+/// The report of `sums`; with `by_agent` (each agent's sums), one with each agent's totals.
+fn build(sums: &[UsageSum], range: Range, by_agent: Option<&[UsageSum]>) -> Report {
     let steps = ((range.to - range.from) / range.step) as usize;
     let mut points: Vec<Totals> = vec![Totals::default(); steps];
     let mut totals = Totals::default();
     let mut commands: BTreeMap<&str, (Totals, ByChannel, Buckets)> = BTreeMap::new();
     let mut all_runs = Buckets::default();
-    let mut agents: BTreeMap<String, Totals> = BTreeMap::new();
     for sum in sums {
         let index = ((sum.at - range.from) / range.step) as usize;
         if let Some(point) = points.get_mut(index) {
             point.add(sum);
         }
         totals.add(sum);
-        if per_agent {
-            agents.entry(sum.agent_id.clone()).or_default().add(sum);
-        }
         let (command_totals, channels, buckets) = commands.entry(&sum.command).or_default();
         command_totals.add(sum);
         match sum.metric.as_str() {
@@ -255,7 +255,13 @@ fn build(sums: &[UsageSum], range: Range, per_agent: bool) -> Report {
                 latency: buckets.latency(),
             })
             .collect(),
-        agents: per_agent.then_some(agents),
+        agents: by_agent.map(|sums| {
+            let mut agents: BTreeMap<String, Totals> = BTreeMap::new();
+            for sum in sums {
+                agents.entry(sum.agent_id.clone()).or_default().add(sum);
+            }
+            agents
+        }),
     }
 }
 
@@ -390,7 +396,7 @@ mod tests {
             sum(day2, "", "chat", "prompt", 2, 120),
             sum(day2, "", "chat", "completion", 2, 40),
         ];
-        let report = build(&sums, r, false);
+        let report = build(&sums, r, None);
         assert_eq!(report.points.len(), 2);
         assert_eq!(report.points[0].totals.calls, Calls { calls: 6, failed: 1 });
         assert_eq!(report.points[1].totals.revenue_micro_usdc["base"], 20_000);

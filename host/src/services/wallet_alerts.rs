@@ -78,6 +78,9 @@ pub async fn check_periodically(services: Services, mut stop: watch::Receiver<bo
             Ok(Some(_turn)) => match services.store.wallet_alerts(None).await {
                 Ok(alerts) => {
                     for alert in &alerts {
+                        if *stop.borrow() {
+                            return;
+                        }
                         check(&services, alert).await;
                     }
                 }

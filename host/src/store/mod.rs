@@ -51,7 +51,7 @@ pub use sealed::{SealedAt, SealedRecord};
 use sql::args;
 pub use wallet_alerts::WalletAlert;
 pub use wallets::{Listing, NewTransfer, TransferKind, TransferRecord, TransferState, WalletRecord};
-pub use webhook_deliveries::{AttemptResult, ClaimedDelivery, WebhookAttempt, WebhookDelivery};
+pub use webhook_deliveries::{AttemptResult, ClaimedDelivery, DisableRule, WebhookAttempt, WebhookDelivery};
 pub use webhooks::{EndpointChange, WebhookEndpoint};
 
 use std::path::Path;

@@ -148,6 +148,14 @@ fn payment_row(r: &Row) -> Result<PaymentRecord, StoreError> {
     })
 }
 
+/// What follows a payment becoming `settled`, in the same write: its revenue in the owner's
+/// usage counters, and `payment.settled`. Called by the one write that settled it.
+fn now_settled_in(db: &dyn super::sql::Db, id: &str) -> Result<(), StoreError> {
+    super::usage::add_payment_in(db, id, "revenue", "p.network || '/v' || p.x402_version")?;
+    super::webhooks::emit_payment_in(db, id, "payment.settled")?;
+    Ok(())
+}
+
 impl Store {
     /// Records a payment; `Conflict` when its identity was ever recorded before.
     pub async fn insert_payment(&self, payment: NewPayment) -> Result<(), StoreError> {
@@ -166,7 +174,7 @@ impl Store {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, ?15, ?16, ?17)
                  ON CONFLICT DO NOTHING",
                 args![
-                    payment.id,
+                    &payment.id,
                     payment.identity,
                     payment.agent_id,
                     payment.network.as_str(),
@@ -187,6 +195,10 @@ impl Store {
             )?;
             if inserted == 0 {
                 return Err(StoreError::Conflict("this payment has already been used".into()));
+            }
+            if state == "settled" {
+                // Settled before we recorded it (someone else relayed it): counted here.
+                now_settled_in(db, &payment.id)?;
             }
             Ok(())
         })
@@ -299,8 +311,7 @@ impl Store {
             )? == 1;
             if settled {
                 // Counted once: only the write that settled it gets here.
-                super::usage::add_payment_in(db, &id, "revenue", "p.network || '/v' || p.x402_version")?;
-                super::webhooks::emit_payment_in(db, &id, "payment.settled")?;
+                now_settled_in(db, &id)?;
             }
             Ok(settled)
         })

@@ -37,10 +37,20 @@ pub struct UsageSum {
     pub total: i64,
 }
 
-const ADD: &str = "INSERT INTO usage_counters (account_id, agent_id, hour, command, metric, dim, n, total)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-     ON CONFLICT (agent_id, hour, command, metric, dim) DO UPDATE
-     SET n = usage_counters.n + excluded.n, total = usage_counters.total + excluded.total";
+/// Every write adds to what is there: writes commute, so no host waits for another's.
+macro_rules! adding {
+    ($insert:literal) => {
+        concat!(
+            "INSERT INTO usage_counters (account_id, agent_id, hour, command, metric, dim, n, total) ",
+            $insert,
+            " ON CONFLICT (agent_id, hour, command, metric, dim) DO UPDATE
+              SET n = usage_counters.n + excluded.n, total = usage_counters.total + excluded.total"
+        )
+    };
+}
+
+const ADD: &str = adding!("VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+const ADD_FOR_AGENT: &str = adding!("SELECT account_id, id, ?2, '', ?3, ?4, 1, ?5 FROM agents WHERE id = ?1");
 
 /// Adds inside a write that is already open (a payment's own transaction).
 pub fn add_in(db: &dyn Db, add: &UsageAdd) -> Result<(), StoreError> {
@@ -64,16 +74,13 @@ pub fn add_in(db: &dyn Db, add: &UsageAdd) -> Result<(), StoreError> {
 /// the payment's own transaction: `dim` may use the payment's columns (`p.network`).
 pub fn add_payment_in(db: &dyn Db, payment_id: &str, metric: &'static str, dim_sql: &str) -> Result<(), StoreError> {
     let hour = hour_of(crate::clock::now_ms());
-    db.execute(
-        &format!(
-            "INSERT INTO usage_counters (account_id, agent_id, hour, command, metric, dim, n, total)
-             SELECT a.account_id, p.agent_id, ?2, COALESCE(p.command, ''), ?3, {dim_sql}, 1, p.amount
-             FROM payments p JOIN agents a ON a.id = p.agent_id WHERE p.id = ?1
-             ON CONFLICT (agent_id, hour, command, metric, dim) DO UPDATE
-             SET n = usage_counters.n + excluded.n, total = usage_counters.total + excluded.total"
-        ),
-        args![payment_id, hour, metric],
-    )?;
+    let select = format!(
+        "SELECT a.account_id, p.agent_id, ?2, COALESCE(p.command, ''), ?3, {dim_sql}, 1, p.amount
+         FROM payments p JOIN agents a ON a.id = p.agent_id WHERE p.id = ?1"
+    );
+    // The statement is ADD's with this SELECT for its VALUES.
+    let sql = ADD.replacen("VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", &select, 1);
+    db.execute(&sql, args![payment_id, hour, metric])?;
     Ok(())
 }
 
@@ -90,13 +97,7 @@ impl Store {
         let agent_id = agent_id.to_string();
         let hour = hour_of(crate::clock::now_ms());
         self.write(move |db| {
-            db.execute(
-                "INSERT INTO usage_counters (account_id, agent_id, hour, command, metric, dim, n, total)
-                 SELECT account_id, id, ?2, '', ?3, ?4, 1, ?5 FROM agents WHERE id = ?1
-                 ON CONFLICT (agent_id, hour, command, metric, dim) DO UPDATE
-                 SET n = usage_counters.n + excluded.n, total = usage_counters.total + excluded.total",
-                args![agent_id, hour, metric, dim, total],
-            )?;
+            db.execute(ADD_FOR_AGENT, args![agent_id, hour, metric, dim, total])?;
             Ok(())
         })
         .await
@@ -112,7 +113,8 @@ impl Store {
     }
 
     /// The counters of `account_id` (one agent's, when named) from `from` to before `to`,
-    /// summed per `step` ms (a whole number of hours), oldest first.
+    /// summed per `step` ms (a whole number of hours), oldest first. For the whole account
+    /// the agents are summed together (`agent_id` is empty): `usage_by_agent` tells them apart.
     pub async fn usage(
         &self,
         account_id: &str,
@@ -124,30 +126,60 @@ impl Store {
         let (account_id, agent_id) = (account_id.to_string(), agent_id.map(str::to_string));
         self.read(move |db| {
             // `hour - (hour - from) % step` keeps steps aligned to `from`, on both dialects.
-            let agent = if agent_id.is_some() { "AND agent_id = ?5" } else { "" };
+            let (agent, args) = match &agent_id {
+                Some(agent_id) => (
+                    "AND agent_id = ?5",
+                    args![account_id, from, to, step, agent_id].to_vec(),
+                ),
+                None => ("", args![account_id, from, to, step].to_vec()),
+            };
             db.query(
                 &format!(
-                    "SELECT agent_id, hour - ((hour - ?2) % ?4) AS step_at, command, metric, dim,
+                    "SELECT hour - ((hour - ?2) % ?4) AS step_at, command, metric, dim,
                         CAST(SUM(n) AS BIGINT), CAST(SUM(total) AS BIGINT)
                      FROM usage_counters
                      WHERE account_id = ?1 AND hour >= ?2 AND hour < ?3 {agent}
-                     GROUP BY agent_id, step_at, command, metric, dim ORDER BY step_at"
+                     GROUP BY step_at, command, metric, dim ORDER BY step_at"
                 ),
-                &match &agent_id {
-                    Some(agent_id) => args![account_id, from, to, step, agent_id].to_vec(),
-                    None => args![account_id, from, to, step].to_vec(),
-                },
+                &args,
+            )?
+            .iter()
+            .map(|row| {
+                Ok(UsageSum {
+                    agent_id: agent_id.clone().unwrap_or_default(),
+                    at: row.get(0)?,
+                    command: row.get(1)?,
+                    metric: row.get(2)?,
+                    dim: row.get(3)?,
+                    n: row.get(4)?,
+                    total: row.get(5)?,
+                })
+            })
+            .collect()
+        })
+        .await
+    }
+
+    /// Each agent's counters of the account over the range, summed (no steps, no commands).
+    pub async fn usage_by_agent(&self, account_id: &str, from: i64, to: i64) -> Result<Vec<UsageSum>, StoreError> {
+        let account_id = account_id.to_string();
+        self.read(move |db| {
+            db.query(
+                "SELECT agent_id, metric, dim, CAST(SUM(n) AS BIGINT), CAST(SUM(total) AS BIGINT)
+                 FROM usage_counters WHERE account_id = ?1 AND hour >= ?2 AND hour < ?3
+                 GROUP BY agent_id, metric, dim",
+                args![account_id, from, to],
             )?
             .iter()
             .map(|row| {
                 Ok(UsageSum {
                     agent_id: row.get(0)?,
-                    at: row.get(1)?,
-                    command: row.get(2)?,
-                    metric: row.get(3)?,
-                    dim: row.get(4)?,
-                    n: row.get(5)?,
-                    total: row.get(6)?,
+                    at: from,
+                    command: String::new(),
+                    metric: row.get(1)?,
+                    dim: row.get(2)?,
+                    n: row.get(3)?,
+                    total: row.get(4)?,
                 })
             })
             .collect()

@@ -46,8 +46,16 @@ pub struct AttemptResult {
     pub succeeded: bool,
     /// When to try again; `None`: the delivery failed for good.
     pub retry_at: Option<i64>,
-    /// Disable the endpoint, for this reason (a 410, or failing too long).
-    pub disable: Option<String>,
+    /// The receiver answered 410 Gone: its endpoint is disabled at once.
+    pub gone: bool,
+}
+
+/// When an endpoint that keeps failing is disabled: this many failed attempts in a row,
+/// over at least this long since its last success.
+#[derive(Debug, Clone, Copy)]
+pub struct DisableRule {
+    pub failures: i64,
+    pub after_ms: i64,
 }
 
 const DELIVERY_COLUMNS: &str = "d.id, d.event_id, e.type, d.endpoint_id, d.state, d.attempts, d.next_attempt_at, \
@@ -82,17 +90,18 @@ pub(super) fn fail_pending_in(db: &dyn Db, endpoint_id: &str, why: &str) -> Resu
 }
 
 impl Store {
-    /// Deliveries due at `now` (pending, or sending under a lease that ran out), oldest first.
-    pub async fn due_webhook_deliveries(&self, now: i64, limit: u32) -> Result<Vec<String>, StoreError> {
+    /// Deliveries due at `now` (pending, or sending under a lease that ran out), oldest
+    /// first, with their endpoints.
+    pub async fn due_webhook_deliveries(&self, now: i64, limit: u32) -> Result<Vec<(String, String)>, StoreError> {
         self.read(move |db| {
             db.query(
-                "SELECT id FROM webhook_deliveries
+                "SELECT id, endpoint_id FROM webhook_deliveries
                  WHERE (state = 'pending' AND next_attempt_at <= ?1) OR (state = 'sending' AND lease_until < ?1)
                  ORDER BY next_attempt_at LIMIT ?2",
                 args![now, i64::from(limit)],
             )?
             .iter()
-            .map(|row| row.get(0))
+            .map(|row| Ok((row.get(0)?, row.get(1)?)))
             .collect()
         })
         .await
@@ -131,18 +140,29 @@ impl Store {
                 db.execute("DELETE FROM webhook_deliveries WHERE id = ?1", args![&id])?;
                 return Ok(None);
             };
+            if endpoint.disabled_at.is_some() {
+                // Nothing is sent to a disabled endpoint, and nothing is counted against it.
+                db.execute(
+                    "UPDATE webhook_deliveries SET state = 'failed', claim = NULL, lease_until = NULL,
+                         last_error = 'the endpoint is disabled', updated_at = ?2 WHERE id = ?1",
+                    args![&id, now],
+                )?;
+                return Ok(None);
+            }
             Ok(Some(ClaimedDelivery { delivery, body, endpoint }))
         })
         .await
     }
 
     /// Records an attempt of a delivery this host holds under `claim`, and its endpoint's
-    /// success or failure; false when the claim was lost (another host took over).
+    /// success or failure, disabling the endpoint when `rule` (or a 410) says so, with the
+    /// counts as this write leaves them. False when the claim was lost.
     pub async fn finish_webhook_attempt(
         &self,
         id: &str,
         claim: &str,
         result: AttemptResult,
+        rule: DisableRule,
     ) -> Result<bool, StoreError> {
         let (id, claim) = (id.to_string(), claim.to_string());
         self.write(move |db| {
@@ -183,7 +203,27 @@ impl Store {
                     args![&endpoint_id, a.at],
                 )?;
             }
-            if let Some(reason) = &result.disable {
+            let (failures, since): (i64, Option<i64>) = {
+                let row = db.query_one(
+                    "SELECT consecutive_failures, failing_since FROM webhook_endpoints WHERE id = ?1",
+                    args![&endpoint_id],
+                )?;
+                (row.get(0)?, row.get(1)?)
+            };
+            let reason = if result.gone {
+                Some("the endpoint answered 410 Gone".to_string())
+            } else {
+                since
+                    .filter(|since| !result.succeeded && failures >= rule.failures && now - since >= rule.after_ms)
+                    .map(|since| {
+                        format!(
+                            "{failures} attempts in a row failed since {} (the last: {})",
+                            crate::clock::iso(since),
+                            a.error.as_deref().unwrap_or("failed")
+                        )
+                    })
+            };
+            if let Some(reason) = &reason {
                 let disabled = db.execute(
                     "UPDATE webhook_endpoints SET disabled_at = ?2, disabled_reason = ?3 WHERE id = ?1 AND disabled_at IS NULL",
                     args![&endpoint_id, now, reason],
@@ -193,20 +233,6 @@ impl Store {
                 }
             }
             Ok(true)
-        })
-        .await
-    }
-
-    /// The endpoint's failure count and since when, as the last attempt left them.
-    pub async fn webhook_failures(&self, endpoint_id: &str) -> Result<Option<(i64, Option<i64>)>, StoreError> {
-        let endpoint_id = endpoint_id.to_string();
-        self.read(move |db| {
-            db.query_opt(
-                "SELECT consecutive_failures, failing_since FROM webhook_endpoints WHERE id = ?1",
-                args![endpoint_id],
-            )?
-            .map(|row| Ok((row.get(0)?, row.get(1)?)))
-            .transpose()
         })
         .await
     }
@@ -299,11 +325,14 @@ impl Store {
                     "the endpoint is disabled: enable it before sending again".into(),
                 ));
             }
-            db.execute(
+            let queued = db.execute(
                 "UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = ?2, updated_at = ?2
                  WHERE id = ?1 AND state <> 'sending'",
                 args![&id, now],
-            )?;
+            )? == 1;
+            if !queued {
+                return Err(StoreError::Conflict("it is being sent now".into()));
+            }
             let row = db.query_one(&select, args![&id, &account_id])?;
             Ok(Some(delivery_from_row(&row)?))
         })

@@ -37,12 +37,6 @@ pub struct WebhookEndpoint {
     pub last_success_at: Option<i64>,
 }
 
-impl WebhookEndpoint {
-    pub fn wants(&self, event_type: &str) -> bool {
-        self.events.iter().any(|e| e == event_type)
-    }
-}
-
 /// What an owner may change on an endpoint; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default)]
 pub struct EndpointChange {
@@ -79,8 +73,9 @@ pub(super) fn endpoint_from_row(row: &Row) -> Result<WebhookEndpoint, StoreError
     })
 }
 
-/// Writes an event of `account_id`'s and its deliveries, unless an event with `dedup_key`
-/// was written before. True when this call wrote it.
+/// Writes an event of `account_id`'s and a delivery to each enabled endpoint subscribed to
+/// it, unless an event with `dedup_key` was written before. An event no endpoint wants is
+/// not written (nothing would ever read it). True when this call wrote it.
 pub fn emit_in(
     db: &dyn Db,
     account_id: &str,
@@ -88,6 +83,19 @@ pub fn emit_in(
     dedup_key: &str,
     data: Value,
 ) -> Result<bool, StoreError> {
+    let mut subscribed = Vec::new();
+    for row in db.query(
+        "SELECT id, events FROM webhook_endpoints WHERE account_id = ?1 AND disabled_at IS NULL",
+        args![account_id],
+    )? {
+        let events: String = row.get(1)?;
+        if events.split(',').any(|e| e == event_type) {
+            subscribed.push(row.get::<String>(0)?);
+        }
+    }
+    if subscribed.is_empty() {
+        return Ok(false);
+    }
     let now = crate::clock::now_ms();
     let id = format!("msg_{}", crate::random::alphanumeric(24));
     // Standard Webhooks' payload: the type, when it happened, and thin data (ids, amounts).
@@ -100,15 +108,7 @@ pub fn emit_in(
     if !written {
         return Ok(false);
     }
-    let endpoints = db.query(
-        &format!("SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE account_id = ?1 AND disabled_at IS NULL"),
-        args![account_id],
-    )?;
-    for endpoint in endpoints.iter().map(endpoint_from_row) {
-        let endpoint = endpoint?;
-        if !endpoint.wants(event_type) {
-            continue;
-        }
+    for endpoint_id in subscribed {
         db.execute(
             "INSERT INTO webhook_deliveries (id, event_id, endpoint_id, account_id, state, attempts, next_attempt_at,
                  created_at, updated_at)
@@ -116,7 +116,7 @@ pub fn emit_in(
             args![
                 format!("dlv_{}", crate::random::hex_token(12)),
                 &id,
-                &endpoint.id,
+                endpoint_id,
                 account_id,
                 now
             ],
@@ -256,7 +256,7 @@ impl Store {
                 endpoint.events = events;
             }
             match change.enabled {
-                Some(true) => {
+                Some(true) if endpoint.disabled_at.is_some() => {
                     endpoint.disabled_at = None;
                     endpoint.disabled_reason = None;
                     endpoint.failing_since = None;

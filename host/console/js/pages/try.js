@@ -1,4 +1,4 @@
-import { enc, session } from "../api.js";
+import { call, enc } from "../api.js";
 import { field, fill, h } from "../dom.js";
 
 // Try the agent: a chat with it from the console, its answer streamed as it is written
@@ -62,16 +62,12 @@ export async function tryTab(panel, agent) {
     controller = new AbortController();
     let written = "";
     try {
-      const response = await fetch(`/v1/agents/${enc(agent.id)}/chat`, {
-        method: "POST",
-        headers: { "x-api-key": session.key() ?? "", "content-type": "application/json", accept: "text/event-stream" },
-        body: JSON.stringify({ message: text, conversationHistory: history, toolsEnabled: tools.checked, stream: true }),
+      const response = await call("POST", `/v1/agents/${enc(agent.id)}/chat`, {
+        body: { message: text, conversationHistory: history, toolsEnabled: tools.checked, stream: true },
+        accept: "text/event-stream",
+        raw: true,
         signal: controller.signal,
       });
-      if (!response.ok) {
-        const body = await response.json().catch(() => null);
-        throw new Error(body?.error?.message ?? `HTTP ${response.status}`);
-      }
       await readEvents(response, (name, data) => {
         if (name === "delta") {
           written += data.text;

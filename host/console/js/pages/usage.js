@@ -1,5 +1,5 @@
 import { enc, get } from "../api.js";
-import { fill, h, progress, table } from "../dom.js";
+import { fill, h, progress, table, usdcText } from "../dom.js";
 import { barChart, rowChart } from "../chart.js";
 
 // What an account's agents did and earned: the usage report (`/v1/account/usage`, or one
@@ -14,13 +14,6 @@ const NETWORKS = ["base", "solana"];
 
 const day = (ms) => new Date(ms).toISOString().slice(0, 10);
 const count = (n) => Math.round(n ?? 0).toLocaleString("en");
-
-/** Micro-USDC as USDC text, exactly (integers only). */
-export function usdcText(micro) {
-  const units = BigInt(Math.round(micro ?? 0));
-  const cents = (units % 1000000n).toString().padStart(6, "0").replace(/0+$/, "");
-  return `${units / 1000000n}${cents ? "." + cents : ""} USDC`;
-}
 
 const ms = (v) => (v === null || v === undefined ? "—" : `${v < 10 ? v.toFixed(1) : Math.round(v)} ms`);
 const sum = (map) => Object.values(map ?? {}).reduce((a, b) => a + b, 0);
@@ -81,6 +74,17 @@ function report(r, agents) {
         rows: commands.map((c) => ({ label: `/${c.command}`, values: [c.calls - c.failed, c.failed] })),
         format: count,
       }),
+      rowChart({
+        title: "Run time by command: p50, p95, p99",
+        summary: commands.map((c) => `${c.command}: p50 ${ms(c.p50_ms)}, p95 ${ms(c.p95_ms)}, p99 ${ms(c.p99_ms)}`).join("; "),
+        series: [{ name: "p50" }, { name: "p95" }, { name: "p99" }],
+        rows: commands.filter((c) => c.p99_ms !== null).map((c) => ({
+          label: `/${c.command}`,
+          values: [c.p50_ms, c.p95_ms - c.p50_ms, c.p99_ms - c.p95_ms],
+        })),
+        format: ms,
+        cumulative: true,
+      }),
       table("Commands: runs by channel, run time and what they earned", [
         ["Command", (c) => `/${c.command}`],
         ["Runs", (c) => count(c.calls)],
@@ -93,6 +97,17 @@ function report(r, agents) {
         ["Revenue", (c) => usdcText(sum(c.revenue_micro_usdc))],
       ], commands),
     );
+  }
+  for (const [key, unit, name, per] of [["base_wei", "ETH", "Base", 1e18], ["solana_lamports", "SOL", "Solana", 1e9]]) {
+    if (!r.totals.fees[key]) continue;
+    const amount = (v) => `${(v / per).toPrecision(3)} ${unit}`;
+    parts.push(barChart({
+      title: `Fees the agents' wallets paid on ${name} ${when}`,
+      summary: `${amount(r.totals.fees[key])} in all, to settle payments and send refunds`,
+      series: [{ name: unit }],
+      points: points((p) => [p.fees[key] ?? 0]),
+      format: amount,
+    }));
   }
   if (agents) {
     const rows = Object.entries(r.agents ?? {}).map(([id, t]) => ({ id, name: agents.get(id) ?? id, t }));
@@ -132,8 +147,11 @@ export async function overviewPage(main) {
   const names = new Map(agents.map((a) => [a.id, a.username]));
   const charts = h("section", {});
   const q = account.quotas;
-  const quota = (name, used, limit, format = count) =>
-    h("tr", {}, h("th", { scope: "row" }, name), h("td", {}, `${format(used)} of ${format(limit)}`), h("td", {}, progress(Math.round((100 * used) / limit), `${name}: ${format(used)} of ${format(limit)}`)));
+  const quota = (name, used, limit, format = count) => {
+    const share = limit > 0 ? Math.round((100 * used) / limit) : 100;
+    return h("tr", {}, h("th", { scope: "row" }, name), h("td", {}, `${format(used)} of ${format(limit)}`),
+      h("td", {}, progress(share, `${name}: ${format(used)} of ${format(limit)}`)));
+  };
   const bytes = (n) => `${(n / 1048576).toFixed(1)} MiB`;
   fill(
     main,

@@ -71,9 +71,13 @@ function alertForm(agent, wallet, label) {
       h("div", { class: "actions" },
         h("button", { type: "submit" }, "Save alert"),
         h("button", { type: "button", class: "copy", onclick: async () => {
-          await del(path);
-          below.value = "";
-          fill(state, "No low-balance alert.");
+          try {
+            await del(path);
+            below.value = "";
+            fill(state, "No low-balance alert.");
+          } catch (e) {
+            fill(state, errorText(e));
+          }
         } }, "Remove alert")),
     ], async () => {
       const saved = await put(path, { below_usdc: below.value.trim() });

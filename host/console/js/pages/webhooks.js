@@ -90,7 +90,7 @@ function endpointCard(e, refresh, status) {
       ["", (d) => h("button", { type: "button", class: "copy", "aria-label": `Send ${d.event_id} again`, disabled: !e.enabled, onclick: () => resend(d) }, "Send again")],
     ], rows, "Nothing sent yet."));
   };
-  const resend = (d) => act(() => post(`/v1/account/webhooks/${enc(e.id)}/deliveries/${enc(d.id)}/resend`, {}), `Delivery of ${d.event_id} will be sent again.`).then(loadDeliveries);
+  const resend = (d) => act(() => post(`/v1/account/webhooks/${enc(e.id)}/deliveries/${enc(d.id)}/resend`, {}), `Delivery of ${d.event_id} will be sent again.`);
   loadDeliveries().catch((err) => fill(deliveries, h("p", { class: "error" }, errorText(err))));
   return h("section", { class: "wallet endpoint" },
     h("h3", {}, h("code", {}, e.url)),

@@ -420,8 +420,10 @@ async fn conclude(
     let store = &services.store;
     let reason = match &landing {
         Landing::Confirmed => {
-            store.settle_payment(sent.payment_id, None).await?;
-            note_fee(services, sent.agent_id, sent.network, &sent.tx.id);
+            // Another worker that settled it first counted the fee.
+            if store.settle_payment(sent.payment_id, None).await? {
+                note_fee(services, sent.agent_id, sent.network, &sent.tx.id);
+            }
             return Ok(sent.tx.id.clone());
         }
         Landing::Pending => return Err(X402Error::SettlementPending(sent.tx.id.clone()).into()),

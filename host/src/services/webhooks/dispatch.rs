@@ -4,31 +4,41 @@
 //! following redirects, and records how it went. A failure is retried on the schedule; an
 //! endpoint that keeps failing, or answers 410 Gone, is disabled with the reason.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Semaphore, watch};
 
-use super::{anywhere, open_secret, sign};
-use crate::outbound::{OutboundError, OutboundRequest};
+use super::{open_secret, sign};
+use crate::outbound::{HostPattern, OutboundError, OutboundRequest};
 use crate::services::Services;
-use crate::store::{AttemptResult, ClaimedDelivery, WebhookAttempt};
+use crate::store::usage::HOUR_MS;
+use crate::store::{AttemptResult, ClaimedDelivery, DisableRule, WebhookAttempt};
 
-/// How long a claim holds a delivery: well past the longest request.
-const LEASE_MS: i64 = 120_000;
-/// Deliveries sent at once by one host.
+/// Deliveries sent at once by one host, and to one endpoint: an endpoint that never
+/// answers holds two of a host's slots at most, never everyone's.
 const SENDING_AT_ONCE: usize = 8;
+const PER_ENDPOINT: usize = 2;
+/// Due deliveries looked at per pass, from which each endpoint gets its share.
+const LOOK_AT: u32 = 200;
 /// How much of a receiver's answer is kept with the attempt.
 const EXCERPT_BYTES: u64 = 1024;
 /// Longest wait a receiver's `Retry-After` may ask for.
 const MAX_RETRY_AFTER_SECS: i64 = 86_400;
 
+/// Sends in flight on this host, per endpoint.
+type InFlight = Arc<Mutex<HashMap<String, usize>>>;
+
 pub async fn run_periodically(services: Services, mut stop: watch::Receiver<bool>) {
-    let every = Duration::from_millis(services.settings.webhooks.webhook_poll_ms);
-    // One token per host run: a claim this host holds says so.
-    let claim = format!("{}-{}", std::process::id(), crate::random::hex_token(8));
+    let settings = &services.settings.webhooks;
+    let every = Duration::from_millis(settings.webhook_poll_ms);
+    let timeout = Duration::from_millis(settings.webhook_timeout_ms);
+    // A claim outlives its send: twice the longest request, and a margin.
+    let lease_ms = i64::try_from(timeout.as_millis() * 2).unwrap_or(i64::MAX / 2) + 30_000;
+    let keep_ms = i64::try_from(settings.webhook_retention_days).unwrap_or(3650) * 24 * HOUR_MS;
     let sending = Arc::new(Semaphore::new(SENDING_AT_ONCE));
-    let keep_ms = i64::try_from(services.settings.webhooks.webhook_retention_days).unwrap_or(3650) * 86_400_000;
+    let in_flight: InFlight = Arc::default();
     let mut last_prune = 0;
     loop {
         tokio::select! {
@@ -39,43 +49,89 @@ pub async fn run_periodically(services: Services, mut stop: watch::Receiver<bool
             return;
         }
         let now = crate::clock::now_ms();
-        if now - last_prune >= 3_600_000 {
+        if now - last_prune >= HOUR_MS {
             last_prune = now;
-            if let Err(err) = services.store.prune_webhook_events(now - keep_ms).await {
-                tracing::warn!(error = %err, "could not prune old webhook events");
-            }
+            prune(&services, now - keep_ms).await;
         }
-        let due = match services.store.due_webhook_deliveries(now, 32).await {
+        let due = match services.store.due_webhook_deliveries(now, LOOK_AT).await {
             Ok(due) => due,
             Err(err) => {
                 tracing::warn!(error = %err, "could not look for webhook deliveries");
                 continue;
             }
         };
-        for id in due {
+        for (id, endpoint_id) in due {
+            if services.lifecycle.is_stopping() {
+                return;
+            }
+            if !take_turn(&in_flight, &endpoint_id) {
+                continue;
+            }
             let Ok(permit) = sending.clone().acquire_owned().await else {
                 return;
             };
-            let claimed = match services.store.claim_webhook_delivery(&id, &claim, now, LEASE_MS).await {
+            // A token per claim: a claim this host lost and took again is a new one.
+            let claim = crate::random::hex_token(12);
+            let now = crate::clock::now_ms();
+            let claimed = match services.store.claim_webhook_delivery(&id, &claim, now, lease_ms).await {
                 Ok(Some(claimed)) => claimed,
-                Ok(None) => continue,
+                Ok(None) => {
+                    give_turn(&in_flight, &endpoint_id);
+                    continue;
+                }
                 Err(err) => {
                     tracing::warn!(error = %err, delivery = %id, "could not claim a webhook delivery");
+                    give_turn(&in_flight, &endpoint_id);
                     continue;
                 }
             };
-            let (services, claim) = (services.clone(), claim.clone());
+            let (services, in_flight) = (services.clone(), in_flight.clone());
             // Counted as work in flight: a stopping host finishes its sends first.
             services.clone().lifecycle.spawn(async move {
                 let _permit = permit;
-                deliver(&services, claimed, &claim).await;
+                deliver(&services, claimed, &claim, timeout).await;
+                give_turn(&in_flight, &endpoint_id);
             });
         }
     }
 }
 
+/// Takes one of the endpoint's sending turns on this host, if it has one left.
+fn take_turn(in_flight: &InFlight, endpoint_id: &str) -> bool {
+    let mut in_flight = in_flight.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let sending = in_flight.entry(endpoint_id.to_string()).or_default();
+    if *sending >= PER_ENDPOINT {
+        return false;
+    }
+    *sending += 1;
+    true
+}
+
+fn give_turn(in_flight: &InFlight, endpoint_id: &str) {
+    let mut in_flight = in_flight.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(sending) = in_flight.get_mut(endpoint_id) {
+        *sending = sending.saturating_sub(1);
+        if *sending == 0 {
+            in_flight.remove(endpoint_id);
+        }
+    }
+}
+
+/// Drops old events, on one host at a time.
+async fn prune(services: &Services, before: i64) {
+    match services.store.try_turn("webhook-prune").await {
+        Ok(Some(_turn)) => {
+            if let Err(err) = services.store.prune_webhook_events(before).await {
+                tracing::warn!(error = %err, "could not prune old webhook events");
+            }
+        }
+        Ok(None) => {}
+        Err(err) => tracing::warn!(error = %err, "could not take the webhook-prune turn"),
+    }
+}
+
 /// One attempt of a claimed delivery, recorded.
-async fn deliver(services: &Services, claimed: ClaimedDelivery, claim: &str) {
+async fn deliver(services: &Services, claimed: ClaimedDelivery, claim: &str, timeout: Duration) {
     let ClaimedDelivery {
         delivery,
         body,
@@ -84,10 +140,9 @@ async fn deliver(services: &Services, claimed: ClaimedDelivery, claim: &str) {
     let n = delivery.attempts + 1;
     let at = crate::clock::now_ms();
     let started = Instant::now();
-    let sent = match (endpoint.disabled_at, open_secret(services, &endpoint)) {
-        (Some(_), _) => Err("the endpoint is disabled".to_string()),
-        (None, Err(err)) => Err(err.to_string()),
-        (None, Ok(secret)) => {
+    let sent = match open_secret(services, &endpoint) {
+        Err(err) => Err(err.to_string()),
+        Ok(secret) => {
             let timestamp = at / 1000;
             let signature = sign::signature(&secret, &delivery.event_id, timestamp, body.as_bytes());
             let request = OutboundRequest {
@@ -100,16 +155,20 @@ async fn deliver(services: &Services, claimed: ClaimedDelivery, claim: &str) {
                     ("webhook-signature".into(), signature),
                 ],
                 body: Some(body.into_bytes()),
-                timeout: None,
+                timeout: Some(timeout),
                 max_bytes: Some(EXCERPT_BYTES),
                 budget: None,
                 follow_redirects: false,
                 truncate_body: true,
             };
-            services.outbound.send(request, &anywhere()).await.map_err(|e| match e {
-                OutboundError::Denied(why) => format!("refused by this server: {why}"),
-                other => other.to_string(),
-            })
+            services
+                .outbound
+                .send(request, &[HostPattern::anywhere()])
+                .await
+                .map_err(|e| match e {
+                    OutboundError::Denied(why) => format!("refused by this server: {why}"),
+                    other => other.to_string(),
+                })
         }
     };
     let latency_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
@@ -129,30 +188,15 @@ async fn deliver(services: &Services, claimed: ClaimedDelivery, claim: &str) {
     };
     let succeeded = error.is_none();
     let settings = &services.settings.webhooks;
-    let schedule = &settings.webhook_retry_schedule_secs;
     let gone = status == Some(410);
-    let retry_at = (!succeeded && !gone && endpoint.disabled_at.is_none())
-        .then(|| schedule.get(usize::try_from(n - 1).unwrap_or(usize::MAX)))
+    let retry_at = (!succeeded && !gone)
+        .then(|| {
+            settings
+                .webhook_retry_schedule_secs
+                .get(usize::try_from(n - 1).unwrap_or(usize::MAX))
+        })
         .flatten()
         .map(|&wait| at + next_wait_ms(wait, retry_after));
-    let disable = if gone {
-        Some("the endpoint answered 410 Gone".to_string())
-    } else if !succeeded {
-        let failures = endpoint.consecutive_failures + 1;
-        let since = endpoint.failing_since.unwrap_or(at);
-        let long_enough = at - since >= i64::try_from(settings.webhook_disable_after_secs).unwrap_or(i64::MAX) * 1000;
-        (failures >= i64::try_from(settings.webhook_disable_after_failures).unwrap_or(i64::MAX) && long_enough).then(
-            || {
-                format!(
-                    "{failures} attempts in a row failed since {} (the last: {})",
-                    crate::clock::iso(since),
-                    error.as_deref().unwrap_or("failed")
-                )
-            },
-        )
-    } else {
-        None
-    };
     if let Some(metrics) = crate::telemetry::metrics::metrics() {
         metrics.webhook_attempt(if succeeded { "succeeded" } else { "failed" }, latency_ms);
     }
@@ -167,9 +211,17 @@ async fn deliver(services: &Services, claimed: ClaimedDelivery, claim: &str) {
         },
         succeeded,
         retry_at,
-        disable,
+        gone,
     };
-    match services.store.finish_webhook_attempt(&delivery.id, claim, result).await {
+    let rule = DisableRule {
+        failures: i64::try_from(settings.webhook_disable_after_failures).unwrap_or(i64::MAX),
+        after_ms: i64::try_from(settings.webhook_disable_after_secs).unwrap_or(i64::MAX / 1000) * 1000,
+    };
+    match services
+        .store
+        .finish_webhook_attempt(&delivery.id, claim, result, rule)
+        .await
+    {
         Ok(true) => {}
         Ok(false) => tracing::warn!(delivery = %delivery.id, "a webhook delivery's claim ran out while it was sent"),
         Err(err) => tracing::warn!(error = %err, delivery = %delivery.id, "could not record a webhook attempt"),
