@@ -143,8 +143,9 @@ async fn the_report_holds_exactly_what_the_agent_did_and_earned() {
     assert_ne!(reply.status, 200, "{}", reply.text);
 
     let agent_url = server.url(&format!("/v1/account/agents/{agent_id}/usage?step=hour"));
+    // Fees are read from the chain once each transaction landed: two settlements, a refund.
     let report = report_when(&agent_url, &key, |r| {
-        r["totals"]["calls"] == 9 && r["totals"]["refunds"] == 1 && r["totals"]["fees"]["base_wei"].as_i64() > Some(0)
+        r["totals"]["calls"] == 9 && r["totals"]["refunds"] == 1 && r["totals"]["fee_transactions"] == 3
     })
     .await;
     let totals = &report["totals"];
@@ -162,6 +163,7 @@ async fn the_report_holds_exactly_what_the_agent_did_and_earned() {
         (&json!(1), &json!(20_000))
     );
     assert_eq!(totals["offers"], 2, "{report}");
+    assert_eq!(totals["fee_transactions"], 3, "{report}");
     assert!(
         totals["fees"]["base_wei"].as_i64().unwrap() > 0,
         "settling and refunding cost gas: {report}"

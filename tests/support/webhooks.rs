@@ -106,8 +106,9 @@ impl Receiver {
     }
 }
 
-/// Verifies `deliveries` with the documented recipe and with the reference library: the
-/// ids each accepted, and every refusal.
+/// Verifies `deliveries` with the documented recipes (Python and Node.js) and with the
+/// reference library: the ids each accepted, and every refusal. `documented` holds the ids
+/// both recipes accepted.
 pub async fn verify(secret: &str, deliveries: &[Received]) -> Value {
     let request = json!({
         "secret": secret,
@@ -116,11 +117,29 @@ pub async fn verify(secret: &str, deliveries: &[Received]) -> Value {
             "body": d.body,
         })).collect::<Vec<_>>(),
     });
-    super::client_script(
+    let mut python = super::client_script(
         &super::python(),
         "python/verify_webhooks.py",
         &request,
         "the webhook verifier",
     )
-    .await
+    .await;
+    let node = super::client_script(
+        "node",
+        "node/verify_webhooks.mjs",
+        &request,
+        "the Node.js webhook verifier",
+    )
+    .await;
+    let by_node: Vec<Value> = node["documented"].as_array().cloned().unwrap_or_default();
+    if let Some(ids) = python["documented"].as_array_mut() {
+        ids.retain(|id| by_node.contains(id));
+    }
+    if let (Some(refused), Some(more)) = (python["refused"].as_array_mut(), node["refused"].as_array()) {
+        refused.extend(
+            more.iter()
+                .map(|e| json!(format!("node: {}", e.as_str().unwrap_or_default()))),
+        );
+    }
+    python
 }

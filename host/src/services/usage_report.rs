@@ -100,8 +100,10 @@ pub struct Totals {
     pub refunded_micro_usdc: i64,
     /// Price lists (402 answers) given.
     pub offers: i64,
-    /// What the agent's wallets paid in fees: `solana_lamports`, `base_wei`.
+    /// What the agent's wallets paid in fees: `solana_lamports`, `base_wei`; and in how
+    /// many transactions (settlements and refunds).
     pub fees: BTreeMap<String, i64>,
+    pub fee_transactions: i64,
     pub chats: i64,
     pub prompt_tokens: i64,
     pub completion_tokens: i64,
@@ -123,7 +125,10 @@ impl Totals {
                 self.refunded_micro_usdc += total;
             }
             "offers" => self.offers += n,
-            "fees" => *self.fees.entry(sum.dim.replace('/', "_")).or_default() += total,
+            "fees" => {
+                *self.fees.entry(sum.dim.replace('/', "_")).or_default() += total;
+                self.fee_transactions += n;
+            }
             "chat" if sum.dim == "prompt" => {
                 self.chats += n;
                 self.prompt_tokens += total;
@@ -404,7 +409,7 @@ mod tests {
         assert_eq!((t.payments["base"], t.payments["solana"]), (2, 1));
         assert_eq!(t.revenue_by_version["v2"], 20_000);
         assert_eq!((t.refunds, t.refunded_micro_usdc, t.offers), (1, 10_000, 4));
-        assert_eq!(t.fees["solana_lamports"], 10_000);
+        assert_eq!((t.fees["solana_lamports"], t.fee_transactions), (10_000, 2));
         assert_eq!((t.chats, t.prompt_tokens, t.completion_tokens), (2, 120, 40));
         let hello = report.commands.iter().find(|c| c.command == "hello").unwrap();
         assert_eq!(hello.by_channel["api"]["succeeded"], 3);

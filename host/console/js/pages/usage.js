@@ -28,7 +28,7 @@ function kpis(t) {
     kpi("Paid requests", count(paid), t.offers ? `of ${count(t.offers)} price lists (${Math.round((100 * paid) / t.offers)} %)` : null, "kpi-paid"),
     kpi("Command runs", count(t.calls), t.calls ? `${count(t.failed)} failed (${Math.round((100 * t.failed) / t.calls)} %)` : null, "kpi-calls"),
     kpi("Refunds", usdcText(t.refunded_micro_usdc), `${count(t.refunds)} refunded`, "kpi-refunds"),
-    kpi("Fees paid", feesText(t.fees), "by the agents' wallets, to settle and refund", "kpi-fees"),
+    kpi("Fees paid", feesText(t.fees), `by the agents' wallets, in ${count(t.fee_transactions)} settlements and refunds`, "kpi-fees"),
     kpi("Chats", count(t.chats), `${count(t.prompt_tokens)} prompt and ${count(t.completion_tokens)} completion tokens`, "kpi-chats"),
   );
 }

@@ -414,7 +414,7 @@ fn usage_report(per_agent: bool) -> serde_json::Value {
     let counts = json!({ "type": "object", "additionalProperties": { "type": "integer", "minimum": 0 } });
     let totals = json!({ "type": "object",
     "required": ["calls", "failed", "payments", "revenue_micro_usdc", "revenue_by_version", "refunds",
-        "refunded_micro_usdc", "offers", "fees", "chats", "prompt_tokens", "completion_tokens"],
+        "refunded_micro_usdc", "offers", "fees", "fee_transactions", "chats", "prompt_tokens", "completion_tokens"],
     "properties": {
         "calls": { "type": "integer", "minimum": 0 },
         "failed": { "type": "integer", "minimum": 0, "description": "Runs that ended other than succeeded or invalid_input" },
@@ -422,6 +422,7 @@ fn usage_report(per_agent: bool) -> serde_json::Value {
         "refunds": { "type": "integer", "minimum": 0 }, "refunded_micro_usdc": { "type": "integer", "minimum": 0 },
         "offers": { "type": "integer", "minimum": 0, "description": "Price lists (402 answers) given" },
         "fees": { "type": "object", "description": "solana_lamports, base_wei", "additionalProperties": { "type": "integer" } },
+        "fee_transactions": { "type": "integer", "minimum": 0 },
         "chats": { "type": "integer", "minimum": 0 },
         "prompt_tokens": { "type": "integer", "minimum": 0 }, "completion_tokens": { "type": "integer", "minimum": 0 },
     }});
