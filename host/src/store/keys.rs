@@ -2,7 +2,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use super::accounts::{ACCOUNT_COLUMNS, account_from_row};
-use super::sql::{Row, args};
+use super::sql::{Db, Row, args};
 use super::{Store, StoreError};
 use crate::domain::{Account, ApiKeyInfo, KeyScope};
 
@@ -59,6 +59,15 @@ fn key_event(key: &ApiKeyInfo) -> serde_json::Value {
         "key_id": key.id, "name": key.name, "scope": key.scope.as_str(),
         "expires_at": key.expires_at.map(crate::clock::iso),
     })
+}
+
+/// The key with this id, unless unknown or (when an account is named) another account's.
+fn key_in(db: &dyn Db, id: &str, account_id: Option<&str>) -> Result<Option<ApiKeyInfo>, StoreError> {
+    let Some(row) = db.query_opt(&format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = ?1"), args![id])? else {
+        return Ok(None);
+    };
+    let key = info_from_row(&row)?;
+    Ok(Some(key).filter(|key| account_id.is_none_or(|a| a == key.account_id)))
 }
 
 impl Store {
@@ -124,14 +133,9 @@ impl Store {
         let id = id.to_string();
         let account_id = account_id.map(str::to_string);
         self.write_cached(move |db| {
-            let Some(row) = db.query_opt(&format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = ?1"), args![&id])?
-            else {
+            let Some(key) = key_in(db, &id, account_id.as_deref())? else {
                 return Ok(None);
             };
-            let key = info_from_row(&row)?;
-            if account_id.as_ref().is_some_and(|a| *a != key.account_id) {
-                return Ok(None);
-            }
             if key.revoked_at.is_some() {
                 return Ok(Some(key));
             }
@@ -160,14 +164,9 @@ impl Store {
         let id = id.to_string();
         let account_id = account_id.map(str::to_string);
         self.write_cached(move |db| {
-            let Some(row) = db.query_opt(&format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = ?1"), args![&id])?
-            else {
+            let Some(key) = key_in(db, &id, account_id.as_deref())? else {
                 return Ok(None);
             };
-            let key = info_from_row(&row)?;
-            if account_id.as_ref().is_some_and(|a| *a != key.account_id) {
-                return Ok(None);
-            }
             let key = ApiKeyInfo {
                 name: name.unwrap_or(key.name),
                 expires_at: expires_at.unwrap_or(key.expires_at),

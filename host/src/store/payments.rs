@@ -151,7 +151,7 @@ fn payment_row(r: &Row) -> Result<PaymentRecord, StoreError> {
 /// What follows a payment becoming `settled`, in the same write: its revenue in the owner's
 /// usage counters, and `payment.settled`. Called by the one write that settled it.
 fn now_settled_in(db: &dyn super::sql::Db, id: &str) -> Result<(), StoreError> {
-    super::usage::add_payment_in(db, id, "revenue", "p.network || '/v' || p.x402_version")?;
+    super::usage::add_revenue_in(db, id)?;
     super::webhooks::emit_payment_in(db, id, "payment.settled")?;
     Ok(())
 }
@@ -371,7 +371,7 @@ impl Store {
                 args![&id, to.as_str(), error, crate::clock::now_ms()],
             )? == 1;
             if moved && to == PaymentState::Refunded {
-                super::usage::add_payment_in(db, &id, "refunds", "p.network")?;
+                super::usage::add_refund_in(db, &id)?;
                 super::webhooks::emit_payment_in(db, &id, "payment.refunded")?;
             }
             Ok(moved)

@@ -70,17 +70,25 @@ pub fn add_in(db: &dyn Db, add: &UsageAdd) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Adds one of a payment's amounts (`amount` is micro-USDC) to its agent's counters, in
-/// the payment's own transaction: `dim` may use the payment's columns (`p.network`).
-pub fn add_payment_in(db: &dyn Db, payment_id: &str, metric: &'static str, dim_sql: &str) -> Result<(), StoreError> {
-    let hour = hour_of(crate::clock::now_ms());
-    let select = format!(
-        "SELECT a.account_id, p.agent_id, ?2, COALESCE(p.command, ''), ?3, {dim_sql}, 1, p.amount
-         FROM payments p JOIN agents a ON a.id = p.agent_id WHERE p.id = ?1"
-    );
-    // The statement is ADD's with this SELECT for its VALUES.
-    let sql = ADD.replacen("VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", &select, 1);
-    db.execute(&sql, args![payment_id, hour, metric])?;
+/// A payment's amount (micro-USDC) added to its agent's counters, from the payment's row.
+const ADD_REVENUE: &str = adding!(
+    "SELECT a.account_id, p.agent_id, ?2, COALESCE(p.command, ''), 'revenue', p.network || '/v' || p.x402_version, 1, p.amount
+     FROM payments p JOIN agents a ON a.id = p.agent_id WHERE p.id = ?1"
+);
+const ADD_REFUND: &str = adding!(
+    "SELECT a.account_id, p.agent_id, ?2, COALESCE(p.command, ''), 'refunds', p.network, 1, p.amount
+     FROM payments p JOIN agents a ON a.id = p.agent_id WHERE p.id = ?1"
+);
+
+/// Counts a payment just settled as its agent's revenue, in the write that settled it.
+pub fn add_revenue_in(db: &dyn Db, payment_id: &str) -> Result<(), StoreError> {
+    db.execute(ADD_REVENUE, args![payment_id, hour_of(crate::clock::now_ms())])?;
+    Ok(())
+}
+
+/// Counts a payment just refunded, in the write that marked it refunded.
+pub fn add_refund_in(db: &dyn Db, payment_id: &str) -> Result<(), StoreError> {
+    db.execute(ADD_REFUND, args![payment_id, hour_of(crate::clock::now_ms())])?;
     Ok(())
 }
 

@@ -4,18 +4,7 @@
 use serde_json::{Value, json};
 
 use super::operations::{MANAGE_ERRORS, Operation, success};
-
-const EVENTS: [&str; 9] = [
-    "payment.settled",
-    "payment.refunded",
-    "job.succeeded",
-    "job.failed",
-    "command.failing",
-    "wallet.low_balance",
-    "key.created",
-    "key.revoked",
-    "*",
-];
+use crate::store::webhooks::EVENT_TYPES;
 
 fn endpoint(with_secret: bool) -> Value {
     let mut schema = json!({ "type": "object",
@@ -53,8 +42,11 @@ fn delivery() -> Value {
     }})
 }
 
+/// The event types an endpoint may name, or `*` for all.
 fn events() -> Value {
-    json!({ "type": "array", "minItems": 1, "items": { "type": "string", "enum": EVENTS } })
+    let mut names: Vec<&str> = EVENT_TYPES.to_vec();
+    names.push("*");
+    json!({ "type": "array", "minItems": 1, "items": { "type": "string", "enum": names } })
 }
 
 pub const WEBHOOKS: &[Operation] = &[
