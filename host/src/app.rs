@@ -221,6 +221,8 @@ fn chains(settings: &ChainSettings) -> anyhow::Result<Chains> {
         },
         solana_network,
         base_network,
+        #[cfg(test)]
+        stand_in: std::sync::OnceLock::new(),
     })
 }
 

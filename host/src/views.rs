@@ -28,7 +28,7 @@ pub fn account(a: &Account) -> Value {
 /// A paid command its breaker paused (see services/payments/breaker.rs): why, since when,
 /// and in how many seconds a trial call may go through.
 pub fn paused(b: &Breaker, rules: &breaker::Rules, now: i64) -> Value {
-    let retry_after = match rules.look(Some(b), now) {
+    let retry_after = match rules.look(Some(b), now, None) {
         breaker::Admission::Open { retry_after_secs, .. } => retry_after_secs,
         _ => 0,
     };

@@ -321,6 +321,76 @@ async fn a_front_run_base_payment_is_served_not_failed() {
     );
 }
 
+/// One transaction may execute many authorizations; each pays only what its own transfer
+/// paid. A payer who pays the agent once with N1 and, in the same transaction, burns N2
+/// paying itself nothing, cannot present N2 as a second payment: nothing is served for it,
+/// nothing is refunded, nothing is sent. A batch that pays the agent for two payers (as a
+/// facilitator settles) is two payments, each accepted once.
+#[tokio::test]
+async fn one_transfer_pays_for_one_authorization() {
+    let chain = LocalBase::start().await;
+    let (env, agent_wallet) = base_shop(&chain, TestEnv::new(), "").await;
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let hello = json!({ "command": "hello", "name": "Ann" });
+    let requirement = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+    // Exactly the price: nothing left to pay a second time with.
+    let (payer, payer_address) = base_payer(&chain, 50_000).await;
+    let pays = base_payment(&payer, &requirement, 50_000, 1, 60);
+    let mut to_itself = requirement.clone();
+    to_itself["payTo"] = json!(payer_address);
+    let burns = base_payment(&payer, &to_itself, 0, 2, 60);
+    let batch = chain
+        .batch([execute_authorization(&pays), execute_authorization(&burns)])
+        .await;
+    assert_eq!(chain.usdc_of(&agent_wallet).await, 50_000);
+    let gas = chain.eth_of(&agent_wallet).await;
+
+    // N2, presented as a payment to the agent: its own transfer paid the agent nothing.
+    let n2 = base_payment(&payer, &requirement, 50_000, 2, 60);
+    for body in [&hello, &json!({ "message": "/hello Bob" })] {
+        assert_eq!(code(&paid(&url, body, &n2).await), (409, "payment_already_used".into()));
+    }
+    assert!(payments(&env).is_empty(), "{:?}", payments(&env));
+    // N1: served once, on the batch's transaction, with nothing sent by the agent.
+    let reply = paid(&url, &hello, &pays).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.json()["receipt"]["transactionSignature"], batch.as_str());
+    assert_eq!(
+        code(&paid(&url, &json!({ "message": "/hello Bob" }), &n2).await),
+        (409, "payment_already_used".into())
+    );
+    let states: Vec<Value> = payments(&env).iter().map(|p| p["state"].clone()).collect();
+    assert_eq!(states, [json!("served")]);
+    assert_eq!(chain.eth_of(&agent_wallet).await, gas, "the agent sent nothing");
+    assert_eq!(chain.usdc_of(&agent_wallet).await, 50_000, "nothing refunded");
+
+    // Two payers settled by one transaction: each its own transfer, each accepted once.
+    let (ann, _) = base_payer(&chain, 50_000).await;
+    let (bob, _) = base_payer(&chain, 50_000).await;
+    let (ann_pays, bob_pays) = (
+        base_payment(&ann, &requirement, 50_000, 3, 60),
+        base_payment(&bob, &requirement, 50_000, 3, 60),
+    );
+    let both = chain
+        .batch([execute_authorization(&ann_pays), execute_authorization(&bob_pays)])
+        .await;
+    for payment in [&ann_pays, &bob_pays] {
+        let reply = paid(&url, &hello, payment).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        assert_eq!(reply.json()["receipt"]["transactionSignature"], both.as_str());
+        assert_eq!(
+            code(&paid(&url, &json!({ "message": "/hello Bob" }), payment).await),
+            (409, "payment_already_used".into())
+        );
+    }
+    let served = payments(&env);
+    assert_eq!(served.len(), 3, "{served:?}");
+    assert!(served.iter().all(|p| p["state"] == "served"), "{served:?}");
+    assert_eq!(chain.usdc_of(&agent_wallet).await, 150_000);
+    assert_eq!(chain.eth_of(&agent_wallet).await, gas, "the agent sent nothing");
+}
+
 /// A settlement not confirmed in time answers 500 and is finished by the running
 /// service (confirmed, then refunded: the answer never reached the payer), no restart.
 #[tokio::test]
@@ -618,15 +688,17 @@ async fn an_expired_solana_settlement_is_failed_while_the_service_runs() {
     assert!(failed["error"].as_str().unwrap().contains("expired"), "{failed}");
 }
 
-/// A paid command that keeps failing is paused by its breaker. After two
-/// refunded failures, paid calls are refused before settlement (a 503 with the reason and
-/// `Retry-After`, in both versions), the owner sees it; after the cooldown one trial goes
-/// through: a failed trial pauses it again, a good one closes it.
+/// A paid command that keeps failing is paused by its breaker. One payer's failures count
+/// once, so that payer alone pauses nothing for others; after two payers' refunded
+/// failures, paid calls are refused before settlement (a 503 with the reason and
+/// `Retry-After`, in both versions), except a retry of a payment made before, which gets
+/// its kept answer; the owner sees it; after the cooldown one trial goes through, never for
+/// a payer whose failure paused it: a failed trial pauses it again, a good one closes it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_command_that_keeps_failing_is_paused_before_anyone_pays() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
-    let healthy = Arc::new(AtomicBool::new(false));
+    let healthy = Arc::new(AtomicBool::new(true));
     let flag = healthy.clone();
     let hook = FakeServer::start(axum::Router::new().route(
         "/hook",
@@ -651,22 +723,39 @@ async fn a_command_that_keeps_failing_is_paused_before_anyone_pays() {
     let (env, _wallet) = base_shop(&chain, env, &flaky).await;
     let owner = env.create_key("acme");
     let server = env.serve();
-    let (payer, payer_address) = base_payer(&chain, 1_000_000).await;
     let url = server.url("/x402/base/seller");
     let ask = json!({ "command": "flaky" });
-    let requirement = post_x402(&url, &ask).await.json()["accepts"][0].clone();
-    let mut nonce = 100;
-    let mut pay = || {
-        nonce += 1;
-        base_payment(&payer, &requirement, 20_000, nonce, 60)
-    };
-
-    for _ in 0..2 {
-        let reply = paid(&url, &ask, &pay()).await;
-        assert_eq!(code(&reply), (500, "execution_error".into()), "{}", reply.text);
-        assert!(reply.json()["refundTransactionSignature"].is_string(), "{}", reply.text);
+    let priced = post_x402(&url, &ask).await;
+    let requirement = priced.json()["accepts"][0].clone();
+    // Mallory and Bob will fail; Carol and Dave try it after.
+    let mut payers = Vec::new();
+    for _ in 0..4 {
+        payers.push(base_payer(&chain, 1_000_000).await);
     }
-    assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "both refunded");
+    let mut nonce = 100;
+    let mut pay = |who: usize| {
+        nonce += 1;
+        base_payment(&payers[who].0, &requirement, 20_000, nonce, 60)
+    };
+    let (mallory, bob, carol, dave) = (0, 1, 2, 3);
+
+    // Carol's answer while the command is well: kept for a retry.
+    let carols = pay(carol);
+    let answered = paid(&url, &ask, &carols).await;
+    assert_eq!(answered.status, 200, "{}", answered.text);
+    healthy.store(false, Ordering::SeqCst);
+    let failed = |reply: &Reply| {
+        assert_eq!(code(reply), (500, "execution_error".into()), "{}", reply.text);
+        assert!(reply.json()["refundTransactionSignature"].is_string(), "{}", reply.text);
+    };
+    // Mallory fails three times: counted once, so nobody else is refused.
+    for _ in 0..3 {
+        failed(&paid(&url, &ask, &pay(mallory)).await);
+    }
+    assert_eq!(post_x402(&url, &ask).await.status, 402, "paused by one payer");
+    failed(&paid(&url, &ask, &pay(bob)).await);
+    assert_eq!(chain.usdc_of(&payers[mallory].1).await, 1_000_000, "all refunded");
+    assert_eq!(chain.usdc_of(&payers[bob].1).await, 1_000_000, "all refunded");
 
     // Paused: refused before settlement, asked the price or paid, in either version.
     let paused = |reply: &Reply, version: u64| {
@@ -680,14 +769,19 @@ async fn a_command_that_keeps_failing_is_paused_before_anyone_pays() {
         assert!((1..=2).contains(&retry), "{retry}");
     };
     paused(&post_x402(&url, &ask).await, 1);
-    paused(&paid(&url, &ask, &pay()).await, 1);
-    let v2 = send(client().post(&url).header("payment-signature", "e30=").json(&ask)).await;
-    paused(&v2, 2);
+    paused(&paid(&url, &ask, &pay(dave)).await, 1);
+    let offered_v2 = payment_required(&priced)["accepts"][0].clone();
+    paused(&paid_v2(&url, &ask, &as_v2(&pay(dave), &offered_v2)).await, 2);
+    // Carol's retry of her paid request still gets the answer she bought, paying nothing more.
+    let retried = paid(&url, &ask, &carols).await;
+    assert_eq!(retried.status, 200, "{}", retried.text);
+    assert_eq!(retried.json()["response"], "all good now");
     assert_eq!(
-        chain.usdc_of(&payer_address).await,
+        chain.usdc_of(&payers[dave].1).await,
         1_000_000,
         "nobody paid while paused"
     );
+    assert_eq!(chain.usdc_of(&payers[carol].1).await, 1_000_000 - 20_000);
     // The other commands are still sold.
     let hello = json!({ "command": "hello", "name": "Ann" });
     assert_eq!(post_x402(&url, &hello).await.status, 402);
@@ -719,19 +813,21 @@ async fn a_command_that_keeps_failing_is_paused_before_anyone_pays() {
     })
     .await;
 
-    // After the cooldown, one trial: it fails, and the command is paused again at once.
+    // After the cooldown, one trial, never Mallory's or Bob's: Dave's fails, and the command
+    // is paused again at once.
     tokio::time::sleep(Duration::from_millis(2_100)).await;
-    let trial = paid(&url, &ask, &pay()).await;
-    assert_eq!(code(&trial), (500, "execution_error".into()), "{}", trial.text);
-    paused(&paid(&url, &ask, &pay()).await, 1);
+    let opener = paid(&url, &ask, &pay(mallory)).await;
+    assert_eq!(code(&opener), (503, "service_unavailable".into()), "{}", opener.text);
+    failed(&paid(&url, &ask, &pay(dave)).await);
+    paused(&paid(&url, &ask, &pay(carol)).await, 1);
 
-    // The service is back: the next trial is served and the breaker closes.
+    // The service is back: the next trial (Carol's) is served and the breaker closes.
     healthy.store(true, Ordering::SeqCst);
     tokio::time::sleep(Duration::from_millis(2_100)).await;
-    let trial = paid(&url, &ask, &pay()).await;
+    let trial = paid(&url, &ask, &pay(carol)).await;
     assert_eq!(trial.status, 200, "{}", trial.text);
     assert_eq!(trial.json()["response"], "all good now");
-    assert_eq!(paid(&url, &ask, &pay()).await.status, 200);
+    assert_eq!(paid(&url, &ask, &pay(mallory)).await.status, 200);
     let account = get(&server.url("/v1/account"), Some(&owner)).await.json();
     assert_eq!(account["data"]["paused_commands"], json!([]), "{account}");
     time_until(
@@ -740,9 +836,12 @@ async fn a_command_that_keeps_failing_is_paused_before_anyone_pays() {
         || async { paused_in_list().await.is_empty() },
     )
     .await;
+    let paid_by = |who: usize| chain.usdc_of(&payers[who].1);
     assert_eq!(
-        chain.usdc_of(&payer_address).await,
+        paid_by(carol).await,
         1_000_000 - 2 * 20_000,
         "only the answers were paid"
     );
+    assert_eq!(paid_by(mallory).await, 1_000_000 - 20_000, "only the answer was paid");
+    assert_eq!(paid_by(dave).await, 1_000_000, "refunded");
 }

@@ -136,6 +136,64 @@ async fn a_facilitator_down_or_answering_garbage_takes_nothing() {
     assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "nothing was taken");
 }
 
+/// A facilitator's word that it settled is checked on our own node: one that claims a
+/// settlement it never made (a made-up transaction, or a real one that paid someone else)
+/// serves nothing and takes nothing; the payment waits, recorded, for recovery.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_facilitator_that_claims_a_settlement_it_never_made_serves_nothing() {
+    let chain = LocalBase::start().await;
+    // A real transaction of the chain's that paid the agent nothing.
+    let (stranger, _) = base_payer(&chain, 1_000).await;
+    let unrelated = chain
+        .send_as(
+            &stranger.address().to_checksum(None),
+            LocalBase::transfer_call("0x0000000000000000000000000000000000000001", 1),
+            1_000_000_000,
+        )
+        .await;
+    assert_eq!(chain.receipt(&unrelated).await["status"], "0x1");
+    let made_up = format!("0x{}", "ab".repeat(32));
+    for claimed in [made_up, unrelated] {
+        let liar = FakeServer::start(
+            axum::Router::new()
+                .route("/verify", post(|| async { axum::Json(json!({ "isValid": true })) }))
+                .route(
+                    "/settle",
+                    post(move || {
+                        let claimed = claimed.clone();
+                        async move {
+                            axum::Json(json!({ "success": true, "transaction": claimed, "network": "eip155:8453" }))
+                        }
+                    }),
+                ),
+        )
+        .await;
+        let env = TestEnv::new()
+            .with_envs(chain.env())
+            .with_env("AGENT_HOST_X402_BASE_FACILITATOR_URL", &liar.base)
+            .with_env("AGENT_HOST_X402_SETTLE_TIMEOUT_SECS", "1");
+        let (env, wallet) = gasless_shop(env);
+        let server = env.serve();
+        let (payer, payer_address) = base_payer(&chain, 1_000_000).await;
+        let url = server.url("/x402/base/seller");
+        let hello = json!({ "command": "hello", "name": "Ann" });
+        let requirement = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+        let reply = paid(&url, &hello, &base_payment(&payer, &requirement, 50_000, 1, 60)).await;
+        assert_eq!(
+            (reply.status, reply.json()["code"].clone()),
+            (502, json!("facilitator_error")),
+            "{}",
+            reply.text
+        );
+        assert!(reply.json()["response"].is_null(), "nothing served: {}", reply.text);
+        let recorded = payments(&env);
+        assert_eq!(recorded.len(), 1, "{recorded:?}");
+        assert_eq!(recorded[0]["state"], "verified", "left for recovery: {recorded:?}");
+        assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "nothing was taken");
+        assert_eq!(chain.usdc_of(&wallet).await, 0);
+    }
+}
+
 /// On Solana the facilitator's fee payer signs the payer's transaction and pays its fee:
 /// the offer names it, both real clients pay, and the agent's wallet holds no SOL at all.
 #[tokio::test(flavor = "multi_thread")]

@@ -41,6 +41,21 @@ alloy::sol! {
     }
 }
 
+/// Where the tests' batching contract is placed.
+const BATCHER: &str = "0x00000000000000000000000000000000ba7c4e55";
+
+/// The runtime code of a contract that calls USDC twice: with the first half of its input,
+/// then with the second half; it reverts if either call does. Written out by hand, as it is
+/// 93 bytes of EVM:
+/// `half = calldatasize >> 1; copy input[0..half] to memory 0; call USDC with it;
+///  copy input[half..2·half] to memory 0; call USDC with it; revert on a failed call`.
+fn batcher_code() -> String {
+    let usdc = BASE_USDC.trim_start_matches("0x").to_lowercase();
+    let call = format!("600060008260006000 73{usdc} 5a f1 15 6058 57");
+    let code = format!("36 6001 1c 80 6000 6000 37 {call} 80 80 6000 37 {call} 00 5b 6000 80 fd");
+    format!("0x{}", code.replace(' ', ""))
+}
+
 fn node_tools() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/node/node_modules")
 }
@@ -319,6 +334,24 @@ impl LocalBase {
         )
         .await;
         hash.as_str().unwrap().to_string()
+    }
+
+    /// Executes two USDC calls of equal length in one transaction, as a batching contract
+    /// (Multicall3, a smart account's batch) does; reverts whole if either reverts. Its hash,
+    /// once mined.
+    pub async fn batch(&self, calls: [Vec<u8>; 2]) -> String {
+        assert_eq!(calls[0].len(), calls[1].len(), "the batcher splits its input in halves");
+        rpc(&self.rpc_url, "anvil_setCode", json!([BATCHER, batcher_code()])).await;
+        let input: Vec<u8> = calls.concat();
+        let hash = rpc(
+            &self.rpc_url,
+            "eth_sendTransaction",
+            json!([{ "from": ANVIL_DEV, "to": BATCHER, "data": format!("0x{}", hex::encode(input)), "gas": "0x7a1200" }]),
+        )
+        .await;
+        let hash = hash.as_str().unwrap().to_string();
+        assert_eq!(self.receipt(&hash).await["status"], "0x1", "the batch reverted");
+        hash
     }
 
     /// The calldata of a USDC `transfer`.

@@ -91,6 +91,10 @@ pub struct BaseChain {
     confirmations: u64,
 }
 
+/// How many blocks a transaction's nonce must have been used by another before the
+/// transaction counts as dropped (a receipt index lagging by fewer blocks cannot mislead).
+const DROPPED_AFTER_BLOCKS: u64 = 10;
+
 /// `0x` and 40 hex digits; mixed case must be a valid EIP-55 checksum; not the zero address.
 pub fn parse_address(text: &str) -> Result<Address, String> {
     let digits = text
@@ -124,6 +128,52 @@ fn quantity_u256(value: &Value, what: &str) -> Result<U256, ChainError> {
         .as_str()
         .and_then(|q| U256::from_str(q).ok())
         .ok_or_else(|| ChainError::Unavailable(format!("{what}: unexpected answer {value}")))
+}
+
+/// The `Transfer` an executed authorization made: its transaction, and its log's index in
+/// the block (one transaction may execute many authorizations; each transfer pays once).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorizationTransfer {
+    pub transaction: String,
+    pub log_index: u64,
+}
+
+/// What an authorization must have paid: `value` USDC from `from` to `to`, under `nonce`.
+struct Paid {
+    usdc: Address,
+    from: Address,
+    nonce: B256,
+    to: Address,
+    value: U256,
+}
+
+/// The log index of the transfer that the authorization made in this receipt. USDC logs
+/// `AuthorizationUsed(from, nonce)` and then, in the same call, the `Transfer` it makes, so
+/// only the log right after that one counts: a `Transfer(from → to, value)` elsewhere in
+/// the transaction was paid by another authorization (or another call), not by this one.
+fn authorization_transfer(receipt: &Value, paid: &Paid) -> Option<u64> {
+    let logs = receipt["logs"].as_array()?;
+    let of_usdc_with = |log: &Value, topics: [B256; 3]| {
+        let emitter = log["address"].as_str().and_then(|a| Address::from_str(a).ok());
+        let found: Vec<Option<B256>> = log["topics"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| t.as_str().and_then(|t| B256::from_str(t).ok()))
+            .collect();
+        emitter == Some(paid.usdc) && found.len() == 3 && found.iter().zip(topics).all(|(f, t)| *f == Some(t))
+    };
+    let used = [AuthorizationUsed::SIGNATURE_HASH, paid.from.into_word(), paid.nonce];
+    let at = logs.iter().position(|log| of_usdc_with(log, used))?;
+    let transfer = logs.get(at + 1)?;
+    let moved = [Transfer::SIGNATURE_HASH, paid.from.into_word(), paid.to.into_word()];
+    let value = transfer["data"].as_str().and_then(|d| U256::from_str(d).ok());
+    if !of_usdc_with(transfer, moved) || value != Some(paid.value) {
+        return None;
+    }
+    transfer["logIndex"]
+        .as_str()
+        .and_then(|q| u64::from_str_radix(q.trim_start_matches("0x"), 16).ok())
 }
 
 impl BaseChain {
@@ -208,12 +258,12 @@ impl BaseChain {
         Ok(data[31] == 1)
     }
 
-    /// The transaction that executed `from`'s authorization `nonce` paying `to` exactly
-    /// `value`, whoever sent it (the payer can relay its own authorization before us): found
-    /// by the token's `AuthorizationUsed` log, then checked for the `Transfer` it made.
-    /// The search starts at the block of `not_before` (the authorization's `validAfter`,
-    /// counting one block a second, which overestimates Base's two) and spans at most
-    /// `MAX_LOG_BLOCKS`, what RPC providers accept in one query.
+    /// The transfer that `from`'s authorization `nonce` made, paying `to` exactly `value`,
+    /// whoever sent it (the payer can relay its own authorization before us): found by the
+    /// token's `AuthorizationUsed` log, then checked for the `Transfer` that follows it in
+    /// the same call (see [`authorization_transfer`]). The search starts at the block of
+    /// `not_before` (counting one block a second, which overestimates Base's two) and spans
+    /// at most `MAX_LOG_BLOCKS`, what RPC providers accept in one query.
     pub async fn authorization_settlement(
         &self,
         from: Address,
@@ -221,7 +271,7 @@ impl BaseChain {
         to: Address,
         value: U256,
         not_before: u64,
-    ) -> Result<Option<String>, ChainError> {
+    ) -> Result<Option<AuthorizationTransfer>, ChainError> {
         const MAX_LOG_BLOCKS: u64 = 10_000;
         let head: Value = self.rpc.call("eth_getBlockByNumber", json!(["latest", false])).await?;
         let head_number = quantity_u64(&head["number"], "eth_getBlockByNumber")?;
@@ -237,30 +287,31 @@ impl BaseChain {
             "topics": [AuthorizationUsed::SIGNATURE_HASH.to_string(), from.into_word().to_string(), nonce.to_string()],
         });
         let logs: Vec<Value> = self.rpc.call("eth_getLogs", json!([filter])).await?;
-        let Some(hash) = logs.iter().find_map(|l| l["transactionHash"].as_str()) else {
+        // A nonce is used once, so one live log at most; a log of a reorganised block is not.
+        let Some(hash) = logs
+            .iter()
+            .filter(|log| log["removed"] != Value::Bool(true))
+            .find_map(|log| log["transactionHash"].as_str())
+        else {
             return Ok(None);
         };
         let receipt: Value = self.rpc.call("eth_getTransactionReceipt", json!([hash])).await?;
         if receipt.is_null() || quantity_u64(&receipt["status"], "eth_getTransactionReceipt")? != 1 {
             return Ok(None);
         }
-        let topic = |v: &Value| v.as_str().map(str::to_ascii_lowercase);
-        let expected = [
-            Transfer::SIGNATURE_HASH.to_string(),
-            from.into_word().to_string(),
-            to.into_word().to_string(),
-        ];
-        let paid = receipt["logs"].as_array().into_iter().flatten().any(|log| {
-            let topics: Vec<Option<String>> = log["topics"].as_array().into_iter().flatten().map(topic).collect();
-            topic(&log["address"]) == Some(self.usdc.to_string().to_ascii_lowercase())
-                && topics.len() == 3
-                && topics
-                    .iter()
-                    .zip(&expected)
-                    .all(|(t, e)| t.as_deref() == Some(e.as_str()))
-                && log["data"].as_str().and_then(|d| U256::from_str(d).ok()) == Some(value)
-        });
-        Ok(paid.then(|| hash.to_string()))
+        let paid = Paid {
+            usdc: self.usdc,
+            from,
+            nonce,
+            to,
+            value,
+        };
+        Ok(
+            authorization_transfer(&receipt, &paid).map(|log_index| AuthorizationTransfer {
+                transaction: hash.to_string(),
+                log_index,
+            }),
+        )
     }
 
     /// Signs, as `relayer` (who pays the gas), the call that settles an authorization.
@@ -381,9 +432,11 @@ impl BaseChain {
             Ok(_) => Ok(()),
             Err(err) => match err.node_error() {
                 Some((_, message, _)) if message.contains("already known") => Ok(()),
+                Some((_, message, _)) if message.contains("nonce too low") => Err(ChainError::NonceUsed(format!(
+                    "the chain refused the transaction: {message}"
+                ))),
                 Some((_, message, _))
                     if message.contains("insufficient funds")
-                        || message.contains("nonce too low")
                         || message.contains("revert")
                         || message.contains("underpriced") =>
                 {
@@ -414,7 +467,10 @@ impl BaseChain {
         })
     }
 
-    /// Not mined: still waiting in the pool, or its nonce went to another transaction.
+    /// Not mined: still waiting in the pool, or its nonce went to another transaction. A
+    /// node's receipt index can lag its state, so a used nonce alone proves nothing: the
+    /// transaction is dropped only when its nonce was used as of `DROPPED_AFTER_BLOCKS`
+    /// blocks ago and no receipt shows now.
     async fn unmined(&self, tx: &SignedTx) -> Result<Landing, ChainError> {
         let known: Value = self.rpc.call("eth_getTransactionByHash", json!([tx.id])).await?;
         if !known.is_null() {
@@ -427,11 +483,18 @@ impl BaseChain {
         let sender = envelope
             .recover_signer()
             .map_err(|e| ChainError::Unavailable(format!("the stored transaction's signer: {e}")))?;
-        let latest: Value = self
+        let head: Value = self.rpc.call("eth_blockNumber", json!([])).await?;
+        let Some(settled_block) = quantity_u64(&head, "eth_blockNumber")?.checked_sub(DROPPED_AFTER_BLOCKS) else {
+            return Ok(Landing::Pending);
+        };
+        let used: Value = self
             .rpc
-            .call("eth_getTransactionCount", json!([sender.to_string(), "latest"]))
+            .call(
+                "eth_getTransactionCount",
+                json!([sender.to_string(), format!("0x{settled_block:x}")]),
+            )
             .await?;
-        if quantity_u64(&latest, "eth_getTransactionCount")? > envelope.nonce() {
+        if quantity_u64(&used, "eth_getTransactionCount")? > envelope.nonce() {
             return Ok(Landing::Dropped(
                 "the transaction was dropped: another transaction used its nonce".into(),
             ));
@@ -536,6 +599,88 @@ impl UsdcChain for BaseChain {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    const USDC: &str = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
+
+    fn word(address: Address) -> String {
+        address.into_word().to_string()
+    }
+
+    fn used_log(index: u64, from: Address, nonce: B256) -> Value {
+        json!({ "address": USDC.to_lowercase(), "logIndex": format!("{index:#x}"),
+                "topics": [AuthorizationUsed::SIGNATURE_HASH.to_string(), word(from), nonce.to_string()], "data": "0x" })
+    }
+
+    fn transfer_log(index: u64, emitter: &str, from: Address, to: Address, value: u64) -> Value {
+        json!({ "address": emitter, "logIndex": format!("{index:#x}"),
+                "topics": [Transfer::SIGNATURE_HASH.to_string(), word(from), word(to)],
+                "data": B256::from(U256::from(value)).to_string() })
+    }
+
+    fn paid(from: Address, nonce: B256, to: Address, value: u64) -> Paid {
+        Paid {
+            usdc: USDC.parse().unwrap(),
+            from,
+            nonce,
+            to,
+            value: U256::from(value),
+        }
+    }
+
+    /// The audit's attack: one transaction pays the agent with N1 and burns N2 paying the
+    /// payer nothing. N1's transfer is found; N2 paid nothing, whatever else the transaction did.
+    #[test]
+    fn only_the_transfer_right_after_an_authorization_is_what_it_paid() {
+        let (payer, agent) = (Address::repeat_byte(0x11), Address::repeat_byte(0x22));
+        let (n1, n2) = (B256::repeat_byte(1), B256::repeat_byte(2));
+        let receipt = json!({ "logs": [
+            used_log(4, payer, n1), transfer_log(5, USDC, payer, agent, 10_000),
+            used_log(6, payer, n2), transfer_log(7, USDC, payer, payer, 0),
+        ]});
+        assert_eq!(
+            authorization_transfer(&receipt, &paid(payer, n1, agent, 10_000)),
+            Some(5)
+        );
+        assert_eq!(authorization_transfer(&receipt, &paid(payer, n2, agent, 10_000)), None);
+        assert_eq!(authorization_transfer(&receipt, &paid(payer, n1, agent, 9_999)), None);
+    }
+
+    /// A facilitator settles several payers in one transaction: each is its own transfer.
+    #[test]
+    fn a_batch_of_payers_pays_each_once_by_its_own_log() {
+        let (ann, bob, agent) = (
+            Address::repeat_byte(1),
+            Address::repeat_byte(2),
+            Address::repeat_byte(3),
+        );
+        let nonce = B256::repeat_byte(9);
+        let receipt = json!({ "logs": [
+            used_log(0, ann, nonce), transfer_log(1, USDC, ann, agent, 10_000),
+            used_log(2, bob, nonce), transfer_log(3, USDC, bob, agent, 10_000),
+        ]});
+        assert_eq!(
+            authorization_transfer(&receipt, &paid(ann, nonce, agent, 10_000)),
+            Some(1)
+        );
+        assert_eq!(
+            authorization_transfer(&receipt, &paid(bob, nonce, agent, 10_000)),
+            Some(3)
+        );
+    }
+
+    /// A `Transfer` logged by another contract (a look-alike token) pays nothing.
+    #[test]
+    fn a_transfer_logged_by_another_contract_pays_nothing() {
+        let (payer, agent, nonce) = (Address::repeat_byte(1), Address::repeat_byte(2), B256::repeat_byte(3));
+        let fake = "0x000000000000000000000000000000000000beef";
+        let receipt = json!({ "logs": [used_log(0, payer, nonce), transfer_log(1, fake, payer, agent, 10_000)] });
+        assert_eq!(
+            authorization_transfer(&receipt, &paid(payer, nonce, agent, 10_000)),
+            None
+        );
+    }
+
     #[test]
     fn checksummed_addresses_parse() {
         // Anvil's second dev account, as wallets print it.

@@ -28,6 +28,11 @@ pub enum ChainError {
     /// The transfer cannot happen for a reason the caller can fix (funds, fees, address).
     #[error("{0}")]
     Refused(String),
+    /// A send refused because the transaction's nonce is used (Base: "nonce too low"): by
+    /// this very transaction, mined already, or by another. Never a verdict on its own:
+    /// only the transaction's landing tells which.
+    #[error("{0}")]
+    NonceUsed(String),
 }
 
 impl From<rpc::RpcError> for ChainError {
@@ -136,10 +141,18 @@ pub struct Chains {
     /// The networks as configured (what the nodes must serve).
     pub solana_network: networks::SolanaNetwork,
     pub base_network: networks::BaseNetwork,
+    /// Unit tests: a scripted chain that stands in for its network wherever services ask
+    /// [`Chains::get`] (refunds, transfers, reconciliation), so none reaches a real node.
+    #[cfg(test)]
+    pub stand_in: std::sync::OnceLock<std::sync::Arc<dyn UsdcChain>>,
 }
 
 impl Chains {
     pub fn get(&self, network: Network) -> &dyn UsdcChain {
+        #[cfg(test)]
+        if let Some(stand_in) = self.stand_in.get().filter(|chain| chain.network() == network) {
+            return stand_in.as_ref();
+        }
         match network {
             Network::Solana => &self.solana,
             Network::Base => &self.base,

@@ -324,7 +324,7 @@ async fn purchase_of(state: AppState, address: Result<Address, ApiError>, header
     };
     let services = &state.services;
     let quoted = match read_order(&body, address.command.as_deref()) {
-        Ok(Some((order, request))) => purchase::quote(services, &offer, order, request)
+        Ok(Some((order, request))) => purchase::quote(services, &offer, order, request, presented.is_some())
             .await
             .map_err(ApiError::from),
         // No body: a probe is told the address's price; a payment needs an order.

@@ -327,7 +327,7 @@ async fn buy(services: &Services, sold: Sold<'_>, tool: &Tool<'_>, call: ToolCal
     let Some(sent) = call.payment else {
         // What could not be bought anyway is refused before a price is named.
         return Ok(
-            match purchase::quote(services, first, order, call.request)
+            match purchase::quote(services, first, order, call.request, false)
                 .await?
                 .check_input()
             {
@@ -344,7 +344,7 @@ async fn buy(services: &Services, sold: Sold<'_>, tool: &Tool<'_>, call: ToolCal
         Err(reason) => return Ok(required(Some(reason))),
     };
     let (offer, payment) = payment;
-    let checked = match purchase::quote(services, offer, order, call.request)
+    let checked = match purchase::quote(services, offer, order, call.request, true)
         .await?
         .check_input()
     {

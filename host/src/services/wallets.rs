@@ -46,7 +46,7 @@ pub enum WalletError {
 /// the node's.
 pub(crate) fn chain_error(network: Network, err: ChainError) -> WalletError {
     match err {
-        ChainError::Refused(message) => WalletError::TransferFailed(message),
+        ChainError::Refused(message) | ChainError::NonceUsed(message) => WalletError::TransferFailed(message),
         ChainError::Unavailable(detail) => WalletError::ChainUnavailable { network, detail },
     }
 }
@@ -144,7 +144,7 @@ pub async fn balance(services: &Services, agent_id: &str, network: Network) -> R
         .await
         .map_err(|e| match e {
             // A balance read has nothing to refuse: any failure is the node's.
-            ChainError::Refused(detail) | ChainError::Unavailable(detail) => {
+            ChainError::Refused(detail) | ChainError::NonceUsed(detail) | ChainError::Unavailable(detail) => {
                 WalletError::ChainUnavailable { network, detail }
             }
         })?;
@@ -286,12 +286,15 @@ pub async fn transfer(services: &Services, order: TransferOrder) -> Result<Trans
         .set_transfer_signed(&id, &signed.id, &signed.raw, signed.valid_until)
         .await?;
     crate::faults::crash_point("transfer:after_sign");
-    if let Err(err) = chain.submit(&signed).await {
-        if let ChainError::Refused(reason) = &err {
+    match chain.submit(&signed).await {
+        // "Nonce too low": its landing tells whether it was this transaction's own.
+        Ok(()) | Err(ChainError::NonceUsed(_)) => {}
+        Err(ChainError::Refused(reason)) => {
             fail(reason.clone()).await?;
+            return Err(chain_error(network, ChainError::Refused(reason)).into());
         }
         // Unavailable: it may have gone out; the row stays pending for reconciliation.
-        return Err(chain_error(network, err).into());
+        Err(err) => return Err(chain_error(network, err).into()),
     }
     crate::faults::crash_point("transfer:after_send");
     settle(services, network, &id, &signed).await?;
@@ -373,6 +376,9 @@ pub async fn reconcile(services: &Services) -> Result<usize, ServiceError> {
         let chain = services.chains.get(row.network);
         match chain.landing(&signed).await {
             Ok(Landing::Pending) => {
+                // Sent again. A refusal for its nonce ("nonce too low") is no verdict: this
+                // very transaction may be mined, its receipt not yet indexed; only its
+                // landing decides, or it would be failed and paid a second time.
                 if let Err(ChainError::Refused(reason)) = chain.submit(&signed).await {
                     services
                         .store

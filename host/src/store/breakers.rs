@@ -18,9 +18,17 @@ pub struct Breaker {
     pub trial_at: Option<i64>,
     /// The last failure's reason, as shown to payers and the owner.
     pub reason: String,
+    /// The payers whose failures were counted in the window (one each), then, once open,
+    /// those whose failures opened it (they are never given its trial).
+    pub payers: Vec<String>,
 }
 
-const COLUMNS: &str = "agent_id, command, failures, window_start, opened_at, trial_at, reason";
+const COLUMNS: &str = "agent_id, command, failures, window_start, opened_at, trial_at, reason, payers";
+
+/// Payers as stored: one a line (no address holds a line break).
+fn payers_column(payers: &[String]) -> String {
+    payers.join("\n")
+}
 
 fn breaker(row: &Row) -> Result<Breaker, StoreError> {
     Ok(Breaker {
@@ -31,6 +39,12 @@ fn breaker(row: &Row) -> Result<Breaker, StoreError> {
         opened_at: row.get(4)?,
         trial_at: row.get(5)?,
         reason: row.get(6)?,
+        payers: row
+            .get::<String>(7)?
+            .lines()
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+            .collect(),
     })
 }
 
@@ -114,11 +128,21 @@ impl Store {
                 None => {}
                 Some(b) => {
                     db.execute(
-                        "INSERT INTO command_breakers (agent_id, command, failures, window_start, opened_at, trial_at, reason)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                        "INSERT INTO command_breakers (agent_id, command, failures, window_start, opened_at, trial_at, reason,
+                             payers)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                          ON CONFLICT (agent_id, command) DO UPDATE SET failures = ?3, window_start = ?4,
-                             opened_at = ?5, trial_at = ?6, reason = ?7",
-                        args![&agent_id, &command, b.failures as i64, b.window_start, b.opened_at, b.trial_at, &b.reason],
+                             opened_at = ?5, trial_at = ?6, reason = ?7, payers = ?8",
+                        args![
+                            &agent_id,
+                            &command,
+                            b.failures as i64,
+                            b.window_start,
+                            b.opened_at,
+                            b.trial_at,
+                            &b.reason,
+                            payers_column(&b.payers)
+                        ],
                     )?;
                 }
             }

@@ -63,6 +63,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(22, "0022_key_expiry"),
     migration!(23, "0023_usage"),
     migration!(24, "0024_webhooks"),
+    migration!(25, "0025_payments_integrity"),
 ];
 
 pub fn latest_version() -> i64 {

@@ -29,6 +29,23 @@ pub struct NewPayment {
     /// The facilitator that settles it (its origin, never a key in its URL); `None`: the
     /// agent's wallet does.
     pub facilitator: Option<String>,
+    /// Settled by a transaction we did not send (Base): the index of the `Transfer` log its
+    /// own authorization made. One transfer pays one payment: unique with the transaction.
+    pub transfer_log_index: Option<u64>,
+}
+
+/// A settlement someone else's transaction made, as the chain shows it: the transaction,
+/// and on Base the index of the `Transfer` log the payment's own authorization made (a
+/// transaction may settle several payments; each transfer pays one, once).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettledBy {
+    pub transaction: String,
+    pub transfer_log_index: Option<u64>,
+}
+
+/// A log index as stored (the column is a signed integer).
+fn log_index(index: Option<u64>) -> Option<i64> {
+    index.map(|i| i64::try_from(i).unwrap_or(i64::MAX))
 }
 
 /// Where a payment is in its life. `verified` → `settled` → `served`, or `failed` when
@@ -166,12 +183,13 @@ impl Store {
             } else {
                 "settled"
             };
-            // A conflict is its identity, or the payer's id for it, recorded before.
+            // A conflict is its identity, the payer's id for it, or the transfer that paid it,
+            // recorded before.
             let inserted = db.execute(
                 "INSERT INTO payments (id, identity, agent_id, network, payer, pay_to, amount, command, request, state,
                     transaction_signature, raw_tx, valid_until, created_at, updated_at, x402_version, payment_ref,
-                    facilitator)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, ?15, ?16, ?17)
+                    facilitator, transfer_log_index)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, ?15, ?16, ?17, ?18)
                  ON CONFLICT DO NOTHING",
                 args![
                     &payment.id,
@@ -190,7 +208,8 @@ impl Store {
                     now,
                     payment.x402_version as i64,
                     payment.payment_ref,
-                    payment.facilitator
+                    payment.facilitator,
+                    log_index(payment.transfer_log_index)
                 ],
             )?;
             if inserted == 0 {
@@ -298,16 +317,21 @@ impl Store {
         .await
     }
 
-    /// `verified` → `settled`; `transaction` names the settling transaction when it was not
-    /// ours (someone else relayed the payer's authorization).
-    pub async fn settle_payment(&self, id: &str, transaction: Option<String>) -> Result<bool, StoreError> {
+    /// `verified` → `settled`; `by` names the settling transaction when it was not ours
+    /// (someone else relayed the payer's authorization, or a facilitator did). False when
+    /// it was not `verified`, or when the transfer `by` names already paid another payment.
+    pub async fn settle_payment(&self, id: &str, by: Option<SettledBy>) -> Result<bool, StoreError> {
         let id = id.to_string();
+        let (transaction, index) = by.map_or((None, None), |by| (Some(by.transaction), by.transfer_log_index));
         self.write(move |db| {
             let settled = db.execute(
                 "UPDATE payments SET state = 'settled', transaction_signature = COALESCE(?2, transaction_signature),
-                    updated_at = ?3
-                 WHERE id = ?1 AND state = 'verified'",
-                args![&id, transaction, crate::clock::now_ms()],
+                    transfer_log_index = ?3, updated_at = ?4
+                 WHERE id = ?1 AND state = 'verified'
+                   AND NOT EXISTS (SELECT 1 FROM payments other
+                                   WHERE other.network = payments.network AND other.transaction_signature = ?2
+                                     AND other.transfer_log_index = ?3)",
+                args![&id, transaction, log_index(index), crate::clock::now_ms()],
             )? == 1;
             if settled {
                 // Counted once: only the write that settled it gets here.

@@ -337,6 +337,19 @@ impl Store {
         .await
     }
 
+    /// `failed` → `confirmed`: a transfer recorded failed that the chain shows landed after
+    /// all (a verdict from a node whose index lagged). False when it was not `failed`.
+    pub async fn transfer_landed_after_all(&self, id: &str) -> Result<bool, StoreError> {
+        let id = id.to_string();
+        self.write(move |db| {
+            Ok(db.execute(
+                "UPDATE transfers SET state = 'confirmed', error = NULL, updated_at = ?2 WHERE id = ?1 AND state = 'failed'",
+                args![id, crate::clock::now_ms()],
+            )? == 1)
+        })
+        .await
+    }
+
     pub async fn transfer(&self, id: &str) -> Result<Option<TransferRecord>, StoreError> {
         let id = id.to_string();
         self.read(move |db| {

@@ -4,7 +4,7 @@
 use alloy::primitives::{Address, B256, U256};
 use serde_json::Value;
 
-use super::scheme::{Attempt, BoxFuture, Scheme, Terms};
+use super::scheme::{Attempt, BoxFuture, Scheme, SettledBy, Terms};
 use crate::chains::base::parse_address;
 use crate::chains::{ChainError, SignedTx, WalletKey};
 use crate::domain::Network;
@@ -60,16 +60,20 @@ impl Scheme for BaseExact {
         identity: &'a str,
         terms: &'a Terms,
         since_secs: u64,
-    ) -> BoxFuture<'a, Result<Option<String>, ChainError>> {
+    ) -> BoxFuture<'a, Result<Option<SettledBy>, ChainError>> {
         Box::pin(async move {
             let (Some((from, nonce)), Ok(to)) = (parse_identity(identity), parse_address(&terms.pay_to)) else {
                 return Ok(None);
             };
-            services
+            let found = services
                 .chains
                 .base
                 .authorization_settlement(from, nonce, to, U256::from(terms.price.0), since_secs)
-                .await
+                .await?;
+            Ok(found.map(|transfer| SettledBy {
+                transaction: transfer.transaction,
+                transfer_log_index: Some(transfer.log_index),
+            }))
         })
     }
 
@@ -101,7 +105,7 @@ impl Attempt for BaseAttempt {
         &'a self,
         services: &'a Services,
         terms: &'a Terms,
-    ) -> BoxFuture<'a, Result<Option<String>, ServiceError>> {
+    ) -> BoxFuture<'a, Result<Option<SettledBy>, ServiceError>> {
         Box::pin(async move {
             let base = &services.chains.base;
             let unavailable = |e| super::chain_unavailable(Network::Base, e);
@@ -110,8 +114,10 @@ impl Attempt for BaseAttempt {
                 .await
                 .map_err(unavailable)?
             {
-                // Used on chain, though never by us: if it paid the agent exactly this, the
-                // payer (or someone holding its authorization) settled it for us.
+                // Used on chain, though never by us: if its own transfer paid the agent
+                // exactly this, the payer (or someone holding its authorization) settled it
+                // for us. A nonce burned paying anything else is used, whatever else its
+                // transaction paid the agent.
                 let since = (crate::clock::now_ms() as u64 / 1000).saturating_sub(super::ELSEWHERE_LOOKBACK_SECS);
                 let elsewhere = BaseExact
                     .settled_elsewhere(services, &self.identity(), terms, since)

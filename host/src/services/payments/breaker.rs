@@ -5,6 +5,12 @@
 //! `x402_breaker_cooldown_secs`, one paid call is let through as a trial (half-open): its
 //! success closes the breaker, its failure opens it again for another cooldown.
 //!
+//! One payer cannot pause a command for everyone: a window counts at most one failure per
+//! payer (so it takes that many distinct payers to open it), and the trial is never given
+//! to a payer whose failure opened it. The trial is taken only once the payment's own
+//! checks passed, and a retry of a payment made before reaches its kept answer while the
+//! breaker is open (see `purchase`).
+//!
 //! The state lives in the store, so every host sees the same breaker and a restart keeps it.
 
 use crate::config::X402Settings;
@@ -57,8 +63,9 @@ impl Rules {
         }
     }
 
-    /// What the breaker lets a call do now, without changing it (a price request).
-    pub fn look(&self, breaker: Option<&Breaker>, now: i64) -> Admission {
+    /// What the breaker lets a call do now, without changing it: `payer`'s call, or, for a
+    /// price request (`None`), anyone's.
+    pub fn look(&self, breaker: Option<&Breaker>, now: i64, payer: Option<&str>) -> Admission {
         let Some((breaker, opened_at)) = breaker.and_then(|b| Some((b, b.opened_at?))) else {
             return Admission::Closed;
         };
@@ -68,18 +75,22 @@ impl Rules {
             Some(trial) if trial + self.cooldown_ms > now => trial + self.cooldown_ms,
             _ => opened_at + self.cooldown_ms,
         };
-        if now >= until {
+        // Those who opened it never try it: they wait until another payer's trial closes it.
+        let opener = payer.is_some_and(|payer| breaker.payers.iter().any(|p| p == payer));
+        if now >= until && !opener {
             return Admission::Trial;
         }
+        // An opener past the cooldown waits for another payer's trial: a cooldown more.
+        let wait_ms = if now < until { until - now } else { self.cooldown_ms };
         Admission::Open {
             reason: breaker.reason.clone(),
-            retry_after_secs: ((until - now + 999) / 1000).max(1) as u64,
+            retry_after_secs: ((wait_ms + 999) / 1000).max(1) as u64,
         }
     }
 
-    /// The breaker once a call was admitted: a trial is marked as under way.
-    fn admitted(&self, breaker: Option<Breaker>, now: i64) -> Option<Breaker> {
-        match self.look(breaker.as_ref(), now) {
+    /// The breaker once `payer`'s call was admitted: a trial is marked as under way.
+    fn admitted(&self, breaker: Option<Breaker>, now: i64, payer: &str) -> Option<Breaker> {
+        match self.look(breaker.as_ref(), now, Some(payer)) {
             Admission::Trial => breaker.map(|b| Breaker {
                 trial_at: Some(now),
                 ..b
@@ -88,24 +99,34 @@ impl Rules {
         }
     }
 
-    /// The breaker after a failed paid call.
-    pub fn failed(&self, breaker: Option<Breaker>, key: (&str, &str), reason: &str, now: i64) -> Breaker {
+    /// The breaker after `payer`'s paid call failed.
+    pub fn failed(&self, breaker: Option<Breaker>, key: (&str, &str), payer: &str, reason: &str, now: i64) -> Breaker {
         // The payer reads it in the refusal: a line, not a plugin's whole message.
         let reason: String = reason.chars().take(MAX_REASON_CHARS).collect();
+        let with_payer = |mut payers: Vec<String>| {
+            if !payers.iter().any(|p| p == payer) && payers.len() < MAX_PAYERS {
+                payers.push(payer.to_string());
+            }
+            payers
+        };
         match breaker {
             // A failed trial (or a failure finishing while open): open for another cooldown.
             Some(b) if b.opened_at.is_some() => Breaker {
                 opened_at: Some(now),
                 trial_at: None,
                 reason,
+                payers: with_payer(b.payers),
                 ..b
             },
+            // This payer's failure in this window counted already.
+            Some(b) if now - b.window_start < self.window_ms && b.payers.iter().any(|p| p == payer) => b,
             Some(b) if now - b.window_start < self.window_ms => {
                 let failures = b.failures + 1;
                 Breaker {
                     failures,
                     opened_at: (failures >= self.failures).then_some(now),
                     reason,
+                    payers: with_payer(b.payers),
                     ..b
                 }
             }
@@ -117,24 +138,35 @@ impl Rules {
                 opened_at: (self.failures <= 1).then_some(now),
                 trial_at: None,
                 reason,
+                payers: vec![payer.to_string()],
             },
         }
     }
 }
 
-/// Before a payment is settled: admits the call (taking the one trial of a half-open
-/// breaker) or says why not.
+/// The most payers a breaker remembers (those of its window, then those who opened it).
+const MAX_PAYERS: usize = 64;
+
+/// Before `payer`'s payment is settled (its own checks passed): admits the call (taking
+/// the one trial of a half-open breaker) or says why not.
 /// A trial is marked with the time it was let through, which releases it.
-pub async fn admit(store: &Store, rules: Rules, agent_id: &str, command: &str) -> Result<(Admission, i64), StoreError> {
+pub async fn admit(
+    store: &Store,
+    rules: Rules,
+    agent_id: &str,
+    command: &str,
+    payer: &str,
+) -> Result<(Admission, i64), StoreError> {
     let now = crate::clock::now_ms();
     let before = store.breaker(agent_id, command).await?;
     if before.as_ref().is_none_or(|b| b.opened_at.is_none()) {
         return Ok((Admission::Closed, now));
     }
+    let payer = payer.to_string();
     let admission = store
         .update_breaker(agent_id, command, move |breaker| {
-            let admission = rules.look(breaker.as_ref(), now);
-            (rules.admitted(breaker, now), admission)
+            let admission = rules.look(breaker.as_ref(), now, Some(&payer));
+            (rules.admitted(breaker, now, &payer), admission)
         })
         .await?;
     Ok((admission, now))
@@ -151,7 +183,7 @@ pub fn counts(err: &ServiceError) -> bool {
 /// (it never failed, or an answer since closed it: the usual case).
 pub async fn look(store: &Store, rules: Rules, agent_id: &str, command: &str) -> Result<Option<Admission>, StoreError> {
     let breaker = store.breaker(agent_id, command).await?;
-    Ok(breaker.map(|b| rules.look(Some(&b), crate::clock::now_ms())))
+    Ok(breaker.map(|b| rules.look(Some(&b), crate::clock::now_ms(), None)))
 }
 
 /// A paid call's command answered: its breaker, if any, closes. (A read first: a well
@@ -167,14 +199,15 @@ pub async fn succeeded(store: &Store, agent_id: &str, command: &str) {
     }
 }
 
-/// A paid call's command failed (its payer is refunded): counted, perhaps opening it.
-pub async fn failed(store: &Store, rules: Rules, agent_id: &str, command: &str, reason: &str) {
+/// `payer`'s paid call failed by its command (the payer is refunded): counted, perhaps
+/// opening it.
+pub async fn failed(store: &Store, rules: Rules, agent_id: &str, command: &str, payer: &str, reason: &str) {
     let now = crate::clock::now_ms();
     let key = (agent_id.to_string(), command.to_string());
-    let reason = reason.to_string();
+    let (payer, reason) = (payer.to_string(), reason.to_string());
     let result = store
         .update_breaker(agent_id, command, move |breaker| {
-            let next = rules.failed(breaker, (&key.0, &key.1), &reason, now);
+            let next = rules.failed(breaker, (&key.0, &key.1), &payer, &reason, now);
             (Some(next.clone()), next)
         })
         .await;
@@ -239,52 +272,75 @@ mod tests {
     };
     const KEY: (&str, &str) = ("agent", "flaky");
 
+    /// `n` failures, each by its own payer (`p0`, `p1`, ...), 1 ms apart from `at`.
     fn fail_times(n: usize, at: i64) -> Option<Breaker> {
-        (0..n).fold(None, |b, i| Some(RULES.failed(b, KEY, "boom", at + i as i64)))
+        (0..n).fold(None, |b, i| {
+            Some(RULES.failed(b, KEY, &format!("p{i}"), "boom", at + i as i64))
+        })
     }
 
     #[test]
-    fn opens_after_the_failures_within_the_window() {
+    fn opens_after_the_failures_of_distinct_payers_within_the_window() {
         let two = fail_times(2, 0);
-        assert_eq!(RULES.look(two.as_ref(), 5), Admission::Closed);
+        assert_eq!(RULES.look(two.as_ref(), 5, None), Admission::Closed);
         let three = fail_times(3, 0);
         assert_eq!(
-            RULES.look(three.as_ref(), 1_002),
+            RULES.look(three.as_ref(), 1_002, None),
             Admission::Open {
                 reason: "boom".into(),
                 retry_after_secs: 9 // opened at 2 ms, for 10 s
             }
         );
         // Failures spread wider than the window never open it.
-        let spread = (0..5).fold(None, |b, i| Some(RULES.failed(b, KEY, "boom", i * 61_000)));
-        assert_eq!(RULES.look(spread.as_ref(), 5 * 61_000), Admission::Closed);
+        let spread = (0..5).fold(None, |b, i| {
+            Some(RULES.failed(b, KEY, &format!("p{i}"), "boom", i * 61_000))
+        });
+        assert_eq!(RULES.look(spread.as_ref(), 5 * 61_000, None), Admission::Closed);
+    }
+
+    /// One payer failing again and again counts once: it cannot pause the command for others.
+    #[test]
+    fn one_payers_failures_count_once() {
+        let one = (0..20).fold(None, |b, i| Some(RULES.failed(b, KEY, "mallory", "boom", i)));
+        assert_eq!(one.as_ref().map(|b| b.failures), Some(1));
+        assert_eq!(RULES.look(one.as_ref(), 30, Some("bob")), Admission::Closed);
     }
 
     #[test]
-    fn after_the_cooldown_one_trial_goes_through() {
+    fn after_the_cooldown_one_trial_goes_through_never_to_an_opener() {
         let open = fail_times(3, 0);
         let now = 12_500;
-        assert_eq!(RULES.look(open.as_ref(), now), Admission::Trial);
-        let trying = RULES.admitted(open, now);
+        assert_eq!(RULES.look(open.as_ref(), now, None), Admission::Trial);
+        // A payer whose failure opened it waits for someone else's trial.
+        assert!(matches!(
+            RULES.look(open.as_ref(), now, Some("p1")),
+            Admission::Open { .. }
+        ));
+        assert_eq!(RULES.admitted(open.clone(), now, "p1"), open);
+        let trying = RULES.admitted(open, now, "carol");
         // A second caller during the trial is refused for the trial's cooldown.
         assert!(matches!(
-            RULES.look(trying.as_ref(), now + 1_000),
+            RULES.look(trying.as_ref(), now + 1_000, Some("dave")),
             Admission::Open {
                 retry_after_secs: 9,
                 ..
             }
         ));
-        // The trial fails: open again from now.
-        let reopened = RULES.failed(trying, KEY, "still broken", now + 2_000);
+        // The trial fails: open again from now, and carol is one who opened it.
+        let reopened = RULES.failed(trying, KEY, "carol", "still broken", now + 2_000);
         assert_eq!(
-            RULES.look(Some(&reopened), now + 3_000),
+            RULES.look(Some(&reopened), now + 3_000, None),
             Admission::Open {
                 reason: "still broken".into(),
                 retry_after_secs: 9
             }
         );
+        assert!(reopened.payers.iter().any(|p| p == "carol"));
         // A trial whose host died stops blocking after a cooldown.
-        let stuck = RULES.admitted(Some(reopened), now + 12_000);
-        assert_eq!(RULES.look(stuck.as_ref(), now + 22_001), Admission::Trial);
+        let stuck = RULES.admitted(Some(reopened), now + 12_000, "erin");
+        assert_eq!(
+            RULES.look(stuck.as_ref(), now + 22_001, Some("frank")),
+            Admission::Trial
+        );
     }
 }

@@ -12,7 +12,7 @@
 
 use serde_json::json;
 
-use super::scheme::{self, Terms};
+use super::scheme::{self, SettledBy, Terms};
 use super::{Offer, X402Error, chain_unavailable, record_once, refused};
 use crate::clients::facilitator::{self, Facilitator, FacilitatorError};
 use crate::domain::Network;
@@ -82,14 +82,37 @@ pub(super) async fn settle(
     let answer = facilitator.settle(&request).await;
     crate::faults::crash_point("x402:after_send");
     match answer {
-        Ok(settled) if settled.success && !settled.transaction.is_empty() => {
-            services
-                .store
-                .settle_payment(&record.id, Some(settled.transaction.clone()))
-                .await?;
-            crate::faults::crash_point("x402:after_confirm");
-            Ok(Some(settled.transaction))
-        }
+        // Its word is not enough: the chain must show this payment's own transfer to the
+        // agent (Base: the authorization's; Solana: the payer's signed transaction, landed).
+        Ok(settled) if settled.success => match on_chain(services, record).await? {
+            Some(by) => {
+                if !by.transaction.eq_ignore_ascii_case(&settled.transaction) {
+                    tracing::warn!(
+                        payment = record.id,
+                        facilitator = facilitator.label(),
+                        claimed = settled.transaction,
+                        found = by.transaction,
+                        "the facilitator named another transaction than the one that settled the payment"
+                    );
+                }
+                let transaction = super::settle_by(services, &record.id, by).await?;
+                crate::faults::crash_point("x402:after_confirm");
+                Ok(Some(transaction))
+            }
+            None => {
+                tracing::warn!(
+                    payment = record.id,
+                    facilitator = facilitator.label(),
+                    claimed = settled.transaction,
+                    "the facilitator claims a settlement the chain does not show (yet)"
+                );
+                let error = FacilitatorError::BadAnswer(format!(
+                    "settle: {} does not settle this payment on chain",
+                    settled.transaction
+                ));
+                Err(X402Error::Facilitator { error, recorded: true }.into())
+            }
+        },
         // Not confirmed, whatever the words: a facilitator may answer `success: false` after
         // its transaction went out (a confirmation that timed out, say). The payment stays
         // recorded; recovery finds it on chain, or fails it once it can no longer land.
@@ -111,6 +134,33 @@ pub(super) async fn settle(
             );
             Err(X402Error::Facilitator { error, recorded: true }.into())
         }
+    }
+}
+
+/// How often the chain is asked, while waiting for a facilitator's settlement to show.
+const ON_CHAIN_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// The settlement of `record` as our own node shows it, waited for up to the settle
+/// timeout (the facilitator's node may be ahead of ours); `None` when it did not show.
+async fn on_chain(services: &Services, record: &NewPayment) -> Result<Option<SettledBy>, ServiceError> {
+    let network = record.network;
+    let terms = Terms {
+        pay_to: record.pay_to.clone(),
+        price: record.amount,
+        fee_payer: None,
+    };
+    let since = (crate::clock::now_ms() as u64 / 1000).saturating_sub(super::MAX_TIMEOUT_SECONDS);
+    let timeout = std::time::Duration::from_secs(services.settings.x402.x402_settle_timeout_secs);
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let found = scheme::of(network)
+            .settled_elsewhere(services, &record.identity, &terms, since)
+            .await
+            .map_err(|e| chain_unavailable(network, e))?;
+        if found.is_some() || tokio::time::Instant::now() >= deadline {
+            return Ok(found);
+        }
+        tokio::time::sleep(ON_CHAIN_POLL).await;
     }
 }
 
@@ -140,11 +190,14 @@ pub(super) async fn resume(
         .settled_elsewhere(services, &payment.identity, &terms, since)
         .await
         .map_err(unavailable)?;
-    let store = &services.store;
-    if let Some(transaction) = found {
-        store.settle_payment(&payment.id, Some(transaction)).await?;
-        return Ok(true);
+    if let Some(by) = found {
+        return match super::settle_by(services, &payment.id, by).await {
+            Ok(_) => Ok(true),
+            Err(ServiceError::X402(X402Error::Refused(_))) => Ok(false),
+            Err(other) => Err(other),
+        };
     }
+    let store = &services.store;
     if !expired {
         return Err(X402Error::SettlementPending(payment.id.clone()).into());
     }

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
-use super::scheme::{Attempt, BoxFuture, Scheme, Terms};
+use super::scheme::{Attempt, BoxFuture, Scheme, SettledBy, Terms};
 use super::*;
 use crate::chains::{Balances, ChainFuture, UsdcChain, WalletKey};
 use crate::domain::Plan;
@@ -19,21 +19,36 @@ use crate::x402::wire::Version;
 
 pub const PRICE: MicroUsdc = MicroUsdc(10_000);
 
-/// A Base-like chain: every sent transaction lands as `landing` says.
+/// A Base-like chain: every sent transaction lands as `landing` says (a test may change it
+/// between steps); refund transfers are signed by it, and counted.
 pub struct FakeChain {
-    pub landing: Landing,
-    /// `submit` answers that the node refused it.
+    pub landing: Mutex<Landing>,
+    /// Transactions that land otherwise than `landing` says, by id.
+    pub landings: Mutex<std::collections::HashMap<String, Landing>>,
+    /// `submit` answers that the node refused it (the wallet cannot pay the gas).
     pub refuse: bool,
+    /// `submit` answers "nonce too low": the transaction is mined already, or replaced.
+    pub nonce_used: bool,
     pub sent: AtomicUsize,
+    /// Transfers signed (refunds): each one would pay the payer.
+    pub signed: AtomicUsize,
 }
 
 impl FakeChain {
     pub fn landing(landing: Landing) -> FakeChain {
         FakeChain {
-            landing,
+            landing: Mutex::new(landing),
+            landings: Mutex::default(),
             refuse: false,
+            nonce_used: false,
             sent: AtomicUsize::new(0),
+            signed: AtomicUsize::new(0),
         }
+    }
+
+    /// From now on, every transaction lands as `landing` says.
+    pub fn lands(&self, landing: Landing) {
+        *self.landing.lock().unwrap() = landing;
     }
 }
 
@@ -58,24 +73,36 @@ impl UsdcChain for FakeChain {
         not_here()
     }
     fn sign_transfer<'a>(&'a self, _: &'a WalletKey, _: &'a str, _: MicroUsdc, _: bool) -> ChainFuture<'a, SignedTx> {
-        not_here()
+        let n = self.signed.fetch_add(1, Ordering::SeqCst) + 1;
+        Box::pin(async move {
+            Ok(SignedTx {
+                id: format!("0xtransfer{n}"),
+                raw: "0x00".into(),
+                valid_until: None,
+            })
+        })
     }
     fn can_receive<'a>(&'a self, _: &'a str) -> ChainFuture<'a, bool> {
-        not_here()
+        Box::pin(async { Ok(true) })
     }
     fn submit<'a>(&'a self, _: &'a SignedTx) -> ChainFuture<'a, ()> {
         self.sent.fetch_add(1, Ordering::SeqCst);
-        let refuse = self.refuse;
+        let (refuse, nonce_used) = (self.refuse, self.nonce_used);
         Box::pin(async move {
             if refuse {
-                Err(ChainError::Refused("nonce too low".into()))
+                Err(ChainError::Refused("insufficient funds for gas * price + value".into()))
+            } else if nonce_used {
+                Err(ChainError::NonceUsed("nonce too low".into()))
             } else {
                 Ok(())
             }
         })
     }
-    fn landing<'a>(&'a self, _: &'a SignedTx) -> ChainFuture<'a, Landing> {
-        let landing = self.landing.clone();
+    fn landing<'a>(&'a self, tx: &'a SignedTx) -> ChainFuture<'a, Landing> {
+        let landing = match self.landings.lock().unwrap().get(&tx.id) {
+            Some(own) => own.clone(),
+            None => self.landing.lock().unwrap().clone(),
+        };
         Box::pin(async move { Ok(landing) })
     }
     fn fee_paid<'a>(&'a self, _: &'a str) -> ChainFuture<'a, Option<u128>> {
@@ -91,6 +118,14 @@ pub struct FakeScheme {
     pub settled_before: Option<String>,
     /// Found after ours failed (`Scheme::settled_elsewhere`).
     pub settled_after: Mutex<Option<String>>,
+}
+
+/// A transaction of someone else's that settled a payment with one transfer, log 0.
+fn by_someone_else(transaction: String) -> SettledBy {
+    SettledBy {
+        transaction,
+        transfer_log_index: Some(0),
+    }
 }
 
 struct FakeAttempt {
@@ -121,8 +156,8 @@ impl Scheme for FakeScheme {
         _: &'a str,
         _: &'a Terms,
         _: u64,
-    ) -> BoxFuture<'a, Result<Option<String>, ChainError>> {
-        let found = self.settled_after.lock().unwrap().clone();
+    ) -> BoxFuture<'a, Result<Option<SettledBy>, ChainError>> {
+        let found = self.settled_after.lock().unwrap().clone().map(by_someone_else);
         Box::pin(async move { Ok(found) })
     }
 
@@ -145,8 +180,8 @@ impl Attempt for FakeAttempt {
         Box::pin(async { Ok(None) })
     }
 
-    fn check<'a>(&'a self, _: &'a Services, _: &'a Terms) -> BoxFuture<'a, Result<Option<String>, ServiceError>> {
-        let found = self.settled_before.clone();
+    fn check<'a>(&'a self, _: &'a Services, _: &'a Terms) -> BoxFuture<'a, Result<Option<SettledBy>, ServiceError>> {
+        let found = self.settled_before.clone().map(by_someone_else);
         Box::pin(async move { Ok(found) })
     }
     fn prepare<'a>(&'a self, _: &'a Services, _: &'a WalletKey) -> BoxFuture<'a, Result<SignedTx, ChainError>> {

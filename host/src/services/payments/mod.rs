@@ -33,7 +33,7 @@ use super::{ServiceError, Services, wallets};
 use crate::chains::{self, ChainError, Landing, SignedTx};
 use crate::domain::Network;
 use crate::money::MicroUsdc;
-use crate::store::NewPayment;
+use crate::store::{NewPayment, SettledBy};
 use crate::x402::wire::{self, Payment};
 use crate::x402::{PaymentError, payment_identifier};
 use retry::MetBy;
@@ -174,6 +174,40 @@ impl<'a> Rails<'a> {
     }
 }
 
+/// A payment as known before it is settled: who pays, and whether it was recorded before
+/// (a retry, under the payer's id for it or as the same signed payment).
+pub struct Known {
+    pub payer: String,
+    pub made_before: bool,
+}
+
+/// Checks a payment locally (as [`settle`] does first) and tells who pays and whether it
+/// is a retry; nothing is recorded or sent. A payment that fails its checks is refused.
+pub async fn identify(
+    services: &Services,
+    rails: Rails<'_>,
+    offer: &Offer,
+    payment: &Payment,
+    purchase: &Purchase<'_>,
+) -> Result<Known, ServiceError> {
+    let terms = Terms {
+        pay_to: offer.pay_to.clone(),
+        price: purchase.price,
+        fee_payer: offer.fee_payer.clone(),
+    };
+    let attempt = rails
+        .scheme
+        .verify(services, &payment.payload, &terms)
+        .map_err(refusal)?;
+    let payer = attempt.payer();
+    let store = &services.store;
+    let made_before = match payment_identifier::read(&payment.extensions).map_err(refusal)? {
+        Some(reference) if store.earlier_payment_by_ref(&payer, &reference).await?.is_some() => true,
+        _ => store.earlier_payment_by_identity(&attempt.identity()).await?.is_some(),
+    };
+    Ok(Known { payer, made_before })
+}
+
 /// Verifies a payment (either version, its envelope already decoded) for `purchase`,
 /// records it (once, ever) with the transaction that settles it, settles it on chain and
 /// waits for the settlement. Nothing is served before this returns.
@@ -258,6 +292,12 @@ pub async fn settle(
         x402_version: payment.version.number(),
         payment_ref: payment_ref.clone(),
         facilitator: None,
+        transfer_log_index: None,
+    };
+    // Settled by someone else's transaction: recorded `settled`, with the transfer that paid it.
+    let record_elsewhere = |by: &SettledBy| NewPayment {
+        transfer_log_index: by.transfer_log_index,
+        ..record(Some(&by.transaction), None)
     };
     let settled = |transaction: String, claim| Settled {
         payment_id: payment_id.clone(),
@@ -273,12 +313,12 @@ pub async fn settle(
     let now_secs = crate::clock::now_ms() as u64 / 1000;
 
     if let Some(elsewhere) = attempt.check(services, &terms).await? {
-        let payment = record(Some(&elsewhere), None);
+        let payment = record_elsewhere(&elsewhere);
         if !record_once(services, &payment).await? {
             drop(payer_turn);
             return met_again(services, &payment, &purchase).await.map(Settlement::Before);
         }
-        return Ok(Settlement::Now(settled(elsewhere, claim)));
+        return Ok(Settlement::Now(settled(elsewhere.transaction, claim)));
     }
     let key = match settler {
         // Kept boxed: the key is not copied out of the memory it is wiped from.
@@ -322,12 +362,12 @@ pub async fn settle(
                     format!("The payment could not be settled: {reason}"),
                 ));
             };
-            let payment = record(Some(&elsewhere), None);
+            let payment = record_elsewhere(&elsewhere);
             if !record_once(services, &payment).await? {
                 drop((wallet_turn, payer_turn));
                 return met_again(services, &payment, &purchase).await.map(Settlement::Before);
             }
-            return Ok(Settlement::Now(settled(elsewhere, claim)));
+            return Ok(Settlement::Now(settled(elsewhere.transaction, claim)));
         }
         Err(other) => return Err(chain_unavailable(network, other)),
     };
@@ -433,9 +473,8 @@ async fn conclude(
         .settled_elsewhere(services, sent.identity, &sent.terms, sent.since_secs)
         .await
         .map_err(|e| chain_unavailable(sent.network, e))?;
-    if let Some(transaction) = elsewhere {
-        store.settle_payment(sent.payment_id, Some(transaction.clone())).await?;
-        return Ok(transaction);
+    if let Some(by) = elsewhere {
+        return settle_by(services, sent.payment_id, by).await;
     }
     let charged = matches!(landing, Landing::Failed(_));
     if charged {
@@ -446,6 +485,31 @@ async fn conclude(
         "settlement_failed",
         format!("The payment could not be settled: {reason}"),
     ))
+}
+
+/// A recorded payment that someone else's transaction settled: `settled` with it, unless
+/// the transfer it names already paid another payment (then nothing paid this one, and it
+/// is `failed`). The transaction that settled it.
+async fn settle_by(services: &Services, payment_id: &str, by: SettledBy) -> Result<String, ServiceError> {
+    let store = &services.store;
+    let transaction = by.transaction.clone();
+    if store.settle_payment(payment_id, Some(by)).await? {
+        return Ok(transaction);
+    }
+    use crate::store::PaymentState::{Failed, Verified};
+    match store.payment(payment_id).await? {
+        // Another worker concluded it first.
+        Some(now) if now.state == Failed => Err(refused(
+            "settlement_failed",
+            now.error.unwrap_or_else(|| "The payment could not be settled".into()),
+        )),
+        Some(now) if now.state != Verified => Ok(now.transaction_signature.unwrap_or(transaction)),
+        _ => {
+            let reason = format!("the transfer in {transaction} already paid another payment");
+            store.fail_payment(payment_id, &reason, false).await?;
+            Err(already_used())
+        }
+    }
 }
 
 /// Adds what the agent's wallet paid to land `transaction` to its usage (and the fee

@@ -142,8 +142,9 @@ async fn resume_settlement(
         // Not seen, or seen and not final: sending the same transaction again is harmless.
         match chain.submit(&tx).await {
             Err(ChainError::Refused(reason)) => landing = Landing::Dropped(reason),
-            Err(other) => return Err(unavailable(other)),
-            Ok(()) => {
+            Err(ChainError::Unavailable(reason)) => return Err(unavailable(ChainError::Unavailable(reason))),
+            // "Nonce too low" may be this very transaction, mined: its landing decides.
+            Ok(()) | Err(ChainError::NonceUsed(_)) => {
                 let timeout = Duration::from_secs(services.settings.x402.x402_settle_timeout_secs);
                 landing = crate::chains::wait_for_landing(chain, &tx, timeout)
                     .await

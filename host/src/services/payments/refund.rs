@@ -13,10 +13,11 @@
 //!   after each refund and keep its rent. When the payer has no account, the refund is
 //!   `refund_owed` and is paid once the account exists again.
 
+use crate::chains::{Landing, SignedTx};
 use crate::domain::Network;
 use crate::money::MicroUsdc;
 use crate::services::{ServiceError, Services, wallets};
-use crate::store::{PaymentRecord, PaymentState, Store, TransferKind, TransferState};
+use crate::store::{PaymentRecord, PaymentState, Store, TransferKind, TransferRecord, TransferState};
 
 /// Whether a failure after payment was the payer's own doing (its input), not the agent's.
 pub fn payers_fault(err: &ServiceError) -> bool {
@@ -136,6 +137,45 @@ impl<'a> Refund<'a> {
         }
     }
 
+    /// Whether a refund's transfer recorded `failed` can never pay: the chain is asked before
+    /// another transfer is paid in its place. One that landed after all is marked so, and
+    /// the refund `refunded`; one the chain may still take is sent again (harmless: it is
+    /// the same transaction) and waited for.
+    async fn surely_failed(&self, services: &Services, failed: &TransferRecord) -> Result<bool, ServiceError> {
+        let (Some(id), Some(raw)) = (&failed.signature, &failed.raw_tx) else {
+            return Ok(true); // never signed: nothing went out
+        };
+        let tx = SignedTx {
+            id: id.clone(),
+            raw: raw.clone(),
+            valid_until: failed.valid_until,
+        };
+        let chain = services.chains.get(self.network);
+        let landing = chain
+            .landing(&tx)
+            .await
+            .map_err(|e| super::chain_unavailable(self.network, e))?;
+        match landing {
+            Landing::Failed(_) | Landing::Dropped(_) => Ok(true),
+            Landing::Confirmed => {
+                tracing::warn!(
+                    payment = self.payment_id,
+                    transfer = failed.id,
+                    "a refund's transfer recorded failed landed after all"
+                );
+                services.store.transfer_landed_after_all(&failed.id).await?;
+                self.refunded(services).await;
+                Ok(false)
+            }
+            Landing::Pending => {
+                if let Err(err) = chain.submit(&tx).await {
+                    tracing::debug!(transfer = failed.id, "the earlier refund transfer, sent again: {err}");
+                }
+                Ok(false)
+            }
+        }
+    }
+
     /// A refund left `refunding`: its transfer is looked up. Confirmed → `refunded`; still
     /// pending → left to the transfer reconciliation; failed or never written → sent again
     /// (or owed, when the payer's account is gone).
@@ -148,10 +188,15 @@ impl<'a> Refund<'a> {
             Some(id) => services.store.transfer(id).await?,
             None => None,
         };
-        match transfer.map(|t| t.state) {
+        match transfer.as_ref().map(|t| t.state) {
             Some(TransferState::Confirmed) => self.refunded(services).await,
             Some(TransferState::Pending) => {}
             Some(TransferState::Failed) | None => {
+                if let Some(failed) = &transfer
+                    && !self.surely_failed(services, failed).await?
+                {
+                    return Ok(());
+                }
                 if self.owed(services, &why).await {
                     return Ok(());
                 }
@@ -165,7 +210,7 @@ impl<'a> Refund<'a> {
     }
 }
 
-/// Called when a job ends `failed`: a paid job's payer is refunded, unless the job failed
+/// Called when a job ends `failed`: a paid job's payer is refunded/// Called when a job ends `failed`: a paid job's payer is refunded, unless the job failed
 /// on the payer's own input (`invalid_input`).
 pub async fn refund_failed_job(services: &Services, job_id: &str, why: &str, code: &str) {
     if code == "invalid_input" {
@@ -182,7 +227,7 @@ pub async fn refund_failed_job(services: &Services, job_id: &str, why: &str, cod
     // A job that could not start or that this host failed is not the command's failure.
     if let Some(command) = payment.command.as_ref().filter(|_| code != "internal_error") {
         let rules = super::breaker::Rules::of(&services.settings.x402);
-        super::breaker::failed(&services.store, rules, &payment.agent_id, command, why).await;
+        super::breaker::failed(&services.store, rules, &payment.agent_id, command, &payment.payer, why).await;
     }
     let Some(network) = Network::parse(&payment.network) else {
         return;

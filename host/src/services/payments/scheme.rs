@@ -10,6 +10,7 @@ use crate::chains::{ChainError, SignedTx, WalletKey};
 use crate::domain::Network;
 use crate::money::MicroUsdc;
 use crate::services::{ServiceError, Services};
+pub use crate::store::SettledBy;
 use crate::x402::PaymentError;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -30,16 +31,17 @@ pub trait Scheme: Send + Sync {
     fn verify(&self, services: &Services, payload: &Value, terms: &Terms) -> Result<Box<dyn Attempt>, PaymentError>;
 
     /// A settlement that someone else's transaction made (Base: the payer, or anyone
-    /// holding its authorization, relayed it before us): that transaction's id, when the
-    /// chain shows the payment reached `terms.pay_to` since `since_secs` (Unix).
-    /// `identity` is the payment's.
+    /// holding its authorization, relayed it before us; a facilitator): that transaction,
+    /// when the chain shows that this payment itself (`identity`, the payment's) paid
+    /// `terms` to `terms.pay_to` since `since_secs` (Unix). Money that reached the agent by
+    /// any other transfer in the same transaction never counts.
     fn settled_elsewhere<'a>(
         &'a self,
         services: &'a Services,
         identity: &'a str,
         terms: &'a Terms,
         since_secs: u64,
-    ) -> BoxFuture<'a, Result<Option<String>, ChainError>>;
+    ) -> BoxFuture<'a, Result<Option<SettledBy>, ChainError>>;
 
     /// Whether a payment recorded with `valid_until` (see [`Attempt::valid_until`]) can no
     /// longer land.
@@ -64,12 +66,12 @@ pub trait Attempt: Send + Sync {
     fn valid_until<'a>(&'a self, services: &'a Services) -> BoxFuture<'a, Result<Option<u64>, ChainError>>;
 
     /// The chain checks before anything is signed: still valid, not used, covered by the
-    /// payer's balance. `Some(id)` when it is already settled on chain by someone else.
+    /// payer's balance. `Some` when it is already settled on chain by someone else.
     fn check<'a>(
         &'a self,
         services: &'a Services,
         terms: &'a Terms,
-    ) -> BoxFuture<'a, Result<Option<String>, ServiceError>>;
+    ) -> BoxFuture<'a, Result<Option<SettledBy>, ServiceError>>;
 
     /// The settlement, ready to send, made sure to succeed now (Solana: simulated with every
     /// signature checked; Base: the relayer's transaction, signed by the agent's key after

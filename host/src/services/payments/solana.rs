@@ -5,7 +5,7 @@ use base64::Engine;
 use serde_json::Value;
 use solana_pubkey::Pubkey;
 
-use super::scheme::{Attempt, BoxFuture, Scheme, Terms};
+use super::scheme::{Attempt, BoxFuture, Scheme, SettledBy, Terms};
 use crate::chains::solana::parse_address;
 use crate::chains::{ChainError, SignedTx, WalletKey};
 use crate::domain::Network;
@@ -59,7 +59,7 @@ impl Scheme for SolanaExact {
         identity: &'a str,
         _: &'a Terms,
         since_secs: u64,
-    ) -> BoxFuture<'a, Result<Option<String>, ChainError>> {
+    ) -> BoxFuture<'a, Result<Option<SettledBy>, ChainError>> {
         Box::pin(async move {
             // Our own settlement's signature is its identity, and is looked up as such. One a
             // facilitator's fee payer signs is known by the payer's signature: found among
@@ -77,7 +77,12 @@ impl Scheme for SolanaExact {
             // own transfers crowd it, unlike the agent's, which anyone may send dust to.
             let solana = &services.chains.solana;
             let account = crate::chains::solana::associated_token_address(&payer, &solana.mint());
-            solana.succeeded_with_signature(&account, signature, since_secs).await
+            let found = solana.succeeded_with_signature(&account, signature, since_secs).await?;
+            // One transfer to the agent a transaction: the transaction names it.
+            Ok(found.map(|transaction| SettledBy {
+                transaction,
+                transfer_log_index: None,
+            }))
         })
     }
 
@@ -142,7 +147,7 @@ impl Attempt for SolanaAttempt {
         &'a self,
         services: &'a Services,
         terms: &'a Terms,
-    ) -> BoxFuture<'a, Result<Option<String>, ServiceError>> {
+    ) -> BoxFuture<'a, Result<Option<SettledBy>, ServiceError>> {
         Box::pin(async move {
             let solana = &services.chains.solana;
             let unavailable = |e| super::chain_unavailable(Network::Solana, e);

@@ -336,3 +336,150 @@ async fn the_discovery_list_is_one_query_then_served_from_memory() {
         13
     );
 }
+
+/// A payer with a real Base address: a refund is paid to it.
+const PAYER: &str = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+
+/// `chain` stands in for Base wherever the services ask for it (refunds, reconciliation).
+fn stand_in(f: &Fixture, chain: &std::sync::Arc<FakeChain>) {
+    let chain: std::sync::Arc<dyn crate::chains::UsdcChain> = chain.clone();
+    assert!(
+        f.services.chains.stand_in.set(chain).is_ok(),
+        "one stand-in per fixture"
+    );
+}
+
+/// A payment of `PAYER`'s, settled, whose refund went out as transfer `tr_first` and was
+/// not seen confirmed in time: the state a refund is left in for recovery.
+async fn refund_sent_unconfirmed(f: &Fixture) -> crate::store::PaymentRecord {
+    let confirmed = FakeChain::landing(Landing::Confirmed);
+    let settled = f
+        .settle(&FakeScheme::default(), &confirmed, &payment(PAYER, 1, 10_000))
+        .await
+        .unwrap();
+    let store = &f.services.store;
+    assert!(
+        store
+            .start_refund(&settled.payment_id, "tr_first", "the command failed")
+            .await
+            .unwrap()
+    );
+    let wallet = wallets::wallet(&f.services, &settled.agent_id, Network::Base)
+        .await
+        .unwrap();
+    store
+        .insert_transfer(crate::store::NewTransfer {
+            id: "tr_first".into(),
+            agent_id: settled.agent_id.clone(),
+            network: Network::Base,
+            kind: crate::store::TransferKind::Refund,
+            sender: wallet.address.clone(),
+            recipient: PAYER.into(),
+            amount: PRICE,
+            memo: None,
+        })
+        .await
+        .unwrap();
+    store
+        .set_transfer_signed("tr_first", "0xtransfer0", "0x00", None)
+        .await
+        .unwrap();
+    store.payment(&settled.payment_id).await.unwrap().unwrap()
+}
+
+async fn resume_refund(f: &Fixture, payment_id: &str) {
+    let payment = f.services.store.payment(payment_id).await.unwrap().unwrap();
+    refund::Refund::of(&payment, Network::Base)
+        .resume(&f.services, &payment)
+        .await
+        .unwrap();
+}
+
+async fn transfer_state(f: &Fixture, id: &str) -> crate::store::TransferState {
+    f.services.store.transfer(id).await.unwrap().unwrap().state
+}
+
+/// The refund was mined, but the node's receipt index lags: sent again, it is refused
+/// "nonce too low". That is no verdict: the transfer stays pending until its receipt shows,
+/// and the payer is paid back once.
+#[tokio::test]
+async fn a_refund_resent_as_nonce_too_low_stays_pending_and_is_paid_once() {
+    use crate::store::{PaymentState, TransferState};
+    let f = fixture(SELLER).await;
+    let chain = std::sync::Arc::new(FakeChain {
+        nonce_used: true,
+        ..FakeChain::landing(Landing::Pending)
+    });
+    stand_in(&f, &chain);
+    let payment = refund_sent_unconfirmed(&f).await;
+
+    wallets::reconcile(&f.services).await.unwrap();
+    assert_eq!(chain.sent.load(Ordering::SeqCst), 1, "sent again");
+    assert_eq!(transfer_state(&f, "tr_first").await, TransferState::Pending);
+    resume_refund(&f, &payment.id).await;
+    assert_eq!(
+        chain.signed.load(Ordering::SeqCst),
+        0,
+        "no second refund while one may land"
+    );
+
+    // Its receipt shows: the reconciliation that waits for it records it, and the refund ends.
+    chain.lands(Landing::Confirmed);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while transfer_state(&f, "tr_first").await != TransferState::Confirmed {
+        assert!(std::time::Instant::now() < deadline, "the transfer was never confirmed");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    resume_refund(&f, &payment.id).await;
+    let payment = f.services.store.payment(&payment.id).await.unwrap().unwrap();
+    assert_eq!(payment.state, PaymentState::Refunded);
+    assert_eq!(chain.signed.load(Ordering::SeqCst), 0, "paid back once");
+}
+
+/// A refund's transfer recorded failed (a node whose index lagged called it dropped) that
+/// landed after all: the chain is asked before another is paid, and none is.
+#[tokio::test]
+async fn a_refund_recorded_failed_that_landed_is_not_paid_again() {
+    use crate::store::{PaymentState, TransferState};
+    let f = fixture(SELLER).await;
+    let chain = std::sync::Arc::new(FakeChain::landing(Landing::Confirmed));
+    stand_in(&f, &chain);
+    let payment = refund_sent_unconfirmed(&f).await;
+    f.services
+        .store
+        .finish_transfer("tr_first", TransferState::Failed, Some("dropped".into()))
+        .await
+        .unwrap();
+
+    resume_refund(&f, &payment.id).await;
+    assert_eq!(chain.signed.load(Ordering::SeqCst), 0, "not paid a second time");
+    assert_eq!(transfer_state(&f, "tr_first").await, TransferState::Confirmed);
+    let payment = f.services.store.payment(&payment.id).await.unwrap().unwrap();
+    assert_eq!(payment.state, PaymentState::Refunded);
+}
+
+/// A refund's transfer that truly failed (it reverted) is paid by one new transfer.
+#[tokio::test]
+async fn a_refund_whose_transfer_failed_is_paid_by_one_new_transfer() {
+    use crate::store::{PaymentState, TransferState};
+    let f = fixture(SELLER).await;
+    let chain = std::sync::Arc::new(FakeChain::landing(Landing::Confirmed));
+    chain
+        .landings
+        .lock()
+        .unwrap()
+        .insert("0xtransfer0".into(), Landing::Failed("reverted".into()));
+    stand_in(&f, &chain);
+    let payment = refund_sent_unconfirmed(&f).await;
+    f.services
+        .store
+        .finish_transfer("tr_first", TransferState::Failed, Some("reverted".into()))
+        .await
+        .unwrap();
+
+    resume_refund(&f, &payment.id).await;
+    resume_refund(&f, &payment.id).await;
+    let payment = f.services.store.payment(&payment.id).await.unwrap().unwrap();
+    assert_eq!(payment.state, PaymentState::Refunded);
+    assert_eq!(chain.signed.load(Ordering::SeqCst), 1, "one new transfer");
+}

@@ -70,12 +70,15 @@ enum Ordered<'a> {
 pub struct Checked<'a>(Quote<'a>);
 
 /// Prices `order`, or says why it cannot be bought now: a command the agent does not sell,
-/// or one its breaker paused after repeated failures (refused before anyone signs).
+/// or, asked for its price (not `paying`), one its breaker paused after repeated failures
+/// (refused before anyone signs). A payment for a paused command is refused by [`buy`]
+/// once the payment is known, unless it is a retry of one made before.
 pub async fn quote<'a>(
     services: &Services,
     offer: &'a Offer,
     order: Order,
     request: Value,
+    paying: bool,
 ) -> Result<Quote<'a>, ServiceError> {
     let ordered = match order {
         Order::Message(message) => Ordered::Message(message),
@@ -99,7 +102,9 @@ pub async fn quote<'a>(
     if let Some(command) = quote.command() {
         let rules = breaker::Rules::of(&services.settings.x402);
         let admission = breaker::look(&services.store, rules, &offer.agent.id, &command.def.name).await?;
-        if let Some(refusal) = admission.as_ref().and_then(|a| a.refusal(&command.def.name)) {
+        if let Some(refusal) = admission.as_ref().and_then(|a| a.refusal(&command.def.name))
+            && !paying
+        {
             return Err(refusal);
         }
         quote.had_breaker = admission.is_some();
@@ -193,25 +198,28 @@ async fn buy_on(
         Ordered::Command { command, .. } => Some(*command),
         Ordered::Message(_) => None,
     };
-    let rules = breaker::Rules::of(&services.settings.x402);
-    // Admitted by the command's breaker (a half-open one lets this call through as its
-    // trial), so its outcome below counts.
-    let mut trial = None;
-    if let Some(command) = command.filter(|_| had_breaker) {
-        match breaker::admit(&services.store, rules, &offer.agent.id, &command.def.name).await? {
-            (breaker::Admission::Trial, at) => trial = Some(at),
-            (admission, _) => {
-                if let Some(refusal) = admission.refusal(&command.def.name) {
-                    return Err(refusal);
-                }
-            }
-        }
-    }
     let purchase = Purchase {
         price,
         command: command.map(|c| c.def.name.as_str()),
         request: &request,
     };
+    // Admitted by the command's breaker (a half-open one lets this call through as its
+    // trial), so its outcome below counts. Only a payment that passes its own checks is
+    // admitted: it is known by its payer, and a retry of one made before is let through to
+    // the answer it bought.
+    let mut trial = None;
+    if let Some(command) = command.filter(|_| had_breaker) {
+        let known = payments::identify(services, rails, offer, payment, &purchase).await?;
+        let rules = breaker::Rules::of(&services.settings.x402);
+        match breaker::admit(&services.store, rules, &offer.agent.id, &command.def.name, &known.payer).await? {
+            (breaker::Admission::Trial, at) => trial = Some(at),
+            (admission, _) => {
+                if let Some(refusal) = admission.refusal(&command.def.name).filter(|_| !known.made_before) {
+                    return Err(refusal);
+                }
+            }
+        }
+    }
     let started = std::time::Instant::now();
     let measured = Measured {
         network: offer.network.as_str(),
@@ -392,7 +400,15 @@ async fn conclude(
         Err(error) => {
             if let Some(name) = command.filter(|_| breaker::counts(&error)) {
                 let rules = breaker::Rules::of(&services.settings.x402);
-                breaker::failed(&services.store, rules, agent_id, name, &error.public_text()).await;
+                breaker::failed(
+                    &services.store,
+                    rules,
+                    agent_id,
+                    name,
+                    &settled.payer,
+                    &error.public_text(),
+                )
+                .await;
             }
             let transaction = settled.refund(services, &error.public_text()).await;
             SaleOutcome::Failed {

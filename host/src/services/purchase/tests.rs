@@ -58,8 +58,13 @@ fn command(name: &str, parameters: Value) -> Order {
 
 /// Quotes and checks `order`, then buys it with a payment of the quoted price on `chain`.
 async fn buy_with(f: &Fixture, chain: &FakeChain, order: Order, nonce: u64) -> Result<Sale, ServiceError> {
-    let quote = quote(&f.services, &f.offer, order, Value::Null).await?;
-    let paid = payment("ann", nonce, quote.price.0);
+    buy_as(f, chain, order, "ann", nonce).await
+}
+
+/// [`buy_with`], paid by `payer`.
+async fn buy_as(f: &Fixture, chain: &FakeChain, order: Order, payer: &str, nonce: u64) -> Result<Sale, ServiceError> {
+    let quote = quote(&f.services, &f.offer, order, Value::Null, true).await?;
+    let paid = payment(payer, nonce, quote.price.0);
     let checked = quote.check_input()?;
     let scheme = FakeScheme::default();
     let rails = Rails { scheme: &scheme, chain };
@@ -94,13 +99,13 @@ async fn a_paid_command_is_settled_then_run_and_its_payment_served() {
 #[tokio::test]
 async fn what_cannot_run_is_refused_before_it_can_be_bought() {
     let f = fixture(&seller()).await;
-    let unknown = quote(&f.services, &f.offer, command("nope", json!({})), Value::Null).await;
+    let unknown = quote(&f.services, &f.offer, command("nope", json!({})), Value::Null, false).await;
     assert!(
         matches!(unknown, Err(ServiceError::X402(X402Error::CommandNotOffered(ref name))) if name == "nope"),
         "{:?}",
         unknown.err()
     );
-    let quoted = quote(&f.services, &f.offer, command("greet", json!({})), Value::Null)
+    let quoted = quote(&f.services, &f.offer, command("greet", json!({})), Value::Null, false)
         .await
         .unwrap();
     assert_eq!(quoted.price, MicroUsdc(20_000));
@@ -157,28 +162,86 @@ async fn failures_by_the_agents_fault_are_refunded_and_pause_the_command() {
     let f = fixture(&seller()).await;
     let chain = FakeChain::landing(Landing::Confirmed);
     let failures = f.services.settings.x402.x402_breaker_failures as u64;
-    for nonce in 1..=failures {
-        let sale = buy_with(&f, &chain, command("broken", json!({})), nonce).await.unwrap();
+    let fails = |sale: Sale| {
         let SaleOutcome::Failed { error, refund } = sale.outcome else {
             panic!("the broken command answered: {:?}", sale.outcome)
         };
         assert!(breaker::counts(&error), "{error:?}");
         assert!(refund.is_some(), "refunded at once");
+    };
+    // One payer's failures, however many, count once: it cannot pause the command for all.
+    for nonce in 1..=failures {
+        fails(
+            buy_as(&f, &chain, command("broken", json!({})), "mallory", nonce)
+                .await
+                .unwrap(),
+        );
+    }
+    let open = quote(&f.services, &f.offer, command("broken", json!({})), Value::Null, false).await;
+    assert!(open.is_ok(), "paused by one payer: {:?}", open.err());
+    // Distinct payers' failures do (mallory's counted once).
+    for n in 1..failures {
+        fails(
+            buy_as(&f, &chain, command("broken", json!({})), &format!("payer{n}"), 100 + n)
+                .await
+                .unwrap(),
+        );
     }
     // Every payment left the served path; none is left settled for recovery to guess at.
     let states: Vec<String> = f.ledger().await.into_iter().map(|(state, _)| state).collect();
-    assert_eq!(states.len() as u64, failures);
-    assert_eq!(runs_of(&f, "broken").await as u64, failures);
+    assert_eq!(states.len() as u64, 2 * failures - 1);
+    assert_eq!(runs_of(&f, "broken").await as u64, 2 * failures - 1);
     assert!(states.iter().all(|s| s.starts_with("refund")), "{states:?}");
     // The next payer is refused before signing anything; other commands still sell.
-    let paused = quote(&f.services, &f.offer, command("broken", json!({})), Value::Null).await;
+    let paused = quote(&f.services, &f.offer, command("broken", json!({})), Value::Null, false).await;
     assert!(
         matches!(paused.err(), Some(ServiceError::Unavailable { retry_after_secs, .. }) if retry_after_secs > 0),
         "the broken command is paused"
     );
     let sent = chain.sent.load(Ordering::SeqCst);
-    buy_with(&f, &chain, command("greet", json!({"name": "Bo"})), failures + 1)
+    buy_with(&f, &chain, command("greet", json!({"name": "Bo"})), 1_000)
         .await
         .unwrap();
     assert_eq!(chain.sent.load(Ordering::SeqCst), sent + 1);
+}
+
+/// A paused command still gives a retry the answer its payment bought (the same signed
+/// payment for the same request); a new payment is refused before anything is sent.
+#[tokio::test]
+async fn a_retry_reaches_its_kept_answer_while_the_command_is_paused() {
+    let f = fixture(&seller()).await;
+    let chain = FakeChain::landing(Landing::Confirmed);
+    let greet = || command("greet", json!({"name": "Bo"}));
+    let sale = buy_as(&f, &chain, greet(), "bo", 1).await.unwrap();
+    let SaleOutcome::Answered(first) = sale.outcome else {
+        panic!("greet did not answer: {:?}", sale.outcome)
+    };
+    drop(sale.settled);
+    // Others' failures pause it.
+    let rules = breaker::Rules::of(&f.services.settings.x402);
+    for n in 0..f.services.settings.x402.x402_breaker_failures {
+        breaker::failed(
+            &f.services.store,
+            rules,
+            &f.offer.agent.id,
+            "greet",
+            &format!("p{n}"),
+            "down",
+        )
+        .await;
+    }
+    let sent = chain.sent.load(Ordering::SeqCst);
+    let again = buy_as(&f, &chain, greet(), "bo", 1).await.unwrap();
+    assert!(
+        matches!(&again.outcome, SaleOutcome::Answered(kept) if kept.response == first.response),
+        "{:?}",
+        again.outcome
+    );
+    let refused = buy_as(&f, &chain, greet(), "carol", 2).await;
+    assert!(
+        matches!(refused, Err(ServiceError::Unavailable { .. })),
+        "{:?}",
+        refused.err()
+    );
+    assert_eq!(chain.sent.load(Ordering::SeqCst), sent, "nothing settled while paused");
 }
