@@ -10,7 +10,7 @@ use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::chains::base::{BaseChain, BaseConfig};
+use crate::chains::base::{BaseChain, BaseConfig, GasCaps};
 use crate::chains::solana::{SolanaChain, SolanaConfig};
 use crate::chains::{Chains, Explorer, networks};
 use crate::clients::telegram::Telegram;
@@ -203,6 +203,12 @@ fn chains(settings: &ChainSettings) -> anyhow::Result<Chains> {
         usdc_address: base_network.usdc_address.clone(),
         usdc_domain: (base_network.eip712_name.clone(), base_network.eip712_version.clone()),
         confirmations: settings.base_confirmations,
+        caps: GasCaps {
+            gas: settings.base_max_gas,
+            fee_per_gas: u128::from(settings.base_max_fee_per_gas_wei),
+            tip: u128::from(settings.base_max_priority_fee_wei),
+            fee: u128::from(settings.base_max_fee_wei),
+        },
         rpc_timeout,
     })
     .map_err(anyhow::Error::msg)?;

@@ -391,6 +391,38 @@ async fn one_transfer_pays_for_one_authorization() {
     assert_eq!(chain.eth_of(&agent_wallet).await, gas, "the agent sent nothing");
 }
 
+/// A payer whose account has code (here an EIP-7702 delegation) decides how much gas
+/// USDC's check of its signature burns, and the agent pays that gas: a settlement that
+/// would need more than `base_max_gas` is refused before anything is sent, whether the
+/// check burns 2 million gas and then says yes, or loops for ever.
+#[tokio::test]
+async fn a_payer_whose_signature_check_burns_gas_is_refused_before_anything_is_sent() {
+    use crate::support::chains::gas_burner;
+    let chain = LocalBase::start().await;
+    let (env, agent_wallet) = base_shop(&chain, TestEnv::new(), "").await;
+    let server = env.serve();
+    let (payer, payer_address) = base_payer(&chain, 1_000_000).await;
+    let url = server.url("/x402/base/seller");
+    let hello = json!({ "command": "hello", "name": "Ann" });
+    let requirement = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+    let gas = chain.eth_of(&agent_wallet).await;
+    let burners = [gas_burner(80_000), "0x5b600056".to_string()];
+    for (n, burner) in burners.iter().enumerate() {
+        chain.delegate(&payer_address, burner).await;
+        let reply = paid(
+            &url,
+            &hello,
+            &base_payment(&payer, &requirement, 50_000, n as u8 + 1, 60),
+        )
+        .await;
+        assert_eq!(code(&reply), (402, "settlement_failed".into()), "{}", reply.text);
+        assert_eq!(chain.pending().await, 0, "nothing sent");
+        assert_eq!(chain.eth_of(&agent_wallet).await, gas, "the agent paid no gas");
+        assert!(payments(&env).is_empty(), "{:?}", payments(&env));
+    }
+    assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000);
+}
+
 /// A settlement not confirmed in time answers 500 and is finished by the running
 /// service (confirmed, then refunded: the answer never reached the payer), no restart.
 #[tokio::test]

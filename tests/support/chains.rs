@@ -56,6 +56,14 @@ fn batcher_code() -> String {
     format!("0x{}", code.replace(' ', ""))
 }
 
+/// The code of an account whose ERC-1271 `isValidSignature` burns about `loops` × 26 gas
+/// and then says every signature is valid (its magic value), written out by hand:
+/// `n = loops; do { n -= 1 } while n != 0; return 0x1626ba7e << 224`.
+pub fn gas_burner(loops: u32) -> String {
+    assert!(loops > 0 && loops < 1 << 24);
+    format!("0x62{loops:06x}5b600190038060045750631626ba7e60e01b60005260206000f3")
+}
+
 fn node_tools() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/node/node_modules")
 }
@@ -352,6 +360,16 @@ impl LocalBase {
         let hash = hash.as_str().unwrap().to_string();
         assert_eq!(self.receipt(&hash).await["status"], "0x1", "the batch reverted");
         hash
+    }
+
+    /// Gives `account` code as EIP-7702 does (the delegation designator `0xef0100 ‖
+    /// delegate`), with `code` placed at the delegate's address: the account still signs
+    /// with its key, and USDC now checks its signatures by calling it (ERC-1271).
+    pub async fn delegate(&self, account: &str, code: &str) {
+        const DELEGATE: &str = "0x00000000000000000000000000000000de1e9a7e";
+        rpc(&self.rpc_url, "anvil_setCode", json!([DELEGATE, code])).await;
+        let designator = format!("0xef0100{}", DELEGATE.trim_start_matches("0x"));
+        rpc(&self.rpc_url, "anvil_setCode", json!([account, designator])).await;
     }
 
     /// The calldata of a USDC `transfer`.

@@ -79,7 +79,79 @@ pub struct BaseConfig {
     pub usdc_domain: (String, String),
     /// Blocks on top of the one holding a transaction before it counts as done (1 = mined).
     pub confirmations: u64,
+    pub caps: GasCaps,
     pub rpc_timeout: Duration,
+}
+
+/// What one transaction of an agent's may cost it: the agent pays the gas of every
+/// settlement and refund, and a payer with code (a contract, an EIP-7702-delegated
+/// account, whose signature USDC checks by calling it) decides how much gas the check
+/// burns. Nothing over these is sent.
+#[derive(Debug, Clone, Copy)]
+pub struct GasCaps {
+    /// The gas limit: an estimate over it is refused.
+    pub gas: u64,
+    /// Wei per gas, all in: while the base fee and the tip are over it, nothing is sent.
+    pub fee_per_gas: u128,
+    /// The tip per gas: a node's suggestion above it is cut.
+    pub tip: u128,
+    /// Wei for the whole transaction at its gas limit, the L1 data fee included.
+    pub fee: u128,
+}
+
+impl GasCaps {
+    /// The (max fee, tip) per gas to offer with the chain's `base_fee` and suggested `tip`.
+    fn fees(&self, base_fee: u128, tip: u128) -> Result<(u128, u128), ChainError> {
+        let tip = tip.min(self.tip);
+        if base_fee.saturating_add(tip) > self.fee_per_gas {
+            return Err(ChainError::Refused(format!(
+                "Base fees are over the cap now: {} wei per gas, the cap is {} (base_max_fee_per_gas_wei); try again later",
+                base_fee.saturating_add(tip),
+                self.fee_per_gas
+            )));
+        }
+        // Twice the base fee survives several full blocks of base-fee growth, within the cap.
+        Ok((
+            base_fee.saturating_mul(2).saturating_add(tip).min(self.fee_per_gas),
+            tip,
+        ))
+    }
+
+    /// The gas limit for an estimate: a margin over it (state can change before inclusion),
+    /// never above the cap; an estimate over the cap is refused.
+    fn gas_limit(&self, estimate: u64) -> Result<u64, ChainError> {
+        if estimate > self.gas {
+            return Err(over_gas_cap(self.gas));
+        }
+        Ok(estimate.saturating_mul(6).div_ceil(5).min(self.gas))
+    }
+
+    /// The transaction's most cost: `gas_limit` at `max_fee`, plus the L1 data fee.
+    fn within_fee(&self, gas_limit: u64, max_fee: u128, l1_fee: u128) -> Result<(), ChainError> {
+        let most = u128::from(gas_limit).saturating_mul(max_fee).saturating_add(l1_fee);
+        if most > self.fee {
+            return Err(ChainError::Refused(format!(
+                "the transaction could cost {most} wei in fees, over the cap of {} (base_max_fee_wei)",
+                self.fee
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn over_gas_cap(cap: u64) -> ChainError {
+    ChainError::Refused(format!(
+        "it needs more than {cap} gas (base_max_gas): a payer whose signature is checked by code may make it cost more than the agent pays"
+    ))
+}
+
+/// OP Stack's GasPriceOracle predeploy (Base): the L1 data fee a transaction adds.
+const GAS_PRICE_ORACLE: Address = alloy::primitives::address!("0x420000000000000000000000000000000000000F");
+
+alloy::sol! {
+    interface IGasPriceOracle {
+        function getL1Fee(bytes data) external view returns (uint256);
+    }
 }
 
 pub struct BaseChain {
@@ -89,6 +161,7 @@ pub struct BaseChain {
     usdc_text: String,
     usdc_domain: (String, String),
     confirmations: u64,
+    caps: GasCaps,
 }
 
 /// How many blocks a transaction's nonce must have been used by another before the
@@ -186,6 +259,7 @@ impl BaseChain {
             usdc_text: usdc.to_checksum(None),
             usdc_domain: config.usdc_domain.clone(),
             confirmations: config.confirmations.max(1),
+            caps: config.caps,
         })
     }
 
@@ -343,7 +417,7 @@ impl BaseChain {
         quantity_u256(&reply, "eth_getBalance")
     }
 
-    /// (max fee, priority fee) per gas for a transaction in the next blocks.
+    /// The latest base fee and the node's suggested tip, per gas.
     pub async fn fees(&self) -> Result<(u128, u128), ChainError> {
         let block: Value = self.rpc.call("eth_getBlockByNumber", json!(["latest", false])).await?;
         let base_fee = u128::from(quantity_u64(&block["baseFeePerGas"], "eth_getBlockByNumber")?);
@@ -352,8 +426,23 @@ impl BaseChain {
             // Nodes without the method: a small tip, as Base's sequencer needs little.
             Err(_) => 1_000_000,
         };
-        // Twice the base fee survives several full blocks of base-fee growth.
-        Ok((base_fee * 2 + priority, priority))
+        Ok((base_fee, priority))
+    }
+
+    /// The L1 data fee an OP Stack chain adds for `raw` (the signed transaction); none on a
+    /// chain without the oracle (a local node).
+    async fn l1_fee(&self, raw: &[u8]) -> Result<u128, ChainError> {
+        let data = IGasPriceOracle::getL1FeeCall {
+            data: Bytes::copy_from_slice(raw),
+        }
+        .abi_encode();
+        match self.call(GAS_PRICE_ORACLE, data).await {
+            Ok(fee) if fee.len() == 32 => Ok(u128::try_from(U256::from_be_slice(&fee)).unwrap_or(u128::MAX)),
+            Ok(_) => Ok(0),
+            Err(ChainError::Unavailable(reason)) => Err(ChainError::Unavailable(reason)),
+            // Reverted or refused: not an OP Stack chain.
+            Err(_) => Ok(0),
+        }
     }
 
     pub async fn pending_nonce(&self, address: Address) -> Result<u64, ChainError> {
@@ -364,13 +453,15 @@ impl BaseChain {
         quantity_u64(&reply, "eth_getTransactionCount")
     }
 
-    /// Estimates gas for a call from `from`; a revert is the chain refusing it.
-    pub async fn estimate_gas(&self, from: Address, to: Address, data: &[u8]) -> Result<u64, ChainError> {
+    /// Estimates gas for a call from `from`, at most `cap`: a revert is the chain refusing
+    /// it, and so is a call that needs more than the cap (the node stops looking there).
+    pub async fn estimate_gas(&self, from: Address, to: Address, data: &[u8], cap: u64) -> Result<u64, ChainError> {
         let estimate = self
             .rpc
             .call::<Value>(
                 "eth_estimateGas",
-                json!([{ "from": from.to_string(), "to": to.to_string(), "data": Bytes::copy_from_slice(data).to_string() }]),
+                json!([{ "from": from.to_string(), "to": to.to_string(),
+                         "data": Bytes::copy_from_slice(data).to_string(), "gas": format!("0x{cap:x}") }]),
             )
             .await;
         match estimate {
@@ -379,12 +470,16 @@ impl BaseChain {
                 Some((_, message, _)) if message.contains("revert") => {
                     Err(ChainError::Refused(format!("the USDC contract refuses it: {message}")))
                 }
+                Some((_, message, _)) if message.contains("gas required exceeds") || message.contains("out of gas") => {
+                    Err(over_gas_cap(cap))
+                }
                 _ => Err(err.into()),
             },
         }
     }
 
-    /// Signs a call as an EIP-1559 transaction from `key`, checking it can pay for gas.
+    /// Signs a call as an EIP-1559 transaction from `key`, within the gas caps, checking it
+    /// can pay for gas.
     pub async fn sign_call(
         &self,
         signer: &alloy::signers::local::PrivateKeySigner,
@@ -392,9 +487,10 @@ impl BaseChain {
         data: Vec<u8>,
     ) -> Result<SignedTx, ChainError> {
         let from = signer.address();
-        // A margin over the estimate: state can change between estimate and inclusion.
-        let gas_limit = self.estimate_gas(from, to, &data).await? * 6 / 5;
-        let (max_fee, priority) = self.fees().await?;
+        let caps = &self.caps;
+        let gas_limit = caps.gas_limit(self.estimate_gas(from, to, &data, caps.gas).await?)?;
+        let (base_fee, tip) = self.fees().await?;
+        let (max_fee, priority) = caps.fees(base_fee, tip)?;
         let needed = U256::from(gas_limit) * U256::from(max_fee);
         let wei = self.wei_of(from).await?;
         if wei < needed {
@@ -420,9 +516,11 @@ impl BaseChain {
             .sign_hash_sync(&tx.signature_hash())
             .map_err(|e| ChainError::Refused(format!("signing failed: {e}")))?;
         let envelope = TxEnvelope::Eip1559(tx.into_signed(signature));
+        let raw = envelope.encoded_2718();
+        caps.within_fee(gas_limit, max_fee, self.l1_fee(&raw).await?)?;
         Ok(SignedTx {
             id: envelope.tx_hash().to_string(),
-            raw: Bytes::from(envelope.encoded_2718()).to_string(),
+            raw: Bytes::from(raw).to_string(),
             valid_until: None,
         })
     }
@@ -679,6 +777,45 @@ mod tests {
             authorization_transfer(&receipt, &paid(payer, nonce, agent, 10_000)),
             None
         );
+    }
+
+    const CAPS: GasCaps = GasCaps {
+        gas: 300_000,
+        fee_per_gas: 20_000_000_000,
+        tip: 2_000_000_000,
+        fee: 1_000_000_000_000_000,
+    };
+
+    #[test]
+    fn gas_is_limited_by_the_cap_and_an_estimate_over_it_is_refused() {
+        assert_eq!(CAPS.gas_limit(60_000).unwrap(), 72_000);
+        assert_eq!(CAPS.gas_limit(290_000).unwrap(), 300_000, "the margin stops at the cap");
+        assert!(matches!(CAPS.gas_limit(300_001), Err(ChainError::Refused(_))));
+    }
+
+    #[test]
+    fn fees_per_gas_stay_under_the_cap() {
+        // A greedy tip is cut; twice the base fee, within the cap.
+        assert_eq!(
+            CAPS.fees(1_000_000_000, 50_000_000_000).unwrap(),
+            (4_000_000_000, 2_000_000_000)
+        );
+        assert_eq!(CAPS.fees(15_000_000_000, 1).unwrap(), (20_000_000_000, 1));
+        // The base fee alone over the cap: nothing is sent.
+        assert!(matches!(
+            CAPS.fees(19_000_000_000, 2_000_000_000),
+            Err(ChainError::Refused(_))
+        ));
+    }
+
+    #[test]
+    fn the_whole_fee_counts_the_l1_data_fee() {
+        assert!(CAPS.within_fee(100_000, 5_000_000_000, 0).is_ok());
+        assert!(CAPS.within_fee(100_000, 5_000_000_000, 500_000_000_000_000).is_ok());
+        assert!(matches!(
+            CAPS.within_fee(100_000, 5_000_000_000, 500_000_000_000_001),
+            Err(ChainError::Refused(_))
+        ));
     }
 
     #[test]

@@ -366,6 +366,14 @@ settings! {
         base_usdc_eip712_name: Option<String> = "", "the USDC contract's EIP-712 domain name (unset: the network's; custom: USD Coin)";
         base_usdc_eip712_version: Option<String> = "", "the USDC contract's EIP-712 domain version (unset: the network's; custom: 2)";
         base_confirmations: u64 = "1" [1 ..= 1000], "blocks (counting its own) before a Base transfer counts as done";
+        base_max_gas: u64 = "300000" [21000 ..= 30000000],
+            "most gas one Base settlement or refund of an agent's may use (its gas limit); a larger estimate is refused before anything is sent";
+        base_max_fee_per_gas_wei: u64 = "20000000000" [1 ..= 18446744073709551615],
+            "most an agent's Base transaction pays per gas; while the base fee and tip are over it, nothing is sent";
+        base_max_priority_fee_wei: u64 = "2000000000" [0 ..= 18446744073709551615],
+            "most tip per gas an agent's Base transaction offers (a node's suggestion above it is cut)";
+        base_max_fee_wei: u64 = "1000000000000000" [1 ..= 18446744073709551615],
+            "most one Base settlement or refund may cost an agent in fees, at its gas limit, the L1 data fee included";
         base_explorer_address_url: Option<String> = "", "Base explorer link to a wallet (unset: the network's Basescan)";
         base_explorer_tx_url: Option<String> = "", "Base explorer link to a transaction (unset: the network's Basescan)";
     }
