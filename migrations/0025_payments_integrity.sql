@@ -12,3 +12,8 @@ CREATE UNIQUE INDEX payments_by_transfer ON payments (network, transaction_signa
 -- A paid command's breaker counts at most one failure per payer in its window, and never
 -- gives its trial to a payer whose failure opened it: the payers it counted, one a line.
 ALTER TABLE command_breakers ADD COLUMN payers TEXT NOT NULL DEFAULT '';
+
+-- When a payment's refund started: its payer waits out a cool-off before paying again (a
+-- refund costs the agent a fee, and some failures a payer can provoke).
+ALTER TABLE payments ADD COLUMN refund_started_at INTEGER;
+CREATE INDEX payments_refunded ON payments (network, payer, refund_started_at) WHERE refund_started_at IS NOT NULL;

@@ -84,7 +84,7 @@ async fn a_paid_requests_trace_tells_the_chains_time_from_ours() {
                 let v1 = match network {
                     Network::Base => {
                         nonce += 1;
-                        base_payment(&base_payer, &offered_v1, PRICE, nonce, 600)
+                        base_payment(&base_payer, &offered_v1, PRICE, nonce, 300)
                     }
                     Network::Solana => {
                         // A payer of its own per request: each transaction is then distinct.

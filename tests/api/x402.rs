@@ -212,7 +212,10 @@ async fn a_base_payment_is_verified_settled_once_and_served() {
     let env = TestEnv::new()
         .with_env("AGENT_HOST_BASE_RPC_URL", &chain.rpc_url)
         .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "1000")
-        .with_env("AGENT_HOST_X402_CLIENT_LIMIT_PER_MINUTE", "1000");
+        .with_env("AGENT_HOST_X402_CLIENT_LIMIT_PER_MINUTE", "1000")
+        // One payer walks every path, a refund included (the cool-off after a refund has
+        // a test of its own, x402_abuse).
+        .with_env("AGENT_HOST_X402_REFUND_COOLOFF_SECS", "0");
     env.create_account("acme", "free");
     let agent_id = env.apply_agent(
         &format!("{}{BROKEN}{SLOW_BROKEN}{REPORT}", paid_manifest("seller")),

@@ -423,6 +423,103 @@ async fn a_payer_whose_signature_check_burns_gas_is_refused_before_anything_is_s
     assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000);
 }
 
+/// A payer whose paid call was refunded (the agent paid the refund's fee) waits out
+/// `x402_refund_cooloff_secs` before it may pay again, refused before anything is settled;
+/// other payers are not held up.
+#[tokio::test]
+async fn a_refunded_payer_cools_off_and_others_do_not() {
+    let chain = LocalBase::start().await;
+    let (env, _) = base_shop(&chain, TestEnv::new(), BROKEN).await;
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let broken = json!({ "command": "broken" });
+    let hello = json!({ "command": "hello", "name": "Ann" });
+    let requirement = post_x402(&url, &broken).await.json()["accepts"][0].clone();
+    let (ann, ann_address) = base_payer(&chain, 1_000_000).await;
+    let (bob, _) = base_payer(&chain, 1_000_000).await;
+
+    let failed = paid(&url, &broken, &base_payment(&ann, &requirement, 20_000, 1, 60)).await;
+    assert_eq!(code(&failed), (500, "execution_error".into()), "{}", failed.text);
+    assert!(
+        failed.json()["refundTransactionSignature"].is_string(),
+        "{}",
+        failed.text
+    );
+    let hello_price = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+    let again = paid(&url, &hello, &base_payment(&ann, &hello_price, 50_000, 2, 60)).await;
+    assert_eq!(code(&again), (429, "payer_cooling_off".into()), "{}", again.text);
+    let wait: u64 = again.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=30).contains(&wait), "{wait}");
+    assert_eq!(
+        chain.usdc_of(&ann_address).await,
+        1_000_000,
+        "refunded, nothing more taken"
+    );
+    let other = paid(&url, &hello, &base_payment(&bob, &hello_price, 50_000, 1, 60)).await;
+    assert_eq!(other.status, 200, "{}", other.text);
+}
+
+/// In wallet mode as in facilitator mode, an authorization must expire within the offer's
+/// `maxTimeoutSeconds` and a margin for clocks: one signed to live an hour (anyone who
+/// copies it could present it all that hour) is refused before anything is recorded.
+#[tokio::test]
+async fn a_base_authorization_that_outlives_the_offer_is_refused() {
+    let chain = LocalBase::start().await;
+    let (env, _) = base_shop(&chain, TestEnv::new(), "").await;
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let hello = json!({ "command": "hello", "name": "Ann" });
+    let requirement = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+    let (payer, _) = base_payer(&chain, 1_000_000).await;
+    let lasting = paid(&url, &hello, &base_payment(&payer, &requirement, 50_000, 1, 3_600)).await;
+    assert_eq!(code(&lasting), (402, "invalid_payment".into()), "{}", lasting.text);
+    assert!(payments(&env).is_empty());
+    assert_eq!(chain.pending().await, 0);
+    let prompt = paid(&url, &hello, &base_payment(&payer, &requirement, 50_000, 2, 60)).await;
+    assert_eq!(prompt.status, 200, "{}", prompt.text);
+}
+
+/// What the work needs is taken before the payment: with the account's only plugin slot
+/// held, a paid command is refused (429) before anything is settled, rather than settled
+/// and refunded at the agent's cost; so is a paid message while no model is configured
+/// (503). Nothing is recorded and nothing taken.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_that_cannot_be_served_is_refused_before_anyone_pays() {
+    use std::sync::Arc;
+    let reached = Arc::new(tokio::sync::Notify::new());
+    let hook = FakeServer::slow_hook(reached.clone(), Duration::from_secs(20), "slow answer").await;
+    let chain = LocalBase::start().await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", &format!("127.0.0.1:{}", hook.port))
+        .with_env("AGENT_HOST_PLUGIN_MAX_CONCURRENCY_PER_ACCOUNT", "1");
+    let slow = paid_webhook("slow", "Takes its time", &hook.url("/hook"));
+    let (env, _) = base_shop(&chain, env, &slow).await;
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let (ann, _) = base_payer(&chain, 1_000_000).await;
+    let (bob, bob_address) = base_payer(&chain, 1_000_000).await;
+    let slow_order = json!({ "command": "slow" });
+    let slow_price = post_x402(&url, &slow_order).await.json()["accepts"][0].clone();
+    let held = {
+        let (url, payment) = (url.clone(), base_payment(&ann, &slow_price, 20_000, 1, 60));
+        tokio::spawn(async move { paid(&url, &json!({ "command": "slow" }), &payment).await })
+    };
+    reached.notified().await;
+
+    let hello = json!({ "command": "hello", "name": "Bob" });
+    let hello_price = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+    let busy = paid(&url, &hello, &base_payment(&bob, &hello_price, 50_000, 1, 60)).await;
+    assert_eq!(code(&busy), (429, "rate_limit_exceeded".into()), "{}", busy.text);
+    let message = json!({ "message": "hi" });
+    let message_price = post_x402(&url, &message).await.json()["accepts"][0].clone();
+    let no_model = paid(&url, &message, &base_payment(&bob, &message_price, 10_000, 2, 60)).await;
+    assert_eq!(code(&no_model), (503, "model_unavailable".into()), "{}", no_model.text);
+    assert_eq!(chain.usdc_of(&bob_address).await, 1_000_000, "nothing taken from Bob");
+    let recorded = payments(&env);
+    assert_eq!(recorded.len(), 1, "only Ann's: {recorded:?}");
+    held.abort();
+}
+
 /// A settlement not confirmed in time answers 500 and is finished by the running
 /// service (confirmed, then refunded: the answer never reached the payer), no restart.
 #[tokio::test]
@@ -751,7 +848,9 @@ async fn a_command_that_keeps_failing_is_paused_before_anyone_pays() {
     let env = TestEnv::new()
         .with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", &format!("127.0.0.1:{}", hook.port))
         .with_env("AGENT_HOST_X402_BREAKER_FAILURES", "2")
-        .with_env("AGENT_HOST_X402_BREAKER_COOLDOWN_SECS", "2");
+        .with_env("AGENT_HOST_X402_BREAKER_COOLDOWN_SECS", "2")
+        // Mallory pays again at once after each refund (the cool-off has a test of its own).
+        .with_env("AGENT_HOST_X402_REFUND_COOLOFF_SECS", "0");
     let (env, _wallet) = base_shop(&chain, env, &flaky).await;
     let owner = env.create_key("acme");
     let server = env.serve();

@@ -387,6 +387,8 @@ settings! {
         x402_payer_limit_per_day: u32 = "2000" [1 ..= 100000000], "signed payments one payer may present per UTC day";
         x402_payer_cooloff_secs: u64 = "600" [0 ..= 604800],
             "how long a payer whose settlement failed on chain (the agent paid its fee) is refused";
+        x402_refund_cooloff_secs: u64 = "30" [0 ..= 86400],
+            "how long a payer whose paid call was refunded (the agent paid the refund's fee) is refused";
         x402_settle_timeout_secs: u64 = "60" [1 ..= 3600],
             "how long a paid request waits for its settlement to confirm; recovery finishes it after";
         x402_solana_max_fee_lamports: u64 = "20000" [5000 ..= 100000000],

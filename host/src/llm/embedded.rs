@@ -293,6 +293,13 @@ impl LlmProvider for EmbeddedProvider {
     fn stream(&self, request: CompletionRequest, text: TextSink) -> LlmFuture<'_> {
         Box::pin(self.inner.clone().run(request, Some(text)))
     }
+
+    fn ready(&self) -> Result<(), LlmError> {
+        match self.inner.queue.available_permits() {
+            0 => Err(LlmError::Busy),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl Inner {

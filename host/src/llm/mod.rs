@@ -146,6 +146,13 @@ pub trait LlmProvider: Send + Sync {
     fn name(&self) -> String;
     fn complete(&self, request: CompletionRequest) -> LlmFuture<'_>;
 
+    /// Whether a completion asked now could start, as far as this server knows without
+    /// asking the provider: none configured, or an embedded model with no place left, is
+    /// not. A paid message is refused on it before anyone pays.
+    fn ready(&self) -> Result<(), LlmError> {
+        Ok(())
+    }
+
     /// `complete`, handing the text to `text` as it is generated. The whole completion
     /// (tool calls and usage included) is still the result. A provider that cannot stream
     /// hands the text over in one piece.
@@ -194,6 +201,10 @@ impl LlmProvider for Measured {
         self.0.name()
     }
 
+    fn ready(&self) -> Result<(), LlmError> {
+        self.0.ready()
+    }
+
     fn complete(&self, request: CompletionRequest) -> LlmFuture<'_> {
         Box::pin(self.measure(self.0.complete(request)))
     }
@@ -224,5 +235,9 @@ impl LlmProvider for NoProvider {
 
     fn complete(&self, _: CompletionRequest) -> LlmFuture<'_> {
         Box::pin(async { Err(LlmError::NotConfigured) })
+    }
+
+    fn ready(&self) -> Result<(), LlmError> {
+        Err(LlmError::NotConfigured)
     }
 }

@@ -31,7 +31,7 @@ pub use failure::{ExecError, Limit};
 pub use grants::{Grants, PluginKind};
 pub use inspect::{InspectError, Inspection, check_manifest, describe, manifest_from_json, manifest_json};
 pub use run::{Ran, Run, RunLog, outcome_label};
-pub use slots::Tenant;
+pub use slots::{SlotPermit, Tenant};
 pub use sources::{ComponentRef, content_hash};
 pub use state::{AgentSnapshot, CallContext, HostServices, LlmBudget, LlmRunLimits, ProgressSink, UnlimitedLlm};
 

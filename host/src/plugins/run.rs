@@ -27,6 +27,9 @@ pub struct Run {
     pub timeout: Option<Duration>,
     /// Whose run: decides its share of the slots.
     pub tenant: Tenant,
+    /// A slot its caller reserved before taking anything for it (a paid run): used instead
+    /// of waiting for one.
+    pub slot: Option<super::slots::SlotPermit>,
     /// The key-value store this run sees, within its agent's: the command's, named by the
     /// agent manifest, never by the component.
     pub kv_scope: String,
@@ -98,17 +101,25 @@ impl PluginRuntime {
         store
     }
 
+    /// A slot for a run of `tenant`'s that may take `timeout`, waited for as the tenant
+    /// says: for a caller that must know a run can start before it takes anything for it.
+    pub async fn reserve(&self, tenant: &Tenant, timeout: Duration) -> Result<super::slots::SlotPermit, ExecError> {
+        let long = timeout > self.limits.default_timeout;
+        self.slots
+            .acquire(tenant, long)
+            .await
+            .map_err(|busy| ExecError::Busy(busy.0))
+    }
+
     /// Runs `execute` in a fresh instance under the run's limits, once its tenant's share
     /// of the slots allows. A run that logged or did not succeed comes back with its log,
     /// for the caller to keep for the owner.
-    pub async fn execute(&self, run: Run) -> Ran {
+    pub async fn execute(&self, mut run: Run) -> Ran {
         let timeout = run.timeout.unwrap_or(self.limits.default_timeout);
-        let long = timeout > self.limits.default_timeout;
-        let slot = self
-            .slots
-            .acquire(&run.tenant, long)
-            .await
-            .map_err(|busy| ExecError::Busy(busy.0));
+        let slot = match run.slot.take() {
+            Some(reserved) => Ok(reserved),
+            None => self.reserve(&run.tenant, timeout).await,
+        };
         let slot = match slot {
             Ok(slot) => slot,
             Err(err) => return Ran::unlogged(err),

@@ -295,6 +295,7 @@ async fn execute(
         raw_text: body.raw_text,
         channel: Channel::Api,
         paid_by: None,
+        slot: None,
     };
     let result = match commands::execute(services, call).await? {
         CommandOutcome::Answered(answer) => ExecutedResult {

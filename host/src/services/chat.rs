@@ -296,6 +296,7 @@ async fn run_tool(services: &Services, agent: &Agent, offered: &[Command], call:
         raw_text: None,
         channel: Channel::ChatTool,
         paid_by: None,
+        slot: None,
     };
     match commands::execute(services, call).await {
         Ok(CommandOutcome::Answered(answer)) => (

@@ -20,6 +20,8 @@ pub struct CommandCall<'a> {
     pub channel: Channel,
     /// The payment this call serves (its id), when it was paid for.
     pub paid_by: Option<&'a str>,
+    /// A plugin slot reserved for it before it was paid for (see `runs::reserve_slot`).
+    pub slot: Option<crate::plugins::SlotPermit>,
 }
 
 /// What running a command gave.
@@ -62,7 +64,8 @@ pub async fn execute(services: &Services, call: CommandCall<'_>) -> Result<Comma
         return Ok(CommandOutcome::Queued { job_id });
     }
     let channel = resolved.channel;
-    let run = runs::prepare(services, resolved, None).await?;
+    let mut run = runs::prepare(services, resolved, None).await?;
+    run.slot = call.slot;
     let output = runs::execute(services, run, channel)
         .await
         .map_err(|e| runs::exec_error(&command.def.name, e))?;

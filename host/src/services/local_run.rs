@@ -85,6 +85,7 @@ pub async fn run(
         raw_text: None,
         channel: Channel::Cli,
         paid_by: None,
+        slot: None,
     };
     match commands::execute(services, call).await? {
         CommandOutcome::Answered(answer) => Ok(answer),

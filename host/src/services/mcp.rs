@@ -264,6 +264,7 @@ async fn run_free(
                 raw_text: None,
                 channel: Channel::Mcp,
                 paid_by: None,
+                slot: None,
             };
             commands::execute(services, call).await
         }

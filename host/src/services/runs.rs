@@ -11,7 +11,8 @@ use super::{ServiceError, Services, wallets};
 use crate::domain::{Agent, Command, HandlerType, Network};
 use crate::plugins::{AgentProfile, CommandInfo};
 use crate::plugins::{
-    AgentSnapshot, ComponentRef, ExecError, Grants, Invocation, Output, ProgressSink, Ran, Run, RunLog, Tenant,
+    AgentSnapshot, ComponentRef, ExecError, Grants, Invocation, Output, ProgressSink, Ran, Run, RunLog, SlotPermit,
+    Tenant,
 };
 use crate::store::{PluginRun, Store};
 use crate::telemetry::traces::part_span;
@@ -193,16 +194,8 @@ pub async fn prepare(
         config["wallets"] = serde_json::to_value(facts)
             .map_err(|e| ServiceError::Execution(format!("/balance: the wallets could not be described: {e}")))?;
     }
-    let default_timeout = if command.def.long_running {
-        services.settings.jobs.job_timeout_ms
-    } else {
-        services.settings.plugins.plugin_timeout_ms
-    };
-    let timeout = Duration::from_millis(command.def.timeout_ms.unwrap_or(default_timeout));
-    let tenant = Tenant {
-        account: agent.account_id.clone(),
-        wait: if progress.is_some() { None } else { Some(SLOT_WAIT) },
-    };
+    let timeout = timeout_of(services, command);
+    let tenant = tenant_of(agent, progress.is_none());
     Ok(Run {
         component,
         invocation: Invocation {
@@ -224,7 +217,37 @@ pub async fn prepare(
         // The agent manifest names the store (its command), never the component: another
         // component cannot claim a store by giving itself the same name.
         kv_scope: format!("command:{}", command.def.name),
+        slot: None,
     })
+}
+
+/// How long a run of `command` may take.
+fn timeout_of(services: &Services, command: &Command) -> Duration {
+    let default_timeout = if command.def.long_running {
+        services.settings.jobs.job_timeout_ms
+    } else {
+        services.settings.plugins.plugin_timeout_ms
+    };
+    Duration::from_millis(command.def.timeout_ms.unwrap_or(default_timeout))
+}
+
+/// Whose run it is: the agent's account; one someone `waits` on waits `SLOT_WAIT` at most
+/// for its slot (a job waits its turn).
+fn tenant_of(agent: &Agent, waits: bool) -> Tenant {
+    Tenant {
+        account: agent.account_id.clone(),
+        wait: waits.then_some(SLOT_WAIT),
+    }
+}
+
+/// A plugin slot for a run of `command` that someone waits on, taken before anything is
+/// taken for the run (a payment): a server with none free refuses it first.
+pub async fn reserve_slot(services: &Services, agent: &Agent, command: &Command) -> Result<SlotPermit, ServiceError> {
+    services
+        .plugins
+        .reserve(&tenant_of(agent, true), timeout_of(services, command))
+        .await
+        .map_err(|e| exec_error(&command.def.name, e))
 }
 
 async fn snapshot(services: &Services, agent: &Agent) -> Result<AgentSnapshot, ServiceError> {

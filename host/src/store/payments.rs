@@ -120,6 +120,15 @@ pub struct PaymentRecord {
     pub facilitator: Option<String>,
 }
 
+/// When a payer last cost an agent a fee for nothing (ms), on one network.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PayerCosts {
+    /// Its settlement landed and failed: the agent paid the fee.
+    pub failed_on_chain_at: Option<i64>,
+    /// A refund of its payment started: the agent pays the refund's fee.
+    pub refunded_at: Option<i64>,
+}
+
 /// A payment met again: a retry with the same signed payment, or with the payer's id for
 /// it. What it was for (`request`) decides whether the retry is the same request.
 #[derive(Debug, Clone)]
@@ -358,16 +367,22 @@ impl Store {
         .await
     }
 
-    /// When `payer`'s last settlement on `network` landed and failed, if ever.
-    pub async fn last_failure_on_chain(&self, network: Network, payer: &str) -> Result<Option<i64>, StoreError> {
+    /// When `payer` last cost an agent a fee for nothing on `network`, if ever: its last
+    /// settlement that landed and failed, and its last payment refunded.
+    pub async fn last_costs_of(&self, network: Network, payer: &str) -> Result<PayerCosts, StoreError> {
         let payer = payer.to_string();
         self.read(move |db| {
-            db.query_one(
-                "SELECT MAX(failed_on_chain_at) FROM payments
-                 WHERE network = ?1 AND payer = ?2 AND failed_on_chain_at IS NOT NULL",
+            let row = db.query_one(
+                "SELECT (SELECT MAX(failed_on_chain_at) FROM payments
+                         WHERE network = ?1 AND payer = ?2 AND failed_on_chain_at IS NOT NULL),
+                        (SELECT MAX(refund_started_at) FROM payments
+                         WHERE network = ?1 AND payer = ?2 AND refund_started_at IS NOT NULL)",
                 args![network.as_str(), payer],
-            )?
-            .get(0)
+            )?;
+            Ok(PayerCosts {
+                failed_on_chain_at: row.get(0)?,
+                refunded_at: row.get(1)?,
+            })
         })
         .await
     }
@@ -407,13 +422,22 @@ impl Store {
     /// that will pay it before that transfer exists. False when the payment is not
     /// refundable (a refund already started, or it was never settled): this is what makes it
     /// once only.
-    pub async fn start_refund(&self, id: &str, transfer_id: &str, why: &str) -> Result<bool, StoreError> {
+    /// `failed_work`: the paid work failed, so the refund's start is noted for its payer's
+    /// cool-off (see `last_costs_of`).
+    pub async fn start_refund(
+        &self,
+        id: &str,
+        transfer_id: &str,
+        why: &str,
+        failed_work: bool,
+    ) -> Result<bool, StoreError> {
         let (id, transfer_id, why) = (id.to_string(), transfer_id.to_string(), why.to_string());
         self.write(move |db| {
             Ok(db.execute(
-                "UPDATE payments SET state = 'refunding', refund_transfer_id = ?2, error = ?3, updated_at = ?4
+                "UPDATE payments SET state = 'refunding', refund_transfer_id = ?2, error = ?3, updated_at = ?4,
+                    refund_started_at = CASE WHEN ?5 THEN COALESCE(refund_started_at, ?4) ELSE refund_started_at END
                  WHERE id = ?1 AND state IN ('settled', 'served', 'refund_owed')",
-                args![id, transfer_id, why, crate::clock::now_ms()],
+                args![id, transfer_id, why, crate::clock::now_ms(), failed_work],
             )? == 1)
         })
         .await

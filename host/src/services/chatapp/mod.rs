@@ -452,6 +452,7 @@ async fn run_command(services: &Services, agent: &Agent, name: &str, text: &str)
         raw_text: Some(text.to_string()),
         channel: crate::services::usage::Channel::Chatapp,
         paid_by: None,
+        slot: None,
     };
     match commands::execute(services, call).await {
         Ok(CommandOutcome::Queued { job_id }) => await_job(services, &job_id).await,

@@ -13,6 +13,10 @@ use crate::x402::{PaymentError, evm};
 
 pub struct BaseExact;
 
+/// How much longer than the offer's `maxTimeoutSeconds` a payer may let an authorization
+/// live (clients sign for that long from their own clock, which may run ahead of ours).
+const LONGEST_EXTRA_LIFE_SECS: u64 = 300;
+
 /// The token refuses an authorization in a block stamped at or after its `validBefore`;
 /// this much more allows for the chain's clock and ours to differ.
 const CLOCK_MARGIN_SECS: u64 = 30;
@@ -50,7 +54,20 @@ impl Scheme for BaseExact {
             domain_name: base.usdc_domain().0.to_string(),
             domain_version: base.usdc_domain().1.to_string(),
         };
-        evm::verify(&auth, &expected, crate::clock::now_ms() as u64 / 1000)?;
+        let now = crate::clock::now_ms() as u64 / 1000;
+        evm::verify(&auth, &expected, now)?;
+        // An authorization that outlives the offer is one anyone who copies it (from our
+        // relay's calldata, or the request) may present later, and one recovery must wait for.
+        let latest = now + super::MAX_TIMEOUT_SECONDS + LONGEST_EXTRA_LIFE_SECS;
+        if auth.valid_before > U256::from(latest) {
+            return Err(PaymentError::new(
+                "invalid_payment",
+                format!(
+                    "the authorization must expire (validBefore) within {} seconds",
+                    super::MAX_TIMEOUT_SECONDS + LONGEST_EXTRA_LIFE_SECS
+                ),
+            ));
+        }
         Ok(Box::new(BaseAttempt { auth }))
     }
 

@@ -21,10 +21,6 @@ use crate::services::{ServiceError, Services};
 use crate::store::{NewPayment, PaymentRecord};
 use crate::x402::wire::Payment;
 
-/// How much longer than the offer's `maxTimeoutSeconds` a payer may let a Base
-/// authorization live (clients sign for that long from their own clock).
-const LONGEST_EXTRA_LIFE_SECS: u64 = 300;
-
 /// Verifies `payment` with the facilitator, records it (`record`, once, ever) and has the
 /// facilitator settle it. `Some(transaction)`: settled. `None`: recorded before by a
 /// request that raced this one (a retry).
@@ -55,22 +51,6 @@ pub(super) async fn settle(
         return Err(refused(
             "invalid_payment",
             format!("The facilitator refused the payment: {}", verdict.reason()),
-        ));
-    }
-    // Recovery waits for a payment the facilitator did not confirm until it expires: one
-    // whose payer chose to let it live long is refused rather than kept open that long.
-    let now = crate::clock::now_ms() as u64 / 1000;
-    if record.network == Network::Base
-        && record
-            .valid_until
-            .is_some_and(|until| until > now + super::MAX_TIMEOUT_SECONDS + LONGEST_EXTRA_LIFE_SECS)
-    {
-        return Err(refused(
-            "invalid_payment",
-            format!(
-                "A payment settled through a facilitator must expire (validBefore) within {} seconds",
-                super::MAX_TIMEOUT_SECONDS + LONGEST_EXTRA_LIFE_SECS
-            ),
         ));
     }
     // Where the agent's own settlement is signed: checked, nothing recorded yet.

@@ -47,14 +47,17 @@ pub async fn within_payer_limit(services: &Services, network: Network, payer: &s
     }
 }
 
-/// A payer whose last settlement landed and failed (the agent paid its fee) waits out the
-/// cool-off before it may present another payment on that network.
+/// A payer that last cost the agent a fee for nothing waits out a cool-off before it may
+/// present another payment on that network: `x402_payer_cooloff_secs` after a settlement
+/// that landed and failed, `x402_refund_cooloff_secs` after a payment refunded (the agent's
+/// failure, but each refund costs the agent a fee, and some failures a payer can provoke).
 pub async fn not_cooling_off(services: &Services, network: Network, payer: &str) -> Result<(), ServiceError> {
-    let Some(failed_at) = services.store.last_failure_on_chain(network, payer).await? else {
-        return Ok(());
-    };
-    let cooloff_ms = services.settings.x402.x402_payer_cooloff_secs as i64 * 1000;
-    let left_ms = failed_at + cooloff_ms - crate::clock::now_ms();
+    let costs = services.store.last_costs_of(network, payer).await?;
+    let x402 = &services.settings.x402;
+    let until = |at: Option<i64>, secs: u64| at.map_or(i64::MIN, |at| at + secs as i64 * 1000);
+    let until = until(costs.failed_on_chain_at, x402.x402_payer_cooloff_secs)
+        .max(until(costs.refunded_at, x402.x402_refund_cooloff_secs));
+    let left_ms = until.saturating_sub(crate::clock::now_ms());
     if left_ms > 0 {
         if let Some(metrics) = crate::telemetry::metrics::metrics() {
             metrics.x402_cooling_off(network.as_str());
@@ -65,6 +68,18 @@ pub async fn not_cooling_off(services: &Services, network: Network, payer: &str)
         .into());
     }
     Ok(())
+}
+
+/// A refund of `payer`'s payment costs the agent a fee: counted against the payer's limit
+/// as one more payment presented.
+pub async fn charge_refund(services: &Services, network: Network, payer: &str) {
+    let counted = services
+        .x402_limiter
+        .payer(network.as_str(), payer, crate::clock::now_ms())
+        .await;
+    if let Err(err) = counted {
+        tracing::warn!(payer, "could not count a refund against its payer's limit: {err}");
+    }
 }
 
 /// Waits for the payer's previous settlement on this network to end (at most

@@ -59,8 +59,11 @@ pub enum X402Error {
     /// Another payment of this payer is being settled, and did not end in time.
     #[error("another payment from this payer is being settled; retry when it has ended")]
     PayerBusy,
-    /// This payer's last settlement failed on chain at the agent's expense.
-    #[error("this payer's last settlement failed on chain; it may pay again in {retry_after_secs} s")]
+    /// This payer's last payment cost the agent a fee for nothing: its settlement failed
+    /// on chain, or its paid call failed and was refunded.
+    #[error(
+        "this payer's last payment cost the agent a fee (its settlement failed on chain, or its call was refunded); it may pay again in {retry_after_secs} s"
+    )]
     PayerCoolingOff { retry_after_secs: u64 },
     /// Sent, but not confirmed in time: the payment stays recorded and is resolved later.
     #[error("the settlement {0} was sent but not confirmed in time")]
@@ -602,6 +605,7 @@ impl Settled {
             network: self.network,
             payer: &self.payer,
             amount: self.amount,
+            failed_work: true,
         };
         refund.start(services, why).await
     }

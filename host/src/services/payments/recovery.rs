@@ -53,7 +53,10 @@ pub async fn recover(services: &Services) -> Result<usize, ServiceError> {
         };
         taken += usize::from(
             take_up(services, payment, move |services, payment| async move {
-                Refund::of(&payment, network).start(&services, &why).await;
+                Refund::of(&payment, network)
+                    .for_failed_work()
+                    .start(&services, &why)
+                    .await;
             })
             .await?,
         );

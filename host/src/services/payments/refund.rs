@@ -33,6 +33,9 @@ pub struct Refund<'a> {
     pub network: Network,
     pub payer: &'a str,
     pub amount: MicroUsdc,
+    /// The paid work failed (not this service stopping before it answered): the payer
+    /// waits out the refund cool-off, and the refund counts against its limits.
+    pub failed_work: bool,
 }
 
 impl<'a> Refund<'a> {
@@ -43,6 +46,15 @@ impl<'a> Refund<'a> {
             network,
             payer: &payment.payer,
             amount: payment.amount,
+            failed_work: false,
+        }
+    }
+
+    /// The same refund, for paid work that failed.
+    pub fn for_failed_work(self) -> Self {
+        Refund {
+            failed_work: true,
+            ..self
         }
     }
 
@@ -52,9 +64,16 @@ impl<'a> Refund<'a> {
             return None;
         }
         let transfer_id = wallets::new_transfer_id();
-        match services.store.start_refund(self.payment_id, &transfer_id, why).await {
+        match services
+            .store
+            .start_refund(self.payment_id, &transfer_id, why, self.failed_work)
+            .await
+        {
             Ok(true) => {
                 crate::faults::crash_point("refund:after_start");
+                if self.failed_work {
+                    super::guard::charge_refund(services, self.network, self.payer).await;
+                }
                 self.pay(services, transfer_id, why).await
             }
             Ok(false) => None, // refunded or being refunded already, or never settled
@@ -246,7 +265,10 @@ pub async fn refund_failed_job(services: &Services, job_id: &str, why: &str, cod
             return;
         }
     };
-    Refund::of(&payment, network).start(services, why).await;
+    Refund::of(&payment, network)
+        .for_failed_work()
+        .start(services, why)
+        .await;
 }
 
 /// The refund's transaction signature, once it is on chain.

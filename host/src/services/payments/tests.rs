@@ -360,7 +360,7 @@ async fn refund_sent_unconfirmed(f: &Fixture) -> crate::store::PaymentRecord {
     let store = &f.services.store;
     assert!(
         store
-            .start_refund(&settled.payment_id, "tr_first", "the command failed")
+            .start_refund(&settled.payment_id, "tr_first", "the command failed", true)
             .await
             .unwrap()
     );

@@ -15,7 +15,7 @@ use tracing::Instrument;
 use super::chat;
 use super::commands::{self, Answer, CommandCall, CommandOutcome};
 use super::payments::{self, Bought, Offer, Purchase, Rails, Settled, Settlement, X402Error, breaker};
-use super::{ServiceError, Services, params};
+use super::{ServiceError, Services, params, runs};
 use crate::domain::Command;
 use crate::money::MicroUsdc;
 use crate::services::usage::Channel;
@@ -203,6 +203,19 @@ async fn buy_on(
         command: command.map(|c| c.def.name.as_str()),
         request: &request,
     };
+    // What the work needs is taken before the payment: a plugin slot for a command that
+    // answers now, a model that can start for a message. What cannot be served is refused
+    // before anyone pays, and nobody is refunded for it at the agent's cost.
+    let slot = match &ordered {
+        Ordered::Command { command, .. } if !command.def.long_running => {
+            Some(runs::reserve_slot(services, &offer.agent, command).await?)
+        }
+        Ordered::Command { .. } => None,
+        Ordered::Message(_) => {
+            services.llm.ready().map_err(ServiceError::Model)?;
+            None
+        }
+    };
     // Admitted by the command's breaker (a half-open one lets this call through as its
     // trial), so its outcome below counts. Only a payment that passes its own checks is
     // admitted: it is known by its payer, and a retry of one made before is let through to
@@ -276,7 +289,7 @@ async fn buy_on(
             return Err(err);
         }
     };
-    let worked = work(services, offer, ordered, &settled).await;
+    let worked = work(services, offer, ordered, &settled, slot).await;
     let outcome = conclude(services, offer, command, had_breaker, &settled, worked).await;
     measured.ended(match &outcome {
         SaleOutcome::Failed { refund: Some(_), .. } => "refunded",
@@ -317,6 +330,7 @@ async fn work(
     offer: &Offer,
     ordered: Ordered<'_>,
     settled: &Settled,
+    slot: Option<crate::plugins::SlotPermit>,
 ) -> Result<CommandOutcome, ServiceError> {
     match ordered {
         Ordered::Command {
@@ -331,6 +345,7 @@ async fn work(
                 raw_text,
                 channel: Channel::X402,
                 paid_by: Some(&settled.payment_id),
+                slot,
             };
             commands::execute(services, call).await
         }

@@ -169,17 +169,23 @@ async fn failures_by_the_agents_fault_are_refunded_and_pause_the_command() {
         assert!(breaker::counts(&error), "{error:?}");
         assert!(refund.is_some(), "refunded at once");
     };
-    // One payer's failures, however many, count once: it cannot pause the command for all.
-    for nonce in 1..=failures {
-        fails(
-            buy_as(&f, &chain, command("broken", json!({})), "mallory", nonce)
-                .await
-                .unwrap(),
-        );
-    }
+    // A refunded payer waits out a cool-off before it may pay again: nothing is settled.
+    fails(
+        buy_as(&f, &chain, command("broken", json!({})), "mallory", 1)
+            .await
+            .unwrap(),
+    );
+    let sent = chain.sent.load(Ordering::SeqCst);
+    let again = buy_as(&f, &chain, command("broken", json!({})), "mallory", 2).await;
+    assert!(
+        matches!(again, Err(ServiceError::X402(X402Error::PayerCoolingOff { .. }))),
+        "{:?}",
+        again.err()
+    );
+    assert_eq!(chain.sent.load(Ordering::SeqCst), sent);
+    // One payer cannot pause the command for all; distinct payers' failures do.
     let open = quote(&f.services, &f.offer, command("broken", json!({})), Value::Null, false).await;
     assert!(open.is_ok(), "paused by one payer: {:?}", open.err());
-    // Distinct payers' failures do (mallory's counted once).
     for n in 1..failures {
         fails(
             buy_as(&f, &chain, command("broken", json!({})), &format!("payer{n}"), 100 + n)
@@ -189,8 +195,8 @@ async fn failures_by_the_agents_fault_are_refunded_and_pause_the_command() {
     }
     // Every payment left the served path; none is left settled for recovery to guess at.
     let states: Vec<String> = f.ledger().await.into_iter().map(|(state, _)| state).collect();
-    assert_eq!(states.len() as u64, 2 * failures - 1);
-    assert_eq!(runs_of(&f, "broken").await as u64, 2 * failures - 1);
+    assert_eq!(states.len() as u64, failures);
+    assert_eq!(runs_of(&f, "broken").await as u64, failures);
     assert!(states.iter().all(|s| s.starts_with("refund")), "{states:?}");
     // The next payer is refused before signing anything; other commands still sell.
     let paused = quote(&f.services, &f.offer, command("broken", json!({})), Value::Null, false).await;
