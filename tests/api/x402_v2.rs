@@ -358,6 +358,22 @@ async fn a_retry_under_the_payers_id_gets_its_answer_on_any_host_and_pays_once()
     );
     assert_eq!(chain.usdc_of(&payer_address).await, 950_000);
     assert_eq!(chain.usdc_of(&agent_wallet).await, 50_000);
+
+    // Past the copy window (a minute; here the records are made older), the first payment
+    // itself presented under the id is a copy, public in our relay's calldata, not the
+    // payer asking again: refused. A new payment of the payer's under it still is answered.
+    env.sql("UPDATE payments SET created_at = created_at - 120000");
+    let original = base_payment(&payer, &offered, 50_000, 1, 60);
+    refused(
+        &paid_v2(&url, &hello, &named_v2(&original, &offered, id)).await,
+        409,
+        "payment_already_used",
+    );
+    let fresh = base_payment(&payer, &offered, 50_000, 3, 60);
+    let answered = paid_v2(&url, &hello, &named_v2(&fresh, &offered, id)).await;
+    assert_eq!(answered.status, 200, "{}", answered.text);
+    assert_eq!(answered.json()["response"], first.json()["response"]);
+    assert_eq!(chain.usdc_of(&payer_address).await, 950_000, "charged once");
 }
 
 /// A page on any origin may pay (the paid routes, their discovery and the MCP endpoints

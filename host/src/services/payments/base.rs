@@ -118,6 +118,11 @@ impl Attempt for BaseAttempt {
         Box::pin(async move { Ok(Some(valid_before)) })
     }
 
+    fn still_valid<'a>(&'a self, _: &'a Services) -> BoxFuture<'a, Result<(), ServiceError>> {
+        // Its validBefore was found in the future, and within the offer's time, when verified.
+        Box::pin(async { Ok(()) })
+    }
+
     fn check<'a>(
         &'a self,
         services: &'a Services,

@@ -75,8 +75,11 @@ impl Rules {
             Some(trial) if trial + self.cooldown_ms > now => trial + self.cooldown_ms,
             _ => opened_at + self.cooldown_ms,
         };
-        // Those who opened it never try it: they wait until another payer's trial closes it.
-        let opener = payer.is_some_and(|payer| breaker.payers.iter().any(|p| p == payer));
+        // Those who opened it do not try it: they wait for another payer's trial, for a
+        // window after it last opened; after that, anyone may (it must not stay paused for
+        // good when only they call).
+        let opener =
+            now - opened_at < self.window_ms && payer.is_some_and(|payer| breaker.payers.iter().any(|p| p == payer));
         if now >= until && !opener {
             return Admission::Trial;
         }
@@ -336,6 +339,12 @@ mod tests {
             }
         );
         assert!(reopened.payers.iter().any(|p| p == "carol"));
+        // A window after it last opened, an opener may try it too: it must not stay paused
+        // for good when only those who paused it call.
+        assert_eq!(
+            RULES.look(Some(&reopened), now + 2_000 + RULES.window_ms, Some("carol")),
+            Admission::Trial
+        );
         // A trial whose host died stops blocking after a cooldown.
         let stuck = RULES.admitted(Some(reopened), now + 12_000, "erin");
         assert_eq!(

@@ -180,6 +180,10 @@ impl Attempt for FakeAttempt {
         Box::pin(async { Ok(None) })
     }
 
+    fn still_valid<'a>(&'a self, _: &'a Services) -> BoxFuture<'a, Result<(), ServiceError>> {
+        Box::pin(async { Ok(()) })
+    }
+
     fn check<'a>(&'a self, _: &'a Services, _: &'a Terms) -> BoxFuture<'a, Result<Option<SettledBy>, ServiceError>> {
         let found = self.settled_before.clone().map(by_someone_else);
         Box::pin(async move { Ok(found) })
@@ -285,7 +289,7 @@ impl Fixture {
             request,
         };
         let rails = Rails { scheme, chain };
-        settle(&self.services, rails, &self.offer, payment, purchase).await
+        settle(&self.services, rails, &self.offer, payment, purchase, None).await
     }
 
     /// Each recorded payment: (state, transaction).

@@ -122,6 +122,11 @@ pub struct Purchase<'a> {
     pub request: &'a Value,
 }
 
+/// A reservation of what a paid call's work needs (a plugin slot), made by [`settle`] once
+/// the payment passed its checks and is no retry: what cannot be served is refused before
+/// anything is recorded or sent.
+pub type Reserve<'a> = scheme::BoxFuture<'a, Result<crate::plugins::SlotPermit, ServiceError>>;
+
 /// A payment that is on chain: the work it paid for may now be done. While it lives, no
 /// job's refund or recovery pass touches the payment.
 pub struct Settled {
@@ -135,6 +140,8 @@ pub struct Settled {
     pub settled_at: i64,
     /// `None` for a payment met again by a retry: its own request holds it, or is done.
     _claim: Option<KeyGuard<String>>,
+    /// What the purchase reserved for the work (see [`Purchase::reserve`]).
+    pub slot: Option<crate::plugins::SlotPermit>,
 }
 
 pub use retry::{Bought, Earlier};
@@ -191,23 +198,39 @@ pub async fn identify(
     rails: Rails<'_>,
     offer: &Offer,
     payment: &Payment,
-    purchase: &Purchase<'_>,
+    price: MicroUsdc,
 ) -> Result<Known, ServiceError> {
     let terms = Terms {
         pay_to: offer.pay_to.clone(),
-        price: purchase.price,
+        price,
         fee_payer: offer.fee_payer.clone(),
     };
-    let attempt = rails
+    let mut attempt = rails
         .scheme
         .verify(services, &payment.payload, &terms)
         .map_err(refusal)?;
     let payer = attempt.payer();
+    // Its identity is final once the agent's wallet added its part (Solana: the fee
+    // payer's signature), as `settle` does.
+    if services.facilitators.of(offer.network).is_none() {
+        let wallet = wallets::wallet(services, &offer.agent.id, offer.network).await?;
+        attempt
+            .complete(&wallets::open_key(services, &wallet)?)
+            .map_err(refusal)?;
+    }
     let store = &services.store;
-    let made_before = match payment_identifier::read(&payment.extensions).map_err(refusal)? {
-        Some(reference) if store.earlier_payment_by_ref(&payer, &reference).await?.is_some() => true,
-        _ => store.earlier_payment_by_identity(&attempt.identity()).await?.is_some(),
+    let earlier = match payment_identifier::read(&payment.extensions).map_err(refusal)? {
+        Some(reference) => store.earlier_payment_by_ref(&payer, &reference).await?,
+        None => None,
     };
+    let earlier = match earlier {
+        Some(earlier) => Some(earlier),
+        None => store.earlier_payment_by_identity(&attempt.identity()).await?,
+    };
+    // Only a payment that bought something (or is being settled) is answered again; one
+    // that took nothing frees its id for a new payment, which is no retry.
+    use crate::store::PaymentState::{Served, Settled as Paid, Verified};
+    let made_before = earlier.is_some_and(|e| matches!(e.record.state, Verified | Paid | Served));
     Ok(Known { payer, made_before })
 }
 
@@ -220,6 +243,7 @@ pub async fn settle(
     offer: &Offer,
     payment: &Payment,
     purchase: Purchase<'_>,
+    reserve: Option<Reserve<'_>>,
 ) -> Result<Settlement, ServiceError> {
     let network = offer.network;
     if let Some(accepted) = &payment.accepted {
@@ -249,14 +273,20 @@ pub async fn settle(
     let payment_ref = payment_identifier::read(&payment.extensions).map_err(refusal)?;
     if let Some(reference) = &payment_ref
         && let Some(earlier) = services.store.earlier_payment_by_ref(&payer, reference).await?
-        && let Some(earlier) =
-            retry::recognise(services, earlier, &offer.agent.id, &purchase, MetBy::PaymentRef).await?
     {
-        return Ok(Settlement::Before(earlier));
+        fresh_retry(services, attempt.as_ref()).await?;
+        if let Some(earlier) =
+            retry::recognise(services, earlier, &offer.agent.id, &purchase, MetBy::PaymentRef).await?
+        {
+            return Ok(Settlement::Before(earlier));
+        }
     }
     guard::within_payer_limit(services, network, &payer).await?;
     guard::not_cooling_off(services, network, &payer).await?;
     let payer_turn = guard::payer_turn(services, network, &payer).await?;
+    // Again with the turn: the payer's settlement before this one may have just failed on
+    // chain, or its call been refunded, while this one waited.
+    guard::not_cooling_off(services, network, &payer).await?;
 
     // The agent's wallet settles, and first adds what only its key can (Solana: the fee
     // payer's signature); or the operator's facilitator settles.
@@ -277,6 +307,10 @@ pub async fn settle(
         let earlier = retry::recognise(services, earlier, &offer.agent.id, &purchase, MetBy::Identity).await?;
         return earlier.map(Settlement::Before).ok_or_else(already_used);
     }
+    let mut slot = match reserve {
+        Some(reserve) => Some(reserve.await?),
+        None => None,
+    };
     let payment_id = format!("pay_{}", crate::random::hex_token(12));
     let claim = services.payment_locks.claims.lock(payment_id.clone()).await?;
     let record = |transaction: Option<&str>, signed: Option<&SignedTx>| NewPayment {
@@ -302,7 +336,7 @@ pub async fn settle(
         transfer_log_index: by.transfer_log_index,
         ..record(Some(&by.transaction), None)
     };
-    let settled = |transaction: String, claim| Settled {
+    let mut settled = |transaction: String, claim| Settled {
         payment_id: payment_id.clone(),
         agent_id: offer.agent.id.clone(),
         network,
@@ -312,6 +346,7 @@ pub async fn settle(
         transaction,
         settled_at: crate::clock::now_ms(),
         _claim: Some(claim),
+        slot: slot.take(),
     };
     let now_secs = crate::clock::now_ms() as u64 / 1000;
 
@@ -407,6 +442,21 @@ pub async fn settle(
     let transaction = conclude(services, scheme, &sent, landing).await?;
     crate::faults::crash_point("x402:after_confirm");
     Ok(Settlement::Now(settled(transaction, claim)))
+}
+
+/// A payment presented under the payer's id for an earlier one proves the payer asks
+/// again only while it is fresh: still valid on its chain (Solana: its blockhash; Base: its
+/// `validBefore`, bounded when verified), and not itself a payment recorded more than the
+/// copy window ago (an original, public on its chain, copied from there).
+async fn fresh_retry(services: &Services, attempt: &dyn scheme::Attempt) -> Result<(), ServiceError> {
+    attempt.still_valid(services).await?;
+    let recorded = services.store.earlier_payment_by_identity(&attempt.identity()).await?;
+    if let Some(own) = recorded
+        && crate::clock::now_ms() - own.record.created_at > MAX_TIMEOUT_SECONDS as i64 * 1000
+    {
+        return Err(already_used());
+    }
+    Ok(())
 }
 
 /// Records a payment once, ever: false when it was recorded before (see [`met_again`]).

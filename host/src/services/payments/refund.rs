@@ -229,7 +229,7 @@ impl<'a> Refund<'a> {
     }
 }
 
-/// Called when a job ends `failed`: a paid job's payer is refunded/// Called when a job ends `failed`: a paid job's payer is refunded, unless the job failed
+/// Called when a job ends `failed`: a paid job's payer is refunded, unless the job failed
 /// on the payer's own input (`invalid_input`).
 pub async fn refund_failed_job(services: &Services, job_id: &str, why: &str, code: &str) {
     if code == "invalid_input" {

@@ -139,5 +139,6 @@ fn settled_of(record: &PaymentRecord) -> Result<Settled, ServiceError> {
         transaction: record.transaction_signature.clone().unwrap_or_default(),
         settled_at: record.created_at,
         _claim: None,
+        slot: None,
     })
 }

@@ -65,6 +65,11 @@ pub trait Attempt: Send + Sync {
     /// blockhash's last valid block height.
     fn valid_until<'a>(&'a self, services: &'a Services) -> BoxFuture<'a, Result<Option<u64>, ChainError>>;
 
+    /// Whether the payment could still be settled as far as time goes (Solana: its
+    /// blockhash is valid), asked of a payment presented as a retry: an expired one is a
+    /// copy, not the payer asking again. Refused with why.
+    fn still_valid<'a>(&'a self, services: &'a Services) -> BoxFuture<'a, Result<(), ServiceError>>;
+
     /// The chain checks before anything is signed: still valid, not used, covered by the
     /// payer's balance. `Some` when it is already settled on chain by someone else.
     fn check<'a>(

@@ -143,6 +143,24 @@ impl Attempt for SolanaAttempt {
         Box::pin(async move { Ok(Some(services.chains.solana.block_height().await? + BLOCKHASH_LIFE)) })
     }
 
+    fn still_valid<'a>(&'a self, services: &'a Services) -> BoxFuture<'a, Result<(), ServiceError>> {
+        Box::pin(async move {
+            let solana = &services.chains.solana;
+            let blockhash = self.verified.transaction.message.recent_blockhash();
+            let valid = solana
+                .blockhash_is_valid(blockhash)
+                .await
+                .map_err(|e| super::chain_unavailable(Network::Solana, e))?;
+            if !valid {
+                return Err(super::refused(
+                    "payment_expired",
+                    "the transaction's blockhash has expired; sign a new one",
+                ));
+            }
+            Ok(())
+        })
+    }
+
     fn check<'a>(
         &'a self,
         services: &'a Services,
@@ -151,13 +169,7 @@ impl Attempt for SolanaAttempt {
         Box::pin(async move {
             let solana = &services.chains.solana;
             let unavailable = |e| super::chain_unavailable(Network::Solana, e);
-            let blockhash = self.verified.transaction.message.recent_blockhash();
-            if !solana.blockhash_is_valid(blockhash).await.map_err(unavailable)? {
-                return Err(super::refused(
-                    "payment_expired",
-                    "the transaction's blockhash has expired; sign a new one",
-                ));
-            }
+            self.still_valid(services).await?;
             let (balance, _) = solana.usdc_of(&self.verified.payer).await.map_err(unavailable)?;
             super::covers(balance, terms.price)?;
             Ok(None)

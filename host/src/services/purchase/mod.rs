@@ -198,17 +198,13 @@ async fn buy_on(
         Ordered::Command { command, .. } => Some(*command),
         Ordered::Message(_) => None,
     };
-    let purchase = Purchase {
-        price,
-        command: command.map(|c| c.def.name.as_str()),
-        request: &request,
-    };
     // What the work needs is taken before the payment: a plugin slot for a command that
-    // answers now, a model that can start for a message. What cannot be served is refused
+    // answers now (reserved by the settlement once the payment passed its checks and is no
+    // retry), a model that can start for a message. What cannot be served is refused
     // before anyone pays, and nobody is refunded for it at the agent's cost.
-    let slot = match &ordered {
+    let reserve: Option<payments::Reserve<'_>> = match &ordered {
         Ordered::Command { command, .. } if !command.def.long_running => {
-            Some(runs::reserve_slot(services, &offer.agent, command).await?)
+            Some(Box::pin(runs::reserve_slot(services, &offer.agent, *command)))
         }
         Ordered::Command { .. } => None,
         Ordered::Message(_) => {
@@ -216,13 +212,18 @@ async fn buy_on(
             None
         }
     };
+    let purchase = Purchase {
+        price,
+        command: command.map(|c| c.def.name.as_str()),
+        request: &request,
+    };
     // Admitted by the command's breaker (a half-open one lets this call through as its
     // trial), so its outcome below counts. Only a payment that passes its own checks is
     // admitted: it is known by its payer, and a retry of one made before is let through to
     // the answer it bought.
     let mut trial = None;
     if let Some(command) = command.filter(|_| had_breaker) {
-        let known = payments::identify(services, rails, offer, payment, &purchase).await?;
+        let known = payments::identify(services, rails, offer, payment, purchase.price).await?;
         let rules = breaker::Rules::of(&services.settings.x402);
         match breaker::admit(&services.store, rules, &offer.agent.id, &command.def.name, &known.payer).await? {
             (breaker::Admission::Trial, at) => trial = Some(at),
@@ -246,7 +247,7 @@ async fn buy_on(
         network = offer.network.as_str(),
         version = measured.version
     );
-    let settled = match payments::settle(services, rails, offer, payment, purchase)
+    let mut settled = match payments::settle(services, rails, offer, payment, purchase, reserve)
         .instrument(settling)
         .await
     {
@@ -289,6 +290,7 @@ async fn buy_on(
             return Err(err);
         }
     };
+    let slot = settled.slot.take();
     let worked = work(services, offer, ordered, &settled, slot).await;
     let outcome = conclude(services, offer, command, had_breaker, &settled, worked).await;
     measured.ended(match &outcome {

@@ -251,3 +251,38 @@ async fn a_retry_reaches_its_kept_answer_while_the_command_is_paused() {
     );
     assert_eq!(chain.sent.load(Ordering::SeqCst), sent, "nothing settled while paused");
 }
+
+/// A paid command's plugin slot is taken only once its payment passed its checks and is no
+/// retry: with every slot of the account held, a new payment is refused before anything is
+/// sent, and a retry of a paid request still gets the answer it bought (it needs no slot).
+#[tokio::test]
+async fn a_busy_account_refuses_new_payments_before_settling_and_still_answers_retries() {
+    let f = fixture(&seller()).await;
+    let chain = FakeChain::landing(Landing::Confirmed);
+    let greet = || command("greet", json!({"name": "Bo"}));
+    let sale = buy_as(&f, &chain, greet(), "bo", 1).await.unwrap();
+    let SaleOutcome::Answered(first) = sale.outcome else {
+        panic!("greet did not answer: {:?}", sale.outcome)
+    };
+    drop(sale.settled);
+    let tenant = crate::plugins::Tenant {
+        account: f.offer.agent.account_id.clone(),
+        wait: None,
+    };
+    let timeout = Duration::from_millis(f.services.settings.plugins.plugin_timeout_ms);
+    let mut held = Vec::new();
+    for _ in 0..f.services.settings.plugins.plugin_max_concurrency_per_account {
+        held.push(f.services.plugins.reserve(&tenant, timeout).await.unwrap());
+    }
+    let sent = chain.sent.load(Ordering::SeqCst);
+    let busy = buy_as(&f, &chain, greet(), "carol", 2).await;
+    assert!(matches!(busy, Err(ServiceError::Busy(_))), "{:?}", busy.err());
+    let again = buy_as(&f, &chain, greet(), "bo", 1).await.unwrap();
+    assert!(
+        matches!(&again.outcome, SaleOutcome::Answered(kept) if kept.response == first.response),
+        "{:?}",
+        again.outcome
+    );
+    assert_eq!(chain.sent.load(Ordering::SeqCst), sent, "nothing settled while busy");
+    assert!(f.ledger().await.len() == 1, "only Bo's first payment is recorded");
+}
