@@ -204,7 +204,7 @@ async fn buy_on(
     // before anyone pays, and nobody is refunded for it at the agent's cost.
     let reserve: Option<payments::Reserve<'_>> = match &ordered {
         Ordered::Command { command, .. } if !command.def.long_running => {
-            Some(Box::pin(runs::reserve_slot(services, &offer.agent, *command)))
+            Some(Box::pin(runs::reserve_slot(services, &offer.agent, command)))
         }
         Ordered::Command { .. } => None,
         Ordered::Message(_) => {
