@@ -301,7 +301,10 @@ async fn a_crash_at_any_step_of_a_payment_loses_and_doubles_nothing(network: &st
     let side = Side::start(network).await;
     let mut env = TestEnv::new()
         .with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1")
-        .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "1000");
+        .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "1000")
+        // One payer's calls fail and are refunded step after step (the cool-off after a
+        // refund has a test of its own, x402_abuse).
+        .with_env("AGENT_HOST_X402_REFUND_COOLOFF_SECS", "0");
     let facilitator = match (&side, facilitated) {
         (Side::Base(chain, _), true) => Some(RefFacilitator::on(Some(chain), None, None).await),
         (Side::Solana(chain, _), true) => Some(RefFacilitator::on(None, Some(chain), None).await),
