@@ -67,6 +67,10 @@ try {
   await page.getByLabel("API key").fill(manageKey);
   await page.keyboard.press("Enter");
   await page.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
+  // The page moves the focus once it has drawn: waited for, not looked at once.
+  await page
+    .waitForFunction(() => document.activeElement?.tagName === "H1", null, { timeout: 10_000 })
+    .catch(() => {});
   assert.equal(await page.evaluate(() => document.activeElement?.tagName), "H1", "focus moves to the page heading");
   assert.equal(await page.evaluate(() => document.cookie), "", "no cookie");
   assert.ok(!page.url().includes(manageKey), "the key never goes in the address");
