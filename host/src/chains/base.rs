@@ -12,6 +12,10 @@ use alloy::signers::SignerSync;
 use alloy::sol_types::{Eip712Domain, SolCall, SolEvent, SolStruct};
 use serde_json::{Value, json};
 
+pub use super::authorization_logs::AuthorizationTransfer;
+use super::authorization_logs::{Paid, authorization_transfer};
+pub use super::gas_caps::GasCaps;
+use super::gas_caps::over_gas_cap;
 use super::rpc::JsonRpc;
 use super::{Balances, ChainError, ChainFuture, Landing, SignedTx, UsdcChain, WalletKey, decimal_text};
 use crate::domain::Network;
@@ -83,68 +87,6 @@ pub struct BaseConfig {
     pub rpc_timeout: Duration,
 }
 
-/// What one transaction of an agent's may cost it: the agent pays the gas of every
-/// settlement and refund, and a payer with code (a contract, an EIP-7702-delegated
-/// account, whose signature USDC checks by calling it) decides how much gas the check
-/// burns. Nothing over these is sent.
-#[derive(Debug, Clone, Copy)]
-pub struct GasCaps {
-    /// The gas limit: an estimate over it is refused.
-    pub gas: u64,
-    /// Wei per gas, all in: while the base fee and the tip are over it, nothing is sent.
-    pub fee_per_gas: u128,
-    /// The tip per gas: a node's suggestion above it is cut.
-    pub tip: u128,
-    /// Wei for the whole transaction at its gas limit, the L1 data fee included.
-    pub fee: u128,
-}
-
-impl GasCaps {
-    /// The (max fee, tip) per gas to offer with the chain's `base_fee` and suggested `tip`.
-    fn fees(&self, base_fee: u128, tip: u128) -> Result<(u128, u128), ChainError> {
-        let tip = tip.min(self.tip);
-        if base_fee.saturating_add(tip) > self.fee_per_gas {
-            return Err(ChainError::Refused(format!(
-                "Base fees are over the cap now: {} wei per gas, the cap is {} (base_max_fee_per_gas_wei); try again later",
-                base_fee.saturating_add(tip),
-                self.fee_per_gas
-            )));
-        }
-        // Twice the base fee survives several full blocks of base-fee growth, within the cap.
-        Ok((
-            base_fee.saturating_mul(2).saturating_add(tip).min(self.fee_per_gas),
-            tip,
-        ))
-    }
-
-    /// The gas limit for an estimate: a margin over it (state can change before inclusion),
-    /// never above the cap; an estimate over the cap is refused.
-    fn gas_limit(&self, estimate: u64) -> Result<u64, ChainError> {
-        if estimate > self.gas {
-            return Err(over_gas_cap(self.gas));
-        }
-        Ok(estimate.saturating_mul(6).div_ceil(5).min(self.gas))
-    }
-
-    /// The transaction's most cost: `gas_limit` at `max_fee`, plus the L1 data fee.
-    fn within_fee(&self, gas_limit: u64, max_fee: u128, l1_fee: u128) -> Result<(), ChainError> {
-        let most = u128::from(gas_limit).saturating_mul(max_fee).saturating_add(l1_fee);
-        if most > self.fee {
-            return Err(ChainError::Refused(format!(
-                "the transaction could cost {most} wei in fees, over the cap of {} (base_max_fee_wei)",
-                self.fee
-            )));
-        }
-        Ok(())
-    }
-}
-
-fn over_gas_cap(cap: u64) -> ChainError {
-    ChainError::Refused(format!(
-        "it needs more than {cap} gas (base_max_gas): a payer whose signature is checked by code may make it cost more than the agent pays"
-    ))
-}
-
 /// OP Stack's GasPriceOracle predeploy (Base): the L1 data fee a transaction adds.
 const GAS_PRICE_ORACLE: Address = alloy::primitives::address!("0x420000000000000000000000000000000000000F");
 
@@ -205,52 +147,6 @@ fn quantity_u256(value: &Value, what: &str) -> Result<U256, ChainError> {
         .as_str()
         .and_then(|q| U256::from_str(q).ok())
         .ok_or_else(|| ChainError::Unavailable(format!("{what}: unexpected answer {value}")))
-}
-
-/// The `Transfer` an executed authorization made: its transaction, and its log's index in
-/// the block (one transaction may execute many authorizations; each transfer pays once).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuthorizationTransfer {
-    pub transaction: String,
-    pub log_index: u64,
-}
-
-/// What an authorization must have paid: `value` USDC from `from` to `to`, under `nonce`.
-struct Paid {
-    usdc: Address,
-    from: Address,
-    nonce: B256,
-    to: Address,
-    value: U256,
-}
-
-/// The log index of the transfer that the authorization made in this receipt. USDC logs
-/// `AuthorizationUsed(from, nonce)` and then, in the same call, the `Transfer` it makes, so
-/// only the log right after that one counts: a `Transfer(from → to, value)` elsewhere in
-/// the transaction was paid by another authorization (or another call), not by this one.
-fn authorization_transfer(receipt: &Value, paid: &Paid) -> Option<u64> {
-    let logs = receipt["logs"].as_array()?;
-    let of_usdc_with = |log: &Value, topics: [B256; 3]| {
-        let emitter = log["address"].as_str().and_then(|a| Address::from_str(a).ok());
-        let found: Vec<Option<B256>> = log["topics"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|t| t.as_str().and_then(|t| B256::from_str(t).ok()))
-            .collect();
-        emitter == Some(paid.usdc) && found.len() == 3 && found.iter().zip(topics).all(|(f, t)| *f == Some(t))
-    };
-    let used = [AuthorizationUsed::SIGNATURE_HASH, paid.from.into_word(), paid.nonce];
-    let at = logs.iter().position(|log| of_usdc_with(log, used))?;
-    let transfer = logs.get(at + 1)?;
-    let moved = [Transfer::SIGNATURE_HASH, paid.from.into_word(), paid.to.into_word()];
-    let value = transfer["data"].as_str().and_then(|d| U256::from_str(d).ok());
-    if !of_usdc_with(transfer, moved) || value != Some(paid.value) {
-        return None;
-    }
-    transfer["logIndex"]
-        .as_str()
-        .and_then(|q| u64::from_str_radix(q.trim_start_matches("0x"), 16).ok())
 }
 
 impl BaseChain {
@@ -710,127 +606,6 @@ impl UsdcChain for BaseChain {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    const USDC: &str = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
-
-    fn word(address: Address) -> String {
-        address.into_word().to_string()
-    }
-
-    fn used_log(index: u64, from: Address, nonce: B256) -> Value {
-        json!({ "address": USDC.to_lowercase(), "logIndex": format!("{index:#x}"),
-                "topics": [AuthorizationUsed::SIGNATURE_HASH.to_string(), word(from), nonce.to_string()], "data": "0x" })
-    }
-
-    fn transfer_log(index: u64, emitter: &str, from: Address, to: Address, value: u64) -> Value {
-        json!({ "address": emitter, "logIndex": format!("{index:#x}"),
-                "topics": [Transfer::SIGNATURE_HASH.to_string(), word(from), word(to)],
-                "data": B256::from(U256::from(value)).to_string() })
-    }
-
-    fn paid(from: Address, nonce: B256, to: Address, value: u64) -> Paid {
-        Paid {
-            usdc: USDC.parse().unwrap(),
-            from,
-            nonce,
-            to,
-            value: U256::from(value),
-        }
-    }
-
-    /// The audit's attack: one transaction pays the agent with N1 and burns N2 paying the
-    /// payer nothing. N1's transfer is found; N2 paid nothing, whatever else the transaction did.
-    #[test]
-    fn only_the_transfer_right_after_an_authorization_is_what_it_paid() {
-        let (payer, agent) = (Address::repeat_byte(0x11), Address::repeat_byte(0x22));
-        let (n1, n2) = (B256::repeat_byte(1), B256::repeat_byte(2));
-        let receipt = json!({ "logs": [
-            used_log(4, payer, n1), transfer_log(5, USDC, payer, agent, 10_000),
-            used_log(6, payer, n2), transfer_log(7, USDC, payer, payer, 0),
-        ]});
-        assert_eq!(
-            authorization_transfer(&receipt, &paid(payer, n1, agent, 10_000)),
-            Some(5)
-        );
-        assert_eq!(authorization_transfer(&receipt, &paid(payer, n2, agent, 10_000)), None);
-        assert_eq!(authorization_transfer(&receipt, &paid(payer, n1, agent, 9_999)), None);
-    }
-
-    /// A facilitator settles several payers in one transaction: each is its own transfer.
-    #[test]
-    fn a_batch_of_payers_pays_each_once_by_its_own_log() {
-        let (ann, bob, agent) = (
-            Address::repeat_byte(1),
-            Address::repeat_byte(2),
-            Address::repeat_byte(3),
-        );
-        let nonce = B256::repeat_byte(9);
-        let receipt = json!({ "logs": [
-            used_log(0, ann, nonce), transfer_log(1, USDC, ann, agent, 10_000),
-            used_log(2, bob, nonce), transfer_log(3, USDC, bob, agent, 10_000),
-        ]});
-        assert_eq!(
-            authorization_transfer(&receipt, &paid(ann, nonce, agent, 10_000)),
-            Some(1)
-        );
-        assert_eq!(
-            authorization_transfer(&receipt, &paid(bob, nonce, agent, 10_000)),
-            Some(3)
-        );
-    }
-
-    /// A `Transfer` logged by another contract (a look-alike token) pays nothing.
-    #[test]
-    fn a_transfer_logged_by_another_contract_pays_nothing() {
-        let (payer, agent, nonce) = (Address::repeat_byte(1), Address::repeat_byte(2), B256::repeat_byte(3));
-        let fake = "0x000000000000000000000000000000000000beef";
-        let receipt = json!({ "logs": [used_log(0, payer, nonce), transfer_log(1, fake, payer, agent, 10_000)] });
-        assert_eq!(
-            authorization_transfer(&receipt, &paid(payer, nonce, agent, 10_000)),
-            None
-        );
-    }
-
-    const CAPS: GasCaps = GasCaps {
-        gas: 300_000,
-        fee_per_gas: 20_000_000_000,
-        tip: 2_000_000_000,
-        fee: 1_000_000_000_000_000,
-    };
-
-    #[test]
-    fn gas_is_limited_by_the_cap_and_an_estimate_over_it_is_refused() {
-        assert_eq!(CAPS.gas_limit(60_000).unwrap(), 72_000);
-        assert_eq!(CAPS.gas_limit(290_000).unwrap(), 300_000, "the margin stops at the cap");
-        assert!(matches!(CAPS.gas_limit(300_001), Err(ChainError::Refused(_))));
-    }
-
-    #[test]
-    fn fees_per_gas_stay_under_the_cap() {
-        // A greedy tip is cut; twice the base fee, within the cap.
-        assert_eq!(
-            CAPS.fees(1_000_000_000, 50_000_000_000).unwrap(),
-            (4_000_000_000, 2_000_000_000)
-        );
-        assert_eq!(CAPS.fees(15_000_000_000, 1).unwrap(), (20_000_000_000, 1));
-        // The base fee alone over the cap: nothing is sent.
-        assert!(matches!(
-            CAPS.fees(19_000_000_000, 2_000_000_000),
-            Err(ChainError::Refused(_))
-        ));
-    }
-
-    #[test]
-    fn the_whole_fee_counts_the_l1_data_fee() {
-        assert!(CAPS.within_fee(100_000, 5_000_000_000, 0).is_ok());
-        assert!(CAPS.within_fee(100_000, 5_000_000_000, 500_000_000_000_000).is_ok());
-        assert!(matches!(
-            CAPS.within_fee(100_000, 5_000_000_000, 500_000_000_000_001),
-            Err(ChainError::Refused(_))
-        ));
-    }
-
     #[test]
     fn checksummed_addresses_parse() {
         // Anvil's second dev account, as wallets print it.

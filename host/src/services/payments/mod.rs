@@ -8,6 +8,7 @@ pub mod breaker;
 pub mod catalog;
 mod facilitated;
 pub mod guard;
+mod identify;
 mod offer;
 pub mod recovery;
 pub mod refund;
@@ -20,6 +21,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub use guard::PaymentLocks;
+pub use identify::{Known, identify};
 pub use offer::{MAX_TIMEOUT_SECONDS, Offer, offer};
 pub use refund::{payers_fault, refund_failed_job};
 
@@ -184,56 +186,6 @@ impl<'a> Rails<'a> {
     }
 }
 
-/// A payment as known before it is settled: who pays, and whether it was recorded before
-/// (a retry, under the payer's id for it or as the same signed payment).
-pub struct Known {
-    pub payer: String,
-    pub made_before: bool,
-}
-
-/// Checks a payment locally (as [`settle`] does first) and tells who pays and whether it
-/// is a retry; nothing is recorded or sent. A payment that fails its checks is refused.
-pub async fn identify(
-    services: &Services,
-    rails: Rails<'_>,
-    offer: &Offer,
-    payment: &Payment,
-    price: MicroUsdc,
-) -> Result<Known, ServiceError> {
-    let terms = Terms {
-        pay_to: offer.pay_to.clone(),
-        price,
-        fee_payer: offer.fee_payer.clone(),
-    };
-    let mut attempt = rails
-        .scheme
-        .verify(services, &payment.payload, &terms)
-        .map_err(refusal)?;
-    let payer = attempt.payer();
-    // Its identity is final once the agent's wallet added its part (Solana: the fee
-    // payer's signature), as `settle` does.
-    if services.facilitators.of(offer.network).is_none() {
-        let wallet = wallets::wallet(services, &offer.agent.id, offer.network).await?;
-        attempt
-            .complete(&wallets::open_key(services, &wallet)?)
-            .map_err(refusal)?;
-    }
-    let store = &services.store;
-    let earlier = match payment_identifier::read(&payment.extensions).map_err(refusal)? {
-        Some(reference) => store.earlier_payment_by_ref(&payer, &reference).await?,
-        None => None,
-    };
-    let earlier = match earlier {
-        Some(earlier) => Some(earlier),
-        None => store.earlier_payment_by_identity(&attempt.identity()).await?,
-    };
-    // Only a payment that bought something (or is being settled) is answered again; one
-    // that took nothing frees its id for a new payment, which is no retry.
-    use crate::store::PaymentState::{Served, Settled as Paid, Verified};
-    let made_before = earlier.is_some_and(|e| matches!(e.record.state, Verified | Paid | Served));
-    Ok(Known { payer, made_before })
-}
-
 /// Verifies a payment (either version, its envelope already decoded) for `purchase`,
 /// records it (once, ever) with the transaction that settles it, settles it on chain and
 /// waits for the settlement. Nothing is served before this returns.
@@ -274,7 +226,7 @@ pub async fn settle(
     if let Some(reference) = &payment_ref
         && let Some(earlier) = services.store.earlier_payment_by_ref(&payer, reference).await?
     {
-        fresh_retry(services, attempt.as_ref()).await?;
+        retry::fresh(services, attempt.as_ref()).await?;
         if let Some(earlier) =
             retry::recognise(services, earlier, &offer.agent.id, &purchase, MetBy::PaymentRef).await?
         {
@@ -442,21 +394,6 @@ pub async fn settle(
     let transaction = conclude(services, scheme, &sent, landing).await?;
     crate::faults::crash_point("x402:after_confirm");
     Ok(Settlement::Now(settled(transaction, claim)))
-}
-
-/// A payment presented under the payer's id for an earlier one proves the payer asks
-/// again only while it is fresh: still valid on its chain (Solana: its blockhash; Base: its
-/// `validBefore`, bounded when verified), and not itself a payment recorded more than the
-/// copy window ago (an original, public on its chain, copied from there).
-async fn fresh_retry(services: &Services, attempt: &dyn scheme::Attempt) -> Result<(), ServiceError> {
-    attempt.still_valid(services).await?;
-    let recorded = services.store.earlier_payment_by_identity(&attempt.identity()).await?;
-    if let Some(own) = recorded
-        && crate::clock::now_ms() - own.record.created_at > MAX_TIMEOUT_SECONDS as i64 * 1000
-    {
-        return Err(already_used());
-    }
-    Ok(())
 }
 
 /// Records a payment once, ever: false when it was recorded before (see [`met_again`]).

@@ -122,6 +122,21 @@ pub(super) async fn recognise(
     }
 }
 
+/// A payment presented under the payer's id for an earlier one proves the payer asks
+/// again only while it is fresh: still valid on its chain (Solana: its blockhash; Base: its
+/// `validBefore`, bounded when verified), and not itself a payment recorded more than the
+/// copy window ago (an original, public on its chain, copied from there).
+pub(super) async fn fresh(services: &Services, attempt: &dyn super::scheme::Attempt) -> Result<(), ServiceError> {
+    attempt.still_valid(services).await?;
+    let recorded = services.store.earlier_payment_by_identity(&attempt.identity()).await?;
+    if let Some(own) = recorded
+        && crate::clock::now_ms() - own.record.created_at > MAX_TIMEOUT_SECONDS as i64 * 1000
+    {
+        return Err(already_used());
+    }
+    Ok(())
+}
+
 /// The receipt of a payment met again (its settlement, as recorded).
 fn settled_of(record: &PaymentRecord) -> Result<Settled, ServiceError> {
     Ok(Settled {
