@@ -202,6 +202,8 @@ pub fn payment(p: &PaymentRecord, chains: &Chains) -> Value {
         },
         "explorer_url": explorer_url(chains, &p.network, p.transaction_signature.as_deref()),
         "job_id": p.job_id, "refund_transfer_id": p.refund_transfer_id, "error": p.error,
+        "refund_attempts": p.refund_attempts,
+        "needs_operator": p.needs_operator_at.map(|at| json!({ "since": iso(at), "why": p.needs_operator })),
         "updated_at": iso(p.updated_at),
     })
 }

@@ -50,6 +50,13 @@ pub enum PaymentsCmd {
         #[arg(long, default_value_t = 50)]
         limit: u32,
     },
+    /// Takes back a payment the service handed to the operator (a refund past its bounds,
+    /// a settlement the chain could not decide): recovery works on it again, its refund
+    /// with a fresh count of attempts and fees.
+    Resume {
+        /// The payment's id, as `payments list` shows it.
+        payment: String,
+    },
 }
 
 fn network_of(text: &str) -> anyhow::Result<Network> {
@@ -137,7 +144,7 @@ pub async fn payments(ctx: &Ctx, command: PaymentsCmd) -> anyhow::Result<()> {
                 &list,
                 |p| {
                     format!(
-                        "{} {:<8} {:<7} {} USDC from {} for {} {}{}",
+                        "{} {:<8} {:<7} {} USDC from {} for {} {}{}{}",
                         p.id,
                         p.state.as_str(),
                         p.network,
@@ -148,10 +155,28 @@ pub async fn payments(ctx: &Ctx, command: PaymentsCmd) -> anyhow::Result<()> {
                             .map(|c| format!("/{c}"))
                             .unwrap_or_else(|| "a message".into()),
                         p.transaction_signature.as_deref().unwrap_or("(not settled)"),
-                        p.error.as_deref().map(|e| format!(" ({e})")).unwrap_or_default()
+                        p.error.as_deref().map(|e| format!(" ({e})")).unwrap_or_default(),
+                        p.needs_operator
+                            .as_deref()
+                            .filter(|_| p.needs_operator_at.is_some())
+                            .map(|why| format!(
+                                "\n    NEEDS THE OPERATOR: {why}; `agent-host payments resume {}` tries again",
+                                p.id
+                            ))
+                            .unwrap_or_default()
                     )
                 },
                 "no payments",
+            );
+        }
+        PaymentsCmd::Resume { payment } => {
+            let resumed = ctx.store.resume_for_operator(&payment).await?;
+            if !resumed {
+                anyhow::bail!("payment {payment} is not waiting for the operator");
+            }
+            ctx.out.print(
+                &json!({ "payment_id": payment, "resumed": true }),
+                &format!("payment {payment} resumed: the next recovery pass works on it again"),
             );
         }
     }

@@ -389,6 +389,12 @@ settings! {
             "how long a payer whose settlement failed on chain (the agent paid its fee) is refused";
         x402_refund_cooloff_secs: u64 = "30" [0 ..= 86400],
             "how long a payer whose paid call was refunded (the agent paid the refund's fee) is refused";
+        x402_refund_max_attempts: u32 = "4" [1 ..= 100],
+            "transfers one refund may send before it is handed to the operator (each failed one costs a fee)";
+        x402_refund_max_fee_lamports: u64 = "40000" [5000 ..= 100000000000],
+            "most the failed transfers of one Solana refund may cost in fees before it is handed to the operator";
+        x402_refund_max_fee_wei: u64 = "2000000000000000" [1 ..= 9000000000000000000],
+            "most the failed transfers of one Base refund may cost in fees before it is handed to the operator";
         x402_settle_timeout_secs: u64 = "60" [1 ..= 3600],
             "how long a paid request waits for its settlement to confirm; recovery finishes it after";
         x402_solana_max_fee_lamports: u64 = "20000" [5000 ..= 100000000],

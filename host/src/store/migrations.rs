@@ -64,6 +64,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(23, "0023_usage"),
     migration!(24, "0024_webhooks"),
     migration!(25, "0025_payments_integrity"),
+    migration!(26, "0026_payments_for_the_operator"),
 ];
 
 pub fn latest_version() -> i64 {

@@ -118,6 +118,12 @@ pub struct PaymentRecord {
     /// The facilitator that settles it (its origin, never a key in its URL); `None`: the
     /// agent's wallet does.
     pub facilitator: Option<String>,
+    /// Transfers its refund named, and what the failed ones cost in fees (lamports, wei).
+    pub refund_attempts: i64,
+    pub refund_fees: i64,
+    /// When the service stopped working on it and handed it to the operator, and why.
+    pub needs_operator_at: Option<i64>,
+    pub needs_operator: Option<String>,
 }
 
 /// When a payer last cost an agent a fee for nothing (ms), on one network.
@@ -144,7 +150,7 @@ pub struct EarlierPayment {
 
 const PAYMENT_COLUMNS: &str = "id, agent_id, network, payer, pay_to, amount, command, state, transaction_signature, \
                                raw_tx, job_id, refund_transfer_id, error, created_at, updated_at, valid_until, identity, \
-                               x402_version, facilitator";
+                               x402_version, facilitator, refund_attempts, refund_fees, needs_operator_at, needs_operator";
 
 fn payment_row(r: &Row) -> Result<PaymentRecord, StoreError> {
     let state: String = r.get(7)?;
@@ -171,6 +177,10 @@ fn payment_row(r: &Row) -> Result<PaymentRecord, StoreError> {
         identity: r.get(16)?,
         x402_version: r.get(17)?,
         facilitator: r.get(18)?,
+        refund_attempts: r.get(19)?,
+        refund_fees: r.get(20)?,
+        needs_operator_at: r.get(21)?,
+        needs_operator: r.get(22)?,
     })
 }
 
@@ -259,14 +269,16 @@ impl Store {
             let sql = format!(
                 "SELECT {PAYMENT_COLUMNS}, request, payment_ref, answer, answer_expires_at FROM payments WHERE {condition}"
             );
+            // The columns after the record's.
+            let at = PAYMENT_COLUMNS.split(',').count();
             db.query_opt(&sql, &args)?
                 .map(|r| {
                     Ok(EarlierPayment {
                         record: payment_row(&r)?,
-                        request: r.get(19)?,
-                        payment_ref: r.get(20)?,
-                        answer: r.get(21)?,
-                        answer_expires_at: r.get(22)?,
+                        request: r.get(at)?,
+                        payment_ref: r.get(at + 1)?,
+                        answer: r.get(at + 2)?,
+                        answer_expires_at: r.get(at + 3)?,
                     })
                 })
                 .transpose()
@@ -435,6 +447,7 @@ impl Store {
         self.write(move |db| {
             Ok(db.execute(
                 "UPDATE payments SET state = 'refunding', refund_transfer_id = ?2, error = ?3, updated_at = ?4,
+                    refund_attempts = refund_attempts + 1,
                     refund_started_at = CASE WHEN ?5 THEN COALESCE(refund_started_at, ?4) ELSE refund_started_at END
                  WHERE id = ?1 AND state IN ('settled', 'served', 'refund_owed')",
                 args![id, transfer_id, why, crate::clock::now_ms(), failed_work],
@@ -458,14 +471,65 @@ impl Store {
     }
 
     /// Names a new transfer for a refund whose transfer `previous` failed or was never
-    /// written; false when another attempt got there first.
-    pub async fn retry_refund(&self, id: &str, previous: Option<&str>, transfer_id: &str) -> Result<bool, StoreError> {
+    /// written, adding what `previous` cost in fees; false when another attempt got there
+    /// first.
+    pub async fn retry_refund(
+        &self,
+        id: &str,
+        previous: Option<&str>,
+        previous_fee: i64,
+        transfer_id: &str,
+    ) -> Result<bool, StoreError> {
         let (id, previous, transfer_id) = (id.to_string(), previous.map(str::to_string), transfer_id.to_string());
         self.write(move |db| {
             Ok(db.execute(
-                "UPDATE payments SET refund_transfer_id = ?3, updated_at = ?4
-                 WHERE id = ?1 AND state = 'refunding' AND refund_transfer_id IS NOT DISTINCT FROM ?2",
-                args![id, previous, transfer_id, crate::clock::now_ms()],
+                "UPDATE payments SET refund_transfer_id = ?3, updated_at = ?4,
+                    refund_attempts = refund_attempts + 1, refund_fees = refund_fees + ?5
+                 WHERE id = ?1 AND state = 'refunding' AND refund_transfer_id IS NOT DISTINCT FROM ?2
+                    AND needs_operator_at IS NULL",
+                args![id, previous, transfer_id, crate::clock::now_ms(), previous_fee],
+            )? == 1)
+        })
+        .await
+    }
+
+    /// Stops working on a payment and hands it to the operator, with why (and what the
+    /// refund transfer `previous` cost, for a refund given up): `payment.needs_operator`
+    /// is written with it. False when it was handed over already, or when another
+    /// attempt replaced `previous` first.
+    pub async fn hand_to_operator(
+        &self,
+        id: &str,
+        previous: Option<&str>,
+        previous_fee: i64,
+        why: &str,
+    ) -> Result<bool, StoreError> {
+        let (id, previous, why) = (id.to_string(), previous.map(str::to_string), why.to_string());
+        self.write(move |db| {
+            let handed = db.execute(
+                "UPDATE payments SET needs_operator_at = ?4, needs_operator = ?3, updated_at = ?4,
+                    refund_fees = refund_fees + ?5
+                 WHERE id = ?1 AND needs_operator_at IS NULL AND refund_transfer_id IS NOT DISTINCT FROM ?2",
+                args![&id, previous, why, crate::clock::now_ms(), previous_fee],
+            )? == 1;
+            if handed {
+                super::webhooks::emit_payment_in(db, &id, "payment.needs_operator")?;
+            }
+            Ok(handed)
+        })
+        .await
+    }
+
+    /// The operator takes a payment back from the operator's list: recovery works on it
+    /// again, its refund with a fresh count of attempts and fees. False when it was not
+    /// waiting for the operator.
+    pub async fn resume_for_operator(&self, id: &str) -> Result<bool, StoreError> {
+        let id = id.to_string();
+        self.write(move |db| {
+            Ok(db.execute(
+                "UPDATE payments SET needs_operator_at = NULL, refund_attempts = 0, refund_fees = 0, updated_at = ?2
+                 WHERE id = ?1 AND needs_operator_at IS NOT NULL",
+                args![id, crate::clock::now_ms()],
             )? == 1)
         })
         .await
@@ -485,14 +549,16 @@ impl Store {
     }
 
     /// Payments not at an end: `verified`, `settled` or `refunding`, and `refund_owed`
-    /// ones last tried before `owed_before` (those wait for the payer's account).
+    /// ones last tried before `owed_before` (those wait for the payer's account); none
+    /// handed to the operator.
     pub async fn unfinished_payments(&self, owed_before: i64) -> Result<Vec<PaymentRecord>, StoreError> {
         self.read(move |db| {
             db.query(
                 &format!(
                     "SELECT {PAYMENT_COLUMNS} FROM payments
-                     WHERE state IN ('verified', 'settled', 'refunding')
-                        OR (state = 'refund_owed' AND updated_at < ?1)
+                     WHERE (state IN ('verified', 'settled', 'refunding')
+                            OR (state = 'refund_owed' AND updated_at < ?1))
+                        AND needs_operator_at IS NULL
                      ORDER BY created_at"
                 ),
                 args![owed_before],

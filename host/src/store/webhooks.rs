@@ -10,9 +10,10 @@ use super::sql::{Db, Row, args};
 use super::{Store, StoreError};
 
 /// The events an endpoint may subscribe to.
-pub const EVENT_TYPES: [&str; 8] = [
+pub const EVENT_TYPES: [&str; 9] = [
     "payment.settled",
     "payment.refunded",
+    "payment.needs_operator",
     "job.succeeded",
     "job.failed",
     "command.failing",
@@ -141,11 +142,12 @@ pub fn emit_for_agent_in(
     emit_in(db, &account_id, event_type, dedup_key, data)
 }
 
-/// `payment.settled` or `payment.refunded`, described from the payment's row.
+/// `payment.settled`, `payment.refunded` or `payment.needs_operator`, described from the
+/// payment's row.
 pub fn emit_payment_in(db: &dyn Db, payment_id: &str, event_type: &str) -> Result<bool, StoreError> {
     let Some(row) = db.query_opt(
         "SELECT p.agent_id, a.account_id, p.network, p.amount, p.command, p.x402_version, p.payer,
-             p.transaction_signature, p.refund_transfer_id
+             p.transaction_signature, p.refund_transfer_id, p.needs_operator
          FROM payments p JOIN agents a ON a.id = p.agent_id WHERE p.id = ?1",
         args![payment_id],
     )?
@@ -153,7 +155,7 @@ pub fn emit_payment_in(db: &dyn Db, payment_id: &str, event_type: &str) -> Resul
         return Ok(false);
     };
     let account_id: String = row.get(1)?;
-    let data = json!({
+    let mut data = json!({
         "payment_id": payment_id,
         "agent_id": row.get::<String>(0)?,
         "network": row.get::<String>(2)?,
@@ -164,6 +166,9 @@ pub fn emit_payment_in(db: &dyn Db, payment_id: &str, event_type: &str) -> Resul
         "transaction": row.get::<Option<String>>(7)?,
         "refund_transfer_id": row.get::<Option<String>>(8)?,
     });
+    if event_type == "payment.needs_operator" {
+        data["why"] = json!(row.get::<Option<String>>(9)?);
+    }
     emit_in(db, &account_id, event_type, &format!("{event_type}:{payment_id}"), data)
 }
 

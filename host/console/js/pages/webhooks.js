@@ -7,6 +7,7 @@ import { confirmDialog, copyButton, errorText, field, fill, form, h, table, time
 const EVENTS = [
   ["payment.settled", "a payment settled"],
   ["payment.refunded", "a payment refunded"],
+  ["payment.needs_operator", "a payment the service stopped working on (a refund that kept failing)"],
   ["job.succeeded", "a job succeeded"],
   ["job.failed", "a job failed"],
   ["command.failing", "a command keeps failing"],

@@ -224,9 +224,15 @@ networks = ["base"]
 /// The agent `manifest` describes (named `seller`), with a real Base wallet, in a temp
 /// data dir, and its offer.
 pub async fn fixture(manifest: &str) -> Fixture {
+    fixture_with(manifest, |_| {}).await
+}
+
+/// A fixture whose settings `change` adjusts first.
+pub async fn fixture_with(manifest: &str, change: impl FnOnce(&mut crate::config::Settings)) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let mut settings = crate::config::Settings::load(Some(dir.path())).unwrap();
     settings.x402.x402_settle_timeout_secs = 1;
+    change(&mut settings);
     let store = crate::app::open_store(&settings).await.unwrap();
     let services = crate::app::services(settings, store, "http://test".into()).unwrap();
     crate::services::accounts::create(&services.store, "acme", Plan::Free, None, None)

@@ -9,7 +9,8 @@
 //!   and on to the next rule. Failed, expired or never signed: `failed`, nothing was taken,
 //!   unless the payer's money reached the agent by another transaction (Base).
 //! - `settled`: the paid answer never reached the payer, so the payer is refunded.
-//! - `refunding`: the refund is finished or retried (see `Refund::resume`).
+//! - `refunding`: the refund is finished or retried (see `Refund::resume`), within its
+//!   bounds; past them, it is handed to the operator and left alone.
 //! - `refund_owed`: every `OWED_RETRY_PASSES` passes (10 minutes by default), paid if the
 //!   payer can receive it again.
 //! - `served` for a job that then failed by the agent's fault: the refund was cut off before
@@ -103,6 +104,9 @@ async fn resume(services: &Services, payment: &PaymentRecord) -> Result<(), Serv
         }
         PaymentState::Refunding => refund.resume(services, payment).await?,
         PaymentState::RefundOwed => {
+            if let Some(stop) = refund.past_bounds(services, payment, 0) {
+                return refund.hand_over(services, None, 0, &stop).await;
+            }
             let why = payment.error.as_deref().unwrap_or("refund");
             let why = why.split("; owed:").next().unwrap_or(why);
             refund.start(services, why).await;

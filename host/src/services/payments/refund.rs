@@ -156,13 +156,14 @@ impl<'a> Refund<'a> {
         }
     }
 
-    /// Whether a refund's transfer recorded `failed` can never pay: the chain is asked before
-    /// another transfer is paid in its place. One that landed after all is marked so, and
-    /// the refund `refunded`; one the chain may still take is sent again (harmless: it is
-    /// the same transaction) and waited for.
-    async fn surely_failed(&self, services: &Services, failed: &TransferRecord) -> Result<bool, ServiceError> {
+    /// A refund's transfer recorded `failed`, asked of the chain before another transfer
+    /// is paid in its place: `Some(fee)` when it can never pay (with what it cost the
+    /// agent), `None` when it may still. One that landed after all is marked so, and the
+    /// refund `refunded`; one the chain may still take is sent again (harmless: it is the
+    /// same transaction) and waited for.
+    async fn gone_for_good(&self, services: &Services, failed: &TransferRecord) -> Result<Option<i64>, ServiceError> {
         let (Some(id), Some(raw)) = (&failed.signature, &failed.raw_tx) else {
-            return Ok(true); // never signed: nothing went out
+            return Ok(Some(0)); // never signed: nothing went out
         };
         let tx = SignedTx {
             id: id.clone(),
@@ -175,7 +176,15 @@ impl<'a> Refund<'a> {
             .await
             .map_err(|e| super::chain_unavailable(self.network, e))?;
         match landing {
-            Landing::Failed(_) | Landing::Dropped(_) => Ok(true),
+            Landing::Dropped(_) => Ok(Some(0)),
+            // Failed on chain: the agent paid its fee.
+            Landing::Failed(_) => {
+                let fee = chain.fee_paid(id).await.unwrap_or_else(|err| {
+                    tracing::warn!(transfer = failed.id, "could not read a failed refund's fee: {err}");
+                    None
+                });
+                Ok(Some(fee.map_or(0, |fee| i64::try_from(fee).unwrap_or(i64::MAX))))
+            }
             Landing::Confirmed => {
                 tracing::warn!(
                     payment = self.payment_id,
@@ -184,20 +193,65 @@ impl<'a> Refund<'a> {
                 );
                 services.store.transfer_landed_after_all(&failed.id).await?;
                 self.refunded(services).await;
-                Ok(false)
+                Ok(None)
             }
             Landing::Pending => {
                 if let Err(err) = chain.submit(&tx).await {
                     tracing::debug!(transfer = failed.id, "the earlier refund transfer, sent again: {err}");
                 }
-                Ok(false)
+                Ok(None)
             }
         }
     }
 
+    /// Why a refund must not send another transfer: it sent as many as it may, or its
+    /// failed ones (with `more_fee`, the last one's) cost as much as it may. `None`: it may.
+    pub fn past_bounds(&self, services: &Services, payment: &PaymentRecord, more_fee: i64) -> Option<String> {
+        let x402 = &services.settings.x402;
+        let attempts = payment.refund_attempts;
+        if attempts >= i64::from(x402.x402_refund_max_attempts) {
+            return Some(format!(
+                "the refund did not go out in {attempts} transfers (x402_refund_max_attempts)"
+            ));
+        }
+        let (most, unit, setting) = match self.network {
+            Network::Solana => (
+                x402.x402_refund_max_fee_lamports,
+                "lamports",
+                "x402_refund_max_fee_lamports",
+            ),
+            Network::Base => (x402.x402_refund_max_fee_wei, "wei", "x402_refund_max_fee_wei"),
+        };
+        let fees = payment.refund_fees.saturating_add(more_fee);
+        (u64::try_from(fees).unwrap_or(0) >= most)
+            .then(|| format!("the refund's failed transfers cost {fees} {unit} in fees ({setting})"))
+    }
+
+    /// Stops the refund and hands it to the operator (`payment.needs_operator`), with why.
+    pub async fn hand_over(
+        &self,
+        services: &Services,
+        previous: Option<&str>,
+        fee: i64,
+        why: &str,
+    ) -> Result<(), ServiceError> {
+        if services
+            .store
+            .hand_to_operator(self.payment_id, previous, fee, why)
+            .await?
+        {
+            tracing::error!(
+                payment = self.payment_id,
+                "refund handed to the operator: {why}; `agent-host payments resume` tries it again"
+            );
+        }
+        Ok(())
+    }
+
     /// A refund left `refunding`: its transfer is looked up. Confirmed → `refunded`; still
     /// pending → left to the transfer reconciliation; failed or never written → sent again
-    /// (or owed, when the payer's account is gone).
+    /// (or owed, when the payer's account is gone), within the refund's bounds; past them,
+    /// handed to the operator.
     pub async fn resume(&self, services: &Services, payment: &PaymentRecord) -> Result<(), ServiceError> {
         // The original reason, without the notes of attempts that did not go out.
         let noted = payment.error.as_deref().unwrap_or("refund");
@@ -211,16 +265,25 @@ impl<'a> Refund<'a> {
             Some(TransferState::Confirmed) => self.refunded(services).await,
             Some(TransferState::Pending) => {}
             Some(TransferState::Failed) | None => {
-                if let Some(failed) = &transfer
-                    && !self.surely_failed(services, failed).await?
-                {
-                    return Ok(());
+                let fee = match &transfer {
+                    Some(failed) => match self.gone_for_good(services, failed).await? {
+                        Some(fee) => fee,
+                        None => return Ok(()),
+                    },
+                    None => 0,
+                };
+                if let Some(stop) = self.past_bounds(services, payment, fee) {
+                    return self.hand_over(services, previous, fee, &stop).await;
                 }
                 if self.owed(services, &why).await {
                     return Ok(());
                 }
                 let transfer_id = wallets::new_transfer_id();
-                if services.store.retry_refund(&payment.id, previous, &transfer_id).await? {
+                if services
+                    .store
+                    .retry_refund(&payment.id, previous, fee, &transfer_id)
+                    .await?
+                {
                     self.pay(services, transfer_id, &why).await;
                 }
             }

@@ -483,3 +483,102 @@ async fn a_refund_whose_transfer_failed_is_paid_by_one_new_transfer() {
     assert_eq!(payment.state, PaymentState::Refunded);
     assert_eq!(chain.signed.load(Ordering::SeqCst), 1, "one new transfer");
 }
+
+/// A refund whose every transfer fails on chain (a fee each time) until `x402_refund_max_attempts`.
+async fn refund_failing_every_time(f: &Fixture) -> (std::sync::Arc<FakeChain>, crate::store::PaymentRecord) {
+    let chain = std::sync::Arc::new(FakeChain::landing(Landing::Failed("reverted".into())));
+    stand_in(f, &chain);
+    let payment = refund_sent_unconfirmed(f).await;
+    f.services
+        .store
+        .finish_transfer("tr_first", crate::store::TransferState::Failed, Some("reverted".into()))
+        .await
+        .unwrap();
+    for _ in 0..10 {
+        resume_refund(f, &payment.id).await;
+    }
+    let payment = f.services.store.payment(&payment.id).await.unwrap().unwrap();
+    (chain, payment)
+}
+
+/// Each failed refund transfer costs the agent a fee: after `x402_refund_max_attempts`
+/// transfers the refund stops, handed to the operator, and recovery leaves it until the
+/// operator resumes it.
+#[tokio::test]
+async fn a_refund_that_keeps_failing_stops_at_its_attempts_and_waits_for_the_operator() {
+    use crate::store::PaymentState;
+    let f = fixture_with(SELLER, |s| s.x402.x402_refund_max_attempts = 3).await;
+    let account = f.services.store.account_by_name("acme").await.unwrap().unwrap().id;
+    let endpoint = crate::store::webhooks::WebhookEndpoint {
+        id: "we_operator".into(),
+        account_id: account.clone(),
+        url: "https://hooks.example/".into(),
+        description: None,
+        events: vec!["payment.needs_operator".into()],
+        secret: vec![7; 32],
+        created_at: 0,
+        disabled_at: None,
+        disabled_reason: None,
+        failing_since: None,
+        consecutive_failures: 0,
+        last_success_at: None,
+    };
+    f.services.store.insert_webhook_endpoint(endpoint).await.unwrap();
+    let (chain, payment) = refund_failing_every_time(&f).await;
+    let told = f
+        .services
+        .store
+        .webhook_deliveries(&account, "we_operator", 10)
+        .await
+        .unwrap();
+    assert_eq!(told.len(), 1, "the operator is told once");
+    assert_eq!(told[0].event_type, "payment.needs_operator");
+    assert_eq!(
+        chain.signed.load(Ordering::SeqCst),
+        2,
+        "two transfers after the first, no more"
+    );
+    assert_eq!(payment.state, PaymentState::Refunding);
+    assert_eq!(payment.refund_attempts, 3);
+    assert_eq!(payment.refund_fees, 3 * 5_000, "each failed transfer's fee");
+    let why = payment.needs_operator.clone().unwrap();
+    assert!(payment.needs_operator_at.is_some());
+    assert!(why.contains("3 transfers"), "{why}");
+    let store = &f.services.store;
+    let unfinished = store.unfinished_payments(i64::MAX).await.unwrap();
+    assert!(unfinished.iter().all(|p| p.id != payment.id), "recovery leaves it");
+
+    assert!(store.resume_for_operator(&payment.id).await.unwrap());
+    assert!(!store.resume_for_operator(&payment.id).await.unwrap(), "once");
+    let unfinished = store.unfinished_payments(i64::MAX).await.unwrap();
+    assert!(unfinished.iter().any(|p| p.id == payment.id), "recovery takes it again");
+    // The failed transfers stay failed; the next one lands.
+    for n in 0..3 {
+        let failed = Landing::Failed("reverted".into());
+        chain.landings.lock().unwrap().insert(format!("0xtransfer{n}"), failed);
+    }
+    chain.lands(Landing::Confirmed);
+    resume_refund(&f, &payment.id).await;
+    let payment = store.payment(&payment.id).await.unwrap().unwrap();
+    assert_eq!(payment.state, PaymentState::Refunded);
+    assert_eq!(
+        chain.signed.load(Ordering::SeqCst),
+        3,
+        "one more transfer, which landed"
+    );
+}
+
+/// The fees of a refund's failed transfers are bounded too, whatever attempts are left.
+#[tokio::test]
+async fn a_refund_stops_once_its_failed_transfers_cost_the_fee_bound() {
+    let f = fixture_with(SELLER, |s| s.x402.x402_refund_max_fee_wei = 10_000).await;
+    let (chain, payment) = refund_failing_every_time(&f).await;
+    assert_eq!(
+        chain.signed.load(Ordering::SeqCst),
+        1,
+        "stopped once two fees reached 10,000 wei"
+    );
+    assert_eq!(payment.refund_fees, 10_000);
+    let why = payment.needs_operator.unwrap();
+    assert!(why.contains("x402_refund_max_fee_wei"), "{why}");
+}
