@@ -342,3 +342,242 @@ async fn a_settlement_the_facilitator_did_not_confirm_is_found_on_chain_and_refu
     assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "refunded, once");
     assert_eq!(chain.usdc_of(&wallet).await, 0);
 }
+
+/// In front of the reference facilitator at `upstream`: `/supported` and `/verify` pass
+/// through. `/settle` either passes through and is answered "not confirmed" whatever
+/// happened (`claim` = `None`), or never reaches it and is answered with a settlement
+/// `claim` names that the facilitator never made.
+async fn fronted(upstream: &str, claim: Option<String>) -> FakeServer {
+    let pass = |upstream: String, path: &'static str| {
+        move |body: Option<axum::Json<Value>>| {
+            let upstream = upstream.clone();
+            async move {
+                let url = format!("{upstream}/{path}");
+                let request = match body {
+                    Some(axum::Json(body)) => client().post(url).json(&body),
+                    None => client().get(url),
+                };
+                axum::Json(request.send().await.unwrap().json::<Value>().await.unwrap())
+            }
+        }
+    };
+    let forward = pass(upstream.to_string(), "settle");
+    let settle = move |body: axum::Json<Value>| {
+        let (claim, forward) = (claim.clone(), forward.clone());
+        async move {
+            match claim {
+                Some(claimed) => axum::Json(json!({ "success": true, "transaction": claimed, "network": "solana" })),
+                None => {
+                    let _settled_anyway = forward(Some(body)).await;
+                    axum::Json(json!({ "success": false, "errorReason": "confirmation_timeout", "transaction": "" }))
+                }
+            }
+        }
+    };
+    FakeServer::start(
+        axum::Router::new()
+            .route(
+                "/supported",
+                axum::routing::get(pass(upstream.to_string(), "supported")),
+            )
+            .route("/verify", post(pass(upstream.to_string(), "verify")))
+            .route("/settle", post(settle)),
+    )
+    .await
+}
+
+/// `signer` sends `instructions` on the local Solana chain, paying the fee; its signature
+/// once confirmed. A blockhash the node does not know yet is asked for again.
+async fn send_solana(
+    chain: &crate::support::chains::LocalSolana,
+    signer: &solana_keypair::Keypair,
+    instructions: &[solana_instruction::Instruction],
+) -> String {
+    use solana_signer::Signer;
+    let rpc = crate::support::chains::rpc;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let signature = loop {
+        let message = solana_message::Message::new_with_blockhash(
+            instructions,
+            Some(&signer.pubkey()),
+            &latest_blockhash(chain).await,
+        );
+        let tx = solana_transaction::versioned::VersionedTransaction::try_new(
+            solana_message::VersionedMessage::Legacy(message),
+            &[signer],
+        )
+        .unwrap();
+        let raw = base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            bincode::serialize(&tx).unwrap(),
+        );
+        let call = json!({ "jsonrpc": "2.0", "id": 1, "method": "sendTransaction", "params": [raw, { "encoding": "base64", "skipPreflight": true }] });
+        let reply: Value = client()
+            .post(&chain.rpc_url)
+            .json(&call)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if let Some(signature) = reply["result"].as_str() {
+            break signature.to_string();
+        }
+        assert!(
+            reply["error"].to_string().contains("BlockhashNotFound") && std::time::Instant::now() < deadline,
+            "{reply}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    loop {
+        let status = rpc(&chain.rpc_url, "getSignatureStatuses", json!([[signature]])).await;
+        let status = &status["value"][0];
+        if !status.is_null() && status["confirmationStatus"] != "processed" {
+            assert!(status["err"].is_null(), "{status}");
+            return signature;
+        }
+        assert!(std::time::Instant::now() < deadline, "{signature} never confirmed");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// `owner` moves `micro` USDC from its own USDC account to itself: dust in its history.
+fn dust(
+    chain: &crate::support::chains::LocalSolana,
+    owner: &solana_pubkey::Pubkey,
+    micro: u64,
+) -> solana_instruction::Instruction {
+    let mint: solana_pubkey::Pubkey = chain.mint.parse().unwrap();
+    let account = agent_host::chains::solana::associated_token_address(owner, &mint);
+    spl_token_interface::instruction::transfer_checked(
+        &spl_token_interface::ID,
+        &account,
+        &mint,
+        &account,
+        owner,
+        &[],
+        micro,
+        6,
+    )
+    .unwrap()
+}
+
+/// ★ On Solana too, a facilitator's word is not a settlement: one that claims a settlement
+/// it never made (a made-up signature, or a real transaction of someone else's) serves
+/// nothing and takes nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn on_solana_a_facilitator_that_claims_a_settlement_it_never_made_serves_nothing() {
+    use crate::support::chains::LocalSolana;
+    use solana_signer::Signer;
+    let chain = LocalSolana::start();
+    let reference = RefFacilitator::on(None, Some(&chain), None).await;
+    let stranger = solana_keypair::Keypair::new();
+    chain.set_sol(&stranger.pubkey().to_string(), 1_000_000_000).await;
+    chain.set_usdc(&stranger.pubkey().to_string(), 1_000).await;
+    let someone_elses = send_solana(&chain, &stranger, &[dust(&chain, &stranger.pubkey(), 1)]).await;
+    let made_up = solana_signature::Signature::from([3; 64]).to_string();
+    for claimed in [made_up, someone_elses] {
+        let liar = fronted(&reference.url, Some(claimed)).await;
+        let env = TestEnv::new()
+            .with_env("AGENT_HOST_X402_SOLANA_FACILITATOR_URL", &liar.base)
+            .with_env("AGENT_HOST_X402_SETTLE_TIMEOUT_SECS", "1");
+        let (env, wallet) = solana_shop(&chain, env, "").await;
+        let server = env.serve();
+        let payer = solana_keypair::Keypair::new();
+        chain.set_usdc(&payer.pubkey().to_string(), 1_000_000).await;
+        let url = server.url("/x402/solana/seller");
+        let hello = json!({ "command": "hello", "name": "Ann" });
+        let requirement = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+        let reply = paid(
+            &url,
+            &hello,
+            &solana_payment(&chain, &payer, &requirement, 50_000).await,
+        )
+        .await;
+        assert_eq!(
+            (reply.status, reply.json()["code"].clone()),
+            (502, json!("facilitator_error")),
+            "{}",
+            reply.text
+        );
+        assert!(reply.json()["response"].is_null(), "nothing served: {}", reply.text);
+        let recorded = payments(&env);
+        assert_eq!(recorded.len(), 1, "{recorded:?}");
+        assert_eq!(recorded[0]["state"], "verified", "left for recovery: {recorded:?}");
+        assert_eq!(chain.usdc_of(&payer.pubkey().to_string()).await, Some(1_000_000));
+        assert_eq!(chain.usdc_of(&wallet).await, Some(0));
+    }
+}
+
+/// ★ A Solana settlement whose answer the facilitator lost is found on chain by the
+/// payer's message, among the payer's other transactions, and refunded once (its answer
+/// never went out).
+#[tokio::test(flavor = "multi_thread")]
+async fn on_solana_a_settlement_the_facilitator_did_not_confirm_is_found_by_its_message_and_refunded() {
+    use crate::support::chains::LocalSolana;
+    use solana_signer::Signer;
+    let chain = LocalSolana::start();
+    let reference = RefFacilitator::on(None, Some(&chain), None).await;
+    let forgetful = fronted(&reference.url, None).await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_X402_SOLANA_FACILITATOR_URL", &forgetful.base)
+        .with_env("AGENT_HOST_X402_SETTLE_TIMEOUT_SECS", "1");
+    let (env, wallet) = solana_shop(&chain, env, "").await;
+    let payer = solana_keypair::Keypair::new();
+    let payer_address = payer.pubkey().to_string();
+    chain.set_usdc(&payer_address, 1_000_000).await;
+    chain.set_sol(&payer_address, 1_000_000_000).await;
+    let url_path = "/x402/solana/seller";
+    let hello = json!({ "command": "hello", "name": "Ann" });
+    {
+        let server = env.serve();
+        let url = server.url(url_path);
+        let requirement = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+        let reply = paid(
+            &url,
+            &hello,
+            &solana_payment(&chain, &payer, &requirement, 50_000).await,
+        )
+        .await;
+        assert_eq!(
+            (reply.status, reply.json()["code"].clone()),
+            (502, json!("facilitator_error")),
+            "{}",
+            reply.text
+        );
+    }
+    assert_eq!(
+        chain.usdc_of(&payer_address).await,
+        Some(950_000),
+        "the transfer did go out"
+    );
+    // The payer's account carries its own transactions after the settlement.
+    for micro in 1..=5 {
+        send_solana(&chain, &payer, &[dust(&chain, &payer.pubkey(), micro)]).await;
+    }
+
+    let mut env = env;
+    env.set_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1");
+    let _server = env.serve();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let recorded = loop {
+        let recorded = payments(&env);
+        assert_ne!(
+            recorded[0]["state"], "failed",
+            "a landed payment is never failed: {recorded:?}"
+        );
+        if recorded[0]["state"] == "refunded" {
+            break recorded;
+        }
+        assert!(std::time::Instant::now() < deadline, "not refunded: {recorded:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    };
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert!(
+        recorded[0]["receipt"]["transactionSignature"].is_string(),
+        "{recorded:?}"
+    );
+    assert_eq!(chain.usdc_of(&payer_address).await, Some(1_000_000), "refunded, once");
+    assert_eq!(chain.usdc_of(&wallet).await, Some(0));
+}

@@ -9,7 +9,7 @@ pub mod keys;
 pub mod networks;
 pub mod rpc;
 pub mod solana;
-mod solana_history;
+pub mod solana_history;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -35,6 +35,10 @@ pub enum ChainError {
     /// only the transaction's landing tells which.
     #[error("{0}")]
     NonceUsed(String),
+    /// The chain holds the answer, but among more than a bounded search looks at (an
+    /// account flooded with transactions): for the operator, never a "not found".
+    #[error("{0}")]
+    Undecidable(String),
 }
 
 impl From<rpc::RpcError> for ChainError {

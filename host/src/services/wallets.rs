@@ -47,7 +47,9 @@ pub enum WalletError {
 pub(crate) fn chain_error(network: Network, err: ChainError) -> WalletError {
     match err {
         ChainError::Refused(message) | ChainError::NonceUsed(message) => WalletError::TransferFailed(message),
-        ChainError::Unavailable(detail) => WalletError::ChainUnavailable { network, detail },
+        ChainError::Unavailable(detail) | ChainError::Undecidable(detail) => {
+            WalletError::ChainUnavailable { network, detail }
+        }
     }
 }
 
@@ -144,9 +146,10 @@ pub async fn balance(services: &Services, agent_id: &str, network: Network) -> R
         .await
         .map_err(|e| match e {
             // A balance read has nothing to refuse: any failure is the node's.
-            ChainError::Refused(detail) | ChainError::NonceUsed(detail) | ChainError::Unavailable(detail) => {
-                WalletError::ChainUnavailable { network, detail }
-            }
+            ChainError::Refused(detail)
+            | ChainError::NonceUsed(detail)
+            | ChainError::Unavailable(detail)
+            | ChainError::Undecidable(detail) => WalletError::ChainUnavailable { network, detail },
         })?;
     Ok(WalletBalance { wallet, balances })
 }

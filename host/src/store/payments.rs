@@ -93,7 +93,7 @@ impl PaymentState {
 #[derive(Debug, Clone)]
 pub struct PaymentRecord {
     pub id: String,
-    /// What makes it usable once (Solana: the settlement's signature; Base: payer + nonce).
+    /// What makes it usable once (Solana: its message's hash; Base: payer + nonce).
     pub identity: String,
     pub agent_id: String,
     pub network: String,

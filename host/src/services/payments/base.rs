@@ -4,7 +4,7 @@
 use alloy::primitives::{Address, B256, U256};
 use serde_json::Value;
 
-use super::scheme::{Attempt, BoxFuture, Scheme, SettledBy, Terms};
+use super::scheme::{Attempt, BoxFuture, Lookup, Scheme, SettledBy, Terms};
 use crate::chains::base::parse_address;
 use crate::chains::{ChainError, SignedTx, WalletKey};
 use crate::domain::Network;
@@ -76,7 +76,7 @@ impl Scheme for BaseExact {
         services: &'a Services,
         identity: &'a str,
         terms: &'a Terms,
-        since_secs: u64,
+        lookup: Lookup<'a>,
     ) -> BoxFuture<'a, Result<Option<SettledBy>, ChainError>> {
         Box::pin(async move {
             let (Some((from, nonce)), Ok(to)) = (parse_identity(identity), parse_address(&terms.pay_to)) else {
@@ -85,7 +85,7 @@ impl Scheme for BaseExact {
             let found = services
                 .chains
                 .base
-                .authorization_settlement(from, nonce, to, U256::from(terms.price.0), since_secs)
+                .authorization_settlement(from, nonce, to, U256::from(terms.price.0), lookup.since_secs)
                 .await?;
             Ok(found.map(|transfer| SettledBy {
                 transaction: transfer.transaction,
@@ -142,7 +142,7 @@ impl Attempt for BaseAttempt {
                 // transaction paid the agent.
                 let since = (crate::clock::now_ms() as u64 / 1000).saturating_sub(super::ELSEWHERE_LOOKBACK_SECS);
                 let elsewhere = BaseExact
-                    .settled_elsewhere(services, &self.identity(), terms, since)
+                    .settled_elsewhere(services, &self.identity(), terms, Lookup::since(since))
                     .await
                     .map_err(unavailable)?;
                 return match elsewhere {

@@ -5,15 +5,16 @@
 //! asked to settle, the same receipts, and recovery. The facilitator is asked to settle a
 //! payment once: an answer lost on the way is looked up on chain (Base: the
 //! authorization's use and its transfer to the agent; Solana: the transaction carrying the
-//! payer's signature among those of the payer's token account), never asked for again;
+//! payment's message among those of the payer's token account), never asked for again;
 //! once the payment can no longer land, it is failed. Refunds still go out from the
 //! agent's wallet, which then needs gas; without it a refund waits, `refunding`, and each
 //! recovery pass tries it again.
 
 use serde_json::json;
 
-use super::scheme::{self, SettledBy, Terms};
+use super::scheme::{self, Lookup, SettledBy, Terms};
 use super::{Offer, X402Error, chain_unavailable, record_once, refused};
+use crate::chains::ChainError;
 use crate::clients::facilitator::{self, Facilitator, FacilitatorError};
 use crate::domain::Network;
 use crate::money::MicroUsdc;
@@ -64,7 +65,7 @@ pub(super) async fn settle(
     match answer {
         // Its word is not enough: the chain must show this payment's own transfer to the
         // agent (Base: the authorization's; Solana: the payer's signed transaction, landed).
-        Ok(settled) if settled.success => match on_chain(services, record).await? {
+        Ok(settled) if settled.success => match on_chain(services, record, &settled.transaction).await? {
             Some(by) => {
                 if !by.transaction.eq_ignore_ascii_case(&settled.transaction) {
                     tracing::warn!(
@@ -120,21 +121,26 @@ pub(super) async fn settle(
 /// How often the chain is asked, while waiting for a facilitator's settlement to show.
 const ON_CHAIN_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
-/// The settlement of `record` as our own node shows it, waited for up to the settle
-/// timeout (the facilitator's node may be ahead of ours); `None` when it did not show.
-async fn on_chain(services: &Services, record: &NewPayment) -> Result<Option<SettledBy>, ServiceError> {
+/// The settlement of `record` as our own node shows it (the facilitator's `claimed`
+/// transaction first), waited for up to the settle timeout (the facilitator's node may be
+/// ahead of ours); `None` when it did not show.
+async fn on_chain(services: &Services, record: &NewPayment, claimed: &str) -> Result<Option<SettledBy>, ServiceError> {
     let network = record.network;
     let terms = Terms {
         pay_to: record.pay_to.clone(),
         price: record.amount,
         fee_payer: None,
     };
-    let since = (crate::clock::now_ms() as u64 / 1000).saturating_sub(super::MAX_TIMEOUT_SECONDS);
+    let lookup = Lookup {
+        since_secs: (crate::clock::now_ms() as u64 / 1000).saturating_sub(super::MAX_TIMEOUT_SECONDS),
+        valid_until: record.valid_until,
+        claimed: Some(claimed),
+    };
     let timeout = std::time::Duration::from_secs(services.settings.x402.x402_settle_timeout_secs);
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let found = scheme::of(network)
-            .settled_elsewhere(services, &record.identity, &terms, since)
+            .settled_elsewhere(services, &record.identity, &terms, lookup)
             .await
             .map_err(|e| chain_unavailable(network, e))?;
         if found.is_some() || tokio::time::Instant::now() >= deadline {
@@ -165,11 +171,26 @@ pub(super) async fn resume(
         None => true,
     };
     // Asked to settle after the payment was recorded: nothing before that counts.
-    let since = ((payment.created_at / 1000) as u64).saturating_sub(super::MAX_TIMEOUT_SECONDS);
-    let found = scheme
-        .settled_elsewhere(services, &payment.identity, &terms, since)
+    let lookup = Lookup {
+        since_secs: ((payment.created_at / 1000) as u64).saturating_sub(super::MAX_TIMEOUT_SECONDS),
+        valid_until: payment.valid_until,
+        claimed: None,
+    };
+    let found = match scheme
+        .settled_elsewhere(services, &payment.identity, &terms, lookup)
         .await
-        .map_err(unavailable)?;
+    {
+        Ok(found) => found,
+        // Past its time, the answer will never be easier to find: the operator decides.
+        Err(ChainError::Undecidable(why)) if expired => {
+            let why = format!("whether the facilitator settled it cannot be told from the chain: {why}");
+            if services.store.hand_to_operator(&payment.id, None, 0, &why).await? {
+                tracing::error!(payment = payment.id, "handed to the operator: {why}");
+            }
+            return Ok(false);
+        }
+        Err(other) => return Err(unavailable(other)),
+    };
     if let Some(by) = found {
         return match super::settle_by(services, &payment.id, by).await {
             Ok(_) => Ok(true),

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
-use super::scheme::{Attempt, BoxFuture, Scheme, SettledBy, Terms};
+use super::scheme::{Attempt, BoxFuture, Lookup, Scheme, SettledBy, Terms};
 use super::*;
 use crate::chains::{Balances, ChainFuture, UsdcChain, WalletKey};
 use crate::domain::Plan;
@@ -155,7 +155,7 @@ impl Scheme for FakeScheme {
         _: &'a Services,
         _: &'a str,
         _: &'a Terms,
-        _: u64,
+        _: Lookup<'a>,
     ) -> BoxFuture<'a, Result<Option<SettledBy>, ChainError>> {
         let found = self.settled_after.lock().unwrap().clone().map(by_someone_else);
         Box::pin(async move { Ok(found) })

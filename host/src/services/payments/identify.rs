@@ -4,7 +4,7 @@
 use super::scheme::Terms;
 use super::{Offer, Rails, refusal};
 use crate::money::MicroUsdc;
-use crate::services::{ServiceError, Services, wallets};
+use crate::services::{ServiceError, Services};
 use crate::x402::payment_identifier;
 use crate::x402::wire::Payment;
 
@@ -29,19 +29,12 @@ pub async fn identify(
         price,
         fee_payer: offer.fee_payer.clone(),
     };
-    let mut attempt = rails
+    let attempt = rails
         .scheme
         .verify(services, &payment.payload, &terms)
         .map_err(refusal)?;
     let payer = attempt.payer();
-    // Its identity is final once the agent's wallet added its part (Solana: the fee
-    // payer's signature), as `settle` does.
-    if services.facilitators.of(offer.network).is_none() {
-        let wallet = wallets::wallet(services, &offer.agent.id, offer.network).await?;
-        attempt
-            .complete(&wallets::open_key(services, &wallet)?)
-            .map_err(refusal)?;
-    }
+    // Its identity is what the payer signed: nothing the agent's wallet adds changes it.
     let store = &services.store;
     let earlier = match payment_identifier::read(&payment.extensions).map_err(refusal)? {
         Some(reference) => store.earlier_payment_by_ref(&payer, &reference).await?,

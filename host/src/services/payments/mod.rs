@@ -39,7 +39,7 @@ use crate::store::{NewPayment, SettledBy};
 use crate::x402::wire::{self, Payment};
 use crate::x402::{PaymentError, payment_identifier};
 use retry::MetBy;
-use scheme::{Scheme, Terms};
+use scheme::{Lookup, Scheme, Terms};
 
 /// How far back a settlement by someone else's transaction is looked for, before the
 /// payment was presented.
@@ -343,7 +343,7 @@ pub async fn settle(
             // The relay would fail when someone else executed the authorization first.
             let since = now_secs.saturating_sub(ELSEWHERE_LOOKBACK_SECS);
             let elsewhere = scheme
-                .settled_elsewhere(services, &identity, &terms, since)
+                .settled_elsewhere(services, &identity, &terms, Lookup::since(since))
                 .await
                 .map_err(|e| chain_unavailable(network, e))?;
             let Some(elsewhere) = elsewhere else {
@@ -460,7 +460,7 @@ async fn conclude(
         Landing::Failed(reason) | Landing::Dropped(reason) => reason,
     };
     let elsewhere = scheme
-        .settled_elsewhere(services, sent.identity, &sent.terms, sent.since_secs)
+        .settled_elsewhere(services, sent.identity, &sent.terms, Lookup::since(sent.since_secs))
         .await
         .map_err(|e| chain_unavailable(sent.network, e))?;
     if let Some(by) = elsewhere {

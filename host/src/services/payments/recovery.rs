@@ -149,7 +149,7 @@ async fn resume_settlement(
         // Not seen, or seen and not final: sending the same transaction again is harmless.
         match chain.submit(&tx).await {
             Err(ChainError::Refused(reason)) => landing = Landing::Dropped(reason),
-            Err(ChainError::Unavailable(reason)) => return Err(unavailable(ChainError::Unavailable(reason))),
+            Err(other @ (ChainError::Unavailable(_) | ChainError::Undecidable(_))) => return Err(unavailable(other)),
             // "Nonce too low" may be this very transaction, mined: its landing decides.
             Ok(()) | Err(ChainError::NonceUsed(_)) => {
                 let timeout = Duration::from_secs(services.settings.x402.x402_settle_timeout_secs);

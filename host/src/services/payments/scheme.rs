@@ -15,6 +15,27 @@ use crate::x402::PaymentError;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// Where to look for a payment's own settlement on chain.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lookup<'a> {
+    /// Nothing before this (Unix seconds) counts.
+    pub since_secs: u64,
+    /// The payment's `valid_until` (see [`Attempt::valid_until`]): once it has passed,
+    /// nothing later can be its settlement.
+    pub valid_until: Option<u64>,
+    /// The transaction a facilitator says settled it: looked at first.
+    pub claimed: Option<&'a str>,
+}
+
+impl Lookup<'_> {
+    pub fn since(since_secs: u64) -> Self {
+        Lookup {
+            since_secs,
+            ..Lookup::default()
+        }
+    }
+}
+
 /// What a request costs and who is paid: chosen by the server, never by the payer.
 #[derive(Debug, Clone)]
 pub struct Terms {
@@ -33,14 +54,14 @@ pub trait Scheme: Send + Sync {
     /// A settlement that someone else's transaction made (Base: the payer, or anyone
     /// holding its authorization, relayed it before us; a facilitator): that transaction,
     /// when the chain shows that this payment itself (`identity`, the payment's) paid
-    /// `terms` to `terms.pay_to` since `since_secs` (Unix). Money that reached the agent by
-    /// any other transfer in the same transaction never counts.
+    /// `terms` to `terms.pay_to`, where `lookup` says it can be. Money that reached the
+    /// agent by any other transfer in the same transaction never counts.
     fn settled_elsewhere<'a>(
         &'a self,
         services: &'a Services,
         identity: &'a str,
         terms: &'a Terms,
-        since_secs: u64,
+        lookup: Lookup<'a>,
     ) -> BoxFuture<'a, Result<Option<SettledBy>, ChainError>>;
 
     /// Whether a payment recorded with `valid_until` (see [`Attempt::valid_until`]) can no
@@ -57,7 +78,8 @@ pub trait Attempt: Send + Sync {
     /// when the payer left it to us). After this, `identity` is final.
     fn complete(&mut self, key: &WalletKey) -> Result<(), PaymentError>;
 
-    /// What makes the payment usable once, ever (Solana: its signature; Base: payer + nonce).
+    /// What makes the payment usable once, ever, from what the payer signed alone (Solana:
+    /// its message; Base: payer + nonce): the same before and after [`Attempt::complete`].
     fn identity(&self) -> String;
 
     /// After what the payment can no longer land, for a settlement someone else sends (a

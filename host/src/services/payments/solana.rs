@@ -5,8 +5,9 @@ use base64::Engine;
 use serde_json::Value;
 use solana_pubkey::Pubkey;
 
-use super::scheme::{Attempt, BoxFuture, Scheme, SettledBy, Terms};
+use super::scheme::{Attempt, BoxFuture, Lookup, Scheme, SettledBy, Terms};
 use crate::chains::solana::parse_address;
+use crate::chains::solana_history::{Wanted, Window, message_hash};
 use crate::chains::{ChainError, SignedTx, WalletKey};
 use crate::domain::Network;
 use crate::services::{ServiceError, Services};
@@ -58,31 +59,38 @@ impl Scheme for SolanaExact {
         services: &'a Services,
         identity: &'a str,
         _: &'a Terms,
-        since_secs: u64,
+        lookup: Lookup<'a>,
     ) -> BoxFuture<'a, Result<Option<SettledBy>, ChainError>> {
         Box::pin(async move {
-            // Our own settlement's signature is its identity, and is looked up as such. One a
-            // facilitator's fee payer signs is known by the payer's signature: found among
-            // the transactions of the payer's token account.
-            let Some((payer, signature)) = identity
-                .strip_prefix(PAYER_SIGNED)
-                .and_then(|rest| rest.split_once(':'))
-            else {
+            // Our own settlement is looked up by its own id. One a facilitator's fee payer
+            // signs is known by its message: the transaction the facilitator names, else
+            // one among those of the payer's token account where it could have landed.
+            let Some((payer, wanted)) = payer_signed(identity) else {
                 return Ok(None);
             };
-            let Ok(payer) = parse_address(payer) else {
-                return Ok(None);
+            let solana = &services.chains.solana;
+            // One transfer to the agent a transaction: the transaction names it.
+            let by = |transaction: String| SettledBy {
+                transaction,
+                transfer_log_index: None,
+            };
+            if let Some(claimed) = lookup.claimed
+                && solana.landed_as_wanted(claimed, &wanted).await?
+            {
+                return Ok(Some(by(claimed.to_string())));
+            }
+            let last_slot = match lookup.valid_until {
+                Some(height) => solana.last_slot_at_height(height).await?,
+                None => None,
+            };
+            let window = Window {
+                since_secs: lookup.since_secs,
+                last_slot,
             };
             // The payer's own token account, which the payment draws on: only the payer's
             // own transfers crowd it, unlike the agent's, which anyone may send dust to.
-            let solana = &services.chains.solana;
             let account = crate::chains::solana::associated_token_address(&payer, &solana.mint());
-            let found = solana.succeeded_with_signature(&account, signature, since_secs).await?;
-            // One transfer to the agent a transaction: the transaction names it.
-            Ok(found.map(|transaction| SettledBy {
-                transaction,
-                transfer_log_index: None,
-            }))
+            Ok(solana.find_landed(&account, &wanted, window).await?.map(by))
         })
     }
 
@@ -91,9 +99,22 @@ impl Scheme for SolanaExact {
     }
 }
 
-/// The identity of a payment whose fee payer someone else signs: `…<payer>:<payer's
-/// signature>`.
+/// The identity of a payment whose fee payer someone else signs: `…<payer>:<SHA-256 of
+/// the message, hex>` (recorded before 0026: the payer's signature, base58).
 const PAYER_SIGNED: &str = "solana:payer:";
+/// The identity of a payment the agent's wallet settles: `…<SHA-256 of the message, hex>`.
+const MESSAGE: &str = "solana:message:";
+
+/// A payer-signed identity's payer, and what finds its transaction.
+fn payer_signed(identity: &str) -> Option<(Pubkey, Wanted)> {
+    let (payer, key) = identity.strip_prefix(PAYER_SIGNED)?.split_once(':')?;
+    let payer = parse_address(payer).ok()?;
+    let wanted = match <[u8; 32]>::try_from(hex::decode(key).unwrap_or_default()) {
+        Ok(hash) => Wanted::Message(hash),
+        Err(_) => Wanted::Signature(key.to_string()),
+    };
+    Some((payer, wanted))
+}
 
 /// A blockhash is valid for 150 blocks after the one it names.
 const BLOCKHASH_LIFE: u64 = 150;
@@ -126,17 +147,14 @@ impl Attempt for SolanaAttempt {
         Ok(())
     }
 
+    /// The message, never a signature: a payer may sign one message many ways (a signer
+    /// need not be deterministic), and each way would otherwise be another payment.
     fn identity(&self) -> String {
-        let tx = &self.verified.transaction;
+        let hash = hex::encode(message_hash(&self.verified.transaction));
         if self.facilitated {
-            // Verified: the payer signs the transaction, so its signature is there.
-            let payer = self.verified.payer;
-            let at = tx.message.static_account_keys().iter().position(|k| *k == payer);
-            let signed = at.and_then(|i| tx.signatures.get(i)).copied().unwrap_or_default();
-            return format!("{PAYER_SIGNED}{payer}:{signed}");
+            return format!("{PAYER_SIGNED}{}:{hash}", self.verified.payer);
         }
-        // ed25519 is deterministic: a message always completes to the same signature.
-        format!("solana:{}", tx.signatures[0])
+        format!("{MESSAGE}{hash}")
     }
 
     fn valid_until<'a>(&'a self, services: &'a Services) -> BoxFuture<'a, Result<Option<u64>, ChainError>> {
@@ -197,5 +215,65 @@ impl Attempt for SolanaAttempt {
 
     fn uses_wallet_nonce(&self) -> bool {
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use solana_hash::Hash;
+    use solana_instruction::{AccountMeta, Instruction};
+    use solana_keypair::Keypair;
+    use solana_message::{VersionedMessage, v0};
+    use solana_signature::Signature;
+    use solana_signer::Signer;
+    use solana_transaction::versioned::VersionedTransaction;
+
+    use super::*;
+
+    /// A payer may sign one message many ways (nothing makes a signer deterministic): each
+    /// way is the same payment, in either mode.
+    #[test]
+    fn a_payment_is_its_message_however_it_was_signed() {
+        let payer = Keypair::new();
+        let fee_payer = Pubkey::new_unique();
+        let pays =
+            Instruction::new_with_bytes(Pubkey::new_unique(), &[1], vec![AccountMeta::new(payer.pubkey(), true)]);
+        let compiled = v0::Message::try_compile(&fee_payer, &[pays], &[], Hash::new_from_array([7; 32])).unwrap();
+        let message = VersionedMessage::V0(compiled);
+        let signed = payer.sign_message(&message.serialize());
+        let transaction = |by_payer: Signature| VersionedTransaction {
+            signatures: vec![Signature::default(), by_payer],
+            message: message.clone(),
+        };
+        let attempt = |by_payer: Signature, facilitated: bool| SolanaAttempt {
+            verified: svm::Verified {
+                transaction: transaction(by_payer),
+                payer: payer.pubkey(),
+                needs_fee_payer_signature: true,
+                fee_lamports: 5_000,
+            },
+            facilitated,
+        };
+        let resigned = Signature::from([9; 64]);
+        for facilitated in [true, false] {
+            assert_eq!(
+                attempt(signed, facilitated).identity(),
+                attempt(resigned, facilitated).identity()
+            );
+        }
+
+        // A facilitated payment's identity finds its transaction by its message...
+        let (found_payer, wanted) = payer_signed(&attempt(signed, true).identity()).unwrap();
+        assert_eq!(found_payer, payer.pubkey());
+        assert_eq!(wanted, Wanted::Message(message_hash(&transaction(resigned))));
+        // ...and one recorded before, by the payer's signature.
+        let recorded_before = format!("{PAYER_SIGNED}{}:{signed}", payer.pubkey());
+        assert_eq!(
+            payer_signed(&recorded_before).unwrap().1,
+            Wanted::Signature(signed.to_string())
+        );
+        assert_eq!(payer_signed(&attempt(signed, false).identity()), None);
     }
 }
