@@ -389,6 +389,8 @@ settings! {
             "how long a payer whose settlement failed on chain (the agent paid its fee) is refused";
         x402_refund_cooloff_secs: u64 = "30" [0 ..= 86400],
             "how long a payer whose paid call was refunded (the agent paid the refund's fee) is refused";
+        x402_failed_settlement_weight: u32 = "10" [1 ..= 10000],
+            "payments (against the payer's limits) and requests (against the client address's) one settlement that failed on chain counts as: the agent paid its fee";
         x402_refund_max_attempts: u32 = "4" [1 ..= 100],
             "transfers one refund may send before it is handed to the operator (each failed one costs a fee)";
         x402_refund_max_fee_lamports: u64 = "40000" [5000 ..= 100000000000],

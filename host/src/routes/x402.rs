@@ -7,13 +7,13 @@
 //! indexers list a paid resource.
 
 use crate::services::usage::Owner;
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::{Extension, Router};
 use serde_json::{Value, json};
 
 use super::AppState;
@@ -41,7 +41,8 @@ pub fn routes(state: AppState) -> Router<AppState> {
 pub(super) async fn limit_clients(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
     let client = client_key(&parts, state.services.settings.server.client_ip_header.as_deref());
-    let request = Request::from_parts(parts, body);
+    let mut request = Request::from_parts(parts, body);
+    request.extensions_mut().insert(ClientAddress(client.clone()));
     let decision = match state
         .services
         .x402_limiter
@@ -62,6 +63,10 @@ pub(super) async fn limit_clients(State(state): State<AppState>, request: Reques
     }
     response
 }
+
+/// The client address a paid request came from (as its limits count it).
+#[derive(Clone)]
+pub(super) struct ClientAddress(String);
 
 /// Any failure, in the paid API's envelope (with the error's headers: Retry-After...),
 /// in the version the payer spoke.
@@ -286,29 +291,51 @@ fn read_order(body: &[u8], command: Option<&str>) -> Result<Option<(Order, Value
 /// purchase, answered in the version the payer spoke. It runs on its own task: a payer
 /// that goes away does not cut the purchase off between its settlement and its answer
 /// (which is kept for the payer's retry), and shutdown waits for it.
-async fn invoke(State(state): State<AppState>, path: AgentPath, headers: HeaderMap, body: Bytes) -> Response {
-    purchase_on_own_task(state, Address::of_agent(path), headers, body).await
+async fn invoke(
+    State(state): State<AppState>,
+    Extension(client): Extension<ClientAddress>,
+    path: AgentPath,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    purchase_on_own_task(state, client, Address::of_agent(path), headers, body).await
 }
 
 /// POST to a command's address: that command, bought as at the agent's address.
-async fn invoke_command(State(state): State<AppState>, path: CommandPath, headers: HeaderMap, body: Bytes) -> Response {
-    purchase_on_own_task(state, Address::of_command(path), headers, body).await
+async fn invoke_command(
+    State(state): State<AppState>,
+    Extension(client): Extension<ClientAddress>,
+    path: CommandPath,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    purchase_on_own_task(state, client, Address::of_command(path), headers, body).await
 }
 
 async fn purchase_on_own_task(
     state: AppState,
+    client: ClientAddress,
     address: Result<Address, ApiError>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     let lifecycle = state.services.lifecycle.clone();
-    match lifecycle.spawn(purchase_of(state, address, headers, body)).await {
+    match lifecycle
+        .spawn(purchase_of(state, client, address, headers, body))
+        .await
+    {
         Ok(response) => response,
         Err(_) => x402_error(ApiError::internal("Internal server error"), Version::V1),
     }
 }
 
-async fn purchase_of(state: AppState, address: Result<Address, ApiError>, headers: HeaderMap, body: Bytes) -> Response {
+async fn purchase_of(
+    state: AppState,
+    client: ClientAddress,
+    address: Result<Address, ApiError>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let address = match address {
         Ok(address) => address,
         Err(err) => return x402_error(err, Version::V1),
@@ -374,7 +401,7 @@ async fn purchase_of(state: AppState, address: Result<Address, ApiError>, header
         Err(err @ ServiceError::X402(payments::X402Error::Refused(_))) => return refused(err),
         Err(err) => return x402_error(err.into(), version),
     };
-    let sale = match purchase::buy(services, checked, &payment).await {
+    let sale = match purchase::buy(services, checked, &payment, Some(&client.0)).await {
         Ok(sale) => sale,
         Err(err) => return refused(err),
     };

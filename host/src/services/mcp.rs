@@ -34,6 +34,9 @@ pub const PAYMENT_RESPONSE_META: &str = "x402/payment-response";
 pub struct Toolbox {
     pub found: Arc<AgentWithCommands>,
     access: Access,
+    /// The client address of a caller without a key: a paid call's settlement that fails
+    /// on chain is charged to it.
+    client: Option<String>,
 }
 
 enum Access {
@@ -62,6 +65,7 @@ pub async fn open(services: &Services, agent_ref: &str, caller: Option<&Caller>)
         return Ok(Toolbox {
             found,
             access: Access::Owner,
+            client: None,
         });
     }
     let closed = || ServiceError::from(X402Error::AgentNotSelling(agent_ref.to_string()));
@@ -84,10 +88,16 @@ pub async fn open(services: &Services, agent_ref: &str, caller: Option<&Caller>)
     Ok(Toolbox {
         found,
         access: Access::Public { offers, open },
+        client: None,
     })
 }
 
 impl Toolbox {
+    /// The toolbox as opened for a caller at this client address.
+    pub fn from_client(self, client: Option<String>) -> Toolbox {
+        Toolbox { client, ..self }
+    }
+
     /// The tools in a stable order: the chat tool, then the commands in manifest order (a
     /// command named like the chat tool is not one).
     pub fn tools(&self) -> Vec<Tool<'_>> {
@@ -225,7 +235,7 @@ pub async fn call(
                     mime_type: Some("application/json".into()),
                 },
             };
-            buy(services, sold, &tool, call).await?
+            buy(services, sold, &tool, call, toolbox.client.as_deref()).await?
         }
         _ => Called::Done {
             outcome: run_free(services, toolbox, &tool, call.arguments).await,
@@ -311,7 +321,13 @@ struct Sold<'a> {
 }
 
 /// A buyer's call: priced, then settled and served through the purchase service.
-async fn buy(services: &Services, sold: Sold<'_>, tool: &Tool<'_>, call: ToolCall) -> Result<Called, ServiceError> {
+async fn buy(
+    services: &Services,
+    sold: Sold<'_>,
+    tool: &Tool<'_>,
+    call: ToolCall,
+    client: Option<&str>,
+) -> Result<Called, ServiceError> {
     let offers = sold.offers;
     let Some(first) = offers.first() else {
         return Ok(Called::UnknownTool);
@@ -358,7 +374,7 @@ async fn buy(services: &Services, sold: Sold<'_>, tool: &Tool<'_>, call: ToolCal
             });
         }
     };
-    let sale = match purchase::buy(services, checked, &payment).await {
+    let sale = match purchase::buy(services, checked, &payment, client).await {
         Ok(sale) => sale,
         // Refused before anything was taken (a replay, a wrong amount): pay again.
         Err(ServiceError::X402(X402Error::Refused(refusal))) => return Ok(required(Some(refusal.message))),

@@ -110,6 +110,7 @@ async fn admit(
     };
     let (mut parts, body) = request.into_parts();
     let services = &state.services;
+    let mut client = None;
     let (caller, decision) = match guard::presented_key(&parts.headers) {
         // A key from a page: only the origins that may use keys on the keyed API.
         Some(_) if !key_origin_allowed(&state, &parts.headers) => {
@@ -124,8 +125,10 @@ async fn admit(
             Err(err) => return refusal(err),
         },
         None => {
-            let client = client_key(&parts, services.settings.server.client_ip_header.as_deref());
-            match services.x402_limiter.client(&client, crate::clock::now_ms()).await {
+            let address = client_key(&parts, services.settings.server.client_ip_header.as_deref());
+            let decision = services.x402_limiter.client(&address, crate::clock::now_ms()).await;
+            client = Some(address);
+            match decision {
                 Ok(decision) if decision.allowed => (None, decision),
                 Ok(decision) => return refusal(ServiceError::RateLimited(decision).into()),
                 Err(err) => return refusal(ServiceError::from(err).into()),
@@ -133,7 +136,7 @@ async fn admit(
         }
     };
     let toolbox = match mcp::open(services, &agent, caller.as_ref()).await {
-        Ok(toolbox) => toolbox,
+        Ok(toolbox) => toolbox.from_client(client),
         Err(ServiceError::Store(err)) => return refusal(ServiceError::Store(err).into()),
         // Without a key, an agent that sells nothing here is one that needs a key (and
         // says nothing of whether it exists).

@@ -18,6 +18,8 @@ use crate::domain::Plan;
 use crate::x402::wire::Version;
 
 pub const PRICE: MicroUsdc = MicroUsdc(10_000);
+/// The client address the fixture's payments come from.
+pub const CLIENT: &str = "192.0.2.7";
 
 /// A Base-like chain: every sent transaction lands as `landing` says (a test may change it
 /// between steps); refund transfers are signed by it, and counted.
@@ -293,6 +295,7 @@ impl Fixture {
             price: PRICE,
             command: None,
             request,
+            client: Some(CLIENT),
         };
         let rails = Rails { scheme, chain };
         settle(&self.services, rails, &self.offer, payment, purchase, None).await

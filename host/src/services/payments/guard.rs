@@ -82,6 +82,26 @@ pub async fn charge_refund(services: &Services, network: Network, payer: &str) {
     }
 }
 
+/// A settlement that landed and failed cost the agent its fee: it counts as
+/// `x402_failed_settlement_weight` payments against the payer and as many requests against
+/// the client address that presented it. The payer's cool-off stops that payer; this stops
+/// a stream of fresh payers from one address, each of which has no cool-off yet.
+pub async fn charge_failed_settlement(services: &Services, network: Network, payer: &str, client: Option<&str>) {
+    let (limiter, now) = (&services.x402_limiter, crate::clock::now_ms());
+    let weight = services.settings.x402.x402_failed_settlement_weight;
+    if let Err(err) = limiter.charge_payer(network.as_str(), payer, now, weight).await {
+        tracing::warn!(payer, "could not charge a failed settlement to its payer: {err}");
+    }
+    if let Some(client) = client
+        && let Err(err) = limiter.charge_client(client, now, weight).await
+    {
+        tracing::warn!(
+            client,
+            "could not charge a failed settlement to its client address: {err}"
+        );
+    }
+}
+
 /// Waits for the payer's previous settlement on this network to end (at most
 /// `PAYER_WAIT`): the next one is then checked against the balance it left.
 pub async fn payer_turn(

@@ -122,6 +122,9 @@ pub struct Purchase<'a> {
     pub price: MicroUsdc,
     pub command: Option<&'a str>,
     pub request: &'a Value,
+    /// The client address that presented it (none from the CLI or a test): a settlement
+    /// that fails on chain is charged to it too.
+    pub client: Option<&'a str>,
 }
 
 /// A reservation of what a paid call's work needs (a plugin slot), made by [`settle`] once
@@ -386,6 +389,8 @@ pub async fn settle(
         payment_id: &payment_id,
         agent_id: &offer.agent.id,
         network,
+        payer: &payer,
+        client: purchase.client,
         identity: &identity,
         terms: terms.clone(),
         since_secs: now_secs.saturating_sub(ELSEWHERE_LOOKBACK_SECS),
@@ -430,6 +435,9 @@ struct Sent<'a> {
     payment_id: &'a str,
     agent_id: &'a str,
     network: Network,
+    payer: &'a str,
+    /// Who presented it, when a request did (not recovery).
+    client: Option<&'a str>,
     identity: &'a str,
     terms: Terms,
     /// From when a settlement by someone else's transaction would count.
@@ -471,6 +479,9 @@ async fn conclude(
         note_fee(services, sent.agent_id, sent.network, &sent.tx.id);
     }
     store.fail_payment(sent.payment_id, reason, charged).await?;
+    if charged {
+        guard::charge_failed_settlement(services, sent.network, sent.payer, sent.client).await;
+    }
     Err(refused(
         "settlement_failed",
         format!("The payment could not be settled: {reason}"),

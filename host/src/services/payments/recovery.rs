@@ -163,6 +163,8 @@ async fn resume_settlement(
         payment_id: &payment.id,
         agent_id: &payment.agent_id,
         network,
+        payer: &payment.payer,
+        client: None,
         identity: &payment.identity,
         terms: Terms {
             pay_to: payment.pay_to.clone(),

@@ -219,6 +219,33 @@ async fn a_settlement_that_lands_and_fails_costs_the_payer_its_cool_off() {
     f.settle(&scheme, &ok, &payment("bob", 1, 10_000)).await.unwrap();
 }
 
+/// A fresh payer has no cool-off yet, so a stream of them from one address could each cost
+/// the agent a failed settlement's fee: each one that lands and fails is charged to the
+/// client address that presented it (and to its payer) as `x402_failed_settlement_weight`
+/// requests. One dropped cost nothing and is charged nothing.
+#[tokio::test]
+async fn a_failed_settlement_is_charged_to_its_payer_and_client_address() {
+    let f = fixture(SELLER).await;
+    let limiter = &f.services.x402_limiter;
+    let remaining = |decision: crate::services::rate_limit::RateDecision| decision.remaining;
+    let now = crate::clock::now_ms;
+    let scheme = FakeScheme::default();
+    let dropped = FakeChain::landing(Landing::Dropped("expired".into()));
+    refused(f.settle(&scheme, &dropped, &payment("bob", 1, 10_000)).await);
+    assert_eq!(
+        remaining(limiter.client(CLIENT, now()).await.unwrap()),
+        59,
+        "nothing charged"
+    );
+
+    let failing = FakeChain::landing(Landing::Failed("transfer amount exceeds balance".into()));
+    refused(f.settle(&scheme, &failing, &payment("ann", 1, 10_000)).await);
+    // 60 a minute: the check above, 10 for the failure, and this one.
+    assert_eq!(remaining(limiter.client(CLIENT, now()).await.unwrap()), 48);
+    // 20 a minute: the payment presented, 10 for its failure, and this one.
+    assert_eq!(remaining(limiter.payer("base", "ann", now()).await.unwrap()), 8);
+}
+
 #[tokio::test]
 async fn a_dropped_settlement_fails_without_a_cool_off() {
     let f = fixture(SELLER).await;

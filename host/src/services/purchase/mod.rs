@@ -174,10 +174,16 @@ pub struct RefundStarted {
 
 /// Settles `payment` for the quoted request and does the work it pays for. An `Err` is a
 /// refusal before anything was taken from the payer (or a settlement left pending, to be
-/// settled or refunded by recovery); once settled, every outcome is a [`Sale`].
-pub async fn buy(services: &Services, checked: Checked<'_>, payment: &Payment) -> Result<Sale, ServiceError> {
+/// settled or refunded by recovery); once settled, every outcome is a [`Sale`]. `client`:
+/// the address that presented it, charged when its settlement fails on chain.
+pub async fn buy(
+    services: &Services,
+    checked: Checked<'_>,
+    payment: &Payment,
+    client: Option<&str>,
+) -> Result<Sale, ServiceError> {
     let rails = Rails::of(services, checked.0.offer.network);
-    buy_on(services, rails, checked, payment).await
+    buy_on(services, rails, checked, payment, client).await
 }
 
 /// [`buy`], the payment moving on `rails`.
@@ -186,6 +192,7 @@ async fn buy_on(
     rails: Rails<'_>,
     checked: Checked<'_>,
     payment: &Payment,
+    client: Option<&str>,
 ) -> Result<Sale, ServiceError> {
     let Quote {
         offer,
@@ -216,6 +223,7 @@ async fn buy_on(
         price,
         command: command.map(|c| c.def.name.as_str()),
         request: &request,
+        client,
     };
     // Admitted by the command's breaker (a half-open one lets this call through as its
     // trial), so its outcome below counts. Only a payment that passes its own checks is

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::chains::Landing;
 use crate::services::jobs::{self, JobStatus};
+use crate::services::payments::fake::CLIENT;
 use crate::services::payments::fake::{FakeChain, FakeScheme, Fixture, SELLER, fixture, payment};
 
 /// The seller with three paid commands: one that answers, one that runs as a job, and one
@@ -68,7 +69,7 @@ async fn buy_as(f: &Fixture, chain: &FakeChain, order: Order, payer: &str, nonce
     let checked = quote.check_input()?;
     let scheme = FakeScheme::default();
     let rails = Rails { scheme: &scheme, chain };
-    buy_on(&f.services, rails, checked, &paid).await
+    buy_on(&f.services, rails, checked, &paid, Some(CLIENT)).await
 }
 
 /// The runs of `command` kept in its log: a failed run always is.

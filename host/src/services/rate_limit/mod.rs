@@ -215,6 +215,20 @@ impl Limiter {
         Ok(decide(limits, now_ms, counted.allowed, counted.usage))
     }
 
+    /// Counts up to `n` units of `key`: as many as the windows have room for (a cost that
+    /// was already incurred, charged whatever room is left).
+    pub async fn charge(&self, key: &str, limits: RateLimits, now_ms: i64, n: u32) -> Result<(), StoreError> {
+        if self.check_n(key, limits, now_ms, n).await?.allowed {
+            return Ok(());
+        }
+        for _ in 1..n {
+            if !self.check(key, limits, now_ms).await?.allowed {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// The in-process counters (saved and restored by a single host).
     pub fn local(&self) -> &RateLimiter {
         &self.local
@@ -318,6 +332,18 @@ impl X402Limiter {
     pub async fn payer(&self, network: &str, payer: &str, now_ms: i64) -> Result<RateDecision, StoreError> {
         self.payers
             .check(&format!("{network}:{payer}"), self.payer_limits, now_ms)
+            .await
+    }
+
+    /// Charges `n` requests to a client address, as far as its limits have room.
+    pub async fn charge_client(&self, address: &str, now_ms: i64, n: u32) -> Result<(), StoreError> {
+        self.clients.charge(address, self.client_limits, now_ms, n).await
+    }
+
+    /// Charges `n` payments to a payer, as far as its limits have room.
+    pub async fn charge_payer(&self, network: &str, payer: &str, now_ms: i64, n: u32) -> Result<(), StoreError> {
+        self.payers
+            .charge(&format!("{network}:{payer}"), self.payer_limits, now_ms, n)
             .await
     }
 }
