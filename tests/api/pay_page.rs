@@ -95,6 +95,8 @@ async fn a_person_pays_on_the_payment_page_and_another_origin_pays_with_the_refe
         .find_map(|line| serde_json::from_str(line).ok())
         .unwrap_or_else(|| panic!("no result line in:\n{log}"));
 
+    // The page's first answer was lost: it sent the same payment again, and got it.
+    assert_eq!(result["page"]["sent"], 2, "{result}");
     // Both purchases are on chain, each once: the page's and the other origin's.
     assert_eq!(chain.usdc_of(&agent_wallet).await, 100_000);
     assert_eq!(chain.usdc_of(&payer_address).await, 900_000);

@@ -3,15 +3,17 @@
 //
 // 1. The payment page: a person opens the agent's x402 address, connects the browser wallet
 //    (an EIP-1193 provider injected into the page, backed by a local key; it starts on
-//    another chain, so the page must ask it to switch) and buys /hello.
+//    another chain, so the page must ask it to switch) and buys /hello. The connection of
+//    its first try is cut after the server settled and answered: the page sends the same
+//    signed payment again, and shows the answer it bought.
 // 2. A page on another origin pays with the reference client, @x402/fetch (bundled for the
 //    browser with esbuild, served by this script), and reads PAYMENT-RESPONSE: what CORS
 //    on the paid routes must allow.
 //
 // env: PAY_BASE (http://127.0.0.1:PORT), SELLER (the agent's id), PAYER_KEY (0x-hex key of
 //      a payer holding USDC), CHROMIUM (default /usr/bin/chromium), SCREENSHOTS (optional).
-// Prints one JSON line: { page: {transaction}, crossOrigin: {status, response,
-// paymentResponse} }. Exits 1 with the failure on stderr.
+// Prints one JSON line: { page: {transaction, sent}, crossOrigin: {status, response,
+// paymentResponse} }; `sent`: how many times the page sent its payment. Exits 1 with the failure on stderr.
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { createServer } from "node:http";
@@ -92,6 +94,18 @@ try {
   await page.getByRole("button", { name: "Connect wallet" }).click();
   await page.getByText(`Paying from ${payer.address.slice(0, 6)}`).waitFor();
   await hello.getByLabel("name").fill("Ann");
+  // The first answer is lost on the way back, after the server settled and answered.
+  const sent = [];
+  const purchase = `${base}/x402/base/${seller}/commands/hello`;
+  await page.route(purchase, async (route) => {
+    const request = route.request();
+    if (request.method() !== "POST") return route.continue();
+    sent.push(request.headers()["payment-signature"]);
+    if (sent.length > 1) return route.continue();
+    const answered = await route.fetch();
+    assert.equal(answered.status(), 200, "the first try was settled and answered");
+    await route.abort("connectionreset");
+  });
   await hello.getByRole("button", { name: "Pay and run /hello" }).click();
   await hello.getByText("Hello, Ann!").waitFor({ timeout: 30_000 });
   await hello.getByText("Paid 0.05 USDC").waitFor();
@@ -102,7 +116,12 @@ try {
     ["eth_signTypedData_v4"],
     "one signature for one purchase",
   );
-  result.page = { transaction: await hello.locator("code").last().getAttribute("title") };
+  assert.equal(sent.length, 2, "sent again once");
+  assert.equal(sent[0], sent[1], "the very same signed payment");
+  const identifier = JSON.parse(Buffer.from(sent[0], "base64").toString()).extensions["payment-identifier"].info.id;
+  assert.match(identifier, /^[A-Za-z0-9_-]{16,128}$/, "named with a payment-identifier");
+  await page.unroute(purchase);
+  result.page = { transaction: await hello.locator("code").last().getAttribute("title"), sent: sent.length };
 
   step("a page on another origin pays with @x402/fetch and reads PAYMENT-RESPONSE");
   const bundled = await build({

@@ -59,6 +59,46 @@ function showWallet() {
   fill(walletArea, button);
 }
 
+/** How often, and after how long, the same signed payment is sent again when no answer came. */
+const RETRIES = [1_000, 2_000, 4_000];
+
+/**
+ * Sends a signed payment, and sends the very same one again when the connection failed
+ * before an answer came (the server may have settled it): the server knows it by its
+ * payment-identifier and answers what it bought, charged once. An answer that says the
+ * first try is still being served is waited for the same way.
+ */
+async function send(path, header, body) {
+  for (let attempt = 0; ; attempt += 1) {
+    const last = attempt === RETRIES.length;
+    let response;
+    try {
+      response = await fetch(path, {
+        method: "POST",
+        headers: { "content-type": "application/json", "payment-signature": header },
+        body: JSON.stringify(body),
+      });
+    } catch (error) {
+      if (last) throw new Error(`No answer came (${error.message}). Check your wallet before paying again.`);
+      await new Promise((resolve) => setTimeout(resolve, RETRIES[attempt]));
+      continue;
+    }
+    const answer = await response.json();
+    if (answer.code === "payment_in_progress" && !last) {
+      await new Promise((resolve) => setTimeout(resolve, RETRIES[attempt]));
+      continue;
+    }
+    return { response, answer };
+  }
+}
+
+/** The payment-identifier extension as the offer declares it, with an id for this payment. */
+function identified(declared) {
+  const extension = declared?.["payment-identifier"];
+  if (!extension) return {};
+  return { "payment-identifier": { ...extension, info: { ...extension.info, id: `page_${crypto.randomUUID()}` } } };
+}
+
 /** Pays `path` for `body` with the person's wallet; resolves to what to show. */
 async function pay(path, v2, body) {
   const wallet = provider();
@@ -67,13 +107,8 @@ async function pay(path, v2, body) {
   showWallet();
   const accepted = v2.accepts[0];
   const payload = await authorize(wallet, account, accepted);
-  const payment = { x402Version: 2, resource: v2.resource, accepted, payload };
-  const response = await fetch(path, {
-    method: "POST",
-    headers: { "content-type": "application/json", "payment-signature": encode(JSON.stringify(payment)) },
-    body: JSON.stringify(body),
-  });
-  const answer = await response.json();
+  const payment = { x402Version: 2, resource: v2.resource, accepted, payload, extensions: identified(v2.extensions) };
+  const { response, answer } = await send(path, encode(JSON.stringify(payment)), body);
   if (!answer.success) throw new Refusal(answer, response.status);
   const settled = response.headers.get("payment-response");
   const transaction = settled ? JSON.parse(decode(settled)).transaction : answer.receipt?.transactionSignature;
