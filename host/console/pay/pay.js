@@ -83,7 +83,13 @@ async function send(path, header, body) {
       await new Promise((resolve) => setTimeout(resolve, RETRIES[attempt]));
       continue;
     }
-    const answer = await response.json();
+    // A proxy's error page in place of the answer is no answer: the same payment again.
+    const answer = await response.json().catch(() => null);
+    if (answer === null) {
+      if (last) throw new Error(`No answer came (the server said ${response.status}). Check your wallet before paying again.`);
+      await new Promise((resolve) => setTimeout(resolve, RETRIES[attempt]));
+      continue;
+    }
     if (answer.code === "payment_in_progress" && !last) {
       await new Promise((resolve) => setTimeout(resolve, RETRIES[attempt]));
       continue;
@@ -96,7 +102,9 @@ async function send(path, header, body) {
 function identified(declared) {
   const extension = declared?.["payment-identifier"];
   if (!extension) return {};
-  return { "payment-identifier": { ...extension, info: { ...extension.info, id: `page_${crypto.randomUUID()}` } } };
+  // crypto.getRandomValues works on plain-http pages too (randomUUID does not).
+  const random = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+  return { "payment-identifier": { ...extension, info: { ...extension.info, id: `page_${random}` } } };
 }
 
 /** Pays `path` for `body` with the person's wallet; resolves to what to show. */

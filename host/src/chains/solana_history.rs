@@ -4,9 +4,10 @@
 //!
 //! The search is bounded by where the settlement can be, not by how many transactions the
 //! account has: a settlement lands within its blockhash's life (150 blocks), so once that
-//! has passed, nothing in a later slot is looked at, and nothing from before the payment
-//! was made. Anyone can send dust to an account; what still cannot be decided within the
-//! bounds is an [`ChainError::Undecidable`], for the operator, never a "not found".
+//! has passed, nothing in a later slot is read (it is passed over in the listing), and
+//! nothing from before the payment was made. Anyone can send dust to an account, so the
+//! listing and the reading are bounded too; what cannot be decided within the bounds is a
+//! [`ChainError::Undecidable`], for the operator, never a "not found".
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -16,11 +17,14 @@ use solana_transaction::versioned::VersionedTransaction;
 use super::ChainError;
 use super::solana::SolanaChain;
 
-/// Pages of the account's history newer than the window, passed over (each one call).
-const MOST_PAGES_PASSED: usize = 20;
+/// Pages of the account's history read (each one call, up to `PAGE` entries).
+const MOST_PAGES: usize = 20;
 /// Transactions inside the window fetched and compared.
 const MOST_LOOKED_AT: usize = 300;
 const PAGE: usize = 1_000;
+/// Slots added to the computed last slot: nodes behind a balancer may answer the height
+/// and the slot from different views, and `valid_until` is our node's estimate.
+const SLOT_MARGIN: u64 = 150;
 
 /// What identifies the transaction sought.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +62,9 @@ impl SolanaChain {
             .rpc()
             .call("getSlot", json!([{ "commitment": self.commitment() }]))
             .await?;
-        Ok(Some(slot.saturating_sub(height - valid_until)))
+        Ok(Some(
+            slot.saturating_sub(height - valid_until).saturating_add(SLOT_MARGIN),
+        ))
     }
 
     /// Transaction `id`, if it landed, succeeded and is the one `wanted`.
@@ -98,8 +104,12 @@ impl SolanaChain {
             )))
         };
         let mut before: Option<String> = None;
-        let (mut pages_passed, mut looked_at) = (0, 0);
+        let (mut pages, mut looked_at) = (0, 0);
         loop {
+            pages += 1;
+            if pages > MOST_PAGES {
+                return undecidable(format!("more than {} transactions", MOST_PAGES * PAGE));
+            }
             let mut options = json!({ "limit": PAGE, "commitment": self.history_commitment() });
             if let Some(before) = &before {
                 options["before"] = json!(before);
@@ -108,7 +118,6 @@ impl SolanaChain {
                 .rpc()
                 .call("getSignaturesForAddress", json!([account.to_string(), options]))
                 .await?;
-            let mut in_window = false;
             for entry in &page {
                 let Some(id) = entry["signature"].as_str() else {
                     continue;
@@ -122,7 +131,6 @@ impl SolanaChain {
                 if window.last_slot.is_some_and(|last| slot > last) {
                     continue; // after its blockhash expired: not it
                 }
-                in_window = true;
                 if !entry["err"].is_null() {
                     continue;
                 }
@@ -136,12 +144,6 @@ impl SolanaChain {
             }
             if page.len() < PAGE {
                 return Ok(None);
-            }
-            if !in_window {
-                pages_passed += 1;
-                if pages_passed >= MOST_PAGES_PASSED {
-                    return undecidable(format!("more than {} later transactions", MOST_PAGES_PASSED * PAGE));
-                }
             }
         }
     }
@@ -298,7 +300,7 @@ mod tests {
                 slot: 900,
                 sought: false
             };
-            MOST_PAGES_PASSED * PAGE + 1
+            MOST_PAGES * PAGE + 1
         ];
         let (chain, fetched) = node(later).await;
         let passed = chain

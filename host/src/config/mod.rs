@@ -392,7 +392,7 @@ settings! {
         x402_failed_settlement_weight: u32 = "10" [1 ..= 10000],
             "payments (against the payer's limits) and requests (against the client address's) one settlement that failed on chain counts as: the agent paid its fee";
         x402_refund_max_attempts: u32 = "4" [1 ..= 100],
-            "transfers one refund may send before it is handed to the operator (each failed one costs a fee)";
+            "transfers of one refund that may go out and fail (each costs a fee) before it is handed to the operator";
         x402_refund_max_fee_lamports: u64 = "40000" [5000 ..= 100000000000],
             "most the failed transfers of one Solana refund may cost in fees before it is handed to the operator";
         x402_refund_max_fee_wei: u64 = "2000000000000000" [1 ..= 9000000000000000000],

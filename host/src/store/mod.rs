@@ -43,7 +43,7 @@ pub use jobs::{JobOutcome, JobRecord, JobState};
 pub use keys::KeyRecord;
 pub use kv::KvQuota;
 pub use locks::SharedTurn;
-pub use payments::{EarlierPayment, NewPayment, PayerCosts, PaymentRecord, PaymentState, SettledBy};
+pub use payments::{EarlierPayment, NewPayment, PayerCosts, PaymentRecord, PaymentState, RefundFailure, SettledBy};
 pub use plugin_runs::{LogLine, PluginRun};
 pub use plugins::{AccountPlugin, PluginRecord};
 pub use rate::{Claim, Claimed, Unused, UsageRow};

@@ -118,12 +118,22 @@ pub struct PaymentRecord {
     /// The facilitator that settles it (its origin, never a key in its URL); `None`: the
     /// agent's wallet does.
     pub facilitator: Option<String>,
-    /// Transfers its refund named, and what the failed ones cost in fees (lamports, wei).
+    /// Its refund's transfers that went out and failed, and what they cost in fees
+    /// (lamports, wei).
     pub refund_attempts: i64,
     pub refund_fees: i64,
     /// When the service stopped working on it and handed it to the operator, and why.
     pub needs_operator_at: Option<i64>,
     pub needs_operator: Option<String>,
+}
+
+/// What a refund's earlier transfer cost, once it is known never to pay.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RefundFailure {
+    /// It went out (was signed and sent) and failed: it counts against the refund's attempts.
+    pub went_out: bool,
+    /// Its fee (lamports, wei): nothing unless it landed and failed.
+    pub fee: i64,
 }
 
 /// When a payer last cost an agent a fee for nothing (ms), on one network.
@@ -340,7 +350,8 @@ impl Store {
 
     /// `verified` → `settled`; `by` names the settling transaction when it was not ours
     /// (someone else relayed the payer's authorization, or a facilitator did). False when
-    /// it was not `verified`, or when the transfer `by` names already paid another payment.
+    /// it was not `verified`, or when the transfer `by` names already paid another payment
+    /// (a transaction without a log index, as on Solana, pays one payment in all).
     pub async fn settle_payment(&self, id: &str, by: Option<SettledBy>) -> Result<bool, StoreError> {
         let id = id.to_string();
         let (transaction, index) = by.map_or((None, None), |by| (Some(by.transaction), by.transfer_log_index));
@@ -351,7 +362,8 @@ impl Store {
                  WHERE id = ?1 AND state = 'verified'
                    AND NOT EXISTS (SELECT 1 FROM payments other
                                    WHERE other.network = payments.network AND other.transaction_signature = ?2
-                                     AND other.transfer_log_index = ?3)",
+                                     AND other.transfer_log_index IS NOT DISTINCT FROM ?3
+                                     AND other.id <> payments.id)",
                 args![&id, transaction, log_index(index), crate::clock::now_ms()],
             )? == 1;
             if settled {
@@ -447,7 +459,6 @@ impl Store {
         self.write(move |db| {
             Ok(db.execute(
                 "UPDATE payments SET state = 'refunding', refund_transfer_id = ?2, error = ?3, updated_at = ?4,
-                    refund_attempts = refund_attempts + 1,
                     refund_started_at = CASE WHEN ?5 THEN COALESCE(refund_started_at, ?4) ELSE refund_started_at END
                  WHERE id = ?1 AND state IN ('settled', 'served', 'refund_owed')",
                 args![id, transfer_id, why, crate::clock::now_ms(), failed_work],
@@ -471,23 +482,30 @@ impl Store {
     }
 
     /// Names a new transfer for a refund whose transfer `previous` failed or was never
-    /// written, adding what `previous` cost in fees; false when another attempt got there
-    /// first.
+    /// written, adding what `previous` cost (`failed`: one more transfer that went out and
+    /// failed, and its fee); false when another attempt got there first.
     pub async fn retry_refund(
         &self,
         id: &str,
         previous: Option<&str>,
-        previous_fee: i64,
+        failed: RefundFailure,
         transfer_id: &str,
     ) -> Result<bool, StoreError> {
         let (id, previous, transfer_id) = (id.to_string(), previous.map(str::to_string), transfer_id.to_string());
         self.write(move |db| {
             Ok(db.execute(
                 "UPDATE payments SET refund_transfer_id = ?3, updated_at = ?4,
-                    refund_attempts = refund_attempts + 1, refund_fees = refund_fees + ?5
+                    refund_attempts = refund_attempts + ?6, refund_fees = refund_fees + ?5
                  WHERE id = ?1 AND state = 'refunding' AND refund_transfer_id IS NOT DISTINCT FROM ?2
                     AND needs_operator_at IS NULL",
-                args![id, previous, transfer_id, crate::clock::now_ms(), previous_fee],
+                args![
+                    id,
+                    previous,
+                    transfer_id,
+                    crate::clock::now_ms(),
+                    failed.fee,
+                    failed.went_out as i64
+                ],
             )? == 1)
         })
         .await
@@ -501,19 +519,22 @@ impl Store {
         &self,
         id: &str,
         previous: Option<&str>,
-        previous_fee: i64,
+        failed: RefundFailure,
         why: &str,
     ) -> Result<bool, StoreError> {
         let (id, previous, why) = (id.to_string(), previous.map(str::to_string), why.to_string());
         self.write(move |db| {
+            let now = crate::clock::now_ms();
             let handed = db.execute(
                 "UPDATE payments SET needs_operator_at = ?4, needs_operator = ?3, updated_at = ?4,
-                    refund_fees = refund_fees + ?5
+                    refund_fees = refund_fees + ?5, refund_attempts = refund_attempts + ?6
                  WHERE id = ?1 AND needs_operator_at IS NULL AND refund_transfer_id IS NOT DISTINCT FROM ?2",
-                args![&id, previous, why, crate::clock::now_ms(), previous_fee],
+                args![&id, previous, why, now, failed.fee, failed.went_out as i64],
             )? == 1;
             if handed {
-                super::webhooks::emit_payment_in(db, &id, "payment.needs_operator")?;
+                // Once per hand-over: one resumed and handed over again is told again.
+                let key = format!("payment.needs_operator:{id}:{now}");
+                super::webhooks::emit_payment_keyed_in(db, &id, "payment.needs_operator", &key)?;
             }
             Ok(handed)
         })

@@ -83,6 +83,9 @@ pub struct Claim {
     pub unused: Option<Unused>,
     pub now_ms: i64,
     pub lease_until: i64,
+    /// Counts `need` whatever room is left: a cost already incurred, which the windows
+    /// carry (past the limit, into the next windows' room).
+    pub force: bool,
 }
 
 /// At most this share of what is left goes to one claim, so no host sits on the rest.
@@ -105,6 +108,7 @@ impl Store {
             unused,
             now_ms,
             lease_until,
+            force,
         }: Claim,
     ) -> Result<Claimed, StoreError> {
         let key = key.to_string();
@@ -146,7 +150,9 @@ impl Store {
             let room = minute
                 .room(per_minute, MINUTE_MS, at)
                 .min(day.room(per_day, DAY_MS, now_ms.max(day.start)));
-            let granted = if room < need {
+            let granted = if force {
+                need
+            } else if room < need {
                 0
             } else {
                 want.min((room / SHARE_DIVISOR).max(need).max(1)).min(room)

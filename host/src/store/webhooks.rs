@@ -145,6 +145,16 @@ pub fn emit_for_agent_in(
 /// `payment.settled`, `payment.refunded` or `payment.needs_operator`, described from the
 /// payment's row.
 pub fn emit_payment_in(db: &dyn Db, payment_id: &str, event_type: &str) -> Result<bool, StoreError> {
+    emit_payment_keyed_in(db, payment_id, event_type, &format!("{event_type}:{payment_id}"))
+}
+
+/// The same, once per `dedup_key` (an event that may happen to a payment more than once).
+pub fn emit_payment_keyed_in(
+    db: &dyn Db,
+    payment_id: &str,
+    event_type: &str,
+    dedup_key: &str,
+) -> Result<bool, StoreError> {
     let Some(row) = db.query_opt(
         "SELECT p.agent_id, a.account_id, p.network, p.amount, p.command, p.x402_version, p.payer,
              p.transaction_signature, p.refund_transfer_id, p.needs_operator
@@ -169,7 +179,7 @@ pub fn emit_payment_in(db: &dyn Db, payment_id: &str, event_type: &str) -> Resul
     if event_type == "payment.needs_operator" {
         data["why"] = json!(row.get::<Option<String>>(9)?);
     }
-    emit_in(db, &account_id, event_type, &format!("{event_type}:{payment_id}"), data)
+    emit_in(db, &account_id, event_type, dedup_key, data)
 }
 
 impl Store {

@@ -6,9 +6,10 @@
 //! payment once: an answer lost on the way is looked up on chain (Base: the
 //! authorization's use and its transfer to the agent; Solana: the transaction carrying the
 //! payment's message among those of the payer's token account), never asked for again;
-//! once the payment can no longer land, it is failed. Refunds still go out from the
-//! agent's wallet, which then needs gas; without it a refund waits, `refunding`, and each
-//! recovery pass tries it again.
+//! once the payment can no longer land, it is failed (or, when the chain cannot tell,
+//! handed to the operator). Refunds still go out from the agent's wallet, which then needs
+//! gas; without it a refund waits, `refunding`, each recovery pass trying it again until
+//! the refund's bounds hand it to the operator.
 
 use serde_json::json;
 
@@ -139,10 +140,18 @@ async fn on_chain(services: &Services, record: &NewPayment, claimed: &str) -> Re
     let timeout = std::time::Duration::from_secs(services.settings.x402.x402_settle_timeout_secs);
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        let found = scheme::of(network)
+        let found = match scheme::of(network)
             .settled_elsewhere(services, &record.identity, &terms, lookup)
             .await
-            .map_err(|e| chain_unavailable(network, e))?;
+        {
+            Ok(found) => found,
+            // Not found among too much else: the named transaction may still show.
+            Err(ChainError::Undecidable(why)) => {
+                tracing::debug!(payment = record.id, "not decided yet: {why}");
+                None
+            }
+            Err(other) => return Err(chain_unavailable(network, other)),
+        };
         if found.is_some() || tokio::time::Instant::now() >= deadline {
             return Ok(found);
         }
@@ -184,7 +193,11 @@ pub(super) async fn resume(
         // Past its time, the answer will never be easier to find: the operator decides.
         Err(ChainError::Undecidable(why)) if expired => {
             let why = format!("whether the facilitator settled it cannot be told from the chain: {why}");
-            if services.store.hand_to_operator(&payment.id, None, 0, &why).await? {
+            if services
+                .store
+                .hand_to_operator(&payment.id, None, Default::default(), &why)
+                .await?
+            {
                 tracing::error!(payment = payment.id, "handed to the operator: {why}");
             }
             return Ok(false);

@@ -34,6 +34,8 @@ pub struct FakeChain {
     pub sent: AtomicUsize,
     /// Transfers signed (refunds): each one would pay the payer.
     pub signed: AtomicUsize,
+    /// `sign_transfer` cannot reach the node (nothing is signed or sent).
+    pub unreachable: std::sync::atomic::AtomicBool,
 }
 
 impl FakeChain {
@@ -45,6 +47,7 @@ impl FakeChain {
             nonce_used: false,
             sent: AtomicUsize::new(0),
             signed: AtomicUsize::new(0),
+            unreachable: Default::default(),
         }
     }
 
@@ -75,6 +78,9 @@ impl UsdcChain for FakeChain {
         not_here()
     }
     fn sign_transfer<'a>(&'a self, _: &'a WalletKey, _: &'a str, _: MicroUsdc, _: bool) -> ChainFuture<'a, SignedTx> {
+        if self.unreachable.load(Ordering::SeqCst) {
+            return Box::pin(async { Err(ChainError::Unavailable("the node is down".into())) });
+        }
         let n = self.signed.fetch_add(1, Ordering::SeqCst) + 1;
         Box::pin(async move {
             Ok(SignedTx {

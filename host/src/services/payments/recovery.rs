@@ -104,8 +104,8 @@ async fn resume(services: &Services, payment: &PaymentRecord) -> Result<(), Serv
         }
         PaymentState::Refunding => refund.resume(services, payment).await?,
         PaymentState::RefundOwed => {
-            if let Some(stop) = refund.past_bounds(services, payment, 0) {
-                return refund.hand_over(services, None, 0, &stop).await;
+            if let Some(stop) = refund.past_bounds(services, payment, Default::default()) {
+                return refund.hand_over(services, None, Default::default(), &stop).await;
             }
             let why = payment.error.as_deref().unwrap_or("refund");
             let why = why.split("; owed:").next().unwrap_or(why);

@@ -17,7 +17,7 @@ use crate::chains::{Landing, SignedTx};
 use crate::domain::Network;
 use crate::money::MicroUsdc;
 use crate::services::{ServiceError, Services, wallets};
-use crate::store::{PaymentRecord, PaymentState, Store, TransferKind, TransferRecord, TransferState};
+use crate::store::{PaymentRecord, PaymentState, RefundFailure, Store, TransferKind, TransferRecord, TransferState};
 
 /// Whether a failure after payment was the payer's own doing (its input), not the agent's.
 pub fn payers_fault(err: &ServiceError) -> bool {
@@ -157,14 +157,19 @@ impl<'a> Refund<'a> {
     }
 
     /// A refund's transfer recorded `failed`, asked of the chain before another transfer
-    /// is paid in its place: `Some(fee)` when it can never pay (with what it cost the
-    /// agent), `None` when it may still. One that landed after all is marked so, and the
-    /// refund `refunded`; one the chain may still take is sent again (harmless: it is the
-    /// same transaction) and waited for.
-    async fn gone_for_good(&self, services: &Services, failed: &TransferRecord) -> Result<Option<i64>, ServiceError> {
+    /// is paid in its place: what it cost when it can never pay, `None` when it may still.
+    /// One that landed after all is marked so, and the refund `refunded`; one the chain may
+    /// still take is sent again (harmless: it is the same transaction) and waited for.
+    async fn gone_for_good(
+        &self,
+        services: &Services,
+        failed: &TransferRecord,
+    ) -> Result<Option<RefundFailure>, ServiceError> {
         let (Some(id), Some(raw)) = (&failed.signature, &failed.raw_tx) else {
-            return Ok(Some(0)); // never signed: nothing went out
+            // Never signed (the node could not be asked, say): nothing went out.
+            return Ok(Some(RefundFailure::default()));
         };
+        let went_out = |fee: i64| Some(RefundFailure { went_out: true, fee });
         let tx = SignedTx {
             id: id.clone(),
             raw: raw.clone(),
@@ -176,14 +181,14 @@ impl<'a> Refund<'a> {
             .await
             .map_err(|e| super::chain_unavailable(self.network, e))?;
         match landing {
-            Landing::Dropped(_) => Ok(Some(0)),
+            Landing::Dropped(_) => Ok(went_out(0)),
             // Failed on chain: the agent paid its fee.
             Landing::Failed(_) => {
                 let fee = chain.fee_paid(id).await.unwrap_or_else(|err| {
                     tracing::warn!(transfer = failed.id, "could not read a failed refund's fee: {err}");
                     None
                 });
-                Ok(Some(fee.map_or(0, |fee| i64::try_from(fee).unwrap_or(i64::MAX))))
+                Ok(went_out(fee.map_or(0, |fee| i64::try_from(fee).unwrap_or(i64::MAX))))
             }
             Landing::Confirmed => {
                 tracing::warn!(
@@ -204,14 +209,15 @@ impl<'a> Refund<'a> {
         }
     }
 
-    /// Why a refund must not send another transfer: it sent as many as it may, or its
-    /// failed ones (with `more_fee`, the last one's) cost as much as it may. `None`: it may.
-    pub fn past_bounds(&self, services: &Services, payment: &PaymentRecord, more_fee: i64) -> Option<String> {
+    /// Why a refund must not send another transfer: as many of its transfers went out and
+    /// failed as may, or they cost as much in fees as they may (with `last`, the latest
+    /// one's part). `None`: it may.
+    pub fn past_bounds(&self, services: &Services, payment: &PaymentRecord, last: RefundFailure) -> Option<String> {
         let x402 = &services.settings.x402;
-        let attempts = payment.refund_attempts;
+        let attempts = payment.refund_attempts + i64::from(last.went_out);
         if attempts >= i64::from(x402.x402_refund_max_attempts) {
             return Some(format!(
-                "the refund did not go out in {attempts} transfers (x402_refund_max_attempts)"
+                "{attempts} transfers of the refund went out and failed (x402_refund_max_attempts)"
             ));
         }
         let (most, unit, setting) = match self.network {
@@ -222,7 +228,7 @@ impl<'a> Refund<'a> {
             ),
             Network::Base => (x402.x402_refund_max_fee_wei, "wei", "x402_refund_max_fee_wei"),
         };
-        let fees = payment.refund_fees.saturating_add(more_fee);
+        let fees = payment.refund_fees.saturating_add(last.fee);
         (u64::try_from(fees).unwrap_or(0) >= most)
             .then(|| format!("the refund's failed transfers cost {fees} {unit} in fees ({setting})"))
     }
@@ -232,12 +238,12 @@ impl<'a> Refund<'a> {
         &self,
         services: &Services,
         previous: Option<&str>,
-        fee: i64,
+        last: RefundFailure,
         why: &str,
     ) -> Result<(), ServiceError> {
         if services
             .store
-            .hand_to_operator(self.payment_id, previous, fee, why)
+            .hand_to_operator(self.payment_id, previous, last, why)
             .await?
         {
             tracing::error!(
@@ -265,15 +271,15 @@ impl<'a> Refund<'a> {
             Some(TransferState::Confirmed) => self.refunded(services).await,
             Some(TransferState::Pending) => {}
             Some(TransferState::Failed) | None => {
-                let fee = match &transfer {
+                let last = match &transfer {
                     Some(failed) => match self.gone_for_good(services, failed).await? {
-                        Some(fee) => fee,
+                        Some(last) => last,
                         None => return Ok(()),
                     },
-                    None => 0,
+                    None => RefundFailure::default(),
                 };
-                if let Some(stop) = self.past_bounds(services, payment, fee) {
-                    return self.hand_over(services, previous, fee, &stop).await;
+                if let Some(stop) = self.past_bounds(services, payment, last) {
+                    return self.hand_over(services, previous, last, &stop).await;
                 }
                 if self.owed(services, &why).await {
                     return Ok(());
@@ -281,7 +287,7 @@ impl<'a> Refund<'a> {
                 let transfer_id = wallets::new_transfer_id();
                 if services
                     .store
-                    .retry_refund(&payment.id, previous, fee, &transfer_id)
+                    .retry_refund(&payment.id, previous, last, &transfer_id)
                     .await?
                 {
                     self.pay(services, transfer_id, &why).await;

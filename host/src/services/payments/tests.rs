@@ -570,7 +570,7 @@ async fn a_refund_that_keeps_failing_stops_at_its_attempts_and_waits_for_the_ope
     assert_eq!(payment.refund_fees, 3 * 5_000, "each failed transfer's fee");
     let why = payment.needs_operator.clone().unwrap();
     assert!(payment.needs_operator_at.is_some());
-    assert!(why.contains("3 transfers"), "{why}");
+    assert!(why.contains("3 transfers of the refund went out and failed"), "{why}");
     let store = &f.services.store;
     let unfinished = store.unfinished_payments(i64::MAX).await.unwrap();
     assert!(unfinished.iter().all(|p| p.id != payment.id), "recovery leaves it");
@@ -595,6 +595,37 @@ async fn a_refund_that_keeps_failing_stops_at_its_attempts_and_waits_for_the_ope
     );
 }
 
+/// A node that cannot be reached signs nothing and sends nothing: however many recovery
+/// passes that lasts, no attempt is spent, and the refund goes out once it is back.
+#[tokio::test]
+async fn a_refund_waiting_for_its_node_spends_no_attempt() {
+    use crate::store::PaymentState;
+    let f = fixture_with(SELLER, |s| s.x402.x402_refund_max_attempts = 2).await;
+    let chain = std::sync::Arc::new(FakeChain::landing(Landing::Confirmed));
+    let failed = Landing::Failed("reverted".into());
+    chain.landings.lock().unwrap().insert("0xtransfer0".into(), failed);
+    stand_in(&f, &chain);
+    let payment = refund_sent_unconfirmed(&f).await;
+    f.services
+        .store
+        .finish_transfer("tr_first", crate::store::TransferState::Failed, Some("reverted".into()))
+        .await
+        .unwrap();
+    chain.unreachable.store(true, Ordering::SeqCst);
+    for _ in 0..6 {
+        resume_refund(&f, &payment.id).await;
+    }
+    let waiting = f.services.store.payment(&payment.id).await.unwrap().unwrap();
+    assert_eq!(waiting.needs_operator_at, None, "{:?}", waiting.needs_operator);
+    assert_eq!(waiting.refund_attempts, 1, "only the transfer that went out and failed");
+
+    chain.unreachable.store(false, Ordering::SeqCst);
+    resume_refund(&f, &payment.id).await;
+    let refunded = f.services.store.payment(&payment.id).await.unwrap().unwrap();
+    assert_eq!(refunded.state, PaymentState::Refunded);
+    assert_eq!(chain.signed.load(Ordering::SeqCst), 1);
+}
+
 /// The fees of a refund's failed transfers are bounded too, whatever attempts are left.
 #[tokio::test]
 async fn a_refund_stops_once_its_failed_transfers_cost_the_fee_bound() {
@@ -608,4 +639,44 @@ async fn a_refund_stops_once_its_failed_transfers_cost_the_fee_bound() {
     assert_eq!(payment.refund_fees, 10_000);
     let why = payment.needs_operator.unwrap();
     assert!(why.contains("x402_refund_max_fee_wei"), "{why}");
+}
+
+/// A transaction without a log index (every Solana settlement, our own Base relays) pays
+/// one payment in all: a second payment naming it, whatever its identity, is not settled
+/// by it (payments recorded under an earlier identity form cannot be paid twice).
+#[tokio::test]
+async fn a_transaction_without_a_log_index_settles_one_payment() {
+    let f = fixture(SELLER).await;
+    let agent_id = f.offer.agent.id.clone();
+    let store = &f.services.store;
+    for (id, identity) in [("pay_old", "solana:old-form"), ("pay_new", "solana:message:new-form")] {
+        let payment = crate::store::NewPayment {
+            id: id.into(),
+            identity: identity.into(),
+            agent_id: agent_id.clone(),
+            network: Network::Solana,
+            payer: "payer".into(),
+            pay_to: "agent".into(),
+            amount: PRICE,
+            command: None,
+            request: "{}".into(),
+            transaction: None,
+            raw_tx: None,
+            valid_until: None,
+            x402_version: 2,
+            payment_ref: None,
+            facilitator: Some("https://facilitator.example".into()),
+            transfer_log_index: None,
+        };
+        store.insert_payment(payment).await.unwrap();
+    }
+    let by = || crate::store::SettledBy {
+        transaction: "5igned".into(),
+        transfer_log_index: None,
+    };
+    assert!(store.settle_payment("pay_old", Some(by())).await.unwrap());
+    assert!(
+        !store.settle_payment("pay_new", Some(by())).await.unwrap(),
+        "one transfer, one payment"
+    );
 }

@@ -110,6 +110,23 @@ impl Leases {
         state
     }
 
+    /// Counts `n` units of `key` at `now_ms` whatever room is left, straight in the shared
+    /// counters (a cost already incurred; this host's share is left as it is).
+    pub async fn force(&self, key: &str, limits: RateLimits, now_ms: i64, n: u32) -> Result<(), StoreError> {
+        let claim = Claim {
+            want: n,
+            need: n,
+            unused: None,
+            now_ms,
+            lease_until: 0,
+            force: true,
+        };
+        self.store
+            .claim_requests(self.scope, key, (limits.per_minute, limits.per_day), claim)
+            .await?;
+        Ok(())
+    }
+
     /// Counts `n` units (one request, or a weight) of `key` at `now_ms`, from this host's
     /// share if it has them, else from a new claim.
     pub async fn count(&self, key: &str, limits: RateLimits, now_ms: i64, n: u32) -> Result<Counted, StoreError> {
@@ -193,6 +210,7 @@ impl Leases {
                     unused,
                     now_ms,
                     lease_until: expires_ms,
+                    force: false,
                 },
             )
             .await;
@@ -253,6 +271,7 @@ impl Leases {
                             unused: Some(unused),
                             now_ms,
                             lease_until: 0,
+                            force: false,
                         },
                     )
                     .await;

@@ -85,6 +85,16 @@ impl RateLimiter {
         self.count(key, limits, now_ms, n)
     }
 
+    /// Counts `n` units for `key` whatever room is left (a cost already incurred): past the
+    /// limit, the windows carry it into the next ones' room.
+    pub fn force(&self, key: &str, now_ms: i64, n: u32) {
+        let mut tracked = self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let usage = tracked.keys.entry(key.to_string()).or_default();
+        *usage = usage.at(now_ms);
+        usage.minute.count += n;
+        usage.day.count += n;
+    }
+
     fn count(&self, key: &str, limits: RateLimits, now_ms: i64, n: u32) -> RateDecision {
         let mut tracked = self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let minute_start = WindowCount::start_of(now_ms, MINUTE_MS);
@@ -215,18 +225,16 @@ impl Limiter {
         Ok(decide(limits, now_ms, counted.allowed, counted.usage))
     }
 
-    /// Counts up to `n` units of `key`: as many as the windows have room for (a cost that
-    /// was already incurred, charged whatever room is left).
+    /// Counts `n` units of `key` whatever room is left: a cost already incurred (requests
+    /// admitted together, before any of them failed, are each charged in full).
     pub async fn charge(&self, key: &str, limits: RateLimits, now_ms: i64, n: u32) -> Result<(), StoreError> {
-        if self.check_n(key, limits, now_ms, n).await?.allowed {
-            return Ok(());
-        }
-        for _ in 1..n {
-            if !self.check(key, limits, now_ms).await?.allowed {
-                break;
+        match &self.shared {
+            Some(leases) => leases.force(key, limits, now_ms, n).await,
+            None => {
+                self.local.force(key, now_ms, n);
+                Ok(())
             }
         }
-        Ok(())
     }
 
     /// The in-process counters (saved and restored by a single host).
@@ -335,12 +343,12 @@ impl X402Limiter {
             .await
     }
 
-    /// Charges `n` requests to a client address, as far as its limits have room.
+    /// Charges `n` requests to a client address, whatever room is left.
     pub async fn charge_client(&self, address: &str, now_ms: i64, n: u32) -> Result<(), StoreError> {
         self.clients.charge(address, self.client_limits, now_ms, n).await
     }
 
-    /// Charges `n` payments to a payer, as far as its limits have room.
+    /// Charges `n` payments to a payer, whatever room is left.
     pub async fn charge_payer(&self, network: &str, payer: &str, now_ms: i64, n: u32) -> Result<(), StoreError> {
         self.payers
             .charge(&format!("{network}:{payer}"), self.payer_limits, now_ms, n)
@@ -434,6 +442,38 @@ mod tests {
         assert_eq!(limiter.client("10.0.0.1", T0).await.unwrap().remaining, 2);
     }
 
+    /// A cost charged after requests were admitted together (before any of them failed)
+    /// is counted in full, past the limit, on one host or shared: the next windows carry it.
+    #[tokio::test]
+    async fn a_cost_charged_past_the_limit_carries_into_the_next_window() {
+        let (_dir, store) = temp_store();
+        let limiters = [
+            Limiter {
+                local: RateLimiter::default(),
+                shared: None,
+            },
+            Limiter {
+                local: RateLimiter::default(),
+                shared: Some(Leases::new(store, "account")),
+            },
+        ];
+        for limiter in limiters {
+            for at in 0..3 {
+                assert!(limiter.check("a", LIMITS, T0 + at).await.unwrap().allowed);
+            }
+            // The three failed: each is charged 10 more.
+            for at in 0..3 {
+                limiter.charge("a", LIMITS, T0 + 10 + at, 10).await.unwrap();
+            }
+            // A minute on, the last minute's 33 still weigh: nothing fits.
+            let next = limiter.check("a", LIMITS, T0 + MINUTE_MS + 1).await.unwrap();
+            assert!(!next.allowed, "{next:?}");
+            // With the day's 5 used, that day is over for it.
+            let later = limiter.check("a", LIMITS, T0 + 10 * MINUTE_MS).await.unwrap();
+            assert!(!later.allowed, "{later:?}");
+        }
+    }
+
     /// The shared counters (one statement in the store, as several hosts use them) decide
     /// exactly as the in-process ones: the same answers and headers, window after window.
     #[tokio::test]
@@ -518,6 +558,7 @@ mod tests {
             unused: None,
             now_ms,
             lease_until: now_ms + 1_000,
+            force: false,
         };
         store
             .claim_requests("account", "old", (10, 10), claim(T0 - 3 * DAY_MS))
