@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every fuzz target in fuzz/ for SECONDS each (default 30) with cargo fuzz (libFuzzer).
-# A target that finds a crash or a broken invariant stops the script; its input is kept in
+# A target that fails (a crash, a broken invariant, or a run that cannot start) stops the
+# script with a non-zero exit; a crashing input is kept in
 # fuzz/artifacts/TARGET/ (replay: cargo fuzz run TARGET fuzz/artifacts/TARGET/crash-...).
 #
 # cargo fuzz passes nightly-only compiler flags; this machine has one stable toolchain and
@@ -29,6 +30,7 @@ profile=()
 cargo fuzz build "${profile[@]}" -s none --fuzz-dir fuzz --target-dir "$build"
 # The components the host builds are seeds for inspection.
 plugins="${CARGO_TARGET_DIR:-$PWD/target}/wasm-plugins"
+summary=()
 for target in "${targets[@]}"; do
     corpus="fuzz/corpus/$target"
     mkdir -p "$corpus" "fuzz/seeds/$target"
@@ -46,11 +48,30 @@ for target in "${targets[@]}"; do
         max_len=200000
     fi
     echo "fuzz: $target for ${secs}s"
+    log="$build/$target.log"
+    status=0
     cargo fuzz run "${profile[@]}" -s none --fuzz-dir fuzz --target-dir "$build" "$target" "$corpus" "fuzz/seeds/$target" -- \
         -max_total_time="$secs" -max_len="$max_len" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \
-        2>&1 | grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|==|SUMMARY|Test unit written|thread .* panicked|Failed)' || true
+        >"$log" 2>&1 || status=$?
+    grep -E '^(==|SUMMARY|Test unit written|thread .* panicked|Failed)' "$log" || true
+    # Any failing run fails the script, with or without a crash file: a target that cannot
+    # start, a corpus it cannot read or a libFuzzer error would otherwise pass unseen.
+    if [ "$status" -ne 0 ]; then
+        tail -n 40 "$log" >&2
+        echo "fuzz: $target failed (exit $status); artifacts, if any: fuzz/artifacts/$target/" >&2
+        exit 1
+    fi
     if find "fuzz/artifacts/$target" -name 'crash-*' -o -name 'oom-*' -o -name 'timeout-*' 2>/dev/null | grep -q .; then
         echo "fuzz: $target found an input that breaks it: fuzz/artifacts/$target/" >&2
         exit 1
     fi
+    executed=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    if [ -z "$executed" ] || [ "$executed" -eq 0 ]; then
+        tail -n 40 "$log" >&2
+        echo "fuzz: $target ran no input" >&2
+        exit 1
+    fi
+    summary+=("$(printf '%-24s %10s executions in %ss' "$target" "$executed" "$secs")")
 done
+echo "fuzz: executions per target"
+printf '  %s\n' "${summary[@]}"
