@@ -140,12 +140,44 @@ pub struct OutboundResponse {
 /// `disallowed_methods` keeps it so): anything a third party controls goes through [`Outbound`].
 #[allow(clippy::disallowed_methods)]
 pub fn operator_client(timeout: Option<Duration>) -> reqwest::Client {
-    let builder = reqwest::Client::builder();
+    let builder = loopback_only_in_unit_tests(reqwest::Client::builder());
     let builder = match timeout {
         Some(timeout) => builder.timeout(timeout),
         None => builder,
     };
     builder.build().unwrap_or_default()
+}
+
+/// Unit tests never leave the machine: a request to anything but a loopback address ends
+/// the test binary at once, naming the address (a panic could be caught by the code under
+/// test and read as an unreachable node). Runs before any name is resolved or connected.
+#[cfg(test)]
+fn loopback_only_in_unit_tests(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
+    builder.proxy(reqwest::Proxy::custom(|url| {
+        if !is_loopback_url(url) {
+            eprintln!("a unit test tried to reach {url}: unit tests may reach 127.0.0.1 only");
+            std::process::abort();
+        }
+        None::<Url>
+    }))
+}
+
+#[cfg(not(test))]
+fn loopback_only_in_unit_tests(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
+    builder
+}
+
+#[cfg(test)]
+fn is_loopback_url(url: &Url) -> bool {
+    let host = url
+        .host_str()
+        .unwrap_or("")
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    match host.parse::<IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => host == "localhost" || host.ends_with(".localhost"),
+    }
 }
 
 /// The guarded client. Cheap to clone.
@@ -165,9 +197,8 @@ impl Outbound {
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .dns_resolver(Arc::new(GuardedResolver { policy: policy.clone() }))
-            .user_agent(concat!("agent-host/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .unwrap_or_default();
+            .user_agent(concat!("agent-host/", env!("CARGO_PKG_VERSION")));
+        let client = loopback_only_in_unit_tests(client).build().unwrap_or_default();
         Outbound { client, policy }
     }
 
@@ -593,5 +624,54 @@ mod tests {
             out.vet("http://127.0.0.1:8080/hook", &all()).await,
             Err(OutboundError::Denied(_))
         ));
+    }
+
+    /// Run alone by the test below (with the variable set): reaches a documentation
+    /// address that no network routes. Without the variable it does nothing.
+    #[tokio::test]
+    async fn reach_outside_the_machine_when_asked() {
+        if std::env::var_os("AGENT_HOST_REACH_OUTSIDE").is_none() {
+            return;
+        }
+        let _ = operator_client(Some(Duration::from_secs(1)))
+            .get("http://192.0.2.1/")
+            .send()
+            .await;
+    }
+
+    /// No unit test may open a connection outside 127.0.0.1: one that tries ends the whole
+    /// test binary before anything is resolved or connected, naming the address.
+    #[test]
+    fn a_unit_test_that_reaches_outside_the_machine_fails_the_run() {
+        let run = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "outbound::tests::reach_outside_the_machine_when_asked",
+                "--nocapture",
+            ])
+            .env("AGENT_HOST_REACH_OUTSIDE", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(!run.status.success(), "the run passed: {stderr}");
+        assert!(
+            stderr.contains("a unit test tried to reach http://192.0.2.1/"),
+            "{stderr}"
+        );
+        for allowed in [
+            "http://127.0.0.1:9/",
+            "http://[::1]:8080/x",
+            "http://localhost/",
+            "http://a.localhost/",
+        ] {
+            assert!(is_loopback_url(&Url::parse(allowed).unwrap()), "{allowed}");
+        }
+        for outside in [
+            "http://192.0.2.1/",
+            "https://mainnet.base.org/",
+            "http://localhost.example/",
+        ] {
+            assert!(!is_loopback_url(&Url::parse(outside).unwrap()), "{outside}");
+        }
     }
 }

@@ -6,8 +6,8 @@
 #![cfg(test)]
 #![allow(clippy::unwrap_used)]
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
@@ -28,14 +28,14 @@ pub struct FakeChain {
     /// Transactions that land otherwise than `landing` says, by id.
     pub landings: Mutex<std::collections::HashMap<String, Landing>>,
     /// `submit` answers that the node refused it (the wallet cannot pay the gas).
-    pub refuse: bool,
+    pub refuse: AtomicBool,
     /// `submit` answers "nonce too low": the transaction is mined already, or replaced.
-    pub nonce_used: bool,
+    pub nonce_used: AtomicBool,
     pub sent: AtomicUsize,
     /// Transfers signed (refunds): each one would pay the payer.
     pub signed: AtomicUsize,
     /// `sign_transfer` cannot reach the node (nothing is signed or sent).
-    pub unreachable: std::sync::atomic::AtomicBool,
+    pub unreachable: AtomicBool,
 }
 
 impl FakeChain {
@@ -43,8 +43,8 @@ impl FakeChain {
         FakeChain {
             landing: Mutex::new(landing),
             landings: Mutex::default(),
-            refuse: false,
-            nonce_used: false,
+            refuse: AtomicBool::new(false),
+            nonce_used: AtomicBool::new(false),
             sent: AtomicUsize::new(0),
             signed: AtomicUsize::new(0),
             unreachable: Default::default(),
@@ -54,6 +54,13 @@ impl FakeChain {
     /// From now on, every transaction lands as `landing` says.
     pub fn lands(&self, landing: Landing) {
         *self.landing.lock().unwrap() = landing;
+    }
+
+    /// A chain whose node refuses every transaction sent (the wallet cannot pay the gas).
+    pub fn refusing(landing: Landing) -> FakeChain {
+        let chain = FakeChain::landing(landing);
+        chain.refuse.store(true, Ordering::SeqCst);
+        chain
     }
 }
 
@@ -95,7 +102,8 @@ impl UsdcChain for FakeChain {
     }
     fn submit<'a>(&'a self, _: &'a SignedTx) -> ChainFuture<'a, ()> {
         self.sent.fetch_add(1, Ordering::SeqCst);
-        let (refuse, nonce_used) = (self.refuse, self.nonce_used);
+        let refuse = self.refuse.load(Ordering::SeqCst);
+        let nonce_used = self.nonce_used.load(Ordering::SeqCst);
         Box::pin(async move {
             if refuse {
                 Err(ChainError::Refused("insufficient funds for gas * price + value".into()))
@@ -215,7 +223,15 @@ pub struct Fixture {
     _dir: tempfile::TempDir,
     pub services: Services,
     pub offer: Offer,
+    /// The Base chain the services reach through [`crate::chains::Chains::get`]: refunds,
+    /// transfers, reconciliation and fee look-ups. A settlement's own rails are the test's.
+    pub chain: Arc<FakeChain>,
 }
+
+/// Where the fixture's real chain clients and SaaS bases point: a closed loopback port, so
+/// anything that escapes the fakes fails at once on this machine (and a request anywhere
+/// else ends the test binary: see the outbound module's unit-test guard).
+pub const NOWHERE: &str = "http://127.0.0.1:9";
 
 /// An agent selling on Base at 0.01 USDC, commands none.
 pub const SELLER: &str = r#"
@@ -240,6 +256,10 @@ pub async fn fixture_with(manifest: &str, change: impl FnOnce(&mut crate::config
     let dir = tempfile::tempdir().unwrap();
     let mut settings = crate::config::Settings::load(Some(dir.path())).unwrap();
     settings.x402.x402_settle_timeout_secs = 1;
+    settings.chains.base_rpc_url = Some(NOWHERE.into());
+    settings.chains.solana_rpc_url = Some(NOWHERE.into());
+    settings.chatapp.chatapp_api_base = NOWHERE.into();
+    settings.social.social_api_base = NOWHERE.into();
     change(&mut settings);
     let store = crate::app::open_store(&settings).await.unwrap();
     let services = crate::app::services(settings, store, "http://test".into()).unwrap();
@@ -254,11 +274,22 @@ pub async fn fixture_with(manifest: &str, change: impl FnOnce(&mut crate::config
         .await
         .unwrap();
     let offer = offer(&services, "seller", Network::Base).await.unwrap();
+    let chain = Arc::new(FakeChain::landing(Landing::Confirmed));
+    let stand_in: Arc<dyn UsdcChain> = chain.clone();
+    assert!(services.chains.stand_in.set(stand_in).is_ok());
     Fixture {
         _dir: dir,
         services,
         offer,
+        chain,
     }
+}
+
+/// A Base address of its own for the payer called `name` (a refund must reach an address).
+pub fn address_of(name: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(name.as_bytes());
+    format!("0x{}", hex::encode(&digest[..20]))
 }
 
 /// A v1 payment of `amount` by `payer`; `nonce` tells payments of one payer apart.

@@ -145,10 +145,7 @@ async fn an_id_whose_payment_took_nothing_may_pay_again() {
     let f = fixture(SELLER).await;
     let scheme = FakeScheme::default();
     let ask = json!({ "message": "weather?" });
-    let dropped = FakeChain {
-        refuse: true,
-        ..FakeChain::landing(Landing::Confirmed)
-    };
+    let dropped = FakeChain::refusing(Landing::Confirmed);
     let first = named(&f, "ann", 1, "pay_0123456789abcdef");
     let err = f
         .settle_request(&scheme, &dropped, &first, &ask)
@@ -250,10 +247,7 @@ async fn a_failed_settlement_is_charged_to_its_payer_and_client_address() {
 async fn a_dropped_settlement_fails_without_a_cool_off() {
     let f = fixture(SELLER).await;
     let scheme = FakeScheme::default();
-    let chain = FakeChain {
-        refuse: true,
-        ..FakeChain::landing(Landing::Confirmed)
-    };
+    let chain = FakeChain::refusing(Landing::Confirmed);
     let err = refused(f.settle(&scheme, &chain, &payment("ann", 1, 10_000)).await);
     assert_eq!(refusal_code(err), "settlement_failed");
     assert_eq!(f.ledger().await[0].0, "failed");
@@ -367,15 +361,6 @@ async fn the_discovery_list_is_one_query_then_served_from_memory() {
 /// A payer with a real Base address: a refund is paid to it.
 const PAYER: &str = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 
-/// `chain` stands in for Base wherever the services ask for it (refunds, reconciliation).
-fn stand_in(f: &Fixture, chain: &std::sync::Arc<FakeChain>) {
-    let chain: std::sync::Arc<dyn crate::chains::UsdcChain> = chain.clone();
-    assert!(
-        f.services.chains.stand_in.set(chain).is_ok(),
-        "one stand-in per fixture"
-    );
-}
-
 /// A payment of `PAYER`'s, settled, whose refund went out as transfer `tr_first` and was
 /// not seen confirmed in time: the state a refund is left in for recovery.
 async fn refund_sent_unconfirmed(f: &Fixture) -> crate::store::PaymentRecord {
@@ -433,11 +418,9 @@ async fn transfer_state(f: &Fixture, id: &str) -> crate::store::TransferState {
 async fn a_refund_resent_as_nonce_too_low_stays_pending_and_is_paid_once() {
     use crate::store::{PaymentState, TransferState};
     let f = fixture(SELLER).await;
-    let chain = std::sync::Arc::new(FakeChain {
-        nonce_used: true,
-        ..FakeChain::landing(Landing::Pending)
-    });
-    stand_in(&f, &chain);
+    let chain = &f.chain;
+    chain.lands(Landing::Pending);
+    chain.nonce_used.store(true, Ordering::SeqCst);
     let payment = refund_sent_unconfirmed(&f).await;
 
     wallets::reconcile(&f.services).await.unwrap();
@@ -469,8 +452,7 @@ async fn a_refund_resent_as_nonce_too_low_stays_pending_and_is_paid_once() {
 async fn a_refund_recorded_failed_that_landed_is_not_paid_again() {
     use crate::store::{PaymentState, TransferState};
     let f = fixture(SELLER).await;
-    let chain = std::sync::Arc::new(FakeChain::landing(Landing::Confirmed));
-    stand_in(&f, &chain);
+    let chain = &f.chain;
     let payment = refund_sent_unconfirmed(&f).await;
     f.services
         .store
@@ -490,13 +472,12 @@ async fn a_refund_recorded_failed_that_landed_is_not_paid_again() {
 async fn a_refund_whose_transfer_failed_is_paid_by_one_new_transfer() {
     use crate::store::{PaymentState, TransferState};
     let f = fixture(SELLER).await;
-    let chain = std::sync::Arc::new(FakeChain::landing(Landing::Confirmed));
+    let chain = &f.chain;
     chain
         .landings
         .lock()
         .unwrap()
         .insert("0xtransfer0".into(), Landing::Failed("reverted".into()));
-    stand_in(&f, &chain);
     let payment = refund_sent_unconfirmed(&f).await;
     f.services
         .store
@@ -513,8 +494,8 @@ async fn a_refund_whose_transfer_failed_is_paid_by_one_new_transfer() {
 
 /// A refund whose every transfer fails on chain (a fee each time) until `x402_refund_max_attempts`.
 async fn refund_failing_every_time(f: &Fixture) -> (std::sync::Arc<FakeChain>, crate::store::PaymentRecord) {
-    let chain = std::sync::Arc::new(FakeChain::landing(Landing::Failed("reverted".into())));
-    stand_in(f, &chain);
+    let chain = f.chain.clone();
+    chain.lands(Landing::Failed("reverted".into()));
     let payment = refund_sent_unconfirmed(f).await;
     f.services
         .store
@@ -601,10 +582,9 @@ async fn a_refund_that_keeps_failing_stops_at_its_attempts_and_waits_for_the_ope
 async fn a_refund_waiting_for_its_node_spends_no_attempt() {
     use crate::store::PaymentState;
     let f = fixture_with(SELLER, |s| s.x402.x402_refund_max_attempts = 2).await;
-    let chain = std::sync::Arc::new(FakeChain::landing(Landing::Confirmed));
+    let chain = &f.chain;
     let failed = Landing::Failed("reverted".into());
     chain.landings.lock().unwrap().insert("0xtransfer0".into(), failed);
-    stand_in(&f, &chain);
     let payment = refund_sent_unconfirmed(&f).await;
     f.services
         .store

@@ -13,7 +13,7 @@ use super::*;
 use crate::chains::Landing;
 use crate::services::jobs::{self, JobStatus};
 use crate::services::payments::fake::CLIENT;
-use crate::services::payments::fake::{FakeChain, FakeScheme, Fixture, SELLER, fixture, payment};
+use crate::services::payments::fake::{FakeChain, FakeScheme, Fixture, SELLER, address_of, fixture, payment};
 
 /// The seller with three paid commands: one that answers, one that runs as a job, and one
 /// whose webhook nobody answers (port 9), so it fails by the agent's fault.
@@ -62,10 +62,10 @@ async fn buy_with(f: &Fixture, chain: &FakeChain, order: Order, nonce: u64) -> R
     buy_as(f, chain, order, "ann", nonce).await
 }
 
-/// [`buy_with`], paid by `payer`.
+/// [`buy_with`], paid by the payer called `payer` (from an address of its own).
 async fn buy_as(f: &Fixture, chain: &FakeChain, order: Order, payer: &str, nonce: u64) -> Result<Sale, ServiceError> {
     let quote = quote(&f.services, &f.offer, order, Value::Null, true).await?;
-    let paid = payment(payer, nonce, quote.price.0);
+    let paid = payment(&address_of(payer), nonce, quote.price.0);
     let checked = quote.check_input()?;
     let scheme = FakeScheme::default();
     let rails = Rails { scheme: &scheme, chain };
@@ -176,6 +176,10 @@ async fn failures_by_the_agents_fault_are_refunded_and_pause_the_command() {
             .await
             .unwrap(),
     );
+    // The refund went out on the agent's chain (the fixture's), and landed.
+    assert_eq!(f.chain.signed.load(Ordering::SeqCst), 1, "one refund transfer signed");
+    assert_eq!(f.chain.sent.load(Ordering::SeqCst), 1, "and sent");
+    assert_eq!(f.ledger().await[0].0, "refunded");
     let sent = chain.sent.load(Ordering::SeqCst);
     let again = buy_as(&f, &chain, command("broken", json!({})), "mallory", 2).await;
     assert!(
@@ -198,7 +202,12 @@ async fn failures_by_the_agents_fault_are_refunded_and_pause_the_command() {
     let states: Vec<String> = f.ledger().await.into_iter().map(|(state, _)| state).collect();
     assert_eq!(states.len() as u64, failures);
     assert_eq!(runs_of(&f, "broken").await as u64, failures);
-    assert!(states.iter().all(|s| s.starts_with("refund")), "{states:?}");
+    assert!(states.iter().all(|s| s == "refunded"), "{states:?}");
+    assert_eq!(
+        f.chain.signed.load(Ordering::SeqCst) as u64,
+        failures,
+        "one refund each"
+    );
     // The next payer is refused before signing anything; other commands still sell.
     let paused = quote(&f.services, &f.offer, command("broken", json!({})), Value::Null, false).await;
     assert!(
