@@ -207,11 +207,8 @@ async fn wallet_errors_use_the_spec_codes() {
     let solana = LocalSolana::start();
     let mut env = TestEnv::new().with_envs(solana.env());
     // Base's node is down: a closed port.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
-    env = env.with_env("AGENT_HOST_BASE_RPC_URL", &format!("http://{closed}"));
+    let closed = crate::support::proxy::ClosedPort::new();
+    env = env.with_env("AGENT_HOST_BASE_RPC_URL", &format!("http://{}", closed.address));
     let key = env.account_with_key("acme", "free");
     let agent = env.apply_agent(&manifest("payee"), "acme");
     env.cli_json(&["wallet", "create", "--agent", "payee", "--network", "base"]);

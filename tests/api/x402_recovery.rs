@@ -464,12 +464,6 @@ async fn a_crash_at_any_step_of_a_solana_transfer_sends_it_at_most_once() {
 #[tokio::test(flavor = "multi_thread")]
 async fn two_hundred_payments_cut_by_random_kills_leave_the_ledger_whole() {
     let (base, solana) = (LocalBase::start().await, crate::support::chains::LocalSolana::start());
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let listen = format!("127.0.0.1:{port}");
     let env = TestEnv::new()
         .with_envs(base.env())
         .with_envs(solana.env())
@@ -504,11 +498,15 @@ async fn two_hundred_payments_cut_by_random_kills_leave_the_ledger_whole() {
         json!({ "command": "report" }),
         json!({ "message": "/forecast Oslo" }),
     ];
+    // The clients keep one address, the front's; the server behind it restarts on a new
+    // port each time.
+    let mut server = env.serve();
+    let front = crate::support::proxy::Front::start(&server.base).await;
     let mut workers = tokio::task::JoinSet::new();
     for (i, ((payer, _), network)) in payers.iter().enumerate() {
         let (payer, url, bodies) = (
             payer.clone(),
-            format!("http://{listen}/x402/{network}/seller"),
+            format!("{}/x402/{network}/seller", front.base),
             bodies.clone(),
         );
         workers.spawn(async move {
@@ -519,14 +517,13 @@ async fn two_hundred_payments_cut_by_random_kills_leave_the_ledger_whole() {
         });
     }
     // Killed every 2 to 8 seconds (a real client's paid request takes about 3), restarted
-    // on the same address at once.
+    // behind the front at once.
     let mut seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos() as u64
         | 1;
     eprintln!("random kills, seed {seed}");
-    let mut server = env.serve_with(&["serve", "--listen", &listen]);
     let mut kills = 0;
     while !workers.is_empty() {
         seed ^= seed << 13;
@@ -537,7 +534,8 @@ async fn two_hundred_payments_cut_by_random_kills_leave_the_ledger_whole() {
             _ = tokio::time::sleep(pause) => {
                 server.crash();
                 kills += 1;
-                server = env.serve_with(&["serve", "--listen", &listen]);
+                server = env.serve();
+                front.point_at(&server.base);
             }
             done = workers.join_next() => { done.unwrap().unwrap(); }
         }

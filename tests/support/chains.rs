@@ -87,13 +87,6 @@ fn anvil_binary() -> PathBuf {
         })
 }
 
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 fn http() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
@@ -135,39 +128,43 @@ impl Drop for LocalBase {
 }
 
 impl LocalBase {
-    /// Starts Anvil and deploys USDC at Base's address (about a second).
+    /// Starts Anvil and deploys USDC at Base's address (about a second). Anvil binds a
+    /// port of its own choosing and names it on its first lines, so no other process can
+    /// take the port between a pick and the bind; the chain answering there must then be
+    /// Base's id with the dev account's funds, or the start fails.
     pub async fn start() -> LocalBase {
         let anvil = anvil_binary();
-        let port = free_port();
-        let child = Command::new(&anvil)
-            .args([
-                "--host",
-                "127.0.0.1",
-                "--port",
-                &port.to_string(),
-                "--chain-id",
-                "8453",
-                "--silent",
-            ])
+        let mut child = Command::new(&anvil)
+            .args(["--host", "127.0.0.1", "--port", "0", "--chain-id", "8453"])
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
             .spawn()
             .expect("start anvil");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let address = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|line| line.strip_prefix("Listening on ").map(str::to_string))
+            .expect("anvil exited before it named its address");
+        // Keep reading, so Anvil never blocks on a full pipe as it logs each call.
+        std::thread::spawn(move || lines.for_each(drop));
         let chain = LocalBase {
             child,
-            rpc_url: format!("http://127.0.0.1:{port}"),
+            rpc_url: format!("http://{}", address.trim()),
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while http()
-            .post(&chain.rpc_url)
-            .json(&json!({ "jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": [] }))
-            .send()
-            .await
-            .is_err()
-        {
-            assert!(Instant::now() < deadline, "anvil did not start");
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+        assert_eq!(
+            rpc(&chain.rpc_url, "eth_chainId", json!([])).await,
+            "0x2105",
+            "not our Anvil at {}",
+            chain.rpc_url
+        );
+        let dev_funds = rpc(&chain.rpc_url, "eth_getBalance", json!([ANVIL_DEV, "latest"])).await;
+        assert_eq!(
+            dev_funds, "0x21e19e0c9bab2400000",
+            "not a fresh Anvil at {}",
+            chain.rpc_url
+        );
         chain.deploy_usdc().await;
         chain
     }
@@ -402,7 +399,10 @@ impl Drop for LocalSolana {
 }
 
 impl LocalSolana {
-    /// Starts Surfpool through the helper (under a second once built).
+    /// Starts Surfpool through the helper (under a second once built). Surfpool picks its
+    /// ports by binding and releasing them; before it reports ready it reads a fresh random
+    /// account's startup funds back over RPC, so a chain of someone else's that took the
+    /// port fails the start. That start is tried again, up to three times.
     pub fn start() -> LocalSolana {
         let helper = std::env::var("SOLANA_CHAIN_BIN").unwrap_or_else(|_| {
             let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/solana-chain/debug/solana-chain");
@@ -412,23 +412,41 @@ impl LocalSolana {
             );
             built.display().to_string()
         });
-        let mut child = Command::new(&helper)
+        let mut failures = Vec::new();
+        for _ in 0..3 {
+            match LocalSolana::start_once(&helper) {
+                Ok(chain) => return chain,
+                Err(failure) => failures.push(failure),
+            }
+        }
+        panic!("the Solana chain helper did not start: {failures:?}");
+    }
+
+    fn start_once(helper: &str) -> Result<LocalSolana, String> {
+        let mut child = Command::new(helper)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("start {helper}: {e}"));
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .expect("read the helper's ready line");
-        let ready: Value = serde_json::from_str(line.trim())
-            .unwrap_or_else(|_| panic!("the Solana chain helper did not start: {line:?}"));
-        LocalSolana {
+        let Ok(ready) = serde_json::from_str::<Value>(line.trim()) else {
+            let mut stderr = String::new();
+            let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr);
+            kill(&mut child);
+            return Err(format!("{line:?} {stderr}"));
+        };
+        // Its log is not needed; a closed pipe must not stop it either.
+        let mut stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        Ok(LocalSolana {
             child,
             rpc_url: ready["rpcUrl"].as_str().unwrap().to_string(),
             mint: ready["mint"].as_str().unwrap().to_string(),
-        }
+        })
     }
 
     pub async fn set_sol(&self, address: &str, lamports: u64) {

@@ -1,6 +1,7 @@
 //! A real Prometheus (Debian's `prometheus` package) scraping a server's `/metrics` every
 //! second, read back through its HTTP query API as a dashboard would.
 
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -32,20 +33,31 @@ impl Prometheus {
             ),
         )
         .unwrap();
-        let port = super::chains::free_port();
-        let child = Command::new("prometheus")
+        // Port 0: Prometheus binds a port of its own and names it in its log (stderr).
+        let mut child = Command::new("prometheus")
             .arg(format!("--config.file={}", config.display()))
             .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .arg("--log.level=warn")
+            .arg("--web.listen-address=127.0.0.1:0")
+            .arg("--log.level=info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("start prometheus (scripts/test.sh installs Debian's package)");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let address = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|line| {
+                let (_, after) = line.split_once("msg=\"Listening on\" address=")?;
+                Some(after.split_whitespace().next()?.to_string())
+            })
+            .expect("prometheus exited before it named its address");
+        // Keep reading, so it never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
         let prometheus = Prometheus {
             child,
-            base: format!("http://127.0.0.1:{port}"),
+            base: format!("http://{address}"),
             _dir: dir,
         };
         let deadline = Instant::now() + Duration::from_secs(30);

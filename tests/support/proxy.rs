@@ -84,3 +84,67 @@ async fn relay(client: TcpStream, server: TcpStream, cut: Arc<AtomicUsize>) {
     }
     upward.abort();
 }
+
+/// A fixed address in front of a server that is restarted on a new port each time: the
+/// clients keep one URL across crashes, and no other process can take it between a crash
+/// and the restart (a server restarted on its old port could find it taken).
+pub struct Front {
+    /// `http://127.0.0.1:PORT`, standing in for the server's base URL.
+    pub base: String,
+    upstream: Arc<std::sync::Mutex<String>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Front {
+    pub async fn start(first: &str) -> Front {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the front");
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let upstream = Arc::new(std::sync::Mutex::new(String::new()));
+        let current = upstream.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let address = current.lock().unwrap().clone();
+                tokio::spawn(async move {
+                    // A server that is down refuses: the client sees its connection closed.
+                    if let Ok(mut server) = TcpStream::connect(&address).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+            }
+        });
+        let front = Front { base, upstream, task };
+        front.point_at(first);
+        front
+    }
+
+    /// New connections go to `upstream` (`http://host:port`) from now on.
+    pub fn point_at(&self, upstream: &str) {
+        *self.upstream.lock().unwrap() = upstream_address(upstream).to_string();
+    }
+}
+
+fn upstream_address(url: &str) -> &str {
+    url.trim_start_matches("http://").trim_end_matches('/')
+}
+
+impl Drop for Front {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A loopback port held by a socket that never listens: every connection to it is refused,
+/// as by a node that is down, and no other process can start listening there meanwhile.
+pub struct ClosedPort {
+    pub address: std::net::SocketAddr,
+    _held: tokio::net::TcpSocket,
+}
+
+impl ClosedPort {
+    pub fn new() -> ClosedPort {
+        let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+        socket.bind("127.0.0.1:0".parse().unwrap()).expect("bind a port");
+        let address = socket.local_addr().expect("its address");
+        ClosedPort { address, _held: socket }
+    }
+}
