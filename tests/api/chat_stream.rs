@@ -191,16 +191,7 @@ fn embedded_env(max_tokens: &str) -> TestEnv {
         .with_env("AGENT_HOST_EMBEDDED_MODEL_PATH", &smollm2_path())
         .with_env("AGENT_HOST_EMBEDDED_MAX_TOKENS", max_tokens)
         .with_env("AGENT_HOST_LLM_TIMEOUT_MS", "120000")
-        .with_env("AGENT_HOST_METRICS_LISTEN", "127.0.0.1:0")
-}
-
-/// A metric's value in the exposition (0 when the series is not there yet).
-async fn metric(server: &TestServer, series: &str) -> f64 {
-    let url = server.ready["metrics"].as_str().expect("the metrics address");
-    let text = send(client().get(url)).await.text;
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
-        .unwrap_or(0.0)
+        .with_metrics()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -232,7 +223,7 @@ async fn the_embedded_model_streams_token_by_token_and_stops_when_the_client_han
     assert!(completion > 1, "{done}");
     let counted = "agent_host_chat_tokens_total{agent=\"alpha\",type=\"completion\"}";
     assert_eq!(
-        metric(&server, counted).await,
+        server.metric(counted).await,
         completion as f64,
         "the chat's tokens in the metrics"
     );
@@ -245,11 +236,16 @@ async fn the_embedded_model_streams_token_by_token_and_stops_when_the_client_han
     time_until(
         Duration::from_secs(30),
         "the generation stopped for its caller",
-        || async { metric(&server, "agent_host_llm_embedded_stopped_total{reason=\"caller_gone\"}").await == 1.0 },
+        || async {
+            server
+                .metric("agent_host_llm_embedded_stopped_total{reason=\"caller_gone\"}")
+                .await
+                == 1.0
+        },
     )
     .await;
     time_until(Duration::from_secs(5), "the queue empty", || async {
-        metric(&server, "agent_host_llm_embedded_generations").await == 0.0
+        server.metric("agent_host_llm_embedded_generations").await == 0.0
     })
     .await;
 }

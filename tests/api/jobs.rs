@@ -97,7 +97,7 @@ async fn jobs_survive_a_restart_resumed_or_failed_never_stuck() {
     let agent_id = env.apply_agent(&slow_manifest(), "alice");
     let server = env.serve();
     let cut_off = start_job(&server, &key, "nap", json!({"mode": "sleep", "n": 5000})).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    env.until_job_running(&cut_off).await;
     drop(server); // killed mid-run
 
     // A job recorded but never started (as if the crash came right after the insert).

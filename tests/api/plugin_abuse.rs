@@ -171,7 +171,8 @@ async fn a_progress_flood_is_coalesced() {
 async fn one_tenant_cannot_hold_every_plugin_slot() {
     let env = TestEnv::new()
         .with_env("AGENT_HOST_PLUGIN_MAX_CONCURRENCY", "8")
-        .with_env("AGENT_HOST_PLUGIN_MAX_CONCURRENCY_PER_ACCOUNT", "3");
+        .with_env("AGENT_HOST_PLUGIN_MAX_CONCURRENCY_PER_ACCOUNT", "3")
+        .with_metrics();
     let greedy = env.account_with_key("greedy", "pro");
     let other = env.account_with_key("other", "pro");
     env.apply_agent(&probe_agent("jobs", "long_running = true\ntimeout_ms = 8000"), "greedy");
@@ -189,7 +190,8 @@ async fn one_tenant_cannot_hold_every_plugin_slot() {
         let (url, key) = (server.url("/v1/agents/slow/commands/probe/execute"), greedy.clone());
         slow.spawn(async move { post_json(&url, Some(&key), &json!({"parameters": {"mode": "loop"}})).await });
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The greedy account holds its whole share.
+    server.until_metric("agent_host_plugin_slots_in_use", 3.0).await;
 
     // Another tenant is answered at once, not after the loops' 8 s.
     let hello = tokio::time::timeout(

@@ -47,7 +47,9 @@ fn assert_contained(reply: &Reply, expected: &str) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn runaway_plugins_are_stopped_and_the_host_keeps_serving() {
-    let env = TestEnv::new().with_env("AGENT_HOST_PLUGIN_MEMORY_MIB", "64");
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_PLUGIN_MEMORY_MIB", "64")
+        .with_metrics();
     let key = env.account_with_key("alice", "pro");
     env.apply_agent(&probe_manifest(&[]), "alice");
     let server = env.serve();
@@ -57,7 +59,7 @@ async fn runaway_plugins_are_stopped_and_the_host_keeps_serving() {
         let (url, key) = (server.url("/v1/agents/probe/commands/probe/execute"), key.clone());
         tokio::spawn(async move { post_json(&url, Some(&key), &json!({"parameters": {"mode": "loop"}})).await })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.until_metric("agent_host_plugin_slots_in_use", 1.0).await;
     for _ in 0..5 {
         let started = Instant::now();
         let echo = probe(&server, &key, json!({"mode": "echo", "url": "hi"})).await;

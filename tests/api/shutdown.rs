@@ -35,7 +35,8 @@ async fn sigterm_lets_a_command_a_paid_request_and_a_job_finish() {
     let env = TestEnv::new()
         .with_env("AGENT_HOST_BASE_RPC_URL", &chain.rpc_url)
         .with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", &format!("127.0.0.1:{}", hook.port))
-        .with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1");
+        .with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1")
+        .with_metrics();
     let key = env.account_with_key("acme", "free");
     let slow = paid_webhook("slow", "Answers after three seconds", &hook.url("/hook"));
     env.apply_agent(
@@ -87,7 +88,7 @@ async fn sigterm_lets_a_command_a_paid_request_and_a_job_finish() {
     let job = get(&server.url(&job_path), None).await;
     assert_eq!(job.json()["state"], "succeeded", "{}", job.text);
     assert_eq!(job.json()["response"], "slept 3000 ms");
-    tokio::time::sleep(Duration::from_secs(2)).await; // two recovery passes
+    server.after_a_full_recovery_pass().await;
     let payments = env.cli_json(&["payments", "list", "--agent", "seller"]);
     assert_eq!(payments.as_array().unwrap().len(), 1, "{payments}");
     assert_eq!(payments[0]["state"], "served", "{payments}");
@@ -125,7 +126,7 @@ async fn a_job_that_outlasts_the_grace_period_is_left_to_recovery_at_once() {
     )
     .await;
     let job_path = job_path(&reply);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    env.until_job_running(&job_path).await;
     let signalled = Instant::now();
     server.terminate();
     let status = server.wait_for_exit(Duration::from_secs(10));

@@ -264,7 +264,9 @@ async fn an_unused_component_is_deleted_by_its_owner_then_collected() {
 /// Told by what ended first, not by durations (a cold compile takes what it takes).
 #[tokio::test(flavor = "multi_thread")]
 async fn an_inspection_is_accounted_to_the_uploading_account() {
-    let env = TestEnv::new().with_env("AGENT_HOST_PLUGIN_MAX_CONCURRENCY_PER_ACCOUNT", "1");
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_PLUGIN_MAX_CONCURRENCY_PER_ACCOUNT", "1")
+        .with_metrics();
     let busy = env.account_with_key("busy", "pro");
     let other = env.account_with_key("other", "pro");
     env.apply_agent(
@@ -279,8 +281,8 @@ async fn an_inspection_is_accounted_to_the_uploading_account() {
         let (url, key) = (server.url("/v1/agents/looper/commands/probe/execute"), busy.clone());
         tokio::spawn(async move { post_json(&url, Some(&key), &json!({"parameters": {"mode": "loop"}})).await })
     };
-    // Time for the loop to take the busy account's one slot (it holds it for 8 s).
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The loop holds the busy account's one slot (for 8 s).
+    server.until_metric("agent_host_plugin_slots_in_use", 1.0).await;
     let theirs = upload(&server, &other, variant(&probe_bytes(), 1, 8)).await;
     assert_eq!(theirs.status, 201, "{}", theirs.text);
     assert!(

@@ -215,7 +215,9 @@ async fn a_base_payment_is_verified_settled_once_and_served() {
         .with_env("AGENT_HOST_X402_CLIENT_LIMIT_PER_MINUTE", "1000")
         // One payer walks every path, a refund included (the cool-off after a refund has
         // a test of its own, x402_abuse).
-        .with_env("AGENT_HOST_X402_REFUND_COOLOFF_SECS", "0");
+        .with_env("AGENT_HOST_X402_REFUND_COOLOFF_SECS", "0")
+        .with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1")
+        .with_metrics();
     env.create_account("acme", "free");
     let agent_id = env.apply_agent(
         &format!("{}{BROKEN}{SLOW_BROKEN}{REPORT}", paid_manifest("seller")),
@@ -401,9 +403,17 @@ async fn a_base_payment_is_verified_settled_once_and_served() {
         .expect("the refund's transfer is listed");
     assert_eq!(failed["refundTransactionSignature"], refund["signature"], "{failed}");
     assert!(refund["signature"].is_string());
-    // Refunded once only, however the job's end and the link raced.
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    // Refunded once only, however the job's end and the link raced, and recovery (which
+    // would finish a refund left half-done) finds nothing more to pay.
+    server.after_a_full_recovery_pass().await;
     assert_eq!(chain.usdc_of(&payer_address).await, 870_000);
+    let refunds = env.cli_json(&["wallet", "transfers", "--agent", "seller"]);
+    let refunds = refunds.as_array().unwrap().iter().filter(|t| t["kind"] == "refund");
+    assert_eq!(
+        refunds.count(),
+        2,
+        "the broken command's and the failed job's, once each"
+    );
 
     // The owner sees every payment with its receipt and how it ended.
     let payments = env.cli_json(&["payments", "list", "--agent", "seller"]);

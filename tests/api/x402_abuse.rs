@@ -738,7 +738,9 @@ async fn a_served_request_is_never_refunded() {
     let chain = LocalBase::start().await;
     let (mut env, agent_wallet) = base_shop(
         &chain,
-        TestEnv::new().with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1"),
+        TestEnv::new()
+            .with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1")
+            .with_metrics(),
         REPORT,
     )
     .await;
@@ -758,7 +760,7 @@ async fn a_served_request_is_never_refunded() {
     // Killed after the mark: served stays served.
     crash_at(&mut env, "x402:after_served", &payer, &hello, 2, 50_000).await;
     let server = env.serve();
-    tokio::time::sleep(Duration::from_secs(4)).await; // several recovery passes
+    server.after_a_full_recovery_pass().await;
     assert_eq!(payments(&env)[0]["state"], "served");
     assert_eq!(chain.usdc_of(&payer_address).await, 950_000);
     assert_eq!(chain.usdc_of(&agent_wallet).await, 50_000);

@@ -291,7 +291,8 @@ async fn a_settlement_the_facilitator_did_not_confirm_is_found_on_chain_and_refu
     let env = TestEnv::new()
         .with_envs(chain.env())
         .with_env("AGENT_HOST_X402_BASE_FACILITATOR_URL", &lying.base)
-        .with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1");
+        .with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1")
+        .with_metrics();
     let (env, wallet) = gasless_shop(env);
     chain.set_eth(&wallet, 10u128.pow(16)).await; // the refund's gas
     let server = env.serve();
@@ -339,6 +340,7 @@ async fn a_settlement_the_facilitator_did_not_confirm_is_found_on_chain_and_refu
         assert!(std::time::Instant::now() < deadline, "not refunded: {recorded:?}");
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
+    server.after_a_full_recovery_pass().await;
     assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "refunded, once");
     assert_eq!(chain.usdc_of(&wallet).await, 0);
 }

@@ -616,7 +616,9 @@ async fn two_hundred_payments_cut_by_random_kills_leave_the_ledger_whole() {
 #[tokio::test]
 async fn a_paid_jobs_refund_cut_off_by_a_crash_is_paid_after_the_restart() {
     let side = Side::start("base").await;
-    let env = TestEnv::new().with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1");
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1")
+        .with_metrics();
     let funded = 1_000_000;
     let (mut env, wallet) = side.shop(env, crate::support::x402::SLOW_BROKEN, funded).await;
     env.set_env("AGENT_HOST_TEST_FAULT", "job:after_finish");
@@ -645,12 +647,13 @@ async fn a_paid_jobs_refund_cut_off_by_a_crash_is_paid_after_the_restart() {
     assert_eq!(side.usdc_of(&side.payer()).await, funded - 40_000);
 
     env.set_env("AGENT_HOST_TEST_FAULT", "");
-    let _restarted = env.serve();
+    let restarted = env.serve();
     let deadline = Instant::now() + Duration::from_secs(30);
     while payments(&env)[0]["state"] != "refunded" {
         assert!(Instant::now() < deadline, "never refunded: {:?}", payments(&env));
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    restarted.after_a_full_recovery_pass().await;
     let (_, transfers) = all_settled(&env).await;
     let refunds: Vec<&Value> = transfers.iter().filter(|t| t["kind"] == "refund").collect();
     assert_eq!(refunds.len(), 1, "{transfers:?}");

@@ -107,6 +107,21 @@ impl TestEnv {
         }
     }
 
+    /// Waits (up to 20 s) until the job is `running` in the store: a host has taken it and
+    /// its work has started. `job` is its id or its status URL.
+    pub async fn until_job_running(&self, job: &str) {
+        let id = job.rsplit_once("/jobs/").map_or(job, |(_, id)| id);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let state = self.sql(&format!("SELECT state FROM jobs WHERE id = '{id}'"));
+            if state.first().and_then(|row| row[0].as_deref()) == Some("running") {
+                return;
+            }
+            assert!(Instant::now() < deadline, "job {id} never ran: {state:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// `bytes` written as a literal of this environment's SQL.
     pub fn blob_literal(&self, bytes: &[u8]) -> String {
         match &self.database {
@@ -152,6 +167,12 @@ impl TestEnv {
     pub fn with_env(mut self, name: &str, value: &str) -> TestEnv {
         self.env.push((name.to_string(), value.to_string()));
         self
+    }
+
+    /// Servers started from it serve their metrics (on a port of their own), which the
+    /// tests read to wait for what happened: [`TestServer::metric`].
+    pub fn with_metrics(self) -> TestEnv {
+        self.with_env("AGENT_HOST_METRICS_LISTEN", "127.0.0.1:0")
     }
 
     /// Adds settings, e.g. those pointing at a local chain.
@@ -416,6 +437,39 @@ impl TestServer {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// A series' value in the server's metrics (0 while it is absent), e.g.
+    /// `agent_host_plugin_slots_in_use`. Needs [`TestEnv::with_metrics`].
+    pub async fn metric(&self, series: &str) -> f64 {
+        let url = self.ready["metrics"]
+            .as_str()
+            .expect("the server serves no metrics: start it from TestEnv::with_metrics");
+        let text = send(client().get(url)).await.text;
+        text.lines()
+            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())
+            .unwrap_or(0.0)
+    }
+
+    /// Waits (up to 60 s) until `series` is at least `value`.
+    pub async fn until_metric(&self, series: &str, value: f64) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let now = self.metric(series).await;
+            if now >= value {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{series} is {now}, never {value}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until two more recovery passes have ended on this server: the second began
+    /// after this call, so everything left unfinished before it has been looked at.
+    pub async fn after_a_full_recovery_pass(&self) {
+        const PASSES: &str = "agent_host_recovery_passes_total";
+        let ended = self.metric(PASSES).await;
+        self.until_metric(PASSES, ended + 2.0).await;
     }
 }
 

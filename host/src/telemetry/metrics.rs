@@ -115,8 +115,9 @@ pub struct Metrics {
     x402_fee_wei: Counter<f64, AtomicU64>,
     x402_replays: Counter,
     x402_cooling_off: Family<Labels<1>, Counter>,
-    // Jobs
+    // Jobs and recovery
     jobs_finished: Family<Labels<1>, Counter>,
+    recovery_passes: Counter,
     pub jobs_queued: Gauge,
     pub jobs_running: Gauge,
     pub jobs_oldest_queued_seconds: Gauge<f64, AtomicU64>,
@@ -165,6 +166,7 @@ impl Metrics {
             x402_replays: Counter::default(),
             x402_cooling_off: Family::default(),
             jobs_finished: Family::default(),
+            recovery_passes: Counter::default(),
             jobs_queued: Gauge::default(),
             jobs_running: Gauge::default(),
             jobs_oldest_queued_seconds: Gauge::default(),
@@ -278,6 +280,11 @@ impl Metrics {
             m.x402_cooling_off.clone(),
         );
         host.register("jobs_finished", "Jobs ended, by state", m.jobs_finished.clone());
+        host.register(
+            "recovery_passes",
+            "Recovery passes this host finished (jobs, transfers and payments taken up)",
+            m.recovery_passes.clone(),
+        );
         host.register(
             "jobs_queued",
             "Jobs waiting to run (the whole store)",
@@ -474,6 +481,10 @@ impl Metrics {
 
     pub fn job_finished(&self, state: &'static str) {
         self.jobs_finished.get_or_create(&[("state", state)]).inc();
+    }
+
+    pub fn recovery_pass(&self) {
+        self.recovery_passes.inc();
     }
 
     pub fn rpc_call(&self, network: &'static str, method: &'static str, outcome: &'static str, seconds: f64) {
