@@ -340,6 +340,18 @@ impl<S: Send + Sync> FromRequest<S> for ApiBody {
     }
 }
 
+impl ApiBody {
+    /// The bytes of a body that must be JSON when there is one (an empty body is allowed:
+    /// the route decides what it means). The document itself is the caller's to parse.
+    pub fn json_bytes(self) -> Result<Bytes, ApiError> {
+        let json = self.mime.as_deref().is_some_and(is_json_mime);
+        if !self.bytes.is_empty() && !json {
+            return Err(ApiError::validation("Content-Type must be application/json"));
+        }
+        Ok(self.bytes)
+    }
+}
+
 /// A content type without its parameters, lowercase: `application/json`.
 fn mime_essence(value: &HeaderValue) -> Option<String> {
     let text = value.to_str().ok()?;
@@ -347,7 +359,10 @@ fn mime_essence(value: &HeaderValue) -> Option<String> {
 }
 
 fn is_json(value: &HeaderValue) -> bool {
-    let Some(mime) = mime_essence(value) else { return false };
+    mime_essence(value).is_some_and(|mime| is_json_mime(&mime))
+}
+
+fn is_json_mime(mime: &str) -> bool {
     mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
 }
 

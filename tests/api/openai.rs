@@ -218,6 +218,56 @@ async fn keys_missing_agents_and_unknown_paths_answer_in_openais_shape() {
     );
 }
 
+/// The completions route reads its body raw; a body over the limit, one that is not JSON
+/// and a key past its rate are still answered in OpenAI's shape, a 429 with `retry-after`.
+#[tokio::test(flavor = "multi_thread")]
+async fn oversized_untyped_and_too_frequent_requests_answer_in_openais_shape() {
+    let fx = start(reading_model(), &[("AGENT_HOST_MAX_BODY_BYTES", "2000")]).await;
+    let url = format!("{}/chat/completions", base_url(&fx));
+    let shape = |reply: &Reply, status: u16, kind: &str, code: &str| {
+        assert_eq!(reply.status, status, "{}", reply.text);
+        let error = &reply.json()["error"];
+        assert_eq!(
+            (&error["type"], &error["code"]),
+            (&json!(kind), &json!(code)),
+            "{}",
+            reply.text
+        );
+        error["message"].as_str().unwrap().to_string()
+    };
+    let long = json!({"model": "alpha", "messages": [{"role": "user", "content": "a".repeat(3000)}]});
+    let too_large = send(client().post(&url).bearer_auth(&fx.key).json(&long)).await;
+    let message = shape(&too_large, 413, "invalid_request_error", "validation_error");
+    assert!(message.contains("too large"), "{message}");
+    let question = r#"{"model": "alpha", "messages": [{"role": "user", "content": "Hi"}]}"#;
+    let untyped = send(client().post(&url).bearer_auth(&fx.key).body(question)).await;
+    let message = shape(&untyped, 400, "invalid_request_error", "validation_error");
+    assert!(message.contains("Content-Type"), "{message}");
+
+    // A key of an account allowed two requests a minute: the third is told when to retry.
+    fx.env.cli_json(&[
+        "account",
+        "create",
+        "tiny",
+        "--plan",
+        "enterprise",
+        "--rpm",
+        "2",
+        "--rpd",
+        "100",
+    ]);
+    let tiny = fx.env.create_key("tiny");
+    for _ in 0..2 {
+        let reply = send(client().post(&url).bearer_auth(&tiny).body(question)).await;
+        assert_ne!(reply.status, 429, "{}", reply.text);
+    }
+    let limited = send(client().post(&url).bearer_auth(&tiny).body(question)).await;
+    shape(&limited, 429, "rate_limit_error", "rate_limit_exceeded");
+    let retry: u64 = limited.header("retry-after").expect("retry-after").parse().unwrap();
+    // A sliding minute: the wait may reach into the next one.
+    assert!((1..=120).contains(&retry), "{retry}: {}", limited.text);
+}
+
 /// Offline, with the embedded model: OpenAI's client streams an answer from the agent.
 #[tokio::test(flavor = "multi_thread")]
 async fn openais_client_streams_from_the_embedded_model() {

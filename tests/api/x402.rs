@@ -191,6 +191,45 @@ async fn what_cannot_be_bought_is_refused_in_the_x402_envelope() {
     );
 }
 
+/// The paid routes read their bodies raw; a body over the limit, one that is not JSON and
+/// a client past its limit are still answered in x402's envelope, not the framework's text.
+#[tokio::test]
+async fn oversized_untyped_and_too_frequent_requests_keep_the_x402_envelope() {
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_MAX_BODY_BYTES", "2000")
+        .with_env("AGENT_HOST_X402_CLIENT_LIMIT_PER_MINUTE", "3");
+    env.create_account("acme", "free");
+    env.apply_agent(&paid_manifest("seller"), "acme");
+    env.create_wallet("seller", "base");
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let envelope = |reply: &Reply, status: u16, code: &str| {
+        assert_eq!(reply.status, status, "{}", reply.text);
+        assert_eq!(reply.header("content-type").as_deref(), Some("application/json"));
+        let body = reply.json();
+        assert_eq!(
+            (&body["success"], &body["code"], &body["x402Version"]),
+            (&json!(false), &json!(code), &json!(1)),
+            "{body}"
+        );
+        body["error"].as_str().unwrap().to_string()
+    };
+    let long = json!({ "message": "a".repeat(3000) });
+    let too_large = send(client().post(&url).json(&long)).await;
+    assert!(envelope(&too_large, 413, "validation_error").contains("too large"));
+    // In the version the payer spoke: a v2 payment header is answered as version 2.
+    let v2 = send(client().post(&url).header("payment-signature", "e30=").json(&long)).await;
+    assert_eq!(v2.json()["x402Version"], 2, "{}", v2.text);
+    let untyped = send(client().post(&url).body(r#"{"message": "hi"}"#)).await;
+    assert!(envelope(&untyped, 400, "validation_error").contains("Content-Type"));
+    // The fourth request this minute from this address.
+    let limited = send(client().post(&url).json(&json!({ "message": "hi" }))).await;
+    envelope(&limited, 429, "rate_limit_exceeded");
+    let retry: u64 = limited.header("retry-after").expect("retry-after").parse().unwrap();
+    // A sliding minute: the wait may reach into the next one.
+    assert!((1..=120).contains(&retry), "{retry}: {}", limited.text);
+}
+
 #[tokio::test]
 async fn an_agent_needs_a_wallet_on_the_network_to_be_paid() {
     let env = TestEnv::new();

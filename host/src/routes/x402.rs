@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use super::AppState;
 use super::client::client_key;
 use crate::domain::{Command, ResponseFormat};
-use crate::error::{ApiError, ApiPath, rate_headers};
+use crate::error::{ApiBody, ApiError, ApiPath, rate_headers};
 use crate::money::MicroUsdc;
 use crate::services::payments::{self, Offer, Settled};
 use crate::services::purchase::{self, Order, Sale, SaleOutcome};
@@ -296,7 +296,7 @@ async fn invoke(
     Extension(client): Extension<ClientAddress>,
     path: AgentPath,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<ApiBody, ApiError>,
 ) -> Response {
     purchase_on_own_task(state, client, Address::of_agent(path), headers, body).await
 }
@@ -307,7 +307,7 @@ async fn invoke_command(
     Extension(client): Extension<ClientAddress>,
     path: CommandPath,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<ApiBody, ApiError>,
 ) -> Response {
     purchase_on_own_task(state, client, Address::of_command(path), headers, body).await
 }
@@ -317,7 +317,7 @@ async fn purchase_on_own_task(
     client: ClientAddress,
     address: Result<Address, ApiError>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<ApiBody, ApiError>,
 ) -> Response {
     let lifecycle = state.services.lifecycle.clone();
     match lifecycle
@@ -334,7 +334,7 @@ async fn purchase_of(
     client: ClientAddress,
     address: Result<Address, ApiError>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<ApiBody, ApiError>,
 ) -> Response {
     let address = match address {
         Ok(address) => address,
@@ -345,6 +345,12 @@ async fn purchase_of(
         Err(err) => return x402_error(err, Version::V1),
     };
     let version = presented.as_ref().map(|(v, _)| *v).unwrap_or(Version::V1);
+    // Over the size limit or not JSON: refused in the paid API's envelope, not the
+    // framework's plain text.
+    let body: Bytes = match body.and_then(ApiBody::json_bytes) {
+        Ok(body) => body,
+        Err(err) => return x402_error(err, version),
+    };
     let offer = match find_offer(&state, &address, version).await {
         Ok(offer) => offer,
         Err(response) => return response,

@@ -13,13 +13,12 @@ use axum::http::HeaderMap;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
-use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::AppState;
 use super::chat_stream::{self, Frame, json_event};
 use super::guard;
-use crate::error::{ApiError, ApiPath};
+use crate::error::{ApiBody, ApiError, ApiPath};
 use crate::services::agents;
 use crate::services::chat::{self, ChatEvent};
 use crate::services::keys::Caller;
@@ -51,10 +50,10 @@ async fn completions(
     caller: Caller,
     headers: HeaderMap,
     path: Result<ApiPath<String>, ApiError>,
-    body: Bytes,
+    body: Result<ApiBody, ApiError>,
 ) -> Result<Response, OpenAiError> {
     let ApiPath(agent_id) = path?;
-    let request = CompletionRequest::parse(&body)?;
+    let request = CompletionRequest::parse(&body?.json_bytes()?)?;
     let mut input = request.chat_input()?;
     input.tools_enabled = !guard::from_our_plugin(&state, &headers);
     let services = &state.services;
