@@ -205,7 +205,7 @@ async fn oversized_untyped_and_too_frequent_requests_keep_the_x402_envelope() {
     let url = server.url("/x402/base/seller");
     let envelope = |reply: &Reply, status: u16, code: &str| {
         assert_eq!(reply.status, status, "{}", reply.text);
-        assert_eq!(reply.header("content-type").as_deref(), Some("application/json"));
+        assert_eq!(reply.header("content-type"), Some("application/json"));
         let body = reply.json();
         assert_eq!(
             (&body["success"], &body["code"], &body["x402Version"]),
