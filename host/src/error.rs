@@ -132,7 +132,9 @@ fn model_error(e: LlmError) -> ApiError {
     // A provider's own words can carry the operator's account details: logged only.
     tracing::warn!(error = %e, "language model failure");
     let (status, code) = match &e {
-        LlmError::NotConfigured | LlmError::Busy => (S::SERVICE_UNAVAILABLE, "model_unavailable"),
+        LlmError::NotConfigured | LlmError::Busy | LlmError::RateLimited { .. } => {
+            (S::SERVICE_UNAVAILABLE, "model_unavailable")
+        }
         LlmError::Timeout(_) => (S::GATEWAY_TIMEOUT, "generation_timeout"),
         LlmError::Refused { .. } | LlmError::Unreachable(_) | LlmError::BadAnswer(_) => {
             (S::BAD_GATEWAY, "model_unavailable")
@@ -142,6 +144,9 @@ fn model_error(e: LlmError) -> ApiError {
     match e {
         // Its queue empties within a generation or two.
         LlmError::Busy => error.with_header(axum::http::header::RETRY_AFTER, HeaderValue::from(2)),
+        LlmError::RateLimited { retry_after_secs, .. } => {
+            error.with_header(axum::http::header::RETRY_AFTER, HeaderValue::from(retry_after_secs))
+        }
         _ => error,
     }
 }

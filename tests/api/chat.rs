@@ -430,3 +430,85 @@ async fn the_embedded_model_answers_offline() {
     let answer = reply.json()["data"]["response"].as_str().unwrap().to_string();
     assert!(answer.chars().any(char::is_alphabetic), "a real answer: {answer:?}");
 }
+
+/// The failures a hosted model really gives, each mapped to one stable answer: a proxy's
+/// HTML page, a rate limit with its wait, a 200 that is not JSON, an answer or a tool call
+/// cut at the token limit, and a stream cut before its end. The provider's own words are
+/// never passed on.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_provider_failure_has_a_stable_answer() {
+    use crate::support::fake_llm::{
+        cut_at_limit, cut_stream, html_page, not_json, rate_limited, tool_call_cut_at_limit,
+    };
+    let fx = start(
+        Arc::new(|body, _| {
+            let asked = body["messages"].as_array().unwrap().last().unwrap()["content"].to_string();
+            let said = |word: &str| asked.contains(word);
+            if said("html") {
+                html_page(502)
+            } else if said("busy") {
+                rate_limited(7)
+            } else if said("garbage") {
+                not_json()
+            } else if said("halfcall") {
+                tool_call_cut_at_limit("call_1", "hello")
+            } else if said("long") {
+                cut_at_limit("Once upon a time")
+            } else {
+                cut_stream("This answer is cut by the network halfway through")
+            }
+        }),
+        &[],
+    )
+    .await;
+    let failed = |reply: &Reply, status: u16, message: &str| {
+        assert_eq!(reply.status, status, "{}", reply.text);
+        assert_eq!(reply.error_code(), "model_unavailable", "{}", reply.text);
+        assert_eq!(reply.error_message(), message, "{}", reply.text);
+        assert!(
+            !reply.text.contains("nginx") && !reply.text.contains("org-Secret123"),
+            "{}",
+            reply.text
+        );
+    };
+    let html = chat(&fx, json!({"message": "html"})).await;
+    failed(&html, 502, "The language model provider refused the request (HTTP 502)");
+    let busy = chat(&fx, json!({"message": "busy"})).await;
+    failed(
+        &busy,
+        503,
+        "The language model provider is limiting this server's requests; try again in 7 s",
+    );
+    assert_eq!(busy.header("retry-after"), Some("7"));
+    let unreadable = "The language model provider sent an answer this server cannot read";
+    failed(&chat(&fx, json!({"message": "garbage"})).await, 502, unreadable);
+    failed(&chat(&fx, json!({"message": "halfcall"})).await, 502, unreadable);
+
+    // Text cut at its limit is still an answer, and OpenAI's clients are told why it ended.
+    let long = chat(&fx, json!({"message": "long"})).await;
+    assert_eq!(long.status, 200, "{}", long.text);
+    assert_eq!(long.json()["data"]["response"], "Once upon a time");
+    let completions = fx.server.url("/v1/agents/alpha/openai/v1/chat/completions");
+    let asked = |text: &str, stream: bool| json!({"model": "alpha", "stream": stream, "messages": [{"role": "user", "content": text}]});
+    let long = send(
+        client()
+            .post(&completions)
+            .bearer_auth(&fx.key)
+            .json(&asked("long", false)),
+    )
+    .await;
+    assert_eq!(long.json()["choices"][0]["finish_reason"], "length", "{}", long.text);
+
+    // A stream the network cut: an error where the answer's end would be, never half an
+    // answer passed off as whole.
+    let cut = send(
+        client()
+            .post(&completions)
+            .bearer_auth(&fx.key)
+            .json(&asked("story", true)),
+    )
+    .await;
+    assert_eq!(cut.status, 200, "{}", cut.text);
+    assert!(cut.text.contains(r#""code":"model_unavailable""#), "{}", cut.text);
+    assert!(!cut.text.contains(r#""finish_reason":"stop""#), "{}", cut.text);
+}

@@ -10,6 +10,9 @@ use serde_json::{Value, json};
 use crate::support::*;
 
 const TOKEN: &str = "123456:TEST-token_abc";
+/// Where Telegram is told to send updates: HTTPS, as it requires, at the address a proxy in
+/// front of the server would have. The tests deliver the updates to the server themselves.
+const PUBLIC_HOOK: &str = "https://agents.example.com/chatapp/alpha/webhook";
 
 /// A Bot API stand-in: `/bot<token>/getMe` and `/bot<token>/sendMessage`, with Telegram's
 /// real error bodies chosen by the chat id.
@@ -34,6 +37,9 @@ async fn fake_telegram(sent: Arc<Mutex<Vec<Value>>>) -> FakeServer {
                         axum::http::StatusCode::OK,
                         axum::Json(json!({ "ok": true, "result": { "id": 123456, "is_bot": true, "first_name": "Helper", "username": "helper_bot" } })),
                     ),
+                    "setWebhook" if !body["url"].as_str().unwrap_or_default().starts_with("https://") => {
+                        fail(400, "Bad Request: bad webhook: An HTTPS URL must be provided for webhook", Value::Null)
+                    }
                     "setWebhook" => {
                         sent.lock().unwrap().push(json!({ "setWebhook": body }));
                         (axum::http::StatusCode::OK, axum::Json(json!({ "ok": true, "result": true, "description": "Webhook was set" })))
@@ -347,7 +353,7 @@ async fn inbound_updates_run_commands_and_reply_in_the_chat() {
     let key = env.account_with_key("alice", "free");
     env.apply_agent(&inbound_manifest(), "alice");
     let server = env.serve();
-    let hook = server.url("/chatapp/alpha/webhook");
+    let hook = PUBLIC_HOOK;
     let connected = env.cli_json(&[
         "chatapp",
         "connect",
@@ -356,11 +362,11 @@ async fn inbound_updates_run_commands_and_reply_in_the_chat() {
         "--token",
         TOKEN,
         "--webhook-url",
-        &hook,
+        hook,
     ]);
-    assert_eq!(connected["webhook_url"], hook.as_str());
+    assert_eq!(connected["webhook_url"], hook);
     let registered = sent.lock().unwrap()[0]["setWebhook"].clone();
-    assert_eq!(registered["url"], hook.as_str());
+    assert_eq!(registered["url"], hook);
     assert_eq!(registered["allowed_updates"], json!(["message"]));
     let secret = registered["secret_token"].as_str().unwrap().to_string();
     assert!(secret.len() >= 32);
@@ -402,14 +408,28 @@ async fn inbound_updates_run_commands_and_reply_in_the_chat() {
     assert_eq!(replies.len(), 2, "refused once with 429, sent again after retry_after");
     assert_eq!(replies[1]["text"], "Hello, Bo!");
 
-    let (_, replies) = deliver(&bot, &secret, 5, 777777, "/hello Bo", 1).await;
-    assert_eq!(replies.len(), 0, "a re-sent update is answered once");
+    // Telegram re-sends an update it thinks was lost: acknowledged, answered once.
+    let resent = json!({ "update_id": 5, "message": {
+        "message_id": 15, "date": 1795341600, "text": "/hello Bo",
+        "from": { "id": 777777, "is_bot": false, "first_name": "Bo" },
+        "chat": { "id": 777777, "type": "private" } } });
+    let reply = send(
+        client()
+            .post(bot.server.url("/chatapp/alpha/webhook"))
+            .header("x-telegram-bot-api-secret-token", &secret)
+            .json(&resent),
+    )
+    .await;
+    assert_eq!(
+        reply.json(),
+        json!({ "ok": true, "duplicate": true }),
+        "a re-sent update is answered once"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn inbound_updates_need_the_secret_token() {
     let bot = connected().await;
-    let hook = bot.server.url("/chatapp/alpha/webhook");
     bot.env.cli_json(&[
         "chatapp",
         "connect",
@@ -418,7 +438,7 @@ async fn inbound_updates_need_the_secret_token() {
         "--token",
         TOKEN,
         "--webhook-url",
-        &hook,
+        PUBLIC_HOOK,
     ]);
     for secret in ["", "wrong-secret"] {
         let (status, replies) = deliver(&bot, secret, 9, 5001, "/hello Ann", 0).await;
@@ -574,7 +594,6 @@ async fn inbound_bot(env: TestEnv, account_args: &[&str]) -> (Bot, String) {
     let key = env.create_key("owner");
     env.apply_agent(&inbound_manifest(), "owner");
     let server = env.serve();
-    let hook = server.url("/chatapp/alpha/webhook");
     env.cli_json(&[
         "chatapp",
         "connect",
@@ -583,7 +602,7 @@ async fn inbound_bot(env: TestEnv, account_args: &[&str]) -> (Bot, String) {
         "--token",
         TOKEN,
         "--webhook-url",
-        &hook,
+        PUBLIC_HOOK,
     ]);
     let secret = sent.lock().unwrap()[0]["setWebhook"]["secret_token"]
         .as_str()
@@ -714,4 +733,44 @@ async fn a_providers_words_never_reach_the_chat() {
     assert!(text.contains("cannot answer right now"), "{text}");
     assert!(!text.contains("org-Secret123"), "{text}");
     assert!(bot.server.log().contains("org-Secret123"), "the operator's log has it");
+}
+
+/// Telegram takes only an HTTPS webhook; its refusal reaches the owner in its own words,
+/// the bot stays connected without a webhook, and an HTTPS address then registers.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_webhook_telegram_refuses_is_reported_and_not_kept() {
+    let bot = connected().await;
+    let manage = bot.env.create_key("alice");
+    let url = bot.server.url("/v1/account/agents/alpha/integrations/chatapp");
+    let plain = json!({ "token": TOKEN, "webhook_url": "http://agents.example.com/chatapp/alpha/webhook" });
+    let refused = keyed(reqwest::Method::PUT, &url, &manage, Some(&plain)).await;
+    assert_eq!(
+        (refused.status, refused.error_code()),
+        (400, "validation_error".to_string()),
+        "{}",
+        refused.text
+    );
+    assert_eq!(
+        refused.error_message(),
+        "Telegram refused the webhook: Bad Request: bad webhook: An HTTPS URL must be provided for webhook"
+    );
+    let shown = get(&bot.server.url("/v1/account/agents/alpha/integrations"), Some(&manage)).await;
+    assert_eq!(
+        shown.json()["data"]["chatapp"]["webhook_url"],
+        Value::Null,
+        "{}",
+        shown.text
+    );
+    assert!(bot.sent.lock().unwrap().iter().all(|s| s.get("setWebhook").is_none()));
+
+    let secure = json!({ "token": TOKEN, "webhook_url": PUBLIC_HOOK });
+    let connected = keyed(reqwest::Method::PUT, &url, &manage, Some(&secure)).await;
+    assert_eq!(connected.status, 200, "{}", connected.text);
+    let shown = get(&bot.server.url("/v1/account/agents/alpha/integrations"), Some(&manage)).await;
+    assert_eq!(
+        shown.json()["data"]["chatapp"]["webhook_url"],
+        PUBLIC_HOOK,
+        "{}",
+        shown.text
+    );
 }

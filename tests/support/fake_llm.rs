@@ -41,11 +41,22 @@ pub async fn fake_openai_watched(policy: Policy, seen: Arc<Mutex<Vec<Value>>>, c
                 if reply.get("sleep_ms").is_some() {
                     tokio::time::sleep(Duration::from_millis(reply["sleep_ms"].as_u64().unwrap())).await;
                 }
-                if status == 200 && body["stream"] == json!(true) {
+                let status = axum::http::StatusCode::from_u16(status).unwrap();
+                let mut response = if let Some(raw) = reply["raw_body"].as_str() {
+                    let content_type = reply["content_type"].as_str().unwrap_or("text/plain").to_string();
+                    (status, [("content-type", content_type)], raw.to_string()).into_response()
+                } else if status == 200 && body["stream"] == json!(true) {
                     let usage = body["stream_options"]["include_usage"] == json!(true);
-                    return streamed(&reply, usage, cut.clone());
+                    streamed(&reply, usage, cut.clone())
+                } else {
+                    (status, axum::Json(reply.clone())).into_response()
+                };
+                for (name, value) in reply["headers"].as_object().into_iter().flatten() {
+                    let value = axum::http::HeaderValue::from_str(value.as_str().unwrap()).unwrap();
+                    let name = axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap();
+                    response.headers_mut().insert(name, value);
                 }
-                (axum::http::StatusCode::from_u16(status).unwrap(), axum::Json(reply)).into_response()
+                response
             }
         }),
     );
@@ -127,7 +138,12 @@ fn chunks(reply: &Value, with_usage: bool) -> Vec<String> {
 
 fn streamed(reply: &Value, with_usage: bool, cut: Arc<AtomicUsize>) -> Response {
     let delay = Duration::from_millis(reply["chunk_delay_ms"].as_u64().unwrap_or(0));
-    let pending: std::collections::VecDeque<String> = chunks(reply, with_usage).into();
+    let mut all = chunks(reply, with_usage);
+    if reply["cut_stream"] == json!(true) {
+        // The connection closes mid-answer: no finish reason, no usage, no [DONE].
+        all.truncate(all.len() / 2);
+    }
+    let pending: std::collections::VecDeque<String> = all.into();
     let watch = CutWatch { finished: false, cut };
     let body = futures_util::stream::unfold((pending, watch), move |(mut pending, mut watch)| async move {
         let data = pending.pop_front()?;
@@ -160,6 +176,53 @@ pub fn refusal(status: u16, message: &str) -> (u16, Value) {
         status,
         json!({ "error": { "message": message, "type": "server_error" } }),
     )
+}
+
+/// What a proxy in front of the provider answers when the provider is down: an HTML page.
+pub fn html_page(status: u16) -> (u16, Value) {
+    let page = format!(
+        "<html><head><title>{status} Bad Gateway</title></head><body><center><h1>{status} Bad Gateway</h1></center><hr><center>nginx</center></body></html>"
+    );
+    (status, json!({ "raw_body": page, "content_type": "text/html" }))
+}
+
+/// OpenAI's rate-limit refusal, with the `retry-after` it sends.
+pub fn rate_limited(retry_after_secs: u64) -> (u16, Value) {
+    (
+        429,
+        json!({ "error": { "message": "Rate limit reached for gpt-4o-mini in organization org-Secret123 on requests per min (RPM): Limit 3, Used 3, Requested 1.", "type": "requests", "code": "rate_limit_exceeded" },
+                "headers": { "retry-after": retry_after_secs.to_string() } }),
+    )
+}
+
+/// A 200 whose body is not JSON (a misconfigured gateway's page).
+pub fn not_json() -> (u16, Value) {
+    (
+        200,
+        json!({ "raw_body": "upstream connect error or disconnect/reset before headers", "content_type": "text/plain" }),
+    )
+}
+
+/// Text that stopped at its token limit: `finish_reason: "length"`.
+pub fn cut_at_limit(content: &str) -> (u16, Value) {
+    let (status, mut reply) = text(content);
+    reply["choices"][0]["finish_reason"] = json!("length");
+    (status, reply)
+}
+
+/// A tool call whose arguments stopped at the token limit, half a JSON document.
+pub fn tool_call_cut_at_limit(id: &str, name: &str) -> (u16, Value) {
+    let (status, mut reply) = tool_call(id, name, json!({}));
+    reply["choices"][0]["finish_reason"] = json!("length");
+    reply["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = json!("{\"name\": \"An");
+    (status, reply)
+}
+
+/// An answer whose stream the connection cuts halfway (when it is asked for a stream).
+pub fn cut_stream(content: &str) -> (u16, Value) {
+    let (status, mut reply) = text(content);
+    reply["cut_stream"] = json!(true);
+    (status, reply)
 }
 
 pub fn tool_call(id: &str, name: &str, arguments: Value) -> (u16, Value) {

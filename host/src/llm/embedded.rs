@@ -317,6 +317,7 @@ impl Inner {
             .map_err(|_| timed_out())?;
         let cancelled = Arc::new(AtomicBool::new(false));
         let _cancel = CancelOnDrop(cancelled.clone());
+        let request_limit = request.max_tokens.unwrap_or(self.max_tokens);
         let generating = self.clone();
         let (content, stats) = tokio::task::spawn_blocking(move || {
             // The model stays taken until the generation really ends, even if its
@@ -336,6 +337,7 @@ impl Inner {
         if content.is_empty() {
             return Err(LlmError::BadAnswer("the embedded model produced no text".into()));
         }
+        let limit = request_limit.min(self.max_tokens) as usize;
         Ok(Completion {
             content,
             tool_calls: Vec::new(),
@@ -343,6 +345,7 @@ impl Inner {
                 input_tokens: stats.prompt_tokens as u64,
                 output_tokens: stats.generated_tokens as u64,
             }),
+            cut_short: stats.generated_tokens >= limit,
         })
     }
 }

@@ -95,6 +95,8 @@ pub struct Completion {
     pub tool_calls: Vec<ToolCall>,
     /// Tokens read and written, when the provider says.
     pub usage: Option<Usage>,
+    /// The answer stopped at its token limit (OpenAI's `finish_reason: "length"`).
+    pub cut_short: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -114,6 +116,10 @@ pub enum LlmError {
     Busy,
     #[error("the LLM provider refused the request ({status}): {message}")]
     Refused { status: u16, message: String },
+    /// The provider is limiting this server's requests (HTTP 429): worth asking again after
+    /// the time it named.
+    #[error("the LLM provider is limiting this server's requests: {message}")]
+    RateLimited { retry_after_secs: u64, message: String },
     #[error("the LLM provider could not be reached: {0}")]
     Unreachable(String),
     #[error("the LLM provider sent an answer this server cannot read: {0}")]
@@ -129,6 +135,9 @@ impl LlmError {
             LlmError::Refused { status, .. } => {
                 format!("the language model provider refused the request (HTTP {status})")
             }
+            LlmError::RateLimited { retry_after_secs, .. } => format!(
+                "the language model provider is limiting this server's requests; try again in {retry_after_secs} s"
+            ),
             LlmError::Unreachable(_) => "the language model provider could not be reached".into(),
             LlmError::BadAnswer(_) => "the language model provider sent an answer this server cannot read".into(),
         }

@@ -106,11 +106,18 @@ impl OpenAiProvider {
         if status < 400 {
             return Ok(response);
         }
+        let retry_after_secs = retry_after(response.headers());
         let text = self.read_whole(response, deadline).await?;
         let message = serde_json::from_str::<Value>(&text)
             .ok()
             .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
             .unwrap_or_else(|| text.chars().take(300).collect());
+        if status == 429 {
+            return Err(LlmError::RateLimited {
+                retry_after_secs,
+                message,
+            });
+        }
         Err(LlmError::Refused { status, message })
     }
 
@@ -193,7 +200,13 @@ impl OpenAiProvider {
                     }
                 }
             }
-            Ok(())
+            // Some servers close without `[DONE]` after the last choice; a stream that
+            // closed before any finish reason was cut, and half an answer is no answer.
+            if joined.finished {
+                Ok(())
+            } else {
+                Err(LlmError::Unreachable("the stream ended before the answer did".into()))
+            }
         };
         tokio::time::timeout_at(deadline.into(), read)
             .await
@@ -224,13 +237,29 @@ fn completion(value: &Value) -> Result<Completion, LlmError> {
         })
         .unwrap_or_default();
     let content = message["content"].as_str().unwrap_or_default().to_string();
+    let cut_short = value["choices"][0]["finish_reason"] == "length";
+    answer(content, tool_calls, usage(&value["usage"]), cut_short)
+}
+
+/// A completion as the chat can use it: something said or asked for, and no tool call
+/// cut at the token limit (its arguments would be half a JSON document).
+fn answer(
+    content: String,
+    tool_calls: Vec<ToolCall>,
+    usage: Option<Usage>,
+    cut_short: bool,
+) -> Result<Completion, LlmError> {
     if content.is_empty() && tool_calls.is_empty() {
         return Err(LlmError::BadAnswer("an empty message".into()));
+    }
+    if cut_short && !tool_calls.is_empty() {
+        return Err(LlmError::BadAnswer("a tool call cut at the token limit".into()));
     }
     Ok(Completion {
         content,
         tool_calls,
-        usage: usage(&value["usage"]),
+        usage,
+        cut_short,
     })
 }
 
@@ -239,6 +268,16 @@ fn usage(value: &Value) -> Option<Usage> {
         input_tokens: value["prompt_tokens"].as_u64().unwrap_or(0),
         output_tokens: value["completion_tokens"].as_u64().unwrap_or(0),
     })
+}
+
+/// The provider's `Retry-After` in seconds (1 to 300; 5 when it names none or a date).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> u64 {
+    headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(5)
+        .clamp(1, 300)
 }
 
 /// Server-sent events cut from a byte stream: the data of each event, its lines joined.
@@ -277,12 +316,15 @@ impl SseEvents {
 }
 
 /// A streamed completion put back together: its text, its tool calls joined by index
-/// from their fragments, and the usage the last chunk carries.
+/// from their fragments, the usage the last chunk carries and how it finished.
 #[derive(Default)]
 struct Joined {
     content: String,
     calls: Vec<ToolCall>,
     usage: Option<Usage>,
+    /// A chunk named the finish reason: the answer is whole (or cut at its limit).
+    finished: bool,
+    cut_short: bool,
 }
 
 impl Joined {
@@ -296,6 +338,10 @@ impl Joined {
         }
         if let Some(usage) = usage(&chunk["usage"]) {
             self.usage = Some(usage);
+        }
+        if let Some(reason) = chunk["choices"][0]["finish_reason"].as_str() {
+            self.finished = true;
+            self.cut_short = reason == "length";
         }
         let delta = &chunk["choices"][0]["delta"];
         for fragment in delta["tool_calls"].as_array().into_iter().flatten() {
@@ -334,14 +380,7 @@ impl Joined {
             .into_iter()
             .filter(|c| !c.id.is_empty() && !c.name.is_empty())
             .collect();
-        if self.content.is_empty() && tool_calls.is_empty() {
-            return Err(LlmError::BadAnswer("an empty message".into()));
-        }
-        Ok(Completion {
-            content: self.content,
-            tool_calls,
-            usage: self.usage,
-        })
+        answer(self.content, tool_calls, self.usage, self.cut_short)
     }
 }
 

@@ -225,10 +225,11 @@ async fn converse(
                     "the model gave no answer".into(),
                 )));
             }
-            let cut_short = input
-                .max_tokens
-                .zip(completion.usage)
-                .is_some_and(|(max, used)| used.output_tokens >= u64::from(max));
+            let cut_short = completion.cut_short
+                || input
+                    .max_tokens
+                    .zip(completion.usage)
+                    .is_some_and(|(max, used)| used.output_tokens >= u64::from(max));
             return Ok(ChatReply {
                 response: text,
                 tool_calls_run: run,
