@@ -39,6 +39,7 @@ mod settings;
 mod several_hosts;
 mod shutdown;
 mod social;
+mod tenancy;
 mod traces;
 mod uploads;
 mod usage;
