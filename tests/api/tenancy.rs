@@ -74,7 +74,7 @@ async fn no_account_reaches_anothers_resources_and_no_narrow_key_manages() {
         .as_str()
         .unwrap()
         .to_string();
-    let alert = format!("/v1/account/agents/alpha/wallets/base/alert");
+    let alert = "/v1/account/agents/alpha/wallets/base/alert".to_string();
     let set = keyed(
         Method::PUT,
         &server.url(&alert),
