@@ -48,6 +48,7 @@ mod webhooks;
 mod x402;
 mod x402_abuse;
 mod x402_clients;
+mod x402_edges;
 mod x402_facilitator;
 mod x402_recovery;
 mod x402_v2;

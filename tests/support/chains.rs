@@ -38,6 +38,13 @@ alloy::sol! {
         function balanceOf(address account) returns (uint256);
         function blacklist(address account);
         function transfer(address to, uint256 value) returns (bool);
+        function cancelAuthorization(address authorizer, bytes32 nonce, uint8 v, bytes32 r, bytes32 s);
+    }
+
+    /// EIP-3009's cancellation, as the authorizer signs it (EIP-712).
+    struct CancelAuthorization {
+        address authorizer;
+        bytes32 nonce;
     }
 }
 
@@ -276,6 +283,35 @@ impl LocalBase {
             IFiatToken::mintCall {
                 to,
                 amount: U256::from(micro),
+            }
+            .abi_encode(),
+        )
+        .await;
+    }
+
+    /// Cancels `payer`'s authorization `nonce` on chain, as its payer may at any time
+    /// (signed by the payer, sent by the dev account).
+    pub async fn cancel_authorization(&self, payer: &alloy::signers::local::PrivateKeySigner, nonce: [u8; 32]) {
+        use alloy::signers::SignerSync;
+        use alloy::sol_types::SolStruct;
+        let domain = alloy::sol_types::eip712_domain! {
+            name: "USD Coin",
+            version: "2",
+            chain_id: 8453,
+            verifying_contract: Address::from_str(BASE_USDC).unwrap(),
+        };
+        let cancel = CancelAuthorization {
+            authorizer: payer.address(),
+            nonce: nonce.into(),
+        };
+        let signature = payer.sign_hash_sync(&cancel.eip712_signing_hash(&domain)).unwrap();
+        self.send(
+            IFiatToken::cancelAuthorizationCall {
+                authorizer: payer.address(),
+                nonce: nonce.into(),
+                v: 27 + u8::from(signature.v()),
+                r: signature.r().into(),
+                s: signature.s().into(),
             }
             .abi_encode(),
         )

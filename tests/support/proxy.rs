@@ -148,3 +148,57 @@ impl ClosedPort {
         ClosedPort { address, _held: socket }
     }
 }
+
+/// A JSON-RPC relay in front of a node that refuses the first `refusals` transactions sent
+/// to it, as a node does whose pool will not take them ("replacement transaction
+/// underpriced"); everything else goes through to the node unchanged.
+pub struct RefusingRelay {
+    pub rpc_url: String,
+    refused: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    _server: super::FakeServer,
+}
+
+impl RefusingRelay {
+    pub async fn start(node: &str, refusals: usize) -> RefusingRelay {
+        use std::sync::atomic::Ordering;
+        let refused = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (count, node) = (refused.clone(), node.to_string());
+        let router = axum::Router::new().route(
+            "/",
+            axum::routing::post(move |axum::Json(call): axum::Json<serde_json::Value>| {
+                let (count, node) = (count.clone(), node.clone());
+                async move {
+                    let sending = call["method"] == "eth_sendRawTransaction";
+                    if sending && count.fetch_add(1, Ordering::SeqCst) < refusals {
+                        return axum::Json(serde_json::json!({ "jsonrpc": "2.0", "id": call["id"],
+                            "error": { "code": -32000, "message": "replacement transaction underpriced" } }));
+                    }
+                    if sending {
+                        count.fetch_sub(1, Ordering::SeqCst);
+                    }
+                    let answer: serde_json::Value = super::client()
+                        .post(&node)
+                        .json(&call)
+                        .send()
+                        .await
+                        .unwrap()
+                        .json()
+                        .await
+                        .unwrap();
+                    axum::Json(answer)
+                }
+            }),
+        );
+        let server = super::FakeServer::start(router).await;
+        RefusingRelay {
+            rpc_url: server.base.clone(),
+            refused,
+            _server: server,
+        }
+    }
+
+    /// How many transactions it refused.
+    pub fn refused(&self) -> usize {
+        self.refused.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}

@@ -237,6 +237,13 @@ pub async fn settle(
         }
     }
     guard::within_payer_limit(services, network, &payer).await?;
+    // The same signed payment again, met before the payer's cool-off: a retry of a payment
+    // that was refunded (which is what cooled its payer off) is told of its refund.
+    let identity = attempt.identity();
+    if let Some(earlier) = services.store.earlier_payment_by_identity(&identity).await? {
+        let earlier = retry::recognise(services, earlier, &offer.agent.id, &purchase, MetBy::Identity).await?;
+        return earlier.map(Settlement::Before).ok_or_else(already_used);
+    }
     guard::not_cooling_off(services, network, &payer).await?;
     let payer_turn = guard::payer_turn(services, network, &payer).await?;
     // Again with the turn: the payer's settlement before this one may have just failed on
@@ -254,9 +261,9 @@ pub async fn settle(
             Settler::Wallet(Box::new(key))
         }
     };
-    let identity = attempt.identity();
-    // The same signed payment again: the answer it bought, for the same request only. A
-    // retry may wait for that answer; the payer's other payments need not wait with it.
+    // Again with the turn: the same signed payment may have been recorded while this one
+    // waited. The answer it bought, for the same request only; a retry may wait for that
+    // answer, and the payer's other payments need not wait with it.
     if let Some(earlier) = services.store.earlier_payment_by_identity(&identity).await? {
         drop(payer_turn);
         let earlier = retry::recognise(services, earlier, &offer.agent.id, &purchase, MetBy::Identity).await?;

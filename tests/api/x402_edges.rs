@@ -1,0 +1,318 @@
+//! The money edges of a paid request on a real chain (Anvil with Circle's FiatTokenV2_2),
+//! each pinned where it used to rest on a fake chain or on nothing: a settlement the node
+//! dropped, a payment presented again after its window, a retry of a refunded payment, an
+//! answer too large or too old to keep, payers who cannot pay refused before any gas, and a
+//! refund that cannot go out at first.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::support::chains::LocalBase;
+use crate::support::proxy::RefusingRelay;
+use crate::support::x402::*;
+use crate::support::*;
+
+fn payments(env: &TestEnv) -> Vec<Value> {
+    env.cli_json(&["payments", "list", "--agent", "seller"])
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn code(reply: &Reply) -> (u16, String) {
+    (
+        reply.status,
+        reply.json()["code"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+/// `payment` (v1) re-sent in v2 under the payer's id for it.
+fn named(payment: &str, accepted: &Value, id: &str) -> String {
+    let mut v2 = b64_json(&as_v2(payment, accepted));
+    v2["extensions"] = json!({ "payment-identifier": { "info": { "required": false, "id": id } } });
+    base64::engine::general_purpose::STANDARD.encode(v2.to_string())
+}
+
+/// A settlement the node refused to take never moved money: it is `failed`, the payer
+/// is not cooled off, its payment-identifier is free again, and a new signature under that
+/// id settles once.
+#[tokio::test]
+async fn a_settlement_the_node_dropped_frees_its_id_and_the_next_signature_settles_once() {
+    let chain = LocalBase::start().await;
+    let relay = RefusingRelay::start(&chain.rpc_url, 1).await;
+    let env = TestEnv::new();
+    let (env, agent_wallet) = base_shop(&chain, env, "").await;
+    let env = env.with_env("AGENT_HOST_BASE_RPC_URL", &relay.rpc_url);
+    let server = env.serve();
+    let (payer, payer_address) = base_payer(&chain, 1_000_000).await;
+    let url = server.url("/x402/base/seller");
+    let hello = json!({ "command": "hello", "name": "Ann" });
+    let offered = payment_required(&post_x402(&url, &hello).await)["accepts"][0].clone();
+    let id = "pay_5d1e0c7b9a8f46e2b3c4";
+    let gas_before = chain.eth_of(&agent_wallet).await;
+
+    let dropped = paid_v2(
+        &url,
+        &hello,
+        &named(&base_payment(&payer, &offered, 50_000, 1, 60), &offered, id),
+    )
+    .await;
+    assert_eq!(code(&dropped), (402, "settlement_failed".into()), "{}", dropped.text);
+    assert_eq!(relay.refused(), 1);
+    assert_eq!(payments(&env)[0]["state"], "failed");
+    assert_eq!(chain.eth_of(&agent_wallet).await, gas_before, "nothing was mined");
+
+    // At once (no cool-off), a new signature under the same id: served, charged once.
+    let next = paid_v2(
+        &url,
+        &hello,
+        &named(&base_payment(&payer, &offered, 50_000, 2, 60), &offered, id),
+    )
+    .await;
+    assert_eq!(next.status, 200, "{}", next.text);
+    assert_eq!(next.json()["response"], "Hello, Ann!");
+    assert_eq!(chain.usdc_of(&payer_address).await, 950_000);
+    assert_eq!(chain.usdc_of(&agent_wallet).await, 50_000);
+    let states: Vec<Value> = payments(&env).iter().map(|p| p["state"].clone()).collect();
+    assert_eq!(states, [json!("served"), json!("failed")], "newest first");
+}
+
+/// The same signed payment for the same request is the payer asking again only within
+/// its window (`maxTimeoutSeconds`); after it, it is a copy: 409, charged nothing more.
+#[tokio::test]
+async fn the_same_payment_after_its_window_is_refused_for_the_same_request() {
+    let chain = LocalBase::start().await;
+    let (env, agent_wallet) = base_shop(&chain, TestEnv::new(), "").await;
+    let server = env.serve();
+    let (payer, payer_address) = base_payer(&chain, 1_000_000).await;
+    let url = server.url("/x402/base/seller");
+    let hello = json!({ "command": "hello", "name": "Ann" });
+    let offered = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+    let payment = base_payment(&payer, &offered, 50_000, 1, 60);
+
+    let first = paid(&url, &hello, &payment).await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    let again = paid(&url, &hello, &payment).await;
+    assert_eq!(again.status, 200, "within its window: {}", again.text);
+    assert_eq!(again.json()["response"], first.json()["response"]);
+    // Older than the window (60 s): the records are made two minutes older.
+    env.sql("UPDATE payments SET created_at = created_at - 120000");
+    let late = paid(&url, &hello, &payment).await;
+    assert_eq!(code(&late), (409, "payment_already_used".into()), "{}", late.text);
+    assert_eq!(chain.usdc_of(&payer_address).await, 950_000, "charged once");
+    assert_eq!(chain.usdc_of(&agent_wallet).await, 50_000);
+}
+
+/// A retry of a payment whose request failed and was refunded is told so, and no second
+/// refund goes out, in either version.
+#[tokio::test]
+async fn a_retry_of_a_refunded_payment_names_the_refund_and_pays_nothing_more() {
+    let chain = LocalBase::start().await;
+    let (env, agent_wallet) = base_shop(&chain, TestEnv::new(), BROKEN).await;
+    let server = env.serve();
+    let (payer, payer_address) = base_payer(&chain, 1_000_000).await;
+    let url = server.url("/x402/base/seller");
+    let broken = json!({ "command": "broken" });
+    let offered = payment_required(&post_x402(&url, &broken).await)["accepts"][0].clone();
+    let v1 = base_payment(&payer, &offered, 20_000, 1, 60);
+
+    let failed = paid(&url, &broken, &v1).await;
+    assert_eq!(failed.status, 500, "{}", failed.text);
+    assert!(
+        failed.json()["refundTransactionSignature"].is_string(),
+        "{}",
+        failed.text
+    );
+    for retry in [
+        paid(&url, &broken, &v1).await,
+        paid_v2(&url, &broken, &as_v2(&v1, &offered)).await,
+    ] {
+        assert_eq!(code(&retry), (409, "payment_already_used".into()), "{}", retry.text);
+        assert!(
+            retry.json()["error"].as_str().unwrap().contains("refunded"),
+            "{}",
+            retry.text
+        );
+    }
+    let transfers = env.cli_json(&["wallet", "transfers", "--agent", "seller"]);
+    let refunds = transfers
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["kind"] == "refund")
+        .count();
+    assert_eq!(refunds, 1, "{transfers}");
+    assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "paid back once");
+    assert_eq!(chain.usdc_of(&agent_wallet).await, 0);
+}
+
+/// An answer larger than `x402_kept_answer_max_bytes` is answered once; one kept past its
+/// retention is forgotten. A retry of either is told its answer is not kept, and the payer
+/// is charged once.
+#[tokio::test]
+async fn an_answer_too_large_or_too_old_to_keep_is_not_served_again() {
+    let chain = LocalBase::start().await;
+    let long = format!(
+        "\n[[commands]]\ncommand = \"essay\"\ndescription = \"A long text\"\nhandler_type = \"simple_text\"\nintegrations = [\"x402\"]\nprice_usd = 0.02\nconfig = {{ text = \"{}\" }}\n",
+        "word ".repeat(400)
+    );
+    let env = TestEnv::new().with_env("AGENT_HOST_X402_KEPT_ANSWER_MAX_BYTES", "1024");
+    let (env, agent_wallet) = base_shop(&chain, env, &long).await;
+    let server = env.serve();
+    let (payer, payer_address) = base_payer(&chain, 1_000_000).await;
+    let url = server.url("/x402/base/seller");
+    let not_kept = |reply: &Reply| {
+        assert_eq!(code(reply), (409, "payment_already_used".into()), "{}", reply.text);
+        assert!(
+            reply.json()["error"].as_str().unwrap().contains("not kept"),
+            "{}",
+            reply.text
+        );
+    };
+
+    let essay = json!({ "command": "essay" });
+    let offered = post_x402(&url, &essay).await.json()["accepts"][0].clone();
+    let payment = base_payment(&payer, &offered, 20_000, 1, 60);
+    let first = paid(&url, &essay, &payment).await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    assert!(first.text.len() > 1024);
+    not_kept(&paid(&url, &essay, &payment).await);
+
+    let hello = json!({ "command": "hello", "name": "Ann" });
+    let offered = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+    let payment = base_payment(&payer, &offered, 50_000, 2, 60);
+    assert_eq!(paid(&url, &hello, &payment).await.status, 200);
+    assert_eq!(paid(&url, &hello, &payment).await.status, 200, "kept while fresh");
+    env.sql("UPDATE payments SET answer_expires_at = 1 WHERE answer IS NOT NULL");
+    not_kept(&paid(&url, &hello, &payment).await);
+
+    assert_eq!(
+        chain.usdc_of(&payer_address).await,
+        1_000_000 - 70_000,
+        "each charged once"
+    );
+    assert_eq!(chain.usdc_of(&agent_wallet).await, 70_000);
+}
+
+/// A payer whose authorization cannot move the money (one micro-USDC short, or the
+/// authorization cancelled on chain) is refused from a read of the chain: the agent sends
+/// nothing, pays no gas, and nothing is recorded.
+#[tokio::test]
+async fn a_payer_who_cannot_pay_is_refused_before_any_gas() {
+    let chain = LocalBase::start().await;
+    let (env, agent_wallet) = base_shop(&chain, TestEnv::new(), "").await;
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let hello = json!({ "command": "hello", "name": "Ann" });
+    let offered = payment_required(&post_x402(&url, &hello).await)["accepts"][0].clone();
+    let gas_before = chain.eth_of(&agent_wallet).await;
+
+    let (short, _) = base_payer(&chain, 49_999).await;
+    let v1 = base_payment(&short, &offered, 50_000, 1, 60);
+    let refused = paid(&url, &hello, &v1).await;
+    assert_eq!(code(&refused), (402, "insufficient_funds".into()), "{}", refused.text);
+    let refused = paid_v2(
+        &url,
+        &hello,
+        &as_v2(&base_payment(&short, &offered, 50_000, 2, 60), &offered),
+    )
+    .await;
+    assert_eq!(code(&refused), (402, "insufficient_funds".into()), "{}", refused.text);
+
+    let (cancelling, cancelling_address) = base_payer(&chain, 1_000_000).await;
+    let payment = base_payment(&cancelling, &offered, 50_000, 3, 60);
+    chain.cancel_authorization(&cancelling, [3; 32]).await;
+    let refused = paid(&url, &hello, &payment).await;
+    assert_eq!(code(&refused), (409, "payment_already_used".into()), "{}", refused.text);
+
+    assert_eq!(chain.eth_of(&agent_wallet).await, gas_before, "no gas spent");
+    assert_eq!(chain.pending().await, 0, "nothing sent");
+    assert!(payments(&env).is_empty(), "nothing recorded");
+    assert_eq!(chain.usdc_of(&cancelling_address).await, 1_000_000);
+}
+
+/// A failed command's refund that cannot go out (the agent's wallet has no gas left) stays
+/// `refunding` across recovery passes; once the wallet is funded, exactly one refund lands
+/// and the payer has every micro-USDC back.
+#[tokio::test]
+async fn a_refund_without_gas_waits_and_then_is_paid_once() {
+    let chain = LocalBase::start().await;
+    let reached = Arc::new(tokio::sync::Notify::new());
+    let release = Arc::new(tokio::sync::Notify::new());
+    let (at, go) = (reached.clone(), release.clone());
+    let hook = FakeServer::start(axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move || {
+            let (at, go) = (at.clone(), go.clone());
+            async move {
+                at.notify_one();
+                go.notified().await;
+                (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "down")
+            }
+        }),
+    ))
+    .await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", &format!("127.0.0.1:{}", hook.port))
+        .with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1")
+        .with_metrics();
+    let failing = paid_webhook("failing", "Fails after it is paid", &hook.url("/hook"));
+    let (env, agent_wallet) = base_shop(&chain, env, &failing).await;
+    let server = env.serve();
+    let (payer, payer_address) = base_payer(&chain, 1_000_000).await;
+    let url = server.url("/x402/base/seller");
+    let body = json!({ "command": "failing" });
+    let offered = post_x402(&url, &body).await.json()["accepts"][0].clone();
+    let payment = base_payment(&payer, &offered, 20_000, 1, 60);
+
+    let request = tokio::spawn({
+        let (url, body) = (url.clone(), body.clone());
+        async move { paid(&url, &body, &payment).await }
+    });
+    // Settled, and the command running: the wallet's gas is taken away, then it fails.
+    tokio::time::timeout(Duration::from_secs(30), reached.notified())
+        .await
+        .expect("the paid command never ran");
+    chain.set_eth(&agent_wallet, 0).await;
+    release.notify_one();
+    let failed = request.await.unwrap();
+    assert_eq!(failed.status, 500, "{}", failed.text);
+    assert!(failed.json()["refundTransactionSignature"].is_null(), "{}", failed.text);
+    assert_eq!(chain.usdc_of(&payer_address).await, 980_000);
+
+    server.after_a_full_recovery_pass().await;
+    server.after_a_full_recovery_pass().await;
+    let waiting = payments(&env);
+    assert_eq!(waiting[0]["state"], "refunding", "{waiting:?}");
+    assert_eq!(
+        waiting[0]["needs_operator"],
+        Value::Null,
+        "no gas is not a failed transfer: {waiting:?}"
+    );
+    assert_eq!(chain.usdc_of(&payer_address).await, 980_000);
+
+    chain.set_eth(&agent_wallet, 10u128.pow(16)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while payments(&env)[0]["state"] != "refunded" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never refunded: {:?}",
+            payments(&env)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    server.after_a_full_recovery_pass().await;
+    let transfers = env.cli_json(&["wallet", "transfers", "--agent", "seller"]);
+    let confirmed = transfers
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["kind"] == "refund" && t["state"] == "confirmed")
+        .count();
+    assert_eq!(confirmed, 1, "{transfers}");
+    assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "every micro-USDC back");
+    assert_eq!(chain.usdc_of(&agent_wallet).await, 0);
+}
