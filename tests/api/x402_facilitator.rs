@@ -4,6 +4,9 @@
 //! takes nothing from the payer. (The crash tests in facilitator mode are in
 //! `x402_recovery`.)
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use axum::routing::post;
 use serde_json::{Value, json};
 
@@ -582,4 +585,171 @@ async fn on_solana_a_settlement_the_facilitator_did_not_confirm_is_found_by_its_
     );
     assert_eq!(chain.usdc_of(&payer_address).await, Some(1_000_000), "refunded, once");
     assert_eq!(chain.usdc_of(&wallet).await, Some(0));
+}
+
+/// A stand-in facilitator that passes `/supported` to `upstream` (the reference's, so the
+/// offer names its fee payer), answers `/verify` with `verdict`, and counts the `/settle`
+/// calls, answering them with text that is not JSON.
+async fn judging(upstream: &str, verdict: Value, settles: Arc<AtomicUsize>) -> FakeServer {
+    let upstream = format!("{upstream}/supported");
+    FakeServer::start(
+        axum::Router::new()
+            .route(
+                "/supported",
+                axum::routing::get(move || {
+                    let upstream = upstream.clone();
+                    async move {
+                        axum::Json(
+                            client()
+                                .get(upstream)
+                                .send()
+                                .await
+                                .unwrap()
+                                .json::<Value>()
+                                .await
+                                .unwrap(),
+                        )
+                    }
+                }),
+            )
+            .route(
+                "/verify",
+                post(move || {
+                    let verdict = verdict.clone();
+                    async move { axum::Json(verdict) }
+                }),
+            )
+            .route(
+                "/settle",
+                post(move || {
+                    let settles = settles.clone();
+                    async move {
+                        settles.fetch_add(1, Ordering::SeqCst);
+                        "not json"
+                    }
+                }),
+            ),
+    )
+    .await
+}
+
+/// A facilitator that finds a payment invalid is believed on both chains: `402
+/// invalid_payment` with its reason, nothing recorded, and it is never asked to settle.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_payment_the_facilitator_finds_invalid_is_refused_and_never_settled() {
+    use crate::support::chains::LocalSolana;
+    use solana_signer::Signer;
+    let (base, solana) = (LocalBase::start().await, LocalSolana::start());
+    let reference = RefFacilitator::on(Some(&base), Some(&solana), None).await;
+    let settles = Arc::new(AtomicUsize::new(0));
+
+    // Base.
+    let refusing = judging(
+        &reference.url,
+        json!({ "isValid": false, "invalidReason": "invalid_exact_evm_payload_authorization_value" }),
+        settles.clone(),
+    )
+    .await;
+    let env = TestEnv::new()
+        .with_envs(base.env())
+        .with_env("AGENT_HOST_X402_BASE_FACILITATOR_URL", &refusing.base);
+    let (env, _) = gasless_shop(env);
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let hello = json!({ "command": "hello", "name": "Ann" });
+    let (payer, payer_address) = base_payer(&base, 1_000_000).await;
+    let requirement = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+    let reply = paid(&url, &hello, &base_payment(&payer, &requirement, 50_000, 1, 60)).await;
+    assert_eq!(
+        (reply.status, reply.json()["code"].clone()),
+        (402, json!("invalid_payment")),
+        "{}",
+        reply.text
+    );
+    assert!(
+        reply.text.contains("invalid_exact_evm_payload_authorization_value"),
+        "the facilitator's reason: {}",
+        reply.text
+    );
+    assert!(payments(&env).is_empty(), "nothing recorded: {:?}", payments(&env));
+    assert_eq!(base.usdc_of(&payer_address).await, 1_000_000);
+
+    // Solana.
+    let refusing = judging(
+        &reference.url,
+        json!({ "isValid": false, "invalidReason": "invalid_exact_svm_payload_transaction_amount_mismatch" }),
+        settles.clone(),
+    )
+    .await;
+    let env = TestEnv::new().with_env("AGENT_HOST_X402_SOLANA_FACILITATOR_URL", &refusing.base);
+    let (env, _) = solana_shop(&solana, env, "").await;
+    let server = env.serve();
+    let url = server.url("/x402/solana/seller");
+    let payer = solana_keypair::Keypair::new();
+    solana.set_usdc(&payer.pubkey().to_string(), 1_000_000).await;
+    let requirement = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+    let reply = paid(
+        &url,
+        &hello,
+        &solana_payment(&solana, &payer, &requirement, 50_000).await,
+    )
+    .await;
+    assert_eq!(
+        (reply.status, reply.json()["code"].clone()),
+        (402, json!("invalid_payment")),
+        "{}",
+        reply.text
+    );
+    assert!(
+        reply
+            .text
+            .contains("invalid_exact_svm_payload_transaction_amount_mismatch"),
+        "{}",
+        reply.text
+    );
+    assert!(payments(&env).is_empty(), "nothing recorded: {:?}", payments(&env));
+    assert_eq!(solana.usdc_of(&payer.pubkey().to_string()).await, Some(1_000_000));
+    assert_eq!(settles.load(Ordering::SeqCst), 0, "never asked to settle");
+}
+
+/// On Solana too, a facilitator that answers garbage, or is gone by the time the payment
+/// comes, takes nothing and records nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn on_solana_a_facilitator_down_or_answering_garbage_takes_nothing() {
+    use crate::support::chains::LocalSolana;
+    use solana_signer::Signer;
+    let solana = LocalSolana::start();
+    let reference = RefFacilitator::on(None, Some(&solana), None).await;
+    let payer = solana_keypair::Keypair::new();
+    solana.set_usdc(&payer.pubkey().to_string(), 1_000_000).await;
+    let hello = json!({ "command": "hello", "name": "Ann" });
+    for (going_down, status, code) in [
+        (false, 502, "facilitator_error"),
+        (true, 503, "facilitator_unavailable"),
+    ] {
+        let garbage = judging(&reference.url, json!({ "hello": "world" }), Arc::default()).await;
+        let env = TestEnv::new().with_env("AGENT_HOST_X402_SOLANA_FACILITATOR_URL", &garbage.base);
+        let (env, _) = solana_shop(&solana, env, "").await;
+        let server = env.serve();
+        let url = server.url("/x402/solana/seller");
+        let requirement = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+        if going_down {
+            drop(garbage);
+        }
+        let reply = paid(
+            &url,
+            &hello,
+            &solana_payment(&solana, &payer, &requirement, 50_000).await,
+        )
+        .await;
+        assert_eq!(
+            (reply.status, reply.json()["code"].clone()),
+            (status, json!(code)),
+            "{}",
+            reply.text
+        );
+        assert!(reply.header("retry-after").is_some(), "{}", reply.text);
+        assert!(payments(&env).is_empty(), "nothing recorded: {:?}", payments(&env));
+    }
+    assert_eq!(solana.usdc_of(&payer.pubkey().to_string()).await, Some(1_000_000));
 }
