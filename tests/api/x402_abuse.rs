@@ -145,10 +145,18 @@ async fn a_payer_cannot_make_the_agent_pay_for_twenty_failures() {
     let replies = racers.join_all().await;
     let outcomes: Vec<(u16, String)> = replies.iter().map(code).collect();
     assert_eq!(outcomes.iter().filter(|(s, _)| *s == 200).count(), 1, "{outcomes:?}");
+    // None of the others reached the chain: each was refused from the balance the served
+    // one left, before anything was sent.
     assert!(
-        outcomes.iter().all(|(status, code)| *status == 200
-            || (*status == 402 && (code == "insufficient_funds" || code == "settlement_failed"))),
+        outcomes
+            .iter()
+            .all(|(status, code)| *status == 200 || (*status == 402 && code == "insufficient_funds")),
         "{outcomes:?}"
+    );
+    assert!(
+        payments(&env).iter().all(|p| p["state"] == "served"),
+        "nothing else recorded: {:?}",
+        payments(&env)
     );
     assert_eq!(
         before - chain.sol_of(&wallet).await,
@@ -622,10 +630,19 @@ timeout_ms = 3000
 }
 
 /// A command refusing the payer's own input (after its parameters passed) is
-/// served, not refunded; a failure of the agent's own is refunded.
+/// served, not refunded; a failure of the agent's own is refunded. On both chains.
 #[tokio::test]
-async fn the_payers_own_bad_input_is_not_refunded() {
-    let chain = LocalBase::start().await;
+async fn the_payers_own_bad_input_is_not_refunded_on_base() {
+    the_payers_own_bad_input_is_not_refunded("base").await;
+}
+
+#[tokio::test]
+async fn the_payers_own_bad_input_is_not_refunded_on_solana() {
+    the_payers_own_bad_input_is_not_refunded("solana").await;
+}
+
+async fn the_payers_own_bad_input_is_not_refunded(network: &str) {
+    let side = crate::support::side::Side::start(network).await;
     let probe = format!(
         r#"
 [[commands]]
@@ -638,14 +655,14 @@ price_usd = 0.02
 "#,
         plugin_path("probe")
     );
-    let (env, agent_wallet) = base_shop(&chain, TestEnv::new(), &probe).await;
+    let (env, agent_wallet) = side.shop(TestEnv::new(), &probe, 1_000_000).await;
     let server = env.serve();
-    let (payer, payer_address) = base_payer(&chain, 1_000_000).await;
-    let url = server.url("/x402/base/seller");
+    let payer_address = side.payer();
+    let url = server.url(&format!("/x402/{network}/seller"));
     let bogus = json!({ "command": "probe", "mode": "bogus" });
     let requirement = post_x402(&url, &bogus).await.json()["accepts"][0].clone();
 
-    let reply = paid(&url, &bogus, &base_payment(&payer, &requirement, 20_000, 1, 60)).await;
+    let reply = paid(&url, &bogus, &side.payment(&requirement, 20_000, 1, 60).await).await;
     assert_eq!(code(&reply), (400, "validation_error".into()), "{}", reply.text);
     assert!(reply.json()["receipt"].is_object());
     assert!(
@@ -654,19 +671,19 @@ price_usd = 0.02
         reply.text
     );
     assert_eq!(payments(&env)[0]["state"], "served");
-    assert_eq!(chain.usdc_of(&payer_address).await, 980_000);
+    assert_eq!(side.usdc_of(&payer_address).await, 980_000);
 
     let crash = json!({ "command": "probe", "mode": "panic" });
-    let reply = paid(&url, &crash, &base_payment(&payer, &requirement, 20_000, 2, 60)).await;
+    let reply = paid(&url, &crash, &side.payment(&requirement, 20_000, 2, 60).await).await;
     assert_eq!(code(&reply), (500, "execution_error".into()), "{}", reply.text);
     assert!(reply.json()["refundTransactionSignature"].is_string(), "{}", reply.text);
     assert_eq!(
-        chain.usdc_of(&payer_address).await,
+        side.usdc_of(&payer_address).await,
         980_000,
         "the agent's failure was refunded"
     );
     assert_eq!(
-        chain.usdc_of(&agent_wallet).await,
+        side.usdc_of(&agent_wallet).await,
         20_000,
         "the agent keeps what was served"
     );

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::support::chains::LocalBase;
 use crate::support::facilitator::RefFacilitator;
 use crate::support::payers::{Payer, X402Client, try_pay_with};
+use crate::support::side::Side;
 use crate::support::x402::*;
 use crate::support::*;
 
@@ -162,82 +163,6 @@ const REFUND_STEPS: [&str; 5] = [
     "transfer:after_send",
     "transfer:after_confirm",
 ];
-
-/// One network's side of the crash tests: its chain, the payer, and how it pays.
-enum Side {
-    Base(LocalBase, alloy::signers::local::PrivateKeySigner),
-    Solana(crate::support::chains::LocalSolana, solana_keypair::Keypair),
-}
-
-impl Side {
-    async fn start(network: &str) -> Side {
-        match network {
-            "base" => Side::Base(
-                LocalBase::start().await,
-                alloy::signers::local::PrivateKeySigner::random(),
-            ),
-            _ => Side::Solana(
-                crate::support::chains::LocalSolana::start(),
-                solana_keypair::Keypair::new(),
-            ),
-        }
-    }
-
-    fn payer(&self) -> String {
-        use solana_signer::Signer;
-        match self {
-            Side::Base(_, key) => key.address().to_checksum(None),
-            Side::Solana(_, key) => key.pubkey().to_string(),
-        }
-    }
-
-    async fn usdc_of(&self, owner: &str) -> u64 {
-        match self {
-            Side::Base(chain, _) => chain.usdc_of(owner).await,
-            Side::Solana(chain, _) => chain.usdc_of(owner).await.unwrap_or(0),
-        }
-    }
-
-    /// A seller with a funded wallet, and a payer holding `micro` USDC.
-    async fn shop(&self, env: TestEnv, manifest_extra: &str, micro: u64) -> (TestEnv, String) {
-        let shop = match self {
-            Side::Base(chain, _) => base_shop(chain, env, manifest_extra).await,
-            Side::Solana(chain, _) => solana_shop(chain, env, manifest_extra).await,
-        };
-        match self {
-            Side::Base(chain, _) if micro > 0 => chain.mint_usdc(&self.payer(), micro).await,
-            Side::Base(..) => {} // USDC refuses to mint nothing
-            Side::Solana(chain, _) => chain.set_usdc(&self.payer(), micro).await,
-        }
-        shop
-    }
-
-    /// A payment of `amount` for `requirement`, distinct for each `n`, valid for
-    /// `valid_for` seconds where the network says (Base).
-    async fn payment(&self, requirement: &Value, amount: u64, n: u8, valid_for: u64) -> String {
-        match self {
-            Side::Base(_, key) => crate::support::x402::base_payment(key, requirement, amount, n, valid_for),
-            Side::Solana(chain, key) => {
-                use solana_signer::Signer;
-                let mut instructions = crate::support::x402::solana_instructions(&key.pubkey(), requirement, amount);
-                let mut limit = vec![2];
-                limit.extend_from_slice(&(20_000 + u32::from(n)).to_le_bytes());
-                instructions[0] = solana_instruction::Instruction::new_with_bytes(
-                    crate::support::x402::COMPUTE_BUDGET,
-                    &limit,
-                    vec![],
-                );
-                crate::support::x402::solana_envelope(
-                    &crate::support::x402::solana_key(&requirement["extra"]["feePayer"]),
-                    &instructions,
-                    &[key],
-                    crate::support::x402::latest_blockhash(chain).await,
-                    false,
-                )
-            }
-        }
-    }
-}
 
 /// Waits until no payment is unfinished and no transfer pending.
 async fn all_settled(env: &TestEnv) -> (Vec<Value>, Vec<Value>) {

@@ -15,6 +15,7 @@ pub mod payers;
 pub mod postgres;
 pub mod prometheus;
 pub mod proxy;
+pub mod side;
 pub mod sse;
 pub mod webhooks;
 pub mod x402;
