@@ -1,6 +1,8 @@
 //! Three `agent-host serve` processes on loopback sharing one PostgreSQL database: what a
 //! user relies on holds across them. These run in the PostgreSQL pass of the suite
-//! (scripts/test.sh); on SQLite, where one process serves, they say so and return.
+//! (scripts/test.sh); on SQLite, where one process serves, they say so and return. Each runs
+//! on a multi-threaded runtime: their database reads block, and the hooks and receivers
+//! they serve in-process must go on answering meanwhile.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -40,7 +42,7 @@ async fn with_room_in_the_minute(room: u64) {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn limits_keys_and_replays_hold_across_hosts() {
     let chain = LocalBase::start().await;
     let Some((a, b, c)) = three_hosts(vec![
@@ -142,7 +144,7 @@ async fn counting_hook() -> (FakeServer, Arc<Mutex<HashMap<u64, u32>>>) {
     (FakeServer::start(router).await, seen)
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn each_job_runs_once_and_a_dead_hosts_job_is_failed_by_another() {
     let (hook, seen) = counting_hook().await;
     let Some((a, b, c)) = three_hosts(vec![
@@ -239,7 +241,7 @@ timeout_ms = 10000
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_host_killed_mid_settlement_is_finished_by_another() {
     let chain = LocalBase::start().await;
     let Some((mut a, b, c)) = three_hosts(vec![
@@ -324,7 +326,7 @@ async fn slow_sending_node(node: &str, delay: Duration) -> FakeServer {
     FakeServer::start(router).await
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn transfers_from_one_wallet_through_three_hosts_never_overspend() {
     let chain = LocalBase::start().await;
     let node = slow_sending_node(&chain.rpc_url, Duration::from_millis(300)).await;
@@ -403,7 +405,7 @@ fn a_host_given_another_master_key_refuses_to_start() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn a_sqlite_deployment_moves_to_postgres_with_db_copy() {
     let Some(cluster) = postgres::cluster() else {
         eprintln!("db copy needs PostgreSQL: run with TEST_POSTGRES_URL (scripts/test.sh does)");
@@ -462,7 +464,7 @@ async fn a_sqlite_deployment_moves_to_postgres_with_db_copy() {
 /// service's sessions are encrypted, a plaintext address is refused by the server, a
 /// certificate that does not chain to `sslrootcert` is refused, and `require` without a
 /// CA file encrypts without checking, as libpq does.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn the_database_is_reached_over_verified_tls_only() {
     let Some(cluster) = postgres::cluster() else {
         eprintln!("TLS to PostgreSQL needs PostgreSQL: run with TEST_POSTGRES_URL (scripts/test.sh does)");
@@ -513,7 +515,7 @@ async fn the_database_is_reached_over_verified_tls_only() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn usage_counted_on_each_host_adds_up_and_a_stopping_host_keeps_its_share() {
     let Some((a, b, _)) = three_hosts(vec![("AGENT_HOST_USAGE_FLUSH_MS", "100".into())]) else {
         return;
@@ -561,7 +563,7 @@ async fn usage_counted_on_each_host_adds_up_and_a_stopping_host_keeps_its_share(
     assert_eq!(hello["by_channel"], json!({ "api": { "succeeded": 7 } }));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread")]
 async fn each_webhook_delivery_is_sent_once_by_one_of_the_hosts() {
     let receiver = crate::support::webhooks::Receiver::start().await;
     let Some((a, b, c)) = three_hosts(vec![
