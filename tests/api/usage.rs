@@ -222,3 +222,47 @@ async fn the_report_holds_exactly_what_the_agent_did_and_earned() {
         );
     }
 }
+
+/// On Solana the agent's wallet pays every fee (as the fee payer of each settlement, and
+/// for its refunds): the report and the metric count them to the lamport, exactly what
+/// left the wallet.
+#[tokio::test]
+async fn solana_fees_are_counted_to_the_lamport_in_the_report_and_the_metric() {
+    use solana_signer::Signer;
+    let chain = crate::support::chains::LocalSolana::start();
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_USAGE_FLUSH_MS", "100")
+        .with_metrics();
+    let (env, wallet) = solana_shop(&chain, env, BROKEN).await;
+    let key = env.create_key("acme");
+    let server = env.serve();
+    let sol_before = chain.sol_of(&wallet).await;
+    let payer = solana_keypair::Keypair::new();
+    chain.set_usdc(&payer.pubkey().to_string(), 1_000_000).await;
+    let url = server.url("/x402/solana/seller");
+    let hello = json!({ "command": "hello", "name": "Pay" });
+    let broken = json!({ "command": "broken" });
+    let hello_terms = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+    let reply = paid(&url, &hello, &solana_payment(&chain, &payer, &hello_terms, 50_000).await).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let broken_terms = post_x402(&url, &broken).await.json()["accepts"][0].clone();
+    let reply = paid(&url, &broken, &solana_payment(&chain, &payer, &broken_terms, 20_000).await).await;
+    assert_eq!(reply.status, 500, "{}", reply.text);
+    assert!(reply.json()["refundTransactionSignature"].is_string(), "{}", reply.text);
+
+    let report = report_when(&server.url("/v1/account/agents/seller/usage?step=hour"), &key, |r| {
+        r["totals"]["fee_transactions"] == 3
+    })
+    .await;
+    let spent = sol_before - chain.sol_of(&wallet).await;
+    let totals = &report["totals"];
+    assert_eq!(totals["fee_transactions"], 3, "two settlements and a refund: {report}");
+    assert_eq!(totals["fees"]["solana_lamports"], json!(spent), "{report}");
+    assert_eq!(
+        server.metric("agent_host_x402_fee_lamports_total").await,
+        spent as f64,
+        "the metric counts the same lamports"
+    );
+    assert_eq!(totals["payments"], json!({ "solana": 2 }), "{report}");
+    assert_eq!(totals["refunded_micro_usdc"], json!(20_000), "{report}");
+}
