@@ -243,10 +243,20 @@ async fn solana_fees_are_counted_to_the_lamport_in_the_report_and_the_metric() {
     let hello = json!({ "command": "hello", "name": "Pay" });
     let broken = json!({ "command": "broken" });
     let hello_terms = post_x402(&url, &hello).await.json()["accepts"][0].clone();
-    let reply = paid(&url, &hello, &solana_payment(&chain, &payer, &hello_terms, 50_000).await).await;
+    let reply = paid(
+        &url,
+        &hello,
+        &solana_payment(&chain, &payer, &hello_terms, 50_000).await,
+    )
+    .await;
     assert_eq!(reply.status, 200, "{}", reply.text);
     let broken_terms = post_x402(&url, &broken).await.json()["accepts"][0].clone();
-    let reply = paid(&url, &broken, &solana_payment(&chain, &payer, &broken_terms, 20_000).await).await;
+    let reply = paid(
+        &url,
+        &broken,
+        &solana_payment(&chain, &payer, &broken_terms, 20_000).await,
+    )
+    .await;
     assert_eq!(reply.status, 500, "{}", reply.text);
     assert!(reply.json()["refundTransactionSignature"].is_string(), "{}", reply.text);
 

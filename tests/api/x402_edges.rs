@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::support::chains::LocalBase;
 use crate::support::proxy::RefusingRelay;
+use crate::support::side::Side;
 use crate::support::x402::*;
 use crate::support::*;
 
@@ -234,12 +235,22 @@ async fn a_payer_who_cannot_pay_is_refused_before_any_gas() {
     assert_eq!(chain.usdc_of(&cancelling_address).await, 1_000_000);
 }
 
-/// A failed command's refund that cannot go out (the agent's wallet has no gas left) stays
+/// A failed command's refund that cannot go out (the agent's wallet has nothing left to pay
+/// fees with: no ETH on Base, no SOL on Solana) stays
 /// `refunding` across recovery passes; once the wallet is funded, exactly one refund lands
 /// and the payer has every micro-USDC back.
 #[tokio::test]
-async fn a_refund_without_gas_waits_and_then_is_paid_once() {
-    let chain = LocalBase::start().await;
+async fn a_refund_without_gas_waits_and_then_is_paid_once_on_base() {
+    a_refund_without_fees_waits_and_then_is_paid_once("base").await;
+}
+
+#[tokio::test]
+async fn a_refund_without_fees_waits_and_then_is_paid_once_on_solana() {
+    a_refund_without_fees_waits_and_then_is_paid_once("solana").await;
+}
+
+async fn a_refund_without_fees_waits_and_then_is_paid_once(network: &str) {
+    let side = Side::start(network).await;
     let reached = Arc::new(tokio::sync::Notify::new());
     let release = Arc::new(tokio::sync::Notify::new());
     let (at, go) = (reached.clone(), release.clone());
@@ -260,13 +271,13 @@ async fn a_refund_without_gas_waits_and_then_is_paid_once() {
         .with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1")
         .with_metrics();
     let failing = paid_webhook("failing", "Fails after it is paid", &hook.url("/hook"));
-    let (env, agent_wallet) = base_shop(&chain, env, &failing).await;
+    let (env, agent_wallet) = side.shop(env, &failing, 1_000_000).await;
     let server = env.serve();
-    let (payer, payer_address) = base_payer(&chain, 1_000_000).await;
-    let url = server.url("/x402/base/seller");
+    let payer_address = side.payer();
+    let url = server.url(&format!("/x402/{network}/seller"));
     let body = json!({ "command": "failing" });
     let offered = post_x402(&url, &body).await.json()["accepts"][0].clone();
-    let payment = base_payment(&payer, &offered, 20_000, 1, 60);
+    let payment = side.payment(&offered, 20_000, 1, 60).await;
 
     let request = tokio::spawn({
         let (url, body) = (url.clone(), body.clone());
@@ -276,12 +287,12 @@ async fn a_refund_without_gas_waits_and_then_is_paid_once() {
     tokio::time::timeout(Duration::from_secs(30), reached.notified())
         .await
         .expect("the paid command never ran");
-    chain.set_eth(&agent_wallet, 0).await;
+    side.fund_fees(&agent_wallet, false).await;
     release.notify_one();
     let failed = request.await.unwrap();
     assert_eq!(failed.status, 500, "{}", failed.text);
     assert!(failed.json()["refundTransactionSignature"].is_null(), "{}", failed.text);
-    assert_eq!(chain.usdc_of(&payer_address).await, 980_000);
+    assert_eq!(side.usdc_of(&payer_address).await, 980_000);
 
     server.after_a_full_recovery_pass().await;
     server.after_a_full_recovery_pass().await;
@@ -292,9 +303,9 @@ async fn a_refund_without_gas_waits_and_then_is_paid_once() {
         Value::Null,
         "no gas is not a failed transfer: {waiting:?}"
     );
-    assert_eq!(chain.usdc_of(&payer_address).await, 980_000);
+    assert_eq!(side.usdc_of(&payer_address).await, 980_000);
 
-    chain.set_eth(&agent_wallet, 10u128.pow(16)).await;
+    side.fund_fees(&agent_wallet, true).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while payments(&env)[0]["state"] != "refunded" {
         assert!(
@@ -313,6 +324,6 @@ async fn a_refund_without_gas_waits_and_then_is_paid_once() {
         .filter(|t| t["kind"] == "refund" && t["state"] == "confirmed")
         .count();
     assert_eq!(confirmed, 1, "{transfers}");
-    assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "every micro-USDC back");
-    assert_eq!(chain.usdc_of(&agent_wallet).await, 0);
+    assert_eq!(side.usdc_of(&payer_address).await, 1_000_000, "every micro-USDC back");
+    assert_eq!(side.usdc_of(&agent_wallet).await, 0);
 }

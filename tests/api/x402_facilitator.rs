@@ -296,8 +296,9 @@ async fn a_settlement_the_facilitator_did_not_confirm_is_found_on_chain_and_refu
         .with_env("AGENT_HOST_X402_BASE_FACILITATOR_URL", &lying.base)
         .with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1")
         .with_metrics();
+    // The facilitator pays the settlement's gas; the refund is the agent's to send, and
+    // its wallet holds no gas until the test gives it some.
     let (env, wallet) = gasless_shop(env);
-    chain.set_eth(&wallet, 10u128.pow(16)).await; // the refund's gas
     let server = env.serve();
     let url = server.url("/x402/base/seller");
     let (payer, payer_address) = Payer::on_base(&chain, 1_000_000).await;
@@ -325,7 +326,21 @@ async fn a_settlement_the_facilitator_did_not_confirm_is_found_on_chain_and_refu
         reply.text
     );
     assert_eq!(chain.usdc_of(&payer_address).await, 950_000, "the transfer did go out");
+    // Recovery finds the settlement and starts the refund, which cannot go out yet: it
+    // stays `refunding` pass after pass, and nothing is paid.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while payments(&env)[0]["state"] != "refunding" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never refunding: {:?}",
+            payments(&env)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    server.after_a_full_recovery_pass().await;
+    assert_eq!(payments(&env)[0]["state"], "refunding");
+    assert_eq!(chain.usdc_of(&payer_address).await, 950_000);
+    chain.set_eth(&wallet, 10u128.pow(16)).await; // the refund's gas
     loop {
         let recorded = payments(&env);
         assert_eq!(recorded.len(), 1, "{recorded:?}");

@@ -76,4 +76,13 @@ impl Side {
             }
         }
     }
+
+    /// Gives the agent's `wallet` what it pays fees with (Base: 0.01 ETH; Solana: 1 SOL),
+    /// or takes it all away.
+    pub async fn fund_fees(&self, wallet: &str, funded: bool) {
+        match self {
+            Side::Base(chain, _) => chain.set_eth(wallet, if funded { 10u128.pow(16) } else { 0 }).await,
+            Side::Solana(chain, _) => chain.set_sol(wallet, if funded { 1_000_000_000 } else { 0 }).await,
+        }
+    }
 }
