@@ -346,12 +346,18 @@ impl<S: Send + Sync> FromRequest<S> for ApiBody {
 }
 
 impl ApiBody {
-    /// The bytes of a body that must be JSON when there is one (an empty body is allowed:
-    /// the route decides what it means). The document itself is the caller's to parse.
+    /// The bytes of a body read as JSON by the route (an empty body is allowed: the route
+    /// decides what it means). Clients of the open routes send JSON without saying so
+    /// (`requests.post(data=...)`, `fetch` with a string body: none or `text/plain`), so
+    /// those are read as JSON too; a body that says it is something else (a form, a file)
+    /// is refused.
     pub fn json_bytes(self) -> Result<Bytes, ApiError> {
-        let json = self.mime.as_deref().is_some_and(is_json_mime);
-        if !self.bytes.is_empty() && !json {
-            return Err(ApiError::validation("Content-Type must be application/json"));
+        let readable = match self.mime.as_deref() {
+            None | Some("text/plain") => true,
+            Some(mime) => is_json_mime(mime),
+        };
+        if !self.bytes.is_empty() && !readable {
+            return Err(ApiError::validation("Content-Type must be application/json (or none)"));
         }
         Ok(self.bytes)
     }

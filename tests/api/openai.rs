@@ -218,8 +218,8 @@ async fn keys_missing_agents_and_unknown_paths_answer_in_openais_shape() {
     );
 }
 
-/// The completions route reads its body raw; a body over the limit, one that is not JSON
-/// and a key past its rate are still answered in OpenAI's shape, a 429 with `retry-after`.
+/// The completions route reads its body raw; a body over the limit, one sent as a form and
+/// a key past its rate are still answered in OpenAI's shape, a 429 with `retry-after`.
 #[tokio::test(flavor = "multi_thread")]
 async fn oversized_untyped_and_too_frequent_requests_answer_in_openais_shape() {
     let fx = start(reading_model(), &[("AGENT_HOST_MAX_BODY_BYTES", "2000")]).await;
@@ -241,7 +241,20 @@ async fn oversized_untyped_and_too_frequent_requests_answer_in_openais_shape() {
     assert!(message.contains("too large"), "{message}");
     let question = r#"{"model": "alpha", "messages": [{"role": "user", "content": "Hi"}]}"#;
     let untyped = send(client().post(&url).bearer_auth(&fx.key).body(question)).await;
-    let message = shape(&untyped, 400, "invalid_request_error", "validation_error");
+    assert_eq!(
+        untyped.status, 200,
+        "JSON without a content type is read: {}",
+        untyped.text
+    );
+    let form = send(
+        client()
+            .post(&url)
+            .bearer_auth(&fx.key)
+            .header("content-type", "multipart/form-data; boundary=x")
+            .body(question),
+    )
+    .await;
+    let message = shape(&form, 400, "invalid_request_error", "validation_error");
     assert!(message.contains("Content-Type"), "{message}");
 
     // A key of an account allowed two requests a minute: the third is told when to retry.

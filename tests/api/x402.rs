@@ -191,13 +191,13 @@ async fn what_cannot_be_bought_is_refused_in_the_x402_envelope() {
     );
 }
 
-/// The paid routes read their bodies raw; a body over the limit, one that is not JSON and
-/// a client past its limit are still answered in x402's envelope, not the framework's text.
+/// The paid routes read their bodies raw; a body over the limit, one sent as a form and a
+/// client past its limit are still answered in x402's envelope, not the framework's text.
 #[tokio::test]
 async fn oversized_untyped_and_too_frequent_requests_keep_the_x402_envelope() {
     let env = TestEnv::new()
         .with_env("AGENT_HOST_MAX_BODY_BYTES", "2000")
-        .with_env("AGENT_HOST_X402_CLIENT_LIMIT_PER_MINUTE", "3");
+        .with_env("AGENT_HOST_X402_CLIENT_LIMIT_PER_MINUTE", "4");
     env.create_account("acme", "free");
     env.apply_agent(&paid_manifest("seller"), "acme");
     env.create_wallet("seller", "base");
@@ -220,9 +220,25 @@ async fn oversized_untyped_and_too_frequent_requests_keep_the_x402_envelope() {
     // In the version the payer spoke: a v2 payment header is answered as version 2.
     let v2 = send(client().post(&url).header("payment-signature", "e30=").json(&long)).await;
     assert_eq!(v2.json()["x402Version"], 2, "{}", v2.text);
+    // JSON sent without saying so (Python's requests with data=, fetch with a string) is
+    // read as JSON: priced like any other. A body that says it is a form is refused.
     let untyped = send(client().post(&url).body(r#"{"message": "hi"}"#)).await;
-    assert!(envelope(&untyped, 400, "validation_error").contains("Content-Type"));
-    // The fourth request this minute from this address.
+    assert_eq!(untyped.status, 402, "{}", untyped.text);
+    assert_eq!(
+        untyped.json()["accepts"][0]["maxAmountRequired"],
+        "10000",
+        "{}",
+        untyped.text
+    );
+    let form = send(
+        client()
+            .post(&url)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("message=hi"),
+    )
+    .await;
+    assert!(envelope(&form, 400, "validation_error").contains("Content-Type"));
+    // The fifth request this minute from this address.
     let limited = send(client().post(&url).json(&json!({ "message": "hi" }))).await;
     envelope(&limited, 429, "rate_limit_exceeded");
     let retry: u64 = limited.header("retry-after").expect("retry-after").parse().unwrap();

@@ -327,3 +327,48 @@ async fn a_refund_without_fees_waits_and_then_is_paid_once(network: &str) {
     assert_eq!(side.usdc_of(&payer_address).await, 1_000_000, "every micro-USDC back");
     assert_eq!(side.usdc_of(&agent_wallet).await, 0);
 }
+
+/// A model provider that limits this server (429) costs the payers nothing and the agent
+/// one refund: the message it refused is refunded with the provider's wait as
+/// `Retry-After`, and while that wait lasts a paid message is refused before anyone pays.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rate_limited_model_is_refused_before_anyone_pays_for_its_wait() {
+    let chain = LocalBase::start().await;
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let llm = crate::support::fake_llm::fake_openai(
+        Arc::new(|_, _| crate::support::fake_llm::rate_limited(30)),
+        seen.clone(),
+    )
+    .await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "m")
+        .with_env("AGENT_HOST_X402_REFUND_COOLOFF_SECS", "0");
+    let (env, agent_wallet) = base_shop(&chain, env, "").await;
+    let server = env.serve();
+    let (payer, payer_address) = base_payer(&chain, 1_000_000).await;
+    let url = server.url("/x402/base/seller");
+    let ask = json!({ "message": "What is the weather like?" });
+    let offered = post_x402(&url, &ask).await.json()["accepts"][0].clone();
+
+    let first = paid(&url, &ask, &base_payment(&payer, &offered, 10_000, 1, 60)).await;
+    assert_eq!(code(&first), (503, "model_unavailable".into()), "{}", first.text);
+    assert!(first.json()["refundTransactionSignature"].is_string(), "{}", first.text);
+    let wait: u64 = first
+        .header("retry-after")
+        .expect("the provider's wait")
+        .parse()
+        .unwrap();
+    assert!((29..=30).contains(&wait), "{wait}");
+    assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "refunded");
+
+    let gas_before = chain.eth_of(&agent_wallet).await;
+    let second = paid(&url, &ask, &base_payment(&payer, &offered, 10_000, 2, 60)).await;
+    assert_eq!(code(&second), (503, "model_unavailable".into()), "{}", second.text);
+    assert!(second.json()["receipt"].is_null(), "nothing settled: {}", second.text);
+    assert!(second.header("retry-after").is_some(), "{}", second.text);
+    assert_eq!(payments(&env).len(), 1, "the second was never recorded");
+    assert_eq!(chain.eth_of(&agent_wallet).await, gas_before, "no gas spent on it");
+    assert_eq!(seen.lock().unwrap().len(), 1, "the provider was not asked again");
+    assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000);
+}

@@ -40,6 +40,10 @@ pub struct OpenAiProvider {
     model: String,
     api_key: Option<String>,
     timeout: Duration,
+    /// Until when (ms since the epoch) the provider asked this server to wait after a 429:
+    /// a paid message is refused before anyone pays meanwhile, not settled, failed and
+    /// refunded at the agent's expense.
+    limited_until_ms: std::sync::atomic::AtomicI64,
 }
 
 impl OpenAiProvider {
@@ -49,6 +53,7 @@ impl OpenAiProvider {
             client: crate::outbound::operator_client(None),
             base_url: base_url.trim_end_matches('/').to_string(),
             model: model.to_string(),
+            limited_until_ms: std::sync::atomic::AtomicI64::new(0),
             api_key,
             timeout,
         }
@@ -113,6 +118,9 @@ impl OpenAiProvider {
             .and_then(|v| v["error"]["message"].as_str().map(str::to_string))
             .unwrap_or_else(|| text.chars().take(300).collect());
         if status == 429 {
+            let until = crate::clock::now_ms() + retry_after_secs as i64 * 1000;
+            self.limited_until_ms
+                .fetch_max(until, std::sync::atomic::Ordering::Relaxed);
             return Err(LlmError::RateLimited {
                 retry_after_secs,
                 message,
@@ -272,11 +280,14 @@ fn usage(value: &Value) -> Option<Usage> {
 
 /// The provider's `Retry-After` in seconds (1 to 300; 5 when it names none or a date).
 fn retry_after(headers: &reqwest::header::HeaderMap) -> u64 {
-    headers
+    let seconds = headers
         .get(reqwest::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or(5)
+        .map(str::trim)
+        .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()));
+    // Digits too many for a u64 are a very long wait, not none.
+    seconds
+        .map_or(5, |v| v.parse::<u64>().unwrap_or(u64::MAX))
         .clamp(1, 300)
 }
 
@@ -387,6 +398,18 @@ impl Joined {
 impl LlmProvider for OpenAiProvider {
     fn name(&self) -> String {
         format!("openai-compatible:{}", self.model)
+    }
+
+    fn ready(&self) -> Result<(), LlmError> {
+        let until = self.limited_until_ms.load(std::sync::atomic::Ordering::Relaxed);
+        let left_ms = until - crate::clock::now_ms();
+        if left_ms > 0 {
+            return Err(LlmError::RateLimited {
+                retry_after_secs: (left_ms as u64).div_ceil(1000),
+                message: "the provider asked this server to wait".into(),
+            });
+        }
+        Ok(())
     }
 
     fn complete(&self, request: CompletionRequest) -> LlmFuture<'_> {

@@ -449,7 +449,10 @@ fn sold(offer: &Offer, sale: Sale, version: Version, public_base_url: &str) -> R
             if let Some(refund) = refund {
                 body["refundTransactionSignature"] = json!(refund.transaction);
             }
-            return (err.status, headers, axum::Json(body)).into_response();
+            // The error's own headers too: a busy or rate-limited model's Retry-After.
+            let mut response = (err.status, headers, axum::Json(body)).into_response();
+            response.headers_mut().extend(err.headers);
+            return response;
         }
     };
     body["receipt"] = receipt(settled);

@@ -37,24 +37,35 @@ pub async fn run_periodically(services: Services, mut stop: watch::Receiver<bool
 }
 
 async fn pass(services: &Services) {
+    let mut whole = true;
     match jobs::recover(services, false).await {
         Ok((0, 0)) => {}
         Ok((queued, cut_off)) => tracing::info!(queued, cut_off, "jobs taken up"),
-        Err(e) => tracing::error!(error = %e, "could not take up jobs"),
+        Err(e) => {
+            whole = false;
+            tracing::error!(error = %e, "could not take up jobs");
+        }
     }
     match wallets::reconcile(services).await {
         Ok(0) => {}
         Ok(n) => tracing::info!(transfers = n, "pending transfers reconciled"),
-        Err(e) => tracing::error!(error = %e, "could not reconcile pending transfers"),
+        Err(e) => {
+            whole = false;
+            tracing::error!(error = %e, "could not reconcile pending transfers");
+        }
     }
     match payments::recovery::recover(services).await {
         Ok(0) => {}
         Ok(n) => tracing::info!(payments = n, "unfinished payments taken up"),
-        Err(e) => tracing::error!(error = %e, "could not take up unfinished payments"),
+        Err(e) => {
+            whole = false;
+            tracing::error!(error = %e, "could not take up unfinished payments");
+        }
     }
-    // Counted when it ends: an operator (or a test) can tell that everything unfinished
-    // before some moment has been looked at once two more passes have ended.
-    if let Some(metrics) = crate::telemetry::metrics::metrics() {
+    // Counted when it ends having looked at everything: once two more such passes have
+    // ended, all that was unfinished before some moment has been taken up (an operator or
+    // a test can wait on that). A pass cut short by an error is not counted.
+    if whole && let Some(metrics) = crate::telemetry::metrics::metrics() {
         metrics.recovery_pass();
     }
 }
