@@ -37,7 +37,8 @@ fn fixture() -> &'static Fixture {
                 max_timeout: Duration::from_millis(100),
                 max_redirects: 0,
                 marker: None,
-            }),
+            })
+            .expect("the outbound client"),
             llm: Arc::new(NoProvider),
             llm_max_tokens: 16,
             kv_max_account_bytes: 1 << 20,

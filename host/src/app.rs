@@ -45,7 +45,7 @@ pub fn outbound(settings: &Settings, master: &MasterKey) -> anyhow::Result<Outbo
         max_timeout: Duration::from_millis(settings.outbound.outbound_timeout_ms),
         max_redirects: 5,
         marker: Some(MarkerKey::derive(master.bytes())),
-    }))
+    })?)
 }
 
 /// The remote provider when one is configured, else the embedded model when its file is

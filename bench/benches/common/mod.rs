@@ -85,7 +85,8 @@ pub fn setup(rt: &tokio::runtime::Runtime) -> Setup {
         max_timeout: Duration::from_secs(5),
         max_redirects: 5,
         marker: None,
-    });
+    })
+    .expect("the outbound client");
     let limits = RuntimeLimits {
         default_timeout: Duration::from_secs(5),
         max_memory_bytes: 128 << 20,

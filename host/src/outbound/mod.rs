@@ -188,8 +188,10 @@ pub struct Outbound {
 }
 
 impl Outbound {
+    /// Fails rather than fall back to a default client, which would have neither the
+    /// guarded resolver nor the redirect policy: the guard must never quietly go missing.
     #[allow(clippy::disallowed_methods)] // the one guarded client
-    pub fn new(policy: OutboundPolicy) -> Outbound {
+    pub fn new(policy: OutboundPolicy) -> Result<Outbound, reqwest::Error> {
         let policy = Arc::new(policy);
         let client = reqwest::Client::builder()
             // Never the operator's HTTP_PROXY/HTTPS_PROXY: a proxy resolves names itself, and
@@ -198,8 +200,8 @@ impl Outbound {
             .redirect(reqwest::redirect::Policy::none())
             .dns_resolver(Arc::new(GuardedResolver { policy: policy.clone() }))
             .user_agent(concat!("agent-host/", env!("CARGO_PKG_VERSION")));
-        let client = loopback_only_in_unit_tests(client).build().unwrap_or_default();
-        Outbound { client, policy }
+        let client = loopback_only_in_unit_tests(client).build()?;
+        Ok(Outbound { client, policy })
     }
 
     pub fn policy(&self) -> &OutboundPolicy {
@@ -516,6 +518,7 @@ mod tests {
             max_redirects: 3,
             marker: None,
         })
+        .unwrap()
     }
 
     fn all() -> Vec<HostPattern> {
@@ -586,7 +589,7 @@ mod tests {
             HostPattern::parse("*").unwrap(),
             HostPattern::parse("api.example.com:8443").unwrap(),
         ];
-        let named = Outbound::new(policy);
+        let named = Outbound::new(policy).unwrap();
         assert!(named.check(&url("https://api.example.com:8443/"), &all()).is_ok());
         assert!(named.check(&url("https://other.example.com:8443/"), &all()).is_err());
     }
