@@ -318,3 +318,60 @@ async fn x402_payments_are_limited_per_payer() {
     let reply = pay(crate::support::x402::base_payment(&other, &requirement, 50_000, 4, 60)).await;
     assert_eq!(reply.status, 200, "{}", reply.text);
 }
+
+/// On Solana too: past its limit a payer's payment is refused before anything is signed
+/// or sent, with the limit's headers; another payer goes on.
+#[tokio::test]
+async fn x402_payments_are_limited_per_payer_on_solana() {
+    use solana_signer::Signer;
+    let chain = crate::support::chains::LocalSolana::start();
+    let env = TestEnv::new().with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_DAY", "1");
+    let (env, wallet) = crate::support::x402::solana_shop(&chain, env, "").await;
+    let server = env.serve();
+    let url = server.url("/x402/solana/seller");
+    let hello = serde_json::json!({ "command": "hello", "name": "Ann" });
+    let requirement = post_json(&url, None, &hello).await.json()["accepts"][0].clone();
+    // Each payment its own transaction: a compute-unit limit of its own.
+    let pay = |payer: solana_keypair::Keypair, n: u32| {
+        let (url, hello, requirement, chain) = (url.clone(), hello.clone(), requirement.clone(), &chain);
+        async move {
+            use crate::support::x402::*;
+            let mut instructions = solana_instructions(&payer.pubkey(), &requirement, 50_000);
+            let mut limit = vec![2];
+            limit.extend_from_slice(&(20_000 + n).to_le_bytes());
+            instructions[0] = solana_instruction::Instruction::new_with_bytes(COMPUTE_BUDGET, &limit, vec![]);
+            let fee_payer = solana_key(&requirement["extra"]["feePayer"]);
+            let payment = solana_envelope(
+                &fee_payer,
+                &instructions,
+                &[&payer],
+                latest_blockhash(chain).await,
+                false,
+            );
+            send(client().post(&url).header("x-payment", payment).json(&hello)).await
+        }
+    };
+    let payer = solana_keypair::Keypair::new();
+    let payer_address = payer.pubkey().to_string();
+    chain.set_usdc(&payer_address, 1_000_000).await;
+    let first = pay(payer.insecure_clone(), 1).await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    let sol_before = chain.sol_of(&wallet).await;
+    let second = pay(payer.insecure_clone(), 2).await;
+    assert_eq!(second.status, 429, "{}", second.text);
+    assert_eq!(second.json()["code"], "rate_limit_exceeded");
+    assert_eq!(second.header("x-ratelimit-limit"), Some("1"));
+    assert_eq!(second.header("x-ratelimit-remaining"), Some("0"));
+    assert!(second.header("retry-after").is_some());
+    assert_eq!(
+        chain.usdc_of(&payer_address).await,
+        Some(950_000),
+        "only the first moved money"
+    );
+    assert_eq!(chain.sol_of(&wallet).await, sol_before, "no fee for the refused one");
+
+    let other = solana_keypair::Keypair::new();
+    chain.set_usdc(&other.pubkey().to_string(), 100_000).await;
+    let reply = pay(other, 3).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+}
