@@ -995,3 +995,61 @@ async fn a_command_that_keeps_failing_is_paused_before_anyone_pays() {
     assert_eq!(paid_by(mallory).await, 1_000_000 - 20_000, "only the answer was paid");
     assert_eq!(paid_by(dave).await, 1_000_000, "refunded");
 }
+
+/// On Solana too: a paid command failing for distinct payers is paused, and the next payer
+/// is refused before the agent's wallet signs or pays a fee, in either version.
+#[tokio::test]
+async fn on_solana_a_command_that_keeps_failing_is_paused_before_anyone_pays() {
+    use solana_signer::Signer;
+    let chain = LocalSolana::start();
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_X402_BREAKER_FAILURES", "2")
+        .with_env("AGENT_HOST_X402_BREAKER_COOLDOWN_SECS", "60");
+    let (env, wallet) = solana_shop(&chain, env, BROKEN).await;
+    let server = env.serve();
+    let url = server.url("/x402/solana/seller");
+    let broken = json!({ "command": "broken" });
+    let priced = post_x402(&url, &broken).await;
+    let requirement = priced.json()["accepts"][0].clone();
+    let payer = || async {
+        let payer = solana_keypair::Keypair::new();
+        chain.set_usdc(&payer.pubkey().to_string(), 1_000_000).await;
+        payer
+    };
+    for _ in 0..2 {
+        let payer = payer().await;
+        let reply = paid(
+            &url,
+            &broken,
+            &solana_payment(&chain, &payer, &requirement, 20_000).await,
+        )
+        .await;
+        assert_eq!(code(&reply), (500, "execution_error".into()), "{}", reply.text);
+        assert!(reply.json()["refundTransactionSignature"].is_string(), "{}", reply.text);
+        assert_eq!(
+            chain.usdc_of(&payer.pubkey().to_string()).await,
+            Some(1_000_000),
+            "refunded"
+        );
+    }
+
+    let sol_before = chain.sol_of(&wallet).await;
+    let recorded = payments(&env).len();
+    let next = payer().await;
+    let paused = |reply: &Reply, version: u64| {
+        assert_eq!(code(reply), (503, "service_unavailable".into()), "{}", reply.text);
+        assert_eq!(reply.json()["x402Version"], version, "{}", reply.text);
+        assert!(reply.header("retry-after").is_some(), "{}", reply.text);
+    };
+    paused(&post_x402(&url, &broken).await, 1);
+    let payment = solana_payment(&chain, &next, &requirement, 20_000).await;
+    paused(&paid(&url, &broken, &payment).await, 1);
+    let offered_v2 = payment_required(&priced)["accepts"][0].clone();
+    paused(&paid_v2(&url, &broken, &as_v2(&payment, &offered_v2)).await, 2);
+    assert_eq!(chain.sol_of(&wallet).await, sol_before, "no fee paid while paused");
+    assert_eq!(payments(&env).len(), recorded, "nothing recorded while paused");
+    assert_eq!(chain.usdc_of(&next.pubkey().to_string()).await, Some(1_000_000));
+    // The other commands are still sold.
+    let hello = json!({ "command": "hello", "name": "Ann" });
+    assert_eq!(post_x402(&url, &hello).await.status, 402);
+}
