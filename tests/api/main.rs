@@ -47,6 +47,7 @@ mod wallets;
 mod webhooks;
 mod x402;
 mod x402_abuse;
+mod x402_breaker;
 mod x402_clients;
 mod x402_edges;
 mod x402_facilitator;

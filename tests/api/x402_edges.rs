@@ -16,20 +16,6 @@ use crate::support::side::Side;
 use crate::support::x402::*;
 use crate::support::*;
 
-fn payments(env: &TestEnv) -> Vec<Value> {
-    env.cli_json(&["payments", "list", "--agent", "seller"])
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
-fn code(reply: &Reply) -> (u16, String) {
-    (
-        reply.status,
-        reply.json()["code"].as_str().unwrap_or_default().to_string(),
-    )
-}
-
 /// `payment` (v1) re-sent in v2 under the payer's id for it.
 fn named(payment: &str, accepted: &Value, id: &str) -> String {
     let mut v2 = b64_json(&as_v2(payment, accepted));

@@ -37,13 +37,6 @@ async fn buys_hello(client: X402Client, payer: &Payer<'_>, url: &str, name: &str
     transaction.to_string()
 }
 
-fn payments(env: &TestEnv) -> Vec<Value> {
-    env.cli_json(&["payments", "list", "--agent", "seller"])
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn the_reference_facilitator_settles_both_versions_and_the_agent_pays_no_gas() {
     let chain = LocalBase::start().await;

@@ -20,13 +20,6 @@ async fn hanging_hook(reached: Arc<tokio::sync::Notify>) -> FakeServer {
     FakeServer::slow_hook(reached, Duration::from_secs(600), "too late").await
 }
 
-fn payments(env: &TestEnv) -> Vec<Value> {
-    env.cli_json(&["payments", "list", "--agent", "seller", "--limit", "100000"])
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
 /// Waits until every payment has left `verified`, `settled` and `refunding`.
 async fn settled_down(env: &TestEnv) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -322,3 +322,20 @@ pub fn as_v2(v1: &str, accepted: &Value) -> String {
 pub async fn paid_v2(url: &str, body: &Value, payment: &str) -> Reply {
     send(client().post(url).header("payment-signature", payment).json(body)).await
 }
+
+/// The payments of the agent `seller` (the shops' agent), newest first, as its owner's CLI
+/// lists them.
+pub fn payments(env: &TestEnv) -> Vec<Value> {
+    env.cli_json(&["payments", "list", "--agent", "seller", "--limit", "100000"])
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// A paid route's answer: its status and its envelope's `code`.
+pub fn code(reply: &Reply) -> (u16, String) {
+    (
+        reply.status,
+        reply.json()["code"].as_str().unwrap_or_default().to_string(),
+    )
+}
