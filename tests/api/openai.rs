@@ -209,7 +209,13 @@ async fn keys_missing_agents_and_unknown_paths_answer_in_openais_shape() {
         404
     );
     // A wrong method is refused in OpenAI's shape too.
-    let put = send(client().put(url("/chat/completions")).bearer_auth(&fx.key).json(&question)).await;
+    let put = send(
+        client()
+            .put(url("/chat/completions"))
+            .bearer_auth(&fx.key)
+            .json(&question),
+    )
+    .await;
     assert_eq!(put.status, 405, "{}", put.text);
     assert_eq!(put.json()["error"]["code"], "method_not_allowed", "{}", put.text);
     let embeddings = send(client().post(url("/embeddings")).bearer_auth(&fx.key).json(&json!({}))).await;
