@@ -262,6 +262,16 @@ async fn wrong_keys_are_throttled_per_client_address_before_any_lookup() {
     assert_eq!(reply.status, 429, "{}", reply.text);
 }
 
+/// A paid request refused at a payer's limit of one a day: 429, the limit's headers, and
+/// when to come back.
+fn past_a_limit_of_one(reply: &Reply) {
+    assert_eq!(reply.status, 429, "{}", reply.text);
+    assert_eq!(reply.json()["code"], "rate_limit_exceeded");
+    assert_eq!(reply.header("x-ratelimit-limit"), Some("1"));
+    assert_eq!(reply.header("x-ratelimit-remaining"), Some("0"));
+    assert!(reply.header("retry-after").is_some());
+}
+
 /// Signed payments count per payer, before any chain call: past the limit a payer's
 /// payment is refused (nothing moves), other payers go on, and a payment forged in a
 /// payer's name (its signature fails) does not spend that payer's allowance.
@@ -302,11 +312,7 @@ async fn x402_payments_are_limited_per_payer() {
     let first = pay(crate::support::x402::base_payment(&victim, &requirement, 50_000, 2, 60)).await;
     assert_eq!(first.status, 200, "the victim's allowance is whole: {}", first.text);
     let second = pay(crate::support::x402::base_payment(&victim, &requirement, 50_000, 3, 60)).await;
-    assert_eq!(second.status, 429, "{}", second.text);
-    assert_eq!(second.json()["code"], "rate_limit_exceeded");
-    assert_eq!(second.header("x-ratelimit-limit"), Some("1"));
-    assert_eq!(second.header("x-ratelimit-remaining"), Some("0"));
-    assert!(second.header("retry-after").is_some());
+    past_a_limit_of_one(&second);
     assert_eq!(
         chain.usdc_of(&victim_address).await,
         950_000,
@@ -358,11 +364,7 @@ async fn x402_payments_are_limited_per_payer_on_solana() {
     assert_eq!(first.status, 200, "{}", first.text);
     let sol_before = chain.sol_of(&wallet).await;
     let second = pay(payer.insecure_clone(), 2).await;
-    assert_eq!(second.status, 429, "{}", second.text);
-    assert_eq!(second.json()["code"], "rate_limit_exceeded");
-    assert_eq!(second.header("x-ratelimit-limit"), Some("1"));
-    assert_eq!(second.header("x-ratelimit-remaining"), Some("0"));
-    assert!(second.header("retry-after").is_some());
+    past_a_limit_of_one(&second);
     assert_eq!(
         chain.usdc_of(&payer_address).await,
         Some(950_000),

@@ -297,40 +297,13 @@ async fn a_host_killed_mid_settlement_is_finished_by_another() {
     );
 }
 
-/// A JSON-RPC relay to the chain that holds every sent transaction for `delay` before
-/// passing it on, as a slower node would: without one turn per wallet across hosts, two
-/// hosts would read the same nonce in that window.
-async fn slow_sending_node(node: &str, delay: Duration) -> FakeServer {
-    let node = node.to_string();
-    let router = axum::Router::new().route(
-        "/",
-        axum::routing::post(move |axum::Json(call): axum::Json<Value>| {
-            let node = node.clone();
-            async move {
-                if call.to_string().contains("eth_sendRawTransaction") {
-                    tokio::time::sleep(delay).await;
-                }
-                let reply: Value = client()
-                    .post(&node)
-                    .json(&call)
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
-                axum::Json(reply)
-            }
-        }),
-    );
-    FakeServer::start(router).await
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn transfers_from_one_wallet_through_three_hosts_never_overspend() {
     let chain = LocalBase::start().await;
-    let node = slow_sending_node(&chain.rpc_url, Duration::from_millis(300)).await;
-    let Some((a, b, c)) = three_hosts(vec![("AGENT_HOST_BASE_RPC_URL", node.base.clone())]) else {
+    // A slower node: each sent transaction held 300 ms. Without one turn per wallet across
+    // hosts, two hosts would read the same nonce in that window.
+    let node = crate::support::proxy::NodeRelay::start(&chain.rpc_url, Duration::from_millis(300), 0).await;
+    let Some((a, b, c)) = three_hosts(vec![("AGENT_HOST_BASE_RPC_URL", node.rpc_url.clone())]) else {
         return;
     };
     let key = a.account_with_key("acme", "pro");

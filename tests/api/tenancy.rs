@@ -110,26 +110,19 @@ async fn no_account_reaches_anothers_resources_and_no_narrow_key_manages() {
         route(Method::GET, "/v1/account/agents/alpha/chat-usage".into(), None),
         route(Method::DELETE, format!("/v1/account/webhooks/{endpoint_id}"), None),
     ];
-    // Another account: not found, exactly as if none existed.
-    for route in &routes {
-        let reply = call(&server, &mallory, route).await;
-        assert_eq!(
-            (reply.status, reply.error_code()),
-            (404, "not_found".to_string()),
-            "{} {}: {}",
-            route.method,
-            route.path,
-            reply.text
-        );
+    // Another account: not found, exactly as if none existed. The owner's own keys of scope
+    // use and spend: refused before anything is read.
+    let mut callers = vec![("another account's key", mallory.clone(), 404, "not_found")];
+    for (scope, key) in &narrow {
+        callers.push((scope, key.clone(), 403, "insufficient_scope"));
     }
-    // The owner's own keys of scope use and spend: refused before anything is read.
-    for (scope, narrow) in &narrow {
+    for (who, key, status, code) in &callers {
         for route in &routes {
-            let reply = call(&server, narrow, route).await;
+            let reply = call(&server, key, route).await;
             assert_eq!(
                 (reply.status, reply.error_code()),
-                (403, "insufficient_scope".to_string()),
-                "{scope} key, {} {}: {}",
+                (*status, code.to_string()),
+                "{who}, {} {}: {}",
                 route.method,
                 route.path,
                 reply.text

@@ -10,19 +10,6 @@ use crate::support::chains::{LocalBase, LocalSolana};
 use crate::support::x402::*;
 use crate::support::*;
 
-/// Waits until the newest payment is in `state`.
-async fn newest_payment_becomes(env: &TestEnv, state: &str, limit: Duration) -> Value {
-    let deadline = Instant::now() + limit;
-    loop {
-        let list = payments(env);
-        if list.first().is_some_and(|p| p["state"] == state) {
-            return list[0].clone();
-        }
-        assert!(Instant::now() < deadline, "the payment never became {state}: {list:?}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 fn limit(units: u32) -> solana_instruction::Instruction {
     let mut data = vec![2];
     data.extend_from_slice(&units.to_le_bytes());

@@ -7,21 +7,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::support::chains::LocalBase;
-use crate::support::proxy::RefusingRelay;
+use crate::support::proxy::NodeRelay;
 use crate::support::side::Side;
 use crate::support::x402::*;
 use crate::support::*;
-
-/// `payment` (v1) re-sent in v2 under the payer's id for it.
-fn named(payment: &str, accepted: &Value, id: &str) -> String {
-    let mut v2 = b64_json(&as_v2(payment, accepted));
-    v2["extensions"] = json!({ "payment-identifier": { "info": { "required": false, "id": id } } });
-    base64::engine::general_purpose::STANDARD.encode(v2.to_string())
-}
 
 /// A settlement the node refused to take never moved money: it is `failed`, the payer
 /// is not cooled off, its payment-identifier is free again, and a new signature under that
@@ -29,7 +21,7 @@ fn named(payment: &str, accepted: &Value, id: &str) -> String {
 #[tokio::test]
 async fn a_settlement_the_node_dropped_frees_its_id_and_the_next_signature_settles_once() {
     let chain = LocalBase::start().await;
-    let relay = RefusingRelay::start(&chain.rpc_url, 1).await;
+    let relay = NodeRelay::start(&chain.rpc_url, Duration::ZERO, 1).await;
     let env = TestEnv::new();
     let (env, agent_wallet) = base_shop(&chain, env, "").await;
     let env = env.with_env("AGENT_HOST_BASE_RPC_URL", &relay.rpc_url);
@@ -44,7 +36,7 @@ async fn a_settlement_the_node_dropped_frees_its_id_and_the_next_signature_settl
     let dropped = paid_v2(
         &url,
         &hello,
-        &named(&base_payment(&payer, &offered, 50_000, 1, 60), &offered, id),
+        &named_v2(&base_payment(&payer, &offered, 50_000, 1, 60), &offered, id),
     )
     .await;
     assert_eq!(code(&dropped), (402, "settlement_failed".into()), "{}", dropped.text);
@@ -56,7 +48,7 @@ async fn a_settlement_the_node_dropped_frees_its_id_and_the_next_signature_settl
     let next = paid_v2(
         &url,
         &hello,
-        &named(&base_payment(&payer, &offered, 50_000, 2, 60), &offered, id),
+        &named_v2(&base_payment(&payer, &offered, 50_000, 2, 60), &offered, id),
     )
     .await;
     assert_eq!(next.status, 200, "{}", next.text);
@@ -292,15 +284,7 @@ async fn a_refund_without_fees_waits_and_then_is_paid_once(network: &str) {
     assert_eq!(side.usdc_of(&payer_address).await, 980_000);
 
     side.fund_fees(&agent_wallet, true).await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while payments(&env)[0]["state"] != "refunded" {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "never refunded: {:?}",
-            payments(&env)
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    newest_payment_becomes(&env, "refunded", Duration::from_secs(30)).await;
     server.after_a_full_recovery_pass().await;
     let transfers = env.cli_json(&["wallet", "transfers", "--agent", "seller"]);
     let confirmed = transfers

@@ -321,36 +321,15 @@ async fn a_settlement_the_facilitator_did_not_confirm_is_found_on_chain_and_refu
     assert_eq!(chain.usdc_of(&payer_address).await, 950_000, "the transfer did go out");
     // Recovery finds the settlement and starts the refund, which cannot go out yet: it
     // stays `refunding` pass after pass, and nothing is paid.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while payments(&env)[0]["state"] != "refunding" {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "never refunding: {:?}",
-            payments(&env)
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+    newest_payment_becomes(&env, "refunding", std::time::Duration::from_secs(60)).await;
     server.after_a_full_recovery_pass().await;
     assert_eq!(payments(&env)[0]["state"], "refunding");
     assert_eq!(chain.usdc_of(&payer_address).await, 950_000);
     chain.set_eth(&wallet, 10u128.pow(16)).await; // the refund's gas
-    loop {
-        let recorded = payments(&env);
-        assert_eq!(recorded.len(), 1, "{recorded:?}");
-        if recorded[0]["state"] == "refunded" {
-            assert!(
-                recorded[0]["receipt"]["transactionSignature"].is_string(),
-                "{recorded:?}"
-            );
-            break;
-        }
-        assert_ne!(
-            recorded[0]["state"], "failed",
-            "a landed payment is never failed: {recorded:?}"
-        );
-        assert!(std::time::Instant::now() < deadline, "not refunded: {recorded:?}");
-        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-    }
+    // A landed payment is never failed (that state would end the wait here).
+    let recorded = newest_payment_becomes(&env, "refunded", std::time::Duration::from_secs(60)).await;
+    assert!(recorded["receipt"]["transactionSignature"].is_string(), "{recorded}");
+    assert_eq!(payments(&env).len(), 1);
     server.after_a_full_recovery_pass().await;
     assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "refunded, once");
     assert_eq!(chain.usdc_of(&wallet).await, 0);
@@ -650,6 +629,11 @@ async fn a_payment_the_facilitator_finds_invalid_is_refused_and_never_settled() 
     let (base, solana) = (LocalBase::start().await, LocalSolana::start());
     let reference = RefFacilitator::on(Some(&base), Some(&solana), None).await;
     let settles = Arc::new(AtomicUsize::new(0));
+    let believed = |reply: &Reply, env: &TestEnv, reason: &str| {
+        assert_eq!(code(reply), (402, "invalid_payment".into()), "{}", reply.text);
+        assert!(reply.text.contains(reason), "the facilitator's reason: {}", reply.text);
+        assert!(payments(env).is_empty(), "nothing recorded: {:?}", payments(env));
+    };
 
     // Base.
     let refusing = judging(
@@ -668,18 +652,7 @@ async fn a_payment_the_facilitator_finds_invalid_is_refused_and_never_settled() 
     let (payer, payer_address) = base_payer(&base, 1_000_000).await;
     let requirement = post_x402(&url, &hello).await.json()["accepts"][0].clone();
     let reply = paid(&url, &hello, &base_payment(&payer, &requirement, 50_000, 1, 60)).await;
-    assert_eq!(
-        (reply.status, reply.json()["code"].clone()),
-        (402, json!("invalid_payment")),
-        "{}",
-        reply.text
-    );
-    assert!(
-        reply.text.contains("invalid_exact_evm_payload_authorization_value"),
-        "the facilitator's reason: {}",
-        reply.text
-    );
-    assert!(payments(&env).is_empty(), "nothing recorded: {:?}", payments(&env));
+    believed(&reply, &env, "invalid_exact_evm_payload_authorization_value");
     assert_eq!(base.usdc_of(&payer_address).await, 1_000_000);
 
     // Solana.
@@ -702,20 +675,7 @@ async fn a_payment_the_facilitator_finds_invalid_is_refused_and_never_settled() 
         &solana_payment(&solana, &payer, &requirement, 50_000).await,
     )
     .await;
-    assert_eq!(
-        (reply.status, reply.json()["code"].clone()),
-        (402, json!("invalid_payment")),
-        "{}",
-        reply.text
-    );
-    assert!(
-        reply
-            .text
-            .contains("invalid_exact_svm_payload_transaction_amount_mismatch"),
-        "{}",
-        reply.text
-    );
-    assert!(payments(&env).is_empty(), "nothing recorded: {:?}", payments(&env));
+    believed(&reply, &env, "invalid_exact_svm_payload_transaction_amount_mismatch");
     assert_eq!(solana.usdc_of(&payer.pubkey().to_string()).await, Some(1_000_000));
     assert_eq!(settles.load(Ordering::SeqCst), 0, "never asked to settle");
 }

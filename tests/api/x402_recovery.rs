@@ -566,11 +566,7 @@ async fn a_paid_jobs_refund_cut_off_by_a_crash_is_paid_after_the_restart() {
 
     env.set_env("AGENT_HOST_TEST_FAULT", "");
     let restarted = env.serve();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while payments(&env)[0]["state"] != "refunded" {
-        assert!(Instant::now() < deadline, "never refunded: {:?}", payments(&env));
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    newest_payment_becomes(&env, "refunded", Duration::from_secs(30)).await;
     restarted.after_a_full_recovery_pass().await;
     let (_, transfers) = all_settled(&env).await;
     let refunds: Vec<&Value> = transfers.iter().filter(|t| t["kind"] == "refund").collect();

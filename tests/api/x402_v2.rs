@@ -298,14 +298,6 @@ async fn a_v2_payment_on_base_must_match_the_offer_and_is_served_once_across_ver
     assert_eq!(versions, vec![json!(1), json!(2)], "{payments}");
 }
 
-/// A v1 `X-PAYMENT` value re-sent in v2 under the payer's own id for it (x402's
-/// payment-identifier), as a client that names its payments echoes the offer.
-fn named_v2(v1: &str, accepted: &Value, id: &str) -> String {
-    let mut v2 = b64_json(&as_v2(v1, accepted));
-    v2["extensions"] = json!({ "payment-identifier": { "info": { "required": false, "id": id } } });
-    base64::engine::general_purpose::STANDARD.encode(v2.to_string())
-}
-
 #[tokio::test]
 async fn a_retry_under_the_payers_id_gets_its_answer_on_any_host_and_pays_once() {
     let chain = LocalBase::start().await;

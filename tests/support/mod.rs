@@ -112,15 +112,11 @@ impl TestEnv {
     /// its work has started. `job` is its id or its status URL.
     pub async fn until_job_running(&self, job: &str) {
         let id = job.rsplit_once("/jobs/").map_or(job, |(_, id)| id);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let state = self.sql(&format!("SELECT state FROM jobs WHERE id = '{id}'"));
-            if state.first().and_then(|row| row[0].as_deref()) == Some("running") {
-                return;
-            }
-            assert!(Instant::now() < deadline, "job {id} never ran: {state:?}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let state = format!("SELECT state FROM jobs WHERE id = '{id}'");
+        time_until(Duration::from_secs(20), &format!("job {id} running"), || async {
+            self.sql(&state).first().and_then(|row| row[0].as_deref()) == Some("running")
+        })
+        .await;
     }
 
     /// `bytes` written as a literal of this environment's SQL.
@@ -454,15 +450,11 @@ impl TestServer {
 
     /// Waits (up to 60 s) until `series` is at least `value`.
     pub async fn until_metric(&self, series: &str, value: f64) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let now = self.metric(series).await;
-            if now >= value {
-                return;
-            }
-            assert!(Instant::now() < deadline, "{series} is {now}, never {value}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let what = format!("{series} at {value}");
+        time_until(Duration::from_secs(60), &what, || async {
+            self.metric(series).await >= value
+        })
+        .await;
     }
 
     /// Waits until two more recovery passes have ended on this server: the second began
@@ -550,6 +542,14 @@ pub async fn post_body(url: &str, key: &str, content_type: &str, body: Vec<u8>) 
             .body(body),
     )
     .await
+}
+
+/// Posts `body` and reads the answer as JSON, as a relay or a stand-in passes a call on;
+/// panics if the other side does not answer JSON.
+pub async fn post_for_json(url: &str, body: &Value) -> Value {
+    let answer = client().post(url).json(body).send().await;
+    let answer = answer.unwrap_or_else(|e| panic!("{url}: {e}"));
+    answer.json().await.unwrap_or_else(|e| panic!("{url}: not JSON: {e}"))
 }
 
 pub async fn post_json(url: &str, key: Option<&str>, body: &Value) -> Reply {

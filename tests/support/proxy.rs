@@ -1,6 +1,11 @@
-//! A proxy that loses a paid answer: it passes a client's connections to the server, and
-//! the first time an answer starting `200` comes back it drops the connection instead,
-//! as a network does when it fails after the server settled and before the client read.
+//! What stands between a test's clients and its servers, as a network would:
+//! - `CuttingProxy` loses a paid answer: it passes a client's connections to the server,
+//!   and the first time an answer starting `200` comes back it drops the connection
+//!   instead, as a network does when it fails after the server settled and before the
+//!   client read;
+//! - `Front`, a fixed address for a server that restarts on new ports;
+//! - `ClosedPort`, an address where nothing will ever answer;
+//! - `NodeRelay`, a chain node that is slow to take transactions, or refuses them.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -149,56 +154,48 @@ impl ClosedPort {
     }
 }
 
-/// A JSON-RPC relay in front of a node that refuses the first `refusals` transactions sent
-/// to it, as a node does whose pool will not take them ("replacement transaction
-/// underpriced"); everything else goes through to the node unchanged.
-pub struct RefusingRelay {
+/// A JSON-RPC relay in front of a chain node: every call goes through unchanged, except
+/// the transactions sent (`eth_sendRawTransaction`). It holds each of those for
+/// `send_delay` first, as a slower node would, and refuses the first `refusals` of them, as
+/// a node whose pool will not take them does ("replacement transaction underpriced").
+pub struct NodeRelay {
     pub rpc_url: String,
-    refused: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    sends: Arc<AtomicUsize>,
+    refusals: usize,
     _server: super::FakeServer,
 }
 
-impl RefusingRelay {
-    pub async fn start(node: &str, refusals: usize) -> RefusingRelay {
-        use std::sync::atomic::Ordering;
-        let refused = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let (count, node) = (refused.clone(), node.to_string());
+impl NodeRelay {
+    pub async fn start(node: &str, send_delay: std::time::Duration, refusals: usize) -> NodeRelay {
+        let sends = Arc::new(AtomicUsize::new(0));
+        let (counted, node) = (sends.clone(), node.to_string());
         let router = axum::Router::new().route(
             "/",
             axum::routing::post(move |axum::Json(call): axum::Json<serde_json::Value>| {
-                let (count, node) = (count.clone(), node.clone());
+                let (counted, node) = (counted.clone(), node.clone());
                 async move {
-                    let sending = call["method"] == "eth_sendRawTransaction";
-                    if sending && count.fetch_add(1, Ordering::SeqCst) < refusals {
-                        return axum::Json(serde_json::json!({ "jsonrpc": "2.0", "id": call["id"],
-                            "error": { "code": -32000, "message": "replacement transaction underpriced" } }));
+                    if call["method"] == "eth_sendRawTransaction" {
+                        tokio::time::sleep(send_delay).await;
+                        if counted.fetch_add(1, Ordering::SeqCst) < refusals {
+                            return axum::Json(serde_json::json!({ "jsonrpc": "2.0", "id": call["id"],
+                                "error": { "code": -32000, "message": "replacement transaction underpriced" } }));
+                        }
                     }
-                    if sending {
-                        count.fetch_sub(1, Ordering::SeqCst);
-                    }
-                    let answer: serde_json::Value = super::client()
-                        .post(&node)
-                        .json(&call)
-                        .send()
-                        .await
-                        .unwrap()
-                        .json()
-                        .await
-                        .unwrap();
-                    axum::Json(answer)
+                    axum::Json(super::post_for_json(&node, &call).await)
                 }
             }),
         );
         let server = super::FakeServer::start(router).await;
-        RefusingRelay {
+        NodeRelay {
             rpc_url: server.base.clone(),
-            refused,
+            sends,
+            refusals,
             _server: server,
         }
     }
 
     /// How many transactions it refused.
     pub fn refused(&self) -> usize {
-        self.refused.load(std::sync::atomic::Ordering::SeqCst)
+        self.sends.load(Ordering::SeqCst).min(self.refusals)
     }
 }

@@ -319,6 +319,14 @@ pub fn as_v2(v1: &str, accepted: &Value) -> String {
     base64::Engine::encode(&base64::engine::general_purpose::STANDARD, v2.to_string())
 }
 
+/// A v1 `X-PAYMENT` value re-sent in v2 under the payer's own id for it (x402's
+/// payment-identifier), as a client that names its payments echoes the offer.
+pub fn named_v2(v1: &str, accepted: &Value, id: &str) -> String {
+    let mut v2 = b64_json(&as_v2(v1, accepted));
+    v2["extensions"] = json!({ "payment-identifier": { "info": { "required": false, "id": id } } });
+    base64::Engine::encode(&base64::engine::general_purpose::STANDARD, v2.to_string())
+}
+
 pub async fn paid_v2(url: &str, body: &Value, payment: &str) -> Reply {
     send(client().post(url).header("payment-signature", payment).json(body)).await
 }
@@ -338,4 +346,20 @@ pub fn code(reply: &Reply) -> (u16, String) {
         reply.status,
         reply.json()["code"].as_str().unwrap_or_default().to_string(),
     )
+}
+
+/// Waits until the newest payment is in `state`.
+pub async fn newest_payment_becomes(env: &TestEnv, state: &str, limit: std::time::Duration) -> Value {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let list = payments(env);
+        if list.first().is_some_and(|p| p["state"] == state) {
+            return list[0].clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the payment never became {state}: {list:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }

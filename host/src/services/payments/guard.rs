@@ -52,22 +52,29 @@ pub async fn within_payer_limit(services: &Services, network: Network, payer: &s
 /// that landed and failed, `x402_refund_cooloff_secs` after a payment refunded (the agent's
 /// failure, but each refund costs the agent a fee, and some failures a payer can provoke).
 pub async fn not_cooling_off(services: &Services, network: Network, payer: &str) -> Result<(), ServiceError> {
+    match cooling_off_for(services, network, payer).await? {
+        Some(retry_after_secs) => Err(cooling_off(network, retry_after_secs)),
+        None => Ok(()),
+    }
+}
+
+/// How long `payer` still cools off, in seconds; `None` when it does not.
+pub async fn cooling_off_for(services: &Services, network: Network, payer: &str) -> Result<Option<u64>, ServiceError> {
     let costs = services.store.last_costs_of(network, payer).await?;
     let x402 = &services.settings.x402;
     let until = |at: Option<i64>, secs: u64| at.map_or(i64::MIN, |at| at + secs as i64 * 1000);
     let until = until(costs.failed_on_chain_at, x402.x402_payer_cooloff_secs)
         .max(until(costs.refunded_at, x402.x402_refund_cooloff_secs));
     let left_ms = until.saturating_sub(crate::clock::now_ms());
-    if left_ms > 0 {
-        if let Some(metrics) = crate::telemetry::metrics::metrics() {
-            metrics.x402_cooling_off(network.as_str());
-        }
-        return Err(X402Error::PayerCoolingOff {
-            retry_after_secs: (left_ms as u64).div_ceil(1000),
-        }
-        .into());
+    Ok((left_ms > 0).then(|| (left_ms as u64).div_ceil(1000)))
+}
+
+/// The refusal of a payment whose payer cools off (counted in the metrics).
+pub fn cooling_off(network: Network, retry_after_secs: u64) -> ServiceError {
+    if let Some(metrics) = crate::telemetry::metrics::metrics() {
+        metrics.x402_cooling_off(network.as_str());
     }
-    Ok(())
+    X402Error::PayerCoolingOff { retry_after_secs }.into()
 }
 
 /// A refund of `payer`'s payment costs the agent a fee: counted against the payer's limit

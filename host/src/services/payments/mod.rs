@@ -237,15 +237,26 @@ pub async fn settle(
         }
     }
     guard::within_payer_limit(services, network, &payer).await?;
-    // The same signed payment again, met before the payer's cool-off: a retry of a payment
-    // that was refunded (which is what cooled its payer off) is told of its refund.
     let identity = attempt.identity();
-    if let Some(earlier) = services.store.earlier_payment_by_identity(&identity).await? {
+    // A payer cooling off may still be a retry of a payment met before (the refund of that
+    // very payment is what cooled it off): it is told how that payment ended. Only then is
+    // the store read for it here; the common path reads it once, under the turn.
+    if let Some(retry_after_secs) = guard::cooling_off_for(services, network, &payer).await? {
+        let Some(earlier) = services.store.earlier_payment_by_identity(&identity).await? else {
+            return Err(guard::cooling_off(network, retry_after_secs));
+        };
         let earlier = retry::recognise(services, earlier, &offer.agent.id, &purchase, MetBy::Identity).await?;
         return earlier.map(Settlement::Before).ok_or_else(already_used);
     }
-    guard::not_cooling_off(services, network, &payer).await?;
     let payer_turn = guard::payer_turn(services, network, &payer).await?;
+    // The same signed payment again (perhaps recorded while this one waited for the turn):
+    // the answer it bought, for the same request only. A retry may wait for that answer;
+    // the payer's other payments need not wait with it.
+    if let Some(earlier) = services.store.earlier_payment_by_identity(&identity).await? {
+        drop(payer_turn);
+        let earlier = retry::recognise(services, earlier, &offer.agent.id, &purchase, MetBy::Identity).await?;
+        return earlier.map(Settlement::Before).ok_or_else(already_used);
+    }
     // Again with the turn: the payer's settlement before this one may have just failed on
     // chain, or its call been refunded, while this one waited.
     guard::not_cooling_off(services, network, &payer).await?;
@@ -261,14 +272,6 @@ pub async fn settle(
             Settler::Wallet(Box::new(key))
         }
     };
-    // Again with the turn: the same signed payment may have been recorded while this one
-    // waited. The answer it bought, for the same request only; a retry may wait for that
-    // answer, and the payer's other payments need not wait with it.
-    if let Some(earlier) = services.store.earlier_payment_by_identity(&identity).await? {
-        drop(payer_turn);
-        let earlier = retry::recognise(services, earlier, &offer.agent.id, &purchase, MetBy::Identity).await?;
-        return earlier.map(Settlement::Before).ok_or_else(already_used);
-    }
     let mut slot = match reserve {
         Some(reserve) => Some(reserve.await?),
         None => None,
