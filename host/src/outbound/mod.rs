@@ -12,6 +12,7 @@ use std::time::Duration;
 
 mod addresses;
 mod patterns;
+mod unit_test_guard;
 
 pub use addresses::{is_refused_ip, own_addresses};
 pub use patterns::HostPattern;
@@ -140,44 +141,12 @@ pub struct OutboundResponse {
 /// `disallowed_methods` keeps it so): anything a third party controls goes through [`Outbound`].
 #[allow(clippy::disallowed_methods)]
 pub fn operator_client(timeout: Option<Duration>) -> reqwest::Client {
-    let builder = loopback_only_in_unit_tests(reqwest::Client::builder());
+    let builder = unit_test_guard::loopback_only(reqwest::Client::builder());
     let builder = match timeout {
         Some(timeout) => builder.timeout(timeout),
         None => builder,
     };
     builder.build().unwrap_or_default()
-}
-
-/// Unit tests never leave the machine: a request to anything but a loopback address ends
-/// the test binary at once, naming the address (a panic could be caught by the code under
-/// test and read as an unreachable node). Runs before any name is resolved or connected.
-#[cfg(test)]
-fn loopback_only_in_unit_tests(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
-    builder.proxy(reqwest::Proxy::custom(|url| {
-        if !is_loopback_url(url) {
-            eprintln!("a unit test tried to reach {url}: unit tests may reach 127.0.0.1 only");
-            std::process::abort();
-        }
-        None::<Url>
-    }))
-}
-
-#[cfg(not(test))]
-fn loopback_only_in_unit_tests(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
-    builder
-}
-
-#[cfg(test)]
-fn is_loopback_url(url: &Url) -> bool {
-    let host = url
-        .host_str()
-        .unwrap_or("")
-        .trim_start_matches('[')
-        .trim_end_matches(']');
-    match host.parse::<IpAddr>() {
-        Ok(ip) => ip.is_loopback(),
-        Err(_) => host == "localhost" || host.ends_with(".localhost"),
-    }
 }
 
 /// The guarded client. Cheap to clone.
@@ -200,7 +169,7 @@ impl Outbound {
             .redirect(reqwest::redirect::Policy::none())
             .dns_resolver(Arc::new(GuardedResolver { policy: policy.clone() }))
             .user_agent(concat!("agent-host/", env!("CARGO_PKG_VERSION")));
-        let client = loopback_only_in_unit_tests(client).build()?;
+        let client = unit_test_guard::loopback_only(client).build()?;
         Ok(Outbound { client, policy })
     }
 
@@ -460,221 +429,4 @@ impl Resolve for GuardedResolver {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ip(text: &str) -> IpAddr {
-        text.parse().unwrap()
-    }
-
-    #[test]
-    fn refuses_internal_addresses() {
-        for refused in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "172.16.0.1",
-            "192.168.1.1",
-            "169.254.169.254",
-            "0.0.0.0",
-            "100.64.0.1",
-            "224.0.0.1",
-            "255.255.255.255",
-            "::1",
-            "::",
-            "fe80::1",
-            "fd00:ec2::254",
-            "::ffff:127.0.0.1",
-            "::ffff:169.254.169.254",
-            // IPv4-compatible, 6to4 and site-local forms of internal addresses.
-            "::127.0.0.1",
-            "::a9fe:a9fe",
-            "2002:7f00:1::",
-            "2002:a9fe:a9fe::1",
-            "fec0::1",
-        ] {
-            assert!(is_refused_ip(ip(refused)), "{refused} should be refused");
-        }
-        for public in [
-            "93.184.216.34",
-            "1.1.1.1",
-            "8.8.8.8",
-            "2606:4700::1111",
-            "172.32.0.1",
-            "100.128.0.1",
-        ] {
-            assert!(!is_refused_ip(ip(public)), "{public} is public");
-        }
-    }
-
-    fn client(exceptions: &[&str]) -> Outbound {
-        Outbound::new(OutboundPolicy {
-            allowed_hosts: vec![HostPattern::parse("*").unwrap()],
-            private_exceptions: exceptions.iter().map(|e| HostPattern::parse(e).unwrap()).collect(),
-            allowed_ports: vec![80, 443],
-            own_addresses: vec![ip("93.184.216.34"), ip("2606:4700::1111")],
-            own_names: vec!["agents.example.com".into()],
-            max_response_bytes: 1024,
-            max_timeout: Duration::from_secs(2),
-            max_redirects: 3,
-            marker: None,
-        })
-        .unwrap()
-    }
-
-    fn all() -> Vec<HostPattern> {
-        vec![HostPattern::parse("*").unwrap()]
-    }
-
-    #[test]
-    fn checks_grants_schemes_and_literal_addresses() {
-        let out = client(&["127.0.0.1:9999"]);
-        let url = |u: &str| Url::parse(u).unwrap();
-        let api = vec![HostPattern::parse("api.example.com").unwrap()];
-        assert!(out.check(&url("https://api.example.com/x"), &api).is_ok());
-        assert!(matches!(
-            out.check(&url("https://other.com/x"), &api),
-            Err(OutboundError::Denied(_))
-        ));
-        assert!(matches!(
-            out.check(&url("file:///etc/passwd"), &all()),
-            Err(OutboundError::Denied(_))
-        ));
-        assert!(matches!(
-            out.check(&url("http://169.254.169.254/latest"), &all()),
-            Err(OutboundError::Denied(_))
-        ));
-        assert!(matches!(
-            out.check(&url("http://[::1]:80/"), &all()),
-            Err(OutboundError::Denied(_))
-        ));
-        assert!(matches!(
-            out.check(&url("http://localhost:9999/"), &all()),
-            Err(OutboundError::Denied(_))
-        ));
-        assert!(
-            out.check(&url("http://127.0.0.1:9999/"), &all()).is_ok(),
-            "the operator's exception"
-        );
-        assert!(matches!(
-            out.check(&url("http://127.0.0.1:9998/"), &all()),
-            Err(OutboundError::Denied(_))
-        ));
-    }
-
-    #[test]
-    fn the_servers_own_addresses_and_other_ports_are_refused() {
-        let out = client(&["127.0.0.1"]);
-        let url = |u: &str| Url::parse(u).unwrap();
-        let refusal = |u: &str| match out.check(&url(u), &all()) {
-            Err(OutboundError::Denied(reason)) => reason,
-            other => panic!("{u} should be refused, got {other:?}"),
-        };
-        assert!(refusal("http://93.184.216.34/").contains("own address"));
-        assert!(refusal("http://[::ffff:93.184.216.34]/").contains("own address"));
-        assert!(refusal("https://[2606:4700::1111]/").contains("own address"));
-        assert!(refusal("https://agents.example.com/v1/agents").contains("own name"));
-        assert!(
-            refusal("https://Agents.Example.com./v1/agents").contains("own name"),
-            "a trailing dot"
-        );
-        assert!(refusal("http://93.184.216.35:8080/").contains("port 8080"));
-        assert!(refusal("https://api.example.com:22/").contains("port 22"));
-        assert!(out.check(&url("https://93.184.216.35/"), &all()).is_ok());
-        assert!(out.check(&url("http://api.example.com/"), &all()).is_ok());
-        // The operator's private exception names the host outright: any of its ports.
-        assert!(out.check(&url("http://127.0.0.1:9000/"), &all()).is_ok());
-
-        let mut policy = (*out.policy).clone();
-        policy.allowed_hosts = vec![
-            HostPattern::parse("*").unwrap(),
-            HostPattern::parse("api.example.com:8443").unwrap(),
-        ];
-        let named = Outbound::new(policy).unwrap();
-        assert!(named.check(&url("https://api.example.com:8443/"), &all()).is_ok());
-        assert!(named.check(&url("https://other.example.com:8443/"), &all()).is_err());
-    }
-
-    #[test]
-    fn own_addresses_include_every_interface_and_the_public_address() {
-        let (addresses, names) = own_addresses(Some("https://203.0.113.9:8443"));
-        assert!(addresses.contains(&ip("127.0.0.1")), "{addresses:?}");
-        assert!(addresses.contains(&ip("203.0.113.9")));
-        assert!(names.is_empty());
-        let (_, names) = own_addresses(Some("https://Agents.Example.com/"));
-        assert_eq!(names, vec!["agents.example.com".to_string()]);
-    }
-
-    #[tokio::test]
-    async fn names_that_resolve_privately_are_refused() {
-        let out = client(&[]);
-        let request = OutboundRequest {
-            method: "GET".into(),
-            url: "http://localtest.me.invalid.localhost/".into(),
-            headers: vec![],
-            body: None,
-            timeout: None,
-            max_bytes: None,
-            budget: None,
-            follow_redirects: true,
-            truncate_body: false,
-        };
-        assert!(matches!(out.send(request, &all()).await, Err(OutboundError::Denied(_))));
-        assert!(matches!(
-            out.vet("http://localtest.me.invalid.localhost/", &all()).await,
-            Err(OutboundError::Denied(_))
-        ));
-        assert!(matches!(
-            out.vet("http://127.0.0.1:8080/hook", &all()).await,
-            Err(OutboundError::Denied(_))
-        ));
-    }
-
-    /// Run alone by the test below (with the variable set): reaches a documentation
-    /// address that no network routes. Without the variable it does nothing.
-    #[tokio::test]
-    async fn reach_outside_the_machine_when_asked() {
-        if std::env::var_os("AGENT_HOST_REACH_OUTSIDE").is_none() {
-            return;
-        }
-        let _ = operator_client(Some(Duration::from_secs(1)))
-            .get("http://192.0.2.1/")
-            .send()
-            .await;
-    }
-
-    /// No unit test may open a connection outside 127.0.0.1: one that tries ends the whole
-    /// test binary before anything is resolved or connected, naming the address.
-    #[test]
-    fn a_unit_test_that_reaches_outside_the_machine_fails_the_run() {
-        let run = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "outbound::tests::reach_outside_the_machine_when_asked",
-                "--nocapture",
-            ])
-            .env("AGENT_HOST_REACH_OUTSIDE", "1")
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&run.stderr);
-        assert!(!run.status.success(), "the run passed: {stderr}");
-        assert!(
-            stderr.contains("a unit test tried to reach http://192.0.2.1/"),
-            "{stderr}"
-        );
-        for allowed in [
-            "http://127.0.0.1:9/",
-            "http://[::1]:8080/x",
-            "http://localhost/",
-            "http://a.localhost/",
-        ] {
-            assert!(is_loopback_url(&Url::parse(allowed).unwrap()), "{allowed}");
-        }
-        for outside in [
-            "http://192.0.2.1/",
-            "https://mainnet.base.org/",
-            "http://localhost.example/",
-        ] {
-            assert!(!is_loopback_url(&Url::parse(outside).unwrap()), "{outside}");
-        }
-    }
-}
+mod tests;

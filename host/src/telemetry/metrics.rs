@@ -46,28 +46,7 @@ pub fn encode() -> String {
 /// accept OpenMetrics: a counter's family is named with its `_total`, and the `# UNIT` and
 /// `# EOF` lines go.
 pub fn encode_text_format() -> String {
-    to_text_format(&encode())
-}
-
-fn to_text_format(openmetrics: &str) -> String {
-    let counters: std::collections::HashSet<&str> = openmetrics
-        .lines()
-        .filter_map(|line| line.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
-        .collect();
-    let mut out = String::with_capacity(openmetrics.len());
-    for line in openmetrics.lines() {
-        if line == "# EOF" || line.starts_with("# UNIT ") {
-            continue;
-        }
-        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|prefix| {
-            let rest = line.strip_prefix(prefix)?;
-            let (name, tail) = rest.split_once(' ')?;
-            counters.contains(name).then(|| format!("{prefix}{name}_total {tail}"))
-        });
-        out.push_str(renamed.as_deref().unwrap_or(line));
-        out.push('\n');
-    }
-    out
+    super::text_format::from_openmetrics(&encode())
 }
 
 type Labels<const N: usize> = [(&'static str, &'static str); N];
@@ -595,16 +574,10 @@ mod tests {
         assert!(text.contains("agent_host_plugin_runs_total{agent=\"other\",command=\"other\",outcome=\"failed\"} 1"));
         assert!(text.contains("http_server_active_requests 0"), "{text}");
 
-        let older = to_text_format(&text);
+        let older = super::super::text_format::from_openmetrics(&text);
         assert!(
             older.contains("# TYPE agent_host_plugin_runs_total counter\n"),
             "{older}"
         );
-        assert!(
-            older.contains("# HELP agent_host_plugin_runs_total Command runs"),
-            "{older}"
-        );
-        assert!(older.contains("# TYPE http_server_request_duration_seconds histogram\n"));
-        assert!(!older.contains("# EOF") && !older.contains("# UNIT"), "{older}");
     }
 }

@@ -14,6 +14,7 @@ pub mod recovery;
 pub mod refund;
 mod retry;
 pub mod scheme;
+mod settled;
 mod solana;
 
 use std::time::Duration;
@@ -30,7 +31,6 @@ pub(super) mod fake;
 #[cfg(test)]
 mod tests;
 
-use super::locks::KeyGuard;
 use super::{ServiceError, Services, wallets};
 use crate::chains::{self, ChainError, Landing, SignedTx};
 use crate::domain::Network;
@@ -132,24 +132,8 @@ pub struct Purchase<'a> {
 /// anything is recorded or sent.
 pub type Reserve<'a> = scheme::BoxFuture<'a, Result<crate::plugins::SlotPermit, ServiceError>>;
 
-/// A payment that is on chain: the work it paid for may now be done. While it lives, no
-/// job's refund or recovery pass touches the payment.
-pub struct Settled {
-    pub payment_id: String,
-    pub agent_id: String,
-    pub network: Network,
-    pub payer: String,
-    pub pay_to: String,
-    pub amount: MicroUsdc,
-    pub transaction: String,
-    pub settled_at: i64,
-    /// `None` for a payment met again by a retry: its own request holds it, or is done.
-    _claim: Option<KeyGuard<String>>,
-    /// What the purchase reserved for the work (see [`Purchase::reserve`]).
-    pub slot: Option<crate::plugins::SlotPermit>,
-}
-
 pub use retry::{Bought, Earlier};
+pub use settled::Settled;
 
 /// Who settles a payment: the agent's wallet (its key opened), or the operator's facilitator.
 enum Settler<'a> {
@@ -550,71 +534,4 @@ pub(super) fn note_fee(services: &Services, agent_id: &str, network: Network, tr
             Err(e) => tracing::debug!(transaction, "could not read a transaction's fee: {e}"),
         }
     });
-}
-
-impl Settled {
-    /// The paid work was done: `settled` → `served`. Until this succeeds, the answer must
-    /// not go out (a payment left `settled` is refunded as never answered).
-    pub async fn served(&self, services: &Services, answer: Option<String>) -> Result<(), ServiceError> {
-        let answer = answer.filter(|answer| self.may_keep(services, answer));
-        let expires_at = self.answer_expires_at(services);
-        if services
-            .store
-            .serve_payment(&self.payment_id, answer, expires_at)
-            .await?
-        {
-            Ok(())
-        } else {
-            Err(ServiceError::Conflict(format!(
-                "payment {} is no longer settled",
-                self.payment_id
-            )))
-        }
-    }
-
-    /// Keeps the answer of a payment already served (a job's address), for a retry.
-    pub async fn keep(&self, services: &Services, answer: Option<String>) {
-        let Some(answer) = answer.filter(|answer| self.may_keep(services, answer)) else {
-            return;
-        };
-        let expires_at = self.answer_expires_at(services);
-        if let Err(err) = services.store.keep_answer(&self.payment_id, answer, expires_at).await {
-            tracing::warn!(
-                payment = self.payment_id,
-                "could not keep the answer for a retry: {err}"
-            );
-        }
-    }
-
-    /// An answer over the size limit is not kept (a retry is then told it is not).
-    fn may_keep(&self, services: &Services, answer: &str) -> bool {
-        let fits = answer.len() <= services.settings.x402.x402_kept_answer_max_bytes;
-        if !fits {
-            tracing::warn!(
-                payment = self.payment_id,
-                bytes = answer.len(),
-                "an answer too large to keep"
-            );
-        }
-        fits
-    }
-
-    fn answer_expires_at(&self, services: &Services) -> i64 {
-        crate::clock::now_ms() + services.settings.x402.x402_answer_retention_hours as i64 * 3_600_000
-    }
-
-    /// The paid work failed after settlement, by the agent's fault: the payer gets the
-    /// amount back from the agent's wallet. Returns the refund's transaction signature, if
-    /// it went out.
-    pub async fn refund(&self, services: &Services, why: &str) -> Option<String> {
-        let refund = refund::Refund {
-            payment_id: &self.payment_id,
-            agent_id: &self.agent_id,
-            network: self.network,
-            payer: &self.payer,
-            amount: self.amount,
-            failed_work: true,
-        };
-        refund.start(services, why).await
-    }
 }
