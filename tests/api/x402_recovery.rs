@@ -387,7 +387,12 @@ async fn two_hundred_payments_cut_by_random_kills_leave_the_ledger_whole() {
         .with_envs(solana.env())
         .with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1")
         .with_env("AGENT_HOST_X402_CLIENT_LIMIT_PER_MINUTE", "100000")
-        .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "100000");
+        .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "100000")
+        // Every payment is tried: a payer refunded once is not turned away for the rest.
+        .with_env("AGENT_HOST_X402_REFUND_COOLOFF_SECS", "0")
+        .with_env("AGENT_HOST_X402_PAYER_COOLOFF_SECS", "0")
+        // Nor is the failing command paused: its refunds are part of the ledger checked.
+        .with_env("AGENT_HOST_X402_BREAKER_FAILURES", "100000");
     env.create_account("acme", "free");
     env.apply_agent(
         &format!(
@@ -422,20 +427,26 @@ async fn two_hundred_payments_cut_by_random_kills_leave_the_ledger_whole() {
     let front = crate::support::proxy::Front::start(&server.base).await;
     let mut workers = tokio::task::JoinSet::new();
     for (i, ((payer, _), network)) in payers.iter().enumerate() {
-        let (payer, url, bodies) = (
+        let (payer, url, health, bodies) = (
             payer.clone(),
             format!("{}/x402/{network}/seller", front.base),
+            format!("{}/health", front.base),
             bodies.clone(),
         );
         workers.spawn(async move {
             for n in 0..25 {
                 let client = X402Client::ALL[(i + n) % 2];
-                let _ = try_pay_with(client, &payer, &url, &bodies[(i + n) % bodies.len()]).await;
+                let body = &bodies[(i + n) % bodies.len()];
+                if try_pay_with(client, &payer, &url, body).await.is_err() {
+                    // Cut by a kill: as a client would, it waits for the server to answer
+                    // again before its next payment.
+                    until_answering(&health).await;
+                }
             }
         });
     }
-    // Killed every 2 to 8 seconds (a real client's paid request takes about 3), restarted
-    // behind the front at once.
+    // Killed every 1 to 4 seconds (a paid request takes about one), restarted behind the
+    // front at once.
     let mut seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -447,7 +458,7 @@ async fn two_hundred_payments_cut_by_random_kills_leave_the_ledger_whole() {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        let pause = Duration::from_millis(2_000 + seed % 6_000);
+        let pause = Duration::from_millis(1_000 + seed % 3_000);
         tokio::select! {
             _ = tokio::time::sleep(pause) => {
                 server.crash();
@@ -573,4 +584,21 @@ async fn a_paid_jobs_refund_cut_off_by_a_crash_is_paid_after_the_restart() {
     assert_eq!(refunds.len(), 1, "{transfers:?}");
     assert_eq!(side.usdc_of(&side.payer()).await, funded, "paid back in full");
     assert_eq!(side.usdc_of(&wallet).await, 0);
+}
+
+/// Returns once the server behind `health` answers it (it may be restarting).
+async fn until_answering(health: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !crate::support::client()
+        .get(health)
+        .send()
+        .await
+        .is_ok_and(|r| r.status().is_success())
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{health} did not answer within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

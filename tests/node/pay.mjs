@@ -1,6 +1,7 @@
 // Pays the service the way x402 users do: with a real, published x402 client.
 //
-//   node pay.mjs '<request JSON>'              (the tests)
+//   node pay.mjs --serve                       (the tests: one request per stdin line)
+//   node pay.mjs '<request JSON>'              (one request)
 //   node pay.mjs CLIENT URL '<body JSON>'      (by hand, see docs/x402.md)
 //
 // request: { client: "x402-fetch" | "@x402/fetch", network: "base" | "solana", url, body,
@@ -11,10 +12,14 @@
 //            request throws: a client's retry after a dropped connection; default 1) }
 // By hand, the network comes from the URL (/x402/{network}/...), the key from
 // PAYER_BASE_KEY / PAYER_SOLANA_KEY and the RPC from AGENT_HOST_{BASE,SOLANA}_RPC_URL.
-// Prints one JSON line: { status, body, paymentResponse, paymentResponseHeader, failures } where
-// paymentResponse is the decoded PAYMENT-RESPONSE (v2) or X-PAYMENT-RESPONSE (v1) header
-// (null when absent) and failures the messages of the attempts that threw. A client that
-// throws on its last attempt exits 1 with its message on stderr.
+// A request's result is one JSON object: { status, body, paymentResponse, paymentResponseHeader,
+// failures } where paymentResponse is the decoded PAYMENT-RESPONSE (v2) or X-PAYMENT-RESPONSE
+// (v1) header (null when absent) and failures the messages of the attempts that threw.
+// One request prints it on a line; a client that throws on its last attempt exits 1 with its
+// message on stderr.
+// --serve reads lines { id, request } and answers each, as it ends, with a line { id, paid }
+// or { id, error }: requests run side by side, each with clients of its own, and the modules
+// are loaded once (a fresh Node process per payment cost about 3 s of CPU, mostly loading).
 import { createWalletClient, http, publicActions } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
@@ -33,15 +38,12 @@ function byHand([client, url, body]) {
   };
 }
 
-const args = process.argv.slice(2);
-const request = args.length === 1 ? JSON.parse(args[0]) : byHand(args);
-
-async function solanaSigner() {
+async function solanaSigner(request) {
   return createKeyPairSignerFromBytes(getBase58Encoder().encode(request.key));
 }
 
 // x402-fetch 1.2.0: x402 protocol version 1 only.
-async function legacyFetch() {
+async function legacyFetch(request) {
   const { wrapFetchWithPayment } = await import("x402-fetch");
   if (request.network === "base") {
     // The client's own createSigner("base", key) with the local node as transport: the
@@ -54,13 +56,13 @@ async function legacyFetch() {
     return wrapFetchWithPayment(fetch, wallet);
   }
   const config = { svmConfig: { rpcUrl: request.rpcUrl } };
-  return wrapFetchWithPayment(fetch, await solanaSigner(), undefined, undefined, config);
+  return wrapFetchWithPayment(fetch, await solanaSigner(request), undefined, undefined, config);
 }
 
 // @x402/fetch 2.x set up as its README's Quick Start shows: version-2 schemes only, one
 // per CAIP-2 network, nothing else configured (Solana: the RPC, a documented option of
 // ExactSvmScheme, since the chain is local).
-async function currentFetch() {
+async function currentFetch(request) {
   const { wrapFetchWithPayment, x402Client } = await import("@x402/fetch");
   let schemes;
   if (request.network === "base") {
@@ -69,7 +71,7 @@ async function currentFetch() {
   } else {
     const { ExactSvmScheme } = await import("@x402/svm");
     schemes = [
-      { network: request.networkId ?? "solana:*", client: new ExactSvmScheme(await solanaSigner(), { rpcUrl: request.rpcUrl }) },
+      { network: request.networkId ?? "solana:*", client: new ExactSvmScheme(await solanaSigner(request), { rpcUrl: request.rpcUrl }) },
     ];
   }
   const client = x402Client.fromConfig({ schemes });
@@ -86,32 +88,60 @@ async function currentFetch() {
 }
 
 const clients = { "x402-fetch": legacyFetch, "@x402/fetch": currentFetch };
-const makeFetch = clients[request.client];
-if (!makeFetch) throw new Error(`unknown client ${request.client}`);
-const pay = await makeFetch();
 
-const failures = [];
-let response;
-for (let attempt = 1; !response; attempt++) {
+async function pay(request) {
+  const makeFetch = clients[request.client];
+  if (!makeFetch) throw new Error(`unknown client ${request.client}`);
+  const paying = await makeFetch(request);
+  const failures = [];
+  let response;
+  for (let attempt = 1; !response; attempt++) {
+    try {
+      response = await paying(request.url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(request.body),
+      });
+    } catch (error) {
+      if (attempt >= (request.attempts ?? 1)) throw error;
+      failures.push(String(error?.cause?.message ?? error?.message ?? error));
+    }
+  }
+  const text = await response.text();
+  let body;
   try {
-    response = await pay(request.url, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(request.body),
-    });
-  } catch (error) {
-    if (attempt >= (request.attempts ?? 1)) throw error;
-    failures.push(String(error?.cause?.message ?? error?.message ?? error));
+    body = JSON.parse(text);
+  } catch {
+    body = text;
+  }
+  const paymentResponseHeader = ["payment-response", "x-payment-response"].find((name) => response.headers.has(name)) ?? null;
+  const header = paymentResponseHeader && response.headers.get(paymentResponseHeader);
+  const paymentResponse = header ? JSON.parse(Buffer.from(header, "base64").toString("utf8")) : null;
+  return { status: response.status, body, paymentResponse, paymentResponseHeader, failures };
+}
+
+function describe(error) {
+  return error?.stack ?? String(error);
+}
+
+async function serve() {
+  const { createInterface } = await import("node:readline");
+  // A rejection a client leaves behind must not end the other requests' process.
+  process.on("unhandledRejection", (error) => console.error("pay.mjs: unhandled:", describe(error)));
+  for await (const line of createInterface({ input: process.stdin })) {
+    if (!line.trim()) continue;
+    const { id, request } = JSON.parse(line);
+    pay(request).then(
+      (paid) => console.log(JSON.stringify({ id, paid })),
+      (error) => console.log(JSON.stringify({ id, error: describe(error) })),
+    );
   }
 }
-const text = await response.text();
-let body;
-try {
-  body = JSON.parse(text);
-} catch {
-  body = text;
+
+const args = process.argv.slice(2);
+if (args[0] === "--serve") {
+  await serve();
+} else {
+  const request = args.length === 1 ? JSON.parse(args[0]) : byHand(args);
+  console.log(JSON.stringify(await pay(request)));
 }
-const paymentResponseHeader = ["payment-response", "x-payment-response"].find((name) => response.headers.has(name)) ?? null;
-const header = paymentResponseHeader && response.headers.get(paymentResponseHeader);
-const paymentResponse = header ? JSON.parse(Buffer.from(header, "base64").toString("utf8")) : null;
-console.log(JSON.stringify({ status: response.status, body, paymentResponse, paymentResponseHeader, failures }));

@@ -2,7 +2,12 @@
 //! `x402-fetch` 1.2.0 (x402 version 1) or `@x402/fetch` 2.x as its README's Quick Start
 //! sets it up (version 2 only) through one paid request.
 
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -126,7 +131,8 @@ pub async fn pay_retrying(
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Runs `tests/node/pay.mjs` for `client` with the request's fields and `extra` ones.
+/// Runs one request on the payer process (`tests/node/pay.mjs --serve`) for `client` with the
+/// request's fields and `extra` ones.
 async fn run_client(
     client: X402Client,
     payer: &Payer<'_>,
@@ -134,7 +140,6 @@ async fn run_client(
     body: &Value,
     extra: Value,
 ) -> Result<Paid, String> {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/node/pay.mjs");
     let mut request = json!({
         "client": client.package(), "network": payer.network, "key": payer.key,
         "rpcUrl": payer.rpc_url, "url": url, "body": body, "networkId": network_id(payer.network),
@@ -142,23 +147,10 @@ async fn run_client(
     if let (Some(request), Value::Object(extra)) = (request.as_object_mut(), extra) {
         request.extend(extra);
     }
-    let run = tokio::process::Command::new("node")
-        .arg(&script)
-        .arg(request.to_string())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(90), run)
+    let reply = tokio::time::timeout(Duration::from_secs(90), PayerProcess::shared().pay(request))
         .await
         .map_err(|_| format!("{client:?} did not finish paying within 90 s"))?
-        .expect("run node (scripts/test.sh installs tests/node)");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    if !output.status.success() {
-        return Err(format!(
-            "{client:?} failed: {}{stdout}",
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    let reply: Value = serde_json::from_str(stdout.trim()).map_err(|_| format!("{client:?} printed {stdout:?}"))?;
+        .map_err(|e| format!("{client:?} failed: {e}"))?;
     Ok(Paid {
         status: reply["status"].as_u64().unwrap() as u16,
         body: reply["body"].clone(),
@@ -166,4 +158,100 @@ async fn run_client(
         payment_response_header: reply["paymentResponseHeader"].as_str().map(str::to_string),
         failures: serde_json::from_value(reply["failures"].clone()).unwrap_or_default(),
     })
+}
+
+type Answer = tokio::sync::oneshot::Sender<Result<Value, String>>;
+
+/// One Node process that every test of the binary pays through, each request with clients
+/// of its own: loading the x402 and chain modules costs a Node process about 3 s of CPU,
+/// which the 200-payment crash test paid 200 times over. Plain threads and pipes, not
+/// tokio's: each test has a runtime of its own, and the process outlives them all.
+struct PayerProcess {
+    stdin: Mutex<std::process::ChildStdin>,
+    waiting: Arc<Mutex<Waiting>>,
+    next_id: AtomicU64,
+}
+
+/// The requests not yet answered; `None` once the process ended.
+type Waiting = Option<HashMap<u64, Answer>>;
+
+impl PayerProcess {
+    /// The running process, started again if it ended (its requests were answered with why).
+    fn shared() -> Arc<PayerProcess> {
+        static CURRENT: Mutex<Option<Arc<PayerProcess>>> = Mutex::new(None);
+        let mut current = CURRENT.lock().unwrap();
+        match &*current {
+            Some(process) if !process.ended() => process.clone(),
+            _ => current.insert(Arc::new(PayerProcess::start())).clone(),
+        }
+    }
+
+    fn start() -> PayerProcess {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/node/pay.mjs");
+        let mut child = std::process::Command::new("node")
+            .arg(&script)
+            .arg("--serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("run node (scripts/test.sh installs tests/node)");
+        let waiting: Arc<Mutex<Waiting>> = Arc::new(Mutex::new(Some(HashMap::new())));
+        let stdout = child.stdout.take().unwrap();
+        let stdin = Mutex::new(child.stdin.take().unwrap());
+        let answers = waiting.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let Ok(reply) = serde_json::from_str::<Value>(&line) else {
+                    eprintln!("pay.mjs printed {line:?}");
+                    continue;
+                };
+                let id = reply["id"].as_u64().unwrap_or(u64::MAX);
+                let answer = answers.lock().unwrap().as_mut().and_then(|waiting| waiting.remove(&id));
+                let result = match reply.get("error") {
+                    Some(error) => Err(error.as_str().unwrap_or_default().to_string()),
+                    None => Ok(reply["paid"].clone()),
+                };
+                if let Some(answer) = answer {
+                    let _ = answer.send(result);
+                }
+            }
+            // Ended: whoever still waits is told, and the next request starts a new one.
+            for (_, answer) in answers.lock().unwrap().take().into_iter().flatten() {
+                let _ = answer.send(Err("the payer process ended".into()));
+            }
+            let _ = child.wait();
+        });
+        PayerProcess {
+            stdin,
+            waiting,
+            next_id: AtomicU64::new(0),
+        }
+    }
+
+    fn ended(&self) -> bool {
+        self.waiting.lock().unwrap().is_none()
+    }
+
+    async fn pay(&self, request: Value) -> Result<Value, String> {
+        let answered = self.send(request)?;
+        answered.await.unwrap_or_else(|_| Err("the payer process ended".into()))
+    }
+
+    fn send(&self, request: Value) -> Result<tokio::sync::oneshot::Receiver<Result<Value, String>>, String> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        match self.waiting.lock().unwrap().as_mut() {
+            Some(waiting) => waiting.insert(id, answer),
+            None => return Err("the payer process ended".into()),
+        };
+        let line = format!("{}\n", json!({ "id": id, "request": request }));
+        let mut stdin = self.stdin.lock().unwrap();
+        if let Err(e) = stdin.write_all(line.as_bytes()).and_then(|()| stdin.flush()) {
+            if let Some(waiting) = self.waiting.lock().unwrap().as_mut() {
+                waiting.remove(&id);
+            }
+            return Err(format!("the payer process took no request: {e}"));
+        }
+        Ok(answered)
+    }
 }
