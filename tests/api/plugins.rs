@@ -111,7 +111,7 @@ async fn simple_text_fills_placeholders_without_injection() {
 
 #[tokio::test]
 async fn parameters_are_validated_before_any_plugin_runs() {
-    let env = TestEnv::new();
+    let env = TestEnv::new().with_own_component_cache();
     let key = env.account_with_key("alice", "free");
     env.apply_agent(TEXTS, "alice");
     let server = env.serve();
@@ -539,7 +539,7 @@ fn plugin_inspect_prints_the_manifest() {
 
 #[tokio::test]
 async fn compiled_components_are_cached_across_restarts() {
-    let env = TestEnv::new();
+    let env = TestEnv::new().with_own_component_cache();
     let key = env.account_with_key("alice", "free");
     env.apply_agent(TEXTS, "alice");
     let server = env.serve();
@@ -655,7 +655,7 @@ fn a_scaffolded_plugin_builds_and_is_accepted() {
 /// gets them at start, from the data dir's copy.
 #[tokio::test]
 async fn a_plugin_runs_from_the_database_when_the_data_dir_lacks_it() {
-    let env = TestEnv::new();
+    let env = TestEnv::new().with_own_component_cache();
     let key = env.account_with_key("alice", "free");
     env.apply_agent(&notes_manifest("nb1"), "alice");
     let hash = agent_host::plugins::content_hash(&std::fs::read(plugin_path("notes")).unwrap());

@@ -67,7 +67,9 @@ fn recorded_components(env: &TestEnv) -> usize {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_refused_upload_leaves_nothing_and_is_refused_before_compiling() {
     // A small budget: the greedy component's manifest() is stopped soon.
-    let env = TestEnv::new().with_env("AGENT_HOST_PLUGIN_MEMORY_MIB", "16");
+    let env = TestEnv::new()
+        .with_own_component_cache()
+        .with_env("AGENT_HOST_PLUGIN_MEMORY_MIB", "16");
     let key = env.account_with_key("alice", "free");
     let server = env.serve();
 
@@ -120,7 +122,9 @@ async fn a_refused_upload_leaves_nothing_and_is_refused_before_compiling() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn compiles_at_once_are_bounded_and_the_rest_told_when_to_retry() {
-    let env = TestEnv::new().with_env("AGENT_HOST_PLUGIN_MAX_COMPILES", "1");
+    let env = TestEnv::new()
+        .with_own_component_cache()
+        .with_env("AGENT_HOST_PLUGIN_MAX_COMPILES", "1");
     let key = env.account_with_key("alice", "pro");
     let server = env.serve();
     let probe = probe_bytes();
@@ -160,10 +164,13 @@ async fn compiles_at_once_are_bounded_and_the_rest_told_when_to_retry() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_accounts_components_are_within_its_quota() {
     let probe = probe_bytes();
-    let env = TestEnv::new().with_env("AGENT_HOST_ACCOUNT_MAX_PLUGINS", "2").with_env(
-        "AGENT_HOST_ACCOUNT_MAX_PLUGIN_BYTES",
-        &(2 * probe.len() + 100).to_string(),
-    );
+    let env = TestEnv::new()
+        .with_own_component_cache()
+        .with_env("AGENT_HOST_ACCOUNT_MAX_PLUGINS", "2")
+        .with_env(
+            "AGENT_HOST_ACCOUNT_MAX_PLUGIN_BYTES",
+            &(2 * probe.len() + 100).to_string(),
+        );
     let key = env.account_with_key("alice", "free");
     let other = env.account_with_key("bob", "free");
     let server = env.serve();
@@ -194,7 +201,9 @@ async fn an_accounts_components_are_within_its_quota() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unused_component_is_deleted_by_its_owner_then_collected() {
-    let env = TestEnv::new().with_env("AGENT_HOST_PLUGIN_COLLECT_AFTER_SECS", "1");
+    let env = TestEnv::new()
+        .with_own_component_cache()
+        .with_env("AGENT_HOST_PLUGIN_COLLECT_AFTER_SECS", "1");
     let key = env.account_with_key("alice", "free");
     let other = env.account_with_key("bob", "free");
     let server = env.serve();
@@ -265,6 +274,7 @@ async fn an_unused_component_is_deleted_by_its_owner_then_collected() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_inspection_is_accounted_to_the_uploading_account() {
     let env = TestEnv::new()
+        .with_own_component_cache()
         .with_env("AGENT_HOST_PLUGIN_MAX_CONCURRENCY_PER_ACCOUNT", "1")
         .with_metrics();
     let busy = env.account_with_key("busy", "pro");

@@ -172,6 +172,13 @@ impl TestEnv {
         self.with_env("AGENT_HOST_METRICS_LISTEN", "127.0.0.1:0")
     }
 
+    /// Servers started from it compile into the data dir's own cache, as an operator's do
+    /// by default (for what counts compiles or the cache's files); others share one.
+    pub fn with_own_component_cache(self) -> TestEnv {
+        let own = self.path("cache").display().to_string();
+        self.with_env("AGENT_HOST_PLUGIN_CACHE_DIR", &own)
+    }
+
     /// Adds settings, e.g. those pointing at a local chain.
     pub fn with_envs(mut self, settings: Vec<(&str, String)>) -> TestEnv {
         for (name, value) in settings {
@@ -221,6 +228,7 @@ impl TestEnv {
             }
         }
         cmd.env("AGENT_HOST_LOG", "warn");
+        cmd.env("AGENT_HOST_PLUGIN_CACHE_DIR", shared_component_cache());
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd.arg("--data-dir").arg(self.dir.path());
         // `plugin run` keeps compiled components in the user's cache: the suite's own, kept
@@ -353,6 +361,20 @@ impl TestEnv {
             log_path,
         }
     }
+}
+
+/// The compiled-component cache the servers of this run share: every test server compiling
+/// the same built-in and test components again was a sixth of the suite's CPU. Entries are
+/// named by content and engine hash and written whole, so servers can share them; emptied
+/// when a run starts, so that it never grows past one run's components.
+fn shared_component_cache() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = PathBuf::from(concat!(env!("CARGO_TARGET_TMPDIR"), "/component-cache"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the shared component cache");
+        dir
+    })
 }
 
 fn sqlite_rows(path: &Path, sql: &str) -> Vec<Vec<Option<String>>> {
