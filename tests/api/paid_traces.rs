@@ -204,7 +204,7 @@ fn split(root: &ReceivedSpan, spans: &[&ReceivedSpan]) -> Split {
     };
     let mut in_children = 0;
     for child in parts(spans, root) {
-        let whole = child.end_ns - child.start_ns;
+        let whole = child.end_ns.saturating_sub(child.start_ns);
         let on_chain = chain_ns(child, spans);
         chain += on_chain;
         in_children += whole;
@@ -249,14 +249,16 @@ fn is_chain_call(span: &ReceivedSpan) -> bool {
 /// once the transaction is sent, the time between its parts (waiting for confirmation);
 /// anything else, the chain time of its children. What a settlement does before it sends
 /// (verify the payment, read the wallet, sign) is ours.
+/// Node calls made side by side overlap: the sum is capped by the span's own time.
 fn chain_ns(span: &ReceivedSpan, spans: &[&ReceivedSpan]) -> u64 {
+    let whole = span.end_ns.saturating_sub(span.start_ns);
     if is_chain_call(span) {
-        return span.end_ns - span.start_ns;
+        return whole;
     }
     let mut under = children(spans, span);
     let calls: u64 = under.iter().map(|c| chain_ns(c, spans)).sum();
     if span.name != "settlement" {
-        return calls;
+        return calls.min(whole);
     }
     under.sort_by_key(|c| c.start_ns);
     let sent = under.iter().position(|c| {
@@ -270,7 +272,7 @@ fn chain_ns(span: &ReceivedSpan, spans: &[&ReceivedSpan]) -> u64 {
             .map(|w| w[1].start_ns.saturating_sub(w[0].end_ns))
             .sum()
     });
-    calls + waits
+    (calls + waits).min(whole)
 }
 
 fn ms(ns: u64) -> f64 {

@@ -18,8 +18,11 @@
 // One request prints it on a line; a client that throws on its last attempt exits 1 with its
 // message on stderr.
 // --serve reads lines { id, request } and answers each, as it ends, with a line { id, paid }
-// or { id, error }: requests run side by side, each with clients of its own, and the modules
-// are loaded once (a fresh Node process per payment cost about 3 s of CPU, mostly loading).
+// or { id, error }; a line { id, cancel: true } stops a request. Requests run side by side,
+// each with clients of its own, and the modules are loaded once (a fresh Node process per
+// payment cost about 3 s of CPU, mostly loading). An error no request catches ends the
+// process after a line { fatal }.
+import { inspect } from "node:util";
 import { createWalletClient, http, publicActions } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
@@ -89,7 +92,7 @@ async function currentFetch(request) {
 
 const clients = { "x402-fetch": legacyFetch, "@x402/fetch": currentFetch };
 
-async function pay(request) {
+async function pay(request, signal) {
   const makeFetch = clients[request.client];
   if (!makeFetch) throw new Error(`unknown client ${request.client}`);
   const paying = await makeFetch(request);
@@ -101,6 +104,7 @@ async function pay(request) {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify(request.body),
+        signal,
       });
     } catch (error) {
       if (attempt >= (request.attempts ?? 1)) throw error;
@@ -121,20 +125,38 @@ async function pay(request) {
 }
 
 function describe(error) {
-  return error?.stack ?? String(error);
+  // With its cause: "fetch failed" alone does not say whether the connection was refused or cut.
+  return inspect(error, { depth: 4 });
 }
 
 async function serve() {
   const { createInterface } = await import("node:readline");
-  // A rejection a client leaves behind must not end the other requests' process.
-  process.on("unhandledRejection", (error) => console.error("pay.mjs: unhandled:", describe(error)));
+  const cancels = new Map();
+  // A client's error no request catches ended its own process before; here it ends the
+  // shared one, saying why, and the tests waiting are told so (never a silent success).
+  const fatal = (error) => {
+    console.log(JSON.stringify({ fatal: describe(error) }));
+    process.exit(1);
+  };
+  process.on("unhandledRejection", fatal);
+  process.on("uncaughtException", fatal);
   for await (const line of createInterface({ input: process.stdin })) {
     if (!line.trim()) continue;
-    const { id, request } = JSON.parse(line);
-    pay(request).then(
-      (paid) => console.log(JSON.stringify({ id, paid })),
-      (error) => console.log(JSON.stringify({ id, error: describe(error) })),
-    );
+    const { id, request, cancel } = JSON.parse(line);
+    if (cancel) {
+      // The test stopped waiting (it ended, or gave up): as a killed client would, this
+      // request stops too.
+      cancels.get(id)?.abort();
+      continue;
+    }
+    const controller = new AbortController();
+    cancels.set(id, controller);
+    pay(request, controller.signal)
+      .then(
+        (paid) => console.log(JSON.stringify({ id, paid })),
+        (error) => console.log(JSON.stringify({ id, error: describe(error) })),
+      )
+      .finally(() => cancels.delete(id));
   }
 }
 

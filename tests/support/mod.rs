@@ -208,7 +208,7 @@ impl TestEnv {
 
     /// Runs the CLI once with one more setting (a crash point, another key).
     pub fn cli_with_env(&self, name: &str, value: &str, args: &[&str]) -> CliOutput {
-        finish(self.command().env(name, value).args(args))
+        finish(self.command(args).env(name, value))
     }
 
     pub fn data_dir(&self) -> &Path {
@@ -219,7 +219,8 @@ impl TestEnv {
         self.dir.path().join(name)
     }
 
-    fn command(&self) -> Command {
+    /// `agent-host --data-dir DIR ARGS...` with this environment's settings.
+    fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(BIN);
         // Only the settings a test chooses: never the developer's own.
         for (name, _) in std::env::vars() {
@@ -228,29 +229,32 @@ impl TestEnv {
             }
         }
         cmd.env("AGENT_HOST_LOG", "warn");
-        cmd.env("AGENT_HOST_PLUGIN_CACHE_DIR", shared_component_cache());
+        // `plugin` commands keep their own default, the user's cache (below).
+        if args.first() != Some(&"plugin") {
+            cmd.env("AGENT_HOST_PLUGIN_CACHE_DIR", shared_component_cache());
+        }
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd.arg("--data-dir").arg(self.dir.path());
         // `plugin run` keeps compiled components in the user's cache: the suite's own, kept
         // between runs in the target dir (entries are named by content and engine hash).
         cmd.env("XDG_CACHE_HOME", concat!(env!("CARGO_TARGET_TMPDIR"), "/user-cache"));
+        cmd.args(args);
         cmd
     }
 
     /// Runs `agent-host --data-dir DIR ARGS...` to completion.
     pub fn cli(&self, args: &[&str]) -> CliOutput {
-        finish(self.command().args(args))
+        finish(&mut self.command(args))
     }
 
     /// Runs the CLI to completion in `dir` (commands that read the current folder).
     pub fn cli_in(&self, dir: &Path, args: &[&str]) -> CliOutput {
-        finish(self.command().args(args).current_dir(dir))
+        finish(self.command(args).current_dir(dir))
     }
 
     /// Starts the CLI in `dir` and leaves it running, its output piped (`plugin run --watch`).
     pub fn cli_child(&self, args: &[&str], dir: &Path) -> std::process::Child {
-        self.command()
-            .args(args)
+        self.command(args)
             .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -263,8 +267,7 @@ impl TestEnv {
     pub fn cli_with_stdin(&self, args: &[&str], input: &str) -> CliOutput {
         use std::io::Write;
         let mut child = self
-            .command()
-            .args(args)
+            .command(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -327,7 +330,7 @@ impl TestEnv {
         let log_path = self.path(&format!("server-{}.log", unique()));
         let log = std::fs::File::create(&log_path).expect("server log");
         let mut child = self
-            .command()
+            .command(&[])
             .arg("--json")
             .args(args)
             .stdin(Stdio::null())
@@ -363,10 +366,11 @@ impl TestEnv {
     }
 }
 
-/// The compiled-component cache the servers of this run share: every test server compiling
-/// the same built-in and test components again was a sixth of the suite's CPU. Entries are
-/// named by content and engine hash and written whole, so servers can share them; emptied
-/// when a run starts, so that it never grows past one run's components.
+/// The compiled-component cache the servers and CLI of this run share (`plugin` commands keep
+/// their default, the user's): every test server compiling the same built-in and test
+/// components again was a sixth of the suite's CPU. Entries are named by content and engine
+/// hash and written whole, so processes can share them; emptied when a run starts, so that
+/// it never grows past one run's components.
 fn shared_component_cache() -> &'static Path {
     static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {

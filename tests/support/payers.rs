@@ -132,7 +132,9 @@ pub async fn pay_retrying(
 }
 
 /// Runs one request on the payer process (`tests/node/pay.mjs --serve`) for `client` with the
-/// request's fields and `extra` ones.
+/// request's fields and `extra` ones. An `Err` is the client's own failure (a connection cut,
+/// a refused payment it threw on); the payer process failing panics, so that no test can
+/// take it for a cut.
 async fn run_client(
     client: X402Client,
     payer: &Payer<'_>,
@@ -147,10 +149,12 @@ async fn run_client(
     if let (Some(request), Value::Object(extra)) = (request.as_object_mut(), extra) {
         request.extend(extra);
     }
-    let reply = tokio::time::timeout(Duration::from_secs(90), PayerProcess::shared().pay(request))
-        .await
-        .map_err(|_| format!("{client:?} did not finish paying within 90 s"))?
-        .map_err(|e| format!("{client:?} failed: {e}"))?;
+    let reply = match tokio::time::timeout(Duration::from_secs(90), PayerProcess::pay(request)).await {
+        Err(_) => return Err(format!("{client:?} did not finish paying within 90 s")),
+        Ok(Err(Failure::Client(e))) => return Err(format!("{client:?} failed: {e}")),
+        Ok(Err(Failure::Process(e))) => panic!("the payer process (tests/node/pay.mjs) failed: {e}"),
+        Ok(Ok(reply)) => reply,
+    };
     Ok(Paid {
         status: reply["status"].as_u64().unwrap() as u16,
         body: reply["body"].clone(),
@@ -160,7 +164,17 @@ async fn run_client(
     })
 }
 
-type Answer = tokio::sync::oneshot::Sender<Result<Value, String>>;
+enum Failure {
+    /// The client threw: its message, with its cause.
+    Client(String),
+    /// The process ended or took no request.
+    Process(String),
+}
+
+type Answer = tokio::sync::oneshot::Sender<Result<Value, Failure>>;
+
+/// The requests not yet answered; `None` once the process ended.
+type Waiting = Option<HashMap<u64, Answer>>;
 
 /// One Node process that every test of the binary pays through, each request with clients
 /// of its own: loading the x402 and chain modules costs a Node process about 3 s of CPU,
@@ -172,14 +186,20 @@ struct PayerProcess {
     next_id: AtomicU64,
 }
 
-/// The requests not yet answered; `None` once the process ended.
-type Waiting = Option<HashMap<u64, Answer>>;
-
 impl PayerProcess {
-    /// The running process, started again if it ended (its requests were answered with why).
+    /// Runs `request` on the running process; on one that ended, on a new one.
+    async fn pay(request: Value) -> Result<Value, Failure> {
+        let pending = match PayerProcess::shared().send(&request) {
+            Err(Failure::Process(_)) => PayerProcess::shared().send(&request)?,
+            sent => sent?,
+        };
+        pending.answer().await
+    }
+
     fn shared() -> Arc<PayerProcess> {
         static CURRENT: Mutex<Option<Arc<PayerProcess>>> = Mutex::new(None);
-        let mut current = CURRENT.lock().unwrap();
+        // A start that panicked (no node) must not poison the others' next try.
+        let mut current = CURRENT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match &*current {
             Some(process) if !process.ended() => process.clone(),
             _ => current.insert(Arc::new(PayerProcess::start())).clone(),
@@ -196,28 +216,33 @@ impl PayerProcess {
             .spawn()
             .expect("run node (scripts/test.sh installs tests/node)");
         let waiting: Arc<Mutex<Waiting>> = Arc::new(Mutex::new(Some(HashMap::new())));
-        let stdout = child.stdout.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let stdin = Mutex::new(child.stdin.take().unwrap());
         let answers = waiting.clone();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let Ok(reply) = serde_json::from_str::<Value>(&line) else {
-                    eprintln!("pay.mjs printed {line:?}");
+            let mut why = "it ended".to_string();
+            let mut line = Vec::new();
+            while stdout.read_until(b'\n', &mut line).is_ok_and(|read| read > 0) {
+                let reply: Value = serde_json::from_slice(&line).unwrap_or_else(|_| {
+                    eprintln!("pay.mjs: {}", String::from_utf8_lossy(&line).trim_end());
+                    Value::Null
+                });
+                line.clear();
+                if let Some(fatal) = reply["fatal"].as_str() {
+                    why = fatal.to_string();
+                }
+                let id = reply["id"].as_u64().unwrap_or(u64::MAX);
+                let Some(answer) = answers.lock().unwrap().as_mut().and_then(|waiting| waiting.remove(&id)) else {
                     continue;
                 };
-                let id = reply["id"].as_u64().unwrap_or(u64::MAX);
-                let answer = answers.lock().unwrap().as_mut().and_then(|waiting| waiting.remove(&id));
-                let result = match reply.get("error") {
-                    Some(error) => Err(error.as_str().unwrap_or_default().to_string()),
+                let _ = answer.send(match reply.get("error") {
+                    Some(error) => Err(Failure::Client(error.as_str().unwrap_or_default().to_string())),
                     None => Ok(reply["paid"].clone()),
-                };
-                if let Some(answer) = answer {
-                    let _ = answer.send(result);
-                }
+                });
             }
-            // Ended: whoever still waits is told, and the next request starts a new one.
+            // Ended: whoever still waits is told why, and the next request starts a new one.
             for (_, answer) in answers.lock().unwrap().take().into_iter().flatten() {
-                let _ = answer.send(Err("the payer process ended".into()));
+                let _ = answer.send(Err(Failure::Process(why.clone())));
             }
             let _ = child.wait();
         });
@@ -232,26 +257,58 @@ impl PayerProcess {
         self.waiting.lock().unwrap().is_none()
     }
 
-    async fn pay(&self, request: Value) -> Result<Value, String> {
-        let answered = self.send(request)?;
-        answered.await.unwrap_or_else(|_| Err("the payer process ended".into()))
-    }
-
-    fn send(&self, request: Value) -> Result<tokio::sync::oneshot::Receiver<Result<Value, String>>, String> {
+    fn send(self: Arc<Self>, request: &Value) -> Result<Pending, Failure> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (answer, answered) = tokio::sync::oneshot::channel();
         match self.waiting.lock().unwrap().as_mut() {
             Some(waiting) => waiting.insert(id, answer),
-            None => return Err("the payer process ended".into()),
+            None => return Err(Failure::Process("it ended".into())),
         };
-        let line = format!("{}\n", json!({ "id": id, "request": request }));
-        let mut stdin = self.stdin.lock().unwrap();
-        if let Err(e) = stdin.write_all(line.as_bytes()).and_then(|()| stdin.flush()) {
-            if let Some(waiting) = self.waiting.lock().unwrap().as_mut() {
-                waiting.remove(&id);
-            }
-            return Err(format!("the payer process took no request: {e}"));
+        if let Err(e) = self.write(&json!({ "id": id, "request": request })) {
+            // Gone before its end was read: the next request starts a new one.
+            *self.waiting.lock().unwrap() = None;
+            return Err(Failure::Process(format!("it took no request: {e}")));
         }
-        Ok(answered)
+        Ok(Pending {
+            process: self,
+            id,
+            answered: Some(answered),
+        })
+    }
+
+    fn write(&self, line: &Value) -> std::io::Result<()> {
+        let mut stdin = self.stdin.lock().unwrap();
+        stdin.write_all(format!("{line}\n").as_bytes())?;
+        stdin.flush()
+    }
+}
+
+/// A request sent and not yet answered. Dropped before its answer (the test timed out or
+/// ended), it is cancelled: the client stops, as a killed client process did.
+struct Pending {
+    process: Arc<PayerProcess>,
+    id: u64,
+    answered: Option<tokio::sync::oneshot::Receiver<Result<Value, Failure>>>,
+}
+
+impl Pending {
+    async fn answer(mut self) -> Result<Value, Failure> {
+        let answered = self.answered.as_mut().expect("answered once");
+        let answer = answered
+            .await
+            .unwrap_or_else(|_| Err(Failure::Process("it ended".into())));
+        self.answered = None;
+        answer
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.answered.is_some() {
+            if let Some(waiting) = self.process.waiting.lock().unwrap().as_mut() {
+                waiting.remove(&self.id);
+            }
+            let _ = self.process.write(&json!({ "id": self.id, "cancel": true }));
+        }
     }
 }
