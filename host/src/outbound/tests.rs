@@ -72,30 +72,23 @@ fn checks_grants_schemes_and_literal_addresses() {
         out.check(&url("https://other.com/x"), &api),
         Err(OutboundError::Denied(_))
     ));
-    assert!(matches!(
-        out.check(&url("file:///etc/passwd"), &all()),
-        Err(OutboundError::Denied(_))
-    ));
-    assert!(matches!(
-        out.check(&url("http://169.254.169.254/latest"), &all()),
-        Err(OutboundError::Denied(_))
-    ));
-    assert!(matches!(
-        out.check(&url("http://[::1]:80/"), &all()),
-        Err(OutboundError::Denied(_))
-    ));
-    assert!(matches!(
-        out.check(&url("http://localhost:9999/"), &all()),
-        Err(OutboundError::Denied(_))
-    ));
+    for denied in [
+        "file:///etc/passwd",
+        "http://169.254.169.254/latest",
+        "http://[::1]:80/",
+        "http://localhost:9999/",
+        // The operator's exception names one port, not the host's others.
+        "http://127.0.0.1:9998/",
+    ] {
+        assert!(
+            matches!(out.check(&url(denied), &all()), Err(OutboundError::Denied(_))),
+            "{denied} should be refused"
+        );
+    }
     assert!(
         out.check(&url("http://127.0.0.1:9999/"), &all()).is_ok(),
         "the operator's exception"
     );
-    assert!(matches!(
-        out.check(&url("http://127.0.0.1:9998/"), &all()),
-        Err(OutboundError::Denied(_))
-    ));
 }
 
 #[test]
