@@ -310,11 +310,12 @@ fn watch_rebuilds_and_runs_again_when_a_source_changes() {
     wait_for(&err, &format!("changed: {build}"));
     // The probe takes `mode`, not `action`: the new component answered.
     wait_for(&err, "unknown parameter 'action'; this command takes: mode, url, n");
-    // One change, one rebuild: the build writing the component does not start another.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // One change, one rebuild: the watcher's first look after the run finds the component
+    // the build wrote already known, and says it waits, without starting another.
+    let before_idle = wait_for(&err, "waiting for changes");
     assert!(
-        err.try_iter().all(|line| !line.contains("changed")),
-        "a rebuild started another"
+        before_idle.iter().all(|line| !line.contains("changed")),
+        "a rebuild started another: {before_idle:?}"
     );
     child.kill().unwrap();
     child.wait().unwrap();

@@ -52,10 +52,17 @@ where
             Err(e) if !e.is::<super::AlreadyReported>() => eprintln!("error: {e:#}"),
             _ => {}
         }
+        // Said once the first look after a run finds nothing: the run is over and whatever
+        // it (or the build before it) wrote is not taken for a change.
+        let mut idle_said = false;
         loop {
             tokio::time::sleep(POLL).await;
             if snapshot(folder) != sources || modified(component) != built {
                 break;
+            }
+            if !idle_said {
+                eprintln!("waiting for changes");
+                idle_said = true;
             }
         }
         // Let an editor (or another build) finish writing first.
