@@ -50,6 +50,7 @@ mod x402_abuse;
 mod x402_breaker;
 mod x402_clients;
 mod x402_edges;
+mod x402_edges_solana;
 mod x402_facilitator;
 mod x402_recovery;
 mod x402_v2;

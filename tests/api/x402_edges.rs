@@ -60,7 +60,8 @@ async fn a_settlement_the_node_dropped_frees_its_id_and_the_next_signature_settl
 }
 
 /// The same signed payment for the same request is the payer asking again only within
-/// its window (`maxTimeoutSeconds`); after it, it is a copy: 409, charged nothing more.
+/// its window (`maxTimeoutSeconds`); after it, it is a copy: 409, charged nothing more. In
+/// either version.
 #[tokio::test]
 async fn the_same_payment_after_its_window_is_refused_for_the_same_request() {
     let chain = LocalBase::start().await;
@@ -69,20 +70,25 @@ async fn the_same_payment_after_its_window_is_refused_for_the_same_request() {
     let (payer, payer_address) = base_payer(&chain, 1_000_000).await;
     let url = server.url("/x402/base/seller");
     let hello = json!({ "command": "hello", "name": "Ann" });
-    let offered = post_x402(&url, &hello).await.json()["accepts"][0].clone();
-    let payment = base_payment(&payer, &offered, 50_000, 1, 60);
+    let offered = payment_required(&post_x402(&url, &hello).await)["accepts"][0].clone();
+    let v1 = base_payment(&payer, &offered, 50_000, 1, 60);
+    let v2 = as_v2(&base_payment(&payer, &offered, 50_000, 2, 60), &offered);
 
-    let first = paid(&url, &hello, &payment).await;
-    assert_eq!(first.status, 200, "{}", first.text);
-    let again = paid(&url, &hello, &payment).await;
-    assert_eq!(again.status, 200, "within its window: {}", again.text);
-    assert_eq!(again.json()["response"], first.json()["response"]);
+    for payment in [&v1, &v2] {
+        let first = paid_either(&url, &hello, payment).await;
+        assert_eq!(first.status, 200, "{}", first.text);
+        let again = paid_either(&url, &hello, payment).await;
+        assert_eq!(again.status, 200, "within its window: {}", again.text);
+        assert_eq!(again.json()["response"], first.json()["response"]);
+    }
     // Older than the window (60 s): the records are made two minutes older.
     env.sql("UPDATE payments SET created_at = created_at - 120000");
-    let late = paid(&url, &hello, &payment).await;
-    assert_eq!(code(&late), (409, "payment_already_used".into()), "{}", late.text);
-    assert_eq!(chain.usdc_of(&payer_address).await, 950_000, "charged once");
-    assert_eq!(chain.usdc_of(&agent_wallet).await, 50_000);
+    for payment in [&v1, &v2] {
+        let late = paid_either(&url, &hello, payment).await;
+        assert_eq!(code(&late), (409, "payment_already_used".into()), "{}", late.text);
+    }
+    assert_eq!(chain.usdc_of(&payer_address).await, 900_000, "each charged once");
+    assert_eq!(chain.usdc_of(&agent_wallet).await, 100_000);
 }
 
 /// A retry of a payment whose request failed and was refunded is told so, and no second
@@ -130,7 +136,7 @@ async fn a_retry_of_a_refunded_payment_names_the_refund_and_pays_nothing_more() 
 
 /// An answer larger than `x402_kept_answer_max_bytes` is answered once; one kept past its
 /// retention is forgotten. A retry of either is told its answer is not kept, and the payer
-/// is charged once.
+/// is charged once, in either version.
 #[tokio::test]
 async fn an_answer_too_large_or_too_old_to_keep_is_not_served_again() {
     let chain = LocalBase::start().await;
@@ -152,28 +158,39 @@ async fn an_answer_too_large_or_too_old_to_keep_is_not_served_again() {
         );
     };
 
+    // Each kind in either version, each payment its own (authorization nonces 1 to 4).
     let essay = json!({ "command": "essay" });
-    let offered = post_x402(&url, &essay).await.json()["accepts"][0].clone();
-    let payment = base_payment(&payer, &offered, 20_000, 1, 60);
-    let first = paid(&url, &essay, &payment).await;
-    assert_eq!(first.status, 200, "{}", first.text);
-    assert!(first.text.len() > 1024);
-    not_kept(&paid(&url, &essay, &payment).await);
-
     let hello = json!({ "command": "hello", "name": "Ann" });
-    let offered = post_x402(&url, &hello).await.json()["accepts"][0].clone();
-    let payment = base_payment(&payer, &offered, 50_000, 2, 60);
-    assert_eq!(paid(&url, &hello, &payment).await.status, 200);
-    assert_eq!(paid(&url, &hello, &payment).await.status, 200, "kept while fresh");
-    env.sql("UPDATE payments SET answer_expires_at = 1 WHERE answer IS NOT NULL");
-    not_kept(&paid(&url, &hello, &payment).await);
+    let for_essay = payment_required(&post_x402(&url, &essay).await)["accepts"][0].clone();
+    let for_hello = payment_required(&post_x402(&url, &hello).await)["accepts"][0].clone();
+    for (version, nonce) in [(1, 1), (2, 3)] {
+        let in_version = |payment: String, offered: &Value| match version {
+            1 => payment,
+            _ => as_v2(&payment, offered),
+        };
+        let payment = in_version(base_payment(&payer, &for_essay, 20_000, nonce, 60), &for_essay);
+        let first = paid_either(&url, &essay, &payment).await;
+        assert_eq!(first.status, 200, "v{version}: {}", first.text);
+        assert!(first.text.len() > 1024);
+        not_kept(&paid_either(&url, &essay, &payment).await);
+
+        let payment = in_version(base_payment(&payer, &for_hello, 50_000, nonce + 1, 60), &for_hello);
+        assert_eq!(paid_either(&url, &hello, &payment).await.status, 200);
+        assert_eq!(
+            paid_either(&url, &hello, &payment).await.status,
+            200,
+            "v{version}: kept while fresh"
+        );
+        env.sql("UPDATE payments SET answer_expires_at = 1 WHERE answer IS NOT NULL");
+        not_kept(&paid_either(&url, &hello, &payment).await);
+    }
 
     assert_eq!(
         chain.usdc_of(&payer_address).await,
-        1_000_000 - 70_000,
+        1_000_000 - 140_000,
         "each charged once"
     );
-    assert_eq!(chain.usdc_of(&agent_wallet).await, 70_000);
+    assert_eq!(chain.usdc_of(&agent_wallet).await, 140_000);
 }
 
 /// A payer whose authorization cannot move the money (one micro-USDC short, or the
@@ -341,4 +358,13 @@ async fn a_rate_limited_model_is_refused_before_anyone_pays_for_its_wait() {
     assert_eq!(chain.eth_of(&agent_wallet).await, gas_before, "no gas spent on it");
     assert_eq!(seen.lock().unwrap().len(), 1, "the provider was not asked again");
     assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000);
+}
+
+/// Sends a payment in the header of its own version: `X-PAYMENT` (v1) or
+/// `PAYMENT-SIGNATURE` (v2).
+async fn paid_either(url: &str, body: &Value, payment: &str) -> Reply {
+    match b64_json(payment)["x402Version"].as_u64() {
+        Some(2) => paid_v2(url, body, payment).await,
+        _ => paid(url, body, payment).await,
+    }
 }

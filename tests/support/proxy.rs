@@ -155,9 +155,11 @@ impl ClosedPort {
 }
 
 /// A JSON-RPC relay in front of a chain node: every call goes through unchanged, except
-/// the transactions sent (`eth_sendRawTransaction`). It holds each of those for
-/// `send_delay` first, as a slower node would, and refuses the first `refusals` of them, as
-/// a node whose pool will not take them does ("replacement transaction underpriced").
+/// the transactions sent (Base's `eth_sendRawTransaction`, Solana's `sendTransaction`). It
+/// holds each of those for `send_delay` first, as a slower node would, and refuses the
+/// first `refusals` of them as a node that will not take them does: Base's pool
+/// ("replacement transaction underpriced"), Solana's preflight (a blockhash it has not seen
+/// yet, as a node behind the cluster answers).
 pub struct NodeRelay {
     pub rpc_url: String,
     sends: Arc<AtomicUsize>,
@@ -174,11 +176,16 @@ impl NodeRelay {
             axum::routing::post(move |axum::Json(call): axum::Json<serde_json::Value>| {
                 let (counted, node) = (counted.clone(), node.clone());
                 async move {
-                    if call["method"] == "eth_sendRawTransaction" {
+                    let refusal = match call["method"].as_str() {
+                        Some("eth_sendRawTransaction") => Some((-32000, "replacement transaction underpriced")),
+                        Some("sendTransaction") => Some((-32002, "Transaction simulation failed: Blockhash not found")),
+                        _ => None,
+                    };
+                    if let Some((code, message)) = refusal {
                         tokio::time::sleep(send_delay).await;
                         if counted.fetch_add(1, Ordering::SeqCst) < refusals {
                             return axum::Json(serde_json::json!({ "jsonrpc": "2.0", "id": call["id"],
-                                "error": { "code": -32000, "message": "replacement transaction underpriced" } }));
+                                "error": { "code": code, "message": message } }));
                         }
                     }
                     axum::Json(super::post_for_json(&node, &call).await)

@@ -8,7 +8,7 @@ use solana_pubkey::Pubkey;
 use super::scheme::{Attempt, BoxFuture, Lookup, Scheme, SettledBy, Terms};
 use crate::chains::solana::parse_address;
 use crate::chains::solana_history::{Wanted, Window, message_hash};
-use crate::chains::{ChainError, SignedTx, WalletKey};
+use crate::chains::{ChainError, Landing, SignedTx, WalletKey};
 use crate::domain::Network;
 use crate::services::{ServiceError, Services};
 use crate::x402::{PaymentError, svm};
@@ -187,6 +187,27 @@ impl Attempt for SolanaAttempt {
         Box::pin(async move {
             let solana = &services.chains.solana;
             let unavailable = |e| super::chain_unavailable(Network::Solana, e);
+            if !self.verified.needs_fee_payer_signature {
+                // Signed in full (the specification's form, the payer its own fee payer):
+                // its wallet may have sent it already. Landed, the money reached the agent
+                // and the payer's balance no longer shows it.
+                let signature = self.verified.transaction.signatures[0].to_string();
+                match solana.status_of(&signature, None).await.map_err(unavailable)? {
+                    Landing::Confirmed => {
+                        return Ok(Some(SettledBy {
+                            transaction: signature,
+                            transfer_log_index: None,
+                        }));
+                    }
+                    Landing::Failed(reason) => {
+                        return Err(super::refused(
+                            "invalid_payment",
+                            format!("this transaction already landed and failed ({reason}); sign a new one"),
+                        ));
+                    }
+                    Landing::Dropped(_) | Landing::Pending => {}
+                }
+            }
             self.still_valid(services).await?;
             let (balance, _) = solana.usdc_of(&self.verified.payer).await.map_err(unavailable)?;
             super::covers(balance, terms.price)?;
