@@ -1,6 +1,7 @@
 //! The money edges of a paid request on a real Solana chain (Surfpool), where they differ
 //! from Base's (`x402_edges`): a settlement the node dropped, and a payment in the x402
-//! specification's own form that its payer sent to the chain itself before presenting it.
+//! specification's own form that its payer sent to the chain itself, before presenting it
+//! or while we were sending it.
 
 use std::time::Duration;
 
@@ -152,6 +153,52 @@ async fn a_solana_payment_its_payer_landed_itself_is_served_once() {
     assert_eq!(chain.usdc_of(&payer_address).await, Some(0));
     assert_eq!(chain.usdc_of(&agent_wallet).await, Some(50_000), "paid once");
     assert_eq!(chain.sol_of(&agent_wallet).await, agent_sol, "the agent paid nothing");
+    let states: Vec<Value> = payments(&env).iter().map(|p| p["state"].clone()).collect();
+    assert_eq!(states, [json!("served")]);
+}
+
+/// The payer's wallet sends its fully signed payment while our settlement of it is on its
+/// way, and the node refuses ours (it has the payer's): the money reached the agent, so
+/// the request is served on that transaction, not failed with the payer's money kept.
+#[tokio::test]
+async fn a_solana_payment_its_payer_sent_while_we_did_is_served_not_failed() {
+    let chain = LocalSolana::start();
+    let relay = NodeRelay::start(&chain.rpc_url, Duration::from_secs(3), 1).await;
+    let (env, agent_wallet) = solana_shop(&chain, TestEnv::new(), "").await;
+    let env = env.with_env("AGENT_HOST_SOLANA_RPC_URL", &relay.rpc_url);
+    let server = env.serve();
+    let (payer, payer_address) = solana_payer(&chain, 1_000_000).await;
+    let url = server.url("/x402/solana/seller");
+    let hello = json!({ "command": "hello", "name": "Ann" });
+    let offered = post_x402(&url, &hello).await.json()["accepts"][0].clone();
+    let payment = solana_envelope(
+        &payer.pubkey(),
+        &solana_instructions(&payer.pubkey(), &offered, 50_000),
+        &[&payer],
+        latest_blockhash(&chain).await,
+        true,
+    );
+
+    let request = {
+        let (url, hello, payment) = (url.clone(), hello.clone(), payment.clone());
+        tokio::spawn(async move { paid(&url, &hello, &payment).await })
+    };
+    time_until(Duration::from_secs(20), "our settlement at the node", || async {
+        relay.arrived() == 1
+    })
+    .await;
+    let landed = rpc(
+        &chain.rpc_url,
+        "sendTransaction",
+        json!([b64_json(&payment)["payload"]["transaction"], { "encoding": "base64", "preflightCommitment": "confirmed" }]),
+    )
+    .await;
+    let reply = request.await.unwrap();
+    assert_eq!(relay.refused(), 1, "ours was refused");
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.json()["receipt"]["transactionSignature"], landed);
+    assert_eq!(chain.usdc_of(&payer_address).await, Some(950_000));
+    assert_eq!(chain.usdc_of(&agent_wallet).await, Some(50_000), "paid once");
     let states: Vec<Value> = payments(&env).iter().map(|p| p["state"].clone()).collect();
     assert_eq!(states, [json!("served")]);
 }

@@ -162,6 +162,8 @@ impl ClosedPort {
 /// yet, as a node behind the cluster answers).
 pub struct NodeRelay {
     pub rpc_url: String,
+    /// Sends that arrived, held or not yet.
+    arrived: Arc<AtomicUsize>,
     sends: Arc<AtomicUsize>,
     refusals: usize,
     _server: super::FakeServer,
@@ -169,12 +171,12 @@ pub struct NodeRelay {
 
 impl NodeRelay {
     pub async fn start(node: &str, send_delay: std::time::Duration, refusals: usize) -> NodeRelay {
-        let sends = Arc::new(AtomicUsize::new(0));
-        let (counted, node) = (sends.clone(), node.to_string());
+        let (arrived, sends) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (seen, counted, node) = (arrived.clone(), sends.clone(), node.to_string());
         let router = axum::Router::new().route(
             "/",
             axum::routing::post(move |axum::Json(call): axum::Json<serde_json::Value>| {
-                let (counted, node) = (counted.clone(), node.clone());
+                let (seen, counted, node) = (seen.clone(), counted.clone(), node.clone());
                 async move {
                     let refusal = match call["method"].as_str() {
                         Some("eth_sendRawTransaction") => Some((-32000, "replacement transaction underpriced")),
@@ -182,6 +184,7 @@ impl NodeRelay {
                         _ => None,
                     };
                     if let Some((code, message)) = refusal {
+                        seen.fetch_add(1, Ordering::SeqCst);
                         tokio::time::sleep(send_delay).await;
                         if counted.fetch_add(1, Ordering::SeqCst) < refusals {
                             return axum::Json(serde_json::json!({ "jsonrpc": "2.0", "id": call["id"],
@@ -195,10 +198,16 @@ impl NodeRelay {
         let server = super::FakeServer::start(router).await;
         NodeRelay {
             rpc_url: server.base.clone(),
+            arrived,
             sends,
             refusals,
             _server: server,
         }
+    }
+
+    /// How many transactions were sent to it, including those it still holds.
+    pub fn arrived(&self) -> usize {
+        self.arrived.load(Ordering::SeqCst)
     }
 
     /// How many transactions it refused.

@@ -212,6 +212,27 @@ impl Store {
             } else {
                 "settled"
             };
+            if state == "settled"
+                && let Some(transaction) = &payment.transaction
+            {
+                // Settled by a transaction already on chain: one transfer pays one payment,
+                // whatever form it is presented in. Base's transfers have a log index, which
+                // a unique index covers; a Solana transaction has none (and a payment
+                // recorded in another form, or before 0026, has another identity).
+                db.serialize("payments:settled-by-transfer")?;
+                let used = db.query_opt(
+                    "SELECT 1 FROM payments WHERE network = ?1 AND transaction_signature = ?2
+                       AND transfer_log_index IS NOT DISTINCT FROM ?3",
+                    args![
+                        payment.network.as_str(),
+                        transaction,
+                        log_index(payment.transfer_log_index)
+                    ],
+                )?;
+                if used.is_some() {
+                    return Err(StoreError::Conflict("this payment's transfer has already paid".into()));
+                }
+            }
             // A conflict is its identity, the payer's id for it, or the transfer that paid it,
             // recorded before.
             let inserted = db.execute(

@@ -370,7 +370,7 @@ pub async fn settle(
     drop(wallet_turn);
     crate::faults::crash_point("x402:after_send");
     let landing = match submitted {
-        Err(ChainError::Refused(reason)) => Landing::Dropped(reason),
+        Err(ChainError::Refused(reason)) => landed_anyway(chain, &signed).await.unwrap_or(Landing::Dropped(reason)),
         // Sent, or perhaps sent (the node did not answer): its landing tells.
         _ => {
             let timeout = Duration::from_secs(services.settings.x402.x402_settle_timeout_secs);
@@ -393,6 +393,16 @@ pub async fn settle(
     let transaction = conclude(services, scheme, &sent, landing).await?;
     crate::faults::crash_point("x402:after_confirm");
     Ok(Settlement::Now(settled(transaction, claim)))
+}
+
+/// A settlement the node refused may still have landed: a transaction the payer signed in
+/// full is the payer's to send too (its wallet may have, a moment before), and one sent
+/// before a crash is known to the chain. Asked once; `None` when it did not land.
+async fn landed_anyway(chain: &dyn chains::UsdcChain, signed: &SignedTx) -> Option<Landing> {
+    match chain.landing(signed).await {
+        Ok(landed @ (Landing::Confirmed | Landing::Failed(_))) => Some(landed),
+        _ => None,
+    }
 }
 
 /// Records a payment once, ever: false when it was recorded before (see [`met_again`]).

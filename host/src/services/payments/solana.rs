@@ -187,6 +187,9 @@ impl Attempt for SolanaAttempt {
         Box::pin(async move {
             let solana = &services.chains.solana;
             let unavailable = |e| super::chain_unavailable(Network::Solana, e);
+            // Expired, it can never land by us, and one that landed is no longer the
+            // payer's to present: its copy on chain would be anyone's.
+            self.still_valid(services).await?;
             if !self.verified.needs_fee_payer_signature {
                 // Signed in full (the specification's form, the payer its own fee payer):
                 // its wallet may have sent it already. Landed, the money reached the agent
@@ -208,7 +211,6 @@ impl Attempt for SolanaAttempt {
                     Landing::Dropped(_) | Landing::Pending => {}
                 }
             }
-            self.still_valid(services).await?;
             let (balance, _) = solana.usdc_of(&self.verified.payer).await.map_err(unavailable)?;
             super::covers(balance, terms.price)?;
             Ok(None)

@@ -145,7 +145,7 @@ async fn an_id_whose_payment_took_nothing_may_pay_again() {
     let f = fixture(SELLER).await;
     let scheme = FakeScheme::default();
     let ask = json!({ "message": "weather?" });
-    let dropped = FakeChain::refusing(Landing::Confirmed);
+    let dropped = FakeChain::refusing(Landing::Pending);
     let first = named(&f, "ann", 1, "pay_0123456789abcdef");
     let err = f
         .settle_request(&scheme, &dropped, &first, &ask)
@@ -247,13 +247,28 @@ async fn a_failed_settlement_is_charged_to_its_payer_and_client_address() {
 async fn a_dropped_settlement_fails_without_a_cool_off() {
     let f = fixture(SELLER).await;
     let scheme = FakeScheme::default();
-    let chain = FakeChain::refusing(Landing::Confirmed);
+    let chain = FakeChain::refusing(Landing::Pending);
     let err = refused(f.settle(&scheme, &chain, &payment("ann", 1, 10_000)).await);
     assert_eq!(refusal_code(err), "settlement_failed");
     assert_eq!(f.ledger().await[0].0, "failed");
     // Nobody paid a fee, so the payer may pay again at once.
     let ok = FakeChain::landing(Landing::Confirmed);
     f.settle(&scheme, &ok, &payment("ann", 2, 10_000)).await.unwrap();
+}
+
+/// A settlement the node refused because it has the very transaction already (the payer
+/// signed it in full and sent it too): the chain says it landed, so it is served.
+#[tokio::test]
+async fn a_refused_settlement_that_landed_anyway_is_served() {
+    let f = fixture(SELLER).await;
+    let chain = FakeChain::refusing(Landing::Confirmed);
+    let settled = f
+        .settle(&FakeScheme::default(), &chain, &payment("ann", 1, 10_000))
+        .await
+        .unwrap();
+    assert_eq!(settled.transaction, "0xours1");
+    drop(settled);
+    assert_eq!(f.ledger().await[0].0, "settled");
 }
 
 #[tokio::test]
@@ -623,32 +638,33 @@ async fn a_refund_stops_once_its_failed_transfers_cost_the_fee_bound() {
 
 /// A transaction without a log index (every Solana settlement, our own Base relays) pays
 /// one payment in all: a second payment naming it, whatever its identity, is not settled
-/// by it (payments recorded under an earlier identity form cannot be paid twice).
+/// by it (payments recorded under an earlier identity form cannot be paid twice), nor is
+/// one recorded as settled by it already (presented in another form once it landed).
 #[tokio::test]
 async fn a_transaction_without_a_log_index_settles_one_payment() {
     let f = fixture(SELLER).await;
     let agent_id = f.offer.agent.id.clone();
     let store = &f.services.store;
+    let payment = |id: &str, identity: &str| crate::store::NewPayment {
+        id: id.into(),
+        identity: identity.into(),
+        agent_id: agent_id.clone(),
+        network: Network::Solana,
+        payer: "payer".into(),
+        pay_to: "agent".into(),
+        amount: PRICE,
+        command: None,
+        request: "{}".into(),
+        transaction: None,
+        raw_tx: None,
+        valid_until: None,
+        x402_version: 2,
+        payment_ref: None,
+        facilitator: Some("https://facilitator.example".into()),
+        transfer_log_index: None,
+    };
     for (id, identity) in [("pay_old", "solana:old-form"), ("pay_new", "solana:message:new-form")] {
-        let payment = crate::store::NewPayment {
-            id: id.into(),
-            identity: identity.into(),
-            agent_id: agent_id.clone(),
-            network: Network::Solana,
-            payer: "payer".into(),
-            pay_to: "agent".into(),
-            amount: PRICE,
-            command: None,
-            request: "{}".into(),
-            transaction: None,
-            raw_tx: None,
-            valid_until: None,
-            x402_version: 2,
-            payment_ref: None,
-            facilitator: Some("https://facilitator.example".into()),
-            transfer_log_index: None,
-        };
-        store.insert_payment(payment).await.unwrap();
+        store.insert_payment(payment(id, identity)).await.unwrap();
     }
     let by = || crate::store::SettledBy {
         transaction: "5igned".into(),
@@ -659,4 +675,22 @@ async fn a_transaction_without_a_log_index_settles_one_payment() {
         !store.settle_payment("pay_new", Some(by())).await.unwrap(),
         "one transfer, one payment"
     );
+    let landed = crate::store::NewPayment {
+        transaction: Some("5igned".into()),
+        facilitator: None,
+        ..payment("pay_landed", "solana:message:third-form")
+    };
+    assert!(
+        matches!(
+            store.insert_payment(landed).await,
+            Err(crate::store::StoreError::Conflict(_))
+        ),
+        "a transfer that paid one payment is no other's"
+    );
+    let another = crate::store::NewPayment {
+        transaction: Some("5igned-other".into()),
+        facilitator: None,
+        ..payment("pay_other", "solana:message:fourth-form")
+    };
+    store.insert_payment(another).await.unwrap();
 }
