@@ -134,6 +134,8 @@ pub struct FakeScheme {
     pub settled_before: Option<String>,
     /// Found after ours failed (`Scheme::settled_elsewhere`).
     pub settled_after: Mutex<Option<String>>,
+    /// The payer signed the settlement whole (`Attempt::signed_whole_by_payer`).
+    pub signed_whole: bool,
 }
 
 /// A transaction of someone else's that settled a payment with one transfer, log 0.
@@ -148,6 +150,7 @@ struct FakeAttempt {
     payer: String,
     nonce: u64,
     settled_before: Option<String>,
+    signed_whole: bool,
 }
 
 impl Scheme for FakeScheme {
@@ -163,6 +166,7 @@ impl Scheme for FakeScheme {
             payer: payload["payer"].as_str().unwrap_or_default().to_string(),
             nonce: payload["nonce"].as_u64().unwrap_or_default(),
             settled_before: self.settled_before.clone(),
+            signed_whole: self.signed_whole,
         }))
     }
 
@@ -216,6 +220,9 @@ impl Attempt for FakeAttempt {
     }
     fn uses_wallet_nonce(&self) -> bool {
         false
+    }
+    fn signed_whole_by_payer(&self) -> bool {
+        self.signed_whole
     }
 }
 

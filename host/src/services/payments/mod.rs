@@ -369,8 +369,11 @@ pub async fn settle(
     let submitted = chain.submit(&signed).await;
     drop(wallet_turn);
     crate::faults::crash_point("x402:after_send");
+    let payer_may_send = attempt.signed_whole_by_payer();
     let landing = match submitted {
-        Err(ChainError::Refused(reason)) => landed_anyway(chain, &signed).await.unwrap_or(Landing::Dropped(reason)),
+        // Refused, ours never reached the chain; unless the payer's wallet sent the very
+        // transaction (the node refuses ours for having it), then that one's landing tells.
+        Err(ChainError::Refused(reason)) if !payer_may_send => Landing::Dropped(reason),
         // Sent, or perhaps sent (the node did not answer): its landing tells.
         _ => {
             let timeout = Duration::from_secs(services.settings.x402.x402_settle_timeout_secs);
@@ -388,21 +391,12 @@ pub async fn settle(
         identity: &identity,
         terms: terms.clone(),
         since_secs: now_secs.saturating_sub(ELSEWHERE_LOOKBACK_SECS),
+        agent_pays_fee: !payer_may_send,
         tx: signed,
     };
     let transaction = conclude(services, scheme, &sent, landing).await?;
     crate::faults::crash_point("x402:after_confirm");
     Ok(Settlement::Now(settled(transaction, claim)))
-}
-
-/// A settlement the node refused may still have landed: a transaction the payer signed in
-/// full is the payer's to send too (its wallet may have, a moment before), and one sent
-/// before a crash is known to the chain. Asked once; `None` when it did not land.
-async fn landed_anyway(chain: &dyn chains::UsdcChain, signed: &SignedTx) -> Option<Landing> {
-    match chain.landing(signed).await {
-        Ok(landed @ (Landing::Confirmed | Landing::Failed(_))) => Some(landed),
-        _ => None,
-    }
 }
 
 /// Records a payment once, ever: false when it was recorded before (see [`met_again`]).
@@ -446,6 +440,8 @@ struct Sent<'a> {
     terms: Terms,
     /// From when a settlement by someone else's transaction would count.
     since_secs: u64,
+    /// The agent's wallet pays the fee: a settlement that lands and fails cost the agent.
+    agent_pays_fee: bool,
     tx: SignedTx,
 }
 
@@ -478,7 +474,8 @@ async fn conclude(
     if let Some(by) = elsewhere {
         return settle_by(services, sent.payment_id, by).await;
     }
-    let charged = matches!(landing, Landing::Failed(_));
+    // Landed and failed: a fee was paid, the agent's unless the payer signed it whole.
+    let charged = matches!(landing, Landing::Failed(_)) && sent.agent_pays_fee;
     if charged {
         note_fee(services, sent.agent_id, sent.network, &sent.tx.id);
     }

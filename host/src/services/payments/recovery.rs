@@ -144,10 +144,18 @@ async fn resume_settlement(
     };
     let chain = services.chains.get(network);
     let unavailable = |e| super::chain_unavailable(network, e);
+    let agent_pays_fee = match network {
+        Network::Solana => super::solana::agent_pays_fee(raw, &payment.pay_to),
+        Network::Base => true,
+    };
     let mut landing = chain.landing(&tx).await.map_err(unavailable)?;
     if landing == Landing::Pending {
         // Not seen, or seen and not final: sending the same transaction again is harmless.
         match chain.submit(&tx).await {
+            // The node may refuse it for holding the payer's own copy: asked again next
+            // pass, until the chain says it landed or can no longer land (which takes the
+            // height it is valid until; a row without one is judged by the refusal).
+            Err(ChainError::Refused(_)) if !agent_pays_fee && tx.valid_until.is_some() => {}
             Err(ChainError::Refused(reason)) => landing = Landing::Dropped(reason),
             Err(other @ (ChainError::Unavailable(_) | ChainError::Undecidable(_))) => return Err(unavailable(other)),
             // "Nonce too low" may be this very transaction, mined: its landing decides.
@@ -172,6 +180,7 @@ async fn resume_settlement(
             fee_payer: None,
         },
         since_secs: ((payment.created_at / 1000) as u64).saturating_sub(ELSEWHERE_LOOKBACK_SECS),
+        agent_pays_fee,
         tx,
     };
     match conclude(services, scheme::of(network), &sent, landing).await {

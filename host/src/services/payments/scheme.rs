@@ -109,6 +109,13 @@ pub trait Attempt: Send + Sync {
     /// The settlement spends the agent wallet's next nonce (Base): the wallet is held from
     /// `prepare` until it is sent.
     fn uses_wallet_nonce(&self) -> bool;
+
+    /// The payer signed the settlement whole (Solana's specification form, the payer its
+    /// own fee payer): its wallet may send it too, and its fee is the payer's, not the
+    /// agent's.
+    fn signed_whole_by_payer(&self) -> bool {
+        false
+    }
 }
 
 pub fn of(network: Network) -> &'static dyn Scheme {

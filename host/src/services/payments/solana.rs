@@ -190,13 +190,20 @@ impl Attempt for SolanaAttempt {
             // Expired, it can never land by us, and one that landed is no longer the
             // payer's to present: its copy on chain would be anyone's.
             self.still_valid(services).await?;
-            if !self.verified.needs_fee_payer_signature {
+            if self.signed_whole_by_payer() {
                 // Signed in full (the specification's form, the payer its own fee payer):
                 // its wallet may have sent it already. Landed, the money reached the agent
                 // and the payer's balance no longer shows it.
                 let signature = self.verified.transaction.signatures[0].to_string();
                 match solana.status_of(&signature, None).await.map_err(unavailable)? {
-                    Landing::Confirmed => {
+                    // The message that landed under that signature is the one verified: a
+                    // signature alone would not say so under laxer verification rules.
+                    Landing::Confirmed
+                        if solana
+                            .landed_as_wanted(&signature, &Wanted::Message(message_hash(&self.verified.transaction)))
+                            .await
+                            .map_err(unavailable)? =>
+                    {
                         return Ok(Some(SettledBy {
                             transaction: signature,
                             transfer_log_index: None,
@@ -208,7 +215,7 @@ impl Attempt for SolanaAttempt {
                             format!("this transaction already landed and failed ({reason}); sign a new one"),
                         ));
                     }
-                    Landing::Dropped(_) | Landing::Pending => {}
+                    Landing::Confirmed | Landing::Dropped(_) | Landing::Pending => {}
                 }
             }
             let (balance, _) = solana.usdc_of(&self.verified.payer).await.map_err(unavailable)?;
@@ -239,6 +246,22 @@ impl Attempt for SolanaAttempt {
     fn uses_wallet_nonce(&self) -> bool {
         false
     }
+
+    fn signed_whole_by_payer(&self) -> bool {
+        !self.verified.needs_fee_payer_signature
+    }
+}
+
+/// Whether the agent's wallet pays a recorded settlement's fee: it is its fee payer (the
+/// first account), as in the standard form; in the specification's form the payer is.
+pub(super) fn agent_pays_fee(raw_base64: &str, pay_to: &str) -> bool {
+    let fee_payer = base64::engine::general_purpose::STANDARD
+        .decode(raw_base64)
+        .ok()
+        .and_then(|bytes| bincode::deserialize::<solana_transaction::versioned::VersionedTransaction>(&bytes).ok())
+        .and_then(|tx| tx.message.static_account_keys().first().copied());
+    // Unreadable, it is taken as the agent's: the cool-off errs on the agent's side.
+    fee_payer.is_none_or(|key| key.to_string() == pay_to)
 }
 
 #[cfg(test)]

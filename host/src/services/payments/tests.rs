@@ -257,18 +257,43 @@ async fn a_dropped_settlement_fails_without_a_cool_off() {
 }
 
 /// A settlement the node refused because it has the very transaction already (the payer
-/// signed it in full and sent it too): the chain says it landed, so it is served.
+/// signed it whole and its wallet sent it too): the chain says it landed, so it is served.
+/// One the payer could not have sent is failed at the refusal, as above.
 #[tokio::test]
-async fn a_refused_settlement_that_landed_anyway_is_served() {
+async fn a_refused_settlement_the_payer_sent_itself_is_served() {
     let f = fixture(SELLER).await;
     let chain = FakeChain::refusing(Landing::Confirmed);
-    let settled = f
-        .settle(&FakeScheme::default(), &chain, &payment("ann", 1, 10_000))
-        .await
-        .unwrap();
+    let whole = FakeScheme {
+        signed_whole: true,
+        ..FakeScheme::default()
+    };
+    let settled = f.settle(&whole, &chain, &payment("ann", 1, 10_000)).await.unwrap();
     assert_eq!(settled.transaction, "0xours1");
     drop(settled);
-    assert_eq!(f.ledger().await[0].0, "settled");
+    let ours = refused(
+        f.settle(&FakeScheme::default(), &chain, &payment("ann", 2, 10_000))
+            .await,
+    );
+    assert_eq!(refusal_code(ours), "settlement_failed");
+    let states: Vec<String> = f.ledger().await.into_iter().map(|(state, _)| state).collect();
+    assert_eq!(states, ["settled", "failed"]);
+}
+
+/// A settlement the payer signed whole that lands and fails cost the payer its fee, not
+/// the agent: no cool-off, no fee in the agent's usage.
+#[tokio::test]
+async fn a_failed_settlement_the_payer_paid_the_fee_of_costs_no_cool_off() {
+    let f = fixture(SELLER).await;
+    let whole = FakeScheme {
+        signed_whole: true,
+        ..FakeScheme::default()
+    };
+    let chain = FakeChain::landing(Landing::Failed("insufficient funds".into()));
+    let err = refused(f.settle(&whole, &chain, &payment("ann", 1, 10_000)).await);
+    assert_eq!(refusal_code(err), "settlement_failed");
+    assert_eq!(f.ledger().await[0].0, "failed");
+    let ok = FakeChain::landing(Landing::Confirmed);
+    f.settle(&whole, &ok, &payment("ann", 2, 10_000)).await.unwrap();
 }
 
 #[tokio::test]
