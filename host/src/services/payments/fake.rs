@@ -136,6 +136,8 @@ pub struct FakeScheme {
     pub settled_after: Mutex<Option<String>>,
     /// The payer signed the settlement whole (`Attempt::signed_whole_by_payer`).
     pub signed_whole: bool,
+    /// Its time is up (`Attempt::still_valid` refuses it `payment_expired`).
+    pub expired: bool,
 }
 
 /// A transaction of someone else's that settled a payment with one transfer, log 0.
@@ -151,6 +153,7 @@ struct FakeAttempt {
     nonce: u64,
     settled_before: Option<String>,
     signed_whole: bool,
+    expired: bool,
 }
 
 impl Scheme for FakeScheme {
@@ -167,6 +170,7 @@ impl Scheme for FakeScheme {
             nonce: payload["nonce"].as_u64().unwrap_or_default(),
             settled_before: self.settled_before.clone(),
             signed_whole: self.signed_whole,
+            expired: self.expired,
         }))
     }
 
@@ -201,7 +205,13 @@ impl Attempt for FakeAttempt {
     }
 
     fn still_valid<'a>(&'a self, _: &'a Services) -> BoxFuture<'a, Result<(), ServiceError>> {
-        Box::pin(async { Ok(()) })
+        let expired = self.expired;
+        Box::pin(async move {
+            match expired {
+                true => Err(super::refused("payment_expired", "its time is up")),
+                false => Ok(()),
+            }
+        })
     }
 
     fn check<'a>(&'a self, _: &'a Services, _: &'a Terms) -> BoxFuture<'a, Result<Option<SettledBy>, ServiceError>> {

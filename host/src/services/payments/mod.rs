@@ -39,7 +39,7 @@ use crate::store::{NewPayment, SettledBy};
 use crate::x402::wire::{self, Payment};
 use crate::x402::{PaymentError, payment_identifier};
 use retry::MetBy;
-use scheme::{Lookup, Scheme, Terms};
+use scheme::{Attempt, Lookup, Scheme, Terms};
 
 /// How far back a settlement by someone else's transaction is looked for, before the
 /// payment was presented.
@@ -372,15 +372,11 @@ pub async fn settle(
     let payer_may_send = attempt.signed_whole_by_payer();
     let landing = match submitted {
         // Refused, ours never reached the chain; unless the payer's wallet sent the very
-        // transaction (the node refuses ours for having it), then that one's landing tells.
+        // transaction (the node refuses ours for having it).
         Err(ChainError::Refused(reason)) if !payer_may_send => Landing::Dropped(reason),
+        Err(ChainError::Refused(reason)) => landing_after_refusal(services, &*attempt, chain, &signed, reason).await?,
         // Sent, or perhaps sent (the node did not answer): its landing tells.
-        _ => {
-            let timeout = Duration::from_secs(services.settings.x402.x402_settle_timeout_secs);
-            chains::wait_for_landing(chain, &signed, timeout)
-                .await
-                .map_err(|e| chain_unavailable(network, e))?
-        }
+        _ => wait_for_landing(services, chain, &signed).await?,
     };
     let sent = Sent {
         payment_id: &payment_id,
@@ -397,6 +393,37 @@ pub async fn settle(
     let transaction = conclude(services, scheme, &sent, landing).await?;
     crate::faults::crash_point("x402:after_confirm");
     Ok(Settlement::Now(settled(transaction, claim)))
+}
+
+async fn wait_for_landing(
+    services: &Services,
+    chain: &dyn chains::UsdcChain,
+    tx: &SignedTx,
+) -> Result<Landing, ServiceError> {
+    let timeout = Duration::from_secs(services.settings.x402.x402_settle_timeout_secs);
+    chains::wait_for_landing(chain, tx, timeout)
+        .await
+        .map_err(|e| chain_unavailable(chain.network(), e))
+}
+
+/// A settlement the payer signed whole that the node refused: the payer's own copy may be
+/// why, so that one's landing tells; once its blockhash has expired, one look does.
+async fn landing_after_refusal(
+    services: &Services,
+    attempt: &dyn Attempt,
+    chain: &dyn chains::UsdcChain,
+    signed: &SignedTx,
+    reason: String,
+) -> Result<Landing, ServiceError> {
+    match attempt.still_valid(services).await {
+        Err(ServiceError::X402(X402Error::Refused(expired))) if expired.code == "payment_expired" => {
+            Ok(match chain.landing(signed).await {
+                Ok(landed @ (Landing::Confirmed | Landing::Failed(_))) => landed,
+                _ => Landing::Dropped(reason),
+            })
+        }
+        _ => wait_for_landing(services, chain, signed).await,
+    }
 }
 
 /// Records a payment once, ever: false when it was recorded before (see [`met_again`]).
@@ -459,7 +486,7 @@ async fn conclude(
     let reason = match &landing {
         Landing::Confirmed => {
             // Another worker that settled it first counted the fee.
-            if store.settle_payment(sent.payment_id, None).await? {
+            if store.settle_payment(sent.payment_id, None).await? && sent.agent_pays_fee {
                 note_fee(services, sent.agent_id, sent.network, &sent.tx.id);
             }
             return Ok(sent.tx.id.clone());

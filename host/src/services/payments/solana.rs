@@ -195,15 +195,10 @@ impl Attempt for SolanaAttempt {
                 // its wallet may have sent it already. Landed, the money reached the agent
                 // and the payer's balance no longer shows it.
                 let signature = self.verified.transaction.signatures[0].to_string();
+                // Its signature names the message verified here (strict ed25519); should it
+                // not, the transaction still pays one payment only (`insert_payment`).
                 match solana.status_of(&signature, None).await.map_err(unavailable)? {
-                    // The message that landed under that signature is the one verified: a
-                    // signature alone would not say so under laxer verification rules.
-                    Landing::Confirmed
-                        if solana
-                            .landed_as_wanted(&signature, &Wanted::Message(message_hash(&self.verified.transaction)))
-                            .await
-                            .map_err(unavailable)? =>
-                    {
+                    Landing::Confirmed => {
                         return Ok(Some(SettledBy {
                             transaction: signature,
                             transfer_log_index: None,
@@ -215,7 +210,7 @@ impl Attempt for SolanaAttempt {
                             format!("this transaction already landed and failed ({reason}); sign a new one"),
                         ));
                     }
-                    Landing::Confirmed | Landing::Dropped(_) | Landing::Pending => {}
+                    Landing::Dropped(_) | Landing::Pending => {}
                 }
             }
             let (balance, _) = solana.usdc_of(&self.verified.payer).await.map_err(unavailable)?;
@@ -321,5 +316,27 @@ mod tests {
             Wanted::Signature(signed.to_string())
         );
         assert_eq!(payer_signed(&attempt(signed, false).identity()), None);
+    }
+
+    /// The fee payer of a stored settlement, read back in recovery: the agent's wallet in
+    /// the standard form, the payer in the specification's; unreadable counts as the agent.
+    #[test]
+    fn who_pays_a_stored_settlements_fee() {
+        let (agent, payer) = (Keypair::new(), Keypair::new());
+        let stored = |fee_payer: &Keypair| {
+            let pays =
+                Instruction::new_with_bytes(Pubkey::new_unique(), &[1], vec![AccountMeta::new(payer.pubkey(), true)]);
+            let compiled =
+                v0::Message::try_compile(&fee_payer.pubkey(), &[pays], &[], Hash::new_from_array([7; 32])).unwrap();
+            let tx = VersionedTransaction {
+                signatures: vec![Signature::default(); 2],
+                message: VersionedMessage::V0(compiled),
+            };
+            base64::engine::general_purpose::STANDARD.encode(bincode::serialize(&tx).unwrap())
+        };
+        let agent_address = agent.pubkey().to_string();
+        assert!(agent_pays_fee(&stored(&agent), &agent_address));
+        assert!(!agent_pays_fee(&stored(&payer), &agent_address));
+        assert!(agent_pays_fee("not a transaction", &agent_address));
     }
 }

@@ -279,10 +279,36 @@ async fn a_refused_settlement_the_payer_sent_itself_is_served() {
     assert_eq!(states, ["settled", "failed"]);
 }
 
-/// A settlement the payer signed whole that lands and fails cost the payer its fee, not
-/// the agent: no cool-off, no fee in the agent's usage.
+/// A refused settlement the payer signed whole whose time is up is looked at once, not
+/// waited on: not landed, it failed at once.
 #[tokio::test]
-async fn a_failed_settlement_the_payer_paid_the_fee_of_costs_no_cool_off() {
+async fn a_refused_settlement_past_its_time_is_failed_at_once() {
+    let f = fixture(SELLER).await;
+    let expired = FakeScheme {
+        signed_whole: true,
+        expired: true,
+        ..FakeScheme::default()
+    };
+    let started = std::time::Instant::now();
+    let err = refused(
+        f.settle(
+            &expired,
+            &FakeChain::refusing(Landing::Pending),
+            &payment("ann", 1, 10_000),
+        )
+        .await,
+    );
+    assert_eq!(refusal_code(err), "settlement_failed");
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(900),
+        "not waited on for the settle timeout (1 s here)"
+    );
+}
+
+/// A settlement the payer signed whole cost the payer its fee, not the agent: landed and
+/// failed, no cool-off follows; landed or not, no fee is counted to the agent. Ours are.
+#[tokio::test]
+async fn a_settlement_the_payer_paid_the_fee_of_costs_the_agent_nothing() {
     let f = fixture(SELLER).await;
     let whole = FakeScheme {
         signed_whole: true,
@@ -293,7 +319,21 @@ async fn a_failed_settlement_the_payer_paid_the_fee_of_costs_no_cool_off() {
     assert_eq!(refusal_code(err), "settlement_failed");
     assert_eq!(f.ledger().await[0].0, "failed");
     let ok = FakeChain::landing(Landing::Confirmed);
-    f.settle(&whole, &ok, &payment("ann", 2, 10_000)).await.unwrap();
+    drop(f.settle(&whole, &ok, &payment("ann", 2, 10_000)).await.unwrap());
+    drop(
+        f.settle(&FakeScheme::default(), &ok, &payment("ann", 3, 10_000))
+            .await
+            .unwrap(),
+    );
+    assert!(f.services.lifecycle.drain(std::time::Duration::from_secs(5)).await);
+    let usage = f
+        .services
+        .store
+        .usage_by_agent(&f.offer.agent.account_id, 0, i64::MAX)
+        .await
+        .unwrap();
+    let fees: i64 = usage.iter().filter(|u| u.metric == "fees").map(|u| u.total).sum();
+    assert_eq!(fees, 5_000, "the one fee the agent paid: {usage:?}");
 }
 
 #[tokio::test]
