@@ -78,19 +78,19 @@ fn service_of(path: &Path) -> Option<String> {
 }
 
 /// The code of a service's file with every path to another service written from the
-/// services' root (`services::x`): in a part of a service's folder (`payments/refund.rs`),
-/// `super::super::` is the root and `super::` the service itself; in a top-level file or
-/// a folder's `mod.rs`, `super::` is the root. Statements are joined onto one line each,
-/// so a `use` group over several lines reads as one.
+/// services' root (`services::x`): a `super::` chain as long as the file's module is deep
+/// below `services` (`jobs.rs`, `payments/mod.rs`: 1; `payments/refund.rs`,
+/// `payments/tests/mod.rs`: 2) is the root, a shorter one the service itself. Statements
+/// are joined onto one line each, so a `use` group over several lines reads as one.
 fn from_the_root(path: &Path, code: &str) -> String {
-    let services = Path::new(SRC).join("services");
-    let is_part = path.parent() != Some(services.as_path()) && path.file_name().is_some_and(|n| n != "mod.rs");
-    let code = if is_part {
-        code.replace("super::super::", "services::")
-            .replace("super::", "self::")
-    } else {
-        code.replace("super::", "services::")
-    };
+    // Longest chains first, so a long one is not read as a short one.
+    let below = path.strip_prefix(Path::new(SRC).join("services")).unwrap_or(path);
+    let depth = below.components().count() - usize::from(path.file_name().is_some_and(|n| n == "mod.rs"));
+    let mut code = code.to_string();
+    for steps in (1..=depth).rev() {
+        let to = if steps == depth { "services::" } else { "self::" };
+        code = code.replace(&"super::".repeat(steps), to);
+    }
     code.lines()
         .map(|line| line.split("//").next().unwrap_or_default().trim())
         .collect::<Vec<_>>()
