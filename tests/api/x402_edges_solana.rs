@@ -24,6 +24,31 @@ async fn solana_payer(chain: &LocalSolana, micro: u64) -> (Keypair, String) {
     (payer, address)
 }
 
+/// A payment of `amount` in the specification's own form: the payer its own fee payer,
+/// the transaction signed whole (`compute_price` micro-lamports a unit).
+async fn whole_signed(chain: &LocalSolana, payer: &Keypair, offered: &Value, amount: u64, compute_price: u8) -> String {
+    solana_envelope(
+        &payer.pubkey(),
+        &priced(solana_instructions(&payer.pubkey(), offered, amount), compute_price),
+        &[payer],
+        latest_blockhash(chain).await,
+        true,
+    )
+}
+
+/// Sends a payment's transaction to the chain as the payer's own wallet would (`options`
+/// of `sendTransaction`); its signature.
+async fn send_as_the_payer(chain: &LocalSolana, payment: &str, options: Value) -> Value {
+    let mut options = options;
+    options["encoding"] = json!("base64");
+    rpc(
+        &chain.rpc_url,
+        "sendTransaction",
+        json!([b64_json(payment)["payload"]["transaction"], options]),
+    )
+    .await
+}
+
 /// The standard instructions with another compute price (`micro_lamports` a unit): another
 /// message, so another payment, however alike the rest.
 fn priced(
@@ -87,20 +112,9 @@ async fn a_solana_payment_its_payer_landed_itself_is_served_once() {
     let url = server.url("/x402/solana/seller");
     let hello = json!({ "command": "hello", "name": "Ann" });
     let offered = post_x402(&url, &hello).await.json()["accepts"][0].clone();
-    let payment = solana_envelope(
-        &payer.pubkey(),
-        &solana_instructions(&payer.pubkey(), &offered, 50_000),
-        &[&payer],
-        latest_blockhash(&chain).await,
-        true,
-    );
+    let payment = whole_signed(&chain, &payer, &offered, 50_000, 1).await;
 
-    let landed = rpc(
-        &chain.rpc_url,
-        "sendTransaction",
-        json!([b64_json(&payment)["payload"]["transaction"], { "encoding": "base64", "preflightCommitment": "confirmed" }]),
-    )
-    .await;
+    let landed = send_as_the_payer(&chain, &payment, json!({ "preflightCommitment": "confirmed" })).await;
     time_until(
         Duration::from_secs(20),
         "the payer's own transaction landing",
@@ -123,19 +137,8 @@ async fn a_solana_payment_its_payer_landed_itself_is_served_once() {
 
     // One its wallet sent that landed and failed (nothing to pay with): told so, not
     // settled again, nothing recorded.
-    let payment = solana_envelope(
-        &payer.pubkey(),
-        &priced(solana_instructions(&payer.pubkey(), &offered, 50_000), 2),
-        &[&payer],
-        latest_blockhash(&chain).await,
-        true,
-    );
-    let failed = rpc(
-        &chain.rpc_url,
-        "sendTransaction",
-        json!([b64_json(&payment)["payload"]["transaction"], { "encoding": "base64", "skipPreflight": true }]),
-    )
-    .await;
+    let payment = whole_signed(&chain, &payer, &offered, 50_000, 2).await;
+    let failed = send_as_the_payer(&chain, &payment, json!({ "skipPreflight": true })).await;
     time_until(Duration::from_secs(20), "the failed transaction landing", || async {
         let status = rpc(
             &chain.rpc_url,
@@ -171,13 +174,7 @@ async fn a_solana_payment_its_payer_sent_while_we_did_is_served_not_failed() {
     let url = server.url("/x402/solana/seller");
     let hello = json!({ "command": "hello", "name": "Ann" });
     let offered = post_x402(&url, &hello).await.json()["accepts"][0].clone();
-    let payment = solana_envelope(
-        &payer.pubkey(),
-        &solana_instructions(&payer.pubkey(), &offered, 50_000),
-        &[&payer],
-        latest_blockhash(&chain).await,
-        true,
-    );
+    let payment = whole_signed(&chain, &payer, &offered, 50_000, 1).await;
 
     let request = {
         let (url, hello, payment) = (url.clone(), hello.clone(), payment.clone());
@@ -187,12 +184,7 @@ async fn a_solana_payment_its_payer_sent_while_we_did_is_served_not_failed() {
         relay.arrived() == 1
     })
     .await;
-    let landed = rpc(
-        &chain.rpc_url,
-        "sendTransaction",
-        json!([b64_json(&payment)["payload"]["transaction"], { "encoding": "base64", "preflightCommitment": "confirmed" }]),
-    )
-    .await;
+    let landed = send_as_the_payer(&chain, &payment, json!({ "preflightCommitment": "confirmed" })).await;
     let reply = request.await.unwrap();
     assert_eq!(relay.refused(), 1, "ours was refused");
     assert_eq!(reply.status, 200, "{}", reply.text);
