@@ -8,11 +8,20 @@
 # no other can be fetched, so RUSTC_BOOTSTRAP=1 lets stable accept them. Targets run without
 # a sanitizer (-s none): the code under test is safe Rust, and libFuzzer's coverage and the
 # targets' own invariants are what find the bugs. Installs cargo-fuzz when it is missing.
-# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
+# Usage: scripts/fuzz.sh [--build-only] [SECONDS] [TARGET...]
+#   --build-only: builds what a run of SECONDS would run, and stops (CI builds early, beside
+#   its other builds, and runs the targets at the end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=false
+if [ "${1:-}" = --build-only ]; then
+    build_only=true
+    shift
+fi
 secs="${1:-30}"
 shift || true
+# Not a crate of the workspace: CI's Clippy wrapper must not reach it.
+unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 if ! cargo fuzz --version 2>/dev/null | grep -q '0.13.2'; then
     cargo install cargo-fuzz --locked --version 0.13.2
 fi
@@ -28,6 +37,9 @@ fi
 profile=()
 [ "$secs" -ge 60 ] || profile=(--dev)
 cargo fuzz build "${profile[@]}" -s none --fuzz-dir fuzz --target-dir "$build"
+if $build_only; then
+    exit 0
+fi
 # The components the host builds are seeds for inspection.
 plugins="${CARGO_TARGET_DIR:-$PWD/target}/wasm-plugins"
 summary=()

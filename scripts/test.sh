@@ -45,8 +45,8 @@ export MCP_PYTHON="$target/py-mcp/bin/python"
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/prometheus ]; then
     scripts/apt-install.sh chromium prometheus
 fi
-cargo build --locked --quiet --manifest-path tests/solana-chain/Cargo.toml --target-dir "$target/solana-chain"
-export SOLANA_CHAIN_BIN="$target/solana-chain/debug/solana-chain"
+SOLANA_CHAIN_BIN="$(scripts/solana-chain.sh)"
+export SOLANA_CHAIN_BIN
 
 cargo test --locked -p agent-host -p agent-plugin-sdk "$@"
 
