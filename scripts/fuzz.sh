@@ -8,16 +8,9 @@
 # no other can be fetched, so RUSTC_BOOTSTRAP=1 lets stable accept them. Targets run without
 # a sanitizer (-s none): the code under test is safe Rust, and libFuzzer's coverage and the
 # targets' own invariants are what find the bugs. Installs cargo-fuzz when it is missing.
-# Usage: scripts/fuzz.sh [--build-only] [SECONDS] [TARGET...]
-#   --build-only: builds what a run of SECONDS would run, and stops (CI builds early, beside
-#   its other builds, and runs the targets at the end).
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build_only=false
-if [ "${1:-}" = --build-only ]; then
-    build_only=true
-    shift
-fi
 secs="${1:-30}"
 shift || true
 # Not a crate of the workspace: CI's Clippy wrapper must not reach it.
@@ -37,9 +30,6 @@ fi
 profile=()
 [ "$secs" -ge 60 ] || profile=(--dev)
 cargo fuzz build "${profile[@]}" -s none --fuzz-dir fuzz --target-dir "$build"
-if $build_only; then
-    exit 0
-fi
 # The components the host builds are seeds for inspection.
 plugins="${CARGO_TARGET_DIR:-$PWD/target}/wasm-plugins"
 summary=()
