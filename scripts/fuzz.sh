@@ -1,35 +1,47 @@
 #!/usr/bin/env bash
-# Runs every fuzz target in fuzz/ for SECONDS each (default 30) with cargo fuzz (libFuzzer).
-# A target that fails (a crash, a broken invariant, or a run that cannot start) stops the
-# script with a non-zero exit; a crashing input is kept in
-# fuzz/artifacts/TARGET/ (replay: cargo fuzz run TARGET fuzz/artifacts/TARGET/crash-...).
+# Runs every fuzz target in fuzz/ for SECONDS each (default 30) under libFuzzer. A target that
+# fails (a crash, a broken invariant, or a run that cannot start) stops the script with a
+# non-zero exit; a crashing input is kept in fuzz/artifacts/TARGET/.
 #
-# cargo fuzz passes nightly-only compiler flags; this machine has one stable toolchain and
-# no other can be fetched, so RUSTC_BOOTSTRAP=1 lets stable accept them. Targets run without
-# a sanitizer (-s none): the code under test is safe Rust, and libFuzzer's coverage and the
-# targets' own invariants are what find the bugs. Installs cargo-fuzz when it is missing.
+# Short runs (under 60 s: CI's ten seconds a target) build the targets in the workspace with
+# the dependencies the tests' build compiled, instrumenting only the host and the targets
+# (scripts/fuzz-rustc): about two minutes of building where cargo fuzz's own build of
+# everything took eleven on a fresh machine; they replay the corpus and try fresh inputs
+# guided by our parsers' branches. Longer runs use cargo fuzz, everything instrumented and
+# optimized, in a target dir of its own. cargo fuzz passes nightly-only compiler flags; this
+# machine has one stable toolchain and no other can be fetched, so RUSTC_BOOTSTRAP=1 lets
+# stable accept them. No sanitizer (-s none): the code under test is safe Rust, and
+# libFuzzer's coverage and the targets' own invariants are what find the bugs. Installs
+# cargo-fuzz when it is missing.
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-30}"
 shift || true
-# Not a crate of the workspace: CI's Clippy wrapper must not reach it.
+# CI's Clippy wrapper is not for these builds: the short runs set their own below.
 unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
-if ! cargo fuzz --version 2>/dev/null | grep -q '0.13.2'; then
-    cargo install cargo-fuzz --locked --version 0.13.2
-fi
-export RUSTC_BOOTSTRAP=1
-build="${CARGO_TARGET_DIR:-$PWD/target}/fuzz"
+target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
+build="$target_dir/fuzz"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    mapfile -t targets < <(cargo fuzz list --fuzz-dir fuzz)
+    mapfile -t targets < <(sed -n 's/^name = "\(.*\)"$/\1/p' fuzz/Cargo.toml | grep -v '^agent-host-fuzz$')
 fi
-# Short runs (CI's ten seconds a target) build in the dev profile: half the build time of
-# an optimized one, and a short run finds what it finds either way. Longer runs build
-# optimized, for more inputs a second.
-profile=()
-[ "$secs" -ge 60 ] || profile=(--dev)
-cargo fuzz build "${profile[@]}" -s none --fuzz-dir fuzz --target-dir "$build"
+if [ "$secs" -lt 60 ]; then
+    RUSTC_WORKSPACE_WRAPPER="$PWD/scripts/fuzz-rustc" cargo build --locked -p agent-host-fuzz --bins
+    # What `cargo fuzz run` does: libFuzzer's own main, the corpus folders, crashes kept.
+    fuzz_run() {
+        "$target_dir/debug/$target" -artifact_prefix="fuzz/artifacts/$target/" "$@"
+    }
+else
+    if ! cargo fuzz --version 2>/dev/null | grep -q '0.13.2'; then
+        cargo install cargo-fuzz --locked --version 0.13.2
+    fi
+    export RUSTC_BOOTSTRAP=1
+    cargo fuzz build -s none --fuzz-dir fuzz --target-dir "$build"
+    fuzz_run() { # CORPUS SEEDS LIBFUZZER-ARGS...
+        cargo fuzz run -s none --fuzz-dir fuzz --target-dir "$build" "$target" "$1" "$2" -- "${@:3}"
+    }
+fi
 # The components the host builds are seeds for inspection.
 plugins="${CARGO_TARGET_DIR:-$PWD/target}/wasm-plugins"
 summary=()
@@ -52,7 +64,8 @@ for target in "${targets[@]}"; do
     echo "fuzz: $target for ${secs}s"
     log="$build/$target.log"
     status=0
-    cargo fuzz run "${profile[@]}" -s none --fuzz-dir fuzz --target-dir "$build" "$target" "$corpus" "fuzz/seeds/$target" -- \
+    mkdir -p "fuzz/artifacts/$target" "$build"
+    fuzz_run "$corpus" "fuzz/seeds/$target" \
         -max_total_time="$secs" -max_len="$max_len" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \
         >"$log" 2>&1 || status=$?
     grep -E '^(==|SUMMARY|Test unit written|thread .* panicked|Failed)' "$log" || true
