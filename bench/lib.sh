@@ -1,5 +1,10 @@
 # Shared by the load scripts (sourced, not run).
 
+# The loads measure the host, not its budgets: chats and uploads are not held to an
+# account's token and upload budgets here.
+export AGENT_HOST_ACCOUNT_CHAT_TOKENS_PER_MINUTE=4000000000 AGENT_HOST_ACCOUNT_CHAT_TOKENS_PER_DAY=4000000000
+export AGENT_HOST_ACCOUNT_PLUGIN_UPLOADS_PER_MINUTE=1000000 AGENT_HOST_ACCOUNT_PLUGIN_UPLOADS_PER_DAY=100000000
+
 # Starts `agent-host serve` ($1: the binary, $2: its data dir; more arguments go to the binary
 # before `serve`, e.g. nothing, or settings flags) on a free port of 127.0.0.1 and waits until
 # it is ready. Sets `server` (its pid), `base` (its URL) and `metrics_url` (with

@@ -1,12 +1,13 @@
 //! The one place that wires things together: settings → store → state → router →
 //! listeners, plus background tasks and graceful shutdown.
 
+pub mod connections;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -26,9 +27,26 @@ use crate::secrets::MasterKey;
 use crate::services::rate_limit::{AuthThrottle, Limiter, X402Limiter};
 use crate::services::{Services, jobs, recovery};
 use crate::store::Store;
+use connections::{Connections, Limits};
 
-/// The outbound HTTP guard, from the operator's settings.
+/// The plugins' outbound HTTP guard, from the operator's settings.
 pub fn outbound(settings: &Settings, master: &MasterKey) -> anyhow::Result<Outbound> {
+    outbound_with(
+        settings,
+        master,
+        &settings.outbound.outbound_allow_private,
+        "outbound_allow_private",
+    )
+}
+
+/// The same guard with another list of private exceptions: webhooks have their own, so an
+/// internal API opened to plugins is not opened to every account's webhook endpoints.
+fn outbound_with(
+    settings: &Settings,
+    master: &MasterKey,
+    private: &[String],
+    setting: &str,
+) -> anyhow::Result<Outbound> {
     let patterns = |list: &[String], what: &str| -> anyhow::Result<Vec<HostPattern>> {
         list.iter()
             .map(|h| HostPattern::parse(h).ok_or_else(|| anyhow::anyhow!("{what}: '{h}' is not a host or host:port")))
@@ -37,7 +55,7 @@ pub fn outbound(settings: &Settings, master: &MasterKey) -> anyhow::Result<Outbo
     let (own_addresses, own_names) = crate::outbound::own_addresses(settings.server.public_base_url.as_deref());
     Ok(Outbound::new(OutboundPolicy {
         allowed_hosts: patterns(&settings.outbound.outbound_allowed_hosts, "outbound_allowed_hosts")?,
-        private_exceptions: patterns(&settings.outbound.outbound_allow_private, "outbound_allow_private")?,
+        private_exceptions: patterns(private, setting)?,
         allowed_ports: settings.outbound.outbound_allowed_ports.clone(),
         own_addresses,
         own_names,
@@ -136,6 +154,12 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
     let embedder = embedder(&settings);
     let plugins = plugin_runtime(&settings, &store, &master, llm.clone(), embedder.clone())?;
     let outbound = outbound(&settings, &master)?;
+    let webhook_outbound = outbound_with(
+        &settings,
+        &master,
+        &settings.webhooks.webhook_allow_private,
+        "webhook_allow_private",
+    )?;
     let x = X::new(
         &settings.social.social_api_base,
         Duration::from_millis(settings.social.social_timeout_ms),
@@ -146,6 +170,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
     );
     let chains = chains(&settings.chains).context("chain settings")?;
     let account_limiter = Arc::new(Limiter::new(&store, "account"));
+    let budgets = Arc::new(Limiter::new(&store, "budgets"));
     let auth_throttle = Arc::new(AuthThrottle::new(RateLimits {
         per_minute: settings.server.auth_failure_limit_per_minute,
         per_day: settings.server.auth_failure_limit_per_day,
@@ -170,12 +195,14 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         telegram,
         x,
         outbound,
+        webhook_outbound,
         settings: Arc::new(settings),
         public_base_url,
         chains: Arc::new(chains),
         facilitators,
         x402_limiter,
         account_limiter,
+        budgets,
         auth_throttle,
         chatapp_inbound,
         wallet_locks,
@@ -248,11 +275,22 @@ pub fn cli_services(settings: Settings, store: Store) -> anyhow::Result<Services
     services(settings, store, public_base_url)
 }
 
+/// The data dir holds the master key and the database: made readable by the service's user
+/// alone (an existing one is left as the operator set it).
+fn create_data_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+        .create(dir)
+        .with_context(|| format!("cannot create the data dir {}", dir.display()))
+}
+
 /// Prepares the data dir and opens the store (applying migrations): the PostgreSQL
 /// database when `database_url` names one, else SQLite in the data dir.
 pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
-    std::fs::create_dir_all(&settings.data_dir)
-        .with_context(|| format!("cannot create the data dir {}", settings.data_dir.display()))?;
+    create_data_dir(&settings.data_dir)?;
     let store = match &settings.database.database_url {
         Some(url) => Store::connect(url.expose(), settings.database.database_pool_size)
             .await
@@ -272,7 +310,7 @@ pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
 /// (rather than fail on each secret another host sealed). A key rotation cut off between
 /// the database and the key file is finished or forgotten here, as the database says.
 async fn same_master_key(settings: &Settings, store: &Store) -> anyhow::Result<()> {
-    const FACT: &str = "master-key-check";
+    const FACT: &str = crate::store::KEY_CHECK;
     let data_dir = &settings.data_dir;
     // A rotation of this data dir's key file that runs now is waited for.
     let (_lock, pending) = match crate::secrets::KeySource::of(data_dir) {
@@ -326,7 +364,24 @@ impl Server {
                     .await
                     .with_context(|| format!("metrics_listen: cannot listen on {address}"))?;
                 let telemetry = &settings.telemetry;
-                crate::telemetry::metrics::enable(telemetry.metrics_max_agents, telemetry.metrics_max_commands);
+                // Metrics name agents, commands, revenue and failure rates: a business's
+                // figures, for the operator's network only unless they say otherwise.
+                if !listener.local_addr()?.ip().is_loopback() && !telemetry.metrics_allow_remote {
+                    anyhow::bail!(
+                        "metrics_listen: {address} is not a loopback address; set metrics_allow_remote = true \
+                         (and metrics_token) to serve metrics beyond this machine"
+                    );
+                }
+                if telemetry.metrics_allow_remote && telemetry.metrics_token.is_none() {
+                    tracing::warn!(
+                        "metrics are served beyond loopback with no metrics_token: anyone who reaches {address} reads them"
+                    );
+                }
+                crate::telemetry::metrics::enable(
+                    telemetry.metrics_max_agents,
+                    telemetry.metrics_max_commands,
+                    &telemetry.metrics_agents,
+                );
                 Some(listener)
             }
             None => None,
@@ -414,30 +469,28 @@ impl Server {
         // chain now and then, in the background (an unreachable node must not delay serving).
         let recovery = tokio::spawn(recovery::run_periodically((*state.services).clone(), stop_rx.clone()));
         let mut servers = tokio::task::JoinSet::new();
+        // One count for every public listener: the caps hold for the host, not per address.
+        let settings = &state.services.settings.server;
+        let public = Connections::new(Limits::public(settings));
         for listener in listeners {
-            let router = router.clone();
-            let mut stop = stop_rx.clone();
-            // Streamed answers are many small writes: without TCP_NODELAY, one would wait on
-            // the client's delayed ACK (40 ms) each time the previous is unacknowledged.
-            let listener = listener.tap_io(|tcp| {
-                if let Err(err) = tcp.set_nodelay(true) {
-                    tracing::debug!(error = %err, "TCP_NODELAY not set on a connection");
-                }
-            });
-            servers.spawn(async move {
-                // The peer address: the x402 endpoints limit each client by it.
-                axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>())
-                    .with_graceful_shutdown(async move {
-                        let _ = stop.wait_for(|s| *s).await;
-                    })
-                    .await
-            });
+            servers.spawn(connections::serve(
+                listener,
+                router.clone(),
+                public.clone(),
+                stop_rx.clone(),
+            ));
         }
 
         // Scraped until the end: what shutdown does is worth seeing too.
         let metrics = metrics.map(|listener| {
             let router = crate::routes::metrics::router(state.clone());
-            tokio::spawn(async move { axum::serve(listener, router).await })
+            let connections = Connections::unmeasured(Limits::metrics(settings));
+            // Never stopped: the task is aborted at the very end.
+            let (keep_serving, not_stopped) = watch::channel(false);
+            tokio::spawn(async move {
+                let _keep_serving = keep_serving;
+                connections::serve(listener, router, connections, not_stopped).await
+            })
         });
         shutdown_signal().await;
         tracing::info!("shutting down");

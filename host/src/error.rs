@@ -106,6 +106,13 @@ impl From<ServiceError> for ApiError {
                 error.headers.extend(rate_headers(&decision));
                 error
             }
+            // Retry-After only: the rate-limit headers count the key's requests, not tokens.
+            ServiceError::OverBudget { message, decision } => {
+                ApiError::new(S::TOO_MANY_REQUESTS, "rate_limit_exceeded", message).with_header(
+                    axum::http::header::RETRY_AFTER,
+                    HeaderValue::from(decision.retry_after_secs.max(1)),
+                )
+            }
             ServiceError::Busy(m) => ApiError::new(S::TOO_MANY_REQUESTS, "rate_limit_exceeded", m)
                 .with_header(axum::http::header::RETRY_AFTER, HeaderValue::from(1)),
             ServiceError::Unavailable {
@@ -445,6 +452,12 @@ fn body_rejection(rejection: BytesRejection) -> ApiError {
             StatusCode::PAYLOAD_TOO_LARGE,
             "validation_error",
             "Request body is too large",
+        )
+    } else if let Some(timed_out) = crate::routes::body_deadline::timed_out(&rejection) {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            format!("The request body did not arrive within {} s", timed_out.0.as_secs()),
         )
     } else {
         ApiError::validation(format!("Could not read the request body: {}", rejection.body_text()))

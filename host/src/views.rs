@@ -25,6 +25,14 @@ pub fn account(a: &Account) -> Value {
     })
 }
 
+/// An account's chat token budget and what is left of it.
+pub fn chat_budget(budget: &crate::services::chat_budget::Standing) -> Value {
+    json!({
+        "per_minute": budget.limits.per_minute, "per_day": budget.limits.per_day,
+        "left_this_minute": budget.left_this_minute, "left_today": budget.left_today,
+    })
+}
+
 /// A paid command its breaker paused (see services/payments/breaker.rs): why, since when,
 /// and in how many seconds a trial call may go through.
 pub fn paused(b: &Breaker, rules: &breaker::Rules, now: i64) -> Value {

@@ -281,6 +281,115 @@ async fn keys_are_named_and_end_when_their_owner_says() {
     );
 }
 
+/// A key that ends cannot make a key that outlives it, nor stretch one (its own included)
+/// past its end; every change of a key is an event for the account's webhooks.
+#[tokio::test]
+async fn a_key_cannot_outlive_the_key_that_made_it() {
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_WEBHOOK_ALLOW_PRIVATE", "127.0.0.1")
+        .with_env("AGENT_HOST_WEBHOOK_POLL_MS", "50");
+    let owner_key = env.account_with_key("alice", "free");
+    let server = env.serve();
+    let keys_url = server.url("/v1/account/keys");
+    let receiver = crate::support::webhooks::Receiver::start().await;
+    let endpoint = post_json(
+        &server.url("/v1/account/webhooks"),
+        Some(&owner_key),
+        &json!({ "url": receiver.url(), "events": ["key.updated"] }),
+    )
+    .await;
+    assert_eq!(endpoint.status, 201, "{}", endpoint.text);
+    let week = post_json(
+        &keys_url,
+        Some(&owner_key),
+        &json!({ "scope": "manage", "expires_in_days": 7 }),
+    )
+    .await;
+    assert_eq!(week.status, 201, "{}", week.text);
+    let week_key = week.json()["data"]["key"].as_str().unwrap().to_string();
+    let week_id = week.json()["data"]["id"].as_str().unwrap().to_string();
+
+    for body in [
+        json!({ "scope": "manage" }),
+        json!({ "scope": "use", "expires_in_days": 8 }),
+    ] {
+        let refused = post_json(&keys_url, Some(&week_key), &body).await;
+        assert_eq!(
+            (refused.status, refused.error_code()),
+            (403, "insufficient_scope".into()),
+            "{body}: {}",
+            refused.text
+        );
+        assert!(refused.error_message().contains("ends at"), "{}", refused.text);
+    }
+    let shorter = post_json(
+        &keys_url,
+        Some(&week_key),
+        &json!({ "scope": "use", "expires_in_days": 6 }),
+    )
+    .await;
+    assert_eq!(shorter.status, 201, "a key ending sooner is fine: {}", shorter.text);
+    let shorter_id = shorter.json()["data"]["id"].as_str().unwrap().to_string();
+
+    let own_url = server.url(&format!("/v1/account/keys/{week_id}"));
+    for body in [json!({ "expires_at": null }), json!({ "expires_in_days": 30 })] {
+        let refused = keyed(reqwest::Method::PATCH, &own_url, &week_key, Some(&body)).await;
+        assert_eq!(refused.status, 403, "{body}: {}", refused.text);
+    }
+    let other_url = server.url(&format!("/v1/account/keys/{shorter_id}"));
+    let stretched = keyed(
+        reqwest::Method::PATCH,
+        &other_url,
+        &week_key,
+        Some(&json!({ "expires_at": null })),
+    )
+    .await;
+    assert_eq!(stretched.status, 403, "nor another key: {}", stretched.text);
+    let listed = get(&keys_url, Some(&owner_key)).await.json();
+    let own = listed["data"]["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["id"] == week_id.as_str())
+        .unwrap()
+        .clone();
+    assert!(own["expires_at"].is_string(), "its end stands: {own}");
+
+    // A rename and an end brought nearer are allowed, and each is an event.
+    let renamed = keyed(
+        reqwest::Method::PATCH,
+        &own_url,
+        &week_key,
+        Some(&json!({ "name": "ci", "expires_in_days": 2 })),
+    )
+    .await;
+    assert_eq!(renamed.status, 200, "{}", renamed.text);
+    let keyless = keyed(
+        reqwest::Method::PATCH,
+        &other_url,
+        &owner_key,
+        Some(&json!({ "expires_at": null })),
+    )
+    .await;
+    assert_eq!(keyless.status, 200, "a key with no end may: {}", keyless.text);
+    receiver
+        .until("two key.updated events", |_| receiver.count("key.updated") >= 2)
+        .await;
+    let events: Vec<Value> = receiver.received().iter().map(|r| r.event()).collect();
+    assert!(
+        events
+            .iter()
+            .any(|e| e["data"]["key_id"] == week_id.as_str() && e["data"]["name"] == "ci"),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e["data"]["key_id"] == shorter_id.as_str() && e["data"]["expires_at"].is_null()),
+        "{events:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_key_does_only_what_its_scope_allows() {
     let fx = Fixture::start();

@@ -512,3 +512,77 @@ async fn each_provider_failure_has_a_stable_answer() {
     assert!(cut.text.contains(r#""code":"model_unavailable""#), "{}", cut.text);
     assert!(!cut.text.contains(r#""finish_reason":"stop""#), "{}", cut.text);
 }
+
+/// Chat spends the operator's model: every round's answer limit is clamped to
+/// `chat_max_tokens` whatever the caller asks, and an account's chats share a token budget,
+/// charged at each round's worst case before it runs; past it, 429 in each surface's shape.
+#[tokio::test(flavor = "multi_thread")]
+async fn chats_spend_a_clamped_answer_within_the_accounts_token_budget() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    // 600-token answers (a token per 4 characters, as the stand-in counts them).
+    let llm = crate::support::fake_llm::fake_openai(Arc::new(|_, _| text(&"word ".repeat(480))), seen.clone()).await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "fake-model")
+        .with_env("AGENT_HOST_CHAT_MAX_TOKENS", "600")
+        .with_env("AGENT_HOST_ACCOUNT_CHAT_TOKENS_PER_DAY", "1000");
+    let key = env.account_with_key("alice", "pro");
+    env.apply_agent(&manifest("beta"), "alice");
+    let server = env.serve();
+
+    let asked = json!({ "model": "beta", "max_tokens": 1_000_000, "messages": [{ "role": "user", "content": "Hi" }] });
+    let first = send(
+        client()
+            .post(server.url("/v1/agents/beta/openai/v1/chat/completions"))
+            .bearer_auth(&key)
+            .json(&asked),
+    )
+    .await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    assert_eq!(
+        seen.lock().unwrap()[0]["max_tokens"],
+        600,
+        "clamped before it reached the provider"
+    );
+    let account = get(&server.url("/v1/account"), Some(&key)).await.json()["data"]["chat_tokens"].clone();
+    assert_eq!(account["per_day"], 1000);
+    let left = account["left_today"].as_u64().unwrap();
+    assert!(left < 400, "the round's worst case was charged: {account}");
+
+    // The second chat's worst case does not fit: refused before the model is asked.
+    let second = post_json(
+        &server.url("/v1/agents/beta/chat"),
+        Some(&key),
+        &json!({ "message": "Hi again" }),
+    )
+    .await;
+    assert_eq!(
+        (second.status, second.error_code()),
+        (429, "rate_limit_exceeded".into()),
+        "{}",
+        second.text
+    );
+    assert!(second.error_message().contains("token budget"), "{}", second.text);
+    assert!(second.header("retry-after").is_some());
+    let openai = send(
+        client()
+            .post(server.url("/v1/agents/beta/openai/v1/chat/completions"))
+            .bearer_auth(&key)
+            .json(&asked),
+    )
+    .await;
+    assert_eq!(openai.status, 429, "{}", openai.text);
+    assert!(
+        openai.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("token budget"),
+        "OpenAI's error object: {}",
+        openai.text
+    );
+    assert_eq!(seen.lock().unwrap().len(), 1, "the model was asked once");
+    assert!(
+        server.stop().success(),
+        "the budgets' counts do not stop a clean shutdown"
+    );
+}

@@ -5,6 +5,7 @@
 //! prompt carries what the ranking chose.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -212,4 +213,70 @@ async fn a_plugin_granted_the_model_compares_texts_by_meaning() {
         "{}",
         missing.text
     );
+}
+
+/// A manifest of agent `username` with `n` knowledge entries of its own (`set` tells sets
+/// apart), more than a prompt holds: its knowledge is embedded when it is applied.
+fn knowing(username: &str, set: &str, n: usize) -> String {
+    let entries: Vec<String> = (0..n)
+        .map(|i| format!("Note {set}-{i}: shelf {i} in aisle {set} holds {} boxes.", i * 7 % 50))
+        .collect();
+    format!(
+        "username = \"{username}\"\nname = \"Keeper\"\nknowledge = {}\n",
+        serde_json::to_string(&entries).unwrap()
+    )
+}
+
+fn vectors_kept(env: &TestEnv) -> usize {
+    env.sql("SELECT COUNT(*) FROM knowledge_vectors")[0][0]
+        .as_deref()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Vectors are kept by the entry's hash, shared by every agent with that entry; the ones
+/// no agent has any more are collected, as unused components are.
+#[tokio::test(flavor = "multi_thread")]
+async fn vectors_of_knowledge_no_agent_has_are_collected() {
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_EMBEDDING_MODEL_PATH", &minilm_dir())
+        .with_env("AGENT_HOST_ACCOUNT_EMBEDDINGS_PER_MINUTE", "100000")
+        .with_env("AGENT_HOST_PLUGIN_COLLECT_AFTER_SECS", "1");
+    env.create_account("acme", "free");
+    for set in ["a", "b", "c"] {
+        env.apply_agent(&knowing("keeper", set, 1_000), "acme");
+    }
+    assert_eq!(vectors_kept(&env), 3_000, "each apply embedded its entries");
+    let _server = env.serve();
+    time_until(Duration::from_secs(60), "the collector", || async {
+        vectors_kept(&env) <= 1_000
+    })
+    .await;
+    assert_eq!(vectors_kept(&env), 1_000, "the agent's own entries stay");
+}
+
+/// An account's applies may have so many entries embedded a day; past it the agent is
+/// applied and its chats rank by words.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_accounts_embedding_work_is_budgeted() {
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_EMBEDDING_MODEL_PATH", &minilm_dir())
+        .with_env("AGENT_HOST_ACCOUNT_EMBEDDINGS_PER_DAY", "150");
+    let key = env.account_with_key("acme", "pro");
+    let server = env.serve();
+    let apply = |manifest: String| {
+        let (url, key) = (server.url("/v1/account/agents"), key.clone());
+        async move { post_body(&url, &key, "application/toml", manifest.into_bytes()).await }
+    };
+    let first = apply(knowing("first", "x", 100)).await;
+    assert!(first.status < 300, "{}", first.text);
+    assert_eq!(vectors_kept(&env), 100);
+    let second = apply(knowing("second", "y", 100)).await;
+    assert!(second.status < 300, "applied all the same: {}", second.text);
+    assert_eq!(vectors_kept(&env), 100, "100 more do not fit the 50 left");
+    // Entries kept already cost nothing: another agent with the first's knowledge.
+    let shared = apply(knowing("third", "x", 100)).await;
+    assert!(shared.status < 300, "{}", shared.text);
+    assert_eq!(vectors_kept(&env), 100);
 }

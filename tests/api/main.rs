@@ -14,6 +14,7 @@ mod chat;
 mod chat_stream;
 mod chatapp;
 mod cli;
+mod connections;
 mod console;
 mod errors;
 mod freshness;

@@ -218,3 +218,67 @@ async fn a_backup_restored_elsewhere_serves_the_same_key_agent_wallet_and_ledger
     assert_eq!(sent.status, 200, "{}", sent.text);
     assert_eq!(chain.usdc_of(&wallet).await, 40_000);
 }
+
+/// A host still running after a rotation holds the retired key: every write that would seal
+/// a secret with it is refused (no host could open it again), and a secret that did end up
+/// under a retired key (an older backup's) is brought back by `secrets reseal`.
+#[tokio::test]
+async fn a_host_left_on_a_retired_key_cannot_seal_and_strays_are_resealed() {
+    let env = TestEnv::new();
+    let key = env.account_with_key("acme", "pro");
+    env.apply_agent(&manifest("keeper"), "acme");
+    env.create_wallet("keeper", "base");
+    let server = env.serve();
+    async fn create_endpoint(server: &TestServer, key: &str) -> Reply {
+        let endpoint = json!({ "url": "https://93.184.216.34/hook", "events": ["*"] });
+        post_json(&server.url("/v1/account/webhooks"), Some(key), &endpoint).await
+    }
+    assert_eq!(create_endpoint(&server, &key).await.status, 201, "before the rotation");
+    let before = env.sql("SELECT secret FROM wallets")[0][0].clone().unwrap();
+    let rotated = env.cli_json(&["secrets", "rotate"]);
+    assert_eq!(rotated["resealed"], 3, "{rotated}");
+
+    // The running host still has the old key: it may not seal with it.
+    let refused = create_endpoint(&server, &key).await;
+    assert_eq!(refused.status, 503, "{}", refused.text);
+    assert!(
+        refused.error_message().contains("master key was replaced"),
+        "{}",
+        refused.text
+    );
+    assert_eq!(
+        env.cli_json(&["secrets", "check"])["opened"],
+        3,
+        "every secret opens with the new key"
+    );
+    drop(server);
+
+    // A wallet key restored from before the rotation opens only with the retired key.
+    let restored = env.blob_literal(&hex::decode(&before).unwrap());
+    env.sql(&format!("UPDATE wallets SET secret = {restored}"));
+    let check = env.cli(&["secrets", "check"]);
+    assert!(
+        !check.status.success() && check.stderr.contains("wallet key"),
+        "{}",
+        check.stderr
+    );
+    let retired = std::fs::read_dir(env.data_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("master.key.retired-")
+        })
+        .unwrap();
+    let resealed = env.cli_json(&["secrets", "reseal", "--retired-key-file", retired.to_str().unwrap()]);
+    assert_eq!(resealed["resealed"], 1, "{resealed}");
+    assert_eq!(env.cli_json(&["secrets", "check"])["opened"], 3);
+    let server = env.serve();
+    assert_eq!(
+        create_endpoint(&server, &key).await.status,
+        201,
+        "a host on the current key seals"
+    );
+}

@@ -580,3 +580,52 @@ config = { text = "sunny" }
         assert_eq!(refused["error"]["code"], -32602, "{sold}: {refused}");
     }
 }
+
+/// Keyless calls of an open agent's free tools count against its owner's plan: with two
+/// requests a day, the third keyless call is refused as a tool error that says why.
+#[tokio::test]
+async fn keyless_calls_of_open_tools_count_against_the_owners_plan() {
+    let manifest = r#"
+username = "opened"
+name = "Opened"
+
+[mcp]
+open = true
+
+[[commands]]
+command = "greet"
+description = "Free for all"
+handler_type = "simple_text"
+integrations = ["mcp"]
+config = { text = "hi" }
+"#;
+    let env = TestEnv::new();
+    env.cli_json(&[
+        "account",
+        "create",
+        "acme",
+        "--plan",
+        "enterprise",
+        "--rpm",
+        "100",
+        "--rpd",
+        "2",
+    ]);
+    env.apply_agent(manifest, "acme");
+    let server = env.serve();
+    let url = server.url("/mcp/opened");
+    let call =
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": "greet", "arguments": {} } })
+            .to_string();
+    for n in 0..2 {
+        let served = message(&post_message(&url, &[], call.clone()).await);
+        assert_eq!(text_of(&served["result"]), "hi", "call {n}: {served}");
+    }
+    let refused = message(&post_message(&url, &[], call).await);
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert_eq!(
+        refused["result"]["structuredContent"]["code"], "rate_limit_exceeded",
+        "{refused}"
+    );
+    assert!(text_of(&refused["result"]).contains("owner"), "{refused}");
+}

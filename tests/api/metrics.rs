@@ -193,3 +193,41 @@ async fn prometheus_reads_what_a_mixed_load_did() {
         assert!(!text.text.contains(secret), "{secret} in the metrics");
     }
 }
+
+/// Metrics are a business's figures: beyond loopback only when the operator says so, and
+/// behind a token when one is set.
+#[tokio::test]
+async fn metrics_stay_on_loopback_and_behind_their_token() {
+    let remote = TestEnv::new().with_env("AGENT_HOST_METRICS_LISTEN", "0.0.0.0:0");
+    let refused = remote.cli(&["serve", "--listen", "127.0.0.1:0"]);
+    assert!(!refused.status.success());
+    assert!(refused.stderr.contains("metrics_allow_remote"), "{}", refused.stderr);
+
+    let env = TestEnv::new()
+        .with_metrics()
+        .with_env("AGENT_HOST_METRICS_TOKEN", "s3cret-scrape")
+        .with_env("AGENT_HOST_METRICS_AGENTS", "alpha");
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(&manifest("alpha"), "alice");
+    env.apply_agent(&manifest("beta"), "alice");
+    let server = env.serve();
+    let url = server.ready["metrics"].as_str().unwrap().to_string();
+    for agent in ["alpha", "beta"] {
+        let listed = get(&server.url(&format!("/v1/agents/{agent}/commands")), Some(&key)).await;
+        assert_eq!(listed.status, 200);
+        let ran = execute_with(&server, &key, agent, "hello", json!({ "name": "Ann" })).await;
+        assert_eq!(ran.status, 200, "{}", ran.text);
+    }
+    let anonymous = send(client().get(&url)).await;
+    assert_eq!(anonymous.status, 401, "{}", anonymous.text);
+    let wrong = send(client().get(&url).bearer_auth("guess")).await;
+    assert_eq!(wrong.status, 401);
+    let scraped = send(client().get(&url).bearer_auth("s3cret-scrape")).await;
+    assert_eq!(scraped.status, 200);
+    assert!(
+        scraped.text.contains("agent=\"alpha\""),
+        "the named agent has its label"
+    );
+    assert!(!scraped.text.contains("agent=\"beta\""), "another is counted as other");
+    assert!(scraped.text.contains("agent=\"other\""));
+}

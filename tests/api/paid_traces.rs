@@ -54,6 +54,7 @@ async fn a_paid_requests_trace_tells_the_chains_time_from_ours() {
         .with_envs(base.env())
         .with_envs(solana.env())
         .with_env("AGENT_HOST_OTLP_ENDPOINT", &receiver.endpoint())
+        .with_env("AGENT_HOST_OTLP_TRUSTED_PEERS", "127.0.0.1")
         .with_env("OTEL_BSP_SCHEDULE_DELAY", "200")
         .with_env("AGENT_HOST_LOG", "warn")
         .with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "100000")

@@ -120,3 +120,30 @@ async fn a_node_serving_another_chain_than_the_named_network_stops_the_start() {
         refused.stderr
     );
 }
+
+/// The data dir and the database hold every secret sealed and every account's records: a
+/// new data dir is the service user's alone (0700), and the database files are 0600.
+#[cfg(unix)]
+#[tokio::test]
+async fn the_data_dir_and_database_are_the_service_users_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::sqlite();
+    let dir = env.data_dir().to_path_buf();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let key = env.account_with_key("alice", "free");
+    let server = env.serve();
+    assert_eq!(get(&server.url("/v1/account"), Some(&key)).await.status, 200);
+    let mode = |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700, "the data dir");
+    for name in ["agent-host.db", "agent-host.db-wal", "agent-host.db-shm", "master.key"] {
+        let path = dir.join(name);
+        assert!(path.exists(), "{name} exists");
+        assert_eq!(mode(&path), 0o600, "{name}");
+    }
+    // A database made before (by an older version, or another umask) is narrowed at start.
+    drop(server);
+    std::fs::set_permissions(dir.join("agent-host.db"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let server = env.serve();
+    assert_eq!(get(&server.url("/v1/account"), Some(&key)).await.status, 200);
+    assert_eq!(mode(&dir.join("agent-host.db")), 0o600);
+}

@@ -540,7 +540,7 @@ async fn usage_counted_on_each_host_adds_up_and_a_stopping_host_keeps_its_share(
 async fn each_webhook_delivery_is_sent_once_by_one_of_the_hosts() {
     let receiver = crate::support::webhooks::Receiver::start().await;
     let Some((a, b, c)) = three_hosts(vec![
-        ("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", "127.0.0.1".into()),
+        ("AGENT_HOST_WEBHOOK_ALLOW_PRIVATE", "127.0.0.1".into()),
         ("AGENT_HOST_WEBHOOK_POLL_MS", "20".into()),
     ]) else {
         return;

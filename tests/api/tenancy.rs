@@ -30,6 +30,7 @@ async fn no_account_reaches_anothers_resources_and_no_narrow_key_manages() {
     let receiver = Receiver::start().await;
     let env = TestEnv::new()
         .with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", "127.0.0.1")
+        .with_env("AGENT_HOST_WEBHOOK_ALLOW_PRIVATE", "127.0.0.1")
         .with_env("AGENT_HOST_WEBHOOK_POLL_MS", "50");
     let alice = env.account_with_key("alice", "free");
     let mallory = env.account_with_key("mallory", "free");
@@ -181,7 +182,7 @@ async fn a_webhook_address_that_would_reach_elsewhere_is_refused() {
     .await;
     let allowed = format!("127.0.0.1:{},127.0.0.1:{}", receiver.server.port, redirecting.port);
     let env = TestEnv::new()
-        .with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", &allowed)
+        .with_env("AGENT_HOST_WEBHOOK_ALLOW_PRIVATE", &allowed)
         .with_env("AGENT_HOST_WEBHOOK_MAX_ENDPOINTS", "2")
         .with_env("AGENT_HOST_WEBHOOK_POLL_MS", "50");
     let key = env.account_with_key("alice", "free");

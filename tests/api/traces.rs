@@ -61,6 +61,7 @@ async fn a_requests_spans_reach_the_collector_in_its_callers_trace() {
     let env = TestEnv::new()
         .with_env("AGENT_HOST_BASE_RPC_URL", &node.base)
         .with_env("AGENT_HOST_OTLP_ENDPOINT", &receiver.endpoint())
+        .with_env("AGENT_HOST_OTLP_TRUSTED_PEERS", "127.0.0.1")
         .with_env(
             "AGENT_HOST_OUTBOUND_ALLOW_PRIVATE",
             &format!("127.0.0.1:{}", destination.port),
@@ -169,14 +170,15 @@ async fn a_requests_spans_reach_the_collector_in_its_callers_trace() {
     }
 }
 
-/// `otlp_sample_ratio = 0`: requests are traced only when their caller's `traceparent`
-/// says it samples them.
+/// `otlp_sample_ratio = 0`: requests are traced only when their trusted caller's
+/// `traceparent` says it samples them.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_callers_sampled_flag_decides_and_the_ratio_decides_the_rest() {
     let receiver = OtlpReceiver::start().await;
     let env = TestEnv::new()
         .with_env("AGENT_HOST_OTLP_ENDPOINT", &receiver.endpoint())
         .with_env("AGENT_HOST_OTLP_SAMPLE_RATIO", "0")
+        .with_env("AGENT_HOST_OTLP_TRUSTED_PEERS", "127.0.0.0/8")
         .with_env("OTEL_BSP_SCHEDULE_DELAY", "100");
     let key = env.account_with_key("acme", "pro");
     env.apply_agent(&manifest("seller"), "acme");
@@ -212,4 +214,42 @@ async fn a_callers_sampled_flag_decides_and_the_ratio_decides_the_rest() {
         spans.iter().map(|s| (&s.name, &s.trace_id)).collect::<Vec<_>>()
     );
     assert_eq!(spans.iter().filter(|s| s.kind == "SPAN_KIND_SERVER").count(), 1);
+}
+
+/// A caller the operator did not name as trusted cannot choose what is traced nor put its
+/// trace id in what the service sends on: its request, drawn by the ratio, starts a trace of
+/// its own that links to the caller's.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_untrusted_callers_trace_is_linked_not_continued() {
+    let receiver = OtlpReceiver::start().await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_OTLP_ENDPOINT", &receiver.endpoint())
+        .with_env("AGENT_HOST_OTLP_TRUSTED_PEERS", "192.0.2.0/24")
+        .with_env("OTEL_BSP_SCHEDULE_DELAY", "100");
+    let key = env.account_with_key("acme", "pro");
+    env.apply_agent(&manifest("seller"), "acme");
+    let server = env.serve();
+    let listed = send(
+        client()
+            .get(server.url("/v1/agents/seller/commands"))
+            .header("x-api-key", &key)
+            .header("traceparent", format!("00-{TRACE_ID}-{CALLER_SPAN}-01")),
+    )
+    .await;
+    assert_eq!(listed.status, 200);
+    let spans = receiver
+        .wait_for("of the request", |s| s.kind == "SPAN_KIND_SERVER")
+        .await;
+    let server_span = spans.iter().find(|s| s.kind == "SPAN_KIND_SERVER").unwrap();
+    assert_ne!(server_span.trace_id, TRACE_ID, "a trace of its own");
+    assert!(server_span.parent_span_id.is_empty(), "a root span");
+    assert_eq!(
+        server_span.linked_traces,
+        vec![TRACE_ID.to_string()],
+        "linked to the caller's"
+    );
+    assert!(
+        spans.iter().all(|s| s.trace_id != TRACE_ID),
+        "nothing in the caller's trace"
+    );
 }

@@ -124,7 +124,8 @@ async fn a_refused_upload_leaves_nothing_and_is_refused_before_compiling() {
 async fn compiles_at_once_are_bounded_and_the_rest_told_when_to_retry() {
     let env = TestEnv::new()
         .with_own_component_cache()
-        .with_env("AGENT_HOST_PLUGIN_MAX_COMPILES", "1");
+        .with_env("AGENT_HOST_PLUGIN_MAX_COMPILES", "1")
+        .with_env("AGENT_HOST_ACCOUNT_PLUGIN_UPLOADS_PER_MINUTE", "1000");
     let key = env.account_with_key("alice", "pro");
     let server = env.serve();
     let probe = probe_bytes();
@@ -142,7 +143,7 @@ async fn compiles_at_once_are_bounded_and_the_rest_told_when_to_retry() {
         "{:?}",
         replies.iter().map(|r| &r.text).collect::<Vec<_>>()
     );
-    // One compiling and four queued behind it; the rest are told to come back.
+    // One compiling and four waiting behind it; the rest are told to come back.
     assert!(accepted >= 5, "{accepted} accepted");
     assert!(
         !refused.is_empty(),
@@ -306,4 +307,62 @@ async fn an_inspection_is_accounted_to_the_uploading_account() {
         "the busy account's upload waited for its own slot"
     );
     assert!(looping.await.unwrap().status == 500);
+}
+
+/// One account's uploads take the compile queue one at a time: however many it sends,
+/// another account's upload is queued behind one of them, not refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_accounts_uploads_cannot_fill_the_compile_queue() {
+    let env = TestEnv::new()
+        .with_own_component_cache()
+        .with_env("AGENT_HOST_PLUGIN_MAX_COMPILES", "1");
+    let alice = env.account_with_key("alice", "pro");
+    let bob = env.account_with_key("bob", "pro");
+    let server = env.serve();
+    let probe = probe_bytes();
+    let mut uploads = tokio::task::JoinSet::new();
+    for tag in 0..5 {
+        let (url, key, bytes) = (
+            server.url("/v1/account/plugins"),
+            alice.clone(),
+            variant(&probe, tag, 16),
+        );
+        uploads.spawn(async move { post_body(&url, &key, "application/wasm", bytes).await });
+    }
+    time_until(Duration::from_secs(30), "alice's five uploads in line", || async {
+        get(&server.url("/health"), None).await.json()["plugins"]["uploadsInLine"] == 5
+    })
+    .await;
+    let bobs = upload(&server, &bob, variant(&probe, 50, 16)).await;
+    assert_eq!(bobs.status, 201, "{}", bobs.text);
+    for reply in uploads.join_all().await {
+        assert_eq!(reply.status, 201, "alice's wait their turn: {}", reply.text);
+    }
+}
+
+/// Uploads are counted per account, kept or refused: each is a compile.
+#[tokio::test]
+async fn an_accounts_uploads_are_limited_per_minute() {
+    let env = TestEnv::new()
+        .with_own_component_cache()
+        .with_env("AGENT_HOST_ACCOUNT_PLUGIN_UPLOADS_PER_MINUTE", "2");
+    let alice = env.account_with_key("alice", "pro");
+    let bob = env.account_with_key("bob", "pro");
+    let server = env.serve();
+    let probe = probe_bytes();
+    assert_eq!(upload(&server, &alice, variant(&probe, 1, 16)).await.status, 201);
+    assert_eq!(upload(&server, &alice, b"not a component".to_vec()).await.status, 400);
+    let third = upload(&server, &alice, variant(&probe, 2, 16)).await;
+    assert_eq!(
+        (third.status, third.error_code()),
+        (429, "rate_limit_exceeded".into()),
+        "{}",
+        third.text
+    );
+    assert!(third.header("retry-after").is_some());
+    assert_eq!(
+        upload(&server, &bob, variant(&probe, 3, 16)).await.status,
+        201,
+        "another account's own count"
+    );
 }

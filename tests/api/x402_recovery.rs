@@ -410,12 +410,14 @@ async fn two_hundred_payments_cut_by_random_kills_leave_the_ledger_whole() {
     solana.set_sol(&solana_wallet, 10_000_000_000).await;
     solana.set_usdc(&solana_wallet, 0).await;
 
-    // Eight payers, four on each chain, each paying 25 times in turn.
+    // Eight payers, four on each chain, each paying at least 25 times in turn, and on until
+    // the server was killed five times (a fast machine pays 25 before that): at most 60.
     let mut payers = Vec::new();
     for _ in 0..4 {
-        payers.push((Payer::on_base(&base, 2_000_000).await, "base"));
-        payers.push((Payer::on_solana(&solana, 2_000_000).await, "solana"));
+        payers.push((Payer::on_base(&base, 4_000_000).await, "base"));
+        payers.push((Payer::on_solana(&solana, 4_000_000).await, "solana"));
     }
+    let kills_so_far = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let bodies = [
         json!({ "command": "hello", "name": "Ann" }),
         json!({ "command": "broken" }),
@@ -428,15 +430,19 @@ async fn two_hundred_payments_cut_by_random_kills_leave_the_ledger_whole() {
     let front = crate::support::proxy::Front::start(&server.base).await;
     let mut workers = tokio::task::JoinSet::new();
     for (i, ((payer, _), network)) in payers.iter().enumerate() {
-        let (payer, url, health, bodies) = (
+        let (payer, url, health, bodies, kills_so_far) = (
             payer.clone(),
             format!("{}/x402/{network}/seller", front.base),
             format!("{}/health", front.base),
             bodies.clone(),
+            kills_so_far.clone(),
         );
         workers.spawn(async move {
             let mut cut = 0;
-            for n in 0..25 {
+            for n in 0..60 {
+                if n >= 25 && kills_so_far.load(std::sync::atomic::Ordering::Relaxed) >= 5 {
+                    break;
+                }
                 let x402 = X402Client::ALL[(i + n) % 2];
                 let body = &bodies[(i + n) % bodies.len()];
                 if try_pay_with(x402, &payer, &url, body).await.is_err() {
@@ -474,6 +480,7 @@ async fn two_hundred_payments_cut_by_random_kills_leave_the_ledger_whole() {
             _ = tokio::time::sleep(pause) => {
                 server.crash();
                 kills += 1;
+                kills_so_far.store(kills, std::sync::atomic::Ordering::Relaxed);
                 server = env.serve();
                 front.point_at(&server.base);
             }
@@ -492,7 +499,7 @@ async fn two_hundred_payments_cut_by_random_kills_leave_the_ledger_whole() {
         "a meaningful mix: {payments:?}"
     );
     for ((payer, address), network) in &payers {
-        let funded = 2_000_000;
+        let funded = 4_000_000;
         let held = match *network {
             "base" => base.usdc_of(address).await,
             _ => solana.usdc_of(address).await.unwrap_or(0),

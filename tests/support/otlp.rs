@@ -30,6 +30,8 @@ pub struct ReceivedSpan {
     /// Start and end, in ns since the Unix epoch.
     pub start_ns: u64,
     pub end_ns: u64,
+    /// The trace ids of the spans it links to.
+    pub linked_traces: Vec<String>,
 }
 
 pub struct OtlpReceiver {
@@ -111,6 +113,7 @@ fn receive(kept: &Mutex<Vec<ReceivedSpan>>, headers: &HeaderMap, body: &[u8]) ->
                     service: service.clone(),
                     start_ns: span.start_time_unix_nano,
                     end_ns: span.end_time_unix_nano,
+                    linked_traces: span.links.iter().map(|l| hex(&l.trace_id)).collect(),
                 });
             }
         }

@@ -30,6 +30,21 @@ function append(el, children) {
   }
 }
 
+/**
+ * A link that opens `url` in a new tab, only when it is a web address: an address from a
+ * plugin's output is never a script, data or file URL. Anything else: no link (null).
+ */
+export function webLink(url, label) {
+  let parsed;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return null;
+  }
+  if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return null;
+  return h("p", {}, h("a", { href: parsed.href, target: "_blank", rel: "noopener noreferrer" }, label));
+}
+
 /** Replaces what `el` holds. */
 export function fill(el, ...children) {
   el.replaceChildren();

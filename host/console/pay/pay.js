@@ -3,7 +3,7 @@
 // own address), lists what the agent sells, and lets a person with a browser wallet pay
 // for a message or a command with x402 version 2 and see the answer. Every text comes
 // from the server through textContent (see ../js/dom.js); the CSP allows nothing else.
-import { errorText, field, fill, form, h, short, usdc } from "../js/dom.js";
+import { errorText, field, fill, form, h, short, usdc, webLink } from "../js/dom.js";
 import { authorize, connect, provider } from "./wallet.js";
 
 const main = document.getElementById("main");
@@ -125,17 +125,6 @@ async function pay(path, v2, body) {
   return h("div", { class: "result" }, h("pre", { class: "response" }, answer.response), receipt);
 }
 
-/** A link to a job's result, only when it is a web address (never a script or data URL). */
-function resultLink(url) {
-  try {
-    const parsed = new URL(url);
-    if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return null;
-    return h("p", {}, h("a", { href: parsed.href, target: "_blank", rel: "noopener noreferrer" }, "The result"));
-  } catch {
-    return null;
-  }
-}
-
 /** A paid long-running command: its status, polled at this origin until it ends (or an hour). */
 async function followJob(answer) {
   const status = new URL(answer.statusUrl, location.href).pathname;
@@ -144,7 +133,7 @@ async function followJob(answer) {
     await new Promise((resolve) => setTimeout(resolve, pause));
     const job = await (await fetch(status, { headers: { accept: "application/json" } })).json();
     if (job.state === "succeeded") {
-      return h("div", {}, h("pre", { class: "response" }, job.response ?? ""), job.artifactUrl && resultLink(job.artifactUrl));
+      return h("div", {}, h("pre", { class: "response" }, job.response ?? ""), job.artifactUrl && webLink(job.artifactUrl, "The result"));
     }
     if (job.state !== "processing") throw new Refusal(job, 200);
   }

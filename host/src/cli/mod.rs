@@ -197,6 +197,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             .map(|endpoint| crate::telemetry::traces::Export {
                 endpoint,
                 sample_ratio: settings.telemetry.otlp_sample_ratio.0,
+                trusted_peers: &settings.telemetry.otlp_trusted_peers,
             }),
     );
     let out = Output { json: cli.json };

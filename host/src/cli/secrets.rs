@@ -24,6 +24,17 @@ pub enum SecretsCmd {
         #[arg(long)]
         new_key_stdin: bool,
     },
+    /// Reseal under the current master key the secrets that open only with a retired one
+    /// (written by a host still running the old key after a rotation, or restored from an
+    /// older backup), in one transaction. Secrets that open already are left as they are.
+    Reseal {
+        /// The retired key's file (e.g. DATA_DIR/master.key.retired-<time>).
+        #[arg(long, value_name = "PATH", conflicts_with = "retired_key_stdin")]
+        retired_key_file: Option<std::path::PathBuf>,
+        /// Read the retired key (64 hex digits or base64) from standard input.
+        #[arg(long)]
+        retired_key_stdin: bool,
+    },
 }
 
 pub async fn run(ctx: &Ctx, command: SecretsCmd) -> anyhow::Result<()> {
@@ -35,6 +46,30 @@ pub async fn run(ctx: &Ctx, command: SecretsCmd) -> anyhow::Result<()> {
             ctx.out.print(
                 &json!({ "opened": opened }),
                 &format!("All {opened} sealed secrets open with this master key."),
+            );
+        }
+        SecretsCmd::Reseal {
+            retired_key_file,
+            retired_key_stdin,
+        } => {
+            let text = match (retired_key_file, retired_key_stdin) {
+                (Some(path), false) => std::fs::read_to_string(&path)
+                    .with_context(|| format!("cannot read the retired key {}", path.display()))?,
+                (None, true) => read_stdin_line("the retired master key")?,
+                _ => {
+                    return Err(anyhow!(
+                        "give the retired key: --retired-key-file PATH or --retired-key-stdin"
+                    ));
+                }
+            };
+            let retired = crate::secrets::decode(text.trim())
+                .ok_or_else(|| anyhow!("the retired master key must be 32 bytes as 64 hex digits or base64"))?;
+            let resealed = master_key::reseal_from(&ctx.store, Arc::new(retired), Arc::new(current))
+                .await
+                .map_err(service)?;
+            ctx.out.print(
+                &json!({ "resealed": resealed }),
+                &format!("Resealed {resealed} secrets from the retired key under the current one."),
             );
         }
         SecretsCmd::Rotate { new_key_stdin } => {

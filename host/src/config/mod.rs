@@ -44,7 +44,7 @@ impl std::fmt::Debug for Secret {
 }
 
 use values::SettingValue;
-pub use values::{BaseNetworkName, LogFormat, Ratio, SolanaNetworkName};
+pub use values::{AddressRange, BaseNetworkName, LogFormat, Ratio, SolanaNetworkName};
 
 /// An origin as a browser sends it (`https://app.example.com`, `http://localhost:3000`), or
 /// `*`; anything else (a path, a missing scheme) could never match and is refused.
@@ -221,17 +221,40 @@ settings! {
         auth_failure_limit_per_minute: u32 = "20" [1 ..= 1000000],
             "wrong API keys or webhook secrets one client address may present per minute; past it, refused before any lookup";
         auth_failure_limit_per_day: u32 = "500" [1 ..= 100000000], "wrong API keys or webhook secrets one client address may present per UTC day";
+        max_connections: usize = "16384" [1 ..= 10000000],
+            "connections served at once, all clients together (held under the open-file limit); past it a new connection is closed at once";
+        max_connections_per_address: usize = "256" [1 ..= 10000000],
+            "connections one client address (an IPv6 client: its /64) may hold open; past it its new connections are closed at once";
+        connection_shared_addresses: Vec<AddressRange> = "",
+            "addresses or CIDR ranges that many clients share (a proxy, a NAT): not held to max_connections_per_address";
+        header_read_timeout_secs: u64 = "20" [1 ..= 3600],
+            "how long a connection may take to send a request's headers, from when it opened or its previous answer ended (so also how long an idle keep-alive connection stays open)";
+        body_read_timeout_secs: u64 = "30" [1 ..= 3600], "how long a request's body may take to arrive; later is answered 408";
+        response_stall_timeout_secs: u64 = "30" [1 ..= 3600],
+            "how long an answer may wait on a client that reads none of it before the connection is closed (streams that flow are never cut)";
+        http2_cleartext: bool = "false",
+            "whether clients may speak HTTP/2 without TLS (prior knowledge): at most 32 requests at once per connection; off, every connection is HTTP/1.1 and bound by its timers (a TLS proxy in front speaks HTTP/2 to browsers either way)";
+        http2_keep_alive_secs: u64 = "20" [1 ..= 3600],
+            "with http2_cleartext: how often an HTTP/2 connection is pinged; one that does not answer within as long again is closed";
     }
     /// What the service tells its operator besides its logs: Prometheus metrics, OTLP traces.
     telemetry: TelemetrySettings {
         metrics_listen: Option<String> = "",
             "address to serve Prometheus metrics on, at /metrics, e.g. 127.0.0.1:9464; its own listener, never the public one (unset: no metrics, and nothing is measured)";
+        metrics_allow_remote: bool = "false",
+            "whether metrics_listen may be an address other than loopback (then set metrics_token too); false: such an address stops the start";
+        metrics_token: Option<Secret> = "",
+            "a bearer token every scrape must send (Authorization: Bearer <token>); unset: none asked";
+        metrics_agents: Vec<String> = "",
+            "the agents (usernames) named in metric labels, the others counted together as other (unset: the first metrics_max_agents seen)";
         metrics_max_agents: usize = "50" [1 ..= 100000], "agents named in metric labels; the others are counted together as other";
         metrics_max_commands: usize = "500" [1 ..= 1000000], "agent commands named in metric labels; the others are counted together as other";
         otlp_endpoint: Option<String> = "",
             "an OpenTelemetry collector's OTLP/HTTP address, e.g. http://127.0.0.1:4318: request spans are sent to its /v1/traces (unset: no traces)";
         otlp_sample_ratio: Ratio = "1",
-            "share of requests traced, from 0 to 1, when no caller's traceparent decides (a caller's sampled flag is followed)";
+            "share of requests traced, from 0 to 1, when no trusted caller's traceparent decides";
+        otlp_trusted_peers: Vec<AddressRange> = "",
+            "addresses or CIDR ranges (a proxy, the operator's own services) whose traceparent is followed; another caller's request is sampled by the ratio and starts its own trace, linked to the caller's";
     }
     /// The database: SQLite or PostgreSQL, and how fresh each host keeps its view.
     database: DatabaseSettings {
@@ -266,6 +289,9 @@ settings! {
         account_plugin_llm_tokens_per_minute: u32 = "50000" [1 ..= 4000000000],
             "LLM tokens one account's plugins may use per minute (each call counted at its worst case: prompt and answer limit)";
         account_plugin_llm_tokens_per_day: u32 = "2000000" [1 ..= 4000000000], "LLM tokens one account's plugins may use per UTC day";
+        account_plugin_uploads_per_minute: u32 = "10" [1 ..= 1000000],
+            "components one account may upload per minute (each is compiled, which takes a core for up to seconds); past it 429";
+        account_plugin_uploads_per_day: u32 = "200" [1 ..= 100000000], "components one account may upload per UTC day";
     }
     /// What one account may keep.
     quotas: QuotaSettings {
@@ -295,6 +321,8 @@ settings! {
         webhook_timeout_ms: u64 = "10000" [100 ..= 600000],
             "longest wait for a receiver's answer (at most outbound_timeout_ms); slower is a failed attempt";
         webhook_max_endpoints: u64 = "20" [1 ..= 10000], "endpoints one account may register";
+        webhook_allow_private: Vec<String> = "",
+            "hosts (host or host:port) webhook endpoints may be at though private, loopback or this server's own (outbound_allow_private is the plugins' alone); their answers are not shown to the owner";
         webhook_retention_days: u64 = "30" [1 ..= 3650], "how long events and their deliveries are kept";
         webhook_failing_min_runs: u64 = "5" [1 ..= 1000000],
             "runs of a command in one hour on one host before its failure rate can raise command.failing";
@@ -311,7 +339,7 @@ settings! {
     outbound: OutboundSettings {
         outbound_allowed_hosts: Vec<String> = "*", "hosts plugins may reach at all (commands must also grant them)";
         outbound_allow_private: Vec<String> = "",
-            "hosts allowed to resolve to private or loopback addresses, e.g. 127.0.0.1:9000";
+            "hosts plugins may reach though they resolve to private or loopback addresses, e.g. 127.0.0.1:9000 (webhooks: webhook_allow_private)";
         outbound_allowed_ports: Vec<u16> = "80,443",
             "ports plugins may reach on public hosts; another port needs its host:port in outbound_allowed_hosts or outbound_allow_private";
         outbound_max_response_bytes: u64 = "5242880" [1 ..= 1073741824], "largest outbound HTTP response body";
@@ -323,9 +351,17 @@ settings! {
         llm_model: Option<String> = "", "model name for the LLM provider";
         llm_api_key: Option<Secret> = "", "API key for the LLM provider (prefer the environment)";
         llm_timeout_ms: u64 = "60000" [1 ..= 3600000], "longest LLM request";
+        chat_max_tokens: u32 = "1024" [1 ..= 1000000],
+            "most tokens one chat round may ask the model for, whatever the caller asks (max_tokens), on every chat surface";
+        account_chat_tokens_per_minute: u32 = "100000" [1 ..= 4000000000],
+            "model tokens one account's chats may use per minute, every surface together (each round counted at its worst case before it runs)";
+        account_chat_tokens_per_day: u32 = "2000000" [1 ..= 4000000000], "model tokens one account's chats may use per UTC day";
         embedded_model_path: Option<PathBuf> = "",
             "GGUF chat model run in-process when no remote LLM is configured (unset: DATA_DIR/models/smollm2-135m-instruct.gguf)";
         embedded_max_tokens: u32 = "200" [1 ..= 4096], "longest reply of the embedded model, in tokens";
+        account_embeddings_per_minute: u32 = "2000" [1 ..= 4000000000],
+            "knowledge entries one account's applies may have embedded per minute (entries kept already are free); past it the agent's chats rank by words";
+        account_embeddings_per_day: u32 = "20000" [1 ..= 4000000000], "knowledge entries one account's applies may have embedded per UTC day";
         embedding_model_path: Option<PathBuf> = "",
             "directory of the sentence-embedding model (BERT: config.json, model.safetensors, tokenizer.json) that finds knowledge by meaning (unset: DATA_DIR/models/all-MiniLM-L6-v2; missing: knowledge is ranked by words alone)";
     }

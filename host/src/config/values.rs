@@ -1,6 +1,7 @@
 //! How a setting's text (from the environment, the file, or its default) becomes a typed
 //! value: numbers, text, lists, and the settings that name one of a few choices.
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 
 use super::Secret;
@@ -31,6 +32,17 @@ numbers!(u32, u64, usize);
 impl SettingValue for String {
     fn parse(text: &str) -> Result<Self, String> {
         Ok(text.to_string())
+    }
+}
+
+/// `true` or `false`.
+impl SettingValue for bool {
+    fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            other => Err(format!("'{other}' is not true or false")),
+        }
     }
 }
 
@@ -107,6 +119,56 @@ impl SettingValue for Vec<u32> {
     }
 }
 
+/// An address, or a range of them in CIDR form (`10.0.0.0/8`, `2001:db8::/32`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddressRange {
+    first: IpAddr,
+    prefix: u8,
+}
+
+impl AddressRange {
+    /// Comma-separated addresses or CIDR ranges.
+    pub fn parse_list(text: &str) -> Result<Vec<AddressRange>, String> {
+        Vec::<String>::parse(text)?
+            .iter()
+            .map(|item| {
+                let refused = || format!("'{item}' is not an address or a CIDR range (e.g. 10.0.0.0/8)");
+                let (address, prefix) = item.split_once('/').unwrap_or((item, ""));
+                let first: IpAddr = address.parse().map_err(|_| refused())?;
+                let bits = if first.is_ipv4() { 32 } else { 128 };
+                let prefix = match prefix {
+                    "" => bits,
+                    digits => digits.parse::<u8>().ok().filter(|p| *p <= bits).ok_or_else(refused)?,
+                };
+                Ok(AddressRange { first, prefix })
+            })
+            .collect()
+    }
+
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match (self.first, ip) {
+            (IpAddr::V4(first), IpAddr::V4(ip)) => {
+                same_prefix(first.to_bits().into(), ip.to_bits().into(), 32, self.prefix)
+            }
+            (IpAddr::V6(first), IpAddr::V6(ip)) => same_prefix(first.to_bits(), ip.to_bits(), 128, self.prefix),
+            _ => false,
+        }
+    }
+}
+
+/// Whether two addresses of `bits` bits agree on their first `prefix` bits.
+fn same_prefix(a: u128, b: u128, bits: u8, prefix: u8) -> bool {
+    let ignored = u32::from(bits - prefix);
+    a.checked_shr(ignored).unwrap_or(0) == b.checked_shr(ignored).unwrap_or(0)
+}
+
+/// Comma-separated addresses or CIDR ranges.
+impl SettingValue for Vec<AddressRange> {
+    fn parse(text: &str) -> Result<Self, String> {
+        AddressRange::parse_list(text)
+    }
+}
+
 /// How log lines are written to stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogFormat {
@@ -177,6 +239,31 @@ impl SettingValue for Ratio {
         match text.trim().parse::<f64>() {
             Ok(ratio) if (0.0..=1.0).contains(&ratio) => Ok(Ratio(ratio)),
             _ => Err(format!("'{text}' is not a ratio from 0 to 1 (e.g. 0.05)")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn address_ranges_match_by_prefix() {
+        let ranges = Vec::<AddressRange>::parse("10.0.0.0/8, 192.0.2.7, 2001:db8::/32, ::/0").unwrap();
+        let ip = |text: &str| text.parse::<IpAddr>().unwrap();
+        assert!(ranges[0].contains(ip("10.200.3.4")));
+        assert!(!ranges[0].contains(ip("11.0.0.1")));
+        assert!(ranges[1].contains(ip("192.0.2.7")));
+        assert!(!ranges[1].contains(ip("192.0.2.8")), "a bare address is a /32");
+        assert!(ranges[2].contains(ip("2001:db8:ffff::1")));
+        assert!(!ranges[2].contains(ip("2001:db9::1")));
+        assert!(!ranges[2].contains(ip("10.0.0.1")), "families never match");
+        assert!(
+            ranges[3].contains(ip("2a00::1")),
+            "a /0 holds every address of its family"
+        );
+        for bad in ["10.0.0.0/33", "example.com", "10.0.0.0/x", "::/129"] {
+            assert!(Vec::<AddressRange>::parse(bad).is_err(), "{bad} refused");
         }
     }
 }

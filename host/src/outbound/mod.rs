@@ -177,6 +177,19 @@ impl Outbound {
         &self.policy
     }
 
+    /// Whether `url` is reached only through one of the operator's private exceptions: an
+    /// internal host, whose answers are not for the caller to read.
+    pub fn is_private_exception(&self, url: &str) -> bool {
+        let Ok(url) = Url::parse(url) else {
+            return false;
+        };
+        let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+            return false;
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        self.policy.private_allowed(&host, Some(port))
+    }
+
     /// Sends the request, following redirects; `allowed` is the caller's grant, checked
     /// on every hop together with the operator's rules.
     pub async fn send(

@@ -91,6 +91,28 @@ fn checks_grants_schemes_and_literal_addresses() {
     );
 }
 
+/// Loopback spelled as one decimal number, in octal or in hex: URL parsing turns each into
+/// 127.0.0.1 before the guard looks, so none slips past it.
+#[test]
+fn loopback_in_decimal_octal_and_hex_is_refused() {
+    let out = client(&[]);
+    for spelled in [
+        "http://2130706433/",
+        "http://0177.0.0.1/",
+        "http://0x7f.1/",
+        "http://0x7f000001/",
+        "http://017700000001/",
+        "http://127.1/",
+        "http://[::ffff:7f00:1]/",
+    ] {
+        let url = Url::parse(spelled).unwrap();
+        match out.check(&url, &all()) {
+            Err(OutboundError::Denied(reason)) => assert!(reason.contains("loopback"), "{spelled}: {reason}"),
+            other => panic!("{spelled} should be refused, got {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn the_servers_own_addresses_and_other_ports_are_refused() {
     let out = client(&["127.0.0.1"]);
@@ -157,4 +179,14 @@ async fn names_that_resolve_privately_are_refused() {
         out.vet("http://127.0.0.1:8080/hook", &all()).await,
         Err(OutboundError::Denied(_))
     ));
+}
+
+#[test]
+fn private_exceptions_are_told_apart() {
+    let out = client(&["127.0.0.1:9999", "hooks.internal"]);
+    assert!(out.is_private_exception("http://127.0.0.1:9999/hook"));
+    assert!(!out.is_private_exception("http://127.0.0.1:9998/hook"), "another port");
+    assert!(out.is_private_exception("https://HOOKS.internal/x"));
+    assert!(!out.is_private_exception("https://receiver.example.com/hook"));
+    assert!(!out.is_private_exception("not a url"));
 }

@@ -2,6 +2,7 @@
 //! its epoch ticker, and the component cache: compiled artifacts on disk keyed by the
 //! component's SHA-256 and the engine's compatibility hash, and `InstancePre`s in memory.
 
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -155,14 +156,43 @@ pub struct ComponentCache {
 
 /// Compiling takes every core for up to seconds, so only so many at once; uploads queue
 /// behind them up to `QUEUE_PER_COMPILE` each and are refused beyond, while a run whose
-/// component must be compiled (a cold cache) always waits its turn.
+/// component must be compiled (a cold cache) always waits its turn. An account's uploads
+/// take that queue one at a time (the others wait behind their own, up to
+/// `WAITING_PER_ACCOUNT`): one account's many uploads hold one place, so another account's
+/// upload is queued, not refused, and the queue is first come first served between accounts.
 struct Compiles {
     turns: Arc<Semaphore>,
     queued: AtomicUsize,
     max_queued: usize,
+    accounts: Arc<Mutex<HashMap<String, Arc<AccountTurn>>>>,
 }
 
 const QUEUE_PER_COMPILE: usize = 4;
+const WAITING_PER_ACCOUNT: usize = 4;
+
+/// One account's turn at the compile queue, and how many of its uploads hold or want it.
+struct AccountTurn {
+    turn: Arc<Semaphore>,
+    wanting: AtomicUsize,
+}
+
+/// An upload's place in its account's line; dropping it gives the turn back.
+struct AccountPlace {
+    accounts: Arc<Mutex<HashMap<String, Arc<AccountTurn>>>>,
+    account: String,
+    entry: Arc<AccountTurn>,
+    turn: Option<OwnedSemaphorePermit>,
+}
+
+impl Drop for AccountPlace {
+    fn drop(&mut self) {
+        drop(self.turn.take());
+        let mut accounts = self.accounts.lock().unwrap_or_else(|e| e.into_inner());
+        if self.entry.wanting.fetch_sub(1, Ordering::Relaxed) == 1 {
+            accounts.remove(&self.account);
+        }
+    }
+}
 
 /// Why a component was not compiled.
 #[derive(Debug, Clone, PartialEq)]
@@ -193,7 +223,51 @@ pub enum Queueing {
 }
 
 impl Compiles {
-    async fn turn(&self, queueing: Queueing) -> Result<OwnedSemaphorePermit, CompileError> {
+    /// A compile's turn; an upload (`Some(account)`) first takes its account's.
+    async fn turn(
+        &self,
+        queueing: Queueing,
+        account: Option<&str>,
+    ) -> Result<(Option<AccountPlace>, OwnedSemaphorePermit), CompileError> {
+        let account_turn = match account {
+            Some(account) => Some(self.account_turn(account).await?),
+            None => None,
+        };
+        Ok((account_turn, self.queue_turn(queueing).await?))
+    }
+
+    async fn account_turn(&self, account: &str) -> Result<AccountPlace, CompileError> {
+        // Counted in under the map's lock, and out when the place is dropped: an entry is
+        // forgotten only when no upload of the account holds or wants its turn.
+        let (entry, wanting) = {
+            let mut accounts = self.accounts.lock().unwrap_or_else(|e| e.into_inner());
+            let entry = accounts
+                .entry(account.to_string())
+                .or_insert_with(|| {
+                    Arc::new(AccountTurn {
+                        turn: Arc::new(Semaphore::new(1)),
+                        wanting: AtomicUsize::new(0),
+                    })
+                })
+                .clone();
+            let wanting = entry.wanting.fetch_add(1, Ordering::Relaxed);
+            (entry, wanting)
+        };
+        let mut place = AccountPlace {
+            accounts: self.accounts.clone(),
+            account: account.to_string(),
+            entry,
+            turn: None,
+        };
+        if wanting > WAITING_PER_ACCOUNT {
+            return Err(CompileError::Busy { retry_after_secs: 5 });
+        }
+        let turn = place.entry.turn.clone().acquire_owned().await;
+        place.turn = Some(turn.map_err(|_| CompileError::Invalid("the compiler is shutting down".into()))?);
+        Ok(place)
+    }
+
+    async fn queue_turn(&self, queueing: Queueing) -> Result<OwnedSemaphorePermit, CompileError> {
         if let Ok(turn) = self.turns.clone().try_acquire_owned() {
             return Ok(turn);
         }
@@ -263,6 +337,7 @@ impl ComponentCache {
                 turns: Arc::new(Semaphore::new(max_compiles.max(1))),
                 queued: AtomicUsize::new(0),
                 max_queued: max_compiles.max(1) * QUEUE_PER_COMPILE,
+                accounts: Arc::default(),
             },
             compiled: AtomicU64::new(0),
             from_disk: AtomicU64::new(0),
@@ -320,9 +395,21 @@ impl ComponentCache {
         Pre::new(pre, &version).map_err(|e| format!("the component does not fit the command-plugin world: {e:#}"))
     }
 
-    /// Compiles `bytes` and keeps nothing: for a component that may yet be refused.
-    pub async fn compile(&self, bytes: Arc<Vec<u8>>, queueing: Queueing) -> Result<Component, CompileError> {
-        let _turn = self.compiles.turn(queueing).await?;
+    /// Uploads compiling or waiting for their turn to.
+    pub fn uploads_in_line(&self) -> usize {
+        let accounts = self.compiles.accounts.lock().unwrap_or_else(|e| e.into_inner());
+        accounts.values().map(|a| a.wanting.load(Ordering::Relaxed)).sum()
+    }
+
+    /// Compiles `bytes` and keeps nothing: for a component that may yet be refused. An
+    /// upload names its account, which takes the queue one upload at a time.
+    pub async fn compile(
+        &self,
+        bytes: Arc<Vec<u8>>,
+        queueing: Queueing,
+        account: Option<&str>,
+    ) -> Result<Component, CompileError> {
+        let _turns = self.compiles.turn(queueing, account).await?;
         let engine = self.engine.clone();
         let component = tokio::task::spawn_blocking(move || compile(&engine, &bytes))
             .await
@@ -388,7 +475,7 @@ impl ComponentCache {
             .await
             .map_err(|e| format!("reading task failed: {e}"))??;
         let component = self
-            .compile(Arc::new(bytes), Queueing::Wait)
+            .compile(Arc::new(bytes), Queueing::Wait, None)
             .await
             .map_err(|e| e.to_string())?;
         let path = self.artifact_path(hash);

@@ -148,7 +148,7 @@ pub(super) async fn inspect(
     let (hash, size) = (content_hash(&bytes), bytes.len());
     let component = rt
         .cache
-        .compile(bytes, Queueing::RefuseWhenFull)
+        .compile(bytes, Queueing::RefuseWhenFull, Some(&tenant.account))
         .await
         .map_err(|e| match e {
             CompileError::Busy { retry_after_secs } => InspectError::Busy { retry_after_secs },

@@ -127,12 +127,17 @@ impl PluginRuntime {
         ComponentRef::stored(hash, &self.services.store)
     }
 
-    /// (compiled, loaded from the disk cache) since start.
     /// Runs the host allows at once, and how many run now.
     pub fn slot_usage(&self) -> (usize, usize) {
         self.slots.usage()
     }
 
+    /// Uploads compiling or waiting for their turn to, all accounts together.
+    pub fn uploads_in_line(&self) -> usize {
+        self.cache.uploads_in_line()
+    }
+
+    /// (compiled, loaded from the disk cache) since start.
     pub fn cache_stats(&self) -> (u64, u64) {
         (
             self.cache.compiled.load(Ordering::Relaxed),

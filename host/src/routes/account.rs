@@ -22,7 +22,7 @@ use crate::services::integrations::IntegrationKind;
 use crate::services::keys::Caller;
 use crate::services::payments::breaker;
 use crate::services::{
-    accounts, agents, chatapp, integrations, jobs, keys, payments, plugins, social, wallet_alerts, wallets,
+    accounts, agents, chat_budget, chatapp, integrations, jobs, keys, payments, plugins, social, wallet_alerts, wallets,
 };
 use crate::views;
 
@@ -115,8 +115,10 @@ async fn show_account(State(state): State<AppState>, Manager(caller): Manager) -
     let paused = breaker::paused(&services.store, &caller.account.id).await?;
     let rules = breaker::Rules::of(&services.settings.x402);
     let now = crate::clock::now_ms();
+    let chat_tokens = chat_budget::standing(services, &caller.account.id).await?;
     let mut view = views::account_with_quotas(&caller.account, &quotas);
     view["paused_commands"] = paused.iter().map(|b| views::paused(b, &rules, now)).collect();
+    view["chat_tokens"] = views::chat_budget(&chat_tokens);
     ok(view)
 }
 
@@ -173,6 +175,7 @@ async fn create_key(
     };
     let name = keys::parse_name(body.name.as_deref())?;
     let expires_at = expiry(body.expires_at.as_deref(), body.expires_in_days)?;
+    caller.may_set_end(expires_at)?;
     let issued = keys::issue(&state.services.store, &caller.account, scope, name, expires_at).await?;
     created(views::issued_key(&issued, &caller.account))
 }
@@ -195,6 +198,9 @@ async fn update_key(
         (Some(None), Some(_)) => return Err(ApiError::validation(BOTH_EXPIRY_FIELDS)),
         (at, days) => Some(expiry(at.flatten().as_deref(), days)?),
     };
+    if let Some(end) = expires_at {
+        caller.may_set_end(end)?;
+    }
     let key = keys::update(&state.services.store, &key_id, Some(&caller.account), name, expires_at).await?;
     ok(views::key(&key))
 }

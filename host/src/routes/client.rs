@@ -37,14 +37,22 @@ pub fn client_key(parts: &Parts, header: Option<&str>) -> String {
 }
 
 fn key_of(ip: IpAddr) -> String {
+    match client_address(ip) {
+        IpAddr::V6(prefix) => format!("{prefix}/64"),
+        v4 => v4.to_string(),
+    }
+}
+
+/// The address a client is counted as: an IPv4 address (mapped ones unwrapped), or an IPv6
+/// /64 as its first address. The connection limits count by it too.
+pub fn client_address(ip: IpAddr) -> IpAddr {
     match ip {
-        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V4(_) => ip,
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => v4.to_string(),
+            Some(v4) => IpAddr::V4(v4),
             None => {
                 let s = v6.segments();
-                let prefix = std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0);
-                format!("{prefix}/64")
+                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
             }
         },
     }

@@ -65,7 +65,11 @@ async fn health(State(state): State<AppState>) -> impl IntoResponse {
         "serverVersion": env!("CARGO_PKG_VERSION"),
         "database": { "reachable": reachable },
         "uptimeSeconds": state.started.elapsed().as_secs(),
-        "plugins": { "compiled": compiled, "loadedFromCache": cached },
+        "plugins": {
+            "compiled": compiled,
+            "loadedFromCache": cached,
+            "uploadsInLine": state.services.plugins.uploads_in_line(),
+        },
         "timestamp": crate::clock::now_iso(),
     });
     (status, axum::Json(body))

@@ -3,8 +3,8 @@
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{HeaderMap, header};
-use axum::response::IntoResponse;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use super::AppState;
@@ -12,13 +12,24 @@ use super::AppState;
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/metrics", get(scrape))
-        .fallback(|| async { (axum::http::StatusCode::NOT_FOUND, "only /metrics is served here\n") })
+        .fallback(|| async { (StatusCode::NOT_FOUND, "only /metrics is served here\n") })
         .with_state(state)
 }
 
 /// OpenMetrics when the scraper accepts it (Prometheus asks for it first), else the older
-/// Prometheus text format (`curl`, `promtool`).
-async fn scrape(State(state): State<AppState>, headers: HeaderMap) -> impl IntoResponse {
+/// Prometheus text format (`curl`, `promtool`). With `metrics_token` set, only a scrape that
+/// sends it as a bearer token.
+async fn scrape(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Some(token) = &state.services.settings.telemetry.metrics_token
+        && !bearer_is(&headers, token.expose())
+    {
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "send the metrics token: Authorization: Bearer <metrics_token>\n",
+        )
+            .into_response();
+    }
     crate::services::vitals::refresh(&state.services).await;
     let openmetrics = headers
         .get(header::ACCEPT)
@@ -34,5 +45,16 @@ async fn scrape(State(state): State<AppState>, headers: HeaderMap) -> impl IntoR
             crate::telemetry::metrics::encode_text_format(),
         ),
     };
-    ([(header::CONTENT_TYPE, content_type)], body)
+    ([(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+/// Whether the request carries `Bearer <token>`, compared in constant time.
+fn bearer_is(headers: &HeaderMap, token: &str) -> bool {
+    use subtle::ConstantTimeEq;
+    let sent = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    bool::from(sent.as_bytes().ct_eq(token.as_bytes()))
 }

@@ -2,9 +2,10 @@
 //! API's envelope. Only this module and `error` know axum.
 
 mod account;
+pub mod body_deadline;
 mod chat_stream;
 mod chatapp;
-mod client;
+pub mod client;
 mod console;
 mod cors;
 mod discovery;

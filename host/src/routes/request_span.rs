@@ -11,6 +11,8 @@ use axum::middleware::Next;
 use axum::response::Response;
 use tracing::Instrument;
 
+use crate::telemetry::traces::TraceStart;
+
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The request's id, for a handler that wants to name it (a job, an audit line).
@@ -28,13 +30,18 @@ pub async fn serve_in_span(mut request: Request, next: Next) -> Response {
     // The route template, never the path itself: paths carry ids without bound.
     let route = request.extensions().get::<MatchedPath>().cloned();
     let route = route.as_ref().map(MatchedPath::as_str);
-    // A caller's W3C trace context: a traced request's span continues its trace.
-    let caller = crate::telemetry::traces::enabled().then(|| {
-        opentelemetry::global::get_text_map_propagator(|propagator| {
+    // A caller's W3C trace context: followed from a trusted peer, linked from anyone else.
+    let start = crate::telemetry::traces::enabled().then(|| {
+        let caller = opentelemetry::global::get_text_map_propagator(|propagator| {
             propagator.extract(&opentelemetry_http::HeaderExtractor(request.headers()))
-        })
+        });
+        let peer = request
+            .extensions()
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|info| info.0.ip());
+        crate::telemetry::traces::start(caller, peer)
     });
-    let traced = caller.as_ref().is_some_and(crate::telemetry::traces::sampled);
+    let traced = !matches!(start, None | Some(TraceStart::Untraced));
     // One span either way; a traced one has the target the trace exporter takes.
     macro_rules! request_span {
         ($($target:tt)*) => {
@@ -56,9 +63,15 @@ pub async fn serve_in_span(mut request: Request, next: Next) -> Response {
     } else {
         request_span!()
     };
-    if let Some(caller) = caller.filter(|_| traced) {
+    if traced {
         use tracing_opentelemetry::OpenTelemetrySpanExt;
-        let _ = span.set_parent(caller);
+        match start {
+            Some(TraceStart::Continue(caller)) => {
+                let _ = span.set_parent(caller);
+            }
+            Some(TraceStart::Root(Some(link))) => span.add_link(link),
+            _ => {}
+        }
         // Traces name a server span after its route template: "POST /agents/{id}/...".
         span.record(
             "otel.name",

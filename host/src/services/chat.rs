@@ -146,6 +146,26 @@ impl ToolResult<'_> {
     }
 }
 
+/// The first round's worst case for `message` to `agent`, before the knowledge is chosen:
+/// the most knowledge the prompt may hold counts in full. A paid chat asks the budget for
+/// this before anyone pays.
+pub fn worst_first_round(services: &Services, agent: &Agent, message: &str) -> u32 {
+    let def = &agent.def;
+    let prompt_chars = message.len()
+        + def.name.len() * 2
+        + def.username.len()
+        + def.personality.len()
+        + knowledge::BUDGET_CHARS
+        // Each entry chosen is a line of its own ("\n- ").
+        + 3 * def.knowledge.len().min(knowledge::BUDGET_CHARS)
+        + SYSTEM_PROMPT_WORDS_CHARS;
+    let prompt = u32::try_from(prompt_chars.div_ceil(4)).unwrap_or(u32::MAX);
+    prompt.saturating_add(super::chat_budget::answer_limit(services, None))
+}
+
+/// The system prompt's own words, besides the agent's (a bound, checked by a test).
+const SYSTEM_PROMPT_WORDS_CHARS: usize = 400;
+
 /// The agent's reply to one message with none of its commands as tools: what a paid chat
 /// or a chat tool gives (a cheap message must not reach an expensive command through it).
 pub async fn reply_without_tools(services: &Services, agent: &Agent, message: String) -> Result<Answer, ServiceError> {
@@ -200,6 +220,7 @@ async fn converse(
         std::sync::Arc::new(move |piece: &str| events.send(ChatEvent::Text(piece.to_string())).is_ok())
     });
 
+    let max_tokens = super::chat_budget::answer_limit(services, input.max_tokens);
     let max = input.max_tool_calls as u32;
     let mut run = 0u32;
     // Each round either answers or runs at least one call, so this bounds the loop.
@@ -207,16 +228,20 @@ async fn converse(
         let may_call = !tools.is_empty() && run < max;
         let request = CompletionRequest {
             messages: messages.clone(),
-            max_tokens: input.max_tokens,
+            max_tokens: Some(max_tokens),
             temperature: input.temperature,
             tools: if may_call { tools.clone() } else { Vec::new() },
         };
+        // The account's budget pays for the round's worst case before it runs.
+        let worst = super::chat_budget::worst_case(&request);
+        super::chat_budget::charge(services, &agent.account_id, worst).await?;
         tally.asking();
         let completion = match &text_sink {
             Some(sink) => services.llm.stream(request, sink.clone()).await,
             None => services.llm.complete(request).await,
         }
         .map_err(ServiceError::Model)?;
+        super::chat_budget::charge_beyond(services, &agent.account_id, worst, completion.usage).await;
         tally.add(completion.usage);
         if !may_call || completion.tool_calls.is_empty() {
             let text = completion.content.trim().to_string();
@@ -226,10 +251,9 @@ async fn converse(
                 )));
             }
             let cut_short = completion.cut_short
-                || input
-                    .max_tokens
-                    .zip(completion.usage)
-                    .is_some_and(|(max, used)| used.output_tokens >= u64::from(max));
+                || completion
+                    .usage
+                    .is_some_and(|used| used.output_tokens >= u64::from(max_tokens));
             return Ok(ChatReply {
                 response: text,
                 tool_calls_run: run,
@@ -391,6 +415,29 @@ mod tests {
         assert!(prompt.contains("- The office opens at 9:00 on weekdays."));
         assert!(prompt.len() < knowledge::BUDGET_CHARS + 500, "within the budget");
         assert!(!prompt.contains("tools"));
+    }
+
+    /// A paid chat's first round is checked against the budget before the knowledge is
+    /// chosen: the bound must hold whatever is chosen.
+    #[test]
+    fn the_first_rounds_estimate_bounds_its_prompt() {
+        let facts: Vec<String> = (0..400)
+            .map(|i| format!("Fact {i}: the shelf holds {i} boxes."))
+            .collect();
+        let helper = agent(facts.clone());
+        let message = "How many boxes are on shelf 7?";
+        let known = knowledge::choose(&facts, message, None, knowledge::BUDGET_CHARS);
+        let prompt = system_prompt(&helper, &known, false, &[]);
+        let own_words = prompt.len()
+            - helper.def.personality.len()
+            - known.iter().map(|entry| entry.len() + 3).sum::<usize>()
+            - helper.def.name.len() * 2
+            - helper.def.username.len();
+        assert!(
+            own_words <= SYSTEM_PROMPT_WORDS_CHARS,
+            "{own_words} characters of the prompt's own"
+        );
+        assert!(known.iter().map(String::len).sum::<usize>() <= knowledge::BUDGET_CHARS);
     }
 
     #[test]

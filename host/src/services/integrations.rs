@@ -53,7 +53,10 @@ pub async fn save(
         secret: sealed,
         public,
     };
-    Ok(services.store.put_integration(integration).await?)
+    Ok(services
+        .store
+        .put_integration(integration, services.sealing_key_check())
+        .await?)
 }
 
 /// The secret of a stored account; a record that does not open is a 500 saying why.

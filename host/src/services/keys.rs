@@ -30,6 +30,8 @@ pub struct IssuedKey {
 pub struct Caller {
     pub account: Arc<Account>,
     pub scope: KeyScope,
+    /// When the caller's own key ends, if it does.
+    pub key_ends_at: Option<i64>,
 }
 
 impl Caller {
@@ -43,6 +45,24 @@ impl Caller {
             self.scope.as_str(),
             needed.as_str()
         )))
+    }
+
+    /// Refuses a key end (`None`: no end) later than the caller's own key's: a key may not
+    /// make, or stretch, a key that outlives it.
+    pub fn may_set_end(&self, end: Option<i64>) -> Result<(), ServiceError> {
+        let Some(own) = self.key_ends_at else {
+            return Ok(());
+        };
+        let own_end = crate::clock::iso(own);
+        match end {
+            Some(end) if end <= own => Ok(()),
+            Some(_) => Err(ServiceError::Forbidden(format!(
+                "This API key ends at {own_end}; a key it makes or changes must end by then too"
+            ))),
+            None => Err(ServiceError::Forbidden(format!(
+                "This API key ends at {own_end}; a key it makes or changes must have an end, by then"
+            ))),
+        }
     }
 }
 
@@ -213,6 +233,7 @@ pub async fn authenticate(store: &Store, presented: &str) -> Result<Caller, Serv
     Ok(Caller {
         account: record.account.clone(),
         scope: record.info.scope,
+        key_ends_at: record.info.expires_at,
     })
 }
 

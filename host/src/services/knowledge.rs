@@ -143,18 +143,28 @@ fn hash(entry: &str) -> String {
     hex::encode(Sha256::digest(entry.as_bytes()))
 }
 
+/// The entries' hashes, in entry order, and the vectors `model` has kept of them.
+async fn kept(
+    services: &Services,
+    model: &str,
+    entries: &[String],
+) -> Result<(Vec<String>, HashMap<String, Vec<f32>>), LlmError> {
+    let hashes: Vec<String> = entries.iter().map(|e| hash(e)).collect();
+    let kept = services
+        .store
+        .knowledge_vectors(model, hashes.clone())
+        .await
+        .map_err(|e| LlmError::Unreachable(format!("the kept vectors could not be read: {e}")))?;
+    Ok((hashes, kept))
+}
+
 /// The entries' vectors, in entry order: those kept, and the rest embedded now and kept.
 /// `None` without an embedding model.
 pub async fn vectors(services: &Services, entries: &[String]) -> Result<Option<Vec<Vec<f32>>>, LlmError> {
     let Some(embedder) = &services.embedder else {
         return Ok(None);
     };
-    let hashes: Vec<String> = entries.iter().map(|e| hash(e)).collect();
-    let mut kept = services
-        .store
-        .knowledge_vectors(embedder.model(), hashes.clone())
-        .await
-        .map_err(|e| LlmError::Unreachable(format!("the kept vectors could not be read: {e}")))?;
+    let (hashes, mut kept) = kept(services, embedder.model(), entries).await?;
     let missing: Vec<usize> = (0..entries.len()).filter(|&i| !kept.contains_key(&hashes[i])).collect();
     // A few at a time, so that chats waiting for the model get their turns in between.
     for batch in missing.chunks(EMBED_BATCH) {
@@ -176,28 +186,86 @@ pub async fn vectors(services: &Services, entries: &[String]) -> Result<Option<V
     ))
 }
 
-/// Embeds the entries a chat would rank (those that do not all fit the prompt) and keeps
-/// their vectors; a failure is logged, and the first chat embeds them instead.
-pub async fn prepare(services: &Services, entries: &[String]) {
-    if fits(entries, BUDGET_CHARS) {
+/// Embeds the entries a chat would rank (those that do not all fit the prompt) when an
+/// agent is applied, and keeps their vectors: the entries not kept yet count against the
+/// account's embedding budget (`account_embeddings_per_*`), shared by every agent of the
+/// account. Past it, or when the model fails, the agent's chats rank by words alone until
+/// an apply within the budget embeds them.
+pub async fn prepare(services: &Services, account_id: &str, entries: &[String]) {
+    if fits(entries, BUDGET_CHARS) || services.embedder.is_none() {
         return;
     }
+    match missing(services, entries).await {
+        Ok(0) => return,
+        Ok(n) => {
+            let llm = &services.settings.llm;
+            let limits = crate::domain::RateLimits {
+                per_minute: llm.account_embeddings_per_minute,
+                per_day: llm.account_embeddings_per_day,
+            };
+            let n = u32::try_from(n).unwrap_or(u32::MAX);
+            let counted = services
+                .budgets
+                .check_n(&format!("embeddings:{account_id}"), limits, crate::clock::now_ms(), n)
+                .await;
+            match counted {
+                Ok(decision) if decision.allowed => {}
+                Ok(_) => {
+                    crate::telemetry::metrics::note_rate_limited("embeddings");
+                    tracing::warn!(
+                        account = account_id,
+                        entries = n,
+                        "knowledge not embedded: the account's embedding budget is spent; its chats rank by words"
+                    );
+                    return;
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "the embedding budget could not be checked");
+                    return;
+                }
+            }
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "the kept vectors could not be read");
+            return;
+        }
+    }
     if let Err(err) = vectors(services, entries).await {
-        tracing::warn!(error = %err, "the knowledge could not be embedded now; the first chat will");
+        tracing::warn!(error = %err, "the knowledge could not be embedded; its chats rank by words");
     }
 }
 
-/// Each entry's cosine with `query`, when entries can be embedded. A failure of the model
-/// is logged and leaves words alone to rank by.
+/// How many of the entries have no vector kept yet.
+async fn missing(services: &Services, entries: &[String]) -> Result<usize, LlmError> {
+    let Some(embedder) = &services.embedder else {
+        return Ok(0);
+    };
+    let (hashes, kept) = kept(services, embedder.model(), entries).await?;
+    Ok(hashes.iter().filter(|h| !kept.contains_key(*h)).count())
+}
+
+/// Deletes the kept vectors of entries no agent has any more, once older than `before`
+/// (ms): one kept since may belong to an apply in progress. How many went.
+pub async fn collect_vectors(services: &Services, before: i64) -> Result<usize, crate::store::StoreError> {
+    services.store.delete_unused_knowledge_vectors(before, hash).await
+}
+
+/// Each entry's cosine with `query`, when every entry has its vector kept (an apply made
+/// them, within the account's budget): a chat never embeds knowledge itself, only its
+/// message. A failure of the model is logged and leaves words alone to rank by.
 pub async fn cosines(services: &Services, entries: &[String], query: &str) -> Option<Vec<f32>> {
     let embedder = services.embedder.as_ref()?;
     let embedded = async {
-        let vectors = vectors(services, entries).await?.unwrap_or_default();
+        let (hashes, kept) = kept(services, embedder.model(), entries).await?;
+        let Some(vectors) = hashes.iter().map(|h| kept.get(h)).collect::<Option<Vec<_>>>() else {
+            // Not embedded (its apply found the budget spent, or the model failing).
+            return Ok(None);
+        };
         let asked = embedder.embed(vec![query.to_string()]).await?.pop().unwrap_or_default();
-        Ok::<_, LlmError>(vectors.iter().map(|v| cosine(v, &asked)).collect())
+        Ok::<_, LlmError>(Some(vectors.iter().map(|v| cosine(v, &asked)).collect()))
     };
     match tokio::time::timeout(CHAT_WAIT, embedded).await {
-        Ok(Ok(cosines)) => Some(cosines),
+        Ok(Ok(cosines)) => cosines,
         Ok(Err(err)) => {
             tracing::warn!(error = %err, "knowledge ranked by words alone: the embedding model failed");
             None

@@ -32,6 +32,31 @@ pub async fn rotate(
     Ok(resealed)
 }
 
+/// Reseals under `current` the records that open only with `retired` (a host that kept the
+/// retired key after a rotation sealed them, or a backup restored them), in one transaction;
+/// how many. A record that opens with neither is named, and nothing changes.
+pub async fn reseal_from(
+    store: &Store,
+    retired: std::sync::Arc<MasterKey>,
+    current: std::sync::Arc<MasterKey>,
+) -> Result<usize, ServiceError> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let moved = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = moved.clone();
+    store
+        .reseal_all(move |record| {
+            if open(&current, record).is_ok() {
+                return Ok(record.sealed.clone());
+            }
+            let secret =
+                open(&retired, record).map_err(|_| format!("{} opens with neither key", describe(&record.at)))?;
+            counted.fetch_add(1, Ordering::Relaxed);
+            Ok(seal(&current, record, &secret))
+        })
+        .await?;
+    Ok(moved.load(Ordering::Relaxed))
+}
+
 fn open(key: &MasterKey, record: &SealedRecord) -> Result<Vec<u8>, String> {
     let opened = match &record.at {
         SealedAt::Wallet { agent_id, network } => {

@@ -237,10 +237,16 @@ pub async fn call(
             };
             buy(services, sold, &tool, call, toolbox.client.as_deref()).await?
         }
-        _ => Called::Done {
-            outcome: run_free(services, toolbox, &tool, call.arguments).await,
-            settlement: None,
-        },
+        _ => {
+            let outcome = match charge_owner_for_open(services, toolbox).await {
+                Ok(()) => run_free(services, toolbox, &tool, call.arguments).await,
+                Err(err) => failed(err),
+            };
+            Called::Done {
+                outcome,
+                settlement: None,
+            }
+        }
     };
     Ok(match (called, progress) {
         (
@@ -254,6 +260,36 @@ pub async fn call(
             settlement,
         },
         (called, _) => called,
+    })
+}
+
+/// A keyless call of an open tool is the owner's gift, and counts against the owner's plan
+/// as the owner's own requests do (as a Telegram chat's messages do): strangers can use no
+/// more of the agent than its owner could. The owner's own calls were counted at the gate.
+async fn charge_owner_for_open(services: &Services, toolbox: &Toolbox) -> Result<(), ServiceError> {
+    if !matches!(toolbox.access, Access::Public { .. }) {
+        return Ok(());
+    }
+    let agent = &toolbox.found.agent;
+    let owner = services
+        .store
+        .account_by_id(&agent.account_id)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound(format!("Agent '{}' not found", agent.def.username)))?;
+    let decision = services
+        .account_limiter
+        .check(&owner.id, owner.limits, crate::clock::now_ms())
+        .await?;
+    if decision.allowed {
+        return Ok(());
+    }
+    crate::telemetry::metrics::note_rate_limited("mcp_open");
+    Err(ServiceError::OverBudget {
+        message: format!(
+            "This agent's owner has used the requests their plan allows for now (calls without a key count against it); retry in {} s",
+            decision.retry_after_secs
+        ),
+        decision,
     })
 }
 

@@ -4,6 +4,7 @@
 pub mod accounts;
 pub mod agents;
 pub mod chat;
+pub mod chat_budget;
 pub mod chat_tokens;
 pub mod chatapp;
 pub mod commands;
@@ -60,8 +61,11 @@ pub struct Services {
     pub secrets: Arc<MasterKey>,
     pub telegram: Telegram,
     pub x: X,
-    /// The guarded client for URLs third parties give us (media to post).
+    /// The guarded client for URLs third parties give us (media to post), under the
+    /// plugins' rules.
     pub outbound: Outbound,
+    /// The guarded client for the accounts' webhook endpoints, with its own private exceptions.
+    pub webhook_outbound: Outbound,
     pub settings: Arc<Settings>,
     /// Absolute base URL for status addresses (no trailing `/`).
     pub public_base_url: String,
@@ -75,6 +79,10 @@ pub struct Services {
     pub x402_limiter: Arc<rate_limit::X402Limiter>,
     /// Each account's plan limits (keyed requests, and its bots' inbound updates).
     pub account_limiter: Arc<rate_limit::Limiter>,
+    /// An account's budgets of metered work, by key (`chat_tokens:`, `uploads:`,
+    /// `embeddings:` and the account's id): shared by the hosts on PostgreSQL; a single
+    /// host's start afresh when it restarts (only the plan's request counts are saved).
+    pub budgets: Arc<rate_limit::Limiter>,
     /// Failed authentications per client address, checked before any key is looked up.
     pub auth_throttle: Arc<rate_limit::AuthThrottle>,
     /// What the agents' bots receive: updates seen lately, and each chat's limits.
@@ -83,6 +91,15 @@ pub struct Services {
     pub lifecycle: Arc<lifecycle::Lifecycle>,
     /// Runs and price lists counted for the owners' dashboards, until they are flushed.
     pub usage: Arc<usage::Recorder>,
+}
+
+impl Services {
+    /// What a write storing a secret this host sealed checks, in its transaction: that this
+    /// host's master key is still the deployment's (see `store::sealed`).
+    pub fn sealing_key_check(&self) -> crate::store::KeyCheck {
+        let key = self.secrets.clone();
+        Arc::new(move |check: &[u8]| key.open(crate::store::KEY_CHECK, check).is_ok())
+    }
 }
 
 /// What a service can refuse or fail with. Services say *what* happened; only `error.rs`
@@ -110,6 +127,13 @@ pub enum ServiceError {
     /// Too many requests from one caller (client address, payer, account).
     #[error("rate limit of {} requests exceeded; retry in {} s", .0.limit, .0.retry_after_secs)]
     RateLimited(rate_limit::RateDecision),
+    /// An account's budget of something metered (its chats' tokens) is spent for now; the
+    /// message says which budget.
+    #[error("{message}")]
+    OverBudget {
+        message: String,
+        decision: rate_limit::RateDecision,
+    },
     /// The caller's share of plugin runs is taken: it may retry shortly.
     #[error("{0}")]
     Busy(String),
@@ -145,7 +169,7 @@ impl ServiceError {
         match self {
             E::Validation(m) | E::NotFound(m) | E::Conflict(m) | E::Execution(m) | E::Busy(m) => m.clone(),
             E::QuotaExceeded(m) | E::Unauthorized(m) | E::Forbidden(m) => m.clone(),
-            E::Unavailable { message, .. } => message.clone(),
+            E::Unavailable { message, .. } | E::OverBudget { message, .. } => message.clone(),
             E::RateLimited(_) => self.to_string(),
             E::Model(e) => capitalized(e.public_text()),
             E::Wallet(wallets::WalletError::ChainUnavailable { network, .. }) => wallets::node_failed(*network),
@@ -170,6 +194,10 @@ impl From<StoreError> for ServiceError {
             StoreError::Conflict(message) => ServiceError::Conflict(message),
             StoreError::NotFound(message) => ServiceError::NotFound(message),
             StoreError::QuotaExceeded(message) => ServiceError::QuotaExceeded(message),
+            StoreError::KeyRetired => ServiceError::Unavailable {
+                message: StoreError::KeyRetired.to_string(),
+                retry_after_secs: 60,
+            },
             other => ServiceError::Store(other),
         }
     }

@@ -26,6 +26,20 @@ pub async fn upload(services: &Services, account_id: &str, bytes: Vec<u8>) -> Re
             "the body is empty: send the component's bytes (application/wasm)".into(),
         ));
     }
+    // Counted whether the component is kept or refused: either way it was compiled.
+    let plugins = &services.settings.plugins;
+    let limits = crate::domain::RateLimits {
+        per_minute: plugins.account_plugin_uploads_per_minute,
+        per_day: plugins.account_plugin_uploads_per_day,
+    };
+    let decision = services
+        .budgets
+        .check(&format!("uploads:{account_id}"), limits, crate::clock::now_ms())
+        .await?;
+    if !decision.allowed {
+        crate::telemetry::metrics::note_rate_limited("uploads");
+        return Err(ServiceError::RateLimited(decision));
+    }
     let inspection = install(services, account_id, bytes).await.map_err(|e| match e {
         InstallError::Refused(m) => ServiceError::Validation(m),
         InstallError::Other(e) => e,
@@ -192,6 +206,12 @@ pub async fn collect_periodically(services: Services, mut stop: tokio::sync::wat
     loop {
         if let Err(e) = collect_garbage(&services).await {
             tracing::warn!(error = %e, "could not collect unused components");
+        }
+        let before = crate::clock::now_ms() - collect_grace(&services).as_millis() as i64;
+        match super::knowledge::collect_vectors(&services, before).await {
+            Ok(0) => {}
+            Ok(vectors) => tracing::info!(vectors, "collected the vectors of knowledge no agent has"),
+            Err(e) => tracing::warn!(error = %e, "could not collect unused knowledge vectors"),
         }
         tokio::select! {
             _ = tokio::time::sleep(every) => {}

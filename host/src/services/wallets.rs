@@ -85,13 +85,16 @@ pub async fn add(
         .seal_for_agent(agent_id, &secret_kind(network), &key.secret());
     services
         .store
-        .insert_wallet(WalletRecord {
-            agent_id: agent_id.to_string(),
-            network,
-            address: address.clone(),
-            secret: sealed,
-            created_at: crate::clock::now_ms(),
-        })
+        .insert_wallet(
+            WalletRecord {
+                agent_id: agent_id.to_string(),
+                network,
+                address: address.clone(),
+                secret: sealed,
+                created_at: crate::clock::now_ms(),
+            },
+            services.sealing_key_check(),
+        )
         .await?;
     Ok(address)
 }

@@ -1,5 +1,5 @@
 use super::sql::args;
-use super::{Store, StoreError, json_column, to_json};
+use super::{KeyCheck, Store, StoreError, json_column, to_json};
 
 /// An agent's connection to a third-party account. `secret` is sealed by the caller.
 #[derive(Debug, Clone)]
@@ -12,8 +12,9 @@ pub struct Integration {
 }
 
 impl Store {
-    pub async fn put_integration(&self, integration: Integration) -> Result<(), StoreError> {
+    pub async fn put_integration(&self, integration: Integration, sealed_with: KeyCheck) -> Result<(), StoreError> {
         self.write(move |db| {
+            super::sealed::fence(db, &sealed_with)?;
             db.execute(
                 "INSERT INTO agent_integrations (agent_id, kind, enabled, secret, public, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)

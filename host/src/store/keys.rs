@@ -176,6 +176,9 @@ impl Store {
                 "UPDATE api_keys SET name = ?2, expires_at = ?3 WHERE id = ?1",
                 args![&id, &key.name, key.expires_at],
             )?;
+            // Every update is its own event: the dedup key names this one alone.
+            let dedup = format!("key.updated:{id}:{}", crate::random::hex_token(8));
+            super::webhooks::emit_in(db, &key.account_id, "key.updated", &dedup, key_event(&key))?;
             Ok(Some(key))
         })
         .await

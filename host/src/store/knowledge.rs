@@ -1,6 +1,6 @@
 //! Knowledge entries' vectors, by embedding model and the SHA-256 of the entry's text.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::sql::{Value, args};
 use super::{Store, StoreError};
@@ -49,6 +49,38 @@ impl Store {
                 )?;
             }
             Ok(())
+        })
+        .await
+    }
+
+    /// Deletes the vectors kept before `before` (ms) of entries no agent has (an entry's
+    /// key is `hash(entry)`), of every model; how many went. Read and deleted in one write,
+    /// so an apply cannot come to use a vector between the two.
+    pub async fn delete_unused_knowledge_vectors(
+        &self,
+        before: i64,
+        hash: fn(&str) -> String,
+    ) -> Result<usize, StoreError> {
+        self.write(move |db| {
+            let mut in_use = HashSet::new();
+            for row in db.query("SELECT knowledge FROM agents", args![])? {
+                let entries: Vec<String> = super::json_column(&row.get::<String>(0)?, "agent knowledge")?;
+                in_use.extend(entries.iter().map(|entry| hash(entry)));
+            }
+            let mut deleted = 0;
+            for row in db.query(
+                "SELECT model, hash FROM knowledge_vectors WHERE created_at < ?1",
+                args![before],
+            )? {
+                let (model, hash): (String, String) = (row.get(0)?, row.get(1)?);
+                if !in_use.contains(&hash) {
+                    deleted += db.execute(
+                        "DELETE FROM knowledge_vectors WHERE model = ?1 AND hash = ?2",
+                        args![model, hash],
+                    )? as usize;
+                }
+            }
+            Ok(deleted)
         })
         .await
     }

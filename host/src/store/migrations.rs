@@ -65,6 +65,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(24, "0024_webhooks"),
     migration!(25, "0025_payments_integrity"),
     migration!(26, "0026_payments_for_the_operator"),
+    migration!(27, "0027_webhook_fairness"),
 ];
 
 pub fn latest_version() -> i64 {

@@ -47,11 +47,13 @@ pub use payments::{EarlierPayment, NewPayment, PayerCosts, PaymentRecord, Paymen
 pub use plugin_runs::{LogLine, PluginRun};
 pub use plugins::{AccountPlugin, PluginRecord};
 pub use rate::{Claim, Claimed, Unused, UsageRow};
-pub use sealed::{SealedAt, SealedRecord};
+pub use sealed::{KEY_CHECK, KeyCheck, SealedAt, SealedRecord};
 use sql::args;
 pub use wallet_alerts::WalletAlert;
 pub use wallets::{Listing, NewTransfer, TransferKind, TransferRecord, TransferState, WalletRecord};
-pub use webhook_deliveries::{AttemptResult, ClaimedDelivery, DisableRule, WebhookAttempt, WebhookDelivery};
+pub use webhook_deliveries::{
+    AttemptResult, ClaimedDelivery, DisableRule, DueDelivery, WebhookAttempt, WebhookDelivery,
+};
 pub use webhooks::{EndpointChange, WebhookEndpoint};
 
 use std::path::Path;
@@ -84,6 +86,9 @@ pub enum StoreError {
     MigrationChanged { name: &'static str },
     #[error("{0}")]
     Conflict(String),
+    /// A sealing write by a host whose master key a rotation has replaced.
+    #[error("this host's master key was replaced by a rotation; restart it with the current key (nothing was written)")]
+    KeyRetired,
     #[error("{0}")]
     NotFound(String),
     /// The account keeps as many of something as its quota allows.

@@ -1,8 +1,39 @@
 //! Every record sealed with the master key, in one place: what a key rotation rewrites and
 //! what a key check opens.
 
+use std::sync::Arc;
+
 use super::sql::{Db, args};
 use super::{Store, StoreError};
+
+/// The deployment fact sealed with the master key that every host checks its key against.
+pub const KEY_CHECK: &str = "master-key-check";
+
+/// Whether a value of [`KEY_CHECK`] opens with the key a write sealed its secret with.
+pub type KeyCheck = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
+
+/// Inside a write that stores a sealed secret: waits out a rotation in progress (it holds
+/// the check row from its start to its commit), then refuses the write if the check no
+/// longer opens with the writer's key. A host still running after a rotation would
+/// otherwise seal new secrets with the retired key, which no host could open again.
+pub(super) fn fence(db: &dyn Db, opens: &KeyCheck) -> Result<(), StoreError> {
+    hold_key_check(db)?;
+    match db.query_opt("SELECT value FROM deployment_facts WHERE name = ?1", args![KEY_CHECK])? {
+        Some(row) if !opens(&row.get::<Vec<u8>>(0)?) => Err(StoreError::KeyRetired),
+        // No check yet (a CLI on a database no server has opened): nothing to fence.
+        _ => Ok(()),
+    }
+}
+
+/// Takes the check row's write lock (an update that changes nothing): sealing writes and a
+/// rotation then run one after the other, on PostgreSQL too.
+fn hold_key_check(db: &dyn Db) -> Result<(), StoreError> {
+    db.execute(
+        "UPDATE deployment_facts SET value = value WHERE name = ?1",
+        args![KEY_CHECK],
+    )?;
+    Ok(())
+}
 
 /// Where a sealed record lives; its associated data is derived from it by its owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +105,8 @@ impl Store {
         F: Fn(&SealedRecord) -> Result<Vec<u8>, String> + Send + 'static,
     {
         self.write_cached(move |db| {
+            // First: a sealing write that began before waits to be read (and resealed) here.
+            hold_key_check(db)?;
             let records = all_sealed(db)?;
             for (done, record) in records.iter().enumerate() {
                 let sealed = reseal(record).map_err(StoreError::Conflict)?;

@@ -25,6 +25,7 @@ pub(super) struct Sqlite {
 
 impl Sqlite {
     pub(super) fn open(path: &Path, busy_timeout: Duration) -> Result<Sqlite, StoreError> {
+        owner_only(path)?;
         let mut writer = open_connection(path, busy_timeout)?;
         let tx = writer.transaction_with_behavior(TransactionBehavior::Immediate)?;
         super::migrations::apply(&*tx, super::Dialect::Sqlite)?;
@@ -60,6 +61,32 @@ impl Sqlite {
         tx.commit()?;
         Ok(value)
     }
+}
+
+/// The database holds sealed secrets and every account's records: only the service's own
+/// user may read it. The file is made 0600 before SQLite first opens it (its WAL and
+/// shared-memory files then take the same mode), and files made before are narrowed.
+fn owner_only(path: &Path) -> Result<(), StoreError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let failed = |e: std::io::Error| StoreError::Task(format!("cannot restrict {}: {e}", path.display()));
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(failed)?;
+        for suffix in ["", "-wal", "-shm"] {
+            let file = PathBuf::from(format!("{}{suffix}", path.display()));
+            match std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(failed(e)),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 fn open_connection(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {

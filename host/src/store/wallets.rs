@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use super::sql::{Row, args};
-use super::{Store, StoreError};
+use super::{KeyCheck, Store, StoreError};
 use crate::domain::Network;
 use crate::money::MicroUsdc;
 
@@ -178,8 +178,9 @@ fn transfer_row(row: &Row) -> Result<TransferRecord, StoreError> {
 
 impl Store {
     /// Creates the agent's wallet on a network; an existing one is a conflict.
-    pub async fn insert_wallet(&self, wallet: WalletRecord) -> Result<(), StoreError> {
+    pub async fn insert_wallet(&self, wallet: WalletRecord, sealed_with: KeyCheck) -> Result<(), StoreError> {
         self.write(move |db| {
+            super::sealed::fence(db, &sealed_with)?;
             let inserted = db.execute(
                 "INSERT INTO wallets (agent_id, network, address, secret, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (agent_id, network) DO NOTHING",

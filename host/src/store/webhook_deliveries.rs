@@ -48,6 +48,28 @@ pub struct AttemptResult {
     pub retry_at: Option<i64>,
     /// The receiver answered 410 Gone: its endpoint is disabled at once.
     pub gone: bool,
+    /// No answer came within the timeout.
+    pub timed_out: bool,
+}
+
+/// A delivery due now, and whose it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DueDelivery {
+    pub id: String,
+    pub endpoint_id: String,
+    pub account_id: String,
+}
+
+/// Attempts in a row without an answer in time after which an endpoint is backed off as a
+/// whole; each one more doubles the pause, from `FIRST_PAUSE_MS` up to `LONGEST_PAUSE_MS`.
+const PAUSE_AFTER_TIMEOUTS: i64 = 3;
+const FIRST_PAUSE_MS: i64 = 30_000;
+const LONGEST_PAUSE_MS: i64 = 3_600_000;
+
+/// How long an endpoint with `timeouts` attempts in a row unanswered is paused, if at all.
+fn pause_ms(timeouts: i64) -> Option<i64> {
+    let beyond = timeouts - PAUSE_AFTER_TIMEOUTS;
+    (beyond >= 0).then(|| (FIRST_PAUSE_MS << beyond.min(20)).min(LONGEST_PAUSE_MS))
 }
 
 /// When an endpoint that keeps failing is disabled: this many failed attempts in a row,
@@ -89,19 +111,71 @@ pub(super) fn fail_pending_in(db: &dyn Db, endpoint_id: &str, why: &str) -> Resu
     Ok(())
 }
 
+/// Fails the endpoint's oldest waiting deliveries beyond its newest `keep`, saying why: the
+/// owner sees them dropped in the endpoint's deliveries.
+pub(super) fn drop_oldest_beyond(db: &dyn Db, endpoint_id: &str, keep: i64) -> Result<(), StoreError> {
+    let waiting: i64 = db
+        .query_one(
+            "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ?1 AND state = 'pending'",
+            args![endpoint_id],
+        )?
+        .get(0)?;
+    if waiting <= keep {
+        return Ok(());
+    }
+    let oldest = db.query(
+        "SELECT id FROM webhook_deliveries WHERE endpoint_id = ?1 AND state = 'pending'
+         ORDER BY created_at, id LIMIT ?2",
+        args![endpoint_id, waiting - keep],
+    )?;
+    let why = format!(
+        "dropped: the endpoint had {waiting} deliveries waiting, more than the {} kept",
+        super::webhooks::MAX_PENDING_PER_ENDPOINT
+    );
+    for row in oldest {
+        db.execute(
+            "UPDATE webhook_deliveries SET state = 'failed', last_error = ?2, updated_at = ?3 WHERE id = ?1 AND state = 'pending'",
+            args![row.get::<String>(0)?, &why, crate::clock::now_ms()],
+        )?;
+    }
+    Ok(())
+}
+
 impl Store {
-    /// Deliveries due at `now` (pending, or sending under a lease that ran out), oldest
-    /// first, with their endpoints.
-    pub async fn due_webhook_deliveries(&self, now: i64, limit: u32) -> Result<Vec<(String, String)>, StoreError> {
+    /// Deliveries due at `now` (pending, or sending under a lease that ran out) of endpoints
+    /// not backed off, fairly: at most `per_endpoint` of each endpoint, oldest first, and
+    /// the accounts taking turns (every account's oldest, then every account's second...),
+    /// so one account's backlog never stands before another's next delivery.
+    pub async fn due_webhook_deliveries(
+        &self,
+        now: i64,
+        limit: u32,
+        per_endpoint: u32,
+    ) -> Result<Vec<DueDelivery>, StoreError> {
         self.read(move |db| {
             db.query(
-                "SELECT id, endpoint_id FROM webhook_deliveries
-                 WHERE (state = 'pending' AND next_attempt_at <= ?1) OR (state = 'sending' AND lease_until < ?1)
-                 ORDER BY next_attempt_at LIMIT ?2",
-                args![now, i64::from(limit)],
+                "WITH due AS (
+                     SELECT d.id, d.endpoint_id, d.account_id, d.next_attempt_at,
+                            ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS nth
+                     FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+                     WHERE ((d.state = 'pending' AND d.next_attempt_at <= ?1) OR (d.state = 'sending' AND d.lease_until < ?1))
+                       AND (w.paused_until IS NULL OR w.paused_until <= ?1)
+                 ), bounded AS (
+                     SELECT id, endpoint_id, account_id, next_attempt_at,
+                            ROW_NUMBER() OVER (PARTITION BY account_id ORDER BY nth, next_attempt_at, id) AS turn
+                     FROM due WHERE nth <= ?3
+                 )
+                 SELECT id, endpoint_id, account_id FROM bounded ORDER BY turn, next_attempt_at, id LIMIT ?2",
+                args![now, i64::from(limit), i64::from(per_endpoint)],
             )?
             .iter()
-            .map(|row| Ok((row.get(0)?, row.get(1)?)))
+            .map(|row| {
+                Ok(DueDelivery {
+                    id: row.get(0)?,
+                    endpoint_id: row.get(1)?,
+                    account_id: row.get(2)?,
+                })
+            })
             .collect()
         })
         .await
@@ -192,16 +266,33 @@ impl Store {
                 .get(0)?;
             if result.succeeded {
                 db.execute(
-                    "UPDATE webhook_endpoints SET failing_since = NULL, consecutive_failures = 0, last_success_at = ?2
+                    "UPDATE webhook_endpoints SET failing_since = NULL, consecutive_failures = 0, last_success_at = ?2,
+                         consecutive_timeouts = 0, paused_until = NULL
                      WHERE id = ?1",
                     args![&endpoint_id, now],
                 )?;
             } else {
                 db.execute(
                     "UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, ?2),
-                         consecutive_failures = consecutive_failures + 1 WHERE id = ?1",
-                    args![&endpoint_id, a.at],
+                         consecutive_failures = consecutive_failures + 1,
+                         consecutive_timeouts = CASE WHEN ?3 THEN consecutive_timeouts + 1 ELSE 0 END
+                     WHERE id = ?1",
+                    args![&endpoint_id, a.at, result.timed_out],
                 )?;
+                // A receiver that keeps not answering holds a sending slot per attempt for
+                // the whole timeout: it is left alone for a while, all its deliveries.
+                let timeouts: i64 = db
+                    .query_one(
+                        "SELECT consecutive_timeouts FROM webhook_endpoints WHERE id = ?1",
+                        args![&endpoint_id],
+                    )?
+                    .get(0)?;
+                if let Some(pause) = pause_ms(timeouts) {
+                    db.execute(
+                        "UPDATE webhook_endpoints SET paused_until = ?2 WHERE id = ?1",
+                        args![&endpoint_id, now + pause],
+                    )?;
+                }
             }
             let (failures, since): (i64, Option<i64>) = {
                 let row = db.query_one(

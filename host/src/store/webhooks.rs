@@ -7,10 +7,14 @@
 use serde_json::{Value, json};
 
 use super::sql::{Db, Row, args};
-use super::{Store, StoreError};
+use super::{KeyCheck, Store, StoreError};
+
+/// Deliveries one endpoint may have waiting; a new one past it drops the oldest (failed,
+/// saying why), so a receiver that is down for long costs a bounded backlog.
+pub const MAX_PENDING_PER_ENDPOINT: i64 = 1_000;
 
 /// The events an endpoint may subscribe to.
-pub const EVENT_TYPES: [&str; 9] = [
+pub const EVENT_TYPES: [&str; 10] = [
     "payment.settled",
     "payment.refunded",
     "payment.needs_operator",
@@ -19,6 +23,7 @@ pub const EVENT_TYPES: [&str; 9] = [
     "command.failing",
     "wallet.low_balance",
     "key.created",
+    "key.updated",
     "key.revoked",
 ];
 
@@ -110,6 +115,7 @@ pub fn emit_in(
         return Ok(false);
     }
     for endpoint_id in subscribed {
+        super::webhook_deliveries::drop_oldest_beyond(db, &endpoint_id, MAX_PENDING_PER_ENDPOINT - 1)?;
         db.execute(
             "INSERT INTO webhook_deliveries (id, event_id, endpoint_id, account_id, state, attempts, next_attempt_at,
                  created_at, updated_at)
@@ -196,8 +202,28 @@ impl Store {
             .await
     }
 
-    pub async fn insert_webhook_endpoint(&self, endpoint: WebhookEndpoint) -> Result<(), StoreError> {
+    /// Records the endpoint unless the account has `max` already: counted and inserted in
+    /// one write, one account's at a time, so racing requests cannot pass the limit.
+    pub async fn insert_webhook_endpoint(
+        &self,
+        endpoint: WebhookEndpoint,
+        max: u64,
+        sealed_with: KeyCheck,
+    ) -> Result<(), StoreError> {
         self.write(move |db| {
+            super::sealed::fence(db, &sealed_with)?;
+            db.serialize(&format!("webhook-endpoints:{}", endpoint.account_id))?;
+            let count: i64 = db
+                .query_one(
+                    "SELECT COUNT(*) FROM webhook_endpoints WHERE account_id = ?1",
+                    args![&endpoint.account_id],
+                )?
+                .get(0)?;
+            if u64::try_from(count).unwrap_or(u64::MAX) >= max {
+                return Err(StoreError::QuotaExceeded(format!(
+                    "An account may register {max} webhook endpoints; delete one first"
+                )));
+            }
             db.execute(
                 "INSERT INTO webhook_endpoints (id, account_id, url, description, events, secret, created_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",

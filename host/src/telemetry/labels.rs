@@ -18,6 +18,8 @@ struct Names {
     max_agents: usize,
     max_commands: usize,
     agents: HashMap<String, &'static str>,
+    /// The operator named the agents to label: no other is admitted.
+    named_only: bool,
     /// By agent, then command: looked up without building a key.
     commands: HashMap<String, HashMap<String, &'static str>>,
     commands_admitted: usize,
@@ -63,12 +65,26 @@ impl LabelNames {
         names.max_commands = max_commands;
     }
 
-    /// The agent's label: its name while under the cap, else `other`.
+    /// Labels `agents` alone (none: the first seen, up to the cap).
+    pub(super) fn name_only(&self, agents: &[String]) {
+        let mut names = self.write();
+        names.named_only = !agents.is_empty();
+        for agent in agents {
+            let admitted = label(agent);
+            names.agents.insert(agent.clone(), admitted);
+        }
+    }
+
+    /// The agent's label: its name while under the cap (or when the operator named it),
+    /// else `other`.
     pub(super) fn agent(&self, agent: &str) -> &'static str {
         if let Some(label) = self.read().agents.get(agent) {
             return label;
         }
         let mut names = self.write();
+        if names.named_only {
+            return OTHER;
+        }
         let cap = names.max_agents;
         admit(&mut names.agents, agent, cap)
     }
@@ -122,5 +138,17 @@ mod tests {
         assert_eq!(names.command("b", "w"), OTHER);
         assert_eq!(names.agent("say \"hi\""), OTHER, "still capped");
         assert_eq!(label("say \"hi\"\n"), "say _hi__", "nothing that breaks the exposition");
+    }
+
+    #[test]
+    fn named_agents_alone_get_labels() {
+        let names = LabelNames::default();
+        names.set_caps(50, 10);
+        names.name_only(&["shop".to_string(), "desk".to_string()]);
+        assert_eq!(names.agent("noisy"), OTHER, "seen first, but not named");
+        assert_eq!(names.agent("shop"), "shop");
+        assert_eq!(names.agent("desk"), "desk");
+        assert_eq!(names.command("shop", "buy"), "buy");
+        assert_eq!(names.command("noisy", "spam"), OTHER);
     }
 }

@@ -29,8 +29,10 @@ pub fn metrics() -> Option<&'static Metrics> {
 }
 
 /// Starts recording, with the label caps of the settings.
-pub fn enable(max_agents: usize, max_commands: usize) {
+/// Starts measuring. With `named` agents, only they get labels of their own.
+pub fn enable(max_agents: usize, max_commands: usize, named: &[String]) {
     METRICS.labels.set_caps(max_agents, max_commands);
+    METRICS.labels.name_only(named);
     ENABLED.store(true, Ordering::Relaxed);
 }
 
@@ -73,6 +75,8 @@ pub struct Metrics {
     // HTTP
     http_duration: Histograms<3>,
     http_active: Gauge,
+    pub connections_open: Gauge,
+    connections_refused: Family<Labels<1>, Counter>,
     // Plugins
     plugin_runs: Family<Labels<3>, Counter>,
     plugin_duration: Histograms<1>,
@@ -126,6 +130,8 @@ impl Metrics {
             labels: LabelNames::default(),
             http_duration: Family::new_with_constructor(latency),
             http_active: Gauge::default(),
+            connections_open: Gauge::default(),
+            connections_refused: Family::default(),
             plugin_runs: Family::default(),
             plugin_duration: Family::new_with_constructor(slow),
             plugin_memory: Family::new_with_constructor(bytes),
@@ -177,6 +183,16 @@ impl Metrics {
             "http_server_active_requests",
             "HTTP server requests in flight",
             m.http_active.clone(),
+        );
+        r.register(
+            "http_server_open_connections",
+            "Client connections open, on every listener",
+            m.connections_open.clone(),
+        );
+        r.register(
+            "http_server_refused_connections",
+            "Connections closed as soon as accepted, by reason (cap: max_connections; address: max_connections_per_address)",
+            m.connections_refused.clone(),
         );
         let host = r.sub_registry_with_prefix("agent_host");
         host.register(
@@ -506,6 +522,10 @@ impl Metrics {
         self.db_duration
             .get_or_create(&[("db_system_name", system), ("db_operation_name", kind)])
             .observe(seconds);
+    }
+
+    pub fn connection_refused(&self, reason: &'static str) {
+        self.connections_refused.get_or_create(&[("reason", reason)]).inc();
     }
 
     pub fn rate_limited(&self, limit: &'static str) {

@@ -6,11 +6,16 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use opentelemetry::trace::TracerProvider as _;
+use opentelemetry::trace::{SpanContext, TraceContextExt};
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider};
 
+use crate::config::AddressRange;
+
 static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
+/// The peers whose `traceparent` is followed; set with the tracer.
+static TRUSTED_PEERS: OnceLock<Vec<AddressRange>> = OnceLock::new();
 /// A request without a caller's decision is traced when its draw falls below this.
 static SAMPLE_BELOW: AtomicU64 = AtomicU64::new(u64::MAX);
 
@@ -22,8 +27,10 @@ pub const TRACED: &str = "agent_host::traced";
 pub struct Export<'a> {
     /// An OTLP/HTTP address, e.g. `http://127.0.0.1:4318` (its `/v1/traces`).
     pub endpoint: &'a str,
-    /// The share of requests traced when no caller decides, 0 to 1.
+    /// The share of requests traced when no trusted caller decides, 0 to 1.
     pub sample_ratio: f64,
+    /// Callers (a proxy, a service of the operator's) whose `traceparent` is followed.
+    pub trusted_peers: &'a [AddressRange],
 }
 
 /// The tracer spans are exported with. Call inside the async runtime: exports run on it.
@@ -46,25 +53,52 @@ pub fn tracer(export: &Export) -> anyhow::Result<SdkTracer> {
     opentelemetry::global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
     let tracer = provider.tracer("agent-host");
     SAMPLE_BELOW.store(threshold(export.sample_ratio), Ordering::Relaxed);
+    let _ = TRUSTED_PEERS.set(export.trusted_peers.to_vec());
     let _ = PROVIDER.set(provider);
     Ok(tracer)
 }
 
-/// Whether a request is traced: as its caller's `traceparent` says when it came with one,
-/// else by the sample ratio. The draw spreads a per-process counter over 64 bits
+/// How a request's trace begins.
+#[derive(Debug)]
+pub enum TraceStart {
+    /// Not traced.
+    Untraced,
+    /// Traced as part of a trusted caller's trace.
+    Continue(opentelemetry::Context),
+    /// Traced as a trace of its own; a caller's context, when it sent one, is linked.
+    Root(Option<SpanContext>),
+}
+
+/// How a request that came from `peer` with `caller`'s context is traced. Only a trusted
+/// peer's `traceparent` decides: anyone else's would choose which requests we trace (and so
+/// what the exporter carries) and plant its trace id in what we send the LLM provider,
+/// facilitator and nodes. Their requests are sampled by the ratio and start a new trace
+/// linked to theirs. The ratio's draw spreads a per-process counter over 64 bits
 /// (Fibonacci hashing): evenly sampled, no random numbers drawn per request.
-pub fn sampled(caller: &opentelemetry::Context) -> bool {
-    use opentelemetry::trace::TraceContextExt;
-    let span = caller.span();
-    let context = span.span_context();
-    if context.is_valid() {
-        return context.is_sampled();
-    }
+pub fn start(caller: opentelemetry::Context, peer: Option<std::net::IpAddr>) -> TraceStart {
     static DRAWS: AtomicU64 = AtomicU64::new(0);
-    drawn(
-        DRAWS.fetch_add(1, Ordering::Relaxed),
-        SAMPLE_BELOW.load(Ordering::Relaxed),
-    )
+    // A dual-stack listener sees an IPv4 peer as ::ffff:a.b.c.d.
+    let trusted = peer.map(|ip| ip.to_canonical()).is_some_and(|ip| {
+        TRUSTED_PEERS
+            .get()
+            .is_some_and(|ranges| ranges.iter().any(|r| r.contains(ip)))
+    });
+    decide(caller, trusted, || {
+        drawn(
+            DRAWS.fetch_add(1, Ordering::Relaxed),
+            SAMPLE_BELOW.load(Ordering::Relaxed),
+        )
+    })
+}
+
+fn decide(caller: opentelemetry::Context, trusted: bool, draw: impl FnOnce() -> bool) -> TraceStart {
+    let context = caller.span().span_context().clone();
+    match (context.is_valid(), trusted) {
+        (true, true) if context.is_sampled() => TraceStart::Continue(caller),
+        (true, true) => TraceStart::Untraced,
+        (valid, _) if draw() => TraceStart::Root(valid.then_some(context)),
+        _ => TraceStart::Untraced,
+    }
 }
 
 /// The draws a ratio keeps: those below this. A ratio of 1 keeps every draw (the largest
@@ -184,7 +218,47 @@ impl OperatorHttp {
 
 #[cfg(test)]
 mod tests {
-    use super::{drawn, threshold};
+    use super::*;
+    use opentelemetry::trace::{SpanId, TraceFlags, TraceId, TraceState};
+
+    fn caller(sampled: bool) -> opentelemetry::Context {
+        let flags = if sampled {
+            TraceFlags::SAMPLED
+        } else {
+            TraceFlags::default()
+        };
+        let context = SpanContext::new(
+            TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
+            SpanId::from_hex("00f067aa0ba902b7").unwrap(),
+            flags,
+            true,
+            TraceState::default(),
+        );
+        opentelemetry::Context::new().with_remote_span_context(context)
+    }
+
+    #[test]
+    fn only_a_trusted_callers_traceparent_decides() {
+        let never = || false;
+        let always = || true;
+        // Ratio 0: an untrusted caller's sampled flag does not make us trace.
+        assert!(matches!(decide(caller(true), false, never), TraceStart::Untraced));
+        // A trusted caller's flag is followed both ways, whatever the ratio.
+        assert!(matches!(decide(caller(true), true, never), TraceStart::Continue(_)));
+        assert!(matches!(decide(caller(false), true, always), TraceStart::Untraced));
+        // An untrusted caller drawn by the ratio gets a trace of its own, linked to theirs.
+        match decide(caller(false), false, always) {
+            TraceStart::Root(Some(link)) => assert_eq!(
+                link.trace_id(),
+                TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap()
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            decide(opentelemetry::Context::new(), false, always),
+            TraceStart::Root(None)
+        ));
+    }
 
     #[test]
     fn a_ratio_traces_its_share_of_consecutive_requests() {

@@ -1,5 +1,5 @@
 import { enc, get, localPath, post } from "../api.js";
-import { field, fill, form, h, progress, table } from "../dom.js";
+import { field, fill, form, h, progress, table, webLink } from "../dom.js";
 
 /** The agent's commands, and a form to run one and see its result. */
 export function commandsTab(panel, agent) {
@@ -95,7 +95,7 @@ function resultView(result) {
       view,
       h("h3", {}, "Result"),
       h("pre", { class: "response" }, r.response ?? ""),
-      r.mediaUrl ? h("p", {}, h("a", { href: r.mediaUrl, rel: "noopener noreferrer", target: "_blank" }, "Open the media")) : null,
+      r.mediaUrl ? webLink(r.mediaUrl, "Open the media") : null,
       h("p", { class: "hint" }, `Format: ${r.format}`),
     );
   if (result.statusUrl) {
@@ -122,7 +122,7 @@ async function followJob(view, statusUrl) {
         view,
         h("h3", {}, "Result"),
         h("pre", { class: "response" }, status.response ?? ""),
-        status.artifactUrl ? h("p", {}, h("a", { href: status.artifactUrl, rel: "noopener noreferrer", target: "_blank" }, "Open the artifact")) : null,
+        status.artifactUrl ? webLink(status.artifactUrl, "Open the artifact") : null,
       );
       return;
     } else {

@@ -13,6 +13,7 @@ const EVENTS = [
   ["command.failing", "a command keeps failing"],
   ["wallet.low_balance", "a wallet runs low (set its alert in the agent's Wallets tab)"],
   ["key.created", "an API key made"],
+  ["key.updated", "an API key renamed, or its end changed"],
   ["key.revoked", "an API key revoked"],
 ];
 

@@ -50,8 +50,13 @@ pub(super) async fn try_answer(state: &AppState, eligibility: &Eligibility, requ
     };
     let bytes = match axum::body::to_bytes(body, eligibility.max_body_bytes).await {
         Ok(bytes) => bytes,
-        // Too large (or cut off): refused in the SDK's words for it.
-        Err(_) => return Direct::Answered(too_large(eligibility.max_body_bytes)),
+        // Not in within its bound: 408; too large (or cut off): refused in the SDK's words.
+        Err(err) => {
+            return Direct::Answered(match crate::routes::body_deadline::timed_out(&err) {
+                Some(timed_out) => too_slow(timed_out),
+                None => too_large(eligibility.max_body_bytes),
+            });
+        }
     };
     let Some((id, params, meta)) = plain_call(&bytes) else {
         return Direct::Pass(Request::from_parts(parts, Body::from(bytes)));
@@ -173,6 +178,11 @@ fn plain_call(bytes: &Bytes) -> Option<(RequestId, CallToolRequestParams, Reques
         && params.input_responses.is_none()
         && params.request_state.is_none();
     plain.then_some((request.id, params, meta))
+}
+
+fn too_slow(timed_out: &crate::routes::body_deadline::BodyTimedOut) -> Response {
+    let message = format!("Request Timeout: {timed_out}");
+    (StatusCode::REQUEST_TIMEOUT, axum::Json(invalid_request(&message))).into_response()
 }
 
 fn too_large(max_bytes: usize) -> Response {

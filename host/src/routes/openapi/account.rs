@@ -17,8 +17,12 @@ pub const ACCOUNT: &[Operation] = &[
         response: || {
             let quota = json!({ "type": "object", "required": ["used", "limit"], "properties": {
                 "used": { "type": "integer", "minimum": 0 }, "limit": { "type": "integer", "minimum": 1 } } });
+            let tokens = json!({ "type": "integer", "minimum": 0 });
             success(
-                json!({ "type": "object", "required": ["id", "name", "plan", "rpm", "rpd", "quotas", "paused_commands"], "properties": {
+                json!({ "type": "object", "required": ["id", "name", "plan", "rpm", "rpd", "quotas", "paused_commands", "chat_tokens"], "properties": {
+                    "chat_tokens": { "type": "object", "description": "the account's chat token budget and what is left of it",
+                        "required": ["per_minute", "per_day", "left_this_minute", "left_today"],
+                        "properties": { "per_minute": tokens, "per_day": tokens, "left_this_minute": tokens, "left_today": tokens } },
                     "quotas": { "type": "object", "required": ["agents", "commands_per_agent", "plugins", "plugin_bytes", "kv_bytes"],
                         "additionalProperties": quota },
                     "paused_commands": { "type": "array", "items": { "type": "object",

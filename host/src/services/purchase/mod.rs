@@ -214,8 +214,11 @@ async fn buy_on(
             Some(Box::pin(runs::reserve_slot(services, &offer.agent, command)))
         }
         Ordered::Command { .. } => None,
-        Ordered::Message(_) => {
+        Ordered::Message(message) => {
             services.llm.ready().map_err(ServiceError::Model)?;
+            // The owner's chat budget must have room for the answer's first round.
+            let worst = super::chat::worst_first_round(services, &offer.agent, message);
+            super::chat_budget::has_room(services, &offer.agent.account_id, worst).await?;
             None
         }
     };
@@ -288,6 +291,7 @@ async fn buy_on(
                     | X402Error::CommandNotOffered(_),
                 )
                 | ServiceError::RateLimited(_)
+                | ServiceError::OverBudget { .. }
                 | ServiceError::Unavailable { .. } => "refused",
                 // The chain or the store failed: recovery finds the payment if it was recorded.
                 _ => "error",

@@ -127,6 +127,27 @@ impl Leases {
         Ok(())
     }
 
+    /// `key`'s counts in the shared counters, counting nothing.
+    pub async fn standing(&self, key: &str, limits: RateLimits, now_ms: i64) -> Result<Usage, StoreError> {
+        let claim = Claim {
+            want: 0,
+            need: 0,
+            unused: None,
+            now_ms,
+            lease_until: 0,
+            force: true,
+        };
+        let claimed = self
+            .store
+            .claim_requests(self.scope, key, (limits.per_minute, limits.per_day), claim)
+            .await?;
+        Ok(Usage {
+            minute: claimed.minute,
+            day: claimed.day,
+        }
+        .at(now_ms))
+    }
+
     /// Counts `n` units (one request, or a weight) of `key` at `now_ms`, from this host's
     /// share if it has them, else from a new claim.
     pub async fn count(&self, key: &str, limits: RateLimits, now_ms: i64, n: u32) -> Result<Counted, StoreError> {

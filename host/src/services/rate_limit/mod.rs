@@ -85,6 +85,12 @@ impl RateLimiter {
         self.count(key, limits, now_ms, n)
     }
 
+    /// `key`'s counts as they stand at `now_ms`, counting nothing.
+    pub fn usage(&self, key: &str, now_ms: i64) -> Usage {
+        let tracked = self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        tracked.keys.get(key).copied().unwrap_or_default().at(now_ms)
+    }
+
     /// Counts `n` units for `key` whatever room is left (a cost already incurred): past the
     /// limit, the windows carry it into the next ones' room.
     pub fn force(&self, key: &str, now_ms: i64, n: u32) {
@@ -234,6 +240,15 @@ impl Limiter {
                 self.local.force(key, now_ms, n);
                 Ok(())
             }
+        }
+    }
+
+    /// `key`'s counts as they stand, counting nothing (across hosts: every host's, the
+    /// shares they hold unused included).
+    pub async fn usage(&self, key: &str, limits: RateLimits, now_ms: i64) -> Result<Usage, StoreError> {
+        match &self.shared {
+            Some(leases) => leases.standing(key, limits, now_ms).await,
+            None => Ok(self.local.usage(key, now_ms)),
         }
     }
 

@@ -14,20 +14,23 @@ use super::{open_secret, sign};
 use crate::outbound::{HostPattern, OutboundError, OutboundRequest};
 use crate::services::Services;
 use crate::store::usage::HOUR_MS;
-use crate::store::{AttemptResult, ClaimedDelivery, DisableRule, WebhookAttempt};
+use crate::store::{AttemptResult, ClaimedDelivery, DisableRule, DueDelivery, WebhookAttempt};
 
-/// Deliveries sent at once by one host, and to one endpoint: an endpoint that never
-/// answers holds two of a host's slots at most, never everyone's.
+/// Deliveries sent at once by one host, to one endpoint, and for one account: an endpoint
+/// that never answers holds two of a host's slots at most, and one account's endpoints half
+/// of them at most, never everyone's.
 const SENDING_AT_ONCE: usize = 8;
 const PER_ENDPOINT: usize = 2;
-/// Due deliveries looked at per pass, from which each endpoint gets its share.
+const PER_ACCOUNT: usize = SENDING_AT_ONCE / 2;
+/// Due deliveries looked at per pass (at most `PER_ENDPOINT` of each endpoint, the
+/// accounts taking turns).
 const LOOK_AT: u32 = 200;
 /// How much of a receiver's answer is kept with the attempt.
 const EXCERPT_BYTES: u64 = 1024;
 /// Longest wait a receiver's `Retry-After` may ask for.
 const MAX_RETRY_AFTER_SECS: i64 = 86_400;
 
-/// Sends in flight on this host, per endpoint.
+/// Sends in flight on this host, per endpoint and per account (counted under their ids).
 type InFlight = Arc<Mutex<HashMap<String, usize>>>;
 
 pub async fn run_periodically(services: Services, mut stop: watch::Receiver<bool>) {
@@ -53,35 +56,51 @@ pub async fn run_periodically(services: Services, mut stop: watch::Receiver<bool
             last_prune = now;
             prune(&services, now - keep_ms).await;
         }
-        let due = match services.store.due_webhook_deliveries(now, LOOK_AT).await {
+        let due = match services
+            .store
+            .due_webhook_deliveries(now, LOOK_AT, PER_ENDPOINT as u32)
+            .await
+        {
             Ok(due) => due,
             Err(err) => {
                 tracing::warn!(error = %err, "could not look for webhook deliveries");
                 continue;
             }
         };
-        for (id, endpoint_id) in due {
+        for DueDelivery {
+            id,
+            endpoint_id,
+            account_id,
+        } in due
+        {
             if services.lifecycle.is_stopping() {
                 return;
             }
-            if !take_turn(&in_flight, &endpoint_id) {
+            let turn = Turn {
+                endpoint: endpoint_id,
+                account: account_id,
+            };
+            // Every slot busy: the pass ends here, and the next one looks again at what is
+            // due then (waiting for a slot while walking this list would serve, minutes
+            // later, rows that others' newer deliveries should have come before).
+            let Ok(permit) = sending.clone().try_acquire_owned() else {
+                break;
+            };
+            if !take_turn(&in_flight, &turn) {
                 continue;
             }
-            let Ok(permit) = sending.clone().acquire_owned().await else {
-                return;
-            };
             // A token per claim: a claim this host lost and took again is a new one.
             let claim = crate::random::hex_token(12);
             let now = crate::clock::now_ms();
             let claimed = match services.store.claim_webhook_delivery(&id, &claim, now, lease_ms).await {
                 Ok(Some(claimed)) => claimed,
                 Ok(None) => {
-                    give_turn(&in_flight, &endpoint_id);
+                    give_turn(&in_flight, &turn);
                     continue;
                 }
                 Err(err) => {
                     tracing::warn!(error = %err, delivery = %id, "could not claim a webhook delivery");
-                    give_turn(&in_flight, &endpoint_id);
+                    give_turn(&in_flight, &turn);
                     continue;
                 }
             };
@@ -90,29 +109,52 @@ pub async fn run_periodically(services: Services, mut stop: watch::Receiver<bool
             services.clone().lifecycle.spawn(async move {
                 let _permit = permit;
                 deliver(&services, claimed, &claim, timeout).await;
-                give_turn(&in_flight, &endpoint_id);
+                give_turn(&in_flight, &turn);
             });
         }
     }
 }
 
-/// Takes one of the endpoint's sending turns on this host, if it has one left.
-fn take_turn(in_flight: &InFlight, endpoint_id: &str) -> bool {
+/// A send's place on this host: one of its endpoint's turns and one of its account's.
+struct Turn {
+    endpoint: String,
+    account: String,
+}
+
+impl Turn {
+    fn keys(&self) -> [(String, usize); 2] {
+        [
+            (format!("endpoint:{}", self.endpoint), PER_ENDPOINT),
+            (format!("account:{}", self.account), PER_ACCOUNT),
+        ]
+    }
+}
+
+/// Takes a sending turn of the endpoint and of its account on this host, if both have one
+/// left.
+fn take_turn(in_flight: &InFlight, turn: &Turn) -> bool {
     let mut in_flight = in_flight.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let sending = in_flight.entry(endpoint_id.to_string()).or_default();
-    if *sending >= PER_ENDPOINT {
+    let keys = turn.keys();
+    if keys
+        .iter()
+        .any(|(key, most)| in_flight.get(key).is_some_and(|sending| sending >= most))
+    {
         return false;
     }
-    *sending += 1;
+    for (key, _) in keys {
+        *in_flight.entry(key).or_default() += 1;
+    }
     true
 }
 
-fn give_turn(in_flight: &InFlight, endpoint_id: &str) {
+fn give_turn(in_flight: &InFlight, turn: &Turn) {
     let mut in_flight = in_flight.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(sending) = in_flight.get_mut(endpoint_id) {
-        *sending = sending.saturating_sub(1);
-        if *sending == 0 {
-            in_flight.remove(endpoint_id);
+    for (key, _) in turn.keys() {
+        if let Some(sending) = in_flight.get_mut(&key) {
+            *sending = sending.saturating_sub(1);
+            if *sending == 0 {
+                in_flight.remove(&key);
+            }
         }
     }
 }
@@ -140,6 +182,7 @@ async fn deliver(services: &Services, claimed: ClaimedDelivery, claim: &str, tim
     let n = delivery.attempts + 1;
     let at = crate::clock::now_ms();
     let started = Instant::now();
+    let mut timed_out = false;
     let sent = match open_secret(services, &endpoint) {
         Err(err) => Err(err.to_string()),
         Ok(secret) => {
@@ -162,11 +205,15 @@ async fn deliver(services: &Services, claimed: ClaimedDelivery, claim: &str, tim
                 truncate_body: true,
             };
             services
-                .outbound
+                .webhook_outbound
                 .send(request, &[HostPattern::anywhere()])
                 .await
                 .map_err(|e| match e {
                     OutboundError::Denied(why) => format!("refused by this server: {why}"),
+                    OutboundError::Timeout => {
+                        timed_out = true;
+                        OutboundError::Timeout.to_string()
+                    }
                     other => other.to_string(),
                 })
         }
@@ -176,7 +223,10 @@ async fn deliver(services: &Services, claimed: ClaimedDelivery, claim: &str, tim
         Ok(response) => {
             let ok = (200..300).contains(&response.status);
             let error = (!ok).then(|| format!("HTTP {}", response.status));
-            let excerpt = Some(String::from_utf8_lossy(&response.body).into_owned()).filter(|e| !e.is_empty());
+            // An internal receiver's answer is not the owner's to read: it may be anything
+            // the operator's network says.
+            let excerpt = Some(String::from_utf8_lossy(&response.body).into_owned())
+                .filter(|e| !e.is_empty() && !services.webhook_outbound.is_private_exception(&endpoint.url));
             (
                 Some(i64::from(response.status)),
                 error,
@@ -212,6 +262,7 @@ async fn deliver(services: &Services, claimed: ClaimedDelivery, claim: &str, tim
         succeeded,
         retry_at,
         gone,
+        timed_out,
     };
     let rule = DisableRule {
         failures: i64::try_from(settings.webhook_disable_after_failures).unwrap_or(i64::MAX),

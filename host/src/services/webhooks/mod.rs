@@ -82,7 +82,7 @@ async fn checked_url(services: &Services, url: &str) -> Result<String, ServiceEr
         ));
     }
     // Webhooks go wherever the owner said, within the operator's rules.
-    match services.outbound.vet(url, &[HostPattern::anywhere()]).await {
+    match services.webhook_outbound.vet(url, &[HostPattern::anywhere()]).await {
         Ok(()) => Ok(parsed.to_string()),
         Err(OutboundError::Denied(why)) => Err(invalid(format!("this server may not call it: {why}"))),
         Err(other) => Err(invalid(other.to_string())),
@@ -96,6 +96,7 @@ pub async fn create(
     new: NewEndpoint,
 ) -> Result<(WebhookEndpoint, String), ServiceError> {
     let limit = services.settings.webhooks.webhook_max_endpoints;
+    // Asked first to spare the URL's check; the insert counts again, in its own write.
     if services.store.count_webhook_endpoints(&account.id).await? >= limit {
         return Err(ServiceError::QuotaExceeded(format!(
             "An account may register {limit} webhook endpoints; delete one first"
@@ -119,7 +120,10 @@ pub async fn create(
         consecutive_failures: 0,
         last_success_at: None,
     };
-    services.store.insert_webhook_endpoint(endpoint.clone()).await?;
+    services
+        .store
+        .insert_webhook_endpoint(endpoint.clone(), limit, services.sealing_key_check())
+        .await?;
     Ok((endpoint, sign::show_secret(&secret)))
 }
 

@@ -177,7 +177,11 @@ async fn a_refund_that_keeps_failing_stops_at_its_attempts_and_waits_for_the_ope
         consecutive_failures: 0,
         last_success_at: None,
     };
-    f.services.store.insert_webhook_endpoint(endpoint).await.unwrap();
+    f.services
+        .store
+        .insert_webhook_endpoint(endpoint, 20, f.services.sealing_key_check())
+        .await
+        .unwrap();
     let (chain, payment) = refund_failing_every_time(&f).await;
     let told = f
         .services
