@@ -203,6 +203,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         x402_limiter,
         account_limiter,
         budgets,
+        embedding: Arc::default(),
         auth_throttle,
         chatapp_inbound,
         wallet_locks,
@@ -395,6 +396,7 @@ impl Server {
         let services = services(settings, store, public_base_url)?;
         services.chains.check_networks().await.map_err(anyhow::Error::msg)?;
         services.account_limiter.local().restore(saved_usage);
+        services.embedding.in_background();
         let state = AppState {
             services: Arc::new(services),
             started: Instant::now(),

@@ -586,3 +586,44 @@ async fn chats_spend_a_clamped_answer_within_the_accounts_token_budget() {
         "the budgets' counts do not stop a clean shutdown"
     );
 }
+
+/// A paid chat takes its first round from the owner's chat budget once the payment passed
+/// its checks, before it settles: with no room, it is refused and nothing is paid; with room
+/// for one, two payers at once cannot both count on it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_paid_chat_the_owners_budget_cannot_answer_is_refused_before_it_is_paid() {
+    use crate::support::x402::*;
+    let chain = crate::support::chains::LocalBase::start().await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let llm = crate::support::fake_llm::fake_openai(Arc::new(|_, _| text("Sunny.")), seen.clone()).await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "fake-model")
+        .with_env("AGENT_HOST_CHAT_MAX_TOKENS", "100")
+        .with_env("AGENT_HOST_ACCOUNT_CHAT_TOKENS_PER_DAY", "300");
+    let (env, _) = base_shop(&chain, env, "").await;
+    let server = env.serve();
+    let (payer, payer_address) = base_payer(&chain, 1_000_000).await;
+    let url = server.url("/x402/base/seller");
+    let ask = json!({ "message": "What is the weather?" });
+    let offered = payment_required(&post_x402(&url, &ask).await)["accepts"][0].clone();
+    // The agent's default price, $0.01.
+    let price = 10_000;
+
+    // A first round's worst case (the prompt's bound, about 120 tokens, and 100 of answer)
+    // fits the day's 300 once: served and paid.
+    let first = paid(&url, &ask, &base_payment(&payer, &offered, price, 1, 60)).await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000 - price);
+    // Not twice: refused before it settles, nothing more taken, the model not asked again.
+    let refused = paid(&url, &ask, &base_payment(&payer, &offered, price, 2, 60)).await;
+    assert_eq!(refused.status, 429, "{}", refused.text);
+    assert!(refused.text.contains("token budget"), "{}", refused.text);
+    assert_eq!(
+        chain.usdc_of(&payer_address).await,
+        1_000_000 - price,
+        "nothing more was taken"
+    );
+    assert_eq!(payments(&env).len(), 1, "the refused one is not recorded");
+    assert_eq!(seen.lock().unwrap().len(), 1, "the model was asked once");
+}

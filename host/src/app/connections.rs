@@ -407,15 +407,26 @@ where
     connection.await
 }
 
-/// A client's TCP stream: gives back the bytes read to tell the protocol, and fails a write
-/// that has waited `stall` on a client that reads nothing.
+/// A client's TCP stream: gives back the bytes read to tell the protocol, and fails the
+/// answer's writes once they have waited `stall` on a client that took less than
+/// `PROGRESS_BYTES` of them meanwhile (one that reads a byte now and then holds the
+/// connection no longer than one that reads nothing).
 struct ClientStream {
     tcp: TcpStream,
     first_bytes: Vec<u8>,
     given_back: usize,
     stall: Duration,
-    stalled: Option<Pin<Box<Sleep>>>,
+    stalled: Option<Stall>,
 }
+
+/// Since a write first had to wait: its deadline, and the bytes the client took since.
+struct Stall {
+    deadline: Pin<Box<Sleep>>,
+    taken: usize,
+}
+
+/// What a client must take of an answer, per `stall`, to keep the connection.
+const PROGRESS_BYTES: usize = 1024;
 
 /// Requests one HTTP/2 connection may have open at once, and the most header bytes each.
 const HTTP2_STREAMS: u32 = 32;
@@ -456,22 +467,40 @@ impl ClientStream {
     /// A write the client is not taking: pending until `stall` has passed, then failed.
     fn poll_stalled<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
         let stall = self.stall;
-        let timer = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(stall)));
-        match timer.as_mut().poll(cx) {
+        let since = self.stalled.get_or_insert_with(|| Stall {
+            deadline: Box::pin(tokio::time::sleep(stall)),
+            taken: 0,
+        });
+        match since.deadline.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
                 io::ErrorKind::TimedOut,
-                format!("the client read none of the answer for {} s", stall.as_secs()),
+                format!(
+                    "the client took under {PROGRESS_BYTES} bytes of the answer in {} s",
+                    stall.as_secs()
+                ),
             ))),
             Poll::Pending => Poll::Pending,
         }
     }
 
-    fn progressed<T>(&mut self, poll: Poll<io::Result<T>>, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+    /// A write's outcome, `taken`: how many bytes it wrote.
+    fn progressed<T>(
+        &mut self,
+        poll: Poll<io::Result<T>>,
+        taken: impl FnOnce(&T) -> usize,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<T>> {
         match poll {
-            Poll::Ready(result) => {
-                self.stalled = None;
-                Poll::Ready(result)
+            Poll::Ready(Ok(done)) => {
+                if let Some(stall) = &mut self.stalled {
+                    stall.taken += taken(&done);
+                    if stall.taken >= PROGRESS_BYTES {
+                        self.stalled = None;
+                    }
+                }
+                Poll::Ready(Ok(done))
             }
+            Poll::Ready(Err(err)) => Poll::Ready(Err(err)),
             Poll::Pending => self.poll_stalled(cx),
         }
     }
@@ -498,7 +527,7 @@ impl AsyncRead for ClientStream {
 impl AsyncWrite for ClientStream {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let poll = Pin::new(&mut self.tcp).poll_write(cx, buf);
-        self.progressed(poll, cx)
+        self.progressed(poll, |n| *n, cx)
     }
 
     fn poll_write_vectored(
@@ -507,7 +536,7 @@ impl AsyncWrite for ClientStream {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let poll = Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs);
-        self.progressed(poll, cx)
+        self.progressed(poll, |n| *n, cx)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -516,12 +545,12 @@ impl AsyncWrite for ClientStream {
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let poll = Pin::new(&mut self.tcp).poll_flush(cx);
-        self.progressed(poll, cx)
+        self.progressed(poll, |()| 0, cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let poll = Pin::new(&mut self.tcp).poll_shutdown(cx);
-        self.progressed(poll, cx)
+        self.progressed(poll, |()| 0, cx)
     }
 }
 
@@ -586,5 +615,67 @@ mod tests {
             connections.admit(ip("192.0.2.1")).is_ok(),
             "a closed connection frees its place"
         );
+    }
+
+    /// A pair of connected streams whose reading end takes little at a time (small buffers),
+    /// the writing end wrapped as the server wraps a client.
+    async fn slow_pair(stall: Duration) -> (ClientStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = tokio::net::TcpSocket::new_v4().unwrap();
+        client.set_recv_buffer_size(4096).unwrap();
+        let connecting = client.connect(listener.local_addr().unwrap());
+        let (accepted, connected) = tokio::join!(listener.accept(), connecting);
+        let (server, _) = accepted.unwrap();
+        (ClientStream::new(server, stall), connected.unwrap())
+    }
+
+    /// Writes an answer far larger than the buffers; how that ended.
+    async fn write_answer(stream: &mut ClientStream) -> io::Result<()> {
+        use tokio::io::AsyncWriteExt;
+        let chunk = vec![b'x'; 64 * 1024];
+        for _ in 0..256 {
+            stream.write_all(&chunk).await?;
+        }
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_client_that_takes_too_little_of_an_answer_is_cut_off() {
+        let stall = Duration::from_millis(300);
+        // Reads nothing.
+        let (mut server, _idle) = slow_pair(stall).await;
+        let started = Instant::now();
+        let err = write_answer(&mut server).await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+        assert!(started.elapsed() < Duration::from_secs(5));
+
+        // Reads a byte every 50 ms: under 1 KiB per stall, cut off all the same.
+        let (mut server, mut trickling) = slow_pair(stall).await;
+        let reader = tokio::spawn(async move {
+            let mut byte = [0u8; 1];
+            while trickling.read(&mut byte).await.is_ok_and(|n| n > 0) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        });
+        let err = write_answer(&mut server).await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+        reader.abort();
+
+        // Reads as fast as it can: the whole answer goes through.
+        let (mut server, mut reading) = slow_pair(stall).await;
+        let reader = tokio::spawn(async move {
+            let mut buffer = vec![0u8; 64 * 1024];
+            let mut total = 0;
+            while let Ok(n) = reading.read(&mut buffer).await {
+                if n == 0 {
+                    break;
+                }
+                total += n;
+            }
+            total
+        });
+        write_answer(&mut server).await.unwrap();
+        drop(server);
+        assert_eq!(reader.await.unwrap(), 256 * 64 * 1024);
     }
 }

@@ -231,7 +231,7 @@ settings! {
             "how long a connection may take to send a request's headers, from when it opened or its previous answer ended (so also how long an idle keep-alive connection stays open)";
         body_read_timeout_secs: u64 = "30" [1 ..= 3600], "how long a request's body may take to arrive; later is answered 408";
         response_stall_timeout_secs: u64 = "30" [1 ..= 3600],
-            "how long an answer may wait on a client that reads none of it before the connection is closed (streams that flow are never cut)";
+            "how long an answer may wait on a client that takes less than 1 KiB of it before the connection is closed (streams that flow are never cut)";
         http2_cleartext: bool = "false",
             "whether clients may speak HTTP/2 without TLS (prior knowledge): at most 32 requests at once per connection; off, every connection is HTTP/1.1 and bound by its timers (a TLS proxy in front speaks HTTP/2 to browsers either way)";
         http2_keep_alive_secs: u64 = "20" [1 ..= 3600],

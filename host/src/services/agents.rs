@@ -90,7 +90,7 @@ pub async fn apply_as(
         }
     }
     // Its first chats need not wait for the knowledge to be embedded.
-    super::knowledge::prepare(services, account_id, &manifest.agent.knowledge).await;
+    super::knowledge::prepare_applied(services, &outcome.agent_id, account_id, &manifest.agent.knowledge).await;
     Ok(outcome)
 }
 

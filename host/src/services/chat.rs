@@ -32,6 +32,9 @@ pub struct ChatInput {
     pub temperature: Option<f32>,
     /// Where a streamed chat's events go as they happen.
     pub events: Option<ChatEvents>,
+    /// Tokens of the owner's budget already taken for this chat (a paid chat's first round,
+    /// taken before its payment settled).
+    pub prepaid_tokens: u32,
 }
 
 impl ChatInput {
@@ -46,6 +49,7 @@ impl ChatInput {
             max_tokens: None,
             temperature: None,
             events: None,
+            prepaid_tokens: 0,
         }
     }
 }
@@ -147,15 +151,25 @@ impl ToolResult<'_> {
 }
 
 /// The first round's worst case for `message` to `agent`, before the knowledge is chosen:
-/// the most knowledge the prompt may hold counts in full. A paid chat asks the budget for
-/// this before anyone pays.
+/// the most knowledge the prompt may hold counts in full. A paid chat takes this from the
+/// owner's budget before it settles.
 pub fn worst_first_round(services: &Services, agent: &Agent, message: &str) -> u32 {
     let def = &agent.def;
+    // At most `BUDGET_CHARS` characters are chosen, each at most as wide as the widest the
+    // knowledge holds, and never more than all of it.
+    let all: usize = def.knowledge.iter().map(String::len).sum();
+    let widest = def
+        .knowledge
+        .iter()
+        .flat_map(|entry| entry.chars())
+        .map(char::len_utf8)
+        .max()
+        .unwrap_or(1);
     let prompt_chars = message.len()
         + def.name.len() * 2
         + def.username.len()
         + def.personality.len()
-        + knowledge::BUDGET_CHARS
+        + all.min(knowledge::BUDGET_CHARS * widest)
         // Each entry chosen is a line of its own ("\n- ").
         + 3 * def.knowledge.len().min(knowledge::BUDGET_CHARS)
         + SYSTEM_PROMPT_WORDS_CHARS;
@@ -168,8 +182,17 @@ const SYSTEM_PROMPT_WORDS_CHARS: usize = 400;
 
 /// The agent's reply to one message with none of its commands as tools: what a paid chat
 /// or a chat tool gives (a cheap message must not reach an expensive command through it).
-pub async fn reply_without_tools(services: &Services, agent: &Agent, message: String) -> Result<Answer, ServiceError> {
-    let reply = chat(services, agent, Vec::new(), ChatInput::new(message)).await?;
+pub async fn reply_without_tools(
+    services: &Services,
+    agent: &Agent,
+    message: String,
+    prepaid_tokens: u32,
+) -> Result<Answer, ServiceError> {
+    let input = ChatInput {
+        prepaid_tokens,
+        ..ChatInput::new(message)
+    };
+    let reply = chat(services, agent, Vec::new(), input).await?;
     Ok(Answer {
         response: reply.response,
         format: ResponseFormat::Text,
@@ -221,6 +244,7 @@ async fn converse(
     });
 
     let max_tokens = super::chat_budget::answer_limit(services, input.max_tokens);
+    let mut prepaid = input.prepaid_tokens;
     let max = input.max_tool_calls as u32;
     let mut run = 0u32;
     // Each round either answers or runs at least one call, so this bounds the loop.
@@ -232,9 +256,13 @@ async fn converse(
             temperature: input.temperature,
             tools: if may_call { tools.clone() } else { Vec::new() },
         };
-        // The account's budget pays for the round's worst case before it runs.
+        // The account's budget pays for the round's worst case before it runs (what was taken
+        // for it already, less).
         let worst = super::chat_budget::worst_case(&request);
-        super::chat_budget::charge(services, &agent.account_id, worst).await?;
+        let owed = worst.saturating_sub(std::mem::take(&mut prepaid));
+        if owed > 0 {
+            super::chat_budget::charge(services, &agent.account_id, owed).await?;
+        }
         tally.asking();
         let completion = match &text_sink {
             Some(sink) => services.llm.stream(request, sink.clone()).await,

@@ -68,19 +68,6 @@ pub async fn charge(services: &Services, account_id: &str, tokens: u32) -> Resul
     Err(over_budget(limits, tokens, decision))
 }
 
-/// Whether a round of `tokens` fits now, counting nothing: a paid chat asks before anyone
-/// pays, so that a chat the budget would refuse is never paid for.
-pub async fn has_room(services: &Services, account_id: &str, tokens: u32) -> Result<(), ServiceError> {
-    let limits = limits(services);
-    let now = crate::clock::now_ms();
-    let usage = services.budgets.usage(&key(account_id), limits, now).await?;
-    if usage.has_room(limits, now, tokens) {
-        return Ok(());
-    }
-    let decision = super::rate_limit::decide(limits, now, false, usage);
-    Err(over_budget(limits, tokens, decision))
-}
-
 /// Charges what the provider reported a round used beyond the `charged` worst case.
 pub async fn charge_beyond(services: &Services, account_id: &str, charged: u32, used: Option<TokenUsage>) {
     let Some(used) = used else {

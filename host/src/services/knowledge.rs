@@ -235,6 +235,67 @@ pub async fn prepare(services: &Services, account_id: &str, entries: &[String]) 
     }
 }
 
+/// A server's applies embed their agents' knowledge in the background, a second after the
+/// agent's last apply (so an author applying again and again costs one embedding), one
+/// agent at a time per host; the CLI's embed before they return.
+#[derive(Default)]
+pub struct Embedding {
+    background: std::sync::atomic::AtomicBool,
+    /// Agents whose knowledge is waiting to be embedded (the task reads their latest).
+    waiting: std::sync::Mutex<HashSet<String>>,
+    /// One agent's entries embedded at a time, so one account's applies queue behind each
+    /// other and the chats' own questions get the model between their batches.
+    turn: tokio::sync::Mutex<()>,
+}
+
+/// How long after an agent's last apply its knowledge is embedded.
+const DEBOUNCE: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl Embedding {
+    /// From now on, applies embed in the background (a server's).
+    pub fn in_background(&self) {
+        self.background.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Embeds the knowledge of the agent just applied: now, or (on a server) soon, once.
+pub async fn prepare_applied(services: &Services, agent_id: &str, account_id: &str, entries: &[String]) {
+    let embedding = &services.embedding;
+    if !embedding.background.load(std::sync::atomic::Ordering::Relaxed) {
+        return prepare(services, account_id, entries).await;
+    }
+    if fits(entries, BUDGET_CHARS) || services.embedder.is_none() {
+        return;
+    }
+    let newly = embedding
+        .waiting
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(agent_id.to_string());
+    if !newly {
+        return;
+    }
+    let (services, agent_id, account_id) = (services.clone(), agent_id.to_string(), account_id.to_string());
+    let lifecycle = services.lifecycle.clone();
+    lifecycle.spawn(async move {
+        tokio::time::sleep(DEBOUNCE).await;
+        let _turn = services.embedding.turn.lock().await;
+        services
+            .embedding
+            .waiting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&agent_id);
+        match services.store.agent(&agent_id).await {
+            Ok(Some(agent)) => prepare(&services, &account_id, &agent.def.knowledge).await,
+            Ok(None) => {}
+            Err(err) => {
+                tracing::warn!(error = %err, agent = %agent_id, "could not read an agent to embed its knowledge")
+            }
+        }
+    });
+}
+
 /// How many of the entries have no vector kept yet.
 async fn missing(services: &Services, entries: &[String]) -> Result<usize, LlmError> {
     let Some(embedder) = &services.embedder else {

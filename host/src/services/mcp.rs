@@ -315,7 +315,7 @@ async fn run_free(
             commands::execute(services, call).await
         }
         None => match chat_message(&arguments) {
-            Ok(message) => chat::reply_without_tools(services, agent, message)
+            Ok(message) => chat::reply_without_tools(services, agent, message, 0)
                 .await
                 .map(CommandOutcome::Answered),
             Err(err) => Err(err),

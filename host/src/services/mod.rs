@@ -83,6 +83,8 @@ pub struct Services {
     /// `embeddings:` and the account's id): shared by the hosts on PostgreSQL; a single
     /// host's start afresh when it restarts (only the plan's request counts are saved).
     pub budgets: Arc<rate_limit::Limiter>,
+    /// Where applied agents' knowledge waits to be embedded.
+    pub embedding: Arc<knowledge::Embedding>,
     /// Failed authentications per client address, checked before any key is looked up.
     pub auth_throttle: Arc<rate_limit::AuthThrottle>,
     /// What the agents' bots receive: updates seen lately, and each chat's limits.

@@ -127,10 +127,18 @@ pub struct Purchase<'a> {
     pub client: Option<&'a str>,
 }
 
-/// A reservation of what a paid call's work needs (a plugin slot), made by [`settle`] once
-/// the payment passed its checks and is no retry: what cannot be served is refused before
-/// anything is recorded or sent.
-pub type Reserve<'a> = scheme::BoxFuture<'a, Result<crate::plugins::SlotPermit, ServiceError>>;
+/// A reservation of what a paid call's work needs, made by [`settle`] once the payment
+/// passed its checks and is no retry: what cannot be served is refused before anything is
+/// recorded or sent.
+pub type Reserve<'a> = scheme::BoxFuture<'a, Result<Reserved, ServiceError>>;
+
+/// What a reservation took for the work.
+pub enum Reserved {
+    /// A plugin slot, for a command that answers now.
+    Slot(crate::plugins::SlotPermit),
+    /// The first round of a chat, taken from its owner's token budget (this many tokens).
+    ChatTokens(u32),
+}
 
 pub use retry::{Bought, Earlier};
 pub use settled::Settled;
@@ -256,9 +264,12 @@ pub async fn settle(
             Settler::Wallet(Box::new(key))
         }
     };
-    let mut slot = match reserve {
-        Some(reserve) => Some(reserve.await?),
-        None => None,
+    let (mut slot, prepaid_tokens) = match reserve {
+        Some(reserve) => match reserve.await? {
+            Reserved::Slot(slot) => (Some(slot), 0),
+            Reserved::ChatTokens(tokens) => (None, tokens),
+        },
+        None => (None, 0),
     };
     let payment_id = format!("pay_{}", crate::random::hex_token(12));
     let claim = services.payment_locks.claims.lock(payment_id.clone()).await?;
@@ -296,6 +307,7 @@ pub async fn settle(
         settled_at: crate::clock::now_ms(),
         _claim: Some(claim),
         slot: slot.take(),
+        prepaid_tokens,
     };
     let now_secs = crate::clock::now_ms() as u64 / 1000;
 

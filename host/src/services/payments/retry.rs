@@ -155,5 +155,6 @@ fn settled_of(record: &PaymentRecord) -> Result<Settled, ServiceError> {
         settled_at: record.created_at,
         _claim: None,
         slot: None,
+        prepaid_tokens: 0,
     })
 }

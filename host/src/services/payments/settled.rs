@@ -20,8 +20,10 @@ pub struct Settled {
     pub settled_at: i64,
     /// `None` for a payment met again by a retry: its own request holds it, or is done.
     pub(super) _claim: Option<KeyGuard<String>>,
-    /// What the purchase reserved for the work (see [`super::Purchase::reserve`]).
+    /// What the purchase reserved for the work (see [`super::Reserve`]): a plugin slot, or
+    /// the tokens of a chat's first round already taken from its owner's budget.
     pub slot: Option<crate::plugins::SlotPermit>,
+    pub prepaid_tokens: u32,
 }
 
 impl Settled {

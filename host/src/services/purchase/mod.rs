@@ -210,16 +210,23 @@ async fn buy_on(
     // retry), a model that can start for a message. What cannot be served is refused
     // before anyone pays, and nobody is refunded for it at the agent's cost.
     let reserve: Option<payments::Reserve<'_>> = match &ordered {
-        Ordered::Command { command, .. } if !command.def.long_running => {
-            Some(Box::pin(runs::reserve_slot(services, &offer.agent, command)))
-        }
+        Ordered::Command { command, .. } if !command.def.long_running => Some(Box::pin(async {
+            runs::reserve_slot(services, &offer.agent, command)
+                .await
+                .map(payments::Reserved::Slot)
+        })),
         Ordered::Command { .. } => None,
         Ordered::Message(message) => {
             services.llm.ready().map_err(ServiceError::Model)?;
-            // The owner's chat budget must have room for the answer's first round.
+            // The answer's first round is taken from the owner's chat budget once the payment
+            // passed its checks, before it settles: a budget spent is refused before anyone
+            // pays, and two payments cannot both count on the same room.
             let worst = super::chat::worst_first_round(services, &offer.agent, message);
-            super::chat_budget::has_room(services, &offer.agent.account_id, worst).await?;
-            None
+            let account = offer.agent.account_id.as_str();
+            Some(Box::pin(async move {
+                super::chat_budget::charge(services, account, worst).await?;
+                Ok(payments::Reserved::ChatTokens(worst))
+            }))
         }
     };
     let purchase = Purchase {
@@ -303,7 +310,8 @@ async fn buy_on(
         }
     };
     let slot = settled.slot.take();
-    let worked = work(services, offer, ordered, &settled, slot).await;
+    let prepaid_tokens = settled.prepaid_tokens;
+    let worked = work(services, offer, ordered, &settled, slot, prepaid_tokens).await;
     let outcome = conclude(services, offer, command, had_breaker, &settled, worked).await;
     measured.ended(match &outcome {
         SaleOutcome::Failed { refund: Some(_), .. } => "refunded",
@@ -345,6 +353,7 @@ async fn work(
     ordered: Ordered<'_>,
     settled: &Settled,
     slot: Option<crate::plugins::SlotPermit>,
+    prepaid_tokens: u32,
 ) -> Result<CommandOutcome, ServiceError> {
     match ordered {
         Ordered::Command {
@@ -363,7 +372,7 @@ async fn work(
             };
             commands::execute(services, call).await
         }
-        Ordered::Message(message) => chat::reply_without_tools(services, &offer.agent, message)
+        Ordered::Message(message) => chat::reply_without_tools(services, &offer.agent, message, prepaid_tokens)
             .await
             .map(CommandOutcome::Answered),
     }
