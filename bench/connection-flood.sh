@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A paid request (Base, on the suite's local Anvil) and a keyed execute, measured quiet and
 # then while 10,000 idle connections (from 50 loopback addresses, reopened whenever the
-# server closes them) and a 100-connection slowloris are held against the same host: p50
-# and p99 of each, both ways. The harness is the end-to-end test
+# server closes them) and a 100-connection slowloris are held against the same host by
+# bench/flood.py, a process of its own: p50 and p99 of each, both ways. The harness is the end-to-end test
 # connections::paid_and_keyed_requests_are_answered_under_a_connection_flood (300 idle
 # connections in the suite), built in release here.
 # Usage: bench/connection-flood.sh [IDLE] [SAMPLES]   (defaults 10000 and 100; run

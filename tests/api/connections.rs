@@ -187,38 +187,6 @@ async fn one_address_cannot_take_every_connection() {
     );
 }
 
-/// Holds a connection from `source` open for as long as `held` runs: idle (sending nothing)
-/// or, as a slowloris, one header byte every few seconds; reopened whenever the server
-/// closes it, as an attacker would.
-async fn hold(target: std::net::SocketAddr, source: std::net::IpAddr, slowloris: bool) {
-    loop {
-        let socket = tokio::net::TcpSocket::new_v4().unwrap();
-        if socket.bind(std::net::SocketAddr::new(source, 0)).is_err() {
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            continue;
-        }
-        let Ok(mut stream) = socket.connect(target).await else {
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            continue;
-        };
-        if slowloris {
-            let _ = stream.write_all(b"POST /x402/base/seller HTTP/1.1\r\n").await;
-            let mut buffer = [0u8; 64];
-            loop {
-                tokio::select! {
-                    read = stream.read(&mut buffer) => if matches!(read, Ok(0) | Err(_)) { break },
-                    _ = tokio::time::sleep(Duration::from_secs(5)) => {
-                        if stream.write_all(b"X").await.is_err() { break }
-                    }
-                }
-            }
-        } else {
-            let mut buffer = [0u8; 64];
-            while !matches!(stream.read(&mut buffer).await, Ok(0) | Err(_)) {}
-        }
-    }
-}
-
 /// Latencies' p50 and p99, in ms.
 fn percentiles(mut samples: Vec<Duration>) -> (f64, f64) {
     samples.sort();
@@ -244,7 +212,7 @@ async fn paid_and_keyed_requests_are_answered_under_a_connection_flood() {
     let key = env.account_with_key("acme", "pro");
     env.apply_agent(&paid_manifest("seller"), "acme");
     let wallet = env.create_wallet("seller", "base");
-    chain.set_eth(&wallet, 10u128.pow(16)).await;
+    chain.set_eth(&wallet, 10u128.pow(18)).await;
     let server = env.serve();
     let (payer, _) = base_payer(&chain, 100_000_000).await;
     let url = server.url("/x402/base/seller");
@@ -274,23 +242,21 @@ async fn paid_and_keyed_requests_are_answered_under_a_connection_flood() {
     };
     measure("quiet").await;
 
-    // The flood: idle connections from 50 addresses of 127/8, 200 or fewer each (the
-    // per-address cap is 256), and a slowloris of 100 more.
-    let target: std::net::SocketAddr = server
+    // The flood, from a process of its own (bench/flood.py): idle connections from
+    // addresses of 127.0.1.0/24, 200 each (the per-address cap is 256), and a slowloris of
+    // 100 more from 127.0.2.0/24; each opened again whenever the server closes it.
+    let target = server
         .url("")
         .trim_start_matches("http://")
         .trim_end_matches('/')
-        .parse()
-        .unwrap();
-    let mut flood = tokio::task::JoinSet::new();
-    for n in 0..idle {
-        let source = std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 1, (n / 200) as u8 + 2));
-        flood.spawn(hold(target, source, false));
-    }
-    for n in 0..100 {
-        let source = std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 2, (n % 50) as u8 + 2));
-        flood.spawn(hold(target, source, true));
-    }
+        .to_string();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/flood.py");
+    let mut flood = tokio::process::Command::new("python3")
+        .args([script, &target, &idle.to_string(), "100"])
+        .kill_on_drop(true)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("python3 runs the flood");
     // Each is closed by the header timer and opened again, so the count hovers just under
     // the flood's size: nine tenths of it count as there.
     let what = format!("{idle} idle connections and 100 slow ones open");
@@ -300,10 +266,12 @@ async fn paid_and_keyed_requests_are_answered_under_a_connection_flood() {
     })
     .await;
     measure("under flood").await;
+    let open_now = server.metric("http_server_open_connections").await;
+    let _ = flood.kill().await;
     println!(
         "{:>12}: {} connections open, {} refused",
         "flood",
-        server.metric("http_server_open_connections").await,
+        open_now,
         server
             .metric("http_server_refused_connections_total{reason=\"cap\"}")
             .await
@@ -311,7 +279,6 @@ async fn paid_and_keyed_requests_are_answered_under_a_connection_flood() {
                 .metric("http_server_refused_connections_total{reason=\"address\"}")
                 .await
     );
-    flood.abort_all();
 }
 
 /// With `http2_cleartext`, a client that speaks HTTP/2 from its first byte (prior knowledge,
