@@ -1,6 +1,7 @@
 //! The one place that wires things together: settings → store → state → router →
 //! listeners, plus background tasks and graceful shutdown.
 
+mod client_stream;
 pub mod connections;
 
 use std::net::SocketAddr;
