@@ -219,7 +219,7 @@ async fn a_v2_payment_on_base_must_match_the_offer_and_is_served_once_across_ver
     let reply = send(both).await;
     assert_eq!(
         (reply.status, reply.json()["code"].clone()),
-        (400, json!("invalid_payment"))
+        (402, json!("invalid_payment"))
     );
     assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "nothing moved");
 

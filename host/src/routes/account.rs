@@ -136,6 +136,7 @@ struct CreateKey {
     name: Option<String>,
     /// When it stops working (RFC 3339), or `expires_in_days`; neither: it never does.
     expires_at: Option<String>,
+    #[serde(default, deserialize_with = "requests::whole")]
     expires_in_days: Option<i64>,
 }
 
@@ -161,6 +162,7 @@ struct UpdateKey {
     /// A new end; `null` removes it.
     #[serde(default, deserialize_with = "requests::present")]
     expires_at: Option<Option<String>>,
+    #[serde(default, deserialize_with = "requests::whole")]
     expires_in_days: Option<i64>,
 }
 
@@ -468,6 +470,7 @@ struct ConnectSocial {
     access_token: String,
     refresh_token: Option<String>,
     /// Seconds until the access token expires, as X's token endpoint said.
+    #[serde(default, deserialize_with = "requests::whole")]
     expires_in: Option<i64>,
 }
 

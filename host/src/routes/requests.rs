@@ -40,7 +40,7 @@ pub struct ChatRequest {
     pub conversation_history: Vec<ChatTurn>,
     #[serde(default)]
     pub tools_enabled: bool,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole")]
     pub max_tool_calls: Option<u8>,
     /// Answer as server-sent events (as `Accept: text/event-stream` asks too).
     #[serde(default)]
@@ -134,7 +134,7 @@ pub struct ChatappSendRequest {
     pub text: String,
     #[serde(default)]
     pub parse_mode: Option<ParseMode>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole")]
     pub reply_to_message_id: Option<i64>,
     #[serde(default)]
     pub inline_keyboard: Option<Vec<Vec<InlineButton>>>,
@@ -145,7 +145,15 @@ impl ChatappSendRequest {
     pub fn chat_id(&self) -> Result<i64, ApiError> {
         let bad = || ApiError::validation("Invalid field 'chatId': must be a number or a numeric string");
         match &self.chat_id {
-            Value::Number(n) => n.as_i64().ok_or_else(bad),
+            // `5.0` is a whole number too, as JSON Schema's `integer` says.
+            Value::Number(n) => n
+                .as_i64()
+                .or_else(|| {
+                    n.as_f64()
+                        .filter(|f| f.fract() == 0.0 && f.abs() < 1e18)
+                        .map(|f| f as i64)
+                })
+                .ok_or_else(bad),
             Value::String(s) => {
                 let s = s.trim();
                 let digits = s.strip_prefix('-').unwrap_or(s);
@@ -315,6 +323,27 @@ impl TransferRequest {
 
 /// For a field where `null` means something (remove it): `Some(None)` when sent as `null`,
 /// `None` when left out. Used as `#[serde(default, deserialize_with = "requests::present")]`.
+/// A whole number given as JSON writes it, `2` or `2.0` (JSON Schema's `integer` is both),
+/// or null. A fraction, or a number out of `T`'s range, is refused naming the field.
+pub fn whole<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<i64>,
+{
+    use serde::de::Error;
+    let Some(number) = <Option<serde_json::Number> as Deserialize>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    let whole = number.as_i64().or_else(|| {
+        let float = number.as_f64()?;
+        // 2^63 is exactly representable; anything from it up is out of every range here.
+        (float.fract() == 0.0 && float.abs() < 9_223_372_036_854_775_808.0).then_some(float as i64)
+    });
+    let out_of_range = || D::Error::custom(format!("{number} is not a whole number in range"));
+    let whole = whole.ok_or_else(out_of_range)?;
+    T::try_from(whole).map(Some).map_err(|_| out_of_range())
+}
+
 pub fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
 where
     D: serde::Deserializer<'de>,
@@ -327,6 +356,19 @@ where
 mod tests {
     use super::*;
     use crate::error::decode_json;
+
+    #[test]
+    fn whole_numbers_may_be_written_with_a_point() {
+        let two: ChatRequest = decode_json(br#"{"message":"hi","maxToolCalls":2.0}"#).unwrap();
+        assert_eq!(two.max_tool_calls(), 2);
+        let absent: ChatRequest = decode_json(br#"{"message":"hi","maxToolCalls":null}"#).unwrap();
+        assert_eq!(absent.max_tool_calls(), ChatRequest::DEFAULT_MAX_TOOL_CALLS);
+        for refused in [r#"2.5"#, "300", "-1", "1e300", r#""2""#] {
+            let body = format!(r#"{{"message":"hi","maxToolCalls":{refused}}}"#);
+            let err = decode_json::<ChatRequest>(body.as_bytes()).unwrap_err();
+            assert!(err.message.contains("maxToolCalls"), "{refused}: {}", err.message);
+        }
+    }
 
     #[test]
     fn chat_rules() {

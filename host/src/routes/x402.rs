@@ -121,7 +121,7 @@ fn presented(headers: &HeaderMap) -> Result<Option<(Version, String)>, ApiError>
     };
     match (read(Version::V1), read(Version::V2)) {
         (Some(_), Some(_)) => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
+            StatusCode::PAYMENT_REQUIRED,
             "invalid_payment",
             "Send one payment: X-PAYMENT (x402 version 1) or PAYMENT-SIGNATURE (version 2), not both",
         )),

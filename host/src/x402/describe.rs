@@ -239,6 +239,8 @@ fn command_body(command: &Command) -> (Value, Value) {
             example.insert(param.name.clone(), sample);
         }
     }
-    let schema = json!({ "type": "object", "properties": properties, "required": required });
+    // A parameter the command does not declare is refused (`params::resolve`).
+    let schema =
+        json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false });
     (Value::Object(example), schema)
 }

@@ -28,13 +28,13 @@ pub struct CompletionRequest {
     pub stream: bool,
     #[serde(default)]
     pub stream_options: Option<StreamOptions>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::routes::requests::whole")]
     pub max_tokens: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::routes::requests::whole")]
     pub max_completion_tokens: Option<u32>,
     #[serde(default)]
     pub temperature: Option<f32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::routes::requests::whole")]
     pub n: Option<u32>,
     #[serde(default)]
     pub tools: Option<Vec<Value>>,

@@ -5,6 +5,16 @@ use serde_json::json;
 
 use super::operations::{MANAGE_ERRORS, Operation, enabled_body, success};
 
+/// An OAuth 2.0 bearer token (RFC 6750's b64token).
+const BEARER_TOKEN: &str = "^[A-Za-z0-9._~+/-]+=*$";
+
+/// A key's label: at most 64 characters, no control characters (white space around it is
+/// trimmed, and a blank one is none).
+fn key_name() -> serde_json::Value {
+    json!({ "type": ["string", "null"], "maxLength": 64, "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*$",
+        "description": "A label to tell the key apart" })
+}
+
 pub const ACCOUNT: &[Operation] = &[
     Operation {
         method: "get",
@@ -55,12 +65,15 @@ pub const ACCOUNT: &[Operation] = &[
         keyed: true,
         pending: false,
         request: Some(|| {
-            json!({ "type": "object", "properties": {
+            json!({ "type": "object", "additionalProperties": false, "properties": {
                 "scope": { "type": ["string", "null"], "enum": ["use", "spend", "manage", null], "default": "use" },
-                "name": { "type": ["string", "null"], "maxLength": 64, "description": "A label to tell the key apart" },
-                "expires_at": { "type": ["string", "null"], "format": "date-time", "description": "When it stops working; never if absent" },
+                "name": key_name(),
+                "expires_at": { "type": ["string", "null"], "format": "date-time",
+                    "description": "When it stops working, within 3650 days from now; never if absent" },
                 "expires_in_days": { "type": ["integer", "null"], "minimum": 1, "maximum": 3650, "description": "Instead of expires_at" },
-            }})
+            }, "not": { "required": ["expires_at", "expires_in_days"], "properties": {
+                "expires_at": { "type": "string" }, "expires_in_days": { "type": "integer" },
+            }}})
         }),
         response: || success(json!({ "type": "object", "required": ["key", "id", "scope"] })),
         errors: MANAGE_ERRORS,
@@ -73,11 +86,18 @@ pub const ACCOUNT: &[Operation] = &[
         keyed: true,
         pending: false,
         request: Some(|| {
-            json!({ "type": "object", "minProperties": 1, "properties": {
-                "name": { "type": ["string", "null"], "maxLength": 64 },
-                "expires_at": { "type": ["string", "null"], "format": "date-time" },
+            json!({ "type": "object", "additionalProperties": false, "properties": {
+                "name": key_name(),
+                "expires_at": { "type": ["string", "null"], "format": "date-time", "description": "Within 3650 days from now" },
                 "expires_in_days": { "type": ["integer", "null"], "minimum": 1, "maximum": 3650 },
-            }})
+            },
+            // Something to change; an end given one way only (`expires_at: null` removes it).
+            "anyOf": [
+                { "required": ["name"] },
+                { "required": ["expires_at"] },
+                { "required": ["expires_in_days"], "properties": { "expires_in_days": { "type": "integer" } } },
+            ],
+            "not": { "required": ["expires_at", "expires_in_days"], "properties": { "expires_in_days": { "type": "integer" } } }})
         }),
         response: || success(json!({ "$ref": "#/components/schemas/Key" })),
         errors: MANAGE_ERRORS,
@@ -165,8 +185,9 @@ pub const ACCOUNT: &[Operation] = &[
         request: Some(|| {
             json!({ "type": "object", "required": ["network"], "properties": {
                 "network": { "type": "string", "enum": ["solana", "base"] },
-                "secret": { "type": ["string", "null"], "description": "Import this key instead of making one" },
-            }})
+                "secret": { "type": ["string", "null"], "pattern": "^[0-9A-Za-z]+$",
+                    "description": "Import this key instead of making one: Base, 32 bytes in hex (0x optional); Solana, the 64-byte key pair in base58" },
+            }, "additionalProperties": false })
         }),
         response: || success(json!({ "type": "object", "required": ["network", "address"] })),
         errors: &[
@@ -291,9 +312,9 @@ pub const ACCOUNT: &[Operation] = &[
         pending: false,
         request: Some(|| {
             json!({ "type": "object", "required": ["token"], "properties": {
-                "token": { "type": "string", "description": "The bot token from @BotFather" },
-                "webhook_url": { "type": ["string", "null"], "description": "Registered with setWebhook when given" },
-            }})
+                "token": { "type": "string", "pattern": "^[0-9]+:[A-Za-z0-9_-]+$", "description": "The bot token from @BotFather" },
+                "webhook_url": { "type": ["string", "null"], "pattern": "^https://[^\\u0000]*$", "description": "Registered with setWebhook when given" },
+            }, "additionalProperties": false })
         }),
         response: || success(json!({ "type": "object", "required": ["bot_username", "enabled"] })),
         errors: &[
@@ -333,10 +354,10 @@ pub const ACCOUNT: &[Operation] = &[
         pending: false,
         request: Some(|| {
             json!({ "type": "object", "required": ["access_token"], "properties": {
-                "access_token": { "type": "string" },
+                "access_token": { "type": "string", "pattern": BEARER_TOKEN },
                 "refresh_token": { "type": ["string", "null"] },
                 "expires_in": { "type": ["integer", "null"], "description": "Seconds until the access token expires" },
-            }})
+            }, "additionalProperties": false })
         }),
         response: || success(json!({ "type": "object", "required": ["username", "enabled"] })),
         errors: &[

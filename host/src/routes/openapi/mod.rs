@@ -9,6 +9,7 @@ mod account;
 mod openai;
 mod operations;
 mod paid;
+mod text_rules;
 mod webhooks;
 
 pub use paid::add_paid_addresses;
@@ -40,12 +41,21 @@ fn path_parameters(path: &str) -> Vec<Value> {
             if name == "network" {
                 schema["enum"] = json!(["solana", "base"]);
             }
+            if name == "plugin" {
+                schema["pattern"] = json!("^sha256:[0-9a-f]{64}$");
+            }
             json!({ "name": name, "in": "path", "required": true, "schema": schema })
         })
         .collect()
 }
 
 pub fn document() -> Value {
+    let mut document = operations_document();
+    text_rules::state_on_requests(&mut document, &["ChatMessage"]);
+    document
+}
+
+fn operations_document() -> Value {
     let mut paths = Map::new();
     for op in operations::all() {
         let mut responses = Map::new();
@@ -214,11 +224,12 @@ pub fn document() -> Value {
         }
         if op.id == "agentUsage" || op.id == "accountUsage" {
             let date = "an RFC 3339 time or a UTC date (YYYY-MM-DD)";
+            let when = json!({ "type": "string", "anyOf": [{ "format": "date-time" }, { "format": "date" }] });
             let range = [
-                json!({ "name": "from", "in": "query", "required": false, "description": format!("Start: {date}; by default 7 days (step day) or 24 hours (step hour) before to"),
-                    "schema": { "type": "string" } }),
+                json!({ "name": "from", "in": "query", "required": false, "description": format!("Start: {date}; by default 7 days (step day) or 24 hours (step hour) before to; before to, at most 1000 steps from it"),
+                    "schema": when.clone() }),
                 json!({ "name": "to", "in": "query", "required": false, "description": format!("End: {date}, whose day is included; by default the current step's end"),
-                    "schema": { "type": "string" } }),
+                    "schema": when }),
                 json!({ "name": "step", "in": "query", "required": false,
                     "schema": { "type": "string", "enum": ["hour", "day"], "default": "day" } }),
             ];
@@ -310,6 +321,7 @@ pub fn document() -> Value {
                         "name": { "type": "string" }, "required": { "type": "boolean" }, "schema": { "type": "object" },
                     }}},
                 }},
+                "JsonText": text_rules::json_text(),
                 "CommandResult": { "type": "object", "properties": {
                     "success": { "type": "boolean" }, "response": { "type": "string" }, "format": { "type": "string" },
                     "mediaUrl": { "type": ["string", "null"] }, "statusUrl": { "type": ["string", "null"] },

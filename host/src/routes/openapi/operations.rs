@@ -4,6 +4,8 @@
 
 use serde_json::{Value, json};
 
+use super::text_rules::NOT_BLANK;
+
 pub struct Operation {
     pub method: &'static str,
     pub path: &'static str,
@@ -24,7 +26,6 @@ pub(super) const MANAGE_ERRORS: &[(u16, &str)] = &[(400, "validation_error"), (4
 /// A paid request's refusals, at the agent's address or a command's.
 const INVOKE_ERRORS: &[(u16, &str)] = &[
     (400, "validation_error"),
-    (400, "invalid_payment"),
     (402, "payment_required"),
     (402, "invalid_payment"),
     (402, "unsupported_x402_version"),
@@ -120,7 +121,7 @@ pub const SPEC: &[Operation] = &[
         pending: false,
         request: Some(|| {
             json!({ "type": "object", "required": ["message"], "properties": {
-                "message": { "type": "string", "maxLength": 10000, "pattern": "\\S", "description": "Not only white space" },
+                "message": { "type": "string", "maxLength": 10000, "pattern": NOT_BLANK, "description": "Not only white space" },
                 "conversationHistory": {
                     "type": "array", "maxItems": 100, "items": { "$ref": "#/components/schemas/ChatMessage" },
                     "description": "At most 100 turns and 100,000 characters in all",
@@ -190,22 +191,26 @@ pub const SPEC: &[Operation] = &[
             json!({ "type": "object", "required": ["chatId", "text"], "properties": {
                 "chatId": {
                     "oneOf": [
-                        { "type": "integer", "not": { "const": 0 } },
+                        { "type": "integer", "not": { "const": 0 }, "minimum": -999_999_999_999_999_999_i64, "maximum": 999_999_999_999_999_999_i64 },
                         { "type": "string", "pattern": "^\\s*-?0*[1-9][0-9]{0,17}\\s*$" },
                     ],
                     "description": "Positive: a user; negative: a group; -100...: a supergroup or channel",
                 },
                 "text": { "type": "string", "minLength": 1, "maxLength": 4096 },
                 "parseMode": { "type": ["string", "null"], "enum": ["Markdown", "MarkdownV2", "HTML", null] },
-                "replyToMessageId": { "type": ["integer", "null"], "minimum": 1 },
+                "replyToMessageId": { "type": ["integer", "null"], "minimum": 1, "maximum": 2_147_483_647 },
                 "inlineKeyboard": { "type": ["array", "null"], "items": { "type": "array", "items": {
                     "type": "object", "required": ["text"],
                     "properties": {
                         "text": { "type": "string", "minLength": 1 },
                         "callback_data": { "type": ["string", "null"], "minLength": 1, "description": "At most 64 bytes" },
-                        "url": { "type": ["string", "null"], "pattern": "^(https?|tg)://" },
+                        "url": { "type": ["string", "null"], "pattern": "^(https?|tg)://[^\\u0000]*$" },
                     },
                     "description": "Exactly one of callback_data or url",
+                    "oneOf": [
+                        { "required": ["callback_data"], "properties": { "callback_data": { "type": "string" }, "url": { "type": "null" } } },
+                        { "required": ["url"], "properties": { "url": { "type": "string" }, "callback_data": { "type": "null" } } },
+                    ],
                 }}},
             }})
         }),
@@ -231,10 +236,10 @@ pub const SPEC: &[Operation] = &[
         request: Some(|| {
             json!({ "type": "object", "properties": {
                 "text": { "type": ["string", "null"], "description": "At most 280 as X counts (a URL 23, wide characters 2)" },
-                "mediaUrls": { "type": ["array", "null"], "items": { "type": "string", "pattern": "^https?://" }, "maxItems": 4 },
+                "mediaUrls": { "type": ["array", "null"], "items": { "type": "string", "pattern": "^https?://[^\\u0000]*$" }, "maxItems": 4 },
                 "replyToTweetId": { "type": ["string", "null"], "pattern": "^[0-9]+$" },
             }, "anyOf": [
-                { "required": ["text"], "properties": { "text": { "type": "string", "pattern": "\\S" } } },
+                { "required": ["text"], "properties": { "text": { "type": "string", "pattern": NOT_BLANK } } },
                 { "required": ["mediaUrls"], "properties": { "mediaUrls": { "type": "array", "minItems": 1 } } },
             ]})
         }),
@@ -277,7 +282,7 @@ pub const SPEC: &[Operation] = &[
         request: Some(|| {
             json!({ "type": "object", "required": ["recipientAddress", "amountUsdc"], "properties": {
                 "recipientAddress": {
-                    "type": "string", "pattern": "\\S",
+                    "type": "string", "pattern": NOT_BLANK,
                     "description": "Solana: base58 of 32 bytes; Base: 0x and 40 hex digits (EIP-55 when mixed case)",
                 },
                 "amountUsdc": { "type": "number", "minimum": 0.000001, "description": "At most 6 decimals" },
@@ -362,8 +367,8 @@ pub const SPEC: &[Operation] = &[
                 "message": { "type": ["string", "null"], "description": "A leading /command runs that command" },
                 "command": { "type": ["string", "null"] },
             }, "anyOf": [
-                { "required": ["message"], "properties": { "message": { "type": "string", "pattern": "\\S" } } },
-                { "required": ["command"], "properties": { "command": { "type": "string", "pattern": "[^\\s/]" } } },
+                { "required": ["message"], "properties": { "message": { "type": "string", "pattern": NOT_BLANK } } },
+                { "required": ["command"], "properties": { "command": { "type": "string", "pattern": "^[^\\u0000]*[^\\s/\\u0000][^\\u0000]*$" } } },
             ]})
         }),
         response: || json!({ "type": "object" }),
@@ -449,7 +454,8 @@ pub const SPEC: &[Operation] = &[
 ];
 
 pub(super) fn enabled_body() -> Value {
-    json!({ "type": "object", "required": ["enabled"], "properties": { "enabled": { "type": "boolean" } } })
+    json!({ "type": "object", "required": ["enabled"], "additionalProperties": false,
+        "properties": { "enabled": { "type": "boolean" } } })
 }
 
 pub(super) fn success(data: Value) -> Value {

@@ -14,6 +14,8 @@ use crate::services::payments::{Offer, catalog};
 use crate::services::{ServiceError, Services};
 use crate::x402::describe;
 
+use super::text_rules;
+
 /// How many agents (on one network each) the document lists: an indexer reads it whole,
 /// so it stays a size one request can carry.
 pub const LISTED_OFFERS: usize = 200;
@@ -46,7 +48,7 @@ pub async fn add_paid_addresses(services: &Services, document: &mut Value) -> Re
 fn addresses(services: &Services, offer: &Offer, templates: &Templates) -> Vec<(String, Value)> {
     let agent_path = format!("/x402/{}/{}", offer.network, offer.agent.id);
     let message = json!({ "type": "object", "required": ["message"], "properties": {
-        "message": { "type": "string", "minLength": 1, "pattern": "\\S",
+        "message": { "type": "string", "minLength": 1, "pattern": text_rules::NOT_BLANK,
             "description": "Free text for the agent (a leading /command runs that command, at its price)" },
     }});
     let mut listed = vec![(
@@ -83,7 +85,8 @@ fn command_item(offer: &Offer, command: &Command, template: &Value) -> Value {
 
 /// The template path item at one price with one request body: the price list (`get`)
 /// and the paid request (`post`, with the payment headers as its only parameters).
-fn path_item(template: &Value, id: String, summary: String, price: MicroUsdc, body: Value) -> Value {
+fn path_item(template: &Value, id: String, summary: String, price: MicroUsdc, mut body: Value) -> Value {
+    text_rules::state_on(&mut body);
     let mut item = template.clone();
     for (method, operation) in item.as_object_mut().into_iter().flatten() {
         operation["operationId"] = json!(format!("{id}_{method}"));

@@ -42,6 +42,15 @@ fn delivery() -> Value {
     }})
 }
 
+/// A label without control characters.
+const NO_CONTROL: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
+
+/// Where deliveries go: http(s), and a public address unless the operator allows it.
+fn webhook_url() -> Value {
+    json!({ "type": "string", "maxLength": 2048, "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^\\u0000]*$",
+        "description": "An http or https URL whose host resolves to public addresses only" })
+}
+
 /// The event types an endpoint may name, or `*` for all.
 fn events() -> Value {
     let mut names: Vec<&str> = EVENT_TYPES.to_vec();
@@ -72,9 +81,9 @@ pub const WEBHOOKS: &[Operation] = &[
         keyed: true,
         pending: false,
         request: Some(|| {
-            json!({ "type": "object", "required": ["url", "events"], "properties": {
-                "url": { "type": "string", "maxLength": 2048 }, "events": events(),
-                "description": { "type": ["string", "null"], "maxLength": 200 },
+            json!({ "type": "object", "required": ["url", "events"], "additionalProperties": false, "properties": {
+                "url": webhook_url(), "events": events(),
+                "description": { "type": ["string", "null"], "maxLength": 200, "pattern": NO_CONTROL },
             }})
         }),
         response: || success(endpoint(true)),
@@ -103,9 +112,9 @@ pub const WEBHOOKS: &[Operation] = &[
         keyed: true,
         pending: false,
         request: Some(|| {
-            json!({ "type": "object", "minProperties": 1, "properties": {
-                "url": { "type": "string", "maxLength": 2048 }, "events": events(),
-                "description": { "type": ["string", "null"], "maxLength": 200 },
+            json!({ "type": "object", "minProperties": 1, "additionalProperties": false, "properties": {
+                "url": webhook_url(), "events": events(),
+                "description": { "type": ["string", "null"], "maxLength": 200, "pattern": NO_CONTROL },
                 "enabled": { "type": "boolean" },
             }})
         }),
@@ -184,8 +193,8 @@ pub const WEBHOOKS: &[Operation] = &[
         keyed: true,
         pending: false,
         request: Some(|| {
-            json!({ "type": "object", "required": ["below_usdc"], "properties": {
-                "below_usdc": { "type": "string", "pattern": "^[0-9]+(\\.[0-9]{1,6})?$", "description": "Decimal USDC, e.g. 5.00" },
+            json!({ "type": "object", "required": ["below_usdc"], "additionalProperties": false, "properties": {
+                "below_usdc": { "type": "string", "pattern": "^0*[0-9]{1,13}(\\.[0-9]{1,6})?$", "description": "Decimal USDC, e.g. 5.00" },
             }})
         }),
         response: || success(json!({ "type": ["object", "null"] })),
