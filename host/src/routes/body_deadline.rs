@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use tokio::time::Sleep;
+use tokio::time::{Instant, Sleep};
 
 /// A body arriving at least this fast (bytes per second) is never cut off.
 const GRACE_BYTES_PER_SEC: u64 = 64 * 1024;
@@ -24,7 +24,10 @@ pub struct BodyTimedOut(pub Duration);
 pub struct BodyDeadline<B> {
     inner: B,
     limit: Duration,
-    deadline: Pin<Box<Sleep>>,
+    /// When the deadline is, until a read first has to wait: most bodies are in with their
+    /// headers (or empty), and never need a timer.
+    due: Instant,
+    timer: Option<Pin<Box<Sleep>>>,
     /// Bytes that arrived, beyond those that already moved the deadline.
     unspent: u64,
 }
@@ -34,8 +37,17 @@ impl<B> BodyDeadline<B> {
         BodyDeadline {
             inner,
             limit,
-            deadline: Box::pin(tokio::time::sleep(limit)),
+            due: Instant::now() + limit,
+            timer: None,
             unspent: 0,
+        }
+    }
+
+    /// Moves the deadline `by` later, with its timer if it has one.
+    fn extend(&mut self, by: Duration) {
+        self.due += by;
+        if let Some(timer) = &mut self.timer {
+            timer.as_mut().reset(self.due);
         }
     }
 }
@@ -55,13 +67,16 @@ where
                 let seconds = self.unspent / GRACE_BYTES_PER_SEC;
                 if seconds > 0 {
                     self.unspent %= GRACE_BYTES_PER_SEC;
-                    let later = self.deadline.deadline() + Duration::from_secs(seconds);
-                    self.deadline.as_mut().reset(later);
+                    self.extend(Duration::from_secs(seconds));
                 }
             }
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
-        match self.deadline.as_mut().poll(cx) {
+        let due = self.due;
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
+        match timer.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimedOut(self.limit))))),
             Poll::Pending => Poll::Pending,
         }
