@@ -146,14 +146,7 @@ impl ChatappSendRequest {
         let bad = || ApiError::validation("Invalid field 'chatId': must be a number or a numeric string");
         match &self.chat_id {
             // `5.0` is a whole number too, as JSON Schema's `integer` says.
-            Value::Number(n) => n
-                .as_i64()
-                .or_else(|| {
-                    n.as_f64()
-                        .filter(|f| f.fract() == 0.0 && f.abs() < 1e18)
-                        .map(|f| f as i64)
-                })
-                .ok_or_else(bad),
+            Value::Number(n) => n.as_i64().or_else(|| n.as_f64().and_then(whole_float)).ok_or_else(bad),
             Value::String(s) => {
                 let s = s.trim();
                 let digits = s.strip_prefix('-').unwrap_or(s);
@@ -321,8 +314,14 @@ impl TransferRequest {
     }
 }
 
-/// For a field where `null` means something (remove it): `Some(None)` when sent as `null`,
-/// `None` when left out. Used as `#[serde(default, deserialize_with = "requests::present")]`.
+/// A float that is an integer a client could have meant exactly: from 2^53 a float stands
+/// for several integers (`9007199254740993.0` reads as ...992), and using one of them would
+/// be using a number nobody sent.
+fn whole_float(float: f64) -> Option<i64> {
+    const INEXACT_FROM: f64 = 9_007_199_254_740_992.0; // 2^53
+    (float.fract() == 0.0 && float.abs() < INEXACT_FROM).then_some(float as i64)
+}
+
 /// A whole number given as JSON writes it, `2` or `2.0` (JSON Schema's `integer` is both),
 /// or null. A fraction, or a number out of `T`'s range, is refused naming the field.
 pub fn whole<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
@@ -334,16 +333,14 @@ where
     let Some(number) = <Option<serde_json::Number> as Deserialize>::deserialize(deserializer)? else {
         return Ok(None);
     };
-    let whole = number.as_i64().or_else(|| {
-        let float = number.as_f64()?;
-        // 2^63 is exactly representable; anything from it up is out of every range here.
-        (float.fract() == 0.0 && float.abs() < 9_223_372_036_854_775_808.0).then_some(float as i64)
-    });
+    let whole = number.as_i64().or_else(|| whole_float(number.as_f64()?));
     let out_of_range = || D::Error::custom(format!("{number} is not a whole number in range"));
     let whole = whole.ok_or_else(out_of_range)?;
     T::try_from(whole).map(Some).map_err(|_| out_of_range())
 }
 
+/// For a field where `null` means something (remove it): `Some(None)` when sent as `null`,
+/// `None` when left out. Used as `#[serde(default, deserialize_with = "requests::present")]`.
 pub fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
 where
     D: serde::Deserializer<'de>,
@@ -368,6 +365,16 @@ mod tests {
             let err = decode_json::<ChatRequest>(body.as_bytes()).unwrap_err();
             assert!(err.message.contains("maxToolCalls"), "{refused}: {}", err.message);
         }
+        // Past 2^53 a float is not the integer written: refused, never rounded to another.
+        let near = r#"{"chatId":9007199254740993.0,"text":"hi","replyToMessageId":9007199254740993.0}"#;
+        let err = decode_json::<ChatappSendRequest>(near.as_bytes()).unwrap_err();
+        assert!(err.message.contains("replyToMessageId"), "{}", err.message);
+        let near = r#"{"chatId":9007199254740993.0,"text":"hi"}"#;
+        let send: ChatappSendRequest = decode_json(near.as_bytes()).unwrap();
+        assert!(send.chat_id().is_err());
+        let exact = r#"{"chatId":-1001234567890.0,"text":"hi"}"#;
+        let send: ChatappSendRequest = decode_json(exact.as_bytes()).unwrap();
+        assert_eq!(send.chat_id().unwrap(), -1_001_234_567_890);
     }
 
     #[test]

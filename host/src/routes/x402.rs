@@ -112,20 +112,18 @@ fn insert_header(response: &mut Response, name: &'static str, value: &str) {
     }
 }
 
-/// The payment header a request carries, and its version; none is a request for the price.
-fn presented(headers: &HeaderMap) -> Result<Option<(Version, String)>, ApiError> {
+/// The payment header a request carries, and its version (none is a request for the
+/// price); and whether it carries both, a payment that cannot be read (refused once the
+/// price is known, with it, as any other). Version 2 answers for both.
+fn presented(headers: &HeaderMap) -> (Option<(Version, String)>, bool) {
     let read = |version: Version| {
         headers
             .get(version.payment_header())
             .map(|v| (version, v.to_str().unwrap_or_default().to_string()))
     };
     match (read(Version::V1), read(Version::V2)) {
-        (Some(_), Some(_)) => Err(ApiError::new(
-            StatusCode::PAYMENT_REQUIRED,
-            "invalid_payment",
-            "Send one payment: X-PAYMENT (x402 version 1) or PAYMENT-SIGNATURE (version 2), not both",
-        )),
-        (one, other) => Ok(one.or(other)),
+        (Some(_), Some(v2)) => (Some(v2), true),
+        (one, other) => (one.or(other), false),
     }
 }
 
@@ -340,10 +338,7 @@ async fn purchase_of(
         Ok(address) => address,
         Err(err) => return x402_error(err, Version::V1),
     };
-    let presented = match presented(&headers) {
-        Ok(presented) => presented,
-        Err(err) => return x402_error(err, Version::V1),
-    };
+    let (presented, both_headers) = presented(&headers);
     let version = presented.as_ref().map(|(v, _)| *v).unwrap_or(Version::V1);
     // Over the size limit or not JSON: refused in the paid API's envelope, not the
     // framework's plain text.
@@ -386,8 +381,7 @@ async fn purchase_of(
     };
     // Why a payment was refused; a v2 client reads it in the PAYMENT-REQUIRED header of
     // the 402, as the reference servers send it.
-    let refused = |err: ServiceError| {
-        let err: ApiError = err.into();
+    let refused = |err: ApiError| {
         let (status, reason) = (err.status, err.message.clone());
         let mut response = x402_error(err, version);
         if version == Version::V2
@@ -398,18 +392,25 @@ async fn purchase_of(
         }
         response
     };
+    if both_headers {
+        return refused(ApiError::new(
+            StatusCode::PAYMENT_REQUIRED,
+            "invalid_payment",
+            "Send one payment: X-PAYMENT (x402 version 1) or PAYMENT-SIGNATURE (version 2), not both",
+        ));
+    }
     let ready = offer.takes(version).and_then(|()| {
         wire::decode_payment(version, &header, offer.network_names())
             .map_err(|err| ServiceError::from(payments::X402Error::Refused(err)))
     });
     let payment: Payment = match ready {
         Ok(payment) => payment,
-        Err(err @ ServiceError::X402(payments::X402Error::Refused(_))) => return refused(err),
+        Err(err @ ServiceError::X402(payments::X402Error::Refused(_))) => return refused(err.into()),
         Err(err) => return x402_error(err.into(), version),
     };
     let sale = match purchase::buy(services, checked, &payment, Some(&client.0)).await {
         Ok(sale) => sale,
-        Err(err) => return refused(err),
+        Err(err) => return refused(err.into()),
     };
     sold(&offer, sale, version, &services.public_base_url)
 }

@@ -73,7 +73,8 @@ pub async fn connect(
         XError::Transport(m) => SocialError::Unreachable(m).into(),
     })?;
     let username = me["data"]["username"].as_str().unwrap_or_default().to_string();
-    let expires_at = expires_in.map(|secs| crate::clock::now_ms() / 1000 + secs);
+    // X's tokens live two hours; anything past a year is a client's mistake, not a date.
+    let expires_at = expires_in.map(|secs| crate::clock::now_ms() / 1000 + secs.clamp(0, 366 * 24 * 3600));
     store_tokens(
         services,
         agent,

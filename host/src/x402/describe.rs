@@ -202,12 +202,11 @@ fn param_description(command: &Command, param: &ParamSpec) -> String {
     }
 }
 
-/// The body a command's own address takes: its parameters alone, as JSON Schema.
+/// The body a command's own address takes: its parameters (and, if it likes, the
+/// command's name), as JSON Schema.
 pub fn parameters_schema(command: &Command) -> Value {
+    // At the command's own address the body may still name it, but need not.
     let (_, mut schema) = command_body(command);
-    if let Some(properties) = schema["properties"].as_object_mut() {
-        properties.remove("command");
-    }
     if let Some(required) = schema["required"].as_array_mut() {
         required.retain(|name| name != "command");
     }

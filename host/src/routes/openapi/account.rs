@@ -356,7 +356,7 @@ pub const ACCOUNT: &[Operation] = &[
             json!({ "type": "object", "required": ["access_token"], "properties": {
                 "access_token": { "type": "string", "pattern": BEARER_TOKEN },
                 "refresh_token": { "type": ["string", "null"] },
-                "expires_in": { "type": ["integer", "null"], "description": "Seconds until the access token expires" },
+                "expires_in": { "type": ["integer", "null"], "description": "Seconds until the access token expires (counted up to a year)" },
             }, "additionalProperties": false })
         }),
         response: || success(json!({ "type": "object", "required": ["username", "enabled"] })),

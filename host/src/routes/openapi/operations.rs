@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::text_rules::NOT_BLANK;
+use super::text_rules::{COMMAND_NAMED, NOT_BLANK};
 
 pub struct Operation {
     pub method: &'static str,
@@ -368,7 +368,7 @@ pub const SPEC: &[Operation] = &[
                 "command": { "type": ["string", "null"] },
             }, "anyOf": [
                 { "required": ["message"], "properties": { "message": { "type": "string", "pattern": NOT_BLANK } } },
-                { "required": ["command"], "properties": { "command": { "type": "string", "pattern": "^[^\\u0000]*[^\\s/\\u0000][^\\u0000]*$" } } },
+                { "required": ["command"], "properties": { "command": { "type": "string", "pattern": COMMAND_NAMED } } },
             ]})
         }),
         response: || json!({ "type": "object" }),

@@ -47,7 +47,7 @@ pub async fn add_paid_addresses(services: &Services, document: &mut Value) -> Re
 /// The agent's address (a message) and each paid command's, as (path, path item).
 fn addresses(services: &Services, offer: &Offer, templates: &Templates) -> Vec<(String, Value)> {
     let agent_path = format!("/x402/{}/{}", offer.network, offer.agent.id);
-    let message = json!({ "type": "object", "required": ["message"], "properties": {
+    let message = json!({ "type": "object", "required": ["message"], "additionalProperties": false, "properties": {
         "message": { "type": "string", "minLength": 1, "pattern": text_rules::NOT_BLANK,
             "description": "Free text for the agent (a leading /command runs that command, at its price)" },
     }});

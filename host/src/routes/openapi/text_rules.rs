@@ -8,8 +8,19 @@ use serde_json::{Value, json};
 /// A text without U+0000.
 pub const NO_NUL: &str = "^[^\\u0000]*$";
 
+/// What `str::trim` removes (Unicode White_Space), inside a regex class. Not `\s`: ECMA-262
+/// leaves out U+0085 and schemathesis reads it as ASCII, where the server trims them all.
+macro_rules! white_space {
+    () => {
+        "\\u0009-\\u000d\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+    };
+}
+
 /// Text that is not only white space.
-pub const NOT_BLANK: &str = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$";
+pub const NOT_BLANK: &str = concat!("^[^\\u0000]*[^\\u0000", white_space!(), "][^\\u0000]*$");
+
+/// A command's name as a paid body gives it: something besides white space and `/`.
+pub const COMMAND_NAMED: &str = concat!("^[^\\u0000]*[^/\\u0000", white_space!(), "][^\\u0000]*$");
 
 /// Any JSON value whose keys and strings hold no U+0000, for free-form request fields.
 pub fn json_text() -> Value {
@@ -186,6 +197,34 @@ mod tests {
                 None => ["format", "enum", "const"].iter().any(|k| string.get(*k).is_some()),
             };
             assert!(stated, "a request text that may hold U+0000: {string}");
+        }
+    }
+
+    /// The class names exactly what `str::trim` removes.
+    #[test]
+    fn white_space_is_what_trim_removes() {
+        let class = white_space!();
+        let code = |hex: &str| char::from_u32(u32::from_str_radix(hex, 16).unwrap()).unwrap();
+        // Ranges are written `\uAAAA-\uBBBB`: pair each start with the next code.
+        let ranges: Vec<(char, char)> = {
+            let tokens: Vec<&str> = class.split("\\u").filter(|s| !s.is_empty()).collect();
+            let mut out = Vec::new();
+            let mut i = 0;
+            while i < tokens.len() {
+                if let Some(from) = tokens[i].strip_suffix('-') {
+                    out.push((code(from), code(tokens[i + 1])));
+                    i += 2;
+                } else {
+                    out.push((code(tokens[i]), code(tokens[i])));
+                    i += 1;
+                }
+            }
+            out
+        };
+        assert!(ranges.len() > 5);
+        for c in (0..=0x10FFFF).filter_map(char::from_u32) {
+            let in_class = ranges.iter().any(|(from, to)| (*from..=*to).contains(&c));
+            assert_eq!(in_class, c.is_whitespace(), "U+{:04X}", c as u32);
         }
     }
 
