@@ -221,6 +221,10 @@ async fn a_v2_payment_on_base_must_match_the_offer_and_is_served_once_across_ver
         (reply.status, reply.json()["code"].clone()),
         (402, json!("invalid_payment"))
     );
+    // Refused once priced, as any refused v2 payment: the requirement names why.
+    let v2 = payment_required(&reply);
+    assert_eq!(v2["error"], reply.json()["error"]);
+    assert!(v2["accepts"].as_array().is_some_and(|a| !a.is_empty()), "{v2}");
     assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "nothing moved");
 
     // Offered extensions echoed back may be added to, never changed.
