@@ -289,39 +289,30 @@ async fn http2_with_prior_knowledge_is_served() {
     // Each environment is kept while its server runs (on PostgreSQL its database goes with it).
     let env = TestEnv::new().with_env("AGENT_HOST_HTTP2_CLEARTEXT", "true");
     let server = env.serve();
-    let mut curl = tokio::process::Command::new("curl");
-    curl.args([
-        "-sS",
-        "--http2-prior-knowledge",
-        "-o",
-        "/dev/null",
-        "-w",
-        "%{http_version} %{http_code}",
-    ])
-    .arg(server.url("/openapi.json"));
-    let output = curl.output().await.expect("curl runs");
-    assert_eq!(
-        String::from_utf8_lossy(&output.stdout),
-        "2 200",
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let (answer, stderr) = http2_prior_knowledge(&server.url("/openapi.json")).await;
+    assert_eq!(answer, "2 200", "{stderr}");
 
     let plain = TestEnv::new();
     let http1_only = plain.serve();
-    let mut curl = tokio::process::Command::new("curl");
-    curl.args([
-        "-sS",
-        "--http2-prior-knowledge",
-        "-o",
-        "/dev/null",
-        "-w",
-        "%{http_version} %{http_code}",
-    ])
-    .arg(http1_only.url("/openapi.json"));
-    let output = curl.output().await.expect("curl runs");
-    assert!(
-        !String::from_utf8_lossy(&output.stdout).starts_with("2 200"),
-        "{output:?}"
-    );
+    let (answer, stderr) = http2_prior_knowledge(&http1_only.url("/openapi.json")).await;
+    assert!(!answer.starts_with("2 200"), "{answer} {stderr}");
+}
+
+/// curl speaking HTTP/2 from its first byte: "<http version> <status>", and its stderr.
+async fn http2_prior_knowledge(url: &str) -> (String, String) {
+    let output = tokio::process::Command::new("curl")
+        .args([
+            "-sS",
+            "--http2-prior-knowledge",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_version} %{http_code}",
+            url,
+        ])
+        .output()
+        .await
+        .expect("curl runs");
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    (text(&output.stdout), text(&output.stderr))
 }

@@ -42,7 +42,7 @@ async fn scrape(State(state): State<AppState>, headers: HeaderMap) -> Response {
         ),
         false => (
             "text/plain; version=0.0.4; charset=utf-8",
-            crate::telemetry::metrics::encode_text_format(),
+            crate::telemetry::text_format::from_openmetrics(&crate::telemetry::metrics::encode()),
         ),
     };
     ([(header::CONTENT_TYPE, content_type)], body).into_response()

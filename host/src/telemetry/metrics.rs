@@ -28,8 +28,8 @@ pub fn metrics() -> Option<&'static Metrics> {
     ENABLED.load(Ordering::Relaxed).then(|| &*METRICS)
 }
 
-/// Starts recording, with the label caps of the settings.
-/// Starts measuring. With `named` agents, only they get labels of their own.
+/// Starts recording, with the label caps of the settings; with `named` agents, only they
+/// get labels of their own.
 pub fn enable(max_agents: usize, max_commands: usize, named: &[String]) {
     METRICS.labels.set_caps(max_agents, max_commands);
     METRICS.labels.name_only(named);
@@ -42,13 +42,6 @@ pub fn encode() -> String {
     // Writing to a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut text, &METRICS.registry);
     text
-}
-
-/// The exposition in Prometheus's older text format (0.0.4), for clients that do not
-/// accept OpenMetrics: a counter's family is named with its `_total`, and the `# UNIT` and
-/// `# EOF` lines go.
-pub fn encode_text_format() -> String {
-    super::text_format::from_openmetrics(&encode())
 }
 
 type Labels<const N: usize> = [(&'static str, &'static str); N];

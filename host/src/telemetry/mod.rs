@@ -4,7 +4,7 @@
 mod hot_path;
 mod labels;
 pub mod metrics;
-mod text_format;
+pub mod text_format;
 pub mod traces;
 
 use tracing_subscriber::Layer;

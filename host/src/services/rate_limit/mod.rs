@@ -10,11 +10,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 mod leases;
+mod plugin_llm;
+mod x402;
 
 use crate::domain::RateLimits;
 use crate::rate_window::{DAY_MS, MINUTE_MS, WindowCount};
 use crate::store::{Store, StoreError, UsageRow};
 use leases::Leases;
+pub use plugin_llm::PluginLlmBudget;
+pub use x402::X402Limiter;
 
 /// Keys tracked at once before idle ones are dropped: many client addresses cannot grow
 /// memory without bound (past it, keys idle for two days go first, then for two minutes).
@@ -283,91 +287,6 @@ impl AuthThrottle {
     /// Counts a failed attempt of `client`.
     pub fn failed(&self, client: &str, now_ms: i64) {
         self.failures.check(client, self.limits, now_ms);
-    }
-}
-
-/// The language-model tokens each account's plugins may ask for per minute and per day,
-/// counted at each call's worst case (see `plugins/host/llm.rs`), across hosts.
-pub struct PluginLlmBudget {
-    tokens: Limiter,
-    limits: RateLimits,
-}
-
-impl PluginLlmBudget {
-    pub fn new(store: &Store, limits: RateLimits) -> PluginLlmBudget {
-        PluginLlmBudget {
-            tokens: Limiter::new(store, "plugin_llm_tokens"),
-            limits,
-        }
-    }
-}
-
-impl crate::plugins::LlmBudget for PluginLlmBudget {
-    fn charge<'a>(
-        &'a self,
-        account: &'a str,
-        tokens: u32,
-    ) -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>> {
-        Box::pin(async move {
-            let decision = self
-                .tokens
-                .check_n(account, self.limits, crate::clock::now_ms(), tokens)
-                .await
-                .map_err(|e| {
-                    tracing::error!(error = %e, "could not count a plugin's language-model tokens");
-                    "the language-model budget cannot be checked now; try again".to_string()
-                })?;
-            if decision.allowed {
-                return Ok(());
-            }
-            Err(format!(
-                "this account's plugins have used their language-model budget ({} tokens a minute, {} a day: account_plugin_llm_tokens_per_minute/_per_day); retry in {} s",
-                self.limits.per_minute, self.limits.per_day, decision.retry_after_secs
-            ))
-        })
-    }
-}
-
-/// The unkeyed x402 endpoints' abuse limits: every request per client address, and every
-/// signed payment per payer (counted after its signature checks, before any chain call,
-/// so nobody can spend another payer's allowance).
-pub struct X402Limiter {
-    clients: Limiter,
-    payers: Limiter,
-    client_limits: RateLimits,
-    payer_limits: RateLimits,
-}
-
-impl X402Limiter {
-    pub fn new(store: &Store, client_limits: RateLimits, payer_limits: RateLimits) -> X402Limiter {
-        X402Limiter {
-            clients: Limiter::new(store, "x402_client"),
-            payers: Limiter::new(store, "x402_payer"),
-            client_limits,
-            payer_limits,
-        }
-    }
-
-    pub async fn client(&self, address: &str, now_ms: i64) -> Result<RateDecision, StoreError> {
-        self.clients.check(address, self.client_limits, now_ms).await
-    }
-
-    pub async fn payer(&self, network: &str, payer: &str, now_ms: i64) -> Result<RateDecision, StoreError> {
-        self.payers
-            .check(&format!("{network}:{payer}"), self.payer_limits, now_ms)
-            .await
-    }
-
-    /// Charges `n` requests to a client address, whatever room is left.
-    pub async fn charge_client(&self, address: &str, now_ms: i64, n: u32) -> Result<(), StoreError> {
-        self.clients.charge(address, self.client_limits, now_ms, n).await
-    }
-
-    /// Charges `n` payments to a payer, whatever room is left.
-    pub async fn charge_payer(&self, network: &str, payer: &str, now_ms: i64, n: u32) -> Result<(), StoreError> {
-        self.payers
-            .charge(&format!("{network}:{payer}"), self.payer_limits, now_ms, n)
-            .await
     }
 }
 
