@@ -11,6 +11,8 @@
 # counts when measured so, since the machine drifts between runs more than such changes.
 # Build a baseline: git worktree add /tmp/base <commit>; (cd /tmp/base && cargo build
 #   --release -p agent-host); cp "$CARGO_TARGET_DIR/release/agent-host" /var/tmp/agent-host-base
+# CANDIDATE=<binary> measures that binary in place of this tree's (to bisect between two
+# older commits' binaries).
 # Usage: bench/http-load.sh [SECONDS] [sqlite|postgres] [BASELINE] [ROUNDS]   (needs wrk:
 #        apt-get install wrk; postgres starts a throwaway cluster with scripts/postgres.sh)
 set -euo pipefail
@@ -22,9 +24,10 @@ baseline="${3:-}"
 rounds="${4:-3}"
 [ -n "$baseline" ] || rounds=1
 command -v wrk >/dev/null || { echo "wrk is required: apt-get install wrk" >&2; exit 1; }
-cargo build --release --locked -q -p agent-host
+[ -n "${CANDIDATE:-}" ] || cargo build --release --locked -q -p agent-host
 cargo build --release --locked -q -p agent-host-bench --example bare_server
 target="${CARGO_TARGET_DIR:-$PWD/target}/release"
+candidate="${CANDIDATE:-$target/agent-host}"
 scratch_dir
 pgdir=""
 trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; [ -n "$pgdir" ] && scripts/postgres.sh stop "$pgdir"; rm -rf "$data"' EXIT
@@ -85,12 +88,12 @@ echo "wrk -t1 -c64 -d${secs}s, $backend, release builds, $rounds round(s), $(npr
 for round in $(seq 1 "$rounds"); do
     measure bare execute "$bare/v1/agents/helper/commands/hello/execute" -s "$data/post.lua"
     if [ -z "$baseline" ]; then
-        turn candidate "$target/agent-host" "$round"
+        turn candidate "$candidate" "$round"
     elif [ $((round % 2)) -eq 1 ]; then
         turn baseline "$baseline" "$round"
-        turn candidate "$target/agent-host" "$round"
+        turn candidate "$candidate" "$round"
     else
-        turn candidate "$target/agent-host" "$round"
+        turn candidate "$candidate" "$round"
         turn baseline "$baseline" "$round"
     fi
     measure bare execute "$bare/v1/agents/helper/commands/hello/execute" -s "$data/post.lua"

@@ -21,14 +21,15 @@ start_server() {
     metrics_url="$(sed -nE 's/.*"metrics":"(http:[^"]+)".*/\1/p' "$dir/ready")"
 }
 
-# Seeds the demo agent (examples/helper.toml) for an account without rate limits in the data
+# Seeds the demo agent (examples/helper.toml, or the manifest DEMO_AGENT names: an older
+# commit's, for its binary) for an account without rate limits in the data
 # dir $2 of the binary $1, then starts the server there. Sets `key` (the account's API key),
 # `server` and `base`.
 serve_demo_agent() {
     local bin="$1" dir="$2"
     "$bin" --data-dir "$dir" account create bench --plan enterprise --rpm 1000000000 --rpd 1000000000 >/dev/null
     key="$("$bin" --data-dir "$dir" key create --account bench 2>/dev/null)"
-    "$bin" --data-dir "$dir" agent apply examples/helper.toml --account bench >/dev/null
+    "$bin" --data-dir "$dir" agent apply "${DEMO_AGENT:-examples/helper.toml}" --account bench >/dev/null
     start_server "$bin" "$dir"
 }
 

@@ -4,16 +4,17 @@
 # time, and with their callees) as shares of the server's CPU. Divide by the requests
 # served (printed) for microseconds per request. Release builds have no debug info; perf
 # unwinds through .eh_frame, which they keep.
-# Usage: bench/profile.sh [execute|list|mcp] [SECONDS]   (needs perf and wrk; KEEP_PERF=FILE keeps
-#        the samples for perf report)
+# BIN=<binary> profiles that binary instead of this tree's (an older commit's, to compare).
+# Usage: bench/profile.sh [execute|list|health|mcp] [SECONDS]   (needs perf and wrk;
+#        KEEP_PERF=FILE keeps the samples for perf report)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 what="${1:-execute}"
 secs="${2:-8}"
 command -v perf >/dev/null || { echo "perf is required: apt-get install linux-perf" >&2; exit 1; }
-cargo build --release --locked -q -p agent-host
-bin="${CARGO_TARGET_DIR:-$PWD/target}/release/agent-host"
+[ -n "${BIN:-}" ] || cargo build --release --locked -q -p agent-host
+bin="${BIN:-${CARGO_TARGET_DIR:-$PWD/target}/release/agent-host}"
 data="$(mktemp -d)"
 server=""
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$data"' EXIT
@@ -23,11 +24,12 @@ execute_lua "$data/post.lua"
 case "$what" in
 execute) args=(-s "$data/post.lua" "$base/v1/agents/helper/commands/hello/execute") ;;
 list) args=("$base/v1/agents/helper/commands") ;;
+health) args=("$base/health") ;;
 mcp)
     mcp_call_lua "$data/mcp.lua"
     args=(-H "authorization: Bearer $key" -s "$data/mcp.lua" "$base/mcp/helper")
     ;;
-*) echo "execute, list or mcp" >&2; exit 2 ;;
+*) echo "execute, list, health or mcp" >&2; exit 2 ;;
 esac
 wrk -t1 -c64 -d2s -H "x-api-key: $key" "${args[@]}" >/dev/null # warm up
 # The server's CPU time (user + system, in clock ticks) over the whole measured run.

@@ -465,10 +465,19 @@ impl LocalSolana {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("start {helper}: {e}"));
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .expect("read the helper's ready line");
+        // Its start can stall (the embedded validator never says it is ready): waited on
+        // for a bounded time, then killed and tried again, never waited on forever.
+        let stdout = child.stdout.take().unwrap();
+        let (sender, said) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = sender.send(line);
+        });
+        let Ok(line) = said.recv_timeout(Duration::from_secs(90)) else {
+            kill(&mut child);
+            return Err("no ready line within 90 s".into());
+        };
         let Ok(ready) = serde_json::from_str::<Value>(line.trim()) else {
             let mut stderr = String::new();
             let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr);

@@ -52,7 +52,7 @@ async fn descriptor() -> axum::Json<Value> {
 }
 
 async fn health(State(state): State<AppState>) -> impl IntoResponse {
-    let reachable = state.services.store.ping().await;
+    let reachable = state.services.store.reachable().await;
     let (compiled, cached) = state.services.plugins.cache_stats();
     let status = if reachable {
         StatusCode::OK

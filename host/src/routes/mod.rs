@@ -9,6 +9,7 @@ pub mod client;
 mod console;
 mod cors;
 mod discovery;
+mod edge;
 mod guard;
 mod jobs;
 mod keyed;
@@ -26,18 +27,26 @@ mod x402;
 
 pub use state::AppState;
 
+use std::convert::Infallible;
+
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
+use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{Method, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
+use tower::{Layer, Service};
 
 use crate::error::ApiError;
 
-pub fn router(state: AppState) -> Router {
+/// The public API as one service. Only the request's span sits on each route (it needs the
+/// matched route's template); the rest is applied once around the router (see `edge`).
+pub fn router(
+    state: AppState,
+) -> impl Service<Request, Response = Response, Error = Infallible, Future: Send + 'static> + Clone + Send + Sync + 'static
+{
     let max_body = state.services.settings.server.max_body_bytes;
     // Browsers: any page may pay; the operator's listed origins may call the keyed API.
-    let cors = cors::layer(&state.services.settings.server);
-    Router::new()
+    let cors = cors::Cors::new(&state.services.settings.server);
+    let router = Router::new()
         .merge(meta::routes(state.clone()))
         .merge(keyed::routes(state.clone()))
         .merge(account::routes(state.clone()))
@@ -50,29 +59,12 @@ pub fn router(state: AppState) -> Router {
         .merge(console::routes())
         .fallback(unknown_route)
         .method_not_allowed_fallback(wrong_method)
-        .layer(DefaultBodyLimit::max(max_body))
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_response))
-        .layer(axum::middleware::map_response(security_headers))
-        .layer(cors)
-        // Outermost: the request id and span cover everything above, panics included.
-        // Expected failures (a plugin's execution_error, a 501) are answers, not incidents:
-        // they are traced at debug; real faults are logged where they happen.
-        .layer(axum::middleware::from_fn(request_span::serve_in_span))
-        .with_state(state)
-}
-
-/// The API's answers are data, never a page: a browser must not sniff them into HTML, run
-/// or load anything from them, or frame them. The console's files set their own policy.
-async fn security_headers(mut response: Response) -> Response {
-    use axum::http::{HeaderValue, header};
-    let headers = response.headers_mut();
-    headers
-        .entry(header::X_CONTENT_TYPE_OPTIONS)
-        .or_insert(HeaderValue::from_static("nosniff"));
-    headers
-        .entry(header::CONTENT_SECURITY_POLICY)
-        .or_insert(HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"));
-    response
+        // The request id and span cover the route and its panics. Expected failures (a
+        // plugin's execution_error, a 501) are answers, not incidents: they are traced at
+        // debug; real faults are logged where they happen.
+        .layer(request_span::RequestSpanLayer)
+        .with_state(state);
+    edge::Edge::new(DefaultBodyLimit::max(max_body).layer(router), cors)
 }
 
 async fn unknown_route(method: Method, uri: Uri) -> ApiError {
@@ -85,9 +77,4 @@ async fn wrong_method(method: Method, uri: Uri) -> ApiError {
         "method_not_allowed",
         format!("{method} is not allowed on {}", uri.path()),
     )
-}
-
-fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
-    tracing::error!("a request handler panicked");
-    ApiError::internal("Internal server error").into_response()
 }

@@ -16,6 +16,7 @@ mod jobs;
 mod keys;
 mod knowledge;
 mod kv;
+mod liveness;
 mod locks;
 pub mod migrations;
 mod payments;
@@ -127,6 +128,8 @@ pub struct Store {
     cache: Arc<cache::ReadCache>,
     /// Reads and writes sent to the database so far, by every clone.
     round_trips: Arc<std::sync::atomic::AtomicU64>,
+    /// The database's last answer to `/health`.
+    liveness: Arc<liveness::Liveness>,
 }
 
 enum Backend {
@@ -142,6 +145,7 @@ impl Store {
             backend: Arc::new(Backend::Sqlite(Sqlite::open(path, busy_timeout)?)),
             cache: Arc::default(),
             round_trips: Arc::default(),
+            liveness: Arc::default(),
         })
     }
 
@@ -152,6 +156,7 @@ impl Store {
             backend: Arc::new(Backend::Postgres(Postgres::connect(url, pool_size).await?)),
             cache: Arc::default(),
             round_trips: Arc::default(),
+            liveness: Arc::default(),
         })
     }
 
