@@ -99,7 +99,11 @@ impl RateLimiter {
     /// limit, the windows carry it into the next ones' room.
     pub fn force(&self, key: &str, now_ms: i64, n: u32) {
         let mut tracked = self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let usage = tracked.keys.entry(key.to_string()).or_default();
+        // Looked up before inserting: the key is copied only the first time it is counted.
+        if !tracked.keys.contains_key(key) {
+            tracked.keys.insert(key.to_string(), Usage::default());
+        }
+        let usage = tracked.keys.get_mut(key).expect("inserted above");
         *usage = usage.at(now_ms);
         usage.minute.count += n;
         usage.day.count += n;
@@ -120,7 +124,11 @@ impl RateLimiter {
         if n == 0 && !tracked.keys.contains_key(key) {
             return decide(limits, now_ms, true, Usage::default().at(now_ms));
         }
-        let usage = tracked.keys.entry(key.to_string()).or_default();
+        // Looked up before inserting: the key is copied only the first time it is counted.
+        if !tracked.keys.contains_key(key) {
+            tracked.keys.insert(key.to_string(), Usage::default());
+        }
+        let usage = tracked.keys.get_mut(key).expect("inserted above");
         *usage = usage.at(now_ms);
         let allowed = usage.has_room(limits, now_ms, n.max(1));
         if allowed {
