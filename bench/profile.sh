@@ -58,8 +58,8 @@ parts = [
     ("database reads (blocking pool, SQLite or PostgreSQL)", ["rusqlite", "tokio_postgres", "Sqlite>::read", "Postgres>::read", "blocking::pool::Spawner"]),
     ("plugin: instantiate", ["instantiate_async"]),
     ("plugin: drop the instance", ["drop_in_place<wasmtime::runtime::store::StoreOpaque>"]),
-    ("plugin: the call and the rest of the run", ["PluginRuntime::execute", "commands::prepare"]),
-    ("key check and rate limit", ["keys::authenticate", "RateLimiter::check", "Leases::count"]),
+    ("plugin: the call and the rest of the run", ["services::commands::execute", "PluginRuntime"]),
+    ("key check and rate limit", ["guard::check_key", "keys::authenticate", "RateLimiter::check"]),
     ("JSON in and out", ["serde_json", "serde_path_to_error"]),
     ("HTTP: hyper and the socket", ["hyper::", "tokio::net::tcp", "writev", "readv", "recvfrom", "sendto"]),
 ]
