@@ -15,6 +15,7 @@ use axum::response::Response;
 use tower::Service;
 
 use super::cors::Cors;
+use super::request_span::{self, REQUEST_ID};
 
 #[derive(Clone)]
 pub struct Edge<S> {
@@ -47,8 +48,27 @@ where
         let (parts, body) = request.into_parts();
         let origin = self.cors.allowed_origin(&parts);
         if parts.method == Method::OPTIONS {
+            // Answered here, so the request span never sees it: the id and the count it
+            // would have given are given here.
+            let started = std::time::Instant::now();
+            let mut response = self.cors.preflight(origin);
+            let id = parts
+                .headers
+                .get(&REQUEST_ID)
+                .filter(|v| v.to_str().is_ok_and(request_span::acceptable))
+                .cloned()
+                .unwrap_or_else(request_span::new_id);
+            response.headers_mut().insert(REQUEST_ID, id);
+            if let Some(metrics) = crate::telemetry::metrics::metrics() {
+                metrics.http_finished(
+                    "OPTIONS",
+                    None,
+                    response.status().as_u16(),
+                    started.elapsed().as_secs_f64(),
+                );
+            }
             return EdgeFuture::Answered {
-                response: Some(self.cors.preflight(origin)),
+                response: Some(response),
             };
         }
         EdgeFuture::Routed {
@@ -141,6 +161,10 @@ mod tests {
             .unwrap();
         assert_eq!(routed.load(Ordering::Relaxed), 0);
         assert_eq!(answer.headers()[header::ACCESS_CONTROL_ALLOW_ORIGIN], page);
+        assert!(
+            answer.headers().contains_key(REQUEST_ID),
+            "every answer names its request"
+        );
         let allowed = answer.headers()[header::ACCESS_CONTROL_ALLOW_HEADERS].to_str().unwrap();
         assert!(allowed.split(',').any(|h| h == "payment-signature"), "{allowed}");
         // The keyed API lends nothing to an origin the operator did not list.

@@ -130,8 +130,12 @@ where
     // Counted until answered, or until the caller goes away and the request is dropped.
     let _in_flight = metrics.map(|m| m.http_in_flight());
     let started = Instant::now();
-    let served = AssertUnwindSafe(inner.call(request)).catch_unwind();
-    let mut response = match served.instrument(span.clone()).await {
+    // A panic while the future is made (in a service's `call`) or while it runs.
+    let served = match std::panic::catch_unwind(AssertUnwindSafe(|| inner.call(request))) {
+        Ok(future) => AssertUnwindSafe(future).catch_unwind().instrument(span.clone()).await,
+        Err(panic) => Err(panic),
+    };
+    let mut response = match served {
         Ok(Ok(response)) => response,
         Err(_) => span.in_scope(|| {
             tracing::error!("a request handler panicked");
@@ -154,7 +158,7 @@ where
 
 /// 32 hex digits, unique across processes and requests without a system call each: a
 /// random prefix drawn once per process, then a counter. Ids need not be unguessable.
-fn new_id() -> HeaderValue {
+pub(super) fn new_id() -> HeaderValue {
     static PREFIX: std::sync::LazyLock<u64> = std::sync::LazyLock::new(|| {
         let mut bytes = [0u8; 8];
         crate::random::fill(&mut bytes);
@@ -167,7 +171,7 @@ fn new_id() -> HeaderValue {
 }
 
 /// A caller's id is kept when it is short and plain (it is echoed and logged as is).
-fn acceptable(id: &str) -> bool {
+pub(super) fn acceptable(id: &str) -> bool {
     (1..=128).contains(&id.len())
         && id
             .bytes()
@@ -197,6 +201,31 @@ mod tests {
         let body = axum::body::to_bytes(response.into_body(), 1024).await.unwrap();
         let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(body["error"]["code"], "internal_error");
+    }
+
+    #[derive(Clone)]
+    struct PanicsWhenCalled;
+
+    impl Service<Request> for PanicsWhenCalled {
+        type Response = Response;
+        type Error = Infallible;
+        type Future = std::future::Ready<Result<Response, Infallible>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, _: Request) -> Self::Future {
+            panic!("a layer's bug, before any future exists");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_service_that_panics_in_call_is_answered_too() {
+        let request = Request::builder().body(axum::body::Body::empty()).unwrap();
+        let response = RequestSpanLayer.layer(PanicsWhenCalled).oneshot(request).await.unwrap();
+        assert_eq!(response.status(), 500);
+        assert!(response.headers().contains_key(REQUEST_ID));
     }
 
     #[test]
