@@ -13,15 +13,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use std::convert::Infallible;
-
-use axum::extract::{ConnectInfo, Request};
-use axum::response::Response;
+use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
-use tower::{Service, ServiceExt};
+use tower::ServiceExt;
 
 use super::client_stream::ClientStream;
 use crate::config::{AddressRange, ServerSettings};
@@ -274,26 +271,11 @@ fn room_within_open_files() -> usize {
     files.saturating_sub((files / 8).max(512)).max(1)
 }
 
-/// What a listener serves: the public API (`routes::router`) or the metrics.
-pub trait Api:
-    Service<Request, Response = Response, Error = Infallible, Future: Send + 'static> + Clone + Send + Sync + 'static
-{
-}
-
-impl<S> Api for S where
-    S: Service<Request, Response = Response, Error = Infallible, Future: Send + 'static>
-        + Clone
-        + Send
-        + Sync
-        + 'static
-{
-}
-
 /// Serves `router` on `listener` until `stop` turns true, then lets the open connections
 /// finish what they are answering (each told to close after it) and returns.
 pub async fn serve(
     listener: TcpListener,
-    router: impl Api,
+    router: impl crate::routes::Api,
     connections: Arc<Connections>,
     mut stop: watch::Receiver<bool>,
 ) -> io::Result<()> {
@@ -361,7 +343,7 @@ async fn wait_after_accept_error(error: io::Error) {
 async fn serve_connection(
     tcp: TcpStream,
     peer: SocketAddr,
-    router: impl Api,
+    router: impl crate::routes::Api,
     limits: &Limits,
     stop: watch::Receiver<bool>,
 ) {

@@ -52,12 +52,7 @@ where
             // would have given are given here.
             let started = std::time::Instant::now();
             let mut response = self.cors.preflight(origin);
-            let id = parts
-                .headers
-                .get(&REQUEST_ID)
-                .filter(|v| v.to_str().is_ok_and(request_span::acceptable))
-                .cloned()
-                .unwrap_or_else(request_span::new_id);
+            let id = request_span::request_id(&parts.headers);
             response.headers_mut().insert(REQUEST_ID, id);
             if let Some(metrics) = crate::telemetry::metrics::metrics() {
                 metrics.http_finished(

@@ -37,12 +37,24 @@ use tower::{Layer, Service};
 
 use crate::error::ApiError;
 
+/// What a listener serves: the public API (`router`) or the metrics.
+pub trait Api:
+    Service<Request, Response = Response, Error = Infallible, Future: Send + 'static> + Clone + Send + Sync + 'static
+{
+}
+
+impl<S> Api for S where
+    S: Service<Request, Response = Response, Error = Infallible, Future: Send + 'static>
+        + Clone
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// The public API as one service. Only the request's span sits on each route (it needs the
 /// matched route's template); the rest is applied once around the router (see `edge`).
-pub fn router(
-    state: AppState,
-) -> impl Service<Request, Response = Response, Error = Infallible, Future: Send + 'static> + Clone + Send + Sync + 'static
-{
+pub fn router(state: AppState) -> impl Api {
     let max_body = state.services.settings.server.max_body_bytes;
     // Browsers: any page may pay; the operator's listed origins may call the keyed API.
     let cors = cors::Cors::new(&state.services.settings.server);

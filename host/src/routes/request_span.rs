@@ -67,12 +67,7 @@ async fn serve_in_span<S>(request: Request, mut inner: S) -> Result<Response, In
 where
     S: Service<Request, Response = Response, Error = Infallible>,
 {
-    let id = request
-        .headers()
-        .get(&REQUEST_ID)
-        .filter(|v| v.to_str().is_ok_and(acceptable))
-        .cloned()
-        .unwrap_or_else(new_id);
+    let id = request_id(request.headers());
     // The route template, never the path itself: paths carry ids without bound.
     let route = request.extensions().get::<MatchedPath>().cloned();
     let route = route.as_ref().map(MatchedPath::as_str);
@@ -156,9 +151,18 @@ where
     Ok(response)
 }
 
+/// The request's id: the caller's when it is acceptable, else a new one.
+pub(super) fn request_id(headers: &axum::http::HeaderMap) -> HeaderValue {
+    headers
+        .get(&REQUEST_ID)
+        .filter(|v| v.to_str().is_ok_and(acceptable))
+        .cloned()
+        .unwrap_or_else(new_id)
+}
+
 /// 32 hex digits, unique across processes and requests without a system call each: a
 /// random prefix drawn once per process, then a counter. Ids need not be unguessable.
-pub(super) fn new_id() -> HeaderValue {
+fn new_id() -> HeaderValue {
     static PREFIX: std::sync::LazyLock<u64> = std::sync::LazyLock::new(|| {
         let mut bytes = [0u8; 8];
         crate::random::fill(&mut bytes);
@@ -171,7 +175,7 @@ pub(super) fn new_id() -> HeaderValue {
 }
 
 /// A caller's id is kept when it is short and plain (it is echoed and logged as is).
-pub(super) fn acceptable(id: &str) -> bool {
+fn acceptable(id: &str) -> bool {
     (1..=128).contains(&id.len())
         && id
             .bytes()
