@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Holds IDLE idle connections and SLOW slowloris ones against HOST:PORT until killed, each from
-127.0.1.x / 127.0.2.x (200 per address), opened again whenever the server closes it.
-Usage: flood.py HOST:PORT IDLE SLOW"""
+127.0.1.x / 127.0.2.x (200 per address), opened again whenever the server closes it. With
+`keepalive`, each idle connection first asks GET /health and reads the answer, so the server
+holds it as a kept-alive connection waiting for its next request rather than a new one.
+Usage: flood.py HOST:PORT IDLE SLOW [keepalive]"""
 import resource
 import selectors
 import socket
@@ -10,6 +12,8 @@ import time
 
 host, port = sys.argv[1].rsplit(":", 1)
 idle, slow = int(sys.argv[2]), int(sys.argv[3])
+keepalive = sys.argv[4:] == ["keepalive"]
+HEALTH = f"GET /health HTTP/1.1\r\nhost: {host}\r\n\r\n".encode()
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 sel = selectors.DefaultSelector()
@@ -27,6 +31,17 @@ def open_one(source, slowloris):
             continue
         if slowloris:
             s.sendall(b"POST /x402/base/seller HTTP/1.1\r\n")
+        elif keepalive:
+            try:
+                s.settimeout(10)
+                s.sendall(HEALTH)
+                answer = s.recv(4096)
+            except OSError:
+                answer = b""
+            if not answer.startswith(b"HTTP/1.1 200"):
+                s.close()
+                time.sleep(0.05)
+                continue
         s.setblocking(False)
         sel.register(s, selectors.EVENT_READ, (source, slowloris))
         return

@@ -9,12 +9,17 @@
 #     own compiled artifact): start-to-ready; then one agent with a command per component,
 #     each executed at random, with the RSS before and after, with the default budget for
 #     compiled components held in memory and with room for all of them.
-# Usage: bench/growth.sh [SECONDS]   (needs wrk; NOTES_WASM, or the built example under the
-#        target dir; part 2 uploads and compiles 1,000 components: several minutes)
+#     The cache is given room for every agent (AGENT_HOST_CACHE_MAX_MIB), so the figure is
+#     what one agent costs; then, at 10,000 agents, the same with the default bound, which
+#     the cache must keep to.
+# Usage: bench/growth.sh [SECONDS] [PARTS]   (PARTS: agents, components or both, the default;
+#        needs wrk; NOTES_WASM, or the built example under the target dir; part 2 uploads
+#        and compiles 1,000 components: several minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 secs="${1:-5}"
+parts="${2:-both}"
 command -v wrk >/dev/null || { echo "wrk is required: apt-get install wrk" >&2; exit 1; }
 cargo build --release --locked -q -p agent-host
 target="${CARGO_TARGET_DIR:-$PWD/target}"
@@ -30,7 +35,7 @@ cleanup() {
 trap cleanup EXIT
 export AGENT_HOST_LOG=warn AGENT_HOST_ACCOUNT_MAX_AGENTS=20000 AGENT_HOST_ACCOUNT_MAX_PLUGINS=2000 \
     AGENT_HOST_AGENT_MAX_COMMANDS=2000 AGENT_HOST_ACCOUNT_MAX_PLUGIN_BYTES=1000000000 \
-    AGENT_HOST_PLUGIN_MAX_COMPILES=2
+    AGENT_HOST_PLUGIN_MAX_COMPILES=2 AGENT_HOST_CACHE_MAX_MIB=1024
 seed() { python3 bench/growth_seed.py "$@"; }
 rss_mib() { awk '/^VmRSS:/ {printf "%.1f", $2 / 1024}' "/proc/$server/status"; }
 stop_server() { kill "$server"; wait "$server" 2>/dev/null || true; server=""; }
@@ -69,8 +74,16 @@ load() { # name, connections, lua script, url
 }
 
 echo "agent-host growth, $secs s per wrk run, SQLite, $(nproc) cores shared by the server and wrk"
-echo "== 1. agents"
+# RSS (KiB) after listing agents 1..$1 once, and after listing every one of $2.
+touch_rss() {
+    seed touch "$base" "$key" "$1"
+    idle="$(awk '/^VmRSS:/ {print $2}' "/proc/$server/status")"
+    seed touch "$base" "$key" "$2"
+    cached="$(awk '/^VmRSS:/ {print $2}' "/proc/$server/status")"
+}
+[ "$parts" != components ] && echo "== 1. agents"
 for agents in 1 1000 10000; do
+    [ "$parts" != components ] || break
     dir="$data/agents-$agents"
     mkdir -p "$dir"
     "$bin" --data-dir "$dir" account create bench --plan enterprise --rpm 1000000000 --rpd 1000000000 >/dev/null
@@ -91,15 +104,18 @@ for agents in 1 1000 10000; do
     if [ "$agents" -gt 1 ]; then
         restart "$dir"
         # Idle after one agent was read: the first request's one-off costs are not the agents'.
-        seed touch "$base" "$key" 1
-        idle="$(awk '/^VmRSS:/ {print $2}' "/proc/$server/status")"
-        seed touch "$base" "$key" "$agents"
-        cached="$(awk '/^VmRSS:/ {print $2}' "/proc/$server/status")"
+        touch_rss 1 "$agents"
         echo "  every agent listed once: RSS $((cached / 1024)) MiB, $(( (cached - idle) * 1024 / agents )) bytes per agent over idle"
+    fi
+    if [ "$agents" -eq 10000 ]; then
+        AGENT_HOST_CACHE_MAX_MIB=64 restart "$dir"
+        touch_rss 1 "$agents"
+        echo "  the same with the cache's default bound (64 MiB): RSS $((cached / 1024)) MiB, $(( (cached - idle) / 1024 )) MiB over idle"
     fi
     stop_server
 done
 
+[ "$parts" != agents ] || exit 0
 echo "== 2. components"
 dir="$data/components"
 mkdir -p "$dir"

@@ -442,10 +442,11 @@ impl Server {
         let (stop_tx, stop_rx) = watch::channel(false);
         let router = crate::routes::router(state.clone());
 
-        let watcher = state
-            .services
-            .store
-            .watch_for_changes(Duration::from_millis(state.services.settings.database.cache_check_ms));
+        let database = &state.services.settings.database;
+        let watcher = state.services.store.watch_for_changes(
+            Duration::from_millis(database.cache_check_ms),
+            (database.cache_max_mib as usize) << 20,
+        );
         let flusher = tokio::spawn(flush_rate_usage(state.clone(), stop_rx.clone()));
         let cleaner = tokio::spawn(jobs::clean_up_periodically((*state.services).clone(), stop_rx.clone()));
         let usage = tokio::spawn(crate::services::usage::flush_periodically(

@@ -314,7 +314,7 @@ pub struct CommandDef {
     /// The x402 price; `None` falls back to the agent's default.
     pub price: Option<MicroUsdc>,
     /// Handler-specific settings from the manifest's `config` table.
-    pub config: serde_json::Value,
+    pub config: CommandConfig,
     /// A custom command's component, as the manifest named it (resolved to a path).
     pub plugin: Option<String>,
     pub allowed_hosts: Vec<String>,
@@ -324,9 +324,51 @@ pub struct CommandDef {
     pub timeout_ms: Option<u64>,
 }
 
+/// A command of an agent (whose id is the agent's, so it is not repeated here).
 #[derive(Debug, Clone)]
 pub struct Command {
     pub id: String,
-    pub agent_id: String,
     pub def: CommandDef,
+}
+
+/// A command's `config` table, kept as the JSON object text it is stored and handed to its
+/// plugin as: an agent's commands are held in memory by every host, and a parsed map costs
+/// twenty times its text (and a copy and a rendering on every run).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandConfig(Box<str>);
+
+impl CommandConfig {
+    /// The config holding `object`.
+    pub fn of(object: serde_json::Map<String, serde_json::Value>) -> CommandConfig {
+        CommandConfig(serde_json::Value::Object(object).to_string().into_boxed_str())
+    }
+
+    /// A config read back from its stored text, checked to be a JSON object.
+    pub fn from_json(text: &str) -> Result<CommandConfig, serde_json::Error> {
+        let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text)?;
+        Ok(CommandConfig::of(object))
+    }
+
+    pub fn json(&self) -> &str {
+        &self.0
+    }
+
+    /// The parsed object, for the few runs that read a field (webhooks, built-ins).
+    pub fn object(&self) -> serde_json::Map<String, serde_json::Value> {
+        serde_json::from_str(&self.0).unwrap_or_default()
+    }
+
+    /// The text field `key`, if it is one.
+    pub fn text(&self, key: &str) -> Option<String> {
+        match self.object().remove(key)? {
+            serde_json::Value::String(text) => Some(text),
+            _ => None,
+        }
+    }
+}
+
+impl Default for CommandConfig {
+    fn default() -> CommandConfig {
+        CommandConfig("{}".into())
+    }
 }

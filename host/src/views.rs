@@ -2,19 +2,22 @@
 //! management API (`/v1/account/...`) answer with, written once. Times are ISO 8601,
 //! amounts are micro-USDC integers beside their USDC number; secrets never appear.
 
+use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::chains::Chains;
 use crate::clock::iso;
-use crate::domain::{Account, Agent, ApiKeyInfo, Command, Network};
+use crate::domain::{Account, Agent, ApiKeyInfo, Command, Network, ParamSpec, ParamType};
 use crate::manifest::AgentManifest;
 use crate::plugins::{Inspection, describe};
+use crate::services::agents;
 use crate::services::keys::IssuedKey;
 use crate::services::knowledge::Ranked;
 use crate::services::payments::breaker;
 use crate::store::{
-    AccountPlugin, AgentSummary, ApplyOutcome, Breaker, ChatUsageDay, Integration, JobRecord, PaymentRecord, PluginRun,
-    TransferRecord, WalletAlert, WalletRecord, WebhookAttempt, WebhookDelivery, WebhookEndpoint,
+    AccountPlugin, AgentSummary, AgentWithCommands, ApplyOutcome, Breaker, ChatUsageDay, Integration, JobRecord,
+    PaymentRecord, PluginRun, TransferRecord, WalletAlert, WalletRecord, WebhookAttempt, WebhookDelivery,
+    WebhookEndpoint,
 };
 
 pub fn account(a: &Account) -> Value {
@@ -321,4 +324,58 @@ pub fn wallet_alert(a: &WalletAlert) -> Value {
         "network": a.network, "below_micro_usdc": a.below, "below_usdc": below.to_json_number(),
         "low": a.low_since.is_some(), "low_since": a.low_since.map(iso), "checked_at": a.checked_at.map(iso),
     })
+}
+
+/// An agent's command listing as `GET .../commands` serves it: the commands offered on
+/// `integration` (all, for none).
+pub fn command_listing(
+    found: &AgentWithCommands,
+    integration: Option<crate::domain::Integration>,
+    public_base_url: &str,
+) -> Value {
+    json!({
+        "agent_id": found.agent.id,
+        "agent_username": found.agent.def.username,
+        "mcp_url": format!("{public_base_url}/mcp/{}", found.agent.id),
+        "commands": agents::offered(&found.commands, integration).map(command_json).collect::<Vec<_>>(),
+    })
+}
+
+/// The success envelope around `data`, rendered (no spare room: a body may be kept).
+pub fn success_body(data: Value) -> Bytes {
+    let mut body = json!({ "success": true, "data": data }).to_string();
+    body.shrink_to_fit();
+    Bytes::from(body)
+}
+
+fn command_json(cmd: &Command) -> Value {
+    let def = &cmd.def;
+    json!({
+        "id": cmd.id,
+        "command": def.name,
+        "description": def.description,
+        "handler_type": def.handler_type.as_str(),
+        "parameters": def.parameters,
+        "response_format": def.response_format,
+        "parameterSchema": def.parameters.iter().map(parameter_schema).collect::<Vec<_>>(),
+        "enabled": def.enabled,
+        "integrations": def.integrations,
+        "price_usd": def.price.map(|p| p.to_json_number()),
+        "long_running": def.long_running,
+    })
+}
+
+/// One parameter as a JSON-Schema-style entry: `{name, required, schema: {...}}`.
+pub fn parameter_schema(param: &ParamSpec) -> Value {
+    let mut schema = match param.kind {
+        ParamType::File => {
+            json!({ "type": "string", "format": "binary", "x-unsupported": "file upload is unsupported" })
+        }
+        ParamType::Array => json!({ "type": "array", "items": {} }),
+        other => json!({ "type": other.as_str() }),
+    };
+    if !param.description.is_empty() {
+        schema["description"] = json!(param.description);
+    }
+    json!({ "name": param.name, "required": param.required, "schema": schema })
 }

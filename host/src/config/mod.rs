@@ -187,6 +187,8 @@ settings! {
         db_busy_timeout_ms: u64 = "5000" [0 ..= 600000], "how long a database write waits for another process's lock";
         cache_check_ms: u64 = "100" [10 ..= 1000],
             "how often a server checks the database for writes made elsewhere; every process sees a write within 3 × this";
+        cache_max_mib: u64 = "64" [1 ..= 65536],
+            "memory for keys, agents and their commands kept read (counted by their bytes); past it those not read lately are read from the database again";
         rate_limit_flush_secs: u64 = "10" [1 ..= 3600], "how often rate-limit counters are saved (also saved at shutdown)";
     }
     /// The plugin runtime: time, memory, output, concurrency, components and a plugin's LLM use.

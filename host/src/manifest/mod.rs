@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::domain::{AgentDef, CommandDef, HandlerType, Integration, Network, ParamSpec, ResponseFormat, X402Settings};
+use crate::domain::{
+    AgentDef, CommandConfig, CommandDef, HandlerType, Integration, Network, ParamSpec, ResponseFormat, X402Settings,
+};
 use crate::money::MicroUsdc;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -366,8 +368,11 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
             }
             other => other.map(Spanned::into_inner),
         };
-        let config =
-            serde_json::to_value(&cmd.config).map_err(|e| check.err(Some(&span), at("config"), e.to_string()))?;
+        let config = match serde_json::to_value(&cmd.config) {
+            Ok(serde_json::Value::Object(object)) => CommandConfig::of(object),
+            Ok(_) => CommandConfig::default(),
+            Err(e) => return Err(check.err(Some(&span), at("config"), e.to_string())),
+        };
         check_handler_config(&check, &span, &at, cmd.handler_type, &cmd.config, cmd.plugin.is_some())?;
         let plugin = match (cmd.plugin, plugins) {
             (None, _) => None,

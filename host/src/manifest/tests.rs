@@ -32,7 +32,7 @@ fn reads_a_good_manifest() {
     let cmd = &m.commands[0];
     assert_eq!(cmd.price, Some(MicroUsdc(50_000)));
     assert_eq!(cmd.integrations, vec![Integration::X402, Integration::Chatapp]);
-    assert_eq!(cmd.config["text"], "Hello, {{name}}!");
+    assert_eq!(cmd.config.text("text").as_deref(), Some("Hello, {{name}}!"));
     assert!(cmd.enabled);
 }
 

@@ -19,7 +19,7 @@ use super::chat_stream::{self, Frame, json_event};
 use super::guard;
 use super::requests::{self, ChatRequest, ChatappSendRequest, ExecuteRequest, SocialPostRequest, TransferRequest};
 use crate::chains;
-use crate::domain::{Command, Integration, KeyScope, ParamSpec, ParamType, ResponseFormat};
+use crate::domain::{Integration, KeyScope, ResponseFormat};
 use crate::error::{ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::services::chat::{self, ChatEvent, ChatInput};
 use crate::services::commands::{CommandCall, CommandOutcome};
@@ -89,14 +89,7 @@ async fn list_commands(
     };
     let services = &state.services;
     let found = agents::owned_with_commands(&services.store, &caller.account.id, &agent_id).await?;
-    let listing = || {
-        json!({
-            "agent_id": found.agent.id,
-            "agent_username": found.agent.def.username,
-            "mcp_url": format!("{}/mcp/{}", services.public_base_url, found.agent.id),
-            "commands": agents::offered(&found.commands, integration).map(command_json).collect::<Vec<_>>(),
-        })
-    };
+    let listing = || views::command_listing(&found, integration, &services.public_base_url);
     // The listing is kept with the agent; a paused paid command (rare) is marked on a fresh
     // one. Nothing is paused of an agent that sells nothing.
     let paused: &[_] = match found.agent.def.x402.enabled {
@@ -104,9 +97,9 @@ async fn list_commands(
         false => &[],
     };
     let body = if paused.is_empty() {
-        found.listing(integration, || {
-            Bytes::from(json!({ "success": true, "data": listing() }).to_string())
-        })
+        services
+            .store
+            .command_listing(&found, integration, || views::success_body(listing()))
     } else {
         let mut data = listing();
         let rules = breaker::Rules::of(&services.settings.x402);
@@ -118,38 +111,6 @@ async fn list_commands(
         body,
     )
         .into_response())
-}
-
-fn command_json(cmd: &Command) -> Value {
-    let def = &cmd.def;
-    json!({
-        "id": cmd.id,
-        "command": def.name,
-        "description": def.description,
-        "handler_type": def.handler_type.as_str(),
-        "parameters": def.parameters,
-        "response_format": def.response_format,
-        "parameterSchema": def.parameters.iter().map(parameter_schema).collect::<Vec<_>>(),
-        "enabled": def.enabled,
-        "integrations": def.integrations,
-        "price_usd": def.price.map(|p| p.to_json_number()),
-        "long_running": def.long_running,
-    })
-}
-
-/// One parameter as a JSON-Schema-style entry: `{name, required, schema: {...}}`.
-pub fn parameter_schema(param: &ParamSpec) -> Value {
-    let mut schema = match param.kind {
-        ParamType::File => {
-            json!({ "type": "string", "format": "binary", "x-unsupported": "file upload is unsupported" })
-        }
-        ParamType::Array => json!({ "type": "array", "items": {} }),
-        other => json!({ "type": other.as_str() }),
-    };
-    if !param.description.is_empty() {
-        schema["description"] = json!(param.description);
-    }
-    json!({ "name": param.name, "required": param.required, "schema": schema })
 }
 
 async fn chat(

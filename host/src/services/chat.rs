@@ -389,7 +389,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    use crate::domain::{AgentDef, CommandDef, HandlerType, ParamSpec, ParamType, X402Settings};
+    use crate::domain::{AgentDef, CommandConfig, CommandDef, HandlerType, ParamSpec, ParamType, X402Settings};
 
     #[test]
     fn the_model_reads_a_result_as_compact_json_without_empty_fields() {
@@ -472,7 +472,6 @@ mod tests {
     fn commands_become_json_schema_tools() {
         let command = Command {
             id: "c".into(),
-            agent_id: "a".into(),
             def: CommandDef {
                 name: "weather".into(),
                 description: "Weather for a city".into(),
@@ -495,7 +494,7 @@ mod tests {
                 enabled: true,
                 integrations: vec![],
                 price: None,
-                config: json!({}),
+                config: CommandConfig::default(),
                 plugin: None,
                 allowed_hosts: vec![],
                 allow_llm: false,

@@ -160,14 +160,14 @@ pub async fn prepare(
         .await
         .map_err(|e| exec_error(&command.def.name, e))?;
     let webhook_url = match command.def.handler_type {
-        HandlerType::Webhook => command.def.config.get("url").and_then(Value::as_str),
+        HandlerType::Webhook => command.def.config.text("url"),
         _ => None,
     };
     let grants = Grants::for_command(
         component.kind,
         &manifest.capabilities,
         &command.def.allowed_hosts,
-        webhook_url,
+        webhook_url.as_deref(),
         command.def.allow_llm,
     );
     let agent_snapshot = if grants.agent_info {
@@ -175,7 +175,7 @@ pub async fn prepare(
     } else {
         None
     };
-    let mut config = command.def.config.clone();
+    let mut config = command.def.config.json().to_string();
     if command.def.handler_type == HandlerType::BuiltIn && builtin_name(command) == "balance" {
         let network = match parameters.get("network") {
             None | Some(Value::Null) => None,
@@ -191,8 +191,11 @@ pub async fn prepare(
         // The frozen 0.1.0 WIT has no wallet interface: the host reads the balances and
         // hands them to the built-in plugin, which words the answer.
         let facts = wallets::facts(services, &agent.id, network).await?;
-        config["wallets"] = serde_json::to_value(facts)
+        let mut object = command.def.config.object();
+        let facts = serde_json::to_value(facts)
             .map_err(|e| ServiceError::Execution(format!("/balance: the wallets could not be described: {e}")))?;
+        object.insert("wallets".into(), facts);
+        config = Value::Object(object).to_string();
     }
     let timeout = timeout_of(services, command);
     let tenant = tenant_of(agent, progress.is_none());
@@ -203,7 +206,7 @@ pub async fn prepare(
             command: command.def.name.clone(),
             parameters: Value::Object(parameters).to_string(),
             raw_text,
-            config: config.to_string(),
+            config,
             response_format: command.def.response_format.into(),
             origin: channel.origin(),
         },
@@ -273,11 +276,10 @@ async fn snapshot(services: &Services, agent: &Agent) -> Result<AgentSnapshot, S
 }
 
 /// Which built-in a `built_in` command runs: `config.builtin`, else its own name.
-fn builtin_name(command: &Command) -> &str {
+fn builtin_name(command: &Command) -> String {
     command
         .def
         .config
-        .get("builtin")
-        .and_then(Value::as_str)
-        .unwrap_or(&command.def.name)
+        .text("builtin")
+        .unwrap_or_else(|| command.def.name.clone())
 }

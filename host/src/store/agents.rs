@@ -3,7 +3,7 @@ use std::sync::Arc;
 
 use super::cache::AgentWithCommands;
 use super::{Store, StoreError, json_column, to_json};
-use crate::domain::{Agent, AgentDef, Command, CommandDef, HandlerType, ResponseFormat, X402Settings};
+use crate::domain::{Agent, AgentDef, Command, CommandConfig, CommandDef, HandlerType, ResponseFormat, X402Settings};
 use crate::money::MicroUsdc;
 
 #[derive(Debug, Clone)]
@@ -21,6 +21,14 @@ pub struct AgentSummary {
     pub command_count: u32,
 }
 
+/// A list column, with no spare room: agents and their commands are held by the read
+/// cache, and a list read item by item keeps room for four.
+fn json_list<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<Vec<T>, StoreError> {
+    let mut list: Vec<T> = json_column(text, what)?;
+    list.shrink_to_fit();
+    Ok(list)
+}
+
 const AGENT_COLUMNS: &str = "g.id, g.account_id, g.username, g.name, g.personality, g.knowledge, \
      g.x402_enabled, g.x402_default_price, g.x402_networks, g.created_at, g.updated_at, g.mcp_open";
 /// How many columns `AGENT_COLUMNS` holds: a query that selects more reads them after.
@@ -35,11 +43,11 @@ fn agent_from_row(row: &Row) -> Result<Agent, StoreError> {
             username: row.get(2)?,
             name: row.get(3)?,
             personality: row.get(4)?,
-            knowledge: json_column(&row.get::<String>(5)?, "agent knowledge")?,
+            knowledge: json_list(&row.get::<String>(5)?, "agent knowledge")?,
             x402: X402Settings {
                 enabled: row.get(6)?,
                 default_price: price.map(|p| MicroUsdc(p as u64)),
-                networks: json_column(&row.get::<String>(8)?, "agent x402 networks")?,
+                networks: json_list(&row.get::<String>(8)?, "agent x402 networks")?,
             },
             mcp_open: row.get(11)?,
         },
@@ -58,19 +66,19 @@ fn command_from_row(row: &Row) -> Result<Command, StoreError> {
     let timeout: Option<i64> = row.get(14)?;
     Ok(Command {
         id: row.get(0)?,
-        agent_id: row.get(1)?,
         def: CommandDef {
             name: row.get(2)?,
             description: row.get(3)?,
             handler_type: json_column::<HandlerType>(&format!("\"{handler}\""), "command handler_type")?,
-            parameters: json_column(&row.get::<String>(5)?, "command parameters")?,
+            parameters: json_list(&row.get::<String>(5)?, "command parameters")?,
             response_format: json_column::<ResponseFormat>(&format!("\"{format}\""), "command response_format")?,
             enabled: row.get(7)?,
-            integrations: json_column(&row.get::<String>(8)?, "command integrations")?,
+            integrations: json_list(&row.get::<String>(8)?, "command integrations")?,
             price: price.map(|p| MicroUsdc(p as u64)),
-            config: json_column(&row.get::<String>(10)?, "command config")?,
+            config: CommandConfig::from_json(&row.get::<String>(10)?)
+                .map_err(|e| StoreError::Corrupt(format!("command config: {e}")))?,
             plugin: row.get(11)?,
-            allowed_hosts: json_column(&row.get::<String>(12)?, "command allowed_hosts")?,
+            allowed_hosts: json_list(&row.get::<String>(12)?, "command allowed_hosts")?,
             long_running: row.get(13)?,
             timeout_ms: timeout.map(|t| t as u64),
             allow_llm: row.get(15)?,
@@ -87,7 +95,12 @@ fn find_agent(db: &dyn Db, id_or_username: &str) -> Result<Option<Agent>, StoreE
 
 fn commands_of(db: &dyn Db, agent_id: &str) -> Result<Vec<Command>, StoreError> {
     let sql = format!("SELECT {COMMAND_COLUMNS} FROM commands WHERE agent_id = ?1 ORDER BY position");
-    db.query(&sql, args![agent_id])?.iter().map(command_from_row).collect()
+    let rows = db.query(&sql, args![agent_id])?;
+    let mut commands = Vec::with_capacity(rows.len());
+    for row in &rows {
+        commands.push(command_from_row(row)?);
+    }
+    Ok(commands)
 }
 
 fn json_enum<T: serde::Serialize>(value: &T) -> String {
@@ -209,7 +222,7 @@ impl Store {
                         cmd.enabled,
                         to_json(&cmd.integrations),
                         cmd.price.map(|p| p.0 as i64),
-                        to_json(&cmd.config),
+                        cmd.config.json(),
                         &cmd.plugin,
                         to_json(&cmd.allowed_hosts),
                         cmd.long_running,

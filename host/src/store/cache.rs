@@ -21,19 +21,19 @@
 //! Without a watcher (the CLI, tests calling the store directly) the cache is off and
 //! every read goes to the database.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use super::Store;
+use super::bounded_map::{BoundedMap, Weigh, vec_bytes};
 use super::breakers::Breaker;
 use super::keys::KeyRecord;
 use super::sql::args;
 use super::wallets::Listing;
 use bytes::Bytes;
 
-use crate::domain::{Agent, Command, Integration};
+use crate::domain::{Account, Agent, ApiKeyInfo, Command, Integration};
 
 /// An agent as the keyed path needs it: itself and its commands in manifest order.
 #[derive(Debug)]
@@ -43,8 +43,10 @@ pub struct AgentWithCommands {
     /// Its paid commands' open breakers (paused for sale), by command name.
     pub open_breakers: Vec<Breaker>,
     /// Its command listings as served (all commands, and per integration), rendered on
-    /// first use and dropped with the entry, so they are exactly as fresh as it is.
-    listings: [OnceLock<Bytes>; 5],
+    /// first use and dropped with the entry, so they are exactly as fresh as it is. Those per
+    /// integration are rarer: their room is made when the first is.
+    listing: OnceLock<Bytes>,
+    listings_by_integration: OnceLock<Box<[OnceLock<Bytes>; 4]>>,
 }
 
 impl AgentWithCommands {
@@ -53,27 +55,28 @@ impl AgentWithCommands {
             agent,
             commands,
             open_breakers,
-            listings: Default::default(),
+            listing: OnceLock::new(),
+            listings_by_integration: OnceLock::new(),
         }
     }
 
     /// The listing of the commands offered on `integration` (all, for none), rendered by
     /// `render` once.
-    pub fn listing(&self, integration: Option<Integration>, render: impl FnOnce() -> Bytes) -> Bytes {
+    fn listing(&self, integration: Option<Integration>, render: impl FnOnce() -> Bytes) -> Bytes {
         let slot = match integration {
-            None => 0,
-            Some(Integration::Chatapp) => 1,
-            Some(Integration::Social) => 2,
-            Some(Integration::X402) => 3,
-            Some(Integration::Mcp) => 4,
+            None => return self.listing.get_or_init(render).clone(),
+            Some(Integration::Chatapp) => 0,
+            Some(Integration::Social) => 1,
+            Some(Integration::X402) => 2,
+            Some(Integration::Mcp) => 3,
         };
-        self.listings[slot].get_or_init(render).clone()
+        let slots = self.listings_by_integration.get_or_init(Default::default);
+        slots[slot].get_or_init(render).clone()
     }
 }
 
-/// Entries kept at most per map; past it the map starts afresh (the active set of a real
-/// deployment is far smaller; this only bounds memory).
-const MAX_ENTRIES: usize = 100_000;
+/// What the cache may hold when no bound is set (the CLI, tests), in bytes.
+const DEFAULT_MAX_BYTES: usize = 64 << 20;
 
 pub struct ReadCache {
     /// Bumped whenever the cache is emptied: a read that started before cannot fill it.
@@ -85,13 +88,14 @@ pub struct ReadCache {
     checked_at_ms: AtomicU64,
     epoch: Instant,
     max_age_ms: AtomicU64,
-    keys: RwLock<HashMap<String, Arc<KeyRecord>>>,
-    agents: RwLock<HashMap<String, Arc<AgentWithCommands>>>,
+    keys: RwLock<BoundedMap<KeyRecord>>,
+    /// By id, and by username as its alias.
+    agents: RwLock<BoundedMap<AgentWithCommands>>,
     /// The x402 discovery list's agents (its wallets are watched too).
     listings: RwLock<Option<Arc<Vec<Listing>>>>,
     /// Wallets' addresses, by `agent id/network` (never their sealed keys: resealing them
     /// bumps no version).
-    wallet_addresses: RwLock<HashMap<String, Arc<String>>>,
+    wallet_addresses: RwLock<BoundedMap<String>>,
 }
 
 /// A read about to go to the database, to be kept if nothing changed meanwhile.
@@ -100,18 +104,37 @@ pub struct Ticket(Option<u64>);
 
 impl ReadCache {
     pub fn new() -> ReadCache {
-        ReadCache {
+        let cache = ReadCache {
             generation: AtomicU64::new(0),
             on: AtomicBool::new(false),
             seen_version: AtomicI64::new(i64::MIN),
             checked_at_ms: AtomicU64::new(0),
             epoch: Instant::now(),
             max_age_ms: AtomicU64::new(0),
-            keys: RwLock::default(),
-            agents: RwLock::default(),
+            keys: RwLock::new(BoundedMap::new(0)),
+            agents: RwLock::new(BoundedMap::new(0)),
             listings: RwLock::default(),
-            wallet_addresses: RwLock::default(),
-        }
+            wallet_addresses: RwLock::new(BoundedMap::new(0)),
+        };
+        cache.bound(DEFAULT_MAX_BYTES);
+        cache
+    }
+
+    /// Holds at most `max_bytes` (as counted by `Weigh`): most of it for agents, which
+    /// every keyed and paid request reads; a sixteenth each for keys and wallet addresses.
+    pub fn bound(&self, max_bytes: usize) {
+        let share = max_bytes / 16;
+        *self.keys.write().unwrap_or_else(|p| p.into_inner()) = BoundedMap::new(share);
+        *self.wallet_addresses.write().unwrap_or_else(|p| p.into_inner()) = BoundedMap::new(share);
+        *self.agents.write().unwrap_or_else(|p| p.into_inner()) = BoundedMap::new(max_bytes - 2 * share);
+    }
+
+    /// Bytes held, as counted by `Weigh`: keys, agents (with their rendered listings) and
+    /// wallet addresses.
+    pub fn bytes(&self) -> usize {
+        self.keys.read().unwrap_or_else(|p| p.into_inner()).bytes()
+            + self.agents.read().unwrap_or_else(|p| p.into_inner()).bytes()
+            + self.wallet_addresses.read().unwrap_or_else(|p| p.into_inner()).bytes()
     }
 
     fn now_ms(&self) -> u64 {
@@ -175,7 +198,7 @@ impl ReadCache {
     }
 
     pub fn keep_key(&self, ticket: Ticket, record: &Arc<KeyRecord>) {
-        self.keep(ticket, &self.keys, [record.info.id.as_str()], record);
+        self.keep(ticket, &self.keys, &record.info.id, None, record);
     }
 
     pub fn agent(&self, id_or_username: &str) -> Option<Arc<AgentWithCommands>> {
@@ -187,29 +210,41 @@ impl ReadCache {
     }
 
     /// What `map` holds under `name`, while entries may be served.
-    fn get<T>(&self, map: &RwLock<HashMap<String, Arc<T>>>, name: &str) -> Option<Arc<T>> {
+    fn get<T: Weigh>(&self, map: &RwLock<BoundedMap<T>>, name: &str) -> Option<Arc<T>> {
         if !self.current() {
             return None;
         }
-        map.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned()
+        map.read().unwrap_or_else(|p| p.into_inner()).get(name)
     }
 
     pub fn keep_wallet_address(&self, ticket: Ticket, agent_and_network: &str, address: &Arc<String>) {
-        self.keep(ticket, &self.wallet_addresses, [agent_and_network], address);
+        self.keep(ticket, &self.wallet_addresses, agent_and_network, None, address);
     }
 
     pub fn keep_agent(&self, ticket: Ticket, found: &Arc<AgentWithCommands>) {
-        let names = [found.agent.id.as_str(), found.agent.def.username.as_str()];
-        self.keep(ticket, &self.agents, names, found);
+        let username = Some(found.agent.def.username.as_str());
+        self.keep(ticket, &self.agents, &found.agent.id, username, found);
     }
 
-    /// Keeps `value` under `names`, unless the cache was emptied since `ticket` was taken:
-    /// then the read may predate a write, and is not kept.
-    fn keep<T, const N: usize>(
+    /// Counts a listing `found` rendered after it was kept, if the cache still holds it.
+    pub fn charge_listing(&self, found: &Arc<AgentWithCommands>, listing: &Bytes, first_by_integration: bool) {
+        // The bytes, and the shared header a kept `Bytes` gets once it is cloned.
+        let mut bytes = listing.len() + 4 * size_of::<usize>();
+        if first_by_integration {
+            bytes += size_of::<[OnceLock<Bytes>; 4]>();
+        }
+        let mut agents = self.agents.write().unwrap_or_else(|p| p.into_inner());
+        agents.charge(&found.agent.id, found, bytes);
+    }
+
+    /// Keeps `value` under `name` (and `alias`), unless the cache was emptied since `ticket`
+    /// was taken: then the read may predate a write, and is not kept.
+    fn keep<T: Weigh>(
         &self,
         ticket: Ticket,
-        map: &RwLock<HashMap<String, Arc<T>>>,
-        names: [&str; N],
+        map: &RwLock<BoundedMap<T>>,
+        name: &str,
+        alias: Option<&str>,
         value: &Arc<T>,
     ) {
         let Ticket(Some(generation)) = ticket else { return };
@@ -218,22 +253,77 @@ impl ReadCache {
         if self.generation.load(Ordering::Acquire) != generation {
             return;
         }
-        if map.len() + N > MAX_ENTRIES {
-            map.clear();
-        }
-        for name in names {
-            map.insert(name.to_string(), value.clone());
-        }
+        map.insert(name, alias, value.clone());
     }
 }
 
+impl Weigh for AgentWithCommands {
+    /// The agent, its commands and breakers; its listings are charged once rendered.
+    fn bytes(&self) -> usize {
+        let agent = &self.agent;
+        let def = &agent.def;
+        size_of::<AgentWithCommands>()
+            + agent.id.capacity()
+            + agent.account_id.capacity()
+            + def.username.capacity()
+            + def.name.capacity()
+            + def.personality.capacity()
+            + vec_bytes(&def.knowledge, def.knowledge.capacity(), String::capacity)
+            + vec_bytes(&def.x402.networks, def.x402.networks.capacity(), |_| 0)
+            + vec_bytes(&self.commands, self.commands.capacity(), command_bytes)
+            + vec_bytes(&self.open_breakers, self.open_breakers.capacity(), breaker_bytes)
+    }
+}
+
+/// Heap bytes a command owns.
+fn command_bytes(command: &Command) -> usize {
+    let def = &command.def;
+    command.id.capacity()
+        + def.name.capacity()
+        + def.description.capacity()
+        + vec_bytes(&def.parameters, def.parameters.capacity(), |p| {
+            p.name.capacity() + p.description.capacity()
+        })
+        + vec_bytes(&def.integrations, def.integrations.capacity(), |_| 0)
+        + def.config.json().len()
+        + def.plugin.as_ref().map_or(0, String::capacity)
+        + vec_bytes(&def.allowed_hosts, def.allowed_hosts.capacity(), String::capacity)
+}
+
+fn breaker_bytes(breaker: &Breaker) -> usize {
+    breaker.agent_id.capacity()
+        + breaker.command.capacity()
+        + breaker.reason.capacity()
+        + vec_bytes(&breaker.payers, breaker.payers.capacity(), String::capacity)
+}
+
+impl Weigh for KeyRecord {
+    /// The key and its account (one per key: keys of one account each hold their own).
+    fn bytes(&self) -> usize {
+        size_of::<KeyRecord>()
+            + key_info_bytes(&self.info)
+            + self.secret_hash.capacity()
+            + 2 * size_of::<usize>()
+            + account_bytes(&self.account)
+    }
+}
+
+fn key_info_bytes(info: &ApiKeyInfo) -> usize {
+    info.id.capacity() + info.account_id.capacity() + info.name.as_ref().map_or(0, String::capacity)
+}
+
+fn account_bytes(account: &Account) -> usize {
+    size_of::<Account>() + account.id.capacity() + account.name.capacity()
+}
+
 impl Store {
-    /// Serves keys and agents from memory from now on, for as long as the returned task
-    /// runs: it reads `cache_version` every `every`, and entries are served only while the
+    /// Serves keys and agents from memory from now on, at most `max_bytes` of them, for as
+    /// long as the returned task runs: it reads `cache_version` every `every`, and entries are served only while the
     /// last successful check started less than `3 × every` ago. That is the bound on how
     /// late any process sees a write made elsewhere.
-    pub fn watch_for_changes(&self, every: Duration) -> tokio::task::JoinHandle<()> {
+    pub fn watch_for_changes(&self, every: Duration, max_bytes: usize) -> tokio::task::JoinHandle<()> {
         let store = self.clone();
+        store.cache.bound(max_bytes);
         store.cache.enable(every * 3);
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval(every);
@@ -254,6 +344,33 @@ impl Store {
                 }
             }
         })
+    }
+}
+
+impl Store {
+    /// The listing of `found`'s commands offered on `integration`, rendered by `render`
+    /// once and kept with it (counted against the cache's bound).
+    pub fn command_listing(
+        &self,
+        found: &Arc<AgentWithCommands>,
+        integration: Option<Integration>,
+        render: impl FnOnce() -> Bytes,
+    ) -> Bytes {
+        let first_by_integration = integration.is_some() && found.listings_by_integration.get().is_none();
+        let mut rendered = false;
+        let listing = found.listing(integration, || {
+            rendered = true;
+            render()
+        });
+        if rendered {
+            self.cache.charge_listing(found, &listing, first_by_integration);
+        }
+        listing
+    }
+
+    /// Bytes the read cache holds, as it counts them.
+    pub fn read_cache_bytes(&self) -> usize {
+        self.cache.bytes()
     }
 }
 
@@ -330,6 +447,61 @@ mod tests {
         assert!(cache.key("k1").is_some());
         cache.checked(cache.now_ms(), 2);
         assert!(cache.key("k1").is_none());
+    }
+
+    fn agent(i: usize) -> Arc<AgentWithCommands> {
+        let def = crate::domain::AgentDef {
+            username: format!("agent{i}"),
+            name: "An agent".into(),
+            personality: "p".repeat(500),
+            knowledge: vec![],
+            x402: crate::domain::X402Settings {
+                enabled: false,
+                default_price: None,
+                networks: vec![],
+            },
+            mcp_open: false,
+        };
+        let agent = Agent {
+            id: format!("id{i}"),
+            account_id: "acc".into(),
+            def,
+            created_at: 0,
+            updated_at: 0,
+        };
+        Arc::new(AgentWithCommands::new(agent, vec![], vec![]))
+    }
+
+    #[test]
+    fn the_cache_holds_no_more_bytes_than_its_bound_and_keeps_the_latest() {
+        let cache = watched();
+        cache.bound(256 * 1024);
+        for i in 0..2_000 {
+            cache.keep_agent(cache.ticket(), &agent(i));
+        }
+        assert!(cache.bytes() <= 256 * 1024, "{} bytes held", cache.bytes());
+        assert!(
+            cache.bytes() > 100 * 1024,
+            "most of the room is used: {} bytes",
+            cache.bytes()
+        );
+        assert!(cache.agent("id1999").is_some());
+        assert!(cache.agent("agent1999").is_some(), "found by username too");
+    }
+
+    #[test]
+    fn a_rendered_listing_is_counted_while_its_agent_is_held() {
+        let cache = watched();
+        let found = agent(1);
+        cache.keep_agent(cache.ticket(), &found);
+        let before = cache.bytes();
+        let listing = found.listing(None, || Bytes::from(vec![b'x'; 4_000]));
+        cache.charge_listing(&found, &listing, false);
+        assert!(cache.bytes() >= before + 4_000);
+        // Once the agent was dropped (a write elsewhere), its listing is not counted.
+        cache.clear();
+        cache.charge_listing(&found, &listing, false);
+        assert_eq!(cache.bytes(), 0);
     }
 
     #[test]

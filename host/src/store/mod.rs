@@ -6,6 +6,7 @@
 
 mod accounts;
 mod agents;
+mod bounded_map;
 mod breakers;
 mod cache;
 mod chat_usage;

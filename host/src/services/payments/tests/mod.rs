@@ -399,7 +399,9 @@ async fn the_discovery_list_is_one_query_then_served_from_memory() {
             .unwrap();
     }
     // The read cache serves entries while a watcher checks for writes (here, once at start).
-    let _watcher = services.store.watch_for_changes(std::time::Duration::from_secs(5));
+    let _watcher = services
+        .store
+        .watch_for_changes(std::time::Duration::from_secs(5), 64 << 20);
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
 
     let before = services.store.round_trips();

@@ -1,0 +1,262 @@
+//! A map of shared values bounded by the bytes they hold, for the read cache.
+//!
+//! Past its bound, entries not read since the last sweep go first, then any, until it holds
+//! three quarters of the bound: a sweep walks the whole map, so it is paid once per quarter
+//! of the bound filled again, not per insert. A read marks its entry with one relaxed store
+//! (skipped when the mark is already set), so reads keep sharing the map's read lock.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What a value holds in memory: its own size and what it owns on the heap, as near as it
+/// can be told without asking the allocator.
+pub trait Weigh {
+    fn bytes(&self) -> usize;
+}
+
+struct Entry<T> {
+    value: Arc<T>,
+    /// What this entry is counted for: its value, its names, and what was charged later.
+    bytes: usize,
+    /// Its other name (an agent's username), in `aliases`.
+    alias: Option<Box<str>>,
+    read: AtomicBool,
+}
+
+pub struct BoundedMap<T> {
+    entries: HashMap<Box<str>, Entry<T>>,
+    /// Another name of an entry, to its name in `entries`.
+    aliases: HashMap<Box<str>, Box<str>>,
+    bytes: usize,
+    max_bytes: usize,
+}
+
+impl<T: Weigh> BoundedMap<T> {
+    pub fn new(max_bytes: usize) -> BoundedMap<T> {
+        BoundedMap {
+            entries: HashMap::new(),
+            aliases: HashMap::new(),
+            bytes: 0,
+            max_bytes,
+        }
+    }
+
+    /// The value under `name` or under an alias of it.
+    pub fn get(&self, name: &str) -> Option<Arc<T>> {
+        let entry = match self.entries.get(name) {
+            Some(entry) => entry,
+            None => self.entries.get(self.aliases.get(name)?)?,
+        };
+        if !entry.read.load(Ordering::Relaxed) {
+            entry.read.store(true, Ordering::Relaxed);
+        }
+        Some(entry.value.clone())
+    }
+
+    /// Keeps `value` under `name` (and `alias`), replacing what either named.
+    pub fn insert(&mut self, name: &str, alias: Option<&str>, value: Arc<T>) {
+        self.remove(name);
+        if let Some(alias) = alias {
+            self.remove(alias);
+        }
+        // A hash table's slot is a pair and a control byte, with half as much again spare
+        // room on average (it doubles when seven eighths full).
+        let slot = (size_of::<(Box<str>, Entry<T>)>() + 1) * 3 / 2;
+        let alias_slot = (size_of::<(Box<str>, Box<str>)>() + 1) * 3 / 2;
+        // The alias is held twice (its key, the entry's note of it), the name twice with one.
+        let names = name.len() + alias.map_or(0, |a| alias_slot + 2 * a.len() + name.len());
+        // The value's own `Arc` counters, beside it.
+        let bytes = value.bytes() + 2 * size_of::<usize>() + slot + names;
+        if bytes > self.max_bytes {
+            return;
+        }
+        if let Some(alias) = alias {
+            self.aliases.insert(alias.into(), name.into());
+        }
+        self.entries.insert(
+            name.into(),
+            Entry {
+                value,
+                bytes,
+                alias: alias.map(Into::into),
+                read: AtomicBool::new(false),
+            },
+        );
+        self.bytes += bytes;
+        if self.bytes > self.max_bytes {
+            self.shrink(self.max_bytes / 4 * 3);
+        }
+    }
+
+    /// Counts `bytes` more for the entry under `name` if it still holds `value` (what it
+    /// rendered since it was kept): false when it is gone, so nothing is counted.
+    pub fn charge(&mut self, name: &str, value: &Arc<T>, bytes: usize) -> bool {
+        let Some(entry) = self.entries.get_mut(name) else {
+            return false;
+        };
+        if !Arc::ptr_eq(&entry.value, value) {
+            return false;
+        }
+        entry.bytes += bytes;
+        self.bytes += bytes;
+        if self.bytes > self.max_bytes {
+            self.shrink(self.max_bytes / 4 * 3);
+        }
+        true
+    }
+
+    fn remove(&mut self, name: &str) {
+        let name = match self.aliases.get(name) {
+            Some(primary) => primary.clone(),
+            None => name.into(),
+        };
+        if let Some(entry) = self.entries.remove(&name) {
+            self.bytes -= entry.bytes;
+            if let Some(alias) = entry.alias {
+                self.aliases.remove(&alias);
+            }
+        }
+    }
+
+    /// Drops entries until at most `target` bytes are held: first those not read since the
+    /// last sweep (the others lose their mark), then, if that was not enough, any.
+    fn shrink(&mut self, target: usize) {
+        for unread_only in [true, false] {
+            let mut dropped = Vec::new();
+            let mut held = self.bytes;
+            self.entries.retain(|_, entry| {
+                if held <= target {
+                    return true;
+                }
+                if unread_only && entry.read.swap(false, Ordering::Relaxed) {
+                    return true;
+                }
+                held -= entry.bytes;
+                dropped.extend(entry.alias.take());
+                false
+            });
+            self.bytes = held;
+            for alias in dropped {
+                self.aliases.remove(&alias);
+            }
+            if self.bytes <= target {
+                return;
+            }
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.aliases.clear();
+        self.bytes = 0;
+    }
+
+    /// Bytes counted for what is held.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+impl Weigh for String {
+    fn bytes(&self) -> usize {
+        size_of::<String>() + self.capacity()
+    }
+}
+
+/// Heap bytes of a vector's buffer and of what its items own.
+pub fn vec_bytes<T>(items: &[T], capacity: usize, owned: impl Fn(&T) -> usize) -> usize {
+    capacity * size_of::<T>() + items.iter().map(owned).sum::<usize>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(bytes: usize) -> Arc<String> {
+        Arc::new("x".repeat(bytes))
+    }
+
+    #[test]
+    fn it_never_holds_more_than_its_bound() {
+        let mut map = BoundedMap::new(10_000);
+        for i in 0..1_000 {
+            map.insert(&format!("k{i}"), None, text(100));
+            assert!(map.bytes() <= 10_000, "{} bytes after {i} inserts", map.bytes());
+        }
+        assert!(map.len() > 20, "it still holds most of what fits: {}", map.len());
+        assert!(map.get("k999").is_some(), "the newest entry stays");
+    }
+
+    #[test]
+    fn entries_read_since_the_last_sweep_outlive_those_that_were_not() {
+        let mut map = BoundedMap::new(20_000);
+        map.insert("hot", None, text(100));
+        for i in 0..2_000 {
+            assert!(map.get("hot").is_some(), "dropped after {i} inserts of cold entries");
+            map.insert(&format!("cold{i}"), None, text(100));
+        }
+    }
+
+    #[test]
+    fn an_alias_finds_the_entry_and_goes_with_it() {
+        let mut map = BoundedMap::new(1_000_000);
+        map.insert("id1", Some("alice"), text(10));
+        assert!(Arc::ptr_eq(&map.get("id1").unwrap(), &map.get("alice").unwrap()));
+        let before = map.bytes();
+        // The same agent read again under its other name replaces it, counted once.
+        map.insert("id1", Some("alice"), text(10));
+        assert_eq!(map.bytes(), before);
+        assert_eq!(map.len(), 1);
+        map.clear();
+        assert!(map.get("alice").is_none());
+        assert_eq!(map.bytes(), 0);
+    }
+
+    #[test]
+    fn a_renamed_entry_frees_its_old_alias() {
+        let mut map = BoundedMap::new(1_000_000);
+        map.insert("id1", Some("alice"), text(10));
+        map.insert("id1", Some("alicia"), text(10));
+        assert!(map.get("alice").is_none());
+        assert!(map.get("alicia").is_some());
+        assert_eq!(map.aliases.len(), 1);
+    }
+
+    #[test]
+    fn charges_count_only_for_the_entry_still_held() {
+        let mut map = BoundedMap::new(1_000_000);
+        let first = text(10);
+        map.insert("id1", None, first.clone());
+        let before = map.bytes();
+        assert!(map.charge("id1", &first, 500));
+        assert_eq!(map.bytes(), before + 500);
+        // Replaced meanwhile: what the old value rendered is not counted for the new one.
+        map.insert("id1", None, text(10));
+        assert!(!map.charge("id1", &first, 500));
+        assert_eq!(map.bytes(), before);
+    }
+
+    #[test]
+    fn an_entry_larger_than_the_bound_is_not_kept() {
+        let mut map = BoundedMap::new(1_000);
+        map.insert("big", None, text(5_000));
+        assert!(map.get("big").is_none());
+        assert_eq!(map.bytes(), 0);
+    }
+
+    #[test]
+    fn swept_aliases_go_with_their_entries() {
+        let mut map = BoundedMap::new(5_000);
+        for i in 0..500 {
+            map.insert(&format!("id{i}"), Some(&format!("name{i}")), text(50));
+        }
+        assert_eq!(map.aliases.len(), map.len());
+        assert!(map.bytes() <= 5_000);
+    }
+}
