@@ -372,3 +372,32 @@ impl Default for CommandConfig {
         CommandConfig("{}".into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_commands_config_text_is_what_a_parsed_value_renders() {
+        // What plugins were handed before the config was kept as text: the parsed map rendered.
+        let stored = r#"{"z": {"b": [1.5, -2e3, null], "a": "\u00e9\u0000x"}, "a": true, "m": {}}"#;
+        let config = CommandConfig::from_json(stored).unwrap();
+        let rendered = serde_json::from_str::<serde_json::Value>(stored).unwrap().to_string();
+        assert_eq!(config.json(), rendered);
+        assert_eq!(config.text("z"), None, "an object is not a text field");
+        assert_eq!(
+            CommandConfig::from_json(r#"{"url":"https://x"}"#)
+                .unwrap()
+                .text("url")
+                .as_deref(),
+            Some("https://x")
+        );
+    }
+
+    #[test]
+    fn a_stored_config_that_is_not_an_object_is_refused() {
+        assert!(CommandConfig::from_json("[1]").is_err());
+        assert!(CommandConfig::from_json("\"text\"").is_err());
+        assert_eq!(CommandConfig::default().json(), "{}");
+    }
+}

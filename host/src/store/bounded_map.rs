@@ -1,11 +1,13 @@
 //! A map of shared values bounded by the bytes they hold, for the read cache.
 //!
-//! Past its bound, entries not read since the last sweep go first, then any, until it holds
-//! three quarters of the bound: a sweep walks the whole map, so it is paid once per quarter
-//! of the bound filled again, not per insert. A read marks its entry with one relaxed store
-//! (skipped when the mark is already set), so reads keep sharing the map's read lock.
+//! Past its bound, entries go in the order they were kept (a clock hand over a queue of
+//! names), except that one read since the hand last passed it gets a second chance: it goes
+//! to the back and loses its mark. Each insert past the bound drops just enough, and the hand
+//! gives at most `SECOND_CHANCES` a call, so no insert walks the whole map under its lock. A
+//! read marks its entry with one relaxed store (skipped when the mark is already set), so
+//! reads keep sharing the map's read lock.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -15,6 +17,9 @@ pub trait Weigh {
     fn bytes(&self) -> usize;
 }
 
+/// Read entries the hand sends back at most in one call before it drops whatever it meets.
+const SECOND_CHANCES: usize = 1024;
+
 struct Entry<T> {
     value: Arc<T>,
     /// What this entry is counted for: its value, its names, and what was charged later.
@@ -22,12 +27,17 @@ struct Entry<T> {
     /// Its other name (an agent's username), in `aliases`.
     alias: Option<Box<str>>,
     read: AtomicBool,
+    /// Which keeping of its name this is: the queue's older notes of the name are stale.
+    kept: u64,
 }
 
 pub struct BoundedMap<T> {
     entries: HashMap<Box<str>, Entry<T>>,
     /// Another name of an entry, to its name in `entries`.
     aliases: HashMap<Box<str>, Box<str>>,
+    /// Names in the order they were kept (or sent back), with the keeping they note.
+    queue: VecDeque<(Box<str>, u64)>,
+    kept: u64,
     bytes: usize,
     max_bytes: usize,
 }
@@ -37,6 +47,8 @@ impl<T: Weigh> BoundedMap<T> {
         BoundedMap {
             entries: HashMap::new(),
             aliases: HashMap::new(),
+            queue: VecDeque::new(),
+            kept: 0,
             bytes: 0,
             max_bytes,
         }
@@ -54,6 +66,13 @@ impl<T: Weigh> BoundedMap<T> {
         Some(entry.value.clone())
     }
 
+    /// Whether the entry under `name` is `value` itself.
+    pub fn holds(&self, name: &str, value: &Arc<T>) -> bool {
+        self.entries
+            .get(name)
+            .is_some_and(|entry| Arc::ptr_eq(&entry.value, value))
+    }
+
     /// Keeps `value` under `name` (and `alias`), replacing what either named.
     pub fn insert(&mut self, name: &str, alias: Option<&str>, value: Arc<T>) {
         self.remove(name);
@@ -61,11 +80,12 @@ impl<T: Weigh> BoundedMap<T> {
             self.remove(alias);
         }
         // A hash table's slot is a pair and a control byte, with half as much again spare
-        // room on average (it doubles when seven eighths full).
-        let slot = (size_of::<(Box<str>, Entry<T>)>() + 1) * 3 / 2;
+        // room on average (it doubles when seven eighths full); the queue notes the name too.
+        let slot = (size_of::<(Box<str>, Entry<T>)>() + 1) * 3 / 2 + size_of::<(Box<str>, u64)>();
         let alias_slot = (size_of::<(Box<str>, Box<str>)>() + 1) * 3 / 2;
-        // The alias is held twice (its key, the entry's note of it), the name twice with one.
-        let names = name.len() + alias.map_or(0, |a| alias_slot + 2 * a.len() + name.len());
+        // The name is held twice (its key, the queue's note), the alias twice (its key, the
+        // entry's note of it) with the name once more.
+        let names = 2 * name.len() + alias.map_or(0, |a| alias_slot + 2 * a.len() + name.len());
         // The value's own `Arc` counters, beside it.
         let bytes = value.bytes() + 2 * size_of::<usize>() + slot + names;
         if bytes > self.max_bytes {
@@ -74,6 +94,7 @@ impl<T: Weigh> BoundedMap<T> {
         if let Some(alias) = alias {
             self.aliases.insert(alias.into(), name.into());
         }
+        self.kept += 1;
         self.entries.insert(
             name.into(),
             Entry {
@@ -81,12 +102,12 @@ impl<T: Weigh> BoundedMap<T> {
                 bytes,
                 alias: alias.map(Into::into),
                 read: AtomicBool::new(false),
+                kept: self.kept,
             },
         );
+        self.queue.push_back((name.into(), self.kept));
         self.bytes += bytes;
-        if self.bytes > self.max_bytes {
-            self.shrink(self.max_bytes / 4 * 3);
-        }
+        self.shrink();
     }
 
     /// Counts `bytes` more for the entry under `name` if it still holds `value` (what it
@@ -100,9 +121,7 @@ impl<T: Weigh> BoundedMap<T> {
         }
         entry.bytes += bytes;
         self.bytes += bytes;
-        if self.bytes > self.max_bytes {
-            self.shrink(self.max_bytes / 4 * 3);
-        }
+        self.shrink();
         true
     }
 
@@ -111,7 +130,11 @@ impl<T: Weigh> BoundedMap<T> {
             Some(primary) => primary.clone(),
             None => name.into(),
         };
-        if let Some(entry) = self.entries.remove(&name) {
+        self.drop_entry(&name);
+    }
+
+    fn drop_entry(&mut self, name: &str) {
+        if let Some(entry) = self.entries.remove(name) {
             self.bytes -= entry.bytes;
             if let Some(alias) = entry.alias {
                 self.aliases.remove(&alias);
@@ -119,36 +142,36 @@ impl<T: Weigh> BoundedMap<T> {
         }
     }
 
-    /// Drops entries until at most `target` bytes are held: first those not read since the
-    /// last sweep (the others lose their mark), then, if that was not enough, any.
-    fn shrink(&mut self, target: usize) {
-        for unread_only in [true, false] {
-            let mut dropped = Vec::new();
-            let mut held = self.bytes;
-            self.entries.retain(|_, entry| {
-                if held <= target {
-                    return true;
-                }
-                if unread_only && entry.read.swap(false, Ordering::Relaxed) {
-                    return true;
-                }
-                held -= entry.bytes;
-                dropped.extend(entry.alias.take());
-                false
-            });
-            self.bytes = held;
-            for alias in dropped {
-                self.aliases.remove(&alias);
+    /// Drops entries from the front of the queue until the bound holds: a read one goes to
+    /// the back instead, unmarked, up to `SECOND_CHANCES` times a call.
+    fn shrink(&mut self) {
+        let mut chances = SECOND_CHANCES;
+        while self.bytes > self.max_bytes {
+            let Some((name, kept)) = self.queue.pop_front() else {
+                break;
+            };
+            let Some(entry) = self.entries.get(&name) else { continue };
+            if entry.kept != kept {
+                continue;
             }
-            if self.bytes <= target {
-                return;
+            if chances > 0 && entry.read.swap(false, Ordering::Relaxed) {
+                chances -= 1;
+                self.queue.push_back((name, kept));
+                continue;
             }
+            self.drop_entry(&name);
+        }
+        // Notes of names dropped or kept again pile up only when the bound is never reached.
+        if self.queue.len() > 2 * self.entries.len() + 1024 {
+            self.queue
+                .retain(|(name, kept)| self.entries.get(name).is_some_and(|e| e.kept == *kept));
         }
     }
 
     pub fn clear(&mut self) {
         self.entries.clear();
         self.aliases.clear();
+        self.queue.clear();
         self.bytes = 0;
     }
 
@@ -194,7 +217,54 @@ mod tests {
     }
 
     #[test]
-    fn entries_read_since_the_last_sweep_outlive_those_that_were_not() {
+    fn the_oldest_unread_entry_goes_first() {
+        let mut map = BoundedMap::new(2_000);
+        let mut i = 0;
+        while map.bytes() + 300 < 2_000 {
+            map.insert(&format!("k{i}"), None, text(100));
+            i += 1;
+        }
+        let held = map.len();
+        map.get("k0");
+        map.insert("one more", None, text(100));
+        assert!(map.get("k0").is_some(), "read: sent back, not dropped");
+        assert!(map.get("k1").is_none(), "the oldest unread goes");
+        assert!(map.get("one more").is_some());
+        assert!(map.len() <= held);
+    }
+
+    #[test]
+    fn a_cold_entry_goes_however_many_are_read_around_it() {
+        let mut map = BoundedMap::new(20_000);
+        for i in 0..40 {
+            map.insert(&format!("hot{i}"), None, text(100));
+        }
+        map.insert("cold", None, text(100));
+        for i in 0..200 {
+            for h in 0..40 {
+                map.get(&format!("hot{h}"));
+            }
+            map.insert(&format!("new{i}"), None, text(100));
+        }
+        assert!(map.get("cold").is_none());
+        assert!(
+            (0..40).all(|h| map.get(&format!("hot{h}")).is_some()),
+            "the read ones stay"
+        );
+    }
+
+    #[test]
+    fn notes_of_names_kept_again_do_not_pile_up() {
+        let mut map = BoundedMap::new(1_000_000);
+        for _ in 0..5_000 {
+            map.insert("same", None, text(10));
+        }
+        assert_eq!(map.len(), 1);
+        assert!(map.queue.len() <= 1_026, "{} notes", map.queue.len());
+    }
+
+    #[test]
+    fn an_entry_read_between_passes_of_the_hand_outlives_unread_ones() {
         let mut map = BoundedMap::new(20_000);
         map.insert("hot", None, text(100));
         for i in 0..2_000 {

@@ -120,13 +120,15 @@ impl ReadCache {
         cache
     }
 
-    /// Holds at most `max_bytes` (as counted by `Weigh`): most of it for agents, which
-    /// every keyed and paid request reads; a sixteenth each for keys and wallet addresses.
+    /// Holds at most `max_bytes` (as counted by `Weigh`): 13/16 for agents, which every
+    /// keyed and paid request reads (about 8 KB each once listed); 1/8 for keys with their
+    /// accounts (about 600 bytes each); 1/16 for wallet addresses (about 150 bytes each). The
+    /// x402 discovery list is one entry beside them, not counted.
     pub fn bound(&self, max_bytes: usize) {
-        let share = max_bytes / 16;
-        *self.keys.write().unwrap_or_else(|p| p.into_inner()) = BoundedMap::new(share);
-        *self.wallet_addresses.write().unwrap_or_else(|p| p.into_inner()) = BoundedMap::new(share);
-        *self.agents.write().unwrap_or_else(|p| p.into_inner()) = BoundedMap::new(max_bytes - 2 * share);
+        let sixteenth = max_bytes / 16;
+        *self.keys.write().unwrap_or_else(|p| p.into_inner()) = BoundedMap::new(2 * sixteenth);
+        *self.wallet_addresses.write().unwrap_or_else(|p| p.into_inner()) = BoundedMap::new(sixteenth);
+        *self.agents.write().unwrap_or_else(|p| p.into_inner()) = BoundedMap::new(max_bytes - 3 * sixteenth);
     }
 
     /// Bytes held, as counted by `Weigh`: keys, agents (with their rendered listings) and
@@ -226,12 +228,43 @@ impl ReadCache {
         self.keep(ticket, &self.agents, &found.agent.id, username, found);
     }
 
+    /// `found`'s listing for `integration`, rendered by `render` the first time and then
+    /// counted against the bound while `found` is held.
+    pub fn listing(
+        &self,
+        found: &Arc<AgentWithCommands>,
+        integration: Option<Integration>,
+        render: impl FnOnce() -> Bytes,
+    ) -> Bytes {
+        let first_by_integration = integration.is_some() && found.listings_by_integration.get().is_none();
+        let mut rendered = false;
+        let listing = found.listing(integration, || {
+            rendered = true;
+            render()
+        });
+        if rendered {
+            self.charge_listing(found, &listing, first_by_integration);
+        }
+        listing
+    }
+
     /// Counts a listing `found` rendered after it was kept, if the cache still holds it.
-    pub fn charge_listing(&self, found: &Arc<AgentWithCommands>, listing: &Bytes, first_by_integration: bool) {
+    fn charge_listing(&self, found: &Arc<AgentWithCommands>, listing: &Bytes, first_by_integration: bool) {
         // The bytes, and the shared header a kept `Bytes` gets once it is cloned.
         let mut bytes = listing.len() + 4 * size_of::<usize>();
         if first_by_integration {
             bytes += size_of::<[OnceLock<Bytes>; 4]>();
+        }
+        // Most renders whose agent is not held (checks stalled, or it was too large) are
+        // told so under the read lock, so list requests do not queue on the write lock.
+        if !self.current()
+            || !self
+                .agents
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .holds(&found.agent.id, found)
+        {
+            return;
         }
         let mut agents = self.agents.write().unwrap_or_else(|p| p.into_inner());
         agents.charge(&found.agent.id, found, bytes);
@@ -356,16 +389,7 @@ impl Store {
         integration: Option<Integration>,
         render: impl FnOnce() -> Bytes,
     ) -> Bytes {
-        let first_by_integration = integration.is_some() && found.listings_by_integration.get().is_none();
-        let mut rendered = false;
-        let listing = found.listing(integration, || {
-            rendered = true;
-            render()
-        });
-        if rendered {
-            self.cache.charge_listing(found, &listing, first_by_integration);
-        }
-        listing
+        self.cache.listing(found, integration, render)
     }
 
     /// Bytes the read cache holds, as it counts them.
@@ -495,12 +519,21 @@ mod tests {
         let found = agent(1);
         cache.keep_agent(cache.ticket(), &found);
         let before = cache.bytes();
-        let listing = found.listing(None, || Bytes::from(vec![b'x'; 4_000]));
-        cache.charge_listing(&found, &listing, false);
-        assert!(cache.bytes() >= before + 4_000);
-        // Once the agent was dropped (a write elsewhere), its listing is not counted.
+        cache.listing(&found, None, || Bytes::from(vec![b'x'; 4_000]));
+        let listed = cache.bytes();
+        assert!(listed >= before + 4_000);
+        // Served again: not rendered, not counted again.
+        cache.listing(&found, None, || unreachable!("kept"));
+        assert_eq!(cache.bytes(), listed);
+        // The room for listings per integration is counted with the first of them only.
+        cache.listing(&found, Some(Integration::Mcp), || Bytes::from(vec![b'x'; 100]));
+        let one = cache.bytes() - listed;
+        cache.listing(&found, Some(Integration::X402), || Bytes::from(vec![b'x'; 100]));
+        let two = cache.bytes() - listed - one;
+        assert!(one > two && two >= 100, "{one} then {two}");
+        // Once the agent was dropped (a write elsewhere), what it renders is not counted.
         cache.clear();
-        cache.charge_listing(&found, &listing, false);
+        cache.listing(&found, Some(Integration::Chatapp), || Bytes::from(vec![b'x'; 100]));
         assert_eq!(cache.bytes(), 0);
     }
 
