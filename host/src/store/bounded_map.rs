@@ -126,11 +126,8 @@ impl<T: Weigh> BoundedMap<T> {
     }
 
     fn remove(&mut self, name: &str) {
-        let name = match self.aliases.get(name) {
-            Some(primary) => primary.clone(),
-            None => name.into(),
-        };
-        self.drop_entry(&name);
+        let primary = self.aliases.get(name).cloned();
+        self.drop_entry(primary.as_deref().unwrap_or(name));
     }
 
     fn drop_entry(&mut self, name: &str) {
