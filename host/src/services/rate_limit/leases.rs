@@ -65,11 +65,15 @@ impl KeyState {
         self.lease.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// `n` from the share, if it has them for `now_ms`'s windows.
+    /// `n` from the share, if it has them for `now_ms`'s windows. A share of newer windows
+    /// serves too: a request stamped just before a window turned, that waited its turn
+    /// while another claimed in the new window, counts in the newer one, as the store
+    /// counts a host whose clock is behind (else each such request would claim and wait
+    /// for shares in turn, and a burst at a minute's edge would queue for seconds).
     fn take(&self, now_ms: i64, n: u32) -> Option<Counted> {
         let mut lease = self.lease();
-        let current = lease.usage.minute.start == WindowCount::start_of(now_ms, MINUTE_MS)
-            && lease.usage.day.start == WindowCount::start_of(now_ms, DAY_MS);
+        let current = lease.usage.minute.start >= WindowCount::start_of(now_ms, MINUTE_MS)
+            && lease.usage.day.start >= WindowCount::start_of(now_ms, DAY_MS);
         if current && lease.left >= n && now_ms < lease.expires_ms {
             lease.left -= n;
             return Some(lease.counted(true));
@@ -176,8 +180,10 @@ impl Leases {
         let mut claimed = self.claim(key, limits, &state, size.max(n), n, now_ms).await?;
         let mut at = now_ms;
         if claimed.granted == 0 && claimed.lease_until > now_ms {
-            // Full, but shares may still come back: wait for them, then ask once more.
-            let wait = claimed.lease_until - now_ms + 2 * SWEEP_EVERY.as_millis() as i64;
+            // Full, but shares may still come back: wait for them, then ask once more. A
+            // share ends `LEASE_MS` after it was granted whatever the granting host's clock
+            // said, so a clock ahead of ours cannot hold this request longer.
+            let wait = (claimed.lease_until - now_ms).min(LEASE_MS) + 2 * SWEEP_EVERY.as_millis() as i64;
             tokio::time::sleep(Duration::from_millis(wait as u64)).await;
             at = now_ms + wait;
             claimed = self.claim(key, limits, &state, n, n, at).await?;

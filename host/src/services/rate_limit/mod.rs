@@ -179,12 +179,16 @@ pub fn decide(limits: RateLimits, now_ms: i64, allowed: bool, usage: Usage) -> R
         (limits.per_day, DAY_MS, usage.day),
     ];
     if !allowed {
-        // Both must have room again: wait for the later of the full windows.
-        let (limit, wait) = windows
+        // Both must have room again: wait for the later of the full windows (on a tie, the
+        // fuller one: a refusal made a moment ago may see room come back in both).
+        let (limit, wait, _) = windows
             .iter()
-            .map(|(limit, len, counts)| (*limit, counts.wait_ms(*limit, *len, now_ms)))
-            .max_by_key(|(_, wait)| *wait)
-            .unwrap_or((limits.per_minute, MINUTE_MS));
+            .map(|(limit, len, counts)| {
+                let room = counts.room(*limit, *len, now_ms);
+                (*limit, counts.wait_ms(*limit, *len, now_ms), room)
+            })
+            .max_by_key(|(_, wait, room)| (*wait, std::cmp::Reverse(*room)))
+            .unwrap_or((limits.per_minute, MINUTE_MS, 0));
         let wait = wait.max(1);
         return RateDecision {
             allowed: false,
@@ -348,6 +352,15 @@ mod tests {
         assert_eq!(refused.reset_unix, (tomorrow + DAY_MS / 5) / 1000);
     }
 
+    /// A refusal decided a moment ago (from a share's memory) may find room back in both
+    /// windows by the time it is answered: it names the fuller window, not the day's.
+    #[test]
+    fn a_refusal_with_room_back_names_the_fuller_window() {
+        let refused = decide(LIMITS, T0, false, Usage::default().at(T0));
+        assert_eq!((refused.limit, refused.remaining), (LIMITS.per_minute, 0));
+        assert_eq!(refused.retry_after_secs, 1);
+    }
+
     #[test]
     fn ended_windows_are_forgotten_when_too_many_keys_are_tracked() {
         let limiter = RateLimiter::default();
@@ -488,6 +501,53 @@ mod tests {
         let last = last.unwrap();
         assert!(!last.allowed);
         assert_eq!((last.limit, last.remaining), (40, 0));
+    }
+
+    /// A burst across a minute's edge: requests stamped just before the turn reach the
+    /// limiter after others claimed in the new minute. They count in the new minute, as
+    /// the store counts them, and are answered at once instead of each claiming and
+    /// waiting for shares in turn (which held forty concurrent requests past 30 s).
+    #[tokio::test]
+    async fn requests_stamped_before_a_window_turned_are_answered_without_queueing() {
+        let (_dir, store) = temp_store();
+        let limits = RateLimits {
+            per_minute: 7,
+            per_day: 1000,
+        };
+        let shared = Limiter {
+            local: RateLimiter::default(),
+            shared: Some(Leases::new(store, "account")),
+        };
+        let local = RateLimiter::default();
+        let edge = T0 + MINUTE_MS;
+        let stamps = [
+            edge - 90,
+            edge - 80,
+            edge - 70,
+            edge + 10,
+            edge + 11,
+            edge + 12,
+            edge + 13,
+        ];
+        for at in stamps {
+            assert!(shared.check("a", limits, at).await.unwrap().allowed, "at {at}");
+            assert!(local.check("a", limits, at).allowed);
+        }
+        let started = std::time::Instant::now();
+        for i in 0..10 {
+            let stale = shared.check("a", limits, edge - 60 + i).await.unwrap();
+            assert!(!stale.allowed, "the limit is spent: {stale:?}");
+            assert_eq!((stale.limit, stale.remaining), (7, 0));
+            assert!(!local.check("a", limits, edge - 60 + i).allowed);
+        }
+        // At most one wait for shares that might come back (our own, just ended); before,
+        // each of the ten waited for it in turn.
+        let bound = 2 * (leases::LEASE_MS as u64 + 2 * 250);
+        assert!(
+            started.elapsed() < std::time::Duration::from_millis(bound),
+            "ten refusals took {:?}",
+            started.elapsed()
+        );
     }
 
     /// Counters of a day before yesterday go when pruned; today's stay.
