@@ -351,17 +351,31 @@ async fn settle(services: &Services, network: Network, id: &str, signed: &Signed
 /// awaited. Runs at start and then periodically. Returns how many rows were looked at.
 pub async fn reconcile(services: &Services) -> Result<usize, ServiceError> {
     let pending = services.store.pending_transfers().await?;
+    reconcile_listed(services, pending).await
+}
+
+/// Reconciles each of `pending` (as listed a moment ago) whose wallet nobody holds.
+pub(crate) async fn reconcile_listed(services: &Services, pending: Vec<TransferRecord>) -> Result<usize, ServiceError> {
     let mut looked_at = 0;
-    for row in pending {
+    for listed in pending {
         // The wallet's lock is held for a transfer's whole life: free means nobody here is
         // signing or awaiting this row.
         let Some(turn) = services
             .wallet_locks
-            .try_lock((row.agent_id.clone(), row.network))
+            .try_lock((listed.agent_id.clone(), listed.network))
             .await?
         else {
             continue;
         };
+        // Read again under the lock: the request that held it may have signed and sent the
+        // row since it was listed unsigned (failing it as never sent would let a refund be
+        // paid twice).
+        let Some(row) = services.store.transfer(&listed.id).await? else {
+            continue;
+        };
+        if row.state != TransferState::Pending {
+            continue;
+        }
         looked_at += 1;
         let (Some(signature), Some(raw)) = (&row.signature, &row.raw_tx) else {
             services

@@ -35,17 +35,7 @@ pub async fn recover(services: &Services) -> Result<usize, ServiceError> {
     let owed_retry = Duration::from_secs(services.settings.server.recovery_interval_secs) * OWED_RETRY_PASSES;
     let owed_before = crate::clock::now_ms() - owed_retry.as_millis() as i64;
     let unfinished = services.store.unfinished_payments(owed_before).await?;
-    let mut taken = 0;
-    for payment in unfinished {
-        taken += usize::from(
-            take_up(services, payment, |services, payment| async move {
-                if let Err(err) = resume(&services, &payment).await {
-                    tracing::warn!(payment = payment.id, "could not finish the payment yet: {err}");
-                }
-            })
-            .await?,
-        );
-    }
+    let mut taken = take_up_unfinished(services, unfinished).await?;
     // A paid job that failed, whose refund a crash (or an unreachable database) cut off
     // before it started: the payment still says `served`.
     for (payment, why) in services.store.served_for_failed_jobs().await? {
@@ -65,16 +55,44 @@ pub async fn recover(services: &Services) -> Result<usize, ServiceError> {
     Ok(taken)
 }
 
+/// Resumes each of `unfinished` (as listed a moment ago) that nobody holds; how many.
+pub(super) async fn take_up_unfinished(
+    services: &Services,
+    unfinished: Vec<PaymentRecord>,
+) -> Result<usize, ServiceError> {
+    let mut taken = 0;
+    for payment in unfinished {
+        taken += usize::from(
+            take_up(services, payment, |services, payment| async move {
+                if let Err(err) = resume(&services, &payment).await {
+                    tracing::warn!(payment = payment.id, "could not finish the payment yet: {err}");
+                }
+            })
+            .await?,
+        );
+    }
+    Ok(taken)
+}
+
 /// Runs `work` on the payment in the background, holding its claim, unless someone holds
-/// it already; true when taken.
-async fn take_up<F, Work>(services: &Services, payment: PaymentRecord, work: F) -> Result<bool, ServiceError>
+/// it already or it moved on since it was listed; true when taken.
+async fn take_up<F, Work>(services: &Services, listed: PaymentRecord, work: F) -> Result<bool, ServiceError>
 where
     F: FnOnce(Services, PaymentRecord) -> Work + Send + 'static,
     Work: std::future::Future<Output = ()> + Send + 'static,
 {
-    let Some(claim) = services.payment_locks.claims.try_lock(payment.id.clone()).await? else {
+    let Some(claim) = services.payment_locks.claims.try_lock(listed.id.clone()).await? else {
         return Ok(false);
     };
+    // Read again under the claim: whoever held it may have finished with the payment since
+    // the list was read (a request that served a `settled` one; refunding that as never
+    // answered would pay the payer back for an answer it got).
+    let Some(payment) = services.store.payment(&listed.id).await? else {
+        return Ok(false);
+    };
+    if payment.state != listed.state {
+        return Ok(false);
+    }
     let services = services.clone();
     let lifecycle = services.lifecycle.clone();
     lifecycle.spawn(async move {

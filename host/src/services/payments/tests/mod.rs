@@ -351,6 +351,25 @@ async fn a_settlement_still_pending_stays_recorded_for_recovery() {
     assert_eq!(f.ledger().await, vec![("verified".into(), Some("0xours1".into()))]);
 }
 
+/// A recovery pass lists a payment while its request is still at work (`settled`), and
+/// reaches it after the request served it and let go: it leaves it alone. Before, it
+/// refunded it as never answered, and the payer had the answer and its money back (found
+/// by 2,880 paid requests through three hosts).
+#[tokio::test]
+async fn a_payment_served_after_recovery_listed_it_is_not_refunded() {
+    let f = fixture(SELLER).await;
+    let (scheme, chain) = (FakeScheme::default(), FakeChain::landing(Landing::Confirmed));
+    let settled = f.settle(&scheme, &chain, &payment("ann", 1, 10_000)).await.unwrap();
+    let listed = f.services.store.unfinished_payments(0).await.unwrap();
+    assert_eq!(listed.len(), 1, "listed while its request holds it");
+    settled.served(&f.services, Some("sunny".into())).await.unwrap();
+    drop(settled);
+
+    let taken = recovery::take_up_unfinished(&f.services, listed).await.unwrap();
+    assert_eq!(taken, 0, "nothing left to finish");
+    assert_eq!(f.ledger().await, vec![("served".into(), Some("0xours1".into()))]);
+}
+
 #[tokio::test]
 async fn money_that_arrived_by_someone_elses_transaction_is_served_once() {
     let f = fixture(SELLER).await;

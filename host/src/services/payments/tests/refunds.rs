@@ -92,6 +92,27 @@ async fn a_refund_resent_as_nonce_too_low_stays_pending_and_is_paid_once() {
     assert_eq!(chain.signed.load(Ordering::SeqCst), 0, "paid back once");
 }
 
+/// A reconciliation pass lists a refund's transfer before it is signed, and reaches it
+/// after its sender signed and sent it and let go of the wallet, still pending: it looks
+/// for it on chain instead of failing it as never sent (which would pay the refund again).
+#[tokio::test]
+async fn a_transfer_signed_after_reconciliation_listed_it_is_not_failed_as_never_sent() {
+    use crate::store::TransferState;
+    let f = fixture(SELLER).await;
+    f.chain.lands(Landing::Confirmed);
+    let payment = refund_sent_unconfirmed(&f).await;
+    let mut listed = f.services.store.pending_transfers().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    // As listed a moment before its sender signed it.
+    listed[0].signature = None;
+    listed[0].raw_tx = None;
+
+    wallets::reconcile_listed(&f.services, listed).await.unwrap();
+    assert_eq!(transfer_state(&f, "tr_first").await, TransferState::Confirmed);
+    resume_refund(&f, &payment.id).await;
+    assert_eq!(f.chain.signed.load(Ordering::SeqCst), 0, "paid back once");
+}
+
 /// A refund's transfer recorded failed (a node whose index lagged called it dropped) that
 /// landed after all: the chain is asked before another is paid, and none is.
 #[tokio::test]
