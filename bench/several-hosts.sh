@@ -6,6 +6,10 @@
 # The offered load is the same each time: 64 connections in all, split evenly over one wrk
 # per host. For each: requests/s in all and per host, the CPU the hosts and the database used
 # (in cores, from /proc), and requests/s per host-core: what a host adds when it has a core.
+# Then paid requests on the local Base chain (Anvil) through 1, 2 and 3 hosts on one database,
+# `PAID_LOAD_PAYERS` payers (8) paying at once, `PAID_LOAD_REQUESTS` (240) a round: the
+# harness is the end-to-end test tests/api/paid_load.rs, built in release (run
+# scripts/test.sh once first: it prepares Anvil).
 # Usage: bench/several-hosts.sh [SECONDS] [HOSTS...]   (defaults 8 and 1 2 3; needs wrk)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -113,3 +117,9 @@ for n in "${counts[@]}"; do
     done
     for pid in "${hosts[@]}"; do kill "$pid"; wait "$pid" 2>/dev/null || true; done
 done
+
+echo "paid requests (Base on Anvil, x402 v1): ${PAID_LOAD_PAYERS:-8} payers at once, ${PAID_LOAD_REQUESTS:-240} a round"
+TEST_POSTGRES_URL="$admin" PAID_LOAD_REQUESTS="${PAID_LOAD_REQUESTS:-240}" \
+    cargo test --release --locked -q -p agent-host --test api -- --exact \
+    paid_load::paid_requests_through_several_hosts_are_each_settled_once --nocapture --test-threads 1 2>&1 |
+    grep "host(s)"

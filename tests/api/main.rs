@@ -27,6 +27,7 @@ mod meta;
 mod metrics;
 mod migrations;
 mod openai;
+mod paid_load;
 mod paid_traces;
 mod pay_page;
 mod plugin_abuse;

@@ -18,7 +18,7 @@ use crate::support::*;
 const MASTER_KEY: &str = "5f6b3a0c9e1d2f4a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a";
 
 /// The first host's environment and two more sharing its database; `None` on SQLite.
-fn three_hosts(settings: Vec<(&str, String)>) -> Option<(TestEnv, TestEnv, TestEnv)> {
+pub(crate) fn three_hosts(settings: Vec<(&str, String)>) -> Option<(TestEnv, TestEnv, TestEnv)> {
     if postgres::cluster().is_none() {
         eprintln!("several hosts need PostgreSQL: run with TEST_POSTGRES_URL (scripts/test.sh does)");
         return None;
