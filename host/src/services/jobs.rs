@@ -250,6 +250,10 @@ pub async fn recover(services: &Services, at_start: bool) -> Result<(usize, usiz
         if let Some(metrics) = crate::telemetry::metrics::metrics().filter(|_| ended_here) {
             metrics.job_finished("failed");
         }
+        if !ended_here {
+            // Its host ended it first (succeeded, or failed and refunded by that host).
+            continue;
+        }
         // A paid job: its payer gets the money back (in the background: it is a transfer).
         let (services, id) = (services.clone(), job.id.clone());
         let lifecycle = services.lifecycle.clone();

@@ -17,7 +17,9 @@ use crate::chains::{Landing, SignedTx};
 use crate::domain::Network;
 use crate::money::MicroUsdc;
 use crate::services::{ServiceError, Services, wallets};
-use crate::store::{PaymentRecord, PaymentState, RefundFailure, Store, TransferKind, TransferRecord, TransferState};
+use crate::store::{
+    JobState, PaymentRecord, PaymentState, RefundFailure, Store, TransferKind, TransferRecord, TransferState,
+};
 
 /// Whether a failure after payment was the payer's own doing (its input), not the agent's.
 pub fn payers_fault(err: &ServiceError) -> bool {
@@ -331,6 +333,24 @@ pub async fn refund_failed_job(services: &Services, job_id: &str, why: &str, cod
                 payment = payment.id,
                 "could not refund the failed job's payer: {err}"
             );
+            return;
+        }
+    };
+    // Read both again under the claim: only a job recorded failed by the agent's fault
+    // refunds (a recovery pass that took a job for cut off may have lost to its host ending
+    // it succeeded), and only a payment still `served` (a refund another pass started, or
+    // owes, is that one's to finish).
+    let still_owed = async {
+        let job = services.store.job(job_id).await?;
+        let failed = job.is_some_and(|j| j.state == JobState::Failed && j.code.as_deref() != Some("invalid_input"));
+        let payment = services.store.payment(&payment.id).await?;
+        Ok::<_, crate::store::StoreError>(payment.filter(|p| failed && p.state == PaymentState::Served))
+    };
+    let payment = match still_owed.await {
+        Ok(Some(payment)) => payment,
+        Ok(None) => return,
+        Err(err) => {
+            tracing::error!(job = job_id, "could not read the job's payment again: {err}");
             return;
         }
     };

@@ -370,6 +370,53 @@ async fn a_payment_served_after_recovery_listed_it_is_not_refunded() {
     assert_eq!(f.ledger().await, vec![("served".into(), Some("0xours1".into()))]);
 }
 
+/// A recovery pass takes a paid job for cut off (its lease lapsed) while its host ends it
+/// succeeded: the pass's refund of the job's payer finds the job succeeded and pays
+/// nothing. Before, the payer had the job's result and its money back.
+#[tokio::test]
+async fn a_paid_job_that_succeeded_is_not_refunded_by_a_late_pass() {
+    use crate::store::{JobOutcome, JobRecord, JobState};
+    let f = fixture(SELLER).await;
+    let (scheme, chain) = (FakeScheme::default(), FakeChain::landing(Landing::Confirmed));
+    let settled = f.settle(&scheme, &chain, &payment("ann", 1, 10_000)).await.unwrap();
+    let store = &f.services.store;
+    let job = JobRecord {
+        id: "job_paid".into(),
+        agent_id: settled.agent_id.clone(),
+        command: "report".into(),
+        origin: "x402".into(),
+        parameters: json!({}),
+        raw_text: None,
+        state: JobState::Queued,
+        progress: None,
+        response: None,
+        format: None,
+        artifact_url: None,
+        error: None,
+        code: None,
+        created_at: crate::clock::now_ms(),
+        expires_at: crate::clock::now_ms() + 3_600_000,
+    };
+    store.insert_job(job, Some(settled.payment_id.clone())).await.unwrap();
+    drop(settled);
+    assert!(store.start_job("job_paid", 0).await.unwrap());
+    assert_eq!(
+        store.jobs_cut_off(crate::clock::now_ms()).await.unwrap().len(),
+        1,
+        "listed as cut off"
+    );
+    let succeeded = JobOutcome::Succeeded {
+        response: "the report".into(),
+        format: "text".into(),
+        artifact_url: None,
+    };
+    assert!(store.finish_job("job_paid", succeeded).await.unwrap());
+
+    refund_failed_job(&f.services, "job_paid", "cut off", "internal_error").await;
+    assert_eq!(f.ledger().await, vec![("served".into(), Some("0xours1".into()))]);
+    assert_eq!(f.chain.signed.load(Ordering::SeqCst), 0, "no refund went out");
+}
+
 #[tokio::test]
 async fn money_that_arrived_by_someone_elses_transaction_is_served_once() {
     let f = fixture(SELLER).await;
