@@ -448,7 +448,11 @@ async fn an_endpoint_that_keeps_timing_out_is_paused_as_a_whole() {
     let sent = held.lock().unwrap().len();
     assert!(
         (3..=4).contains(&sent),
-        "three attempts in a row (two at once at most): {sent}"
+        "three attempts in a row (two at once at most): {sent}; attempts {:?}; endpoint {:?}",
+        env.sql("SELECT delivery_id, n, at, latency_ms, error FROM webhook_attempts ORDER BY at"),
+        env.sql(&format!(
+            "SELECT consecutive_timeouts, consecutive_failures, paused_until FROM webhook_endpoints WHERE id = '{id}'"
+        ))
     );
     // Paused for 30 s: nothing more is sent meanwhile, though six deliveries are due.
     tokio::time::sleep(Duration::from_secs(3)).await;
