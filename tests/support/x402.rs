@@ -90,7 +90,7 @@ pub fn base_payment(
     nonce: u8,
     valid_for: u64,
 ) -> String {
-    use agent_host::x402::evm::{Authorization, Expected};
+    use agent_host::x402::evm::{Authorization, Expected, PayerSignature};
     use alloy::primitives::{B256, U256};
     use alloy::signers::SignerSync;
     let now = std::time::SystemTime::now()
@@ -105,20 +105,20 @@ pub fn base_payment(
         domain_name: requirement["extra"]["name"].as_str().unwrap().into(),
         domain_version: requirement["extra"]["version"].as_str().unwrap().into(),
     };
-    let mut auth = Authorization {
+    let auth = Authorization {
         from: payer.address(),
         to: expected.pay_to,
         value: U256::from(value),
         valid_after: U256::from(now - 600),
         valid_before: U256::from(now + valid_for),
         nonce: B256::repeat_byte(nonce),
-        signature: alloy::primitives::Signature::test_signature(),
+        signature: PayerSignature::Ecdsa(alloy::primitives::Signature::test_signature()),
     };
-    auth.signature = payer.sign_hash_sync(&auth.signing_hash(&expected.domain())).unwrap();
+    let signature = payer.sign_hash_sync(&auth.signing_hash(&expected.domain())).unwrap();
     let envelope = json!({
         "x402Version": 1, "scheme": "exact", "network": "base",
         "payload": {
-            "signature": format!("0x{}", hex::encode(auth.signature.as_bytes())),
+            "signature": format!("0x{}", hex::encode(signature.as_bytes())),
             "authorization": {
                 "from": auth.from.to_string(), "to": auth.to.to_string(), "value": value.to_string(),
                 "validAfter": auth.valid_after.to_string(), "validBefore": auth.valid_before.to_string(),

@@ -2,12 +2,12 @@
 //! balances, sign a USDC transfer, send it, ask where it stands. Each chain speaks
 //! JSON-RPC through [`rpc::JsonRpc`]; its own rules live in `solana.rs` and `base.rs`.
 
-mod authorization_logs;
 pub mod base;
 mod gas_caps;
 pub mod keys;
 pub mod networks;
 pub mod rpc;
+pub mod smart_wallets;
 pub mod solana;
 pub mod solana_history;
 

@@ -360,6 +360,8 @@ settings! {
             "most the failed transfers of one Base refund may cost in fees before it is handed to the operator";
         x402_settle_timeout_secs: u64 = "60" [1 ..= 3600],
             "how long a paid request waits for its settlement to confirm; recovery finishes it after";
+        x402_base_deploy_min_micro_usdc: u64 = "50000" [0 ..= 18446744073709551615],
+            "least price (micro-USDC) of a Base request paid by a smart wallet not deployed yet (ERC-6492), which the agent's wallet deploys as it settles";
         x402_solana_max_fee_lamports: u64 = "20000" [5000 ..= 100000000],
             "most a Solana payment may make the agent's wallet pay as fee payer (signatures and priority fee)";
         x402_breaker_failures: u32 = "5" [1 ..= 100000],

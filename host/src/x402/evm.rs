@@ -1,13 +1,14 @@
 //! Base payments: an EIP-3009 `transferWithAuthorization` signed by the payer, checked
 //! here against exactly what was asked before the relayer pays gas to settle it.
 
-use alloy::primitives::{Address, B256, Signature, U256};
+use alloy::primitives::{Address, B256, U256};
 use alloy::sol_types::Eip712Domain;
 use serde_json::Value;
 
 use super::PaymentError;
 pub use crate::chains::base::Authorization;
 use crate::chains::base::parse_address;
+pub use crate::chains::smart_wallets::PayerSignature;
 use crate::money::MicroUsdc;
 
 /// An authorization must stay valid at least this long, to be settled in time.
@@ -71,18 +72,8 @@ pub fn decode(payload: &Value) -> Result<Authorization, PaymentError> {
         .ok_or_else(|| PaymentError::new("invalid_payment", "payload.signature is missing"))?;
     let signature_bytes = hex::decode(signature_hex.trim_start_matches("0x"))
         .map_err(|_| PaymentError::new("invalid_payment", "payload.signature is not hex"))?;
-    if signature_bytes.len() != 65 {
-        // Longer ones are smart-wallet signatures (EIP-1271 / ERC-6492).
-        return Err(PaymentError::new(
-            "unsupported_signature",
-            format!(
-                "payload.signature is {} bytes; only 65-byte signatures of externally owned accounts are accepted",
-                signature_bytes.len()
-            ),
-        ));
-    }
-    let signature = Signature::from_raw(&signature_bytes)
-        .map_err(|_| PaymentError::new("invalid_signature", "payload.signature is not a valid signature"))?;
+    let signature = PayerSignature::parse(&signature_bytes)
+        .map_err(|e| PaymentError::new("invalid_signature", format!("payload.signature: {e}")))?;
     let nonce_hex = field(auth, "nonce")?;
     let nonce_bytes = hex::decode(nonce_hex.trim_start_matches("0x"))
         .ok()
@@ -99,9 +90,20 @@ pub fn decode(payload: &Value) -> Result<Authorization, PaymentError> {
     })
 }
 
-/// Every rule that needs no chain: recipient, exact amount, time window, signature.
-/// (Nonce reuse and the payer's balance are checked against the store and chain.)
-pub fn verify(auth: &Authorization, expected: &Expected, now_secs: u64) -> Result<(), PaymentError> {
+/// Who vouches for a payer's signature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignedBy {
+    /// It recovers to the payer: checked here.
+    Key,
+    /// The payer's wallet contract decides (ERC-1271, ERC-6492): asked on chain before
+    /// anything is settled.
+    Wallet,
+}
+
+/// Every rule that needs no chain: recipient, exact amount, time window, and the signature
+/// when it is a key's. (Nonce reuse, the payer's balance and a wallet's own check of its
+/// signature are asked of the store and chain.)
+pub fn verify(auth: &Authorization, expected: &Expected, now_secs: u64) -> Result<SignedBy, PaymentError> {
     if auth.to != expected.pay_to {
         return Err(PaymentError::new(
             "payment_recipient_mismatch",
@@ -133,17 +135,15 @@ pub fn verify(auth: &Authorization, expected: &Expected, now_secs: u64) -> Resul
             format!("the authorization expires (validBefore) in under {SETTLE_MARGIN_SECS} seconds"),
         ));
     }
-    let signer = auth
-        .signature
-        .recover_address_from_prehash(&auth.signing_hash(&expected.domain()))
-        .map_err(|_| PaymentError::new("invalid_signature", "the signature does not recover to an address"))?;
-    if signer != auth.from {
-        return Err(PaymentError::new(
-            "invalid_signature",
-            "the signature is not the payer's for this authorization, token and chain",
-        ));
+    let PayerSignature::Ecdsa(signature) = &auth.signature else {
+        return Ok(SignedBy::Wallet);
+    };
+    // One that recovers to someone else may still be the payer's if the payer is a wallet
+    // contract whose owner signs the digest as it is.
+    match signature.recover_address_from_prehash(&auth.signing_hash(&expected.domain())) {
+        Ok(signer) if signer == auth.from => Ok(SignedBy::Key),
+        _ => Ok(SignedBy::Wallet),
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -176,7 +176,7 @@ mod tests {
             valid_after: U256::from(NOW - 600),
             valid_before: U256::from(NOW + 60),
             nonce: B256::repeat_byte(7),
-            signature: Signature::test_signature(),
+            signature: PayerSignature::Ecdsa(alloy::primitives::Signature::test_signature()),
         };
         edit(&mut auth);
         let signature = payer.sign_hash_sync(&auth.signing_hash(&exp.domain())).unwrap();
@@ -190,7 +190,7 @@ mod tests {
         })
     }
 
-    fn check(payload: &Value, exp: &Expected) -> Result<(), &'static str> {
+    fn check(payload: &Value, exp: &Expected) -> Result<SignedBy, &'static str> {
         decode(payload).and_then(|a| verify(&a, exp, NOW)).map_err(|e| e.code)
     }
 
@@ -198,7 +198,7 @@ mod tests {
     fn an_exact_signed_authorization_passes() {
         let payer = PrivateKeySigner::random();
         let exp = expected(PrivateKeySigner::random().address());
-        assert_eq!(check(&payload(&payer, &exp, |_| {}), &exp), Ok(()));
+        assert_eq!(check(&payload(&payer, &exp, |_| {}), &exp), Ok(SignedBy::Key));
     }
 
     #[test]
@@ -224,33 +224,52 @@ mod tests {
                 "payment_expired",
                 payload(&payer, &exp, |a| a.valid_before = U256::from(NOW + 5)),
             ),
-            // Signed by the payer but claiming another payer.
-            ("invalid_signature", payload(&payer, &exp, |a| a.from = other)),
         ];
         for (code, p) in cases {
             assert_eq!(check(&p, &exp), Err(code), "{p}");
         }
-        // Signed for another chain, or another token: the digest differs.
-        let mut sepolia = exp.clone();
-        sepolia.chain_id = 84532;
-        assert_eq!(
-            check(&payload(&payer, &sepolia, |_| {}), &exp),
-            Err("invalid_signature")
-        );
-        let mut other_token = exp.clone();
-        other_token.usdc = other;
-        assert_eq!(
-            check(&payload(&payer, &other_token, |_| {}), &exp),
-            Err("invalid_signature")
-        );
-        // A field changed after signing.
-        let mut tampered = payload(&payer, &exp, |_| {});
-        tampered["authorization"]["validBefore"] = json!((NOW + 3600).to_string());
-        assert_eq!(check(&tampered, &exp), Err("invalid_signature"));
-        // Malformed and smart-wallet payloads.
-        let mut long_sig = payload(&payer, &exp, |_| {});
-        long_sig["signature"] = json!(format!("0x{}", "ab".repeat(100)));
-        assert_eq!(check(&long_sig, &exp), Err("unsupported_signature"));
+        // A signature that does not recover to the payer may still be its wallet's: the
+        // payer's wallet contract decides, on chain (an account without code refuses).
+        let wallets_to_decide: Vec<Value> = vec![
+            // Signed by the payer but claiming another payer.
+            payload(&payer, &exp, |a| a.from = other),
+            // Signed for another chain, or another token: the digest differs.
+            payload(
+                &payer,
+                &Expected {
+                    chain_id: 84532,
+                    ..exp.clone()
+                },
+                |_| {},
+            ),
+            payload(
+                &payer,
+                &Expected {
+                    usdc: other,
+                    ..exp.clone()
+                },
+                |_| {},
+            ),
+            // A field changed after signing.
+            {
+                let mut tampered = payload(&payer, &exp, |_| {});
+                tampered["authorization"]["validBefore"] = json!((NOW + 3600).to_string());
+                tampered
+            },
+            // A smart wallet's own form.
+            {
+                let mut long_sig = payload(&payer, &exp, |_| {});
+                long_sig["signature"] = json!(format!("0x{}", "ab".repeat(100)));
+                long_sig
+            },
+        ];
+        for p in wallets_to_decide {
+            assert_eq!(check(&p, &exp), Ok(SignedBy::Wallet), "{p}");
+        }
+        // Malformed payloads.
+        let mut huge_sig = payload(&payer, &exp, |_| {});
+        huge_sig["signature"] = json!(format!("0x{}", "ab".repeat(9000)));
+        assert_eq!(check(&huge_sig, &exp), Err("invalid_signature"));
         assert_eq!(check(&json!({ "signature": "0x00" }), &exp), Err("invalid_payment"));
         let mut bad_nonce = payload(&payer, &exp, |_| {});
         bad_nonce["authorization"]["nonce"] = json!("0x1234");

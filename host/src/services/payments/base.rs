@@ -5,7 +5,7 @@ use alloy::primitives::{Address, B256, U256};
 use serde_json::Value;
 
 use super::scheme::{Attempt, BoxFuture, Lookup, Scheme, SettledBy, Terms};
-use crate::chains::base::parse_address;
+use crate::chains::base::{WalletVerdict, parse_address};
 use crate::chains::{ChainError, SignedTx, WalletKey};
 use crate::domain::Network;
 use crate::services::{ServiceError, Services};
@@ -23,6 +23,8 @@ const CLOCK_MARGIN_SECS: u64 = 30;
 
 struct BaseAttempt {
     auth: evm::Authorization,
+    signed_by: evm::SignedBy,
+    domain: alloy::sol_types::Eip712Domain,
 }
 
 /// `base:<payer lowercase>:<nonce>`: an authorization is usable once per payer and nonce.
@@ -55,7 +57,7 @@ impl Scheme for BaseExact {
             domain_version: base.usdc_domain().1.to_string(),
         };
         let now = crate::clock::now_ms() as u64 / 1000;
-        evm::verify(&auth, &expected, now)?;
+        let signed_by = evm::verify(&auth, &expected, now)?;
         // An authorization that outlives the offer is one anyone who copies it (from our
         // relay's calldata, or the request) may present later, and one recovery must wait for.
         let latest = now + super::MAX_TIMEOUT_SECONDS + LONGEST_EXTRA_LIFE_SECS;
@@ -68,7 +70,11 @@ impl Scheme for BaseExact {
                 ),
             ));
         }
-        Ok(Box::new(BaseAttempt { auth }))
+        Ok(Box::new(BaseAttempt {
+            auth,
+            signed_by,
+            domain: expected.domain(),
+        }))
     }
 
     fn settled_elsewhere<'a>(
@@ -103,6 +109,41 @@ impl Scheme for BaseExact {
 impl Attempt for BaseAttempt {
     fn payer(&self) -> String {
         self.auth.from.to_checksum(None)
+    }
+
+    /// A signature that does not recover to the payer is its wallet's to accept: asked of
+    /// the chain, with the wallet deployed first in the simulation if it is not yet.
+    fn authenticate<'a>(&'a self, services: &'a Services) -> BoxFuture<'a, Result<(), ServiceError>> {
+        Box::pin(async move {
+            if self.signed_by == evm::SignedBy::Key {
+                return Ok(());
+            }
+            let base = &services.chains.base;
+            let unavailable = |e| super::chain_unavailable(Network::Base, e);
+            let digest = self.auth.signing_hash(&self.domain);
+            match base
+                .wallet_accepts(self.auth.from, digest, &self.auth.signature)
+                .await
+                .map_err(unavailable)?
+            {
+                WalletVerdict::Accepts => Ok(()),
+                WalletVerdict::Refuses => Err(super::refused(
+                    "invalid_signature",
+                    format!(
+                        "the signature is not the payer's for this authorization, token and chain: it does not recover \
+                         to {} and no wallet there accepts it (ERC-1271)",
+                        self.payer()
+                    ),
+                )),
+                WalletVerdict::OverGasCap(cap) => Err(super::refused(
+                    "invalid_payment",
+                    format!(
+                        "the payer's wallet needs more than {cap} gas (base_max_gas) to check its signature; \
+                         settling it would cost the agent more than a settlement may"
+                    ),
+                )),
+            }
+        })
     }
 
     fn complete(&mut self, _: &WalletKey) -> Result<(), PaymentError> {
@@ -152,6 +193,9 @@ impl Attempt for BaseAttempt {
             }
             let balance = base.usdc_of(self.auth.from).await.map_err(unavailable)?;
             super::covers(balance, terms.price)?;
+            if self.signed_by == evm::SignedBy::Wallet && services.facilitators.of(Network::Base).is_none() {
+                self.within_the_agents_means(services, terms).await?;
+            }
             Ok(None)
         })
     }
@@ -166,6 +210,38 @@ impl Attempt for BaseAttempt {
 
     fn uses_wallet_nonce(&self) -> bool {
         true
+    }
+}
+
+impl BaseAttempt {
+    /// A wallet's settlement costs the agent what the wallet's check (and, for one not yet
+    /// deployed, its deployment) burns: refused before anything is signed when that is over
+    /// the gas cap, and a deployment unless the price covers it.
+    async fn within_the_agents_means(&self, services: &Services, terms: &Terms) -> Result<(), ServiceError> {
+        let base = &services.chains.base;
+        let unavailable = |e| super::chain_unavailable(Network::Base, e);
+        let deploys =
+            self.auth.signature.deployment().is_some() && !base.has_code(self.auth.from).await.map_err(unavailable)?;
+        let least = services.settings.x402.x402_base_deploy_min_micro_usdc;
+        if deploys && terms.price.0 < least {
+            return Err(super::refused(
+                "invalid_payment",
+                format!(
+                    "the payer's wallet is not deployed yet (ERC-6492): settling would deploy it at the agent's cost, \
+                     which only a request of at least {} USDC covers; deploy the wallet first",
+                    crate::money::MicroUsdc(least)
+                ),
+            ));
+        }
+        let relayer = parse_address(&terms.pay_to).map_err(|e| super::refused("invalid_payment", e))?;
+        match base.estimate_settlement(relayer, &self.auth).await {
+            Ok(_) => Ok(()),
+            Err(ChainError::Refused(reason)) => Err(super::refused(
+                "invalid_payment",
+                format!("the payer's wallet cannot be settled from: {reason}"),
+            )),
+            Err(other) => Err(unavailable(other)),
+        }
     }
 }
 

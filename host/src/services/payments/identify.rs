@@ -33,6 +33,7 @@ pub async fn identify(
         .scheme
         .verify(services, &payment.payload, &terms)
         .map_err(refusal)?;
+    attempt.authenticate(services).await?;
     let payer = attempt.payer();
     // Its identity is what the payer signed: nothing the agent's wallet adds changes it.
     let store = &services.store;

@@ -215,6 +215,7 @@ pub async fn settle(
         fee_payer: offer.fee_payer.clone(),
     };
     let mut attempt = scheme.verify(services, &payment.payload, &terms).map_err(refusal)?;
+    attempt.authenticate(services).await?;
     let payer = attempt.payer();
     // A retry under the payer's id for an earlier payment: its answer, nothing settled.
     let payment_ref = payment_identifier::read(&payment.extensions).map_err(refusal)?;

@@ -74,6 +74,13 @@ pub trait Attempt: Send + Sync {
     /// Who pays, as the network writes addresses.
     fn payer(&self) -> String;
 
+    /// Proves the payer signed, where only the chain can tell (Base: a smart wallet's own
+    /// check of its signature). Asked before anything is looked up or counted by payer, so
+    /// nobody can act in a payer's name with a signature that is not the payer's.
+    fn authenticate<'a>(&'a self, _services: &'a Services) -> BoxFuture<'a, Result<(), ServiceError>> {
+        Box::pin(async { Ok(()) })
+    }
+
     /// Adds what only the agent's key can, locally (Solana: the fee payer's signature,
     /// when the payer left it to us). After this, `identity` is final.
     fn complete(&mut self, key: &WalletKey) -> Result<(), PaymentError>;

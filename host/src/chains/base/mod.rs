@@ -7,71 +7,28 @@ use std::time::Duration;
 use alloy::consensus::transaction::SignerRecoverable;
 use alloy::consensus::{SignableTransaction, Transaction, TxEip1559, TxEnvelope};
 use alloy::eips::eip2718::{Decodable2718, Encodable2718};
-use alloy::primitives::{Address, B256, Bytes, Signature, TxKind, U256};
+use alloy::primitives::{Address, Bytes, TxKind, U256};
 use alloy::signers::SignerSync;
-use alloy::sol_types::{Eip712Domain, SolCall, SolEvent, SolStruct};
+use alloy::sol_types::SolCall;
 use serde_json::{Value, json};
 
-pub use super::authorization_logs::AuthorizationTransfer;
-use super::authorization_logs::{Paid, authorization_transfer};
+mod authorization_logs;
+mod authorizations;
+
 pub use super::gas_caps::GasCaps;
 use super::gas_caps::over_gas_cap;
 use super::rpc::JsonRpc;
 use super::{Balances, ChainError, ChainFuture, Landing, SignedTx, UsdcChain, WalletKey, decimal_text};
 use crate::domain::Network;
 use crate::money::MicroUsdc;
+pub use authorization_logs::AuthorizationTransfer;
+pub use authorizations::{Authorization, AuthorizationUsed, Transfer, WalletVerdict};
 
 alloy::sol! {
     /// The part of USDC (Circle's FiatToken) this service calls.
     interface IUsdc {
         function balanceOf(address account) external view returns (uint256);
         function transfer(address to, uint256 value) external returns (bool);
-        function authorizationState(address authorizer, bytes32 nonce) external view returns (bool);
-        function transferWithAuthorization(address from, address to, uint256 value, uint256 validAfter,
-            uint256 validBefore, bytes32 nonce, uint8 v, bytes32 r, bytes32 s) external;
-    }
-}
-
-alloy::sol! {
-    /// EIP-3009, as USDC (FiatTokenV2) defines it.
-    struct TransferWithAuthorization {
-        address from;
-        address to;
-        uint256 value;
-        uint256 validAfter;
-        uint256 validBefore;
-        bytes32 nonce;
-    }
-
-    /// What USDC logs when an authorization is executed, and when tokens move.
-    event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce);
-    event Transfer(address indexed from, address indexed to, uint256 value);
-}
-
-/// An EIP-3009 `transferWithAuthorization` signed by `from`: `(from, nonce)` is its identity.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Authorization {
-    pub from: Address,
-    pub to: Address,
-    pub value: U256,
-    pub valid_after: U256,
-    pub valid_before: U256,
-    pub nonce: B256,
-    pub signature: Signature,
-}
-
-impl Authorization {
-    /// The EIP-712 digest the payer signs, for a token's domain.
-    pub fn signing_hash(&self, domain: &Eip712Domain) -> B256 {
-        TransferWithAuthorization {
-            from: self.from,
-            to: self.to,
-            value: self.value,
-            validAfter: self.valid_after,
-            validBefore: self.valid_before,
-            nonce: self.nonce,
-        }
-        .eip712_signing_hash(domain)
     }
 }
 
@@ -114,6 +71,12 @@ const DROPPED_AFTER_BLOCKS: u64 = 10;
 /// as `DROPPED_AFTER_BLOCKS` would make it.
 const IDLE_SECS: u64 = 30;
 
+/// Whether a node's error says a call ran out of the gas it was given.
+pub(super) fn out_of_gas(message: &str) -> bool {
+    let message = message.to_lowercase();
+    message.contains("gas required exceeds") || message.contains("out of gas") || message.contains("outofgas")
+}
+
 /// `0x` and 40 hex digits; mixed case must be a valid EIP-55 checksum; not the zero address.
 pub fn parse_address(text: &str) -> Result<Address, String> {
     let digits = text
@@ -135,7 +98,7 @@ pub fn parse_address(text: &str) -> Result<Address, String> {
     Ok(address)
 }
 
-fn quantity_u64(value: &Value, what: &str) -> Result<u64, ChainError> {
+pub(super) fn quantity_u64(value: &Value, what: &str) -> Result<u64, ChainError> {
     value
         .as_str()
         .and_then(|q| u64::from_str_radix(q.trim_start_matches("0x"), 16).ok())
@@ -210,105 +173,6 @@ impl BaseChain {
             .map_err(|_| ChainError::Unavailable(format!("balanceOf: {amount} does not fit")))
     }
 
-    /// Whether an EIP-3009 nonce of `from` was used (or cancelled) on chain.
-    pub async fn authorization_used(&self, from: Address, nonce: B256) -> Result<bool, ChainError> {
-        let data = self
-            .call(
-                self.usdc,
-                IUsdc::authorizationStateCall {
-                    authorizer: from,
-                    nonce,
-                }
-                .abi_encode(),
-            )
-            .await?;
-        if data.len() != 32 {
-            return Err(ChainError::Unavailable(format!(
-                "authorizationState on {} answered {} bytes; is it USDC with EIP-3009?",
-                self.usdc_text,
-                data.len()
-            )));
-        }
-        Ok(data[31] == 1)
-    }
-
-    /// The transfer that `from`'s authorization `nonce` made, paying `to` exactly `value`,
-    /// whoever sent it (the payer can relay its own authorization before us): found by the
-    /// token's `AuthorizationUsed` log, then checked for the `Transfer` that follows it in
-    /// the same call (see [`authorization_transfer`]). The search starts at the block of
-    /// `not_before` (counting one block a second, which overestimates Base's two) and spans
-    /// at most `MAX_LOG_BLOCKS`, what RPC providers accept in one query.
-    pub async fn authorization_settlement(
-        &self,
-        from: Address,
-        nonce: B256,
-        to: Address,
-        value: U256,
-        not_before: u64,
-    ) -> Result<Option<AuthorizationTransfer>, ChainError> {
-        const MAX_LOG_BLOCKS: u64 = 10_000;
-        let head: Value = self.rpc.call("eth_getBlockByNumber", json!(["latest", false])).await?;
-        let head_number = quantity_u64(&head["number"], "eth_getBlockByNumber")?;
-        let head_time = quantity_u64(&head["timestamp"], "eth_getBlockByNumber")?;
-        let span = head_time
-            .saturating_sub(not_before)
-            .saturating_add(10)
-            .min(MAX_LOG_BLOCKS);
-        let filter = json!({
-            "address": self.usdc.to_string(),
-            "fromBlock": format!("0x{:x}", head_number.saturating_sub(span)),
-            "toBlock": "latest",
-            "topics": [AuthorizationUsed::SIGNATURE_HASH.to_string(), from.into_word().to_string(), nonce.to_string()],
-        });
-        let logs: Vec<Value> = self.rpc.call("eth_getLogs", json!([filter])).await?;
-        // A nonce is used once, so one live log at most; a log of a reorganised block is not.
-        let Some(hash) = logs
-            .iter()
-            .filter(|log| log["removed"] != Value::Bool(true))
-            .find_map(|log| log["transactionHash"].as_str())
-        else {
-            return Ok(None);
-        };
-        let receipt: Value = self.rpc.call("eth_getTransactionReceipt", json!([hash])).await?;
-        if receipt.is_null() || quantity_u64(&receipt["status"], "eth_getTransactionReceipt")? != 1 {
-            return Ok(None);
-        }
-        let paid = Paid {
-            usdc: self.usdc,
-            from,
-            nonce,
-            to,
-            value,
-        };
-        Ok(
-            authorization_transfer(&receipt, &paid).map(|log_index| AuthorizationTransfer {
-                transaction: hash.to_string(),
-                log_index,
-            }),
-        )
-    }
-
-    /// Signs, as `relayer` (who pays the gas), the call that settles an authorization.
-    pub async fn sign_settlement(&self, relayer: &WalletKey, auth: &Authorization) -> Result<SignedTx, ChainError> {
-        let WalletKey::Base(signer) = relayer else {
-            return Err(ChainError::Refused("not a Base wallet key".into()));
-        };
-        let signature = &auth.signature;
-        let data = IUsdc::transferWithAuthorizationCall {
-            from: auth.from,
-            to: auth.to,
-            value: auth.value,
-            validAfter: auth.valid_after,
-            validBefore: auth.valid_before,
-            nonce: auth.nonce,
-            v: 27 + u8::from(signature.v()),
-            r: signature.r().into(),
-            s: signature.s().into(),
-        }
-        .abi_encode();
-        self.sign_call(signer, self.usdc, data).await
-    }
-
     pub async fn wei_of(&self, owner: Address) -> Result<U256, ChainError> {
         let reply: Value = self
             .rpc
@@ -355,24 +219,20 @@ impl BaseChain {
 
     /// Estimates gas for a call from `from`, at most `cap`: a revert is the chain refusing
     /// it, and so is a call that needs more than the cap (the node stops looking there).
-    pub async fn estimate_gas(&self, from: Address, to: Address, data: &[u8], cap: u64) -> Result<u64, ChainError> {
-        let estimate = self
-            .rpc
-            .call::<Value>(
-                "eth_estimateGas",
-                json!([{ "from": from.to_string(), "to": to.to_string(),
-                         "data": Bytes::copy_from_slice(data).to_string(), "gas": format!("0x{cap:x}") }]),
-            )
-            .await;
+    pub async fn estimate_gas(&self, from: Address, to: TxKind, data: &[u8], cap: u64) -> Result<u64, ChainError> {
+        let mut call = json!({ "from": from.to_string(), "data": Bytes::copy_from_slice(data).to_string(),
+                               "gas": format!("0x{cap:x}") });
+        if let TxKind::Call(to) = to {
+            call["to"] = json!(to.to_string());
+        }
+        let estimate = self.rpc.call::<Value>("eth_estimateGas", json!([call])).await;
         match estimate {
             Ok(gas) => quantity_u64(&gas, "eth_estimateGas"),
             Err(err) => match err.node_error() {
                 Some((_, message, _)) if message.contains("revert") => {
                     Err(ChainError::Refused(format!("the USDC contract refuses it: {message}")))
                 }
-                Some((_, message, _)) if message.contains("gas required exceeds") || message.contains("out of gas") => {
-                    Err(over_gas_cap(cap))
-                }
+                Some((_, message, _)) if out_of_gas(message) => Err(over_gas_cap(cap)),
                 _ => Err(err.into()),
             },
         }
@@ -384,6 +244,16 @@ impl BaseChain {
         &self,
         signer: &alloy::signers::local::PrivateKeySigner,
         to: Address,
+        data: Vec<u8>,
+    ) -> Result<SignedTx, ChainError> {
+        self.sign_tx(signer, TxKind::Call(to), data).await
+    }
+
+    /// Signs a call or a contract creation as [`BaseChain::sign_call`] does.
+    async fn sign_tx(
+        &self,
+        signer: &alloy::signers::local::PrivateKeySigner,
+        to: TxKind,
         data: Vec<u8>,
     ) -> Result<SignedTx, ChainError> {
         let from = signer.address();
@@ -407,7 +277,7 @@ impl BaseChain {
             gas_limit,
             max_fee_per_gas: max_fee,
             max_priority_fee_per_gas: priority,
-            to: TxKind::Call(to),
+            to,
             value: U256::ZERO,
             access_list: Default::default(),
             input: data.into(),

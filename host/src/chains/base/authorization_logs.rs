@@ -7,7 +7,7 @@ use alloy::primitives::{Address, B256, U256};
 use alloy::sol_types::SolEvent;
 use serde_json::Value;
 
-use super::base::{AuthorizationUsed, Transfer};
+use super::authorizations::{AuthorizationUsed, Transfer};
 
 /// The `Transfer` an executed authorization made: its transaction, and its log's index in
 /// the block (one transaction may execute many authorizations; each transfer pays once).
