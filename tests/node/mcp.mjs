@@ -7,7 +7,8 @@
 //
 // request: { url, key?: API key sent as "Authorization: Bearer", calls: [call] }
 // call:    { name, arguments?, progress?: true (ask for progress notifications),
-//            pay?: { network: "base" | "solana", key, rpcUrl, networkId }, send?: false (sign
+//            pay?: { network: "base" | "solana", key, rpcUrl, networkId, smartWallet? (Base: see
+//            accounts.mjs) }, send?: false (sign
 //            the payment, do not send it),
 //            payment?: a payment object to send as is (a replay) }
 // Prints one JSON line: { serverVersion, tools: [every tool, all pages], results: [
@@ -16,7 +17,7 @@
 // and payment what was sent.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { privateKeyToAccount } from "viem/accounts";
+import { baseAccount } from "./accounts.mjs";
 import { createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
 
 const request = JSON.parse(process.argv[2]);
@@ -39,7 +40,7 @@ async function payer(pay) {
   const payments = new x402Client();
   if (pay.network === "base") {
     const { ExactEvmScheme } = await import("@x402/evm");
-    payments.register(pay.networkId, new ExactEvmScheme(privateKeyToAccount(pay.key)));
+    payments.register(pay.networkId, new ExactEvmScheme(await baseAccount(pay)));
   } else {
     const { ExactSvmScheme } = await import("@x402/svm");
     const signer = await createKeyPairSignerFromBytes(getBase58Encoder().encode(pay.key));

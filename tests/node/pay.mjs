@@ -24,9 +24,9 @@
 // process after a line { fatal }.
 import { inspect } from "node:util";
 import { createWalletClient, http, publicActions } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
+import { baseAccount } from "./accounts.mjs";
 
 function byHand([client, url, body]) {
   const network = new URL(url).pathname.split("/")[2];
@@ -54,7 +54,7 @@ async function legacyFetch(request) {
     const wallet = createWalletClient({
       chain: base,
       transport: http(request.rpcUrl),
-      account: privateKeyToAccount(request.key),
+      account: await baseAccount(request),
     }).extend(publicActions);
     return wrapFetchWithPayment(fetch, wallet);
   }
@@ -70,7 +70,7 @@ async function currentFetch(request) {
   let schemes;
   if (request.network === "base") {
     const { ExactEvmScheme } = await import("@x402/evm");
-    schemes = [{ network: request.networkId ?? "eip155:*", client: new ExactEvmScheme(privateKeyToAccount(request.key)) }];
+    schemes = [{ network: request.networkId ?? "eip155:*", client: new ExactEvmScheme(await baseAccount(request)) }];
   } else {
     const { ExactSvmScheme } = await import("@x402/svm");
     schemes = [

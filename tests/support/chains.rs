@@ -71,6 +71,35 @@ pub fn gas_burner(loops: u32) -> String {
     format!("0x62{loops:06x}5b600190038060045750631626ba7e60e01b60005260206000f3")
 }
 
+alloy::sol! {
+    interface IWalletFactory {
+        function createAccount(address owner, uint256 salt) returns (address);
+        function getAddress(address owner, uint256 salt) returns (address);
+    }
+}
+
+/// The creation code of one of the tests' own contracts, compiled once per test binary
+/// (`node tests/node/compile.mjs`, which keeps its output while the sources are unchanged).
+fn test_contract(name: &str) -> String {
+    static COMPILED: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    let compiled = COMPILED.get_or_init(|| {
+        let script = node_tools().join("../compile.mjs");
+        let out = Command::new("node").arg(&script).output().expect("run node");
+        assert!(
+            out.status.success(),
+            "{} failed: {}",
+            script.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let path = String::from_utf8(out.stdout).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(path.trim()).unwrap()).unwrap()
+    });
+    compiled[name]["bytecode"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no contract {name} in tests/node/contracts"))
+        .to_string()
+}
+
 fn node_tools() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/node/node_modules")
 }
@@ -126,6 +155,8 @@ fn kill(child: &mut Child) {
 pub struct LocalBase {
     child: Child,
     pub rpc_url: String,
+    /// The tests' smart-wallet factory, deployed when a test first asks.
+    wallet_factory: tokio::sync::OnceCell<Address>,
 }
 
 impl Drop for LocalBase {
@@ -159,6 +190,7 @@ impl LocalBase {
         let chain = LocalBase {
             child,
             rpc_url: format!("http://{}", address.trim()),
+            wallet_factory: tokio::sync::OnceCell::new(),
         };
         assert_eq!(
             rpc(&chain.rpc_url, "eth_chainId", json!([])).await,
@@ -403,6 +435,63 @@ impl LocalBase {
         rpc(&self.rpc_url, "anvil_setCode", json!([DELEGATE, code])).await;
         let designator = format!("0xef0100{}", DELEGATE.trim_start_matches("0x"));
         rpc(&self.rpc_url, "anvil_setCode", json!([account, designator])).await;
+    }
+
+    /// The factory of the tests' smart wallets (`tests/node/contracts/TestSmartWallet.sol`,
+    /// compiled by `tests/node/compile.mjs`), deployed on first use.
+    pub async fn wallet_factory(&self) -> Address {
+        *self
+            .wallet_factory
+            .get_or_init(|| async { self.deploy(&test_contract("TestSmartWalletFactory")).await })
+            .await
+    }
+
+    /// The smart wallet the factory gives `owner` with `salt`: its address, whether or not
+    /// it is deployed.
+    pub async fn smart_wallet_address(&self, owner: Address, salt: u64) -> Address {
+        let data = IWalletFactory::getAddressCall {
+            owner,
+            salt: U256::from(salt),
+        }
+        .abi_encode();
+        let factory = self.wallet_factory().await;
+        let out = rpc(
+            &self.rpc_url,
+            "eth_call",
+            json!([{ "to": factory.to_string(), "data": format!("0x{}", hex::encode(data)) }, "latest"]),
+        )
+        .await;
+        Address::from_word(out.as_str().unwrap().parse().unwrap())
+    }
+
+    /// Deploys `owner`'s smart wallet (as its first transaction would); its address.
+    pub async fn deploy_smart_wallet(&self, owner: Address, salt: u64) -> Address {
+        let data = IWalletFactory::createAccountCall {
+            owner,
+            salt: U256::from(salt),
+        }
+        .abi_encode();
+        let factory = self.wallet_factory().await;
+        let hash = rpc(
+            &self.rpc_url,
+            "eth_sendTransaction",
+            json!([{ "from": ANVIL_DEV, "to": factory.to_string(), "data": format!("0x{}", hex::encode(data)), "gas": "0x7a1200" }]),
+        )
+        .await;
+        assert_eq!(self.receipt(hash.as_str().unwrap()).await["status"], "0x1");
+        let wallet = self.smart_wallet_address(owner, salt).await;
+        assert!(self.has_code(&wallet.to_string()).await, "the wallet was deployed");
+        wallet
+    }
+
+    /// Places `code` at `address`, as a contract deployed there would have it.
+    pub async fn set_code(&self, address: &str, code: &str) {
+        rpc(&self.rpc_url, "anvil_setCode", json!([address, code])).await;
+    }
+
+    pub async fn has_code(&self, address: &str) -> bool {
+        let code = rpc(&self.rpc_url, "eth_getCode", json!([address, "latest"])).await;
+        code.as_str().is_some_and(|c| c.len() > 2)
     }
 
     /// The calldata of a USDC `transfer`.

@@ -57,6 +57,9 @@ pub struct Payer<'a> {
     pub key: String,
     /// The chain's RPC, for the clients that read it (Solana: mint, blockhash, simulation).
     pub rpc_url: String,
+    /// Base: `{factory, salt}` when the payer pays from the tests' smart wallet that the key
+    /// owns (see `tests/node/pay.mjs`).
+    pub smart_wallet: Option<Value>,
 }
 
 impl Payer<'static> {
@@ -69,6 +72,30 @@ impl Payer<'static> {
             network: "base",
             key: format!("0x{}", hex::encode(key.to_bytes())),
             rpc_url: chain.rpc_url.clone(),
+            smart_wallet: None,
+        };
+        (payer, address)
+    }
+
+    /// A new Base payer paying from a smart wallet (ERC-1271) that holds `micro` USDC,
+    /// deployed or not yet (then it signs with ERC-6492); with the wallet's address.
+    pub async fn smart_wallet_on_base(
+        chain: &super::chains::LocalBase,
+        micro: u64,
+        deployed: bool,
+    ) -> (Payer<'static>, String) {
+        let owner = alloy::signers::local::PrivateKeySigner::random();
+        let wallet = match deployed {
+            true => chain.deploy_smart_wallet(owner.address(), 0).await,
+            false => chain.smart_wallet_address(owner.address(), 0).await,
+        };
+        let address = wallet.to_string();
+        chain.mint_usdc(&address, micro).await;
+        let payer = Payer {
+            network: "base",
+            key: format!("0x{}", hex::encode(owner.to_bytes())),
+            rpc_url: chain.rpc_url.clone(),
+            smart_wallet: Some(json!({ "factory": chain.wallet_factory().await.to_string(), "salt": 0 })),
         };
         (payer, address)
     }
@@ -83,6 +110,7 @@ impl Payer<'static> {
             network: "solana",
             key: key.to_base58_string(),
             rpc_url: chain.rpc_url.clone(),
+            smart_wallet: None,
         };
         (payer, address)
     }
@@ -145,6 +173,7 @@ async fn run_client(
     let mut request = json!({
         "client": client.package(), "network": payer.network, "key": payer.key,
         "rpcUrl": payer.rpc_url, "url": url, "body": body, "networkId": network_id(payer.network),
+        "smartWallet": payer.smart_wallet,
     });
     if let (Some(request), Value::Object(extra)) = (request.as_object_mut(), extra) {
         request.extend(extra);

@@ -90,9 +90,23 @@ pub fn base_payment(
     nonce: u8,
     valid_for: u64,
 ) -> String {
+    use alloy::signers::SignerSync;
+    let sign = |digest| payer.sign_hash_sync(&digest).unwrap().as_bytes().to_vec();
+    base_payment_as(payer.address(), sign, requirement, value, nonce, valid_for)
+}
+
+/// An authorization from `from` for `requirement`, its signature what `sign` makes of the
+/// EIP-712 digest (a key's, a smart wallet's own form, or anything else); the X-PAYMENT value.
+pub fn base_payment_as(
+    from: alloy::primitives::Address,
+    sign: impl FnOnce(alloy::primitives::B256) -> Vec<u8>,
+    requirement: &Value,
+    value: u64,
+    nonce: u8,
+    valid_for: u64,
+) -> String {
     use agent_host::x402::evm::{Authorization, Expected, PayerSignature};
     use alloy::primitives::{B256, U256};
-    use alloy::signers::SignerSync;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -106,7 +120,7 @@ pub fn base_payment(
         domain_version: requirement["extra"]["version"].as_str().unwrap().into(),
     };
     let auth = Authorization {
-        from: payer.address(),
+        from,
         to: expected.pay_to,
         value: U256::from(value),
         valid_after: U256::from(now - 600),
@@ -114,11 +128,11 @@ pub fn base_payment(
         nonce: B256::repeat_byte(nonce),
         signature: PayerSignature::Ecdsa(alloy::primitives::Signature::test_signature()),
     };
-    let signature = payer.sign_hash_sync(&auth.signing_hash(&expected.domain())).unwrap();
+    let signature = sign(auth.signing_hash(&expected.domain()));
     let envelope = json!({
         "x402Version": 1, "scheme": "exact", "network": "base",
         "payload": {
-            "signature": format!("0x{}", hex::encode(signature.as_bytes())),
+            "signature": format!("0x{}", hex::encode(signature)),
             "authorization": {
                 "from": auth.from.to_string(), "to": auth.to.to_string(), "value": value.to_string(),
                 "validAfter": auth.valid_after.to_string(), "validBefore": auth.valid_before.to_string(),

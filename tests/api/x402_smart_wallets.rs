@@ -1,0 +1,254 @@
+//! Payers whose wallet is a contract (Coinbase Smart Wallet and the Base app, embedded
+//! wallets) pay on Base through the real x402 clients, signing as viem's smart accounts do:
+//! deployed, the wallet checks its own signature (ERC-1271); not yet deployed, the signature
+//! says how to deploy it (ERC-6492), and the settlement deploys it. Nothing that costs the
+//! agent more than a settlement may, and nothing signed by anyone but the wallet's owner,
+//! gets as far as a transaction.
+
+use alloy::primitives::{Address, B256, U256};
+use alloy::signers::SignerSync;
+use alloy::signers::local::PrivateKeySigner;
+use alloy::sol_types::{SolStruct, SolValue};
+use serde_json::{Value, json};
+
+use crate::support::chains::{LocalBase, gas_burner};
+use crate::support::mcp::sdk_client;
+use crate::support::payers::{Payer, X402Client, network_id, pay_with};
+use crate::support::x402::*;
+use crate::support::*;
+
+const HELLO: u64 = 50_000;
+
+alloy::sol! {
+    /// What the tests' smart wallet has its owner sign: the hash, bound to the wallet.
+    struct WalletMessage {
+        bytes32 hash;
+    }
+}
+
+/// The tests' smart wallet's own signature form, made with `key` (its owner's or not).
+fn wallet_signature(key: &PrivateKeySigner, wallet: Address, digest: B256) -> Vec<u8> {
+    let domain = alloy::sol_types::eip712_domain! {
+        name: "Test Smart Wallet",
+        version: "1",
+        chain_id: 8453,
+        verifying_contract: wallet,
+    };
+    let replay_safe = WalletMessage { hash: digest }.eip712_signing_hash(&domain);
+    let signature = key.sign_hash_sync(&replay_safe).unwrap().as_bytes().to_vec();
+    (U256::ZERO, alloy::primitives::Bytes::from(signature)).abi_encode_params()
+}
+
+fn hello() -> Value {
+    json!({ "command": "hello", "name": "Ann" })
+}
+
+#[tokio::test]
+async fn a_deployed_smart_wallet_pays_with_both_clients() {
+    let chain = LocalBase::start().await;
+    let (env, agent_wallet) = base_shop(&chain, TestEnv::new(), "").await;
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let (payer, wallet) = Payer::smart_wallet_on_base(&chain, 1_000_000, true).await;
+    for client in X402Client::ALL {
+        let paid = pay_with(client, &payer, &url, &hello()).await;
+        assert_eq!(paid.status, 200, "{client:?}: {}", paid.body);
+        assert_eq!(paid.body["response"], "Hello, Ann!");
+        assert_eq!(paid.body["receipt"]["payer"], wallet, "{client:?}");
+        assert_eq!(paid.payment_response["payer"], wallet, "{client:?}");
+    }
+    assert_eq!(chain.usdc_of(&wallet).await, 1_000_000 - 2 * HELLO);
+    assert_eq!(chain.usdc_of(&agent_wallet).await, 2 * HELLO);
+    let recorded = payments(&env);
+    assert_eq!(recorded.len(), 2, "{recorded:?}");
+    assert!(
+        recorded
+            .iter()
+            .all(|p| p["state"] == "served" && p["receipt"]["payer"] == wallet),
+        "{recorded:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_undeployed_smart_wallet_pays_and_its_settlement_deploys_it() {
+    let chain = LocalBase::start().await;
+    let (env, agent_wallet) = base_shop(&chain, TestEnv::new(), "").await;
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    for client in X402Client::ALL {
+        let (payer, wallet) = Payer::smart_wallet_on_base(&chain, 1_000_000, false).await;
+        assert!(!chain.has_code(&wallet).await);
+        let gas = chain.eth_of(&agent_wallet).await;
+
+        let paid = pay_with(client, &payer, &url, &hello()).await;
+        assert_eq!(paid.status, 200, "{client:?}: {}", paid.body);
+        assert_eq!(paid.body["receipt"]["payer"], wallet);
+        assert!(
+            chain.has_code(&wallet).await,
+            "{client:?}: the settlement deployed the wallet"
+        );
+        let tx = paid.body["receipt"]["transactionSignature"].as_str().unwrap();
+        let receipt = chain.receipt(tx).await;
+        assert_eq!(receipt["status"], "0x1");
+        assert!(
+            receipt["to"].is_null(),
+            "one transaction, a contract creation: {receipt}"
+        );
+        // The agent paid the deployment with the settlement, within one settlement's caps.
+        let spent = gas - chain.eth_of(&agent_wallet).await;
+        assert!(spent > 0 && spent <= 300_000 * 20_000_000_000, "{spent} wei");
+
+        // Deployed now: the client signs plainly (ERC-1271), and USDC is called directly.
+        let paid = pay_with(client, &payer, &url, &hello()).await;
+        assert_eq!(paid.status, 200, "{client:?}: {}", paid.body);
+        let tx = paid.body["receipt"]["transactionSignature"].as_str().unwrap();
+        assert!(!chain.receipt(tx).await["to"].is_null(), "a plain USDC call");
+        assert_eq!(chain.usdc_of(&wallet).await, 1_000_000 - 2 * HELLO);
+    }
+    assert_eq!(chain.usdc_of(&agent_wallet).await, 4 * HELLO);
+    assert_eq!(payments(&env).len(), 4);
+}
+
+/// Deploying a wallet costs the agent gas that only a price of at least
+/// `x402_base_deploy_min_micro_usdc` (0.05 USDC by default) pays for: a cheaper request
+/// from an undeployed wallet is refused, and nothing is sent.
+#[tokio::test]
+async fn an_undeployed_wallet_is_refused_for_a_request_that_does_not_cover_its_deployment() {
+    let chain = LocalBase::start().await;
+    let (env, agent_wallet) = base_shop(&chain, TestEnv::new(), "").await;
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let (payer, wallet) = Payer::smart_wallet_on_base(&chain, 1_000_000, false).await;
+    let gas = chain.eth_of(&agent_wallet).await;
+    // The forecast costs 0.01 USDC.
+    let forecast = json!({ "command": "forecast", "city": "Oslo" });
+    let refused = pay_with(X402Client::Fetch2, &payer, &url, &forecast).await;
+    assert_eq!(refused.status, 402, "{}", refused.body);
+    let reason = refused.payment_response["errorReason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let said = format!("{reason} {}", refused.body);
+    assert!(said.contains("not deployed yet"), "{said}");
+    assert_eq!(chain.pending().await, 0, "nothing sent");
+    assert_eq!(chain.eth_of(&agent_wallet).await, gas, "the agent paid nothing");
+    assert!(!chain.has_code(&wallet).await);
+    assert_eq!(chain.usdc_of(&wallet).await, 1_000_000);
+    assert!(payments(&env).is_empty(), "{:?}", payments(&env));
+}
+
+/// A wallet decides how much gas its signature check burns, and the agent pays that gas:
+/// a check over `base_max_gas` (300,000), or one that leaves the settlement over it, is
+/// refused as `invalid_payment` before anything is signed or sent.
+#[tokio::test]
+async fn a_wallet_whose_check_costs_more_than_a_settlement_may_is_refused_before_anything_is_sent() {
+    let chain = LocalBase::start().await;
+    let (env, agent_wallet) = base_shop(&chain, TestEnv::new(), "").await;
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let requirement = post_x402(&url, &hello()).await.json()["accepts"][0].clone();
+    let gas = chain.eth_of(&agent_wallet).await;
+    // About 2 million gas to check; about 234,000 (under the cap alone, over it with the transfer).
+    let cases = [(80_000u32, "to check its signature"), (9_000, "cannot be settled from")];
+    for (n, (loops, why)) in cases.into_iter().enumerate() {
+        let wallet = format!("0x00000000000000000000000000000000000b0b0{n}");
+        chain.set_code(&wallet, &gas_burner(loops)).await;
+        chain.mint_usdc(&wallet, 1_000_000).await;
+        let from: Address = wallet.parse().unwrap();
+        let payment = base_payment_as(from, |_| vec![0xab; 100], &requirement, HELLO, n as u8 + 1, 60);
+        let reply = paid(&url, &hello(), &payment).await;
+        assert_eq!(code(&reply), (402, "invalid_payment".into()), "{loops}: {}", reply.text);
+        assert!(reply.text.contains(why) && reply.text.contains("gas"), "{}", reply.text);
+        assert_eq!(chain.pending().await, 0, "nothing sent");
+        assert_eq!(chain.eth_of(&agent_wallet).await, gas, "the agent paid no gas");
+        assert_eq!(chain.usdc_of(&wallet).await, 1_000_000);
+    }
+    assert!(payments(&env).is_empty(), "{:?}", payments(&env));
+}
+
+/// A payment in a smart wallet's name is the wallet's only if the wallet accepts its
+/// signature: one signed by anyone else, in the wallet's form or as a key, is refused
+/// before anything is looked up or counted for the wallet, which still pays as usual.
+#[tokio::test]
+async fn nobody_pays_in_a_smart_wallets_name() {
+    let chain = LocalBase::start().await;
+    // One payment a minute per payer: a stranger's attempts must not spend the wallet's.
+    let env = TestEnv::new().with_env("AGENT_HOST_X402_PAYER_LIMIT_PER_MINUTE", "1");
+    let (env, agent_wallet) = base_shop(&chain, env, "").await;
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let requirement = post_x402(&url, &hello()).await.json()["accepts"][0].clone();
+    let (payer, wallet) = Payer::smart_wallet_on_base(&chain, 1_000_000, true).await;
+    let from: Address = wallet.parse().unwrap();
+    let stranger = PrivateKeySigner::random();
+    let forged = [
+        base_payment_as(
+            from,
+            |digest| wallet_signature(&stranger, from, digest),
+            &requirement,
+            HELLO,
+            1,
+            60,
+        ),
+        base_payment_as(
+            from,
+            |digest| stranger.sign_hash_sync(&digest).unwrap().as_bytes().to_vec(),
+            &requirement,
+            HELLO,
+            2,
+            60,
+        ),
+    ];
+    for payment in &forged {
+        let reply = paid(&url, &hello(), payment).await;
+        assert_eq!(code(&reply), (402, "invalid_signature".into()), "{}", reply.text);
+    }
+    assert_eq!(chain.pending().await, 0);
+    assert!(payments(&env).is_empty(), "{:?}", payments(&env));
+    let paid = pay_with(X402Client::Fetch2, &payer, &url, &hello()).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    assert_eq!(chain.usdc_of(&agent_wallet).await, HELLO);
+}
+
+/// A command sold on MCP for 0.03 USDC.
+const WEATHER: &str = r#"
+[[commands]]
+command = "weather"
+description = "Weather for a city"
+handler_type = "simple_text"
+integrations = ["mcp", "x402"]
+price_usd = 0.03
+parameters = [{ name = "city", type = "string", required = true }]
+config = { text = "Sunny in {{city}}" }
+"#;
+
+/// Over MCP too, a deployed smart wallet and one not yet deployed pay tool calls (the
+/// operator here lets a 0.03 USDC call deploy a wallet).
+#[tokio::test]
+async fn smart_wallets_pay_tool_calls_over_mcp() {
+    let chain = LocalBase::start().await;
+    let env = TestEnv::new().with_env("AGENT_HOST_X402_BASE_DEPLOY_MIN_MICRO_USDC", "30000");
+    let (env, agent_wallet) = base_shop(&chain, env, WEATHER).await;
+    let server = env.serve();
+    let url = server.url("/mcp/seller");
+    for deployed in [true, false] {
+        let (payer, wallet) = Payer::smart_wallet_on_base(&chain, 1_000_000, deployed).await;
+        let pay = json!({ "network": "base", "key": payer.key, "rpcUrl": payer.rpc_url,
+                          "networkId": network_id("base"), "smartWallet": payer.smart_wallet });
+        let run = sdk_client(&json!({
+            "url": url, "calls": [{ "name": "weather", "arguments": { "city": "Oslo" }, "pay": pay }],
+        }))
+        .await;
+        let result = &run["results"][0]["result"];
+        assert_eq!(
+            result["content"][0]["text"], "Sunny in Oslo",
+            "deployed {deployed}: {run}"
+        );
+        let receipt = &result["_meta"]["x402/payment-response"];
+        assert_eq!(receipt["success"], true, "{receipt}");
+        assert_eq!(receipt["payer"], wallet, "{receipt}");
+        assert!(chain.has_code(&wallet).await);
+        assert_eq!(chain.usdc_of(&wallet).await, 970_000);
+    }
+    assert_eq!(chain.usdc_of(&agent_wallet).await, 60_000);
+}
