@@ -54,6 +54,7 @@ mod x402_clients;
 mod x402_edges;
 mod x402_edges_solana;
 mod x402_facilitator;
+mod x402_guards;
 mod x402_recovery;
 mod x402_smart_wallets;
 mod x402_v2;

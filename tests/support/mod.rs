@@ -8,6 +8,7 @@ pub mod api;
 pub mod chains;
 pub mod facilitator;
 pub mod fake_llm;
+pub mod guards;
 pub mod hostile;
 pub mod mcp;
 pub mod otlp;

@@ -16,6 +16,11 @@ const COMPUTE_BUDGET: Pubkey = Pubkey::from_str_const("ComputeBudget111111111111
 const TOKEN_2022: Pubkey = Pubkey::from_str_const("TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb");
 const MEMO: Pubkey = Pubkey::from_str_const("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr");
 const MEMO_V1: Pubkey = Pubkey::from_str_const("Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo");
+/// Lighthouse, the assertion program Phantom and Solflare add guard instructions of.
+pub const LIGHTHOUSE: Pubkey = Pubkey::from_str_const("L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95");
+/// The most Lighthouse guards a payment may carry, wherever they stand (wallets add one to
+/// three: a snapshot before the transfer, assertions after it).
+pub const MAX_GUARDS: usize = 3;
 /// SPL Token instruction tag of `TransferChecked`.
 const TRANSFER_CHECKED: u8 = 12;
 /// What the chain charges per signature, in lamports.
@@ -112,12 +117,22 @@ pub fn verify(tx: VersionedTransaction, expected: &Expected) -> Result<Verified,
     }
     let keys = message.static_account_keys();
     let instructions = message.instructions();
-    if !(3..=6).contains(&instructions.len()) {
+    let guards = instructions
+        .iter()
+        .filter(|i| keys.get(i.program_id_index as usize) == Some(&LIGHTHOUSE))
+        .count();
+    if guards > MAX_GUARDS {
+        return Err(refuse(
+            "invalid_payment",
+            format!("the transaction has {guards} Lighthouse guard instructions; at most {MAX_GUARDS} are accepted"),
+        ));
+    }
+    if !(3..=6).contains(&(instructions.len() - guards)) {
         return Err(refuse(
             "invalid_payment",
             format!(
-                "the transaction has {} instructions; 3 to 6 are accepted",
-                instructions.len()
+                "the transaction has {} instructions besides its guards; 3 to 6 are accepted",
+                instructions.len() - guards
             ),
         ));
     }
@@ -182,8 +197,11 @@ pub fn verify(tx: VersionedTransaction, expected: &Expected) -> Result<Verified,
             transfer = Some((program, accounts, data.clone()));
         } else if program == MEMO || program == MEMO_V1 {
             // Harmless: moves no funds, and what it checks cannot change after simulation.
-            // (Lighthouse is refused: its assertions can pass simulation and fail on chain,
-            // where the fee payer pays for the failure.)
+        } else if program == LIGHTHOUSE {
+            // A wallet's guard: it asserts what the transaction leaves (or snapshots it in a
+            // memory account the payer funds). It moves none of the fee payer's funds, who
+            // may appear in no instruction (below); it can pass simulation and fail on chain,
+            // costing the fee payer the fee, within the fee cap, and the payer its cool-off.
         } else {
             return Err(refuse(
                 "invalid_payment",
@@ -406,6 +424,37 @@ mod tests {
         );
     }
 
+    /// A Lighthouse assertion on `account`, as wallets add them (its data is Lighthouse's own
+    /// and not read here).
+    fn guard(account: &Pubkey) -> Instruction {
+        Instruction::new_with_bytes(
+            LIGHTHOUSE,
+            &[9, 0, 1],
+            vec![solana_instruction::AccountMeta::new_readonly(*account, false)],
+        )
+    }
+
+    #[test]
+    fn wallet_guards_pass_before_and_after_the_transfer() {
+        let s = setup();
+        let payer = s.payer.pubkey();
+        // As Phantom signs: a snapshot before the transfer, assertions after it, beside a memo.
+        let mut guarded = standard(&s);
+        guarded.insert(2, guard(&payer));
+        guarded.push(Instruction::new_with_bytes(MEMO, b"a1b2", vec![]));
+        guarded.push(guard(&payer));
+        guarded.push(guard(&s.expected.pay_to));
+        let tx = build(&s.service.pubkey(), &[&s.payer], &guarded);
+        assert_eq!(tx.message.instructions().len(), 7);
+        assert_eq!(check(tx, &s), Ok(true));
+        // The fee cap still holds with guards: they change nothing the fee payer pays.
+        guarded[1] = price(5_000_000);
+        assert_eq!(
+            check(build(&s.service.pubkey(), &[&s.payer], &guarded), &s),
+            Err("invalid_payment")
+        );
+    }
+
     #[test]
     fn only_the_exact_wire_bytes_of_one_transaction_decode() {
         let s = setup();
@@ -497,15 +546,22 @@ mod tests {
             // No limit: the runtime's maximum counts.
             ("invalid_payment", with(&|ixs| ixs[0] = price(20))),
             ("invalid_payment", with(&|ixs| ixs.insert(0, limit(20_000)))),
-            // Lighthouse assertions can pass simulation and fail on chain.
+            // Guards: more than three, or one that names the service's fee payer.
             (
                 "invalid_payment",
                 with(&|ixs| {
-                    ixs.push(Instruction::new_with_bytes(
-                        Pubkey::from_str_const("L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95"),
-                        &[0],
-                        vec![],
-                    ))
+                    for _ in 0..=MAX_GUARDS {
+                        ixs.push(guard(&payer));
+                    }
+                }),
+            ),
+            ("invalid_payment", with(&|ixs| ixs.push(guard(&s.service.pubkey())))),
+            // A program a payment has no need for, beside a guard.
+            (
+                "invalid_payment",
+                with(&|ixs| {
+                    ixs.push(guard(&payer));
+                    ixs.push(Instruction::new_with_bytes(Pubkey::new_unique(), &[0], vec![]))
                 }),
             ),
             // A delegate's transfer from someone else's account.
