@@ -345,15 +345,26 @@ async fn a_tool_call_is_paid_over_mcp_on_base_once() {
         "{elsewhere}"
     );
     assert_eq!(elsewhere["structuredContent"]["x402Version"], 2);
-    let header = base64_json(&payment);
-    let over_http = send(
-        client()
-            .post(server.url("/x402/base/seller"))
-            .header("payment-signature", header)
-            .json(&json!({ "command": "weather", "city": "Oslo" })),
-    )
-    .await;
-    assert_eq!(over_http.status, 409, "{}", over_http.text);
+    // Over HTTP, as signed for MCP, it echoes the tool's bazaar entry, not the route's; with
+    // its envelope's extensions dropped, it is the same signed payment, used already.
+    let over_http = |payment: Value| {
+        let url = server.url("/x402/base/seller");
+        async move {
+            send(
+                client()
+                    .post(url)
+                    .header("payment-signature", base64_json(&payment))
+                    .json(&json!({ "command": "weather", "city": "Oslo" })),
+            )
+            .await
+        }
+    };
+    let as_signed = over_http(payment.clone()).await;
+    assert_eq!(code(&as_signed), (402, "invalid_payment".into()), "{}", as_signed.text);
+    let mut bare = payment.clone();
+    bare.as_object_mut().unwrap().remove("extensions");
+    let reused = over_http(bare).await;
+    assert_eq!(reused.status, 409, "{}", reused.text);
     assert_eq!(chain.usdc_of(&wallet).await, 30_000);
 
     // The other way round: a payment signed for MCP, used over HTTP first, is refused over MCP.
@@ -364,14 +375,10 @@ async fn a_tool_call_is_paid_over_mcp_on_base_once() {
     }))
     .await;
     let payment = signed["results"][0]["payment"].clone();
-    let over_http = send(
-        client()
-            .post(server.url("/x402/base/seller"))
-            .header("payment-signature", base64_json(&payment))
-            .json(&json!({ "command": "weather", "city": "Oslo" })),
-    )
-    .await;
-    assert_eq!(over_http.status, 200, "{}", over_http.text);
+    let mut bare = payment.clone();
+    bare.as_object_mut().unwrap().remove("extensions");
+    let first_over_http = over_http(bare).await;
+    assert_eq!(first_over_http.status, 200, "{}", first_over_http.text);
     let replay = sdk_client(&json!({
         "url": url, "calls": [{ "name": "weather", "arguments": { "city": "Oslo" }, "payment": payment }],
     }))
@@ -402,6 +409,64 @@ async fn a_tool_call_is_paid_over_mcp_on_base_once() {
     assert_eq!(paid["paymentResponse"]["success"], true, "{paid}");
     assert_eq!(chain.usdc_of(&python_address).await, 970_000);
     assert_eq!(chain.usdc_of(&wallet).await, 90_000);
+}
+
+/// A paid tool's 402 offers what the HTTP route's does: its own bazaar entry (the MCP form:
+/// the tool's name, transport and arguments' schema, valid by @x402/extensions' own
+/// validators) and payment-identifier; a client that names its payment and, its answer
+/// lost, pays again under the same id, gets the answer it bought and pays once.
+#[tokio::test]
+async fn a_paid_tool_offers_its_bazaar_entry_and_a_named_payment_pays_once() {
+    let chain = LocalBase::start().await;
+    let (env, wallet) = base_shop(&chain, TestEnv::new(), WEATHER).await;
+    let server = env.serve();
+    let url = server.url("/mcp/seller");
+    let (payer, address) = Payer::on_base(&chain, 1_000_000).await;
+    let id = "pay_5b1f3c2a9d8e4f6a7b0c";
+    let pay = json!({ "network": "base", "key": payer.key, "rpcUrl": payer.rpc_url,
+                      "networkId": network_id("base"), "paymentId": id });
+    let call = json!({ "name": "weather", "arguments": { "city": "Oslo" }, "pay": pay });
+    let first = sdk_client(&json!({ "url": url, "calls": [call] })).await;
+    let paid = &first["results"][0];
+    assert_eq!(text_of(&paid["result"]), "Sunny in Oslo", "{paid}");
+
+    let extensions = &paid["paymentRequired"]["extensions"];
+    let bazaar = &extensions["bazaar"]["info"]["input"];
+    assert_eq!(bazaar["type"], "mcp", "{extensions}");
+    assert_eq!(bazaar["toolName"], "weather");
+    assert_eq!(bazaar["transport"], "streamable-http");
+    let listed = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "weather")
+        .unwrap();
+    assert_eq!(
+        bazaar["inputSchema"], listed["inputSchema"],
+        "the schema tools/list shows"
+    );
+    assert_eq!(paid["bazaar"]["consistent"]["valid"], true, "{}", paid["bazaar"]);
+    assert_eq!(paid["bazaar"]["spec"]["valid"], true, "{}", paid["bazaar"]);
+    assert!(extensions["payment-identifier"].is_object(), "{extensions}");
+    assert_eq!(paid["payment"]["extensions"]["payment-identifier"]["info"]["id"], id);
+    let receipt = &paid["result"]["_meta"]["x402/payment-response"];
+    assert_eq!(receipt["success"], true, "{paid}");
+
+    // The answer was lost: the client asks again, signing a new payment under the same id.
+    let again = sdk_client(&json!({ "url": url, "calls": [call] })).await;
+    let retried = &again["results"][0];
+    assert_ne!(
+        retried["payment"]["payload"]["authorization"]["nonce"], paid["payment"]["payload"]["authorization"]["nonce"],
+        "a new payment"
+    );
+    assert_eq!(text_of(&retried["result"]), "Sunny in Oslo", "{retried}");
+    let kept = &retried["result"]["_meta"]["x402/payment-response"];
+    assert_eq!(
+        kept["transaction"], receipt["transaction"],
+        "the first payment's settlement"
+    );
+    assert_eq!(chain.usdc_of(&address).await, 970_000, "paid once");
+    assert_eq!(chain.usdc_of(&wallet).await, 30_000);
 }
 
 fn base64_json(value: &Value) -> String {

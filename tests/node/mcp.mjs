@@ -8,13 +8,15 @@
 // request: { url, key?: API key sent as "Authorization: Bearer", calls: [call] }
 // call:    { name, arguments?, progress?: true (ask for progress notifications),
 //            pay?: { network: "base" | "solana", key, rpcUrl, networkId, smartWallet? (Base: see
-//            accounts.mjs) }, send?: false (sign
+//            accounts.mjs), paymentId? (names the payment with x402's payment-identifier, as
+//            @x402/extensions documents it) }, send?: false (sign
 //            the payment, do not send it),
 //            payment?: a payment object to send as is (a replay) }
 // Prints one JSON line: { serverVersion, tools: [every tool, all pages], results: [
-//   { result, progress: [numbers], paymentRequired, payment } or { error: {code, message} }
+//   { result, progress: [numbers], paymentRequired, payment, bazaar } or { error: {code, message} }
 // ] } where paymentRequired is what the first, unpaid call answered when `pay` was given,
-// and payment what was sent.
+// payment what was sent, and bazaar what @x402/extensions' own validators say of the
+// 402's bazaar extension ({ consistent, spec }: each { valid, errors }).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { baseAccount } from "./accounts.mjs";
@@ -55,21 +57,32 @@ for (const call of request.calls) {
   const options = call.progress ? { onprogress: (p) => progress.push(p.progress), timeout: 120000 } : { timeout: 120000 };
   const params = { name: call.name, arguments: call.arguments ?? {} };
   let paymentRequired = null;
+  let bazaar = null;
   let payment = call.payment ?? null;
   if (call.pay) {
     const unpaid = await client.callTool(params, undefined, options);
     paymentRequired = unpaid.structuredContent ?? JSON.parse(unpaid.content[0].text);
+    const offered = paymentRequired.extensions?.bazaar;
+    if (offered) {
+      const { validateDiscoveryExtension, validateDiscoveryExtensionSpec } = await import("@x402/extensions/bazaar");
+      bazaar = { consistent: validateDiscoveryExtension(offered), spec: validateDiscoveryExtensionSpec(offered) };
+    }
+    if (call.pay.paymentId) {
+      const { appendPaymentIdentifierToExtensions } = await import("@x402/extensions/payment-identifier");
+      paymentRequired.extensions ??= {};
+      appendPaymentIdentifierToExtensions(paymentRequired.extensions, call.pay.paymentId);
+    }
     const payments = await payer(call.pay);
     payment = await payments.createPaymentPayload(paymentRequired);
     if (call.send === false) {
-      results.push({ paymentRequired, payment, progress });
+      results.push({ paymentRequired, payment, progress, bazaar });
       continue;
     }
   }
   if (payment) params._meta = { "x402/payment": payment };
   try {
     const result = await client.callTool(params, undefined, options);
-    results.push({ result, progress, paymentRequired, payment });
+    results.push({ result, progress, paymentRequired, payment, bazaar });
   } catch (error) {
     // A protocol error (an unknown tool): the SDK throws it as an McpError.
     results.push({ error: { code: error.code, message: error.message }, progress });

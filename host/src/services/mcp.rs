@@ -225,15 +225,22 @@ pub async fn call(
     };
     let called = match (&toolbox.access, tool.price) {
         (Access::Public { offers, .. }, Some(price)) => {
+            let description = toolbox.description(&tool);
+            let format = tool.command.map_or("text", |c| c.def.response_format.as_str());
+            let extensions = match (offers.first(), input_schema(tool.command)) {
+                (Some(offer), Some(schema)) => offer.mcp_extensions(tool.name, &description, &schema, format),
+                _ => Map::new(),
+            };
             let sold = Sold {
                 offers,
                 price,
                 command: tool.command.map(|c| c.def.name.as_str()),
                 resource: ResourceInfo {
                     url: format!("mcp://tool/{}", tool.name),
-                    description: Some(toolbox.description(&tool)),
+                    description: Some(description),
                     mime_type: Some("application/json".into()),
                 },
+                extensions,
             };
             buy(services, sold, &tool, call, toolbox.client.as_deref()).await?
         }
@@ -328,6 +335,19 @@ async fn run_free(
     }
 }
 
+/// A tool's arguments as JSON Schema: the command's parameters, or the chat tool's
+/// message. `None` for a command no argument can call (it takes a file).
+pub fn input_schema(command: Option<&Command>) -> Option<Value> {
+    match command {
+        Some(command) => crate::schema::arguments(command),
+        None => Some(serde_json::json!({
+            "type": "object",
+            "properties": { "message": { "type": "string", "description": "What to say to the agent" } },
+            "required": ["message"],
+        })),
+    }
+}
+
 /// The chat tool's one argument.
 fn chat_message(arguments: &Map<String, Value>) -> Result<String, ServiceError> {
     match arguments.get("message") {
@@ -354,6 +374,8 @@ struct Sold<'a> {
     command: Option<&'a str>,
     /// `mcp://tool/{name}`, as x402's MCP transport names a tool.
     resource: ResourceInfo,
+    /// The v2 extensions offered with it: the tool's bazaar entry, payment-identifier.
+    extensions: Map<String, Value>,
 }
 
 /// A buyer's call: priced, then settled and served through the purchase service.
@@ -399,6 +421,7 @@ async fn buy(
     let (offer, payment) = payment;
     let checked = match purchase::quote(services, offer, order, call.request, true)
         .await?
+        .offered_with(sold.extensions.clone())
         .check_input()
     {
         Ok(checked) => checked,
@@ -475,7 +498,7 @@ fn payment_required(services: &Services, sold: &Sold<'_>, error: Option<String>)
             .iter()
             .filter_map(|o| o.requirement_v2(services, sold.price))
             .collect(),
-        extensions: Map::new(),
+        extensions: sold.extensions.clone(),
     }
 }
 

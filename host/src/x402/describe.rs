@@ -101,6 +101,47 @@ impl Listing<'_> {
         })
     }
 
+    /// The v2 `bazaar` extension for a tool sold over MCP: the tool's name, what it does,
+    /// the transport and its arguments' JSON Schema, as `info`, with `schema` describing
+    /// `info` (the extension's MCP form).
+    pub fn mcp_bazaar(&self, tool: &str, description: &str, input_schema: &Value, format: &str) -> Value {
+        json!({
+            "info": {
+                "input": {
+                    "type": "mcp",
+                    "toolName": tool,
+                    "description": description,
+                    "transport": "streamable-http",
+                    "inputSchema": input_schema,
+                },
+                "output": { "type": "mcp", "format": format },
+            },
+            "schema": {
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "type": "object",
+                "properties": {
+                    "input": {
+                        "type": "object",
+                        "properties": {
+                            "type": { "type": "string", "const": "mcp" },
+                            "toolName": { "type": "string" },
+                            "description": { "type": "string" },
+                            "transport": { "type": "string", "enum": ["streamable-http", "sse"] },
+                            "inputSchema": { "type": "object" },
+                        },
+                        "required": ["type", "toolName", "inputSchema"],
+                        "additionalProperties": false,
+                    },
+                    "output": {
+                        "type": "object",
+                        "properties": { "type": { "type": "string" }, "format": { "type": "string" } },
+                    },
+                },
+                "required": ["input"],
+            },
+        })
+    }
+
     /// A discovery entry's `metadata`: the agent, its message request, and each paid
     /// command with its price and its request's description.
     pub fn discovery_metadata(&self) -> Map<String, Value> {

@@ -153,15 +153,7 @@ pub(super) async fn answer_call(
 /// A tool as MCP lists it. A command that takes a file is not a tool (no argument can
 /// carry one).
 fn tool_of(tool: &mcp::Tool<'_>, description: String) -> Option<Tool> {
-    let schema = match tool.command {
-        Some(command) => crate::schema::arguments(command)?,
-        None => json!({
-            "type": "object",
-            "properties": { "message": { "type": "string", "description": "What to say to the agent" } },
-            "required": ["message"],
-        }),
-    };
-    let Value::Object(schema) = schema else {
+    let Value::Object(schema) = mcp::input_schema(tool.command)? else {
         return None;
     };
     let mut description = description;

@@ -345,11 +345,13 @@ impl Fixture {
         payment: &Payment,
         request: &Value,
     ) -> Result<Settlement, ServiceError> {
+        let extensions = self.offer.extensions(None);
         let purchase = Purchase {
             price: PRICE,
             command: None,
             request,
             client: Some(CLIENT),
+            extensions: &extensions,
         };
         let rails = Rails { scheme, chain };
         settle(&self.services, rails, &self.offer, payment, purchase, None).await

@@ -19,7 +19,7 @@ mod solana;
 
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 pub use guard::PaymentLocks;
 pub use identify::{Known, identify};
@@ -125,6 +125,9 @@ pub struct Purchase<'a> {
     /// The client address that presented it (none from the CLI or a test): a settlement
     /// that fails on chain is charged to it too.
     pub client: Option<&'a str>,
+    /// The v2 extensions offered with the price on the surface it was bought on: what a
+    /// payment echoes of them must be what was offered.
+    pub extensions: &'a Map<String, Value>,
 }
 
 /// A reservation of what a paid call's work needs, made by [`settle`] once the payment
@@ -201,8 +204,7 @@ pub async fn settle(
             )
         })?;
         accepted.must_match(&offered).map_err(refusal)?;
-        let command = purchase.command.and_then(|name| offer.command(name));
-        wire::echoes_offered_extensions(&payment.extensions, &offer.extensions(command)).map_err(refusal)?;
+        wire::echoes_offered_extensions(&payment.extensions, purchase.extensions).map_err(refusal)?;
     }
     let Rails { scheme, chain } = rails;
     debug_assert!(

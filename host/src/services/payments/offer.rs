@@ -294,6 +294,24 @@ impl Offer {
         ])
     }
 
+    /// The v2 extensions a tool call's 402 offers over MCP: the tool's own `bazaar`, and
+    /// `payment-identifier`, as on HTTP.
+    pub fn mcp_extensions(
+        &self,
+        tool: &str,
+        description: &str,
+        input_schema: &Value,
+        format: &str,
+    ) -> Map<String, Value> {
+        Map::from_iter([
+            (
+                "bazaar".to_string(),
+                self.listing().mcp_bazaar(tool, description, input_schema, format),
+            ),
+            (payment_identifier::NAME.to_string(), payment_identifier::declaration()),
+        ])
+    }
+
     /// The agent for sale here, as the x402 descriptions read it.
     pub fn listing(&self) -> Listing<'_> {
         Listing {

@@ -53,6 +53,9 @@ pub struct Quote<'a> {
     /// not read again to admit the call or to close it after an answer: nothing opened it
     /// in between that a request arriving a moment earlier would not also have missed.
     had_breaker: bool,
+    /// The v2 extensions the surface offered with this price (MCP: the tool's own
+    /// bazaar); `None`: the HTTP route's.
+    extensions: Option<Map<String, Value>>,
 }
 
 /// An order matched to what the agent sells.
@@ -98,6 +101,7 @@ pub async fn quote<'a>(
         ordered,
         request,
         had_breaker: false,
+        extensions: None,
     };
     if let Some(command) = quote.command() {
         let rules = breaker::Rules::of(&services.settings.x402);
@@ -119,6 +123,15 @@ impl<'a> Quote<'a> {
         match self.ordered {
             Ordered::Command { command, .. } => Some(command),
             Ordered::Message(_) => None,
+        }
+    }
+
+    /// The quote as priced on a surface that offered its own v2 `extensions`: a payment
+    /// that echoes them is held to them.
+    pub fn offered_with(self, extensions: Map<String, Value>) -> Quote<'a> {
+        Quote {
+            extensions: Some(extensions),
+            ..self
         }
     }
 
@@ -200,11 +213,13 @@ async fn buy_on(
         ordered,
         request,
         had_breaker,
+        extensions,
     } = checked.0;
     let command = match &ordered {
         Ordered::Command { command, .. } => Some(*command),
         Ordered::Message(_) => None,
     };
+    let extensions = extensions.unwrap_or_else(|| offer.extensions(command));
     // What the work needs is taken before the payment: a plugin slot for a command that
     // answers now (reserved by the settlement once the payment passed its checks and is no
     // retry), a model that can start for a message. What cannot be served is refused
@@ -234,6 +249,7 @@ async fn buy_on(
         command: command.map(|c| c.def.name.as_str()),
         request: &request,
         client,
+        extensions: &extensions,
     };
     // Admitted by the command's breaker (a half-open one lets this call through as its
     // trial), so its outcome below counts. Only a payment that passes its own checks is
