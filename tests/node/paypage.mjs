@@ -10,16 +10,36 @@
 //    browser with esbuild, served by this script), and reads PAYMENT-RESPONSE: what CORS
 //    on the paid routes must allow.
 //
+//
+// With SCENARIO=wallets, instead: the wallets people are given.
+// 3. On Base, the page with a smart wallet (an EIP-1193 provider whose account is the tests'
+//    smart wallet, not deployed yet: it signs as viem's smart accounts do, ERC-6492).
+// 4. On Solana, the page with a Wallet-Standard wallet (registered as Phantom and Solflare
+//    register, signing with a real key in Node): the page has the server build the payment
+//    transaction, the wallet signs it, the page pays.
+//
 // env: PAY_BASE (http://127.0.0.1:PORT), SELLER (the agent's id), PAYER_KEY (0x-hex key of
-//      a payer holding USDC), CHROMIUM (default /usr/bin/chromium), SCREENSHOTS (optional).
+//      a payer holding USDC; with SCENARIO=wallets, the smart wallet's owner), CHROMIUM
+//      (default /usr/bin/chromium), SCREENSHOTS (optional); for SCENARIO=wallets also
+//      SMART_WALLET ({factory, salt} JSON), BASE_RPC, SOLANA_PAYER_KEY (base58 keypair).
 // Prints one JSON line: { page: {transaction, sent}, crossOrigin: {status, response,
-// paymentResponse} }; `sent`: how many times the page sent its payment. Exits 1 with the failure on stderr.
+// paymentResponse} } (`sent`: how many times the page sent its payment), or with
+// SCENARIO=wallets { smartWallet: {transaction}, solana: {transaction} }. Exits 1 with the
+// failure on stderr.
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { createServer } from "node:http";
 import { build } from "esbuild";
 import { chromium } from "playwright-core";
 import { privateKeyToAccount } from "viem/accounts";
+import {
+  createKeyPairSignerFromBytes,
+  getBase58Encoder,
+  getTransactionDecoder,
+  getTransactionEncoder,
+  partiallySignTransaction,
+} from "@solana/kit";
+import { baseAccount } from "./accounts.mjs";
 
 const env = (name, fallback) => {
   const value = process.env[name] ?? fallback;
@@ -44,8 +64,8 @@ function watch(page) {
 }
 const step = (name) => console.error(`paypage: ${name}`);
 
-/** The wallet's side of the page: what it was asked, and its answers, signed in Node. */
-async function injectWallet(page) {
+/** The wallet's side of the page: what it was asked, and its answers, signed in Node by `signer`. */
+async function injectWallet(page, signer = payer) {
   const asked = [];
   let chainId = 1;
   await page.exposeFunction("walletRequest", async ({ method, params }) => {
@@ -53,18 +73,18 @@ async function injectWallet(page) {
     switch (method) {
       case "eth_requestAccounts":
       case "eth_accounts":
-        return [payer.address];
+        return [signer.address];
       case "eth_chainId":
         return `0x${chainId.toString(16)}`;
       case "wallet_switchEthereumChain":
         chainId = Number.parseInt(params[0].chainId, 16);
         return null;
       case "eth_signTypedData_v4": {
-        assert.equal(params[0].toLowerCase(), payer.address.toLowerCase(), "signs for the connected account");
+        assert.equal(params[0].toLowerCase(), signer.address.toLowerCase(), "signs for the connected account");
         const { domain, types, primaryType, message } = JSON.parse(params[1]);
         assert.equal(domain.chainId, chainId, "signs on the chain it was switched to");
         delete types.EIP712Domain;
-        return payer.signTypedData({ domain, types, primaryType, message });
+        return signer.signTypedData({ domain, types, primaryType, message });
       }
       default:
         throw new Error(`the wallet does not support ${method}`);
@@ -76,9 +96,102 @@ async function injectWallet(page) {
   return { asked, chain: () => chainId };
 }
 
-const result = {};
-let shop;
-try {
+/**
+ * A Solana wallet as Phantom and Solflare are to a page: it registers through the Wallet
+ * Standard's events, connects, and signs transactions (here in Node, with `signer`'s key,
+ * checking that it is asked to sign as the transfer's authority). What it signed, base64.
+ */
+async function injectSolanaWallet(page, signer) {
+  const signed = [];
+  await page.exposeFunction("solanaWalletSign", async ({ transaction, account, chain }) => {
+    assert.equal(account, signer.address, "signs for the connected account");
+    assert.equal(chain, "solana:mainnet");
+    const decoded = getTransactionDecoder().decode(Buffer.from(transaction, "base64"));
+    assert.ok(signer.address in decoded.signatures, "the payer is one of the transaction's signers");
+    const done = await partiallySignTransaction([signer.keyPair], decoded);
+    const wire = Buffer.from(getTransactionEncoder().encode(done)).toString("base64");
+    signed.push(wire);
+    return wire;
+  });
+  await page.addInitScript((address) => {
+    const account = { address, publicKey: new Uint8Array(32), chains: ["solana:mainnet"], features: ["solana:signTransaction"] };
+    const fromBase64 = (text) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+    const toBase64 = (bytes) => btoa(Array.from(bytes, (b) => String.fromCharCode(b)).join(""));
+    const wallet = {
+      version: "1.0.0",
+      name: "Test Wallet",
+      icon: "data:image/svg+xml;base64,PHN2Zy8+",
+      chains: ["solana:mainnet", "solana:devnet"],
+      accounts: [],
+      features: {
+        "standard:connect": {
+          version: "1.0.0",
+          connect: async () => {
+            wallet.accounts = [account];
+            return { accounts: [account] };
+          },
+        },
+        "solana:signTransaction": {
+          version: "1.0.0",
+          supportedTransactionVersions: ["legacy", 0],
+          signTransaction: (...inputs) =>
+            Promise.all(
+              inputs.map(async (input) => ({
+                signedTransaction: fromBase64(
+                  await window.solanaWalletSign({ transaction: toBase64(input.transaction), account: input.account.address, chain: input.chain }),
+                ),
+              })),
+            ),
+        },
+      },
+    };
+    const register = ({ register }) => register(wallet);
+    window.addEventListener("wallet-standard:app-ready", (event) => register(event.detail));
+    window.dispatchEvent(new CustomEvent("wallet-standard:register-wallet", { detail: register }));
+  }, signer.address);
+  return signed;
+}
+
+/** Opens the page at `path`, connects the wallet (its button named `connect`), buys /hello
+ * for Ann; the settlement's transaction as the page shows it. */
+async function buyHello(page, path, connect, from) {
+  await page.goto(`${base}${path}`);
+  await page.getByRole("heading", { name: "Agent seller", level: 1 }).waitFor();
+  const hello = page.getByRole("region", { name: "/hello" });
+  await hello.getByText("0.05 USDC").waitFor();
+  await page.getByRole("button", { name: connect }).click();
+  await page.getByText(`Paying from ${from.slice(0, 6)}`).waitFor();
+  await hello.getByLabel("name").fill("Ann");
+  await hello.getByRole("button", { name: "Pay and run /hello" }).click();
+  await hello.getByText("Hello, Ann!").waitFor({ timeout: 30_000 });
+  await hello.getByText("Paid 0.05 USDC").waitFor();
+  return hello.locator("code").last().getAttribute("title");
+}
+
+async function wallets() {
+  step("the payment page on Base, with a smart wallet not deployed yet");
+  const smart = await baseAccount({ key: payerKey, rpcUrl: env("BASE_RPC"), smartWallet: JSON.parse(env("SMART_WALLET")) });
+  const onBase = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+  watch(onBase);
+  const evmWallet = await injectWallet(onBase, smart);
+  const smartTransaction = await buyHello(onBase, `/x402/base/${seller}`, "Connect wallet", smart.address);
+  assert.equal(evmWallet.asked.filter((m) => m === "eth_signTypedData_v4").length, 1);
+  if (shots) await onBase.screenshot({ path: `${shots}/payment-page-smart-wallet.png`, fullPage: true });
+
+  step("the payment page on Solana, with a Wallet-Standard wallet");
+  const solanaSigner = await createKeyPairSignerFromBytes(getBase58Encoder().encode(env("SOLANA_PAYER_KEY")));
+  const onSolana = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+  watch(onSolana);
+  const signed = await injectSolanaWallet(onSolana, solanaSigner);
+  const solanaTransaction = await buyHello(onSolana, `/x402/solana/${seller}`, "Connect Test Wallet", solanaSigner.address);
+  assert.equal(signed.length, 1, "one signature for one purchase");
+  if (shots) await onSolana.screenshot({ path: `${shots}/payment-page-solana.png`, fullPage: true });
+  return { smartWallet: { transaction: smartTransaction }, solana: { transaction: solanaTransaction } };
+}
+
+/** Steps 1 and 2: the page with a key's wallet on Base, and another origin's page. */
+async function onBase() {
+  const result = {};
   step("the payment page sells /hello to a browser wallet");
   const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
   watch(page);
@@ -130,6 +243,14 @@ try {
         import { wrapFetchWithPayment, x402Client, decodePaymentResponseHeader } from "@x402/fetch";
         import { ExactEvmScheme } from "@x402/evm";
         import { privateKeyToAccount } from "viem/accounts";
+import {
+  createKeyPairSignerFromBytes,
+  getBase58Encoder,
+  getTransactionDecoder,
+  getTransactionEncoder,
+  partiallySignTransaction,
+} from "@solana/kit";
+import { baseAccount } from "./accounts.mjs";
         window.payWithX402 = async (url, body, key) => {
           const client = x402Client.fromConfig({
             schemes: [{ network: "eip155:*", client: new ExactEvmScheme(privateKeyToAccount(key)) }],
@@ -179,6 +300,13 @@ try {
   assert.equal(paid.paymentResponse?.success, true, "PAYMENT-RESPONSE is readable on another origin");
   result.crossOrigin = { status: paid.status, response: paid.body.response, paymentResponse: paid.paymentResponse };
 
+  return result;
+}
+
+const result = {};
+let shop;
+try {
+  Object.assign(result, process.env.SCENARIO === "wallets" ? await wallets() : await onBase());
   assert.deepEqual(problems, [], "the pages logged no error");
   console.log(JSON.stringify(result));
 } catch (error) {

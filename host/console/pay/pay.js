@@ -1,10 +1,12 @@
 // The payment page: what a browser shows at an agent's x402 address. It reads the same
 // price lists an x402 client reads (this address asked for JSON, and each paid command's
 // own address), lists what the agent sells, and lets a person with a browser wallet pay
-// for a message or a command with x402 version 2 and see the answer. Every text comes
+// for a message or a command with x402 version 2 and see the answer: an EVM wallet on
+// Base (./wallet.js), a Wallet-Standard wallet on Solana (./solana.js). Every text comes
 // from the server through textContent (see ../js/dom.js); the CSP allows nothing else.
 import { errorText, field, fill, form, h, short, usdc, webLink } from "../js/dom.js";
-import { authorize, connect, provider } from "./wallet.js";
+import * as solana from "./solana.js";
+import * as evm from "./wallet.js";
 
 const main = document.getElementById("main");
 const walletArea = document.getElementById("wallet");
@@ -41,16 +43,48 @@ async function offers() {
   return { agent, commands };
 }
 
+/**
+ * The person's wallet on this address's network: found, connected, and asked for the
+ * payload of a version-2 requirement. On Base it signs the offer's authorization; on
+ * Solana it signs the payment transaction this server builds for it.
+ */
+const sides = {
+  base: {
+    found: () => evm.provider(),
+    missing: "Install a browser wallet for Base (or use a smart wallet's browser extension) to pay here, or pay with an x402 client.",
+    connect: async (wallet) => evm.connect(wallet),
+    label: (account) => account,
+    payload: (wallet, account, accepted) => evm.authorize(wallet, account, accepted),
+  },
+  solana: {
+    found: (accepted) => accepted && solana.walletFor(solana.chainOf(accepted.network)),
+    missing: "Install a Solana browser wallet (Phantom, Solflare, Backpack) to pay here, or pay with an x402 client.",
+    connect: (wallet) => solana.connect(wallet),
+    label: (account) => account.address,
+    async payload(wallet, account, accepted, command) {
+      const response = await fetch(`${agentPath}/payment-transaction`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(command ? { payer: account.address, command } : { payer: account.address }),
+      });
+      const built = await response.json();
+      if (!response.ok) throw new Refusal(built, response.status);
+      return solana.authorize(wallet, account, solana.chainOf(accepted.network), built.transaction);
+    },
+  },
+};
+const side = sides[network] ?? null;
+let accepted = null;
 let account = null;
 
 function showWallet() {
-  const wallet = provider();
+  const wallet = side?.found(accepted);
   if (!wallet) return fill(walletArea, "No browser wallet");
-  if (account) return fill(walletArea, "Paying from ", short(account, 6));
-  const button = h("button", { type: "button" }, "Connect wallet");
+  if (account) return fill(walletArea, "Paying from ", short(side.label(account), 6));
+  const button = h("button", { type: "button" }, wallet.name ? `Connect ${wallet.name}` : "Connect wallet");
   button.addEventListener("click", async () => {
     try {
-      account = await connect(wallet);
+      account = await side.connect(wallet);
       showWallet();
     } catch (e) {
       fill(walletArea, errorText(e));
@@ -107,15 +141,15 @@ function identified(declared) {
   return { "payment-identifier": { ...extension, info: { ...extension.info, id: `page_${random}` } } };
 }
 
-/** Pays `path` for `body` with the person's wallet; resolves to what to show. */
-async function pay(path, v2, body) {
-  const wallet = provider();
-  if (!wallet) throw new Error("Install a browser wallet for Base to pay here, or pay with an x402 client.");
-  account ??= await connect(wallet);
+/** Pays `path` for `body` (the `command`, or a message) with the person's wallet; resolves to what to show. */
+async function pay(path, v2, body, command) {
+  const offer = v2.accepts[0];
+  const wallet = side?.found(offer);
+  if (!wallet) throw new Error(side?.missing ?? "This network cannot be paid from a browser here.");
+  account ??= await side.connect(wallet);
   showWallet();
-  const accepted = v2.accepts[0];
-  const payload = await authorize(wallet, account, accepted);
-  const payment = { x402Version: 2, resource: v2.resource, accepted, payload, extensions: identified(v2.extensions) };
+  const payload = await side.payload(wallet, account, offer, command);
+  const payment = { x402Version: 2, resource: v2.resource, accepted: offer, payload, extensions: identified(v2.extensions) };
   const { response, answer } = await send(path, encode(JSON.stringify(payment)), body);
   if (!answer.success) throw new Refusal(answer, response.status);
   const settled = response.headers.get("payment-response");
@@ -170,7 +204,7 @@ function messageSection(agent, payable) {
     { "aria-labelledby": "buy-message" },
     h("h2", { id: "buy-message" }, "A message"),
     h("p", {}, "Ask the agent anything, for ", priceOf(agent), "."),
-    payable && form({}, [field("Your message", input), h("button", { type: "submit" }, "Pay and send")], () => pay(agentPath, agent.v2, { message: input.value })),
+    payable && form({}, [field("Your message", input), h("button", { type: "submit" }, "Pay and send")], () => pay(agentPath, agent.v2, { message: input.value }, null)),
   );
 }
 
@@ -184,7 +218,7 @@ function commandSection({ name, path, list }, payable) {
     { "aria-labelledby": headingId },
     h("h2", { id: headingId }, `/${name}`),
     h("p", {}, list.v2?.resource?.description ?? list.v1.accepts[0].description, ", for ", priceOf(list), "."),
-    payable && form({}, [...parameterFields(parameters), h("button", { type: "submit" }, `Pay and run /${name}`)], (formEl) => pay(path, list.v2, valuesOf(formEl, parameters))),
+    payable && form({}, [...parameterFields(parameters), h("button", { type: "submit" }, `Pay and run /${name}`)], (formEl) => pay(path, list.v2, valuesOf(formEl, parameters), name)),
   );
 }
 
@@ -192,16 +226,18 @@ async function show() {
   const { agent, commands } = await offers();
   const extra = agent.v1.accepts[0].extra;
   document.title = `Pay ${extra.agentName}`;
-  // The page pays with an EVM wallet: version 2 on Base. Elsewhere it shows the prices.
-  const payable = Boolean(agent.v2) && agent.v2.accepts[0].network.startsWith("eip155:");
+  // The page pays with version 2, from a wallet on the address's network; without one, it
+  // shows the prices and says how else to pay.
+  accepted = agent.v2?.accepts[0] ?? null;
+  const payable = Boolean(accepted) && Boolean(side?.found(accepted));
   const shown = routedCommand ? commands.filter((c) => c.name === decodeURIComponent(routedCommand)) : commands;
   fill(
     main,
     h("h1", { tabindex: -1 }, extra.agentName),
     h("p", { class: "crumbs" }, `Sold for USDC on ${{ base: "Base", solana: "Solana" }[network] ?? network}, paid per request with x402. No account needed.`),
     payable
-      ? h("p", {}, "Your wallet signs an authorization for exactly the price shown; once it is settled on chain, you get the answer here.")
-      : h("p", { class: "hint" }, "Paying from this page works with an EVM browser wallet on Base. Here, pay with an x402 client: it reads this address's price list as JSON."),
+      ? h("p", {}, "Your wallet signs a payment of exactly the price shown; once it is settled on chain, you get the answer here.")
+      : h("p", { class: "hint" }, side?.missing ?? "Pay with an x402 client: it reads this address's price list as JSON."),
     routedCommand ? null : messageSection(agent, payable),
     shown.map((command) => commandSection(command, payable)),
   );

@@ -10,6 +10,7 @@ pub mod rpc;
 pub mod smart_wallets;
 pub mod solana;
 pub mod solana_history;
+pub mod solana_payment;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -64,6 +64,7 @@ const ASSETS: &[Asset] = &[
     asset!("pay/index.html", "text/html; charset=utf-8"),
     asset!("pay/pay.js", JS),
     asset!("pay/wallet.js", JS),
+    asset!("pay/solana.js", JS),
 ];
 
 pub fn routes() -> Router<AppState> {

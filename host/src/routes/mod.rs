@@ -24,6 +24,7 @@ mod state;
 mod usage;
 mod webhooks;
 mod x402;
+mod x402_transaction;
 
 pub use state::AppState;
 

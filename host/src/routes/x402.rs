@@ -33,6 +33,10 @@ pub fn routes(state: AppState) -> Router<AppState> {
             "/x402/{network}/{agent_id}/commands/{command}",
             get(command_requirements).post(invoke_command),
         )
+        .route(
+            "/x402/solana/{agent_id}/payment-transaction",
+            axum::routing::post(super::x402_transaction::payment_transaction),
+        )
         .route_layer(axum::middleware::from_fn_with_state(state, limit_clients))
 }
 
@@ -128,10 +132,10 @@ fn presented(headers: &HeaderMap) -> (Option<(Version, String)>, bool) {
 }
 
 /// The paid address a request came to: the agent's, or one of its commands'.
-struct Address {
-    network: String,
-    agent_id: String,
-    command: Option<String>,
+pub(super) struct Address {
+    pub network: String,
+    pub agent_id: String,
+    pub command: Option<String>,
 }
 
 type AgentPath = Result<ApiPath<(String, String)>, ApiError>;
@@ -159,7 +163,7 @@ impl Address {
 
 /// The agent's offer on the address's network, naming the address's command (if any) as
 /// the resource its 402s describe.
-async fn find_offer(state: &AppState, address: &Address, version: Version) -> Result<Offer, Response> {
+pub(super) async fn find_offer(state: &AppState, address: &Address, version: Version) -> Result<Offer, Response> {
     let network = crate::domain::Network::parse(&address.network).ok_or_else(|| {
         x402_error(
             ApiError::new(

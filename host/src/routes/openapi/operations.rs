@@ -403,6 +403,37 @@ pub const SPEC: &[Operation] = &[
         errors: INVOKE_ERRORS,
     },
     Operation {
+        method: "post",
+        path: "/x402/solana/{agentId}/payment-transaction",
+        id: "x402PaymentTransaction",
+        summary: "The unsigned Solana payment transaction for a message (or `command`) at its price, for a browser wallet to sign (payer's transfer, the seller's fee payer); sent back signed as any x402 payment",
+        keyed: false,
+        pending: false,
+        request: Some(|| {
+            json!({ "type": "object", "required": ["payer"], "additionalProperties": false, "properties": {
+                "payer": { "type": "string", "pattern": "^[1-9A-HJ-NP-Za-km-z]{32,44}$",
+                            "description": "The paying wallet's Solana address (base58 of 32 bytes)" },
+                "command": { "type": ["string", "null"], "pattern": COMMAND_NAMED },
+            }})
+        }),
+        response: || {
+            json!({ "type": "object", "properties": {
+                "transaction": { "type": "string", "description": "base64 wire transaction, its signatures empty" },
+                "lastValidBlockHeight": { "type": "integer" },
+                "amount": { "type": "string" },
+                "payTo": { "type": "string" },
+                "feePayer": { "type": "string" },
+            }})
+        },
+        errors: &[
+            (400, "validation_error"),
+            (400, "wallet_not_configured"),
+            (404, "agent_not_found"),
+            (404, "command_not_found"),
+            (429, "rate_limit_exceeded"),
+        ],
+    },
+    Operation {
         method: "get",
         path: "/discovery/resources",
         id: "x402Discovery",
