@@ -121,7 +121,11 @@ async fn a_person_pays_on_the_payment_page_with_a_smart_wallet_and_with_a_solana
     let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     let base = LocalBase::start().await;
     let solana = LocalSolana::start();
-    let (env, base_wallet) = base_shop(&base, TestEnv::new().with_envs(solana.env()), "").await;
+    let env = TestEnv::new().with_envs(solana.env()).with_env(
+        "AGENT_HOST_X402_BASE_WALLET_FACTORIES",
+        &base.wallet_factory().await.to_string(),
+    );
+    let (env, base_wallet) = base_shop(&base, env, "").await;
     let solana_wallet = env.create_wallet("seller", "solana");
     solana.set_sol(&solana_wallet, 1_000_000_000).await;
     solana.set_usdc(&solana_wallet, 0).await;

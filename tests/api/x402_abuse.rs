@@ -74,7 +74,7 @@ async fn solana_fees_the_agent_pays_are_capped() {
 /// A payer holding one price sends twenty different payments at once. One is
 /// served; the others are refused before anything is sent, because a payer's settlements
 /// go one at a time, each checked against the balance the last one left. The agent pays
-/// exactly one fee. Instructions that can fail after simulation are refused.
+/// exactly one fee. A wallet's guard that names the agent's fee payer is refused.
 #[tokio::test]
 async fn a_payer_cannot_make_the_agent_pay_for_twenty_failures() {
     use solana_signer::Signer;
@@ -95,7 +95,7 @@ async fn a_payer_cannot_make_the_agent_pay_for_twenty_failures() {
     asserting.push(solana_instruction::Instruction::new_with_bytes(
         lighthouse,
         &[0],
-        vec![],
+        vec![solana_instruction::AccountMeta::new_readonly(fee_payer, false)],
     ));
     let reply = paid(
         &url,
@@ -104,6 +104,7 @@ async fn a_payer_cannot_make_the_agent_pay_for_twenty_failures() {
     )
     .await;
     assert_eq!(code(&reply), (402, "invalid_payment".into()), "{}", reply.text);
+    assert!(reply.text.contains("fee payer"), "{}", reply.text);
 
     let before = chain.sol_of(&wallet).await;
     let mut racers = tokio::task::JoinSet::new();

@@ -69,10 +69,20 @@ async fn a_deployed_smart_wallet_pays_with_both_clients() {
     );
 }
 
+/// The tests' factory, on the list of those the agent's wallet deploys wallets through
+/// (Coinbase Smart Wallet's by default).
+async fn allowing_the_test_factory(chain: &LocalBase, env: TestEnv) -> TestEnv {
+    env.with_env(
+        "AGENT_HOST_X402_BASE_WALLET_FACTORIES",
+        &chain.wallet_factory().await.to_string(),
+    )
+}
+
 #[tokio::test]
 async fn an_undeployed_smart_wallet_pays_and_its_settlement_deploys_it() {
     let chain = LocalBase::start().await;
-    let (env, agent_wallet) = base_shop(&chain, TestEnv::new(), "").await;
+    let env = allowing_the_test_factory(&chain, TestEnv::new()).await;
+    let (env, agent_wallet) = base_shop(&chain, env, "").await;
     let server = env.serve();
     let url = server.url("/x402/base/seller");
     for client in X402Client::ALL {
@@ -115,7 +125,8 @@ async fn an_undeployed_smart_wallet_pays_and_its_settlement_deploys_it() {
 #[tokio::test]
 async fn an_undeployed_wallet_is_refused_for_a_request_that_does_not_cover_its_deployment() {
     let chain = LocalBase::start().await;
-    let (env, agent_wallet) = base_shop(&chain, TestEnv::new(), "").await;
+    let env = allowing_the_test_factory(&chain, TestEnv::new()).await;
+    let (env, agent_wallet) = base_shop(&chain, env, "").await;
     let server = env.serve();
     let url = server.url("/x402/base/seller");
     let (payer, wallet) = Payer::smart_wallet_on_base(&chain, 1_000_000, false).await;
@@ -228,6 +239,7 @@ config = { text = "Sunny in {{city}}" }
 async fn smart_wallets_pay_tool_calls_over_mcp() {
     let chain = LocalBase::start().await;
     let env = TestEnv::new().with_env("AGENT_HOST_X402_BASE_DEPLOY_MIN_MICRO_USDC", "30000");
+    let env = allowing_the_test_factory(&chain, env).await;
     let (env, agent_wallet) = base_shop(&chain, env, WEATHER).await;
     let server = env.serve();
     let url = server.url("/mcp/seller");
@@ -251,4 +263,171 @@ async fn smart_wallets_pay_tool_calls_over_mcp() {
         assert_eq!(chain.usdc_of(&wallet).await, 970_000);
     }
     assert_eq!(chain.usdc_of(&agent_wallet).await, 60_000);
+}
+
+/// A factory's code runs in the agent's own transaction, on the agent's gas: the agent's
+/// wallet deploys wallets through the factories on `x402_base_wallet_factories` only
+/// (Coinbase Smart Wallet's by default). A wallet of any other factory is refused before
+/// anything is sent, and may still pay once deployed.
+#[tokio::test]
+async fn a_wallet_of_a_factory_not_on_the_list_is_refused_until_it_is_deployed() {
+    let chain = LocalBase::start().await;
+    let (env, agent_wallet) = base_shop(&chain, TestEnv::new(), "").await;
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let (payer, wallet) = Payer::smart_wallet_on_base(&chain, 1_000_000, false).await;
+    let gas = chain.eth_of(&agent_wallet).await;
+    let refused = pay_with(X402Client::Fetch2, &payer, &url, &hello()).await;
+    assert_eq!(refused.status, 402, "{}", refused.body);
+    let said = format!("{} {}", refused.payment_response, refused.body);
+    assert!(said.contains("x402_base_wallet_factories"), "{said}");
+    assert_eq!(chain.pending().await, 0, "nothing sent");
+    assert_eq!(chain.eth_of(&agent_wallet).await, gas);
+    assert!(!chain.has_code(&wallet).await);
+    // Deployed by its owner, it pays as any deployed wallet.
+    let owner: PrivateKeySigner = payer.key.parse().unwrap();
+    chain.deploy_smart_wallet(owner.address(), 0).await;
+    let paid = pay_with(X402Client::Fetch2, &payer, &url, &hello()).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+}
+
+/// An ERC-6492 signature from a wallet deployed meanwhile settles with a plain USDC call
+/// on its inner signature: nothing is deployed, and the factory's code does not run.
+#[tokio::test]
+async fn a_wrapped_signature_of_a_deployed_wallet_settles_with_a_plain_call() {
+    let chain = LocalBase::start().await;
+    let (env, _) = base_shop(&chain, TestEnv::new(), "").await;
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let requirement = post_x402(&url, &hello()).await.json()["accepts"][0].clone();
+    let owner = PrivateKeySigner::random();
+    let wallet = chain.deploy_smart_wallet(owner.address(), 0).await;
+    chain.mint_usdc(&wallet.to_string(), 1_000_000).await;
+    let factory = chain.wallet_factory().await;
+    let create = alloy::sol_types::SolCall::abi_encode(&crate::support::chains::IWalletFactory::createAccountCall {
+        owner: owner.address(),
+        salt: U256::ZERO,
+    });
+    let wrapped = |digest| {
+        let inner = wallet_signature(&owner, wallet, digest);
+        let mut bytes = (
+            factory,
+            alloy::primitives::Bytes::from(create.clone()),
+            alloy::primitives::Bytes::from(inner),
+        )
+            .abi_encode_params();
+        bytes.extend_from_slice(&[0x64, 0x92].repeat(16));
+        bytes
+    };
+    let reply = paid(
+        &url,
+        &hello(),
+        &base_payment_as(wallet, wrapped, &requirement, HELLO, 1, 60),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let tx = reply.json()["receipt"]["transactionSignature"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let receipt = chain.receipt(&tx).await;
+    assert_eq!(
+        receipt["to"].as_str().unwrap().to_lowercase(),
+        crate::support::chains::BASE_USDC.to_lowercase(),
+        "a plain USDC call: {receipt}"
+    );
+}
+
+/// A wallet not deployed yet whose check burns gas fails inside the simulated deployment as
+/// a refusal would: told apart, it is refused as costing more than a settlement may.
+#[tokio::test]
+async fn an_undeployed_wallet_whose_check_burns_gas_is_refused_as_too_costly() {
+    let chain = LocalBase::start().await;
+    let factory = chain.deploy_test_contract("TestBurningWalletFactory", &[]).await;
+    let env = TestEnv::new().with_env("AGENT_HOST_X402_BASE_WALLET_FACTORIES", &factory.to_string());
+    let (env, agent_wallet) = base_shop(&chain, env, "").await;
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let requirement = post_x402(&url, &hello()).await.json()["accepts"][0].clone();
+    // About a million gas: over the cap of 300,000, under ten times it.
+    let rounds = U256::from(20_000u64);
+    let address = crate::support::chains::rpc(
+        &chain.rpc_url,
+        "eth_call",
+        json!([{ "to": factory.to_string(), "data": format!("0x{}", hex::encode(
+            alloy::sol_types::SolCall::abi_encode(&IBurningFactory::getAddressCall { rounds }))) }, "latest"]),
+    )
+    .await;
+    let wallet = Address::from_word(address.as_str().unwrap().parse().unwrap());
+    chain.mint_usdc(&wallet.to_string(), 1_000_000).await;
+    let create = alloy::sol_types::SolCall::abi_encode(&IBurningFactory::createAccountCall { rounds });
+    let wrapped = |_| {
+        let mut bytes = (
+            factory,
+            alloy::primitives::Bytes::from(create.clone()),
+            alloy::primitives::Bytes::from(vec![1u8; 65]),
+        )
+            .abi_encode_params();
+        bytes.extend_from_slice(&[0x64, 0x92].repeat(16));
+        bytes
+    };
+    let gas = chain.eth_of(&agent_wallet).await;
+    let reply = paid(
+        &url,
+        &hello(),
+        &base_payment_as(wallet, wrapped, &requirement, HELLO, 1, 60),
+    )
+    .await;
+    assert_eq!(code(&reply), (402, "invalid_payment".into()), "{}", reply.text);
+    assert!(reply.text.contains("gas"), "{}", reply.text);
+    assert_eq!(chain.pending().await, 0);
+    assert_eq!(chain.eth_of(&agent_wallet).await, gas);
+    assert!(!chain.has_code(&wallet.to_string()).await);
+}
+
+alloy::sol! {
+    interface IBurningFactory {
+        function createAccount(uint256 rounds) returns (address);
+        function getAddress(uint256 rounds) returns (address);
+    }
+}
+
+/// A node that cannot answer the wallet's check (a provider's rate limit) gives no verdict
+/// on the signature: the request is told the chain is unavailable, not that it was
+/// signed wrong.
+#[tokio::test]
+async fn a_node_that_cannot_answer_the_wallets_check_is_no_refusal_of_the_signature() {
+    let chain = LocalBase::start().await;
+    let node = chain.rpc_url.clone();
+    let router = axum::Router::new().route(
+        "/",
+        axum::routing::post(move |axum::Json(call): axum::Json<Value>| {
+            let node = node.clone();
+            async move {
+                if call["method"] == "eth_call" {
+                    return axum::Json(json!({ "jsonrpc": "2.0", "id": call["id"],
+                        "error": { "code": -32005, "message": "request limit exceeded" } }));
+                }
+                axum::Json(post_for_json(&node, &call).await)
+            }
+        }),
+    );
+    let limited = FakeServer::start(router).await;
+    let (env, _) = base_shop(&chain, TestEnv::new(), "").await;
+    let env = env.with_env("AGENT_HOST_BASE_RPC_URL", &limited.base);
+    let server = env.serve();
+    let url = server.url("/x402/base/seller");
+    let offered = send(client().post(&url).json(&hello())).await;
+    let requirement = offered.json()["accepts"][0].clone();
+    let owner = PrivateKeySigner::random();
+    let wallet = chain.deploy_smart_wallet(owner.address(), 0).await;
+    let signed = |digest| wallet_signature(&owner, wallet, digest);
+    let reply = paid(
+        &url,
+        &hello(),
+        &base_payment_as(wallet, signed, &requirement, HELLO, 1, 60),
+    )
+    .await;
+    assert!(reply.status >= 500, "{} {}", reply.status, reply.text);
+    assert_ne!(reply.json()["code"], "invalid_signature", "{}", reply.text);
 }

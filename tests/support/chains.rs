@@ -446,6 +446,13 @@ impl LocalBase {
             .await
     }
 
+    /// Deploys one of the tests' own contracts (`tests/node/contracts`) by name, its
+    /// constructor's arguments ABI-encoded in `args`; its address.
+    pub async fn deploy_test_contract(&self, name: &str, args: &[u8]) -> Address {
+        self.deploy(&format!("{}{}", test_contract(name), hex::encode(args)))
+            .await
+    }
+
     /// The smart wallet the factory gives `owner` with `salt`: its address, whether or not
     /// it is deployed.
     pub async fn smart_wallet_address(&self, owner: Address, salt: u64) -> Address {

@@ -126,7 +126,10 @@ pub fn base_payment_as(
         valid_after: U256::from(now - 600),
         valid_before: U256::from(now + valid_for),
         nonce: B256::repeat_byte(nonce),
-        signature: PayerSignature::Ecdsa(alloy::primitives::Signature::test_signature()),
+        signature: PayerSignature::Ecdsa {
+            signature: alloy::primitives::Signature::test_signature(),
+            raw: Default::default(),
+        },
     };
     let signature = sign(auth.signing_hash(&expected.domain()));
     let envelope = json!({

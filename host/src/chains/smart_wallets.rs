@@ -40,8 +40,9 @@ pub struct Deployment {
 #[derive(Debug, Clone, PartialEq)]
 pub enum PayerSignature {
     /// 65 bytes (r, s, v): recovered to the payer, or, when it does not recover to it,
-    /// checked by the payer's wallet contract (a wallet whose owner signs the digest as is).
-    Ecdsa(Signature),
+    /// checked by the payer's wallet contract as sent (`raw`: a wallet may give v its own
+    /// meaning, which recovery normalises away).
+    Ecdsa { signature: Signature, raw: Bytes },
     /// Any other form, checked by the payer's deployed wallet (ERC-1271).
     Contract(Bytes),
     /// ERC-6492: the wallet is deployed by `deployment`, then checks `signature`.
@@ -70,7 +71,8 @@ impl PayerSignature {
         if bytes.len() == 65
             && let Ok(signature) = Signature::from_raw(bytes)
         {
-            return Ok(PayerSignature::Ecdsa(signature));
+            let raw = Bytes::copy_from_slice(bytes);
+            return Ok(PayerSignature::Ecdsa { signature, raw });
         }
         if bytes.is_empty() {
             return Err("it is empty".into());
@@ -78,12 +80,21 @@ impl PayerSignature {
         Ok(PayerSignature::Contract(Bytes::copy_from_slice(bytes)))
     }
 
-    /// The bytes a deployed wallet (and USDC, on its behalf) checks.
+    /// The bytes a deployed wallet (and USDC, on its behalf) checks, as the payer sent them.
     pub fn checked_bytes(&self) -> Bytes {
         match self {
-            PayerSignature::Ecdsa(signature) => Bytes::from(signature.as_bytes().to_vec()),
+            PayerSignature::Ecdsa { raw, .. } => raw.clone(),
             PayerSignature::Contract(bytes) => bytes.clone(),
             PayerSignature::Counterfactual { signature, .. } => signature.clone(),
+        }
+    }
+
+    /// The signature as the payer's wallet contract takes it: 65 bytes that recover to
+    /// someone else are the wallet's own form, settled as sent.
+    pub fn for_wallet(self) -> PayerSignature {
+        match self {
+            PayerSignature::Ecdsa { raw, .. } => PayerSignature::Contract(raw),
+            other => other,
         }
     }
 
@@ -154,9 +165,12 @@ pub fn deploy_then_call(deployment: &Deployment, wallet: Address, target: Addres
 }
 
 fn length(len: usize) -> u16 {
-    // A signature is at most MAX_SIGNATURE_BYTES, and so is what is built around it.
-    u16::try_from(len).expect("calldata under 64 KiB")
+    // A signature is at most MAX_SIGNATURE_BYTES, factory calldata included, and a call
+    // built around it adds a few words: both calldatas fit in PUSH2, and so does their sum.
+    u16::try_from(len).expect("calldata under 32 KiB")
 }
+
+const _: () = assert!(2 * MAX_SIGNATURE_BYTES + 1024 < u16::MAX as usize / 2);
 
 const CODECOPY: u8 = 0x39;
 const EXTCODESIZE: u8 = 0x3b;
@@ -251,7 +265,19 @@ mod tests {
     #[test]
     fn signatures_are_told_apart_by_form() {
         let ecdsa = Signature::test_signature().as_bytes();
-        assert!(matches!(PayerSignature::parse(&ecdsa), Ok(PayerSignature::Ecdsa(_))));
+        assert!(matches!(
+            PayerSignature::parse(&ecdsa),
+            Ok(PayerSignature::Ecdsa { .. })
+        ));
+        // A v recovery would normalise (1 for 28) reaches a wallet as sent.
+        let mut v_one = ecdsa;
+        v_one[64] = 1;
+        let parsed = PayerSignature::parse(&v_one).unwrap();
+        assert_eq!(parsed.checked_bytes()[64], 1);
+        assert_eq!(
+            parsed.for_wallet(),
+            PayerSignature::Contract(Bytes::copy_from_slice(&v_one))
+        );
         // 65 bytes that are no ECDSA signature (v is 5): a wallet's own form.
         let mut odd = ecdsa;
         odd[64] = 5;

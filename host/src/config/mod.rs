@@ -362,6 +362,8 @@ settings! {
             "how long a paid request waits for its settlement to confirm; recovery finishes it after";
         x402_base_deploy_min_micro_usdc: u64 = "50000" [0 ..= 18446744073709551615],
             "least price (micro-USDC) of a Base request paid by a smart wallet not deployed yet (ERC-6492), which the agent's wallet deploys as it settles";
+        x402_base_wallet_factories: Vec<String> = "0x0BA5ED0c6AA8c49038F819E587E2633c4A9F428a,0xBA5ED110eFDBa3D005bfC882d75358ACBbB85842",
+            "factories (ERC-6492) through which the agent's wallet deploys a payer's smart wallet as it settles (Coinbase Smart Wallet's by default); * for any";
         x402_solana_max_fee_lamports: u64 = "20000" [5000 ..= 100000000],
             "most a Solana payment may make the agent's wallet pay as fee payer (signatures and priority fee)";
         x402_breaker_failures: u32 = "5" [1 ..= 100000],

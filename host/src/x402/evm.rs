@@ -135,7 +135,7 @@ pub fn verify(auth: &Authorization, expected: &Expected, now_secs: u64) -> Resul
             format!("the authorization expires (validBefore) in under {SETTLE_MARGIN_SECS} seconds"),
         ));
     }
-    let PayerSignature::Ecdsa(signature) = &auth.signature else {
+    let PayerSignature::Ecdsa { signature, .. } = &auth.signature else {
         return Ok(SignedBy::Wallet);
     };
     // One that recovers to someone else may still be the payer's if the payer is a wallet
@@ -176,7 +176,10 @@ mod tests {
             valid_after: U256::from(NOW - 600),
             valid_before: U256::from(NOW + 60),
             nonce: B256::repeat_byte(7),
-            signature: PayerSignature::Ecdsa(alloy::primitives::Signature::test_signature()),
+            signature: PayerSignature::Ecdsa {
+                signature: alloy::primitives::Signature::test_signature(),
+                raw: Default::default(),
+            },
         };
         edit(&mut auth);
         let signature = payer.sign_hash_sync(&auth.signing_hash(&exp.domain())).unwrap();

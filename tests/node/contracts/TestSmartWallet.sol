@@ -3,6 +3,7 @@ pragma solidity ^0.8.24;
 
 import {IERC1271} from "@openzeppelin/contracts/interfaces/IERC1271.sol";
 import {Clones} from "@openzeppelin/contracts/proxy/Clones.sol";
+import {Create2} from "@openzeppelin/contracts/utils/Create2.sol";
 import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
 import {EIP712} from "@openzeppelin/contracts/utils/cryptography/EIP712.sol";
 
@@ -56,5 +57,38 @@ contract TestSmartWalletFactory {
 
     function _salt(address owner, uint256 salt) private pure returns (bytes32) {
         return keccak256(abi.encode(owner, salt));
+    }
+}
+
+/// A wallet whose signature check burns gas (`loops` rounds) before it says yes: what a
+/// wallet that makes the agent pay for its check looks like.
+contract TestBurningWallet is IERC1271 {
+    uint256 public immutable loops;
+
+    constructor(uint256 rounds) {
+        loops = rounds;
+    }
+
+    function isValidSignature(bytes32, bytes calldata) external view returns (bytes4) {
+        uint256 spent;
+        for (uint256 i = 0; i < loops; i++) {
+            spent += i;
+        }
+        return spent == type(uint256).max ? bytes4(0) : IERC1271.isValidSignature.selector;
+    }
+}
+
+/// Deploys burning wallets at addresses known before (CREATE2 of the rounds).
+contract TestBurningWalletFactory {
+    function createAccount(uint256 rounds) external returns (address wallet) {
+        wallet = getAddress(rounds);
+        if (wallet.code.length == 0) {
+            new TestBurningWallet{salt: bytes32(rounds)}(rounds);
+        }
+    }
+
+    function getAddress(uint256 rounds) public view returns (address) {
+        bytes memory code = abi.encodePacked(type(TestBurningWallet).creationCode, abi.encode(rounds));
+        return Create2.computeAddress(bytes32(rounds), keccak256(code));
     }
 }

@@ -66,6 +66,16 @@ impl Authorization {
     }
 }
 
+/// How many times the gas cap an undeployed wallet's refused check is tried again with.
+const OVER_CAP_PROBE: u64 = 10;
+
+/// Whether a node's error is the call's own failure (a revert, an invalid instruction),
+/// as opposed to the node failing to answer.
+fn execution_failed(code: i64, message: &str) -> bool {
+    let message = message.to_lowercase();
+    code == 3 || message.contains("revert") || message.contains("evm error") || message.contains("invalid opcode")
+}
+
 /// What a payer's wallet said of a signature (ERC-1271).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WalletVerdict {
@@ -159,14 +169,34 @@ impl BaseChain {
         let WalletKey::Base(signer) = relayer else {
             return Err(ChainError::Refused("not a Base wallet key".into()));
         };
-        let (to, data) = self.settlement(auth);
+        let signature = self.checked_now(auth.from, &auth.signature).await?;
+        let (to, data) = self.settlement(auth, &signature);
         self.sign_tx(signer, to, data).await
     }
 
-    /// The settlement: USDC's `transferWithAuthorization`, with (v, r, s) for an ECDSA
+    /// Estimates the settlement of `auth` as `relayer` would send it, within the gas cap:
+    /// `Refused` when it would revert or needs more gas than the cap.
+    pub async fn estimate_settlement(&self, relayer: Address, auth: &Authorization) -> Result<u64, ChainError> {
+        let signature = self.checked_now(auth.from, &auth.signature).await?;
+        let (to, data) = self.settlement(auth, &signature);
+        self.estimate_gas(relayer, to, &data, self.caps.gas).await
+    }
+
+    /// The signature as the chain checks it now: an ERC-6492 one whose wallet has code by
+    /// now is its inner signature (nothing left to deploy, nothing to pay for deploying).
+    async fn checked_now(&self, from: Address, signature: &PayerSignature) -> Result<PayerSignature, ChainError> {
+        Ok(match signature {
+            PayerSignature::Counterfactual { signature, .. } if self.has_code(from).await? => {
+                PayerSignature::Contract(signature.clone())
+            }
+            other => other.clone(),
+        })
+    }
+
+    /// The settlement: USDC's `transferWithAuthorization`, with (v, r, s) for a key's
     /// signature and with the signature's bytes for a wallet's own; for a wallet not yet
     /// deployed, a contract creation that deploys it through its factory, then calls that.
-    fn settlement(&self, auth: &Authorization) -> (TxKind, Vec<u8>) {
+    fn settlement(&self, auth: &Authorization, signature: &PayerSignature) -> (TxKind, Vec<u8>) {
         let with_bytes = |signature: Bytes| {
             IUsdcAuthorizations::transferWithAuthorization_1Call {
                 from: auth.from,
@@ -179,8 +209,8 @@ impl BaseChain {
             }
             .abi_encode()
         };
-        match &auth.signature {
-            PayerSignature::Ecdsa(signature) => {
+        match signature {
+            PayerSignature::Ecdsa { signature, .. } => {
                 let data = IUsdcAuthorizations::transferWithAuthorization_0Call {
                     from: auth.from,
                     to: auth.to,
@@ -207,21 +237,36 @@ impl BaseChain {
     /// Whether `from`'s wallet accepts `signature` for `digest` (ERC-1271), deploying it
     /// first in the simulation when the signature says how (ERC-6492). An `eth_call`, so
     /// nothing changes on chain; bounded by the settlement's gas cap and the RPC timeout.
+    /// A node that cannot answer is `Unavailable`, never a refusal of the signature.
     pub async fn wallet_accepts(
         &self,
         from: Address,
         digest: B256,
         signature: &PayerSignature,
     ) -> Result<WalletVerdict, ChainError> {
+        let signature = self.checked_now(from, signature).await?;
         let check = smart_wallets::is_valid_signature_call(digest, signature.checked_bytes());
-        let call = match signature.deployment() {
-            Some(deployment) if !self.has_code(from).await? => json!({
-                "data": Bytes::from(smart_wallets::deploy_then_call(deployment, from, from, &check)).to_string(),
-            }),
-            _ => json!({ "to": from.to_string(), "data": Bytes::from(check).to_string() }),
+        let cap = self.caps.gas;
+        let Some(deployment) = signature.deployment() else {
+            let call = json!({ "to": from.to_string(), "data": Bytes::from(check).to_string() });
+            return self.signature_check(call, cap).await;
         };
-        let mut call = call;
-        call["gas"] = json!(format!("0x{:x}", self.caps.gas));
+        let call =
+            json!({ "data": Bytes::from(smart_wallets::deploy_then_call(deployment, from, from, &check)).to_string() });
+        match self.signature_check(call.clone(), cap).await? {
+            // An inner call that runs out of gas fails as a refusal does: told apart by
+            // trying again with more gas than any settlement may use.
+            WalletVerdict::Refuses => match self.signature_check(call, cap.saturating_mul(OVER_CAP_PROBE)).await? {
+                WalletVerdict::Refuses => Ok(WalletVerdict::Refuses),
+                _ => Ok(WalletVerdict::OverGasCap(cap)),
+            },
+            verdict => Ok(verdict),
+        }
+    }
+
+    /// One `eth_call` of a signature check given `gas`: its verdict.
+    async fn signature_check(&self, mut call: Value, gas: u64) -> Result<WalletVerdict, ChainError> {
+        call["gas"] = json!(format!("0x{gas:x}"));
         match self.rpc.call::<String>("eth_call", json!([call, "latest"])).await {
             Ok(answer) => {
                 let answer = hex::decode(answer.trim_start_matches("0x")).unwrap_or_default();
@@ -231,19 +276,13 @@ impl BaseChain {
                 })
             }
             Err(err) => match err.node_error() {
-                Some((_, message, _)) if out_of_gas(message) => Ok(WalletVerdict::OverGasCap(self.caps.gas)),
-                // A revert, or no wallet there at all: not this signer's signature.
-                Some(_) => Ok(WalletVerdict::Refuses),
-                None => Err(err.into()),
+                Some((_, message, _)) if out_of_gas(message) => Ok(WalletVerdict::OverGasCap(gas)),
+                // The call itself failed: not this signer's signature.
+                Some((code, message, _)) if execution_failed(code, message) => Ok(WalletVerdict::Refuses),
+                // Rate limits, a node behind or down: no verdict at all.
+                _ => Err(err.into()),
             },
         }
-    }
-
-    /// Estimates the settlement of `auth` as `relayer` would send it, within the gas cap:
-    /// `Refused` when it would revert or needs more gas than the cap.
-    pub async fn estimate_settlement(&self, relayer: Address, auth: &Authorization) -> Result<u64, ChainError> {
-        let (to, data) = self.settlement(auth);
-        self.estimate_gas(relayer, to, &data, self.caps.gas).await
     }
 
     pub async fn has_code(&self, address: Address) -> Result<bool, ChainError> {

@@ -46,7 +46,7 @@ impl Scheme for BaseExact {
 
     fn verify(&self, services: &Services, payload: &Value, terms: &Terms) -> Result<Box<dyn Attempt>, PaymentError> {
         let base = &services.chains.base;
-        let auth = evm::decode(payload)?;
+        let mut auth = evm::decode(payload)?;
         let expected = evm::Expected {
             pay_to: parse_address(&terms.pay_to)
                 .map_err(|e| PaymentError::new("invalid_payment", format!("payTo: {e}")))?,
@@ -58,6 +58,9 @@ impl Scheme for BaseExact {
         };
         let now = crate::clock::now_ms() as u64 / 1000;
         let signed_by = evm::verify(&auth, &expected, now)?;
+        if signed_by == evm::SignedBy::Wallet {
+            auth.signature = auth.signature.for_wallet();
+        }
         // An authorization that outlives the offer is one anyone who copies it (from our
         // relay's calldata, or the request) may present later, and one recovery must wait for.
         let latest = now + super::MAX_TIMEOUT_SECONDS + LONGEST_EXTRA_LIFE_SECS;
@@ -220,9 +223,26 @@ impl BaseAttempt {
     async fn within_the_agents_means(&self, services: &Services, terms: &Terms) -> Result<(), ServiceError> {
         let base = &services.chains.base;
         let unavailable = |e| super::chain_unavailable(Network::Base, e);
-        let deploys =
-            self.auth.signature.deployment().is_some() && !base.has_code(self.auth.from).await.map_err(unavailable)?;
-        let least = services.settings.x402.x402_base_deploy_min_micro_usdc;
+        let deployment = match self.auth.signature.deployment() {
+            Some(deployment) if !base.has_code(self.auth.from).await.map_err(unavailable)? => Some(deployment),
+            _ => None,
+        };
+        let settings = &services.settings.x402;
+        if let Some(deployment) = deployment
+            && !factory_allowed(&settings.x402_base_wallet_factories, deployment.factory)
+        {
+            // Its code runs in the agent's own transaction, on the agent's gas.
+            return Err(super::refused(
+                "invalid_payment",
+                format!(
+                    "the payer's wallet is not deployed yet (ERC-6492) and its factory {} is not one this server \
+                     deploys wallets through (x402_base_wallet_factories); deploy the wallet first",
+                    deployment.factory
+                ),
+            ));
+        }
+        let deploys = deployment.is_some();
+        let least = settings.x402_base_deploy_min_micro_usdc;
         if deploys && terms.price.0 < least {
             return Err(super::refused(
                 "invalid_payment",
@@ -245,9 +265,26 @@ impl BaseAttempt {
     }
 }
 
+/// Whether `factory` is on the operator's list (`*`: any).
+fn factory_allowed(allowed: &[String], factory: Address) -> bool {
+    allowed
+        .iter()
+        .any(|entry| entry == "*" || entry.parse::<Address>().is_ok_and(|a| a == factory))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_listed_factories_deploy_wallets() {
+        let coinbase: Address = "0x0BA5ED0c6AA8c49038F819E587E2633c4A9F428a".parse().unwrap();
+        let listed = vec!["0x0ba5ed0c6aa8c49038f819e587e2633c4a9f428a".to_string()];
+        assert!(factory_allowed(&listed, coinbase), "any case");
+        assert!(!factory_allowed(&listed, Address::repeat_byte(1)));
+        assert!(factory_allowed(&["*".to_string()], Address::repeat_byte(1)));
+        assert!(!factory_allowed(&[], coinbase));
+    }
 
     #[test]
     fn an_identity_names_payer_and_nonce_and_reads_back() {
