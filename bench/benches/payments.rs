@@ -91,7 +91,10 @@ fn base_payment() -> (Headers, evm::Expected) {
         valid_after: U256::from(now - 600),
         valid_before: U256::from(now + 60),
         nonce: B256::repeat_byte(9),
-        signature: alloy::primitives::Signature::test_signature(),
+        signature: evm::PayerSignature::Ecdsa {
+            signature: alloy::primitives::Signature::test_signature(),
+            raw: Default::default(),
+        },
     };
     let signature = payer.sign_hash_sync(&auth.signing_hash(&expected.domain())).unwrap();
     let payload = json!({

@@ -23,7 +23,6 @@ const CODES: &[&str] = &[
     "payment_expired",
     "payment_not_yet_valid",
     "invalid_signature",
-    "unsupported_signature",
     "wrong_asset",
 ];
 

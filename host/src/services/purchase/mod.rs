@@ -219,7 +219,12 @@ async fn buy_on(
         Ordered::Command { command, .. } => Some(*command),
         Ordered::Message(_) => None,
     };
-    let extensions = extensions.unwrap_or_else(|| offer.extensions(command));
+    // Only a version-2 payment echoes extensions: the route's are built for it alone.
+    let extensions = match (extensions, &payment.accepted) {
+        (Some(offered), _) => offered,
+        (None, Some(_)) => offer.extensions(command),
+        (None, None) => Map::new(),
+    };
     // What the work needs is taken before the payment: a plugin slot for a command that
     // answers now (reserved by the settlement once the payment passed its checks and is no
     // retry), a model that can start for a message. What cannot be served is refused
