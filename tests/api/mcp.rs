@@ -44,18 +44,6 @@ config = {{ text = "no" }}
     )
 }
 
-/// A command sold on MCP and x402 (0.03 USD).
-const WEATHER: &str = r#"
-[[commands]]
-command = "weather"
-description = "Weather for a city"
-handler_type = "simple_text"
-integrations = ["mcp", "x402"]
-price_usd = 0.03
-parameters = [{ name = "city", type = "string", required = true }]
-config = { text = "Sunny in {{city}}" }
-"#;
-
 fn names(tools: &Value) -> Vec<&str> {
     tools
         .as_array()

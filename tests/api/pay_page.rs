@@ -58,29 +58,22 @@ async fn a_browser_gets_the_payment_page_and_a_client_the_price_list() {
     assert!(!script.text.contains("https://"), "nothing from elsewhere");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_person_pays_on_the_payment_page_and_another_origin_pays_with_the_reference_client() {
+/// Runs tests/node/paypage.mjs in Chromium against `server`'s `seller`, paid by `payer_key`,
+/// with `extra` settings; its result line.
+async fn paypage(server: &TestServer, seller: &str, payer_key: &str, extra: &[(&str, String)]) -> Value {
     let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     assert!(
         std::path::Path::new(&chromium).exists(),
         "{chromium} is missing: scripts/test.sh installs Debian's chromium"
     );
-    let chain = LocalBase::start().await;
-    let (env, agent_wallet) = base_shop(&chain, TestEnv::new(), "").await;
-    let seller = env.cli_json(&["agent", "show", "seller"])["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let server = env.serve();
-    let (payer, payer_address) = Payer::on_base(&chain, 1_000_000).await;
-
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/node/paypage.mjs");
     let mut run = tokio::process::Command::new("node");
     run.arg(script)
         .env("PAY_BASE", server.url(""))
-        .env("SELLER", &seller)
-        .env("PAYER_KEY", &payer.key)
-        .env("CHROMIUM", &chromium);
+        .env("SELLER", seller)
+        .env("PAYER_KEY", payer_key)
+        .env("CHROMIUM", &chromium)
+        .envs(extra.iter().map(|(name, value)| (*name, value.as_str())));
     if let Ok(dir) = std::env::var("PAYPAGE_SCREENSHOTS") {
         run.env("SCREENSHOTS", dir);
     }
@@ -90,10 +83,23 @@ async fn a_person_pays_on_the_payment_page_and_another_origin_pays_with_the_refe
         "the browser payments failed:\n{log}\nserver log:\n{}",
         server.log()
     );
-    let result: Value = log
-        .lines()
+    log.lines()
         .find_map(|line| serde_json::from_str(line).ok())
-        .unwrap_or_else(|| panic!("no result line in:\n{log}"));
+        .unwrap_or_else(|| panic!("no result line in:\n{log}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_person_pays_on_the_payment_page_and_another_origin_pays_with_the_reference_client() {
+    let chain = LocalBase::start().await;
+    let (env, agent_wallet) = base_shop(&chain, TestEnv::new(), "").await;
+    let seller = env.cli_json(&["agent", "show", "seller"])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let server = env.serve();
+    let (payer, payer_address) = Payer::on_base(&chain, 1_000_000).await;
+
+    let result = paypage(&server, &seller, &payer.key, &[]).await;
 
     // The page's first answer was lost: it sent the same payment again, and got it.
     assert_eq!(result["page"]["sent"], 2, "{result}");
@@ -118,7 +124,6 @@ async fn a_person_pays_on_the_payment_page_and_another_origin_pays_with_the_refe
 async fn a_person_pays_on_the_payment_page_with_a_smart_wallet_and_with_a_solana_wallet() {
     use crate::support::chains::LocalSolana;
     use solana_signer::Signer;
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     let base = LocalBase::start().await;
     let solana = LocalSolana::start();
     let env = TestEnv::new().with_envs(solana.env()).with_env(
@@ -140,30 +145,13 @@ async fn a_person_pays_on_the_payment_page_with_a_smart_wallet_and_with_a_solana
     solana.set_sol(&solana_address, 100_000_000).await;
     solana.set_usdc(&solana_address, 1_000_000).await;
 
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/node/paypage.mjs");
-    let mut run = tokio::process::Command::new("node");
-    run.arg(script)
-        .env("SCENARIO", "wallets")
-        .env("PAY_BASE", server.url(""))
-        .env("SELLER", &seller)
-        .env("PAYER_KEY", &smart.key)
-        .env("SMART_WALLET", smart.smart_wallet.as_ref().unwrap().to_string())
-        .env("BASE_RPC", &base.rpc_url)
-        .env("SOLANA_PAYER_KEY", solana_payer.to_base58_string())
-        .env("CHROMIUM", &chromium);
-    if let Ok(dir) = std::env::var("PAYPAGE_SCREENSHOTS") {
-        run.env("SCREENSHOTS", dir);
-    }
-    let (passed, log) = run_tool(run, Duration::from_secs(180), "the browser payments").await;
-    assert!(
-        passed,
-        "the browser payments failed:\n{log}\nserver log:\n{}",
-        server.log()
-    );
-    let result: Value = log
-        .lines()
-        .find_map(|line| serde_json::from_str(line).ok())
-        .unwrap_or_else(|| panic!("no result line in:\n{log}"));
+    let wallets = [
+        ("SCENARIO", "wallets".to_string()),
+        ("SMART_WALLET", smart.smart_wallet.as_ref().unwrap().to_string()),
+        ("BASE_RPC", base.rpc_url.clone()),
+        ("SOLANA_PAYER_KEY", solana_payer.to_base58_string()),
+    ];
+    let result = paypage(&server, &seller, &smart.key, &wallets).await;
 
     assert!(
         base.has_code(&smart_address).await,

@@ -221,18 +221,6 @@ async fn nobody_pays_in_a_smart_wallets_name() {
     assert_eq!(chain.usdc_of(&agent_wallet).await, HELLO);
 }
 
-/// A command sold on MCP for 0.03 USDC.
-const WEATHER: &str = r#"
-[[commands]]
-command = "weather"
-description = "Weather for a city"
-handler_type = "simple_text"
-integrations = ["mcp", "x402"]
-price_usd = 0.03
-parameters = [{ name = "city", type = "string", required = true }]
-config = { text = "Sunny in {{city}}" }
-"#;
-
 /// Over MCP too, a deployed smart wallet and one not yet deployed pay tool calls (the
 /// operator here lets a 0.03 USDC call deploy a wallet).
 #[tokio::test]

@@ -19,6 +19,18 @@ long_running = true
 config = { text = "The report is ready." }
 "#;
 
+/// A command sold on MCP and x402 (0.03 USD).
+pub const WEATHER: &str = r#"
+[[commands]]
+command = "weather"
+description = "Weather for a city"
+handler_type = "simple_text"
+integrations = ["mcp", "x402"]
+price_usd = 0.03
+parameters = [{ name = "city", type = "string", required = true }]
+config = { text = "Sunny in {{city}}" }
+"#;
+
 /// A paid command that always fails after settlement (nothing listens on port 9), so its
 /// payment is refunded.
 pub const BROKEN: &str = r#"
