@@ -193,8 +193,12 @@ impl Store {
         let (id, claim) = (id.to_string(), claim.to_string());
         self.write(move |db| {
             let won = db.execute(
+                // The endpoint is checked again here: a pass that read the due list before
+                // another send paused it must not send after the pause.
                 "UPDATE webhook_deliveries SET state = 'sending', claim = ?2, lease_until = ?4, updated_at = ?3
-                 WHERE id = ?1 AND ((state = 'pending' AND next_attempt_at <= ?3) OR (state = 'sending' AND lease_until < ?3))",
+                 WHERE id = ?1 AND ((state = 'pending' AND next_attempt_at <= ?3) OR (state = 'sending' AND lease_until < ?3))
+                   AND NOT EXISTS (SELECT 1 FROM webhook_endpoints w
+                                   WHERE w.id = webhook_deliveries.endpoint_id AND w.paused_until > ?3)",
                 args![&id, &claim, now, now + lease_ms],
             )? == 1;
             if !won {
@@ -450,5 +454,52 @@ impl Store {
             )
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pass reads the due list, another send pauses the endpoint, then the pass claims
+    /// what it read: the claim must see the pause (a flaky end-to-end test found this).
+    #[tokio::test]
+    async fn a_delivery_of_an_endpoint_paused_since_the_list_was_read_is_not_claimed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.db"), std::time::Duration::from_secs(5)).unwrap();
+        store
+            .write(|db| {
+                db.execute(
+                    "INSERT INTO webhook_endpoints (id, account_id, url, events, secret, created_at)
+                     VALUES ('we_1', 'acc_1', 'http://127.0.0.1:9/hook', 'key.created', x'00', 0)",
+                    args![],
+                )?;
+                db.execute(
+                    "INSERT INTO webhook_events (id, account_id, type, dedup_key, body, created_at)
+                     VALUES ('msg_1', 'acc_1', 'key.created', 'k1', '{}', 0)",
+                    args![],
+                )?;
+                db.execute(
+                    "INSERT INTO webhook_deliveries (id, event_id, endpoint_id, account_id, state, next_attempt_at, created_at, updated_at)
+                     VALUES ('dlv_1', 'msg_1', 'we_1', 'acc_1', 'pending', 0, 0, 0)",
+                    args![],
+                )?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        let due = store.due_webhook_deliveries(1_000, 10, 2).await.unwrap();
+        assert_eq!(due.len(), 1, "due before the pause");
+        store
+            .write(|db| {
+                db.execute("UPDATE webhook_endpoints SET paused_until = 31000 WHERE id = 'we_1'", args![])?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        let claimed = store.claim_webhook_delivery("dlv_1", "c1", 1_001, 60_000).await.unwrap();
+        assert!(claimed.is_none(), "claimed while its endpoint is paused");
+        let after = store.claim_webhook_delivery("dlv_1", "c2", 31_001, 60_000).await.unwrap();
+        assert!(after.is_some(), "claimed once the pause is over");
     }
 }
