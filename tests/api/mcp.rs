@@ -304,6 +304,16 @@ async fn a_tool_call_is_paid_over_mcp_on_base_once() {
     assert_eq!(chain.usdc_of(&address).await, 970_000);
     let tx = receipt["transaction"].as_str().unwrap();
     assert_eq!(chain.receipt(tx).await["status"], "0x1");
+    // The agent's signed receipt names the tool, and verifies as docs/x402.md says.
+    let signed = signed_receipt(receipt).unwrap_or_else(|| panic!("no signed receipt: {receipt}"));
+    let stated = verify_receipts(&[(signed.clone(), wallet.clone())])
+        .await
+        .remove(0)
+        .unwrap();
+    assert_eq!(
+        (&stated["resourceUrl"], &stated["payer"], &stated["transaction"]),
+        (&json!("mcp://tool/weather"), &json!(address), &json!(tx))
+    );
     // Bad input is refused before any price is named.
     let refused = &run["results"][1]["result"];
     assert_eq!(refused["isError"], true);
@@ -498,9 +508,21 @@ config = {{ url = "http://127.0.0.1:9/hook" }}
         (&json!(true), &json!(network_id("solana")))
     );
     assert_eq!(receipt["payer"], address);
-    // The failing command: settled, then refunded from the agent's wallet; no output.
+    let signed = signed_receipt(receipt).unwrap_or_else(|| panic!("no signed receipt: {receipt}"));
+    let stated = verify_receipts(&[(signed.clone(), wallet.clone())])
+        .await
+        .remove(0)
+        .unwrap();
+    assert_eq!(stated["resourceUrl"], "mcp://tool/weather", "{stated}");
+    // The failing command: settled, then refunded from the agent's wallet; no output, and
+    // no receipt (nothing was delivered).
     let failed = &run["results"][1]["result"];
     assert_eq!(failed["isError"], true, "{failed}");
+    assert_eq!(
+        signed_receipt(&failed["_meta"]["x402/payment-response"]),
+        None,
+        "{failed}"
+    );
     assert_eq!(failed["structuredContent"]["code"], "execution_error", "{failed}");
     assert!(failed["structuredContent"]["refundTransaction"].is_string(), "{failed}");
     assert!(

@@ -303,9 +303,15 @@ async fn a_base_payment_is_verified_settled_once_and_served() {
     assert_eq!(receipt["payTo"], agent_wallet.as_str());
     let settlement = receipt["transactionSignature"].as_str().unwrap().to_string();
     let header = reply.header("x-payment-response").unwrap();
-    let decoded: Value =
+    let mut decoded: Value =
         serde_json::from_slice(&base64::Engine::decode(&base64::engine::general_purpose::STANDARD, header).unwrap())
             .unwrap();
+    // The agent's signed receipt beside the settlement (docs/x402.md#signed-receipts).
+    let signed = decoded.as_object_mut().unwrap().remove("extensions").unwrap();
+    assert_eq!(
+        signed["offer-receipt"]["info"]["receipt"]["format"], "eip712",
+        "{signed}"
+    );
     assert_eq!(
         decoded,
         json!({ "success": true, "transaction": settlement, "network": "base", "payer": payer_address })

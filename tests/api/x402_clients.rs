@@ -25,6 +25,7 @@ struct Market {
     server: TestServer,
     /// The seller's wallet on the test's network: `payTo`.
     agent_wallet: String,
+    agent_id: String,
     seen: Arc<Mutex<Vec<Value>>>,
     _llm: FakeServer,
 }
@@ -40,12 +41,13 @@ async fn open_market(network: &str, chain_env: Vec<(&'static str, String)>) -> M
         .with_env("AGENT_HOST_LLM_MODEL", "fake-model")
         .with_envs(chain_env);
     env.create_account("acme", "free");
-    env.apply_agent(&format!("{}{REPORT}", paid_manifest("seller")), "acme");
+    let agent_id = env.apply_agent(&format!("{}{REPORT}", paid_manifest("seller")), "acme");
     let agent_wallet = env.create_wallet("seller", network);
     Market {
         server: env.serve(),
         env,
         agent_wallet,
+        agent_id,
         seen,
         _llm: llm,
     }
@@ -75,27 +77,62 @@ fn assert_paid(client: X402Client, paid: &Paid, amount: u64, payer: &str, pay_to
 }
 
 /// Each client buys a message, `/hello` and the long-running report; returns what was spent.
+/// Every answer comes with a receipt signed by `pay_to` that docs/x402.md's recipe verifies.
 async fn every_client_buys(market: &Market, payer: &Payer<'_>, payer_address: &str, pay_to: &str) -> u64 {
     let url = market.server.url(&format!("/x402/{}/seller", payer.network));
     let mut spent = 0;
+    let mut receipts = Vec::new();
+    let mut answered = |paid: &Paid| {
+        let receipt =
+            signed_receipt(&paid.payment_response).unwrap_or_else(|| panic!("no receipt: {}", paid.payment_response));
+        receipts.push((
+            (receipt.clone(), pay_to.to_string()),
+            paid.payment_response["transaction"].clone(),
+        ));
+    };
     for client in X402Client::ALL {
         let paid = pay_with(client, payer, &url, &json!({ "message": "Will it rain?" })).await;
         assert_eq!(paid.status, 200, "{client:?}: {}", paid.body);
         assert_eq!(paid.body["response"], "No rain today.");
         assert_paid(client, &paid, MESSAGE, payer_address, pay_to, payer.network);
+        answered(&paid);
 
         let paid = pay_with(client, payer, &url, &json!({ "command": "hello", "name": "Ann" })).await;
         assert_eq!(paid.status, 200, "{client:?}: {}", paid.body);
         assert_eq!(paid.body["response"], "Hello, Ann!");
         assert_paid(client, &paid, HELLO, payer_address, pay_to, payer.network);
+        answered(&paid);
 
         let paid = pay_with(client, payer, &url, &json!({ "command": "report" })).await;
         assert_eq!(paid.status, 202, "{client:?}: {}", paid.body);
         assert_paid(client, &paid, LONG_REPORT, payer_address, pay_to, payer.network);
+        assert_eq!(
+            signed_receipt(&paid.payment_response),
+            None,
+            "queued work is not delivered yet"
+        );
         let status = poll_job(paid.body["statusUrl"].as_str().unwrap(), Duration::from_secs(20)).await;
         assert_eq!(status["state"], "succeeded", "{client:?}: {status}");
         assert_eq!(status["response"], "The report is ready.");
         spent += MESSAGE + HELLO + LONG_REPORT;
+    }
+    let (mut checked, transactions): (Vec<_>, Vec<_>) = receipts.into_iter().unzip();
+    // The same receipt said to come from another wallet is refused.
+    checked.push((checked[0].0.clone(), payer_address.to_string()));
+    let verified = verify_receipts(&checked).await;
+    assert!(verified.last().unwrap().is_err(), "{verified:?}");
+    for (stated, transaction) in verified.iter().zip(transactions) {
+        let stated = stated
+            .as_ref()
+            .unwrap_or_else(|e| panic!("the recipe refused a receipt: {e}"));
+        // The resource the 402 named: the agent's address by id.
+        let resource = market
+            .server
+            .url(&format!("/x402/{}/{}", payer.network, market.agent_id));
+        assert_eq!(stated["resourceUrl"], resource, "{stated}");
+        assert_eq!(stated["payer"], payer_address, "{stated}");
+        assert_eq!(stated["network"], network_id(payer.network), "{stated}");
+        assert_eq!(stated["transaction"], transaction, "{stated}");
     }
     // A paid message buys the reply only: the model is offered no command to run.
     let seen = market.seen.lock().unwrap();

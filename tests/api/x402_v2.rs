@@ -252,8 +252,14 @@ async fn a_v2_payment_on_base_must_match_the_offer_and_is_served_once_across_ver
     assert_eq!(body["response"], "Hello, Ann!");
     assert_eq!(body["x402Version"], 2);
     let settlement = body["receipt"]["transactionSignature"].clone();
+    let mut settled = b64_json(reply.header("payment-response").unwrap());
+    let receipt = settled.as_object_mut().unwrap().remove("extensions").unwrap();
     assert_eq!(
-        b64_json(reply.header("payment-response").unwrap()),
+        receipt["offer-receipt"]["info"]["receipt"]["payload"]["payer"], payer_address,
+        "{receipt}"
+    );
+    assert_eq!(
+        settled,
         json!({ "success": true, "transaction": settlement, "network": "eip155:8453", "payer": payer_address })
     );
     assert!(reply.header("x-payment-response").is_none());

@@ -392,3 +392,31 @@ pub async fn newest_payment_becomes(env: &TestEnv, state: &str, limit: std::time
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
 }
+
+/// The signed receipt (`offer-receipt`) in a decoded settlement, if there is one.
+pub fn signed_receipt(settlement: &Value) -> Option<&Value> {
+    settlement
+        .pointer("/extensions/offer-receipt/info/receipt")
+        .filter(|receipt| !receipt.is_null())
+}
+
+/// Each receipt checked by the `verifyReceipt` recipe of docs/x402.md against the address
+/// that was paid: what it states, or why the recipe refused it. One Node.js run for all.
+pub async fn verify_receipts(receipts: &[(Value, String)]) -> Vec<Result<Value, String>> {
+    let request = json!({
+        "receipts": receipts
+            .iter()
+            .map(|(receipt, pay_to)| json!({ "receipt": receipt, "payTo": pay_to }))
+            .collect::<Vec<_>>(),
+    });
+    let out = super::client_script("node", "node/verify_receipt.mjs", &request, "the receipt verifier").await;
+    out["verified"]
+        .as_array()
+        .expect("the verifier answers a list")
+        .iter()
+        .map(|one| match one.get("payload") {
+            Some(payload) => Ok(payload.clone()),
+            None => Err(one["error"].as_str().unwrap_or_default().to_string()),
+        })
+        .collect()
+}

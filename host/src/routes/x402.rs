@@ -23,7 +23,7 @@ use crate::error::{ApiBody, ApiError, ApiPath, rate_headers};
 use crate::money::MicroUsdc;
 use crate::services::payments::{self, Offer, Settled};
 use crate::services::purchase::{self, Order, Sale, SaleOutcome};
-use crate::services::{ServiceError, jobs};
+use crate::services::{ServiceError, Services, jobs};
 use crate::x402::wire::{self, PAYMENT_REQUIRED_HEADER, Payment, Version};
 
 pub fn routes(state: AppState) -> Router<AppState> {
@@ -416,17 +416,24 @@ async fn purchase_of(
         Ok(sale) => sale,
         Err(err) => return refused(err.into()),
     };
-    sold(&offer, sale, version, &services.public_base_url)
+    sold(services, &offer, sale, version).await
 }
 
 /// The answer to a settled payment: what it bought, or why nothing, with its receipt and
-/// the settlement's header.
-fn sold(offer: &Offer, sale: Sale, version: Version, public_base_url: &str) -> Response {
+/// the settlement's header. A signed receipt (`offer-receipt`) comes with an answer only:
+/// it says the work was delivered, which a queued or failed call cannot say yet.
+async fn sold(services: &Services, offer: &Offer, sale: Sale, version: Version) -> Response {
     let settled = &sale.settled;
-    let headers = [(
-        version.response_header(),
-        payment_response_header(settled, offer, version),
-    )];
+    let settlement = offer
+        .settle_response(
+            services,
+            settled,
+            version,
+            &offer.resource_url(services),
+            matches!(sale.outcome, SaleOutcome::Answered(_)),
+        )
+        .await;
+    let headers = [(version.response_header(), wire::encode_header(&settlement))];
     let (status, mut body) = match sale.outcome {
         SaleOutcome::Answered(answer) => {
             let mut body = json!({ "success": true, "response": answer.response, "format": answer.format });
@@ -436,7 +443,7 @@ fn sold(offer: &Offer, sale: Sale, version: Version, public_base_url: &str) -> R
             (StatusCode::OK, body)
         }
         SaleOutcome::Queued { job_id } => {
-            let status_url = jobs::status_url(public_base_url, &job_id);
+            let status_url = jobs::status_url(&services.public_base_url, &job_id);
             (
                 StatusCode::ACCEPTED,
                 json!({ "success": true, "jobId": job_id, "statusUrl": status_url, "etaSeconds": 10, "retryAfterSeconds": 2 }),
@@ -477,10 +484,4 @@ pub fn receipt(settled: &Settled) -> Value {
         "payer": settled.payer,
         "payTo": settled.pay_to,
     })
-}
-
-/// `X-PAYMENT-RESPONSE` (v1) or `PAYMENT-RESPONSE` (v2): base64 of `{success,
-/// transaction, network, payer}`, the network named as the payment's version names it.
-fn payment_response_header(settled: &Settled, offer: &Offer, version: Version) -> String {
-    wire::encode_header(&offer.settle_response(settled, version))
 }

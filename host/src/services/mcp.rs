@@ -439,7 +439,11 @@ async fn buy(
         Err(ServiceError::X402(X402Error::Refused(refusal))) => return Ok(required(Some(refusal.message))),
         Err(err) => return Err(err),
     };
-    let settlement = Some(offer.settle_response(&sale.settled, Version::V2));
+    let delivered = matches!(sale.outcome, SaleOutcome::Answered(_));
+    let settlement = offer
+        .settle_response(services, &sale.settled, Version::V2, &sold.resource.url, delivered)
+        .await;
+    let settlement = Some(settlement);
     let outcome = match sale.outcome {
         SaleOutcome::Answered(answer) => ToolOutcome::Answered(answer),
         SaleOutcome::Queued { job_id } => ToolOutcome::Queued { job_id },

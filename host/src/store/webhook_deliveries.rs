@@ -492,14 +492,23 @@ mod tests {
         assert_eq!(due.len(), 1, "due before the pause");
         store
             .write(|db| {
-                db.execute("UPDATE webhook_endpoints SET paused_until = 31000 WHERE id = 'we_1'", args![])?;
+                db.execute(
+                    "UPDATE webhook_endpoints SET paused_until = 31000 WHERE id = 'we_1'",
+                    args![],
+                )?;
                 Ok(())
             })
             .await
             .unwrap();
-        let claimed = store.claim_webhook_delivery("dlv_1", "c1", 1_001, 60_000).await.unwrap();
+        let claimed = store
+            .claim_webhook_delivery("dlv_1", "c1", 1_001, 60_000)
+            .await
+            .unwrap();
         assert!(claimed.is_none(), "claimed while its endpoint is paused");
-        let after = store.claim_webhook_delivery("dlv_1", "c2", 31_001, 60_000).await.unwrap();
+        let after = store
+            .claim_webhook_delivery("dlv_1", "c2", 31_001, 60_000)
+            .await
+            .unwrap();
         assert!(after.is_some(), "claimed once the pause is over");
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod describe;
 pub mod evm;
+pub mod offer_receipt;
 pub mod payment_identifier;
 pub mod svm;
 pub mod wire;

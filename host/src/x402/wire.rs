@@ -166,6 +166,9 @@ pub struct SettleResponse {
     /// As the payment's version names it.
     pub network: String,
     pub payer: String,
+    /// The signed receipt (`offer-receipt`), when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Map<String, Value>>,
 }
 
 /// A requirement in either version (the discovery list shows whichever the resource takes).
@@ -564,6 +567,7 @@ mod tests {
             transaction: "0xabc".into(),
             network: "eip155:8453".into(),
             payer: "0xdef".into(),
+            extensions: None,
         };
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(encode_header(&response))

@@ -145,8 +145,8 @@ fn operations_document() -> Value {
                     "required": ["success", "jobId", "statusUrl", "retryAfterSeconds", "receipt"] } } },
             });
             let settled = json!({
-                "X-PAYMENT-RESPONSE": header("x402 version 1: base64 of {success, transaction, network, payer}"),
-                "PAYMENT-RESPONSE": header("x402 version 2: base64 of {success, transaction, network (CAIP-2), payer}"),
+                "X-PAYMENT-RESPONSE": header("x402 version 1: base64 of {success, transaction, network, payer, extensions}; extensions[\"offer-receipt\"] holds the agent's signed receipt when the call was answered"),
+                "PAYMENT-RESPONSE": header("x402 version 2: base64 of {success, transaction, network (CAIP-2), payer, extensions}; extensions[\"offer-receipt\"] holds the agent's signed receipt when the call was answered"),
             });
             for status in ["200", "202"] {
                 operation["responses"][status]["headers"] = settled.clone();

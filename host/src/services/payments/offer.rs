@@ -13,11 +13,11 @@ use crate::money::MicroUsdc;
 use crate::services::{ServiceError, Services, agents, wallets};
 use crate::store::AgentWithCommands;
 use crate::x402::describe::{self, Listing};
-use crate::x402::payment_identifier;
 use crate::x402::wire::{
     NetworkNames, PaymentRequiredV1, PaymentRequiredV2, RequirementsV1, RequirementsV2, ResourceInfo, SCHEME,
     SettleResponse, Version,
 };
+use crate::x402::{offer_receipt, payment_identifier};
 
 /// How long a signed payment may take to reach us.
 pub const MAX_TIMEOUT_SECONDS: u64 = 60;
@@ -169,9 +169,22 @@ impl Offer {
     }
 
     /// What a settled payment reports to its payer (`success`, `transaction`, `network`,
-    /// `payer`), the network named as the payment's version names it.
-    pub fn settle_response(&self, settled: &super::Settled, version: Version) -> SettleResponse {
+    /// `payer`), the network named as the payment's version names it; with a receipt for
+    /// `resource_url` signed by the agent's wallet (the `offer-receipt` extension) when the
+    /// work was `delivered`.
+    pub async fn settle_response(
+        &self,
+        services: &Services,
+        settled: &super::Settled,
+        version: Version,
+        resource_url: &str,
+        delivered: bool,
+    ) -> SettleResponse {
         let names = self.network_names();
+        let receipt = match delivered {
+            true => self.signed_receipt(services, settled, resource_url).await,
+            false => None,
+        };
         SettleResponse {
             success: true,
             error_reason: None,
@@ -182,7 +195,35 @@ impl Offer {
             }
             .to_string(),
             payer: settled.payer.clone(),
+            extensions: receipt.map(|receipt| {
+                Map::from_iter([(
+                    offer_receipt::OFFER_RECEIPT.to_string(),
+                    offer_receipt::extension(receipt),
+                )])
+            }),
         }
+    }
+
+    /// The payer's receipt, signed with the key behind `payTo`; `None` (and a warning) when
+    /// the key cannot be opened or the chain's CAIP-2 id is not known yet: the payer was
+    /// served all the same, and the settlement still names the transaction.
+    async fn signed_receipt(&self, services: &Services, settled: &super::Settled, resource_url: &str) -> Option<Value> {
+        let network = self.network_id.as_deref()?;
+        let key = match wallets::wallet(services, &self.agent.id, self.network).await {
+            Ok(wallet) => wallets::open_key(services, &wallet),
+            Err(err) => Err(err),
+        };
+        let key = key
+            .inspect_err(|err| tracing::warn!(agent = %self.agent.id, error = %err, "no receipt signed"))
+            .ok()?;
+        let facts = offer_receipt::ReceiptFacts {
+            network,
+            resource_url,
+            payer: &settled.payer,
+            issued_at: u64::try_from(crate::clock::now_ms() / 1000).unwrap_or_default(),
+            transaction: &settled.transaction,
+        };
+        Some(offer_receipt::sign(&key, &facts))
     }
 
     /// The absolute URL a paid request is posted to: the agent's, or the command's whose
