@@ -192,6 +192,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         llm,
         embedder,
         marker: MarkerKey::derive(master.bytes()),
+        sign_in_nonces: crate::x402::sign_in::NonceKey::derive(master.bytes()),
         secrets: Arc::new(master),
         telegram,
         x,

@@ -301,6 +301,29 @@ pub struct Agent {
     pub updated_at: i64,
 }
 
+/// What a command gives a wallet that signs in with x402's `sign-in-with-x` instead of
+/// paying. Both parts may be offered; a sign-in uses the pass first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SignInTerms {
+    /// After each payment, the wallet that paid may call again without paying: at most
+    /// `calls` times, within `hours` of the payment (either bound, or both).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass: Option<Allowance>,
+    /// Any wallet that signs in: `calls` calls in every `hours` (both bounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free: Option<Allowance>,
+}
+
+/// A number of calls, a time, or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Allowance {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hours: Option<u32>,
+}
+
 /// A command as its manifest defines it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommandDef {
@@ -322,6 +345,8 @@ pub struct CommandDef {
     pub allow_llm: bool,
     pub long_running: bool,
     pub timeout_ms: Option<u64>,
+    /// What a wallet that signs in may use without paying; `None`: a payment every call.
+    pub sign_in: Option<SignInTerms>,
 }
 
 /// A command of an agent (whose id is the agent's, so it is not repeated here).

@@ -56,5 +56,6 @@ mod x402_edges_solana;
 mod x402_facilitator;
 mod x402_guards;
 mod x402_recovery;
+mod x402_sign_in;
 mod x402_smart_wallets;
 mod x402_v2;

@@ -11,7 +11,10 @@
 //            accounts.mjs), paymentId? (names the payment with x402's payment-identifier, as
 //            @x402/extensions documents it) }, send?: false (sign
 //            the payment, do not send it),
-//            payment?: a payment object to send as is (a replay) }
+//            payment?: a payment object to send as is (a replay),
+//            signIn?: { network, key }: signs the 402's sign-in-with-x challenge with
+//            @x402/extensions' createSIWxPayload and sends it in _meta["sign-in-with-x"],
+//            paying nothing }
 // Prints one JSON line: { serverVersion, tools: [every tool, all pages], results: [
 //   { result, progress: [numbers], paymentRequired, payment, bazaar } or { error: {code, message} }
 // ] } where paymentRequired is what the first, unpaid call answered when `pay` was given,
@@ -78,6 +81,19 @@ for (const call of request.calls) {
       results.push({ paymentRequired, payment, progress, bazaar });
       continue;
     }
+  }
+  if (call.signIn) {
+    const unpaid = await client.callTool(params, undefined, options);
+    paymentRequired = unpaid.structuredContent ?? JSON.parse(unpaid.content[0].text);
+    const { createSIWxPayload } = await import("@x402/extensions/sign-in-with-x");
+    const challenge = paymentRequired.extensions["sign-in-with-x"];
+    const solana = call.signIn.network === "solana";
+    const signer = solana
+      ? await createKeyPairSignerFromBytes(getBase58Encoder().encode(call.signIn.key))
+      : (await import("viem/accounts")).privateKeyToAccount(call.signIn.key);
+    const chain = challenge.supportedChains.find((c) => c.type === (solana ? "ed25519" : "eip191"));
+    const info = { ...challenge.info, chainId: chain.chainId, type: chain.type };
+    params._meta = { "sign-in-with-x": await createSIWxPayload(info, signer, request.url) };
   }
   if (payment) params._meta = { "x402/payment": payment };
   try {

@@ -50,6 +50,52 @@ fn names_line_and_field_of_a_semantic_error() {
 }
 
 #[test]
+fn sign_in_terms_are_read_and_checked() {
+    let with =
+        |terms: &str| parse_str(&GOOD.replace("price_usd = 0.05", &format!("price_usd = 0.05\nsign_in = {terms}")));
+    let terms = with("{ pass = { calls = 3 }, free = { calls = 1, hours = 24 } }")
+        .unwrap()
+        .commands[0]
+        .sign_in;
+    assert_eq!(
+        terms,
+        Some(SignInTerms {
+            pass: Some(Allowance {
+                calls: Some(3),
+                hours: None
+            }),
+            free: Some(Allowance {
+                calls: Some(1),
+                hours: Some(24)
+            }),
+        })
+    );
+    for (bad, says) in [
+        ("{}", "a pass, a free allowance"),
+        ("{ pass = {} }", "calls, hours or both"),
+        ("{ pass = { calls = 0 } }", "between 1 and"),
+        ("{ pass = { hours = 9000 } }", "between 1 and 8760"),
+        ("{ free = { calls = 2 } }", "both calls and hours"),
+    ] {
+        let err = with(bad).unwrap_err();
+        assert!(err.message.contains(says), "{bad}: {err}");
+        assert!(
+            err.field.as_deref().unwrap().starts_with("commands[0].sign_in"),
+            "{bad}: {err}"
+        );
+    }
+    // Unknown keys are refused, and so are terms for a command that is not sold.
+    assert!(with("{ pass = { days = 1 } }").is_err());
+    let unsold = GOOD.replace("\"x402\", \"chatapp\", \"x402\"", "\"chatapp\"");
+    let err = parse_str(&unsold.replace(
+        "price_usd = 0.05",
+        "price_usd = 0.05\nsign_in = { pass = { calls = 1 } }",
+    ))
+    .unwrap_err();
+    assert!(err.message.contains("needs \"x402\""), "{err}");
+}
+
+#[test]
 fn a_price_of_nothing_is_refused() {
     for zero in ["0", "0.00", "\"0.000000\""] {
         let err = parse_str(&GOOD.replace("price_usd = 0.05", &format!("price_usd = {zero}"))).unwrap_err();

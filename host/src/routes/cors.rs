@@ -56,6 +56,7 @@ impl Cors {
             "x-api-key",
             "payment-signature",
             "x-payment",
+            "sign-in-with-x",
             "access-control-expose-headers",
             "mcp-protocol-version",
             "mcp-method",

@@ -23,8 +23,11 @@ use crate::error::{ApiBody, ApiError, ApiPath, rate_headers};
 use crate::money::MicroUsdc;
 use crate::services::payments::{self, Offer, Settled};
 use crate::services::purchase::{self, Order, Sale, SaleOutcome};
-use crate::services::{ServiceError, Services, jobs};
-use crate::x402::wire::{self, PAYMENT_REQUIRED_HEADER, Payment, Version};
+use crate::services::{ServiceError, Services, jobs, sign_in};
+use crate::store::SignInGrant;
+use crate::x402::PaymentError;
+use crate::x402::sign_in::{SIGN_IN_WITH_X, SignIn};
+use crate::x402::wire::{self, PAYMENT_REQUIRED_HEADER, Payment, PaymentRequiredV2, Version};
 
 pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
@@ -84,14 +87,20 @@ pub(super) fn x402_error(err: ApiError, version: Version) -> Response {
 /// What the request costs, in both versions at once: the v1 body `{x402Version, error,
 /// accepts}` and the v2 `PAYMENT-REQUIRED` header. A v2 client reads the header, a v1
 /// client the body; neither has anything to configure.
-fn payment_required(
+/// A 402 for a command that takes sign-ins also offers a sign-in challenge (v2 only).
+async fn payment_required(
     state: &AppState,
     status: StatusCode,
     offer: &Offer,
     price: MicroUsdc,
     command: Option<&Command>,
 ) -> Response {
-    let (v1, v2) = offer.payment_required(&state.services, price, command, None);
+    let (v1, mut v2) = offer.payment_required(&state.services, price, command, None);
+    if status == StatusCode::PAYMENT_REQUIRED
+        && let Some(v2) = v2.as_mut()
+    {
+        offer_sign_in(&state.services, offer, command, v2).await;
+    }
     if status == StatusCode::PAYMENT_REQUIRED {
         if let Some(metrics) = crate::telemetry::metrics::metrics() {
             metrics.x402_offer(offer.network.as_str(), if v2.is_some() { "1,2" } else { "1" });
@@ -108,6 +117,24 @@ fn payment_required(
         insert_header(&mut response, PAYMENT_REQUIRED_HEADER, &wire::encode_header(&v2));
     }
     response
+}
+
+/// Adds the sign-in challenge to a v2 402 when the command takes sign-ins. It is kept out
+/// of the extensions a payment is held to: each 402's challenge is new.
+async fn offer_sign_in(services: &Services, offer: &Offer, command: Option<&Command>, v2: &mut PaymentRequiredV2) {
+    let Some(command) = command else {
+        return;
+    };
+    let resource = offer.resource_url(services);
+    let asked = sign_in::Asked {
+        agent: &offer.agent,
+        command,
+        uri: &resource,
+        resource: &resource,
+    };
+    if let Some(challenge) = sign_in::challenge(services, &asked).await {
+        v2.extensions.insert(SIGN_IN_WITH_X.to_string(), challenge);
+    }
 }
 
 fn insert_header(response: &mut Response, name: &'static str, value: &str) {
@@ -211,7 +238,7 @@ async fn price_list(state: AppState, address: Result<Address, ApiError>, headers
         super::console::payment_page()
     } else {
         let (price, command) = offer.sold_at_address();
-        payment_required(&state, StatusCode::OK, &offer, price, command)
+        payment_required(&state, StatusCode::OK, &offer, price, command).await
     };
     response
         .headers_mut()
@@ -362,7 +389,7 @@ async fn purchase_of(
         // No body: a probe is told the address's price; a payment needs an order.
         Ok(None) if presented.is_none() => {
             let (price, command) = offer.sold_at_address();
-            return payment_required(&state, StatusCode::PAYMENT_REQUIRED, &offer, price, command);
+            return payment_required(&state, StatusCode::PAYMENT_REQUIRED, &offer, price, command).await;
         }
         Ok(None) => Err(ApiError::validation(match address.command {
             Some(_) => "Send the command's parameters as a JSON object",
@@ -381,7 +408,10 @@ async fn purchase_of(
         Err(err) => return x402_error(err.into(), version),
     };
     let Some((version, header)) = presented else {
-        return payment_required(&state, StatusCode::PAYMENT_REQUIRED, &offer, price, command);
+        if let Some(signed) = headers.get(SIGN_IN_WITH_X) {
+            return signed_in(services, &offer, checked, signed).await;
+        }
+        return payment_required(&state, StatusCode::PAYMENT_REQUIRED, &offer, price, command).await;
     };
     // Why a payment was refused; a v2 client reads it in the PAYMENT-REQUIRED header of
     // the 402, as the reference servers send it.
@@ -417,6 +447,88 @@ async fn purchase_of(
         Err(err) => return refused(err.into()),
     };
     sold(services, &offer, sale, version).await
+}
+
+/// A request signed in with a wallet instead of paid: the command, free to that wallet
+/// under its terms; or a 402 saying why not, with a fresh challenge and the price.
+async fn signed_in(
+    services: &Services,
+    offer: &Offer,
+    checked: purchase::Checked<'_>,
+    header: &axum::http::HeaderValue,
+) -> Response {
+    let (price, command) = (checked.price(), checked.command());
+    let resource = offer.resource_url(services);
+    let refused = async |err: ServiceError| {
+        let err = ApiError::from(err);
+        let (status, reason) = (err.status, err.message.clone());
+        let mut response = x402_error(err, Version::V2);
+        if status == StatusCode::PAYMENT_REQUIRED
+            && let (_, Some(mut v2)) = offer.payment_required(services, price, command, Some(reason))
+        {
+            offer_sign_in(services, offer, command, &mut v2).await;
+            insert_header(&mut response, PAYMENT_REQUIRED_HEADER, &wire::encode_header(&v2));
+        }
+        response
+    };
+    let presented = match SignIn::from_header(header.to_str().unwrap_or_default()) {
+        Ok(presented) => presented,
+        Err(reason) => return refused(sign_in_refused(reason)).await,
+    };
+    let Some(command) = command else {
+        return refused(sign_in_refused(
+            "a message is paid for; only commands are given to wallets that sign in".into(),
+        ))
+        .await;
+    };
+    let asked = sign_in::Asked {
+        agent: &offer.agent,
+        command,
+        uri: &resource,
+        resource: &resource,
+    };
+    let (signed_in, outcome) = match purchase::redeem(services, checked, &asked, &presented).await {
+        Ok(done) => done,
+        Err(err) => return refused(err).await,
+    };
+    let mut body = match outcome {
+        SaleOutcome::Answered(answer) => {
+            let mut body = json!({ "success": true, "response": answer.response, "format": answer.format });
+            if let Some(url) = answer.media_url.filter(|_| answer.format == ResponseFormat::Image) {
+                body["imageUrl"] = json!(url);
+            }
+            body
+        }
+        SaleOutcome::Queued { job_id } => {
+            let status_url = jobs::status_url(&services.public_base_url, &job_id);
+            let mut body = json!({ "success": true, "jobId": job_id, "statusUrl": status_url, "etaSeconds": 10, "retryAfterSeconds": 2 });
+            body["signedIn"] = signed_in_view(&signed_in);
+            return (StatusCode::ACCEPTED, axum::Json(body)).into_response();
+        }
+        SaleOutcome::Failed { error, .. } => return x402_error(error.into(), Version::V2),
+    };
+    body["signedIn"] = signed_in_view(&signed_in);
+    body["agentId"] = json!(offer.agent.id);
+    body["timestamp"] = json!(crate::clock::iso(crate::clock::now_ms()));
+    body["x402Version"] = json!(2);
+    (StatusCode::OK, axum::Json(body)).into_response()
+}
+
+fn sign_in_refused(reason: String) -> ServiceError {
+    payments::X402Error::Refused(PaymentError::new(
+        "sign_in_refused",
+        format!("Sign-in refused: {reason}"),
+    ))
+    .into()
+}
+
+/// `{wallet, network, under: "pass" | "free", callsLeft}`: what a sign-in was let in with.
+fn signed_in_view(signed_in: &sign_in::SignedIn) -> Value {
+    let (under, left) = match signed_in.grant {
+        SignInGrant::Pass { left } => ("pass", left),
+        SignInGrant::Free { left } => ("free", Some(left)),
+    };
+    json!({ "wallet": signed_in.wallet, "network": signed_in.network.as_str(), "under": under, "callsLeft": left })
 }
 
 /// The answer to a settled payment: what it bought, or why nothing, with its receipt and

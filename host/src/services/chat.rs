@@ -500,6 +500,7 @@ mod tests {
                 allow_llm: false,
                 long_running: false,
                 timeout_ms: None,
+                sign_in: None,
             },
         };
         let spec = tool_spec(&command).unwrap();

@@ -14,11 +14,12 @@ use super::jobs::{self, JobStatus};
 use super::keys::Caller;
 use super::payments::{self, Offer, X402Error};
 use super::purchase::{self, Order, RefundStarted, SaleOutcome};
-use super::{ServiceError, Services, agents, chat};
+use super::{ServiceError, Services, agents, chat, sign_in};
 use crate::domain::{Command, Integration, ResponseFormat};
 use crate::money::MicroUsdc;
 use crate::services::usage::{Channel, Owner};
 use crate::store::AgentWithCommands;
+use crate::x402::sign_in::{SIGN_IN_WITH_X, SignIn};
 use crate::x402::wire::{self, PaymentRequiredV2, ResourceInfo, SettleResponse, Version};
 
 /// The tool that talks to the agent itself: its personality and knowledge, its commands
@@ -176,6 +177,9 @@ pub struct ToolCall {
     pub arguments: Map<String, Value>,
     /// `_meta["x402/payment"]`: the payment object, or its base64 form.
     pub payment: Option<Value>,
+    /// `_meta["sign-in-with-x"]`: a signed sign-in challenge (object or base64), used when
+    /// there is no payment.
+    pub sign_in: Option<Value>,
     /// The call as sent, recorded with its payment.
     pub request: Value,
 }
@@ -398,7 +402,30 @@ async fn buy(
         },
         None => Order::Message(chat_message(&call.arguments)?),
     };
-    let required = |error: Option<String>| Called::PaymentRequired(payment_required(services, &sold, error));
+    // A tool that takes sign-ins offers a challenge with its price, for the MCP endpoint.
+    let endpoint = format!("{}/mcp/{}", services.public_base_url, first.agent.id);
+    let asked = tool.command.map(|command| sign_in::Asked {
+        agent: &first.agent,
+        command,
+        uri: &endpoint,
+        resource: &sold.resource.url,
+    });
+    let challenge = match &asked {
+        Some(asked) => sign_in::challenge(services, asked).await,
+        None => None,
+    };
+    let required = |error: Option<String>| {
+        let mut required = payment_required(services, &sold, error);
+        if let Some(challenge) = &challenge {
+            required
+                .extensions
+                .insert(SIGN_IN_WITH_X.to_string(), challenge.clone());
+        }
+        Called::PaymentRequired(required)
+    };
+    if let (None, Some(presented), Some(asked)) = (&call.payment, call.sign_in, &asked) {
+        return signed_in(services, first, order, call.request, asked, presented, required).await;
+    }
     let Some(sent) = call.payment else {
         // What could not be bought anyway is refused before a price is named.
         return Ok(
@@ -450,6 +477,49 @@ async fn buy(
         SaleOutcome::Failed { error, refund } => ToolOutcome::Failed { error, refund },
     };
     Ok(Called::Done { outcome, settlement })
+}
+
+/// A call signed in with a wallet instead of paid: the command, free to that wallet under
+/// its terms; or the price again, saying why not.
+async fn signed_in(
+    services: &Services,
+    offer: &Offer,
+    order: Order,
+    request: Value,
+    asked: &sign_in::Asked<'_>,
+    presented: Value,
+    required: impl Fn(Option<String>) -> Called,
+) -> Result<Called, ServiceError> {
+    let presented = match SignIn::from_value(presented) {
+        Ok(presented) => presented,
+        Err(reason) => return Ok(required(Some(format!("Sign-in refused: {reason}")))),
+    };
+    let checked = match purchase::quote(services, offer, order, request, false)
+        .await?
+        .check_input()
+    {
+        Ok(checked) => checked,
+        Err(err) => {
+            return Ok(Called::Done {
+                outcome: failed(err),
+                settlement: None,
+            });
+        }
+    };
+    let outcome = match purchase::redeem(services, checked, asked, &presented).await {
+        Ok((_, outcome)) => outcome,
+        Err(ServiceError::X402(X402Error::Refused(refusal))) => return Ok(required(Some(refusal.message))),
+        Err(err) => return Err(err),
+    };
+    let outcome = match outcome {
+        SaleOutcome::Answered(answer) => ToolOutcome::Answered(answer),
+        SaleOutcome::Queued { job_id } => ToolOutcome::Queued { job_id },
+        SaleOutcome::Failed { error, refund } => ToolOutcome::Failed { error, refund },
+    };
+    Ok(Called::Done {
+        outcome,
+        settlement: None,
+    })
 }
 
 /// The payment a call carries, on the offer of its network; or why it cannot be taken.

@@ -25,6 +25,7 @@ pub mod purchase;
 pub mod rate_limit;
 pub mod recovery;
 pub mod runs;
+pub mod sign_in;
 pub mod social;
 pub mod social_text;
 pub mod usage;
@@ -57,6 +58,8 @@ pub struct Services {
     pub embedder: Option<Arc<dyn crate::llm::Embedder>>,
     /// Verifies the recursion-guard marker on chat requests.
     pub marker: MarkerKey,
+    /// Issues and recognises the nonces of sign-in challenges (x402's sign-in-with-x).
+    pub sign_in_nonces: crate::x402::sign_in::NonceKey,
     /// Seals and opens secrets at rest.
     pub secrets: Arc<MasterKey>,
     pub telegram: Telegram,

@@ -3,7 +3,9 @@ use std::sync::Arc;
 
 use super::cache::AgentWithCommands;
 use super::{Store, StoreError, json_column, to_json};
-use crate::domain::{Agent, AgentDef, Command, CommandConfig, CommandDef, HandlerType, ResponseFormat, X402Settings};
+use crate::domain::{
+    Agent, AgentDef, Command, CommandConfig, CommandDef, HandlerType, ResponseFormat, SignInTerms, X402Settings,
+};
 use crate::money::MicroUsdc;
 
 #[derive(Debug, Clone)]
@@ -57,7 +59,7 @@ fn agent_from_row(row: &Row) -> Result<Agent, StoreError> {
 }
 
 const COMMAND_COLUMNS: &str = "id, agent_id, name, description, handler_type, parameters, response_format, \
-     enabled, integrations, price, config, plugin, allowed_hosts, long_running, timeout_ms, allow_llm";
+     enabled, integrations, price, config, plugin, allowed_hosts, long_running, timeout_ms, allow_llm, sign_in";
 
 fn command_from_row(row: &Row) -> Result<Command, StoreError> {
     let handler: String = row.get(4)?;
@@ -82,6 +84,10 @@ fn command_from_row(row: &Row) -> Result<Command, StoreError> {
             long_running: row.get(13)?,
             timeout_ms: timeout.map(|t| t as u64),
             allow_llm: row.get(15)?,
+            sign_in: row
+                .get::<Option<String>>(16)?
+                .map(|terms| json_column::<SignInTerms>(&terms, "command sign_in"))
+                .transpose()?,
         },
     })
 }
@@ -204,12 +210,12 @@ impl Store {
                 db.execute(
                     "INSERT INTO commands (id, agent_id, name, position, description, handler_type, parameters,
                         response_format, enabled, integrations, price, config, plugin, allowed_hosts,
-                        long_running, timeout_ms, allow_llm, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?18, ?17, ?17)
+                        long_running, timeout_ms, allow_llm, sign_in, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?18, ?19, ?17, ?17)
                      ON CONFLICT (id) DO UPDATE SET position = ?4, description = ?5, handler_type = ?6,
                         parameters = ?7, response_format = ?8, enabled = ?9, integrations = ?10, price = ?11,
                         config = ?12, plugin = ?13, allowed_hosts = ?14, long_running = ?15, timeout_ms = ?16,
-                        allow_llm = ?18, updated_at = ?17",
+                        allow_llm = ?18, sign_in = ?19, updated_at = ?17",
                     args![
                         &id,
                         &agent_id,
@@ -228,7 +234,8 @@ impl Store {
                         cmd.long_running,
                         cmd.timeout_ms.map(|t| t as i64),
                         now,
-                        cmd.allow_llm
+                        cmd.allow_llm,
+                        cmd.sign_in.as_ref().map(to_json)
                     ],
                 )?;
                 command_ids.push((cmd.name.clone(), id));

@@ -36,6 +36,7 @@ const TABLES: &[&str] = &[
     "webhook_attempts",
     "wallet_alerts",
     "knowledge_vectors",
+    "sign_in_uses",
 ];
 
 impl Store {

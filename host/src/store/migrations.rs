@@ -66,6 +66,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(25, "0025_payments_integrity"),
     migration!(26, "0026_payments_for_the_operator"),
     migration!(27, "0027_webhook_fairness"),
+    migration!(28, "0028_sign_in"),
 ];
 
 pub fn latest_version() -> i64 {

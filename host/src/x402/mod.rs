@@ -6,6 +6,7 @@ pub mod describe;
 pub mod evm;
 pub mod offer_receipt;
 pub mod payment_identifier;
+pub mod sign_in;
 pub mod svm;
 pub mod wire;
 

@@ -116,6 +116,7 @@ pub(super) async fn answer_call(
         name,
         arguments,
         payment: meta.get(mcp::PAYMENT_META).cloned(),
+        sign_in: meta.get(crate::x402::sign_in::SIGN_IN_WITH_X).cloned(),
         request: sent,
     };
     let services = &state.services;

@@ -102,7 +102,7 @@ fn already_used() -> ServiceError {
     refused("payment_already_used", "This payment has already been used")
 }
 
-fn chain_unavailable(network: Network, err: ChainError) -> ServiceError {
+pub(crate) fn chain_unavailable(network: Network, err: ChainError) -> ServiceError {
     wallets::chain_error(network, err).into()
 }
 

@@ -15,7 +15,7 @@ use tracing::Instrument;
 use super::chat;
 use super::commands::{self, Answer, CommandCall, CommandOutcome};
 use super::payments::{self, Bought, Offer, Purchase, Rails, Settled, Settlement, X402Error, breaker};
-use super::{ServiceError, Services, params, runs};
+use super::{ServiceError, Services, params, runs, sign_in};
 use crate::domain::Command;
 use crate::money::MicroUsdc;
 use crate::services::usage::Channel;
@@ -185,6 +185,16 @@ pub struct RefundStarted {
     pub transaction: Option<String>,
 }
 
+impl<'a> Checked<'a> {
+    pub fn price(&self) -> MicroUsdc {
+        self.0.price
+    }
+
+    pub fn command(&self) -> Option<&'a Command> {
+        self.0.command()
+    }
+}
+
 /// Settles `payment` for the quoted request and does the work it pays for. An `Err` is a
 /// refusal before anything was taken from the payer (or a settlement left pending, to be
 /// settled or refunded by recovery); once settled, every outcome is a [`Sale`]. `client`:
@@ -341,6 +351,57 @@ async fn buy_on(
         _ => "served",
     });
     Ok(Sale { settled, outcome })
+}
+
+/// A wallet that signed in (x402's sign-in-with-x) uses the quoted command without paying:
+/// a plugin slot is reserved first (a busy agent turns the sign-in away before it uses
+/// anything), then the sign-in is let in under the command's terms, then the command runs
+/// as a paid one would. A failure by the agent's fault gives the call back. `Err`: the
+/// sign-in was refused or the command cannot run now; nothing was used.
+pub async fn redeem(
+    services: &Services,
+    checked: Checked<'_>,
+    asked: &sign_in::Asked<'_>,
+    presented: &crate::x402::sign_in::SignIn,
+) -> Result<(sign_in::SignedIn, SaleOutcome), ServiceError> {
+    let Quote { offer, ordered, .. } = checked.0;
+    let Ordered::Command {
+        command,
+        parameters,
+        raw_text,
+    } = ordered
+    else {
+        return Err(X402Error::Refused(crate::x402::PaymentError::new(
+            "sign_in_refused",
+            "Sign-in refused: a message is paid for; only commands are given to wallets that sign in",
+        ))
+        .into());
+    };
+    let slot = match command.def.long_running {
+        false => Some(runs::reserve_slot(services, &offer.agent, command).await?),
+        true => None,
+    };
+    let signed_in = sign_in::admit(services, asked, presented).await?;
+    let call = CommandCall {
+        agent: &offer.agent,
+        command,
+        parameters: Some(parameters),
+        raw_text,
+        channel: Channel::X402,
+        paid_by: None,
+        slot,
+    };
+    let outcome = match commands::execute(services, call).await {
+        Ok(CommandOutcome::Answered(answer)) => SaleOutcome::Answered(answer),
+        Ok(CommandOutcome::Queued { job_id }) => SaleOutcome::Queued { job_id },
+        Err(error) => {
+            if !payments::payers_fault(&error) {
+                sign_in::give_back(services, &signed_in).await;
+            }
+            SaleOutcome::Failed { error, refund: None }
+        }
+    };
+    Ok((signed_in, outcome))
 }
 
 /// A purchase as the metrics count it: its network and x402 version.
