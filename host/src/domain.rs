@@ -309,7 +309,9 @@ pub struct SignInTerms {
     /// `calls` times, within `hours` of the payment (either bound, or both).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pass: Option<Allowance>,
-    /// Any wallet that signs in: `calls` calls in every `hours` (both bounds).
+    /// Any wallet that signs in: `calls` calls in every `hours` (both bounds), and, since
+    /// wallets cost nothing to make, at most `total` calls by all wallets together in that
+    /// window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub free: Option<Allowance>,
 }
@@ -322,6 +324,9 @@ pub struct Allowance {
     pub calls: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hours: Option<u32>,
+    /// Free calls only: all wallets' calls in the window together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u32>,
 }
 
 /// A command as its manifest defines it.

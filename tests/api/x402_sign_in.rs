@@ -12,7 +12,8 @@ use crate::support::x402::*;
 use crate::support::*;
 
 /// `weather` (0.03 USDC): a payment buys two more calls within the hour; `tip` (0.02):
-/// one free call a day to any wallet that signs in; `plain`: no sign-in at all.
+/// one free call a day to any wallet that signs in, three a day for all wallets together;
+/// `plain`: no sign-in at all.
 const SIGN_IN_COMMANDS: &str = r#"
 [[commands]]
 command = "weather"
@@ -31,7 +32,7 @@ handler_type = "simple_text"
 integrations = ["mcp", "x402"]
 price_usd = 0.02
 config = { text = "Drink water." }
-sign_in = { free = { calls = 1, hours = 24 } }
+sign_in = { free = { calls = 1, hours = 24, total = 3 } }
 
 [[commands]]
 command = "plain"
@@ -152,7 +153,8 @@ async fn a_wallet_that_paid_signs_in_on_base_and_uses_its_pass_then_pays_again()
     }))
     .await;
     let header = signed["header"].as_str().unwrap();
-    let first = send_signed(&tip, header, &json!({})).await;
+    // A command without parameters: no body at all will do.
+    let first = send(client().post(&tip).header("sign-in-with-x", header)).await;
     assert_eq!(first.status, 200, "{}", first.text);
     assert_eq!(first.json()["signedIn"]["under"], "free");
     let replayed = send_signed(&tip, header, &json!({})).await;
@@ -188,6 +190,16 @@ async fn a_wallet_that_paid_signs_in_on_base_and_uses_its_pass_then_pays_again()
     );
     // The refused sign-in used nothing: the newcomer's free call is still there.
     assert_eq!(signed_fetch(&newcomer, &tip, json!({})).await["status"], 200);
+    // Wallets cost nothing to make: all of them together have three free calls a day.
+    let (third, _) = Payer::on_base(&chain, 1).await;
+    assert_eq!(signed_fetch(&third, &tip, json!({})).await["status"], 200);
+    let (fourth, _) = Payer::on_base(&chain, 1).await;
+    let none_left = signed_fetch(&fourth, &tip, json!({})).await;
+    assert_eq!(none_left["status"], 402, "{none_left}");
+    assert!(
+        none_left["body"]["error"].as_str().unwrap().contains("all wallets"),
+        "{none_left}"
+    );
 
     // Over MCP: the same pass, through the SDK client with the extension's signer.
     let run = sdk_client(&json!({
@@ -261,4 +273,48 @@ async fn a_wallet_that_paid_signs_in_on_solana() {
         elsewhere.text
     );
     assert_eq!(chain.usdc_of(&address).await, Some(970_000), "paid once");
+}
+
+/// Smart wallets sign in as they pay: a deployed one that paid uses its pass (its contract
+/// accepts the signature, ERC-1271), and one not deployed yet uses a free call (ERC-6492,
+/// checked with the wallet deployed in the simulation only).
+#[tokio::test]
+async fn smart_wallets_sign_in_deployed_or_not() {
+    let chain = LocalBase::start().await;
+    let (env, _wallet) = base_shop(&chain, TestEnv::new(), SIGN_IN_COMMANDS).await;
+    let server = env.serve();
+    let weather = server.url("/x402/base/seller/commands/weather");
+    let city = json!({ "city": "Oslo" });
+    let as_wallet = |payer: &Payer<'_>, url: &str, body: Value| {
+        json!({ "mode": "fetch", "network": "base", "key": payer.key, "rpcUrl": payer.rpc_url,
+                "smartWallet": payer.smart_wallet, "url": url, "body": body })
+    };
+
+    let (deployed, address) = Payer::smart_wallet_on_base(&chain, 1_000_000, true).await;
+    assert_eq!(
+        pay_with(X402Client::Fetch2, &deployed, &weather, &city).await.status,
+        200
+    );
+    let used = sign_in_client(as_wallet(&deployed, &weather, city.clone())).await;
+    assert_eq!(used["status"], 200, "{used}");
+    assert_eq!(used["body"]["signedIn"]["wallet"], address);
+    assert_eq!(used["body"]["signedIn"]["under"], "pass");
+
+    let tip = server.url("/x402/base/seller/commands/tip");
+    let (undeployed, address) = Payer::smart_wallet_on_base(&chain, 1, false).await;
+    let free = sign_in_client(as_wallet(&undeployed, &tip, json!({}))).await;
+    assert_eq!(free["status"], 200, "{free}");
+    assert_eq!(free["body"]["signedIn"]["wallet"], address);
+    assert!(!chain.has_code(&address).await, "signing in deployed nothing");
+    // The owner's key alone is not the wallet: its signature names the key's address.
+    let owner = Payer {
+        smart_wallet: None,
+        ..undeployed
+    };
+    let as_owner = signed_fetch(&owner, &tip, json!({})).await;
+    assert_eq!(
+        as_owner["body"]["signedIn"]["wallet"].as_str().map(|w| w == address),
+        Some(false),
+        "{as_owner}"
+    );
 }

@@ -1,8 +1,17 @@
 // The Base accounts the tests pay with, shared by pay.mjs (HTTP) and mcp.mjs (MCP):
-// a key's own account, or the tests' smart wallet that the key owns.
+// a key's own account, or the tests' smart wallet that the key owns (it signs payments'
+// typed data and sign-in messages).
 //
 // request: { key (0x-hex private key), rpcUrl, smartWallet?: { factory, salt } }
-import { createPublicClient, encodeAbiParameters, encodeFunctionData, hashTypedData, http, parseAbi } from "viem";
+import {
+  createPublicClient,
+  encodeAbiParameters,
+  encodeFunctionData,
+  hashMessage,
+  hashTypedData,
+  http,
+  parseAbi,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 
@@ -22,7 +31,18 @@ async function smartAccount(request) {
   const args = [owner.address, BigInt(request.smartWallet.salt ?? 0)];
   const address = await client.readContract({ address: factory, abi: factoryAbi, functionName: "getAddress", args });
   const unused = async () => {
-    throw new Error("the tests' smart wallet only signs x402 payments");
+    throw new Error("the tests' smart wallet only signs x402 payments and sign-ins");
+  };
+  // What the wallet checks of any hash: the owner's signature of its replay-safe form.
+  const signHash = async (hash) => {
+    const replaySafe = hashTypedData({
+      domain: { name: "Test Smart Wallet", version: "1", chainId: base.id, verifyingContract: address },
+      types: { WalletMessage: [{ name: "hash", type: "bytes32" }] },
+      primaryType: "WalletMessage",
+      message: { hash },
+    });
+    const ownerSignature = await owner.sign({ hash: replaySafe });
+    return encodeAbiParameters([{ type: "uint256" }, { type: "bytes" }], [0n, ownerSignature]);
   };
   return toSmartAccount({
     client,
@@ -32,17 +52,8 @@ async function smartAccount(request) {
       factory,
       factoryData: encodeFunctionData({ abi: factoryAbi, functionName: "createAccount", args }),
     }),
-    async signTypedData(typedData) {
-      const replaySafe = hashTypedData({
-        domain: { name: "Test Smart Wallet", version: "1", chainId: base.id, verifyingContract: address },
-        types: { WalletMessage: [{ name: "hash", type: "bytes32" }] },
-        primaryType: "WalletMessage",
-        message: { hash: hashTypedData(typedData) },
-      });
-      const ownerSignature = await owner.sign({ hash: replaySafe });
-      return encodeAbiParameters([{ type: "uint256" }, { type: "bytes" }], [0n, ownerSignature]);
-    },
-    signMessage: unused,
+    signTypedData: async (typedData) => signHash(hashTypedData(typedData)),
+    signMessage: async ({ message }) => signHash(hashMessage(message)),
     signUserOperation: unused,
     encodeCalls: unused,
     decodeCalls: unused,

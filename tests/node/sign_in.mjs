@@ -2,7 +2,8 @@
 // sign-in-with-x client.
 //
 // argv[2]: { mode, network: "base" | "solana", key (Base: 0x-hex private key; Solana: base58
-//            64-byte keypair), url, body, challenge, domain }
+//            64-byte keypair), rpcUrl, smartWallet (Base: signs as the tests' smart wallet that
+//            the key owns, see accounts.mjs), url, body, challenge, domain }
 //   mode "fetch": POSTs `body` to `url` through wrapFetchWithSIWx: a 402 that offers a
 //     sign-in is signed and sent again. Prints { status, body, paymentRequired } of the
 //     last answer (paymentRequired: its decoded PAYMENT-REQUIRED header, or null).
@@ -10,7 +11,6 @@
 //     createSIWxPayload, on the supported chain of `network`. With `domain`, the message is
 //     signed for that domain instead (what a site that is not the service would have the
 //     wallet sign; the client itself refuses to). Prints { header, payload }.
-import { privateKeyToAccount } from "viem/accounts";
 import { createKeyPairSignerFromBytes, getBase58Decoder, getBase58Encoder } from "@solana/kit";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import {
@@ -19,12 +19,13 @@ import {
   encodeSIWxHeader,
   wrapFetchWithSIWx,
 } from "@x402/extensions/sign-in-with-x";
+import { baseAccount } from "./accounts.mjs";
 
 const request = JSON.parse(process.argv[2]);
 const signer =
   request.network === "solana"
     ? await createKeyPairSignerFromBytes(getBase58Encoder().encode(request.key))
-    : privateKeyToAccount(request.key);
+    : await baseAccount(request);
 
 if (request.mode === "fetch") {
   const fetchSignedIn = wrapFetchWithSIWx(fetch, signer);

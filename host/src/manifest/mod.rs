@@ -572,10 +572,16 @@ fn sign_in_terms(
     if raw.pass.is_none() && raw.free.is_none() {
         return fail("sign_in", "names a pass, a free allowance, or both");
     }
+    if raw.pass.is_some_and(|pass| pass.total.is_some()) {
+        return fail("sign_in.pass.total", "is for free calls only (a pass is one wallet's)");
+    }
     for (name, allowance) in [("sign_in.pass", raw.pass), ("sign_in.free", raw.free)] {
-        let Some(Allowance { calls, hours }) = allowance else {
+        let Some(Allowance { calls, hours, total }) = allowance else {
             continue;
         };
+        if total.is_some_and(|t| t == 0 || t > MAX_ALLOWANCE_CALLS) {
+            return fail(name, &format!("total must be between 1 and {MAX_ALLOWANCE_CALLS}"));
+        }
         if calls.is_none() && hours.is_none() {
             return fail(name, "names calls, hours or both");
         }

@@ -62,11 +62,13 @@ fn sign_in_terms_are_read_and_checked() {
         Some(SignInTerms {
             pass: Some(Allowance {
                 calls: Some(3),
-                hours: None
+                hours: None,
+                total: None,
             }),
             free: Some(Allowance {
                 calls: Some(1),
-                hours: Some(24)
+                hours: Some(24),
+                total: None,
             }),
         })
     );
@@ -76,6 +78,8 @@ fn sign_in_terms_are_read_and_checked() {
         ("{ pass = { calls = 0 } }", "between 1 and"),
         ("{ pass = { hours = 9000 } }", "between 1 and 8760"),
         ("{ free = { calls = 2 } }", "both calls and hours"),
+        ("{ pass = { calls = 2, total = 5 } }", "free calls only"),
+        ("{ free = { calls = 2, hours = 1, total = 0 } }", "total must be"),
     ] {
         let err = with(bad).unwrap_err();
         assert!(err.message.contains(says), "{bad}: {err}");

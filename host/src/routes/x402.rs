@@ -386,6 +386,18 @@ async fn purchase_of(
         Ok(Some((order, request))) => purchase::quote(services, &offer, order, request, presented.is_some())
             .await
             .map_err(ApiError::from),
+        // No body at a command's address with a sign-in: the command without parameters,
+        // as the sign-in client sends it again after a probe.
+        Ok(None) if presented.is_none() && headers.contains_key(SIGN_IN_WITH_X) && address.command.is_some() => {
+            let order = Order::Command {
+                name: address.command.clone().unwrap_or_default(),
+                parameters: serde_json::Map::new(),
+                raw_text: None,
+            };
+            purchase::quote(services, &offer, order, json!({}), false)
+                .await
+                .map_err(ApiError::from)
+        }
         // No body: a probe is told the address's price; a payment needs an order.
         Ok(None) if presented.is_none() => {
             let (price, command) = offer.sold_at_address();
@@ -413,25 +425,14 @@ async fn purchase_of(
         }
         return payment_required(&state, StatusCode::PAYMENT_REQUIRED, &offer, price, command).await;
     };
-    // Why a payment was refused; a v2 client reads it in the PAYMENT-REQUIRED header of
-    // the 402, as the reference servers send it.
-    let refused = |err: ApiError| {
-        let (status, reason) = (err.status, err.message.clone());
-        let mut response = x402_error(err, version);
-        if version == Version::V2
-            && status == StatusCode::PAYMENT_REQUIRED
-            && let (_, Some(v2)) = offer.payment_required(services, price, command, Some(reason))
-        {
-            insert_header(&mut response, PAYMENT_REQUIRED_HEADER, &wire::encode_header(&v2));
-        }
-        response
-    };
+    let refused = async |err: ApiError| refused_with_price(services, &offer, (price, command), err, version).await;
     if both_headers {
         return refused(ApiError::new(
             StatusCode::PAYMENT_REQUIRED,
             "invalid_payment",
             "Send one payment: X-PAYMENT (x402 version 1) or PAYMENT-SIGNATURE (version 2), not both",
-        ));
+        ))
+        .await;
     }
     let ready = offer.takes(version).and_then(|()| {
         wire::decode_payment(version, &header, offer.network_names())
@@ -439,12 +440,12 @@ async fn purchase_of(
     });
     let payment: Payment = match ready {
         Ok(payment) => payment,
-        Err(err @ ServiceError::X402(payments::X402Error::Refused(_))) => return refused(err.into()),
+        Err(err @ ServiceError::X402(payments::X402Error::Refused(_))) => return refused(err.into()).await,
         Err(err) => return x402_error(err.into(), version),
     };
     let sale = match purchase::buy(services, checked, &payment, Some(&client.0)).await {
         Ok(sale) => sale,
-        Err(err) => return refused(err.into()),
+        Err(err) => return refused(err.into()).await,
     };
     sold(services, &offer, sale, version).await
 }
@@ -459,18 +460,8 @@ async fn signed_in(
 ) -> Response {
     let (price, command) = (checked.price(), checked.command());
     let resource = offer.resource_url(services);
-    let refused = async |err: ServiceError| {
-        let err = ApiError::from(err);
-        let (status, reason) = (err.status, err.message.clone());
-        let mut response = x402_error(err, Version::V2);
-        if status == StatusCode::PAYMENT_REQUIRED
-            && let (_, Some(mut v2)) = offer.payment_required(services, price, command, Some(reason))
-        {
-            offer_sign_in(services, offer, command, &mut v2).await;
-            insert_header(&mut response, PAYMENT_REQUIRED_HEADER, &wire::encode_header(&v2));
-        }
-        response
-    };
+    let refused =
+        async |err: ServiceError| refused_with_price(services, offer, (price, command), err.into(), Version::V2).await;
     let presented = match SignIn::from_header(header.to_str().unwrap_or_default()) {
         Ok(presented) => presented,
         Err(reason) => return refused(sign_in_refused(reason)).await,
@@ -491,27 +482,64 @@ async fn signed_in(
         Ok(done) => done,
         Err(err) => return refused(err).await,
     };
-    let mut body = match outcome {
+    let (status, mut body) = match delivered(services, offer, outcome, Version::V2) {
+        Ok(delivered) => delivered,
+        Err((error, _)) => return x402_error(error.into(), Version::V2),
+    };
+    body["signedIn"] = signed_in_view(&signed_in);
+    (status, axum::Json(body)).into_response()
+}
+
+/// A refusal of a priced request; a v2 client also reads it in the PAYMENT-REQUIRED header
+/// of the 402, as the reference servers send it, with a fresh sign-in challenge.
+async fn refused_with_price(
+    services: &Services,
+    offer: &Offer,
+    (price, command): (MicroUsdc, Option<&Command>),
+    err: ApiError,
+    version: Version,
+) -> Response {
+    let (status, reason) = (err.status, err.message.clone());
+    let mut response = x402_error(err, version);
+    if version == Version::V2
+        && status == StatusCode::PAYMENT_REQUIRED
+        && let (_, Some(mut v2)) = offer.payment_required(services, price, command, Some(reason))
+    {
+        offer_sign_in(services, offer, command, &mut v2).await;
+        insert_header(&mut response, PAYMENT_REQUIRED_HEADER, &wire::encode_header(&v2));
+    }
+    response
+}
+
+/// The body of a call that was answered (200) or queued (202), whether paid or signed in
+/// for; a failure is given back as it came.
+fn delivered(
+    services: &Services,
+    offer: &Offer,
+    outcome: SaleOutcome,
+    version: Version,
+) -> Result<(StatusCode, Value), (ServiceError, Option<purchase::RefundStarted>)> {
+    let (status, mut body) = match outcome {
         SaleOutcome::Answered(answer) => {
             let mut body = json!({ "success": true, "response": answer.response, "format": answer.format });
             if let Some(url) = answer.media_url.filter(|_| answer.format == ResponseFormat::Image) {
                 body["imageUrl"] = json!(url);
             }
-            body
+            (StatusCode::OK, body)
         }
         SaleOutcome::Queued { job_id } => {
             let status_url = jobs::status_url(&services.public_base_url, &job_id);
-            let mut body = json!({ "success": true, "jobId": job_id, "statusUrl": status_url, "etaSeconds": 10, "retryAfterSeconds": 2 });
-            body["signedIn"] = signed_in_view(&signed_in);
-            return (StatusCode::ACCEPTED, axum::Json(body)).into_response();
+            (
+                StatusCode::ACCEPTED,
+                json!({ "success": true, "jobId": job_id, "statusUrl": status_url, "etaSeconds": 10, "retryAfterSeconds": 2 }),
+            )
         }
-        SaleOutcome::Failed { error, .. } => return x402_error(error.into(), Version::V2),
+        SaleOutcome::Failed { error, refund } => return Err((error, refund)),
     };
-    body["signedIn"] = signed_in_view(&signed_in);
     body["agentId"] = json!(offer.agent.id);
     body["timestamp"] = json!(crate::clock::iso(crate::clock::now_ms()));
-    body["x402Version"] = json!(2);
-    (StatusCode::OK, axum::Json(body)).into_response()
+    body["x402Version"] = json!(version.number());
+    Ok((status, body))
 }
 
 fn sign_in_refused(reason: String) -> ServiceError {
@@ -546,22 +574,9 @@ async fn sold(services: &Services, offer: &Offer, sale: Sale, version: Version) 
         )
         .await;
     let headers = [(version.response_header(), wire::encode_header(&settlement))];
-    let (status, mut body) = match sale.outcome {
-        SaleOutcome::Answered(answer) => {
-            let mut body = json!({ "success": true, "response": answer.response, "format": answer.format });
-            if let Some(url) = answer.media_url.filter(|_| answer.format == ResponseFormat::Image) {
-                body["imageUrl"] = json!(url);
-            }
-            (StatusCode::OK, body)
-        }
-        SaleOutcome::Queued { job_id } => {
-            let status_url = jobs::status_url(&services.public_base_url, &job_id);
-            (
-                StatusCode::ACCEPTED,
-                json!({ "success": true, "jobId": job_id, "statusUrl": status_url, "etaSeconds": 10, "retryAfterSeconds": 2 }),
-            )
-        }
-        SaleOutcome::Failed { error, refund } => {
+    let (status, mut body) = match delivered(services, offer, sale.outcome, version) {
+        Ok(delivered) => delivered,
+        Err((error, refund)) => {
             let err = ApiError::from(error);
             let mut body = json!({
                 "success": false,
@@ -580,9 +595,6 @@ async fn sold(services: &Services, offer: &Offer, sale: Sale, version: Version) 
         }
     };
     body["receipt"] = receipt(settled);
-    body["agentId"] = json!(offer.agent.id);
-    body["timestamp"] = json!(crate::clock::iso(crate::clock::now_ms()));
-    body["x402Version"] = json!(version.number());
     (status, headers, axum::Json(body)).into_response()
 }
 

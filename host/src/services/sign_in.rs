@@ -2,14 +2,14 @@
 //! sign-in terms offers a challenge with its 402; a wallet that signs it uses the command
 //! without paying, under the pass its last payment bought or the free allowance. The
 //! challenge is checked here (the wire and the signature in `x402::sign_in`, a contract
-//! wallet's signature on chain), the allowance in the store, in one write per wallet.
+//! wallet's signature on chain, last), the allowance in the store, in one write.
 
 use serde_json::Value;
 
 use super::payments::X402Error;
 use super::{ServiceError, Services};
 use crate::chains::base::WalletVerdict;
-use crate::domain::{Agent, Command, Network};
+use crate::domain::{Agent, Command, Network, SignInTerms};
 use crate::store::{SignInGrant, SignInRefusal, SignInUse};
 use crate::x402::PaymentError;
 use crate::x402::sign_in::{self, Chain, Place, SignIn};
@@ -50,9 +50,27 @@ pub async fn challenge(services: &Services, asked: &Asked<'_>) -> Option<Value> 
     ))
 }
 
-/// Lets `sign_in` use the command asked without paying, or refuses it (`402
-/// sign_in_refused` with the reason; nothing is recorded then).
-pub async fn admit(services: &Services, asked: &Asked<'_>, sign_in: &SignIn) -> Result<SignedIn, ServiceError> {
+/// A sign-in whose challenge, signature and nonce passed: not let in yet.
+#[derive(Debug)]
+pub struct Verified {
+    checked: sign_in::Checked,
+    terms: SignInTerms,
+}
+
+impl Verified {
+    pub fn network(&self) -> Network {
+        self.checked.network
+    }
+
+    pub fn wallet(&self) -> &str {
+        &self.checked.wallet
+    }
+}
+
+/// Checks `presented` for the command asked: its challenge (ours, for this address, in
+/// time), its nonce not used yet, and its signature (a contract wallet's asked on chain,
+/// last). Refused: `402 sign_in_refused` with the reason. Nothing is recorded.
+pub async fn verify(services: &Services, asked: &Asked<'_>, presented: &SignIn) -> Result<Verified, ServiceError> {
     let Some(terms) = asked.command.def.sign_in else {
         return Err(refused(format!(
             "/{} is not given to wallets that sign in: pay for it",
@@ -61,9 +79,17 @@ pub async fn admit(services: &Services, asked: &Asked<'_>, sign_in: &SignIn) -> 
     };
     let chains = chains(services, asked.agent).await;
     let domain = domain(services);
-    let now = crate::clock::now_ms();
-    let checked =
-        sign_in::check(&services.sign_in_nonces, sign_in, &place(&domain, asked), &chains, now).map_err(refused)?;
+    let checked = sign_in::check(
+        &services.sign_in_nonces,
+        presented,
+        &place(&domain, asked),
+        &chains,
+        crate::clock::now_ms(),
+    )
+    .map_err(refused)?;
+    if services.store.sign_in_nonce_used(&checked.nonce).await? {
+        return Err(nonce_used());
+    }
     if let Some(ask) = &checked.ask_wallet {
         let verdict = services
             .chains
@@ -78,6 +104,13 @@ pub async fn admit(services: &Services, asked: &Asked<'_>, sign_in: &SignIn) -> 
             )));
         }
     }
+    Ok(Verified { checked, terms })
+}
+
+/// Lets a verified sign-in in under the command's terms, recording it (and so its nonce);
+/// or refuses it when the wallet has nothing left, recording nothing.
+pub async fn let_in(services: &Services, asked: &Asked<'_>, verified: Verified) -> Result<SignedIn, ServiceError> {
+    let Verified { checked, terms } = verified;
     let admitted = services
         .store
         .admit_sign_in(
@@ -87,7 +120,7 @@ pub async fn admit(services: &Services, asked: &Asked<'_>, sign_in: &SignIn) -> 
                 command: asked.command.def.name.clone(),
                 network: checked.network,
                 wallet: checked.wallet.clone(),
-                now,
+                now: crate::clock::now_ms(),
             },
             terms,
         )
@@ -99,10 +132,12 @@ pub async fn admit(services: &Services, asked: &Asked<'_>, sign_in: &SignIn) -> 
             nonce: checked.nonce,
             grant,
         }),
-        Err(SignInRefusal::NonceUsed) => Err(refused(
-            "its nonce was used already: sign the challenge of a new 402".into(),
-        )),
-        Err(SignInRefusal::NothingLeft { paid, free_again_at }) => {
+        Err(SignInRefusal::NonceUsed) => Err(nonce_used()),
+        Err(SignInRefusal::NothingLeft {
+            paid,
+            free_again_at,
+            all_free_used,
+        }) => {
             let pass = match (terms.pass, paid) {
                 (None, _) => "",
                 (Some(_), true) => "the pass its last payment bought is used up or over",
@@ -110,6 +145,7 @@ pub async fn admit(services: &Services, asked: &Asked<'_>, sign_in: &SignIn) -> 
             };
             let free = match (terms.free, free_again_at) {
                 (None, _) => String::new(),
+                (Some(_), _) if all_free_used => "the free calls of all wallets are used for now".into(),
                 (Some(_), Some(at)) => format!("its free calls are used until {}", crate::clock::iso(at)),
                 (Some(_), None) => "its free calls are used".into(),
             };
@@ -124,6 +160,10 @@ pub async fn admit(services: &Services, asked: &Asked<'_>, sign_in: &SignIn) -> 
             )))
         }
     }
+}
+
+fn nonce_used() -> ServiceError {
+    refused("its nonce was used already: sign the challenge of a new 402".into())
 }
 
 /// The call a sign-in was let in for failed by the agent's fault: it is given back.
@@ -156,8 +196,15 @@ async fn chains(services: &Services, agent: &Agent) -> Vec<Chain> {
 /// configuration, never from a request's `Host`, which its sender chooses.
 fn domain(services: &Services) -> String {
     let url = &services.public_base_url;
-    let rest = url.split_once("://").map(|(_, rest)| rest).unwrap_or(url);
-    rest.split('/').next().unwrap_or_default().to_string()
+    let (scheme, rest) = url.split_once("://").unwrap_or(("https", url));
+    let host = rest.split('/').next().unwrap_or_default().to_ascii_lowercase();
+    // As a browser's URL names it: no default port.
+    let default_port = if scheme.eq_ignore_ascii_case("http") {
+        ":80"
+    } else {
+        ":443"
+    };
+    host.strip_suffix(default_port).map(str::to_string).unwrap_or(host)
 }
 
 fn place<'a>(domain: &'a str, asked: &Asked<'a>) -> Place<'a> {

@@ -1,9 +1,9 @@
 //! Sign-ins let in (x402's `sign-in-with-x`): each one by its challenge's nonce, so a
-//! nonce is used once, ever; and what a wallet has used of a command's pass and free
-//! allowance, counted and recorded in one write per wallet, so racing sign-ins cannot
-//! use more than the terms give.
+//! nonce is used once, ever; and what wallets have used of a command's pass and free
+//! allowance, counted and recorded in one write, one sign-in of a command at a time, so
+//! racing sign-ins cannot use more than the terms give.
 
-use super::sql::args;
+use super::sql::{Db, args};
 use super::{Store, StoreError};
 use crate::domain::{Network, SignInTerms};
 
@@ -34,10 +34,12 @@ pub enum SignInGrant {
 pub enum SignInRefusal {
     NonceUsed,
     /// No pass (the wallet has not paid, or its pass is used up or over) and no free
-    /// calls left; `free_again_at`: when the free allowance has room again, if offered.
+    /// calls left; `free_again_at`: when the free allowance has room again, if offered;
+    /// `all_free_used`: all wallets together used the free calls of the window.
     NothingLeft {
         paid: bool,
         free_again_at: Option<i64>,
+        all_free_used: bool,
     },
 }
 
@@ -59,11 +61,10 @@ impl Store {
                 now,
             } = &sign_in;
             let network = network.as_str();
-            db.serialize(&format!("sign-in:{agent_id}:{network}:{wallet}"))?;
-            if db
-                .query_opt("SELECT 1 FROM sign_in_uses WHERE nonce = ?1", args![nonce])?
-                .is_some()
-            {
+            // One at a time per command: a nonce is bound to its command's address, and the
+            // free calls' total is the command's.
+            db.serialize(&format!("sign-in:{agent_id}:{command}"))?;
+            if nonce_used(db, nonce)? {
                 return Ok(Err(SignInRefusal::NonceUsed));
             }
             let used_since = |kind: &str, since: i64| -> Result<u32, StoreError> {
@@ -79,7 +80,7 @@ impl Store {
             let record = |kind: &str| -> Result<(), StoreError> {
                 db.execute(
                     "INSERT INTO sign_in_uses (nonce, agent_id, command, network, wallet, kind, used_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (nonce) DO NOTHING",
                     args![nonce, agent_id, command, network, wallet, kind, *now],
                 )?;
                 Ok(())
@@ -106,12 +107,22 @@ impl Store {
                     }
                 }
             }
-            let mut free_again_at = None;
-            if let Some(free) = terms.free {
-                let (calls, hours) = (free.calls.unwrap_or(0), i64::from(free.hours.unwrap_or(0)));
-                let since = *now - hours * HOUR_MS;
+            let (mut free_again_at, mut all_free_used) = (None, false);
+            if let Some(free) = terms.free
+                && let (Some(calls), Some(hours)) = (free.calls, free.hours)
+            {
+                let window = i64::from(hours) * HOUR_MS;
+                let since = *now - window;
                 let used = used_since("free", since + 1)?;
-                if used < calls {
+                let everyone: i64 = db
+                    .query_one(
+                        "SELECT COUNT(*) FROM sign_in_uses WHERE agent_id = ?1 AND command = ?2 AND kind = 'free'
+                           AND counted = ?3 AND used_at > ?4",
+                        args![agent_id, command, true, since],
+                    )?
+                    .get(0)?;
+                all_free_used = free.total.is_some_and(|total| everyone >= i64::from(total));
+                if used < calls && !all_free_used {
                     record("free")?;
                     return Ok(Ok(SignInGrant::Free { left: calls - used - 1 }));
                 }
@@ -123,11 +134,22 @@ impl Store {
                         args![agent_id, command, network, wallet, true, since],
                     )?
                     .get(0)?;
-                free_again_at = oldest.map(|at| at + hours * HOUR_MS);
+                free_again_at = oldest.filter(|_| !all_free_used).map(|at| at + window);
             }
-            Ok(Err(SignInRefusal::NothingLeft { paid, free_again_at }))
+            Ok(Err(SignInRefusal::NothingLeft {
+                paid,
+                free_again_at,
+                all_free_used,
+            }))
         })
         .await
+    }
+
+    /// Whether a sign-in with this nonce was let in: read before anything costly is done
+    /// for a sign-in (a contract wallet's check on chain).
+    pub async fn sign_in_nonce_used(&self, nonce: &str) -> Result<bool, StoreError> {
+        let nonce = nonce.to_string();
+        self.read(move |db| nonce_used(db, &nonce)).await
     }
 
     /// Gives a sign-in's call back (the work failed by the agent's fault); its nonce stays
@@ -143,4 +165,10 @@ impl Store {
         })
         .await
     }
+}
+
+fn nonce_used(db: &dyn Db, nonce: &str) -> Result<bool, StoreError> {
+    Ok(db
+        .query_opt("SELECT 1 FROM sign_in_uses WHERE nonce = ?1", args![nonce])?
+        .is_some())
 }

@@ -265,8 +265,11 @@ fn check_solana(sign_in: &SignIn, chain: &Chain) -> Result<Checked, String> {
         .and_then(|s| s.try_into().ok())
         .ok_or("its signature is not 64 bytes of base58")?;
     let message = siws_message(sign_in, chain);
-    let signature = solana_signature::Signature::from(signature);
-    if !signature.verify(&key, message.as_bytes()) {
+    // Strict verification: a small-order key (which any signature could pass under a
+    // lenient check) or a non-canonical signature is refused.
+    let key = ed25519_dalek::VerifyingKey::from_bytes(&key).map_err(|_| "its address is not an ed25519 key")?;
+    let signature = ed25519_dalek::Signature::from_bytes(&signature);
+    if key.is_weak() || key.verify_strict(message.as_bytes(), &signature).is_err() {
         return Err("the signature is not the wallet's for this message".into());
     }
     Ok(Checked {
@@ -520,6 +523,20 @@ mod tests {
             ..sign_in
         };
         assert!(check(&key, &wrong_type, &place(), &chains(), NOW).is_err());
+    }
+
+    #[test]
+    fn a_small_order_key_never_signs_in() {
+        let key = NonceKey::derive(&[1; 32]);
+        // The identity point: under a lenient check, (R = identity, s = 0) passes for it.
+        let mut identity = [0u8; 32];
+        identity[0] = 1;
+        let address = bs58::encode(identity).into_string();
+        let mut sign_in = answered(&key, "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp", "ed25519", &address);
+        let mut forged = [0u8; 64];
+        forged[0] = 1;
+        sign_in.signature = bs58::encode(forged).into_string();
+        assert!(check(&key, &sign_in, &place(), &chains(), NOW).is_err());
     }
 
     #[test]

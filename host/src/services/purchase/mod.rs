@@ -353,11 +353,12 @@ async fn buy_on(
     Ok(Sale { settled, outcome })
 }
 
-/// A wallet that signed in (x402's sign-in-with-x) uses the quoted command without paying:
-/// a plugin slot is reserved first (a busy agent turns the sign-in away before it uses
-/// anything), then the sign-in is let in under the command's terms, then the command runs
-/// as a paid one would. A failure by the agent's fault gives the call back. `Err`: the
-/// sign-in was refused or the command cannot run now; nothing was used.
+/// A wallet that signed in (x402's sign-in-with-x) uses the quoted command without paying.
+/// In order: the sign-in is verified (nothing held meanwhile), the wallet's rate limit as a
+/// payer's, a plugin slot reserved (a busy agent turns it away before it uses anything),
+/// the sign-in let in under the command's terms, and the command run as a paid one would.
+/// A failure by the agent's fault gives the call back and counts in the command's breaker,
+/// as a paid one does. `Err`: refused, or the command cannot run now; nothing was used.
 pub async fn redeem(
     services: &Services,
     checked: Checked<'_>,
@@ -377,11 +378,13 @@ pub async fn redeem(
         ))
         .into());
     };
+    let verified = sign_in::verify(services, asked, presented).await?;
+    payments::guard::within_payer_limit(services, verified.network(), verified.wallet()).await?;
     let slot = match command.def.long_running {
         false => Some(runs::reserve_slot(services, &offer.agent, command).await?),
         true => None,
     };
-    let signed_in = sign_in::admit(services, asked, presented).await?;
+    let signed_in = sign_in::let_in(services, asked, verified).await?;
     let call = CommandCall {
         agent: &offer.agent,
         command,
@@ -397,6 +400,19 @@ pub async fn redeem(
         Err(error) => {
             if !payments::payers_fault(&error) {
                 sign_in::give_back(services, &signed_in).await;
+            }
+            if breaker::counts(&error) {
+                let rules = breaker::Rules::of(&services.settings.x402);
+                let reason = error.public_text();
+                breaker::failed(
+                    &services.store,
+                    rules,
+                    &offer.agent.id,
+                    &command.def.name,
+                    &signed_in.wallet,
+                    &reason,
+                )
+                .await;
             }
             SaleOutcome::Failed { error, refund: None }
         }
