@@ -140,9 +140,9 @@ fn operations_document() -> Value {
             operation["x-payment-info"] = json!({ "price": { "mode": "dynamic" }, "protocols": [{ "x402": {} }] });
             operation["security"] = json!([]);
             operation["responses"]["202"] = json!({
-                "description": "A paid long-running command: poll statusUrl",
+                "description": "A long-running command, paid (with its receipt) or signed in for (with signedIn): poll statusUrl",
                 "content": { "application/json": { "schema": { "type": "object",
-                    "required": ["success", "jobId", "statusUrl", "retryAfterSeconds", "receipt"] } } },
+                    "required": ["success", "jobId", "statusUrl", "retryAfterSeconds"] } } },
             });
             let settled = json!({
                 "X-PAYMENT-RESPONSE": header("x402 version 1: base64 of {success, transaction, network, payer, extensions}; extensions[\"offer-receipt\"] holds the agent's signed receipt when the call was answered"),
@@ -157,6 +157,9 @@ fn operations_document() -> Value {
                     "schema": { "type": "string" } }));
                 parameters.push(json!({ "name": "PAYMENT-SIGNATURE", "in": "header", "required": false,
                     "description": "x402 version 2: base64 of {x402Version: 2, accepted, payload, resource?, extensions?}",
+                    "schema": { "type": "string" } }));
+                parameters.push(json!({ "name": "SIGN-IN-WITH-X", "in": "header", "required": false,
+                    "description": "Instead of a payment, for a command that takes sign-ins: base64 of the 402's sign-in-with-x challenge signed by the wallet (CAIP-122); refused as 402 sign_in_refused",
                     "schema": { "type": "string" } }));
             }
         }
