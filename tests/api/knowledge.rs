@@ -236,7 +236,9 @@ fn vectors_kept(env: &TestEnv) -> usize {
 }
 
 /// Vectors are kept by the entry's hash, shared by every agent with that entry; the ones
-/// no agent has any more are collected, as unused components are.
+/// no agent has any more are collected, as unused components are. 600 entries a set: past
+/// the 500 hashes one lookup asks for (each one embedded in a debug build costs time: three
+/// sets of 1,000 took this test 165 s).
 #[tokio::test(flavor = "multi_thread")]
 async fn vectors_of_knowledge_no_agent_has_are_collected() {
     let env = TestEnv::new()
@@ -244,16 +246,16 @@ async fn vectors_of_knowledge_no_agent_has_are_collected() {
         .with_env("AGENT_HOST_ACCOUNT_EMBEDDINGS_PER_MINUTE", "100000")
         .with_env("AGENT_HOST_PLUGIN_COLLECT_AFTER_SECS", "1");
     env.create_account("acme", "free");
-    for set in ["a", "b", "c"] {
-        env.apply_agent(&knowing("keeper", set, 1_000), "acme");
+    for set in ["a", "b"] {
+        env.apply_agent(&knowing("keeper", set, 600), "acme");
     }
-    assert_eq!(vectors_kept(&env), 3_000, "each apply embedded its entries");
+    assert_eq!(vectors_kept(&env), 1_200, "each apply embedded its entries");
     let _server = env.serve();
     time_until(Duration::from_secs(60), "the collector", || async {
-        vectors_kept(&env) <= 1_000
+        vectors_kept(&env) <= 600
     })
     .await;
-    assert_eq!(vectors_kept(&env), 1_000, "the agent's own entries stay");
+    assert_eq!(vectors_kept(&env), 600, "the agent's own entries stay");
 }
 
 /// A server embeds an applied agent's knowledge in the background, within the account's
