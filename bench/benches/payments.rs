@@ -2,7 +2,8 @@
 //! decode the payment header, then every local rule and signature check, for a Base
 //! EIP-3009 authorization and for a Solana transaction in the standard x402 form; each in
 //! version 1 (`X-PAYMENT`) and version 2 (`PAYMENT-SIGNATURE`, whose `accepted`
-//! requirement is also compared with the one offered).
+//! requirement is also compared with the one offered). Beside them, what the x402
+//! extensions add: a paid answer's signed receipt, and a sign-in's checks.
 
 // Benchmarks: a failed unwrap stops the run with its reason.
 #![allow(clippy::unwrap_used)]
@@ -192,5 +193,78 @@ fn payments(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, payments);
+/// What a paid answer adds (its receipt, signed with the agent's key) and what a sign-in
+/// costs before any store or chain call (the challenge's checks and the signature's).
+fn receipts_and_sign_ins(c: &mut Criterion) {
+    use agent_host::chains::WalletKey;
+    use agent_host::domain::Network;
+    use agent_host::x402::offer_receipt::{self, ReceiptFacts};
+    use agent_host::x402::sign_in::{self, Chain, NonceKey, Place, SignIn};
+
+    let facts = ReceiptFacts {
+        network: BASE.v2,
+        resource_url: "https://agents.example/x402/base/agent_1",
+        payer: "0x857b06519E91e3A54538791bDbb0E22373e36b66",
+        issued_at: 1_800_000_000,
+        transaction: "0x81b517e56885e10d0115a6fae23c4b8ec1fcb0ab999d78c7ab9310e184978963",
+    };
+    for (network, name) in [(Network::Base, "base (EIP-712)"), (Network::Solana, "solana (JWS)")] {
+        let key = WalletKey::generate(network);
+        c.bench_function(&format!("sign receipt {name}"), |b| {
+            b.iter(|| offer_receipt::sign(&key, &facts))
+        });
+    }
+
+    let nonces = NonceKey::derive(&[7; 32]);
+    let place = Place {
+        domain: "agents.example",
+        uri: "https://agents.example/x402/base/agent_1/commands/weather",
+        resource: "https://agents.example/x402/base/agent_1/commands/weather",
+    };
+    let chains = [
+        Chain {
+            network: Network::Base,
+            id: BASE.v2.into(),
+        },
+        Chain {
+            network: Network::Solana,
+            id: SOLANA.v2.into(),
+        },
+    ];
+    let now = agent_host::clock::now_ms();
+    let challenge = sign_in::challenge(&nonces, &place, &chains, now);
+    let evm_payer = PrivateKeySigner::random();
+    let solana_payer = Keypair::new();
+    for (chain, name) in [
+        (&chains[0], "base (SIWE, EIP-191)"),
+        (&chains[1], "solana (SIWS, ed25519)"),
+    ] {
+        let mut answer = challenge["info"].clone();
+        answer["chainId"] = json!(chain.id);
+        answer["type"] = json!(if chain.network == Network::Base {
+            "eip191"
+        } else {
+            "ed25519"
+        });
+        answer["address"] = json!(match chain.network {
+            Network::Base => evm_payer.address().to_string(),
+            Network::Solana => solana_payer.pubkey().to_string(),
+        });
+        answer["signature"] = json!("");
+        let mut presented: SignIn = serde_json::from_value(answer).unwrap();
+        let message = sign_in::message_to_sign(&presented, chain).unwrap();
+        presented.signature = match chain.network {
+            Network::Base => format!(
+                "0x{}",
+                hex::encode(evm_payer.sign_message_sync(message.as_bytes()).unwrap().as_bytes())
+            ),
+            Network::Solana => solana_payer.sign_message(message.as_bytes()).to_string(),
+        };
+        c.bench_function(&format!("check sign-in {name}"), |b| {
+            b.iter(|| sign_in::check(&nonces, &presented, &place, &chains, now).unwrap())
+        });
+    }
+}
+
+criterion_group!(benches, payments, receipts_and_sign_ins);
 criterion_main!(benches);

@@ -304,6 +304,21 @@ fn check_evm(sign_in: &SignIn, chain: &Chain) -> Result<Checked, String> {
     })
 }
 
+/// The message a wallet signs for `sign_in` on `chain`, as the extension's client writes
+/// it: what a client (or a benchmark) signs.
+pub fn message_to_sign(sign_in: &SignIn, chain: &Chain) -> Result<String, String> {
+    match chain.network {
+        Network::Solana => Ok(siws_message(sign_in, chain)),
+        Network::Base => {
+            let wallet: Address = sign_in
+                .address
+                .parse()
+                .map_err(|_| "its address is not an EVM address")?;
+            Ok(siwe_message(sign_in, chain, wallet))
+        }
+    }
+}
+
 /// EIP-4361, as the extension's client writes it (the address checksummed, the chain id
 /// as a number).
 fn siwe_message(sign_in: &SignIn, chain: &Chain, wallet: Address) -> String {
