@@ -1,4 +1,5 @@
 use super::*;
+use crate::domain::{Allowance, SignInTerms};
 
 fn parse_str(source: &str) -> Result<AgentManifest, ManifestError> {
     parse(source, "agent.toml", PluginSource::Files(Path::new(".")))

@@ -19,8 +19,11 @@ use crate::domain::{Command, Integration, ResponseFormat};
 use crate::money::MicroUsdc;
 use crate::services::usage::{Channel, Owner};
 use crate::store::AgentWithCommands;
-use crate::x402::sign_in::{SIGN_IN_WITH_X, SignIn};
+use crate::x402::sign_in::SIGN_IN_WITH_X;
+
+mod sign_in_call;
 use crate::x402::wire::{self, PaymentRequiredV2, ResourceInfo, SettleResponse, Version};
+use sign_in_call::signed_in;
 
 /// The tool that talks to the agent itself: its personality and knowledge, its commands
 /// off (a paid chat must not reach a paid command for free).
@@ -210,6 +213,16 @@ pub enum ToolOutcome {
         error: ServiceError,
         refund: Option<RefundStarted>,
     },
+}
+
+impl From<SaleOutcome> for ToolOutcome {
+    fn from(outcome: SaleOutcome) -> ToolOutcome {
+        match outcome {
+            SaleOutcome::Answered(answer) => ToolOutcome::Answered(answer),
+            SaleOutcome::Queued { job_id } => ToolOutcome::Queued { job_id },
+            SaleOutcome::Failed { error, refund } => ToolOutcome::Failed { error, refund },
+        }
+    }
 }
 
 fn failed(error: ServiceError) -> ToolOutcome {
@@ -471,55 +484,8 @@ async fn buy(
         .settle_response(services, &sale.settled, Version::V2, &sold.resource.url, delivered)
         .await;
     let settlement = Some(settlement);
-    let outcome = match sale.outcome {
-        SaleOutcome::Answered(answer) => ToolOutcome::Answered(answer),
-        SaleOutcome::Queued { job_id } => ToolOutcome::Queued { job_id },
-        SaleOutcome::Failed { error, refund } => ToolOutcome::Failed { error, refund },
-    };
+    let outcome = ToolOutcome::from(sale.outcome);
     Ok(Called::Done { outcome, settlement })
-}
-
-/// A call signed in with a wallet instead of paid: the command, free to that wallet under
-/// its terms; or the price again, saying why not.
-async fn signed_in(
-    services: &Services,
-    offer: &Offer,
-    order: Order,
-    request: Value,
-    asked: &sign_in::Asked<'_>,
-    presented: Value,
-    required: impl Fn(Option<String>) -> Called,
-) -> Result<Called, ServiceError> {
-    let presented = match SignIn::from_value(presented) {
-        Ok(presented) => presented,
-        Err(reason) => return Ok(required(Some(format!("Sign-in refused: {reason}")))),
-    };
-    let checked = match purchase::quote(services, offer, order, request, false)
-        .await?
-        .check_input()
-    {
-        Ok(checked) => checked,
-        Err(err) => {
-            return Ok(Called::Done {
-                outcome: failed(err),
-                settlement: None,
-            });
-        }
-    };
-    let outcome = match purchase::redeem(services, checked, asked, &presented).await {
-        Ok((_, outcome)) => outcome,
-        Err(ServiceError::X402(X402Error::Refused(refusal))) => return Ok(required(Some(refusal.message))),
-        Err(err) => return Err(err),
-    };
-    let outcome = match outcome {
-        SaleOutcome::Answered(answer) => ToolOutcome::Answered(answer),
-        SaleOutcome::Queued { job_id } => ToolOutcome::Queued { job_id },
-        SaleOutcome::Failed { error, refund } => ToolOutcome::Failed { error, refund },
-    };
-    Ok(Called::Done {
-        outcome,
-        settlement: None,
-    })
 }
 
 /// The payment a call carries, on the offer of its network; or why it cannot be taken.

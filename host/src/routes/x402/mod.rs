@@ -23,11 +23,12 @@ use crate::error::{ApiBody, ApiError, ApiPath, rate_headers};
 use crate::money::MicroUsdc;
 use crate::services::payments::{self, Offer, Settled};
 use crate::services::purchase::{self, Order, Sale, SaleOutcome};
-use crate::services::{ServiceError, Services, jobs, sign_in};
-use crate::store::SignInGrant;
-use crate::x402::PaymentError;
-use crate::x402::sign_in::{SIGN_IN_WITH_X, SignIn};
-use crate::x402::wire::{self, PAYMENT_REQUIRED_HEADER, Payment, PaymentRequiredV2, Version};
+use crate::services::{ServiceError, Services, jobs};
+use crate::x402::sign_in::SIGN_IN_WITH_X;
+use crate::x402::wire::{self, PAYMENT_REQUIRED_HEADER, Payment, Version};
+
+mod sign_in;
+use sign_in::{offer_sign_in, signed_in};
 
 pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
@@ -117,24 +118,6 @@ async fn payment_required(
         insert_header(&mut response, PAYMENT_REQUIRED_HEADER, &wire::encode_header(&v2));
     }
     response
-}
-
-/// Adds the sign-in challenge to a v2 402 when the command takes sign-ins. It is kept out
-/// of the extensions a payment is held to: each 402's challenge is new.
-async fn offer_sign_in(services: &Services, offer: &Offer, command: Option<&Command>, v2: &mut PaymentRequiredV2) {
-    let Some(command) = command else {
-        return;
-    };
-    let resource = offer.resource_url(services);
-    let asked = sign_in::Asked {
-        agent: &offer.agent,
-        command,
-        uri: &resource,
-        resource: &resource,
-    };
-    if let Some(challenge) = sign_in::challenge(services, &asked).await {
-        v2.extensions.insert(SIGN_IN_WITH_X.to_string(), challenge);
-    }
 }
 
 fn insert_header(response: &mut Response, name: &'static str, value: &str) {
@@ -450,46 +433,6 @@ async fn purchase_of(
     sold(services, &offer, sale, version).await
 }
 
-/// A request signed in with a wallet instead of paid: the command, free to that wallet
-/// under its terms; or a 402 saying why not, with a fresh challenge and the price.
-async fn signed_in(
-    services: &Services,
-    offer: &Offer,
-    checked: purchase::Checked<'_>,
-    header: &axum::http::HeaderValue,
-) -> Response {
-    let (price, command) = (checked.price(), checked.command());
-    let resource = offer.resource_url(services);
-    let refused =
-        async |err: ServiceError| refused_with_price(services, offer, (price, command), err.into(), Version::V2).await;
-    let presented = match SignIn::from_header(header.to_str().unwrap_or_default()) {
-        Ok(presented) => presented,
-        Err(reason) => return refused(sign_in_refused(reason)).await,
-    };
-    let Some(command) = command else {
-        return refused(sign_in_refused(
-            "a message is paid for; only commands are given to wallets that sign in".into(),
-        ))
-        .await;
-    };
-    let asked = sign_in::Asked {
-        agent: &offer.agent,
-        command,
-        uri: &resource,
-        resource: &resource,
-    };
-    let (signed_in, outcome) = match purchase::redeem(services, checked, &asked, &presented).await {
-        Ok(done) => done,
-        Err(err) => return refused(err).await,
-    };
-    let (status, mut body) = match delivered(services, offer, outcome, Version::V2) {
-        Ok(delivered) => delivered,
-        Err((error, _)) => return x402_error(error.into(), Version::V2),
-    };
-    body["signedIn"] = signed_in_view(&signed_in);
-    (status, axum::Json(body)).into_response()
-}
-
 /// A refusal of a priced request; a v2 client also reads it in the PAYMENT-REQUIRED header
 /// of the 402, as the reference servers send it, with a fresh sign-in challenge.
 async fn refused_with_price(
@@ -540,23 +483,6 @@ fn delivered(
     body["timestamp"] = json!(crate::clock::iso(crate::clock::now_ms()));
     body["x402Version"] = json!(version.number());
     Ok((status, body))
-}
-
-fn sign_in_refused(reason: String) -> ServiceError {
-    payments::X402Error::Refused(PaymentError::new(
-        "sign_in_refused",
-        format!("Sign-in refused: {reason}"),
-    ))
-    .into()
-}
-
-/// `{wallet, network, under: "pass" | "free", callsLeft}`: what a sign-in was let in with.
-fn signed_in_view(signed_in: &sign_in::SignedIn) -> Value {
-    let (under, left) = match signed_in.grant {
-        SignInGrant::Pass { left } => ("pass", left),
-        SignInGrant::Free { left } => ("free", Some(left)),
-    };
-    json!({ "wallet": signed_in.wallet, "network": signed_in.network.as_str(), "under": under, "callsLeft": left })
 }
 
 /// The answer to a settled payment: what it bought, or why nothing, with its receipt and
