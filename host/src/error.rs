@@ -270,7 +270,7 @@ fn x402_error(e: X402Error) -> ApiError {
         }
         X402Error::CommandNotOffered(_) => ApiError::new(S::NOT_FOUND, "command_not_found", message),
         X402Error::AnswerNotRecorded => ApiError::internal(message),
-        X402Error::SettlementPending(_) => ApiError::internal(format!(
+        X402Error::SettlementPending { .. } => ApiError::internal(format!(
             "{message}; the payment is recorded and will be settled or refunded shortly"
         )),
         // The facilitator's words stay in the log; the payer learns whether to retry.

@@ -180,6 +180,16 @@ async fn the_gate_wants_a_key_or_a_payment_and_refuses_in_json_rpc() {
         assert_eq!(rebound.status, 403, "{}", rebound.text);
         assert!(message(&rebound)["error"]["code"].is_i64(), "{}", rebound.text);
         assert!(!rebound.text.contains("Hello"), "{}", rebound.text);
+        // Refused before the key is looked up: no rate headers, and a wrong key gets the
+        // same 403, not a 401 that would tell it apart.
+        assert_eq!(rebound.header("x-ratelimit-limit"), None, "{}", rebound.text);
+        let wrong = post_message(
+            &url,
+            &[("authorization", "Bearer ahk_0123456789abcdef_nope"), version, ("host", "evil.example")],
+            body.clone(),
+        )
+        .await;
+        assert_eq!(wrong.status, 403, "{}", wrong.text);
         // A page on another origin may pay here, but may not use a key the operator did not
         // let that origin use (as on the keyed API); the server's own page may.
         let page = ("origin", "https://shop.example");

@@ -502,8 +502,10 @@ async fn a_call_that_cannot_be_served_is_refused_before_anyone_pays() {
     held.abort();
 }
 
-/// A settlement not confirmed in time answers 500 and is finished by the running
-/// service (confirmed, then refunded: the answer never reached the payer), no restart.
+/// A settlement not confirmed in time answers 500 (over MCP: a tool error whose
+/// settlement says `success: false` and names the transaction) and is finished by the
+/// running service (confirmed, then refunded: the answer never reached the payer), no
+/// restart.
 #[tokio::test]
 async fn a_stuck_settlement_is_finished_while_the_service_runs() {
     let chain = LocalBase::start().await;
@@ -512,7 +514,7 @@ async fn a_stuck_settlement_is_finished_while_the_service_runs() {
         TestEnv::new()
             .with_env("AGENT_HOST_X402_SETTLE_TIMEOUT_SECS", "2")
             .with_env("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1"),
-        "",
+        WEATHER,
     )
     .await;
     let server = env.serve();
@@ -521,16 +523,39 @@ async fn a_stuck_settlement_is_finished_while_the_service_runs() {
     let hello = json!({ "command": "hello", "name": "Ann" });
     let requirement = post_x402(&url, &hello).await.json()["accepts"][0].clone();
 
+    let (mcp_payer, mcp_payer_address) = crate::support::payers::Payer::on_base(&chain, 1_000_000).await;
     chain.set_automine(false).await;
     let reply = paid(&url, &hello, &base_payment(&payer, &requirement, 50_000, 1, 60)).await;
     assert_eq!(code(&reply), (500, "internal_error".into()), "{}", reply.text);
     assert!(reply.text.contains("not confirmed in time"), "{}", reply.text);
     assert_eq!(payments(&env)[0]["state"], "verified");
+
+    let pay = json!({ "network": "base", "key": mcp_payer.key, "rpcUrl": mcp_payer.rpc_url,
+                      "networkId": crate::support::payers::network_id("base") });
+    let run = crate::support::mcp::sdk_client(&json!({
+        "url": server.url("/mcp/seller"),
+        "calls": [{ "name": "weather", "arguments": { "city": "Oslo" }, "pay": pay }],
+    }))
+    .await;
+    let result = &run["results"][0]["result"];
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(result["structuredContent"]["code"], "internal_error", "{result}");
+    let settlement = &result["_meta"]["x402/payment-response"];
+    assert_eq!(settlement["success"], false, "{result}");
+    assert_eq!(settlement["errorReason"], "settlement_pending", "{result}");
+    assert_eq!(settlement["payer"].as_str().unwrap().to_lowercase(), mcp_payer_address.to_lowercase());
+    assert!(settlement["transaction"].as_str().unwrap().starts_with("0x"), "{settlement}");
+
     chain.set_automine(true).await;
     chain.mine().await;
-    let payment = newest_payment_becomes(&env, "refunded", Duration::from_secs(30)).await;
-    assert!(payment["refund_transfer_id"].is_string(), "{payment}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while payments(&env).iter().any(|p| p["state"] != "refunded") {
+        assert!(Instant::now() < deadline, "{:?}", payments(&env));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(payments(&env).iter().all(|p| p["refund_transfer_id"].is_string()));
     assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "paid and refunded");
+    assert_eq!(chain.usdc_of(&mcp_payer_address).await, 1_000_000, "paid and refunded");
     assert_eq!(chain.usdc_of(&agent_wallet).await, 0);
 }
 

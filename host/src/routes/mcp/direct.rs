@@ -95,14 +95,15 @@ impl Eligibility {
 
     fn admits(&self, parts: &Parts) -> bool {
         let headers = &parts.headers;
-        is_json(headers) && accepts_json_and_sse(headers) && is_earlier_revision(headers) && self.host_allowed(parts)
+        is_json(headers) && accepts_json_and_sse(headers) && is_earlier_revision(headers) && self.host_allowed(headers)
     }
 
-    fn host_allowed(&self, parts: &Parts) -> bool {
+    /// Whether the SDK would answer a request by this `Host`.
+    pub(super) fn host_allowed(&self, headers: &HeaderMap) -> bool {
         if self.allowed_hosts.is_empty() {
             return true;
         }
-        let host = parts.headers.get(header::HOST).and_then(|h| h.to_str().ok());
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
         let Some(host) = host.and_then(|h| Authority::try_from(h).ok()) else {
             return false;
         };

@@ -44,11 +44,12 @@ pub fn routes(state: AppState) -> Router<AppState> {
         Arc::new(NeverSessionManager::default()),
         config,
     ));
+    let direct = eligibility.clone();
     Router::new()
         .route(
             "/mcp/{agent}",
             any(move |State(state): State<AppState>, request: Request| {
-                let (service, eligibility) = (service.clone(), eligibility.clone());
+                let (service, eligibility) = (service.clone(), direct.clone());
                 async move {
                     match direct::try_answer(&state, &eligibility, request).await {
                         Direct::Answered(response) => response,
@@ -57,7 +58,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
                 }
             }),
         )
-        .route_layer(middleware::from_fn_with_state(state, admit))
+        .route_layer(middleware::from_fn_with_state((state, eligibility), admit))
 }
 
 /// Stateless, JSON answers (a call that reports progress streams as SSE), the API's body
@@ -94,14 +95,15 @@ struct Visit(Arc<Toolbox>);
 /// The gate: a key (`Authorization: Bearer`, or `x-api-key` as on the keyed API) makes
 /// the owner's visit, counted against the account's rate limit; no key makes a buyer's,
 /// counted against the client address like the x402 route. Nothing is asked of GET and
-/// DELETE, which the server refuses anyway.
+/// DELETE, which the server refuses anyway, nor of a request by a host name the server does
+/// not answer to (DNS rebinding): the SDK refuses it before a key is looked up.
 async fn admit(
-    State(state): State<AppState>,
+    State((state, eligibility)): State<(AppState, Arc<Eligibility>)>,
     path: Result<ApiPath<String>, ApiError>,
     request: Request,
     next: Next,
 ) -> Response {
-    if request.method() != Method::POST {
+    if request.method() != Method::POST || !eligibility.host_allowed(request.headers()) {
         return next.run(request).await;
     }
     let ApiPath(agent) = match path {

@@ -477,6 +477,15 @@ async fn buy(
         Ok(sale) => sale,
         // Refused before anything was taken (a replay, a wrong amount): pay again.
         Err(ServiceError::X402(X402Error::Refused(refusal))) => return Ok(required(Some(refusal.message))),
+        // Sent but not confirmed: the payer is told which transaction to watch.
+        Err(ServiceError::X402(X402Error::SettlementPending { transaction, payer })) => {
+            let settlement = offer.pending_response(&transaction, &payer);
+            let err = X402Error::SettlementPending { transaction, payer };
+            return Ok(Called::Done {
+                outcome: failed(err.into()),
+                settlement: Some(settlement),
+            });
+        }
         Err(err) => return Err(err),
     };
     let delivered = matches!(sale.outcome, SaleOutcome::Answered(_));

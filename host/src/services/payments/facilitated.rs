@@ -213,7 +213,11 @@ pub(super) async fn resume(
     }
     let store = &services.store;
     if !expired {
-        return Err(X402Error::SettlementPending(payment.id.clone()).into());
+        return Err(X402Error::SettlementPending {
+            transaction: payment.id.clone(),
+            payer: payment.payer.clone(),
+        }
+        .into());
     }
     store
         .fail_payment(

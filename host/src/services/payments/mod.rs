@@ -68,8 +68,8 @@ pub enum X402Error {
     )]
     PayerCoolingOff { retry_after_secs: u64 },
     /// Sent, but not confirmed in time: the payment stays recorded and is resolved later.
-    #[error("the settlement {0} was sent but not confirmed in time")]
-    SettlementPending(String),
+    #[error("the settlement {transaction} was sent but not confirmed in time")]
+    SettlementPending { transaction: String, payer: String },
     /// The request names a command the agent does not sell.
     #[error("the agent offers no paid command '/{0}'")]
     CommandNotOffered(String),
@@ -506,7 +506,13 @@ async fn conclude(
             }
             return Ok(sent.tx.id.clone());
         }
-        Landing::Pending => return Err(X402Error::SettlementPending(sent.tx.id.clone()).into()),
+        Landing::Pending => {
+            return Err(X402Error::SettlementPending {
+                transaction: sent.tx.id.clone(),
+                payer: sent.payer.to_string(),
+            }
+            .into());
+        }
         Landing::Failed(reason) | Landing::Dropped(reason) => reason,
     };
     let elsewhere = scheme

@@ -204,6 +204,20 @@ impl Offer {
         }
     }
 
+    /// What a payment whose settlement was sent but not yet confirmed reports (`success:
+    /// false`): the transaction to watch, and that the call was not served. Recovery
+    /// settles or refunds it later.
+    pub fn pending_response(&self, transaction: &str, payer: &str) -> SettleResponse {
+        SettleResponse {
+            success: false,
+            error_reason: Some("settlement_pending".into()),
+            transaction: transaction.to_string(),
+            network: self.network_names().v2.to_string(),
+            payer: payer.to_string(),
+            extensions: None,
+        }
+    }
+
     /// The payer's receipt, signed with the key behind `payTo`; `None` (and a warning) when
     /// the key cannot be opened or the chain's CAIP-2 id is not known yet: the payer was
     /// served all the same, and the settlement still names the transaction.

@@ -321,7 +321,7 @@ async fn buy_on(
         }
         Err(err) => {
             measured.ended(match &err {
-                ServiceError::X402(X402Error::SettlementPending(_)) => "pending",
+                ServiceError::X402(X402Error::SettlementPending { .. }) => "pending",
                 ServiceError::X402(
                     X402Error::Refused(_)
                     | X402Error::PayerBusy

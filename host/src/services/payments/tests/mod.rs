@@ -344,7 +344,7 @@ async fn a_settlement_still_pending_stays_recorded_for_recovery() {
     let (scheme, chain) = (FakeScheme::default(), FakeChain::landing(Landing::Pending));
     let err = refused(f.settle(&scheme, &chain, &payment("ann", 1, 10_000)).await);
     assert!(
-        matches!(&err, ServiceError::X402(X402Error::SettlementPending(tx)) if tx == "0xours1"),
+        matches!(&err, ServiceError::X402(X402Error::SettlementPending { transaction, .. }) if transaction == "0xours1"),
         "{err:?}"
     );
     // Recorded with its signed settlement: recovery finds it, nothing was served.
