@@ -54,17 +54,28 @@ fn outbound_with(
             .collect()
     };
     let (own_addresses, own_names) = crate::outbound::own_addresses(settings.server.public_base_url.as_deref());
-    Ok(Outbound::new(OutboundPolicy {
-        allowed_hosts: patterns(&settings.outbound.outbound_allowed_hosts, "outbound_allowed_hosts")?,
-        private_exceptions: patterns(private, setting)?,
-        allowed_ports: settings.outbound.outbound_allowed_ports.clone(),
-        own_addresses,
-        own_names,
-        max_response_bytes: settings.outbound.outbound_max_response_bytes,
-        max_timeout: Duration::from_millis(settings.outbound.outbound_timeout_ms),
-        max_redirects: 5,
-        marker: Some(MarkerKey::derive(master.bytes())),
-    })?)
+    let roots = match &settings.outbound.outbound_ca_file {
+        Some(file) => {
+            let pem = std::fs::read(file).with_context(|| format!("outbound_ca_file {}", file.display()))?;
+            reqwest::Certificate::from_pem_bundle(&pem)
+                .with_context(|| format!("outbound_ca_file {}: not PEM certificates", file.display()))?
+        }
+        None => Vec::new(),
+    };
+    Ok(Outbound::trusting(
+        OutboundPolicy {
+            allowed_hosts: patterns(&settings.outbound.outbound_allowed_hosts, "outbound_allowed_hosts")?,
+            private_exceptions: patterns(private, setting)?,
+            allowed_ports: settings.outbound.outbound_allowed_ports.clone(),
+            own_addresses,
+            own_names,
+            max_response_bytes: settings.outbound.outbound_max_response_bytes,
+            max_timeout: Duration::from_millis(settings.outbound.outbound_timeout_ms),
+            max_redirects: 5,
+            marker: Some(MarkerKey::derive(master.bytes())),
+        },
+        &roots,
+    )?)
 }
 
 /// The remote provider when one is configured, else the embedded model when its file is
@@ -161,6 +172,12 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         &settings.webhooks.webhook_allow_private,
         "webhook_allow_private",
     )?;
+    let client_documents = outbound_with(
+        &settings,
+        &master,
+        &settings.mcp.mcp_oauth_allow_private,
+        "mcp_oauth_allow_private",
+    )?;
     let x = X::new(
         &settings.social.social_api_base,
         Duration::from_millis(settings.social.social_timeout_ms),
@@ -198,6 +215,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         x,
         outbound,
         webhook_outbound,
+        client_documents,
         settings: Arc::new(settings),
         public_base_url,
         chains: Arc::new(chains),

@@ -89,6 +89,21 @@ pub fn key(k: &ApiKeyInfo) -> Value {
     })
 }
 
+/// An OAuth grant: which client may call which agent's tools as the account.
+pub fn oauth_grant(g: &crate::store::GrantInfo) -> Value {
+    json!({
+        "id": g.id,
+        "agent_id": g.agent_id,
+        "client_id": g.client_id,
+        "client_name": g.client_name,
+        "resource": g.resource,
+        "scope": g.scope,
+        "created_at": iso(g.created_at),
+        "last_used_at": g.last_used_at.map(iso),
+        "revoked_at": g.revoked_at.map(iso),
+    })
+}
+
 /// The one answer that holds a key's secret.
 pub fn issued_key(issued: &IssuedKey, account: &Account) -> Value {
     json!({

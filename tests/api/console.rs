@@ -76,7 +76,8 @@ async fn an_account_holder_does_it_all_in_the_browser() {
         .with_env("AGENT_HOST_USAGE_FLUSH_MS", "100")
         .with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", "127.0.0.1")
         .with_env("AGENT_HOST_WEBHOOK_ALLOW_PRIVATE", "127.0.0.1")
-        .with_env("AGENT_HOST_WEBHOOK_POLL_MS", "50");
+        .with_env("AGENT_HOST_WEBHOOK_POLL_MS", "50")
+        .with_env("AGENT_HOST_MCP_OAUTH", "true");
     // pro: the page makes more than free's 60 requests a minute.
     let manage_key = env.account_with_key("acme", "pro");
     let nap = format!(

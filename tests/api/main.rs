@@ -23,6 +23,7 @@ mod knowledge;
 mod logs;
 mod maintenance;
 mod mcp;
+mod mcp_oauth;
 mod meta;
 mod metrics;
 mod migrations;

@@ -185,7 +185,11 @@ async fn the_gate_wants_a_key_or_a_payment_and_refuses_in_json_rpc() {
         assert_eq!(rebound.header("x-ratelimit-limit"), None, "{}", rebound.text);
         let wrong = post_message(
             &url,
-            &[("authorization", "Bearer ahk_0123456789abcdef_nope"), version, ("host", "evil.example")],
+            &[
+                ("authorization", "Bearer ahk_0123456789abcdef_nope"),
+                version,
+                ("host", "evil.example"),
+            ],
             body.clone(),
         )
         .await;

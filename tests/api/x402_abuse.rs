@@ -543,8 +543,14 @@ async fn a_stuck_settlement_is_finished_while_the_service_runs() {
     let settlement = &result["_meta"]["x402/payment-response"];
     assert_eq!(settlement["success"], false, "{result}");
     assert_eq!(settlement["errorReason"], "settlement_pending", "{result}");
-    assert_eq!(settlement["payer"].as_str().unwrap().to_lowercase(), mcp_payer_address.to_lowercase());
-    assert!(settlement["transaction"].as_str().unwrap().starts_with("0x"), "{settlement}");
+    assert_eq!(
+        settlement["payer"].as_str().unwrap().to_lowercase(),
+        mcp_payer_address.to_lowercase()
+    );
+    assert!(
+        settlement["transaction"].as_str().unwrap().starts_with("0x"),
+        "{settlement}"
+    );
 
     chain.set_automine(true).await;
     chain.mine().await;

@@ -32,6 +32,37 @@ const api = async (path, key) => {
   return { status: response.status, body: await response.json() };
 };
 
+// An OAuth client's whole sign-in without the browser: registered, allowed with the
+// account's key through the consent page's own call, its code exchanged with PKCE
+// (RFC 7636's example verifier). Its tokens.
+async function signInWithOAuth(resource) {
+  const redirect = "http://127.0.0.1:9/callback";
+  const registered = await fetch(`${base}/oauth/register`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ redirect_uris: [redirect], token_endpoint_auth_method: "none", client_name: "Console test client" }),
+  });
+  const { client_id } = await registered.json();
+  const query = new URLSearchParams({
+    response_type: "code", client_id, redirect_uri: redirect, resource, code_challenge_method: "S256",
+    code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+  }).toString();
+  const decided = await fetch(`${base}/oauth/authorize/decision`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-api-key": manageKey },
+    body: JSON.stringify({ query, allow: true }),
+  });
+  const code = new URL((await decided.json()).redirect).searchParams.get("code");
+  const tokens = await fetch(`${base}/oauth/token`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ grant_type: "authorization_code", client_id, code, redirect_uri: redirect,
+      code_verifier: "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk" }),
+  });
+  assert.equal(tokens.status, 200, await tokens.clone().text());
+  return tokens.json();
+}
+
 const browser = await chromium.launch({ executablePath: env("CHROMIUM", "/usr/bin/chromium") });
 const page = await browser.newPage({ viewport: { width: 1200, height: 860 } });
 const problems = [];
@@ -235,7 +266,24 @@ try {
   const mcpUrl = await page.locator("#mcp-url").textContent();
   assert.ok(/\/mcp\/[0-9a-f-]{36}$/.test(mcpUrl), `the MCP address: ${mcpUrl}`);
   await page.getByText(`claude mcp add --transport http`, { exact: false }).waitFor();
+  await page.getByText("No client has signed in to this agent.").waitFor();
   await everyControlIsLabelled();
+  // A client signs in with OAuth (as the consent page would allow it), and is revoked here.
+  const oauthClient = await signInWithOAuth(mcpUrl);
+  await page.reload();
+  const grantRow = page.getByRole("row").filter({ hasText: "Console test client" });
+  await grantRow.waitFor();
+  await grantRow.getByRole("button", { name: "Revoke Console test client" }).click();
+  await page.getByRole("dialog").getByRole("button", { name: "Revoke" }).click();
+  await page.getByText("The client's access is revoked.").waitFor();
+  await page.getByText("No client has signed in to this agent.").waitFor();
+  const revokedCall = await fetch(mcpUrl, {
+    method: "POST",
+    headers: { authorization: `Bearer ${oauthClient.access_token}`, "content-type": "application/json",
+      accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+  });
+  assert.equal(revokedCall.status, 401, "the revoked client's token is refused");
 
   // The seller's chat: the address OpenAI's clients use, and the tokens of today's chat.
   await page.goto(`${base}/console#/agents/${seller}/chat`);

@@ -269,6 +269,8 @@ settings! {
             "ports plugins may reach on public hosts; another port needs its host:port in outbound_allowed_hosts or outbound_allow_private";
         outbound_max_response_bytes: u64 = "5242880" [1 ..= 1073741824], "largest outbound HTTP response body";
         outbound_timeout_ms: u64 = "10000" [1 ..= 600000], "longest outbound HTTP request";
+        outbound_ca_file: Option<PathBuf> = "",
+            "a PEM file of CA certificates that outbound HTTPS (plugins, webhooks, OAuth client documents) trusts besides the system's, e.g. a private CA";
     }
     /// The chat model: a remote OpenAI-compatible provider or the embedded one.
     llm: LlmSettings {
@@ -389,6 +391,13 @@ settings! {
         mcp_tools_per_page: usize = "50" [1 ..= 1000], "tools one tools/list answer holds; more are paged with a cursor";
         mcp_allowed_hosts: Vec<String> = "",
             "host names MCP clients may reach this server by (a DNS-rebinding guard); the public base URL's host and loopback always may; * for any";
+        mcp_oauth: bool = "false",
+            "whether the MCP endpoints take OAuth sign-ins: their metadata is published and the authorization server answers (docs/mcp.md); keys work either way";
+        mcp_oauth_access_token_minutes: u64 = "60" [5 ..= 1440], "how long an OAuth access token works";
+        mcp_oauth_refresh_token_days: u64 = "30" [1 ..= 365],
+            "how long an OAuth refresh token works unused (each use gives a new one)";
+        mcp_oauth_allow_private: Vec<String> = "",
+            "hosts (host or host:port) OAuth client metadata documents may be at though private or loopback";
     }
 }
 

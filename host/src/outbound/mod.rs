@@ -159,10 +159,19 @@ pub struct Outbound {
 impl Outbound {
     /// Fails rather than fall back to a default client, which would have neither the
     /// guarded resolver nor the redirect policy: the guard must never quietly go missing.
-    #[allow(clippy::disallowed_methods)] // the one guarded client
     pub fn new(policy: OutboundPolicy) -> Result<Outbound, reqwest::Error> {
+        Outbound::trusting(policy, &[])
+    }
+
+    /// The guarded client, trusting `roots` besides the system's certificate authorities.
+    #[allow(clippy::disallowed_methods)] // the one guarded client
+    pub fn trusting(policy: OutboundPolicy, roots: &[reqwest::Certificate]) -> Result<Outbound, reqwest::Error> {
         let policy = Arc::new(policy);
-        let client = reqwest::Client::builder()
+        let mut client = reqwest::Client::builder();
+        for root in roots {
+            client = client.add_root_certificate(root.clone());
+        }
+        let client = client
             // Never the operator's HTTP_PROXY/HTTPS_PROXY: a proxy resolves names itself, and
             // the address check below would never see where a request really goes.
             .no_proxy()

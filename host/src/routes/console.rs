@@ -65,6 +65,8 @@ const ASSETS: &[Asset] = &[
     asset!("pay/pay.js", JS),
     asset!("pay/wallet.js", JS),
     asset!("pay/solana.js", JS),
+    asset!("oauth/index.html", "text/html; charset=utf-8"),
+    asset!("oauth/consent.js", JS),
 ];
 
 pub fn routes() -> Router<AppState> {
@@ -86,6 +88,16 @@ pub(super) fn payment_page() -> Response {
         .find(|a| a.path == "pay/index.html")
         .map(serve)
         .unwrap_or_else(|| ApiError::not_found("No payment page").into_response())
+}
+
+/// The OAuth consent page (`oauth/`, served at `/oauth/authorize`): the console's files and
+/// policy; the person signs in there with their key.
+pub(super) fn consent_page() -> Response {
+    ASSETS
+        .iter()
+        .find(|a| a.path == "oauth/index.html")
+        .map(serve)
+        .unwrap_or_else(|| ApiError::not_found("No consent page").into_response())
 }
 
 async fn file(ApiPath(path): ApiPath<String>) -> Result<Response, ApiError> {

@@ -3,7 +3,9 @@
 //! - The paid surfaces (`/x402/...`, their discovery, the agents' MCP endpoints):
 //!   any origin, since anyone may pay. Nothing there rests on a cookie, so nothing is
 //!   lent to the page; it may send the payment headers and read the settlement's.
-//!   Job statuses too: a page that bought a long-running command polls its job.
+//!   Job statuses too: a page that bought a long-running command polls its job. And the
+//!   OAuth endpoints an MCP client in a page calls (metadata, registration, token,
+//!   revocation): none rests on a cookie. The consent page's own calls stay same-origin.
 //! - The keyed API (`/v1/...`): only the origins the operator lists
 //!   (`cors_allowed_origins`), none by default. A key travels in `x-api-key`, never in a
 //!   cookie, so no credentials mode: an allowed page must hold the key itself.
@@ -24,6 +26,8 @@ pub fn is_paid_surface(path: &str) -> bool {
         || path == "/discovery/resources"
         || path.starts_with("/mcp/")
         || path.starts_with("/jobs/")
+        || path.starts_with("/.well-known/oauth-")
+        || ["/oauth/register", "/oauth/token", "/oauth/revoke"].contains(&path)
 }
 
 /// Whether a page on `origin` may send an API key: one the operator lists in

@@ -91,6 +91,22 @@ pub async fn check_key(
     parts: &Parts,
     presented: &HeaderValue,
 ) -> Result<(Caller, RateDecision), ApiError> {
+    let store = &state.services.store;
+    check_credential(state, parts, presented, async |presented: String| {
+        keys::authenticate(store, &presented).await
+    })
+    .await
+}
+
+/// Checks a presented credential with `authenticate` (a key's check, or an OAuth access
+/// token's), then its account's rate limit, as [`check_key`] does for keys: a client that
+/// keeps presenting wrong credentials is refused before they are looked up.
+pub async fn check_credential(
+    state: &AppState,
+    parts: &Parts,
+    presented: &HeaderValue,
+    authenticate: impl AsyncFnOnce(String) -> Result<Caller, ServiceError>,
+) -> Result<(Caller, RateDecision), ApiError> {
     let services = &state.services;
     // A client that keeps presenting wrong keys is refused before they are looked up.
     let client = client_key(parts, services.settings.server.client_ip_header.as_deref());
@@ -100,11 +116,7 @@ pub async fn check_key(
         return Err(ApiError::rate_limited(&decision));
     }
     let caller = match presented.to_str() {
-        Ok(presented) => {
-            keys::authenticate(&services.store, presented)
-                .instrument(part_span!("auth"))
-                .await
-        }
+        Ok(presented) => authenticate(presented.to_string()).instrument(part_span!("auth")).await,
         Err(_) => Err(ServiceError::Unauthorized("Invalid API key".into())),
     };
     let caller = caller.inspect_err(|err| {

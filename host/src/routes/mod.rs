@@ -16,6 +16,7 @@ mod keyed;
 mod mcp;
 mod meta;
 pub mod metrics;
+mod oauth;
 mod openai;
 pub mod openapi;
 pub mod request_span;
@@ -66,6 +67,7 @@ pub fn router(state: AppState) -> impl Api {
         .merge(x402::routes(state.clone()))
         .merge(discovery::routes(state.clone()))
         .merge(mcp::routes(state.clone()))
+        .merge(oauth::routes(state.clone()))
         .merge(openai::routes(state.clone()))
         .merge(jobs::routes())
         .merge(chatapp::routes())

@@ -66,14 +66,36 @@ impl Caller {
     }
 }
 
-fn hash_secret(secret: &str) -> [u8; 32] {
+/// How a secret (a key's, a token's) is kept: its SHA-256, compared in constant time.
+pub(crate) fn hash_secret(secret: &str) -> [u8; 32] {
     Sha256::digest(secret.as_bytes()).into()
 }
 
 /// Splits `ahk_<16 hex>_<secret>` into the id (with prefix) and the secret.
 fn split_key(presented: &str) -> Option<(&str, &str)> {
-    let rest = presented.strip_prefix(KEY_PREFIX)?;
-    let id_len = KEY_PREFIX.len() + ID_HEX_LEN;
+    split_secret(presented, KEY_PREFIX)
+}
+
+/// A new `<prefix><16 hex>_<43 base62>`: its id (with prefix) and the whole.
+pub(crate) fn new_secret(prefix: &str) -> (String, String, [u8; 32]) {
+    let id = format!("{prefix}{}", crate::random::hex_token(ID_HEX_LEN / 2));
+    let secret = crate::random::alphanumeric(SECRET_CHARS);
+    let hash = hash_secret(&secret);
+    (id.clone(), format!("{id}_{secret}"), hash)
+}
+
+/// Whether a presented secret matches a stored hash (or `None`, an unknown id, which is
+/// compared all the same so timing says nothing).
+pub(crate) fn secret_matches(secret: &str, stored: Option<&[u8]>) -> bool {
+    let presented = hash_secret(secret);
+    let matches: bool = presented.ct_eq(stored.unwrap_or(&[0u8; 32])).into();
+    matches && stored.is_some()
+}
+
+/// Splits `<prefix><16 hex>_<secret>` into the id (with prefix) and the secret.
+pub(crate) fn split_secret<'a>(presented: &'a str, prefix: &str) -> Option<(&'a str, &'a str)> {
+    let rest = presented.strip_prefix(prefix)?;
+    let id_len = prefix.len() + ID_HEX_LEN;
     if rest.len() <= ID_HEX_LEN + 1 || !rest.as_bytes()[..ID_HEX_LEN].iter().all(u8::is_ascii_hexdigit) {
         return None;
     }
@@ -151,15 +173,11 @@ pub async fn issue(
     name: Option<String>,
     expires_at: Option<i64>,
 ) -> Result<IssuedKey, ServiceError> {
-    let id = format!("{KEY_PREFIX}{}", crate::random::hex_token(ID_HEX_LEN / 2));
-    let secret = crate::random::alphanumeric(SECRET_CHARS);
+    let (id, key, hash) = new_secret(KEY_PREFIX);
     let info = store
-        .insert_key(&id, &account.id, scope, name, expires_at, hash_secret(&secret).to_vec())
+        .insert_key(&id, &account.id, scope, name, expires_at, hash.to_vec())
         .await?;
-    Ok(IssuedKey {
-        key: format!("{id}_{secret}"),
-        info,
-    })
+    Ok(IssuedKey { key, info })
 }
 
 /// The account's keys, oldest first (ids and times; never secrets).
@@ -202,10 +220,7 @@ pub async fn authenticate(store: &Store, presented: &str) -> Result<Caller, Serv
     let invalid = || ServiceError::Unauthorized("Invalid API key".to_string());
     let (id, secret) = split_key(presented.trim()).ok_or_else(invalid)?;
     let record = store.key_for_auth(id).await?;
-    let presented_hash = hash_secret(secret);
-    // Compare against something even when the id is unknown, so timing says nothing.
-    let stored: &[u8] = record.as_ref().map(|r| r.secret_hash.as_slice()).unwrap_or(&[0u8; 32]);
-    let matches: bool = presented_hash.ct_eq(stored).into();
+    let matches = secret_matches(secret, record.as_ref().map(|r| r.secret_hash.as_slice()));
     let record = match record {
         Some(record) if matches => record,
         _ => return Err(invalid()),

@@ -17,6 +17,7 @@ pub mod local_run;
 pub mod locks;
 pub mod master_key;
 pub mod mcp;
+pub mod oauth;
 pub mod params;
 pub mod payments;
 pub mod plugin_cases;
@@ -69,6 +70,9 @@ pub struct Services {
     pub outbound: Outbound,
     /// The guarded client for the accounts' webhook endpoints, with its own private exceptions.
     pub webhook_outbound: Outbound,
+    /// The guarded client that fetches OAuth clients' metadata documents
+    /// (`mcp_oauth_allow_private`).
+    pub client_documents: Outbound,
     pub settings: Arc<Settings>,
     /// Absolute base URL for status addresses (no trailing `/`).
     pub public_base_url: String,

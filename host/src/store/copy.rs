@@ -37,6 +37,10 @@ const TABLES: &[&str] = &[
     "wallet_alerts",
     "knowledge_vectors",
     "sign_in_uses",
+    "oauth_clients",
+    "oauth_codes",
+    "oauth_grants",
+    "oauth_tokens",
 ];
 
 impl Store {

@@ -67,6 +67,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(26, "0026_payments_for_the_operator"),
     migration!(27, "0027_webhook_fairness"),
     migration!(28, "0028_sign_in"),
+    migration!(29, "0029_oauth"),
 ];
 
 pub fn latest_version() -> i64 {

@@ -31,6 +31,7 @@ use super::guard;
 use crate::error::{ApiError, ApiPath, rate_headers};
 use crate::services::ServiceError;
 use crate::services::mcp::{self, Toolbox};
+use crate::services::oauth;
 
 mod direct;
 mod server;
@@ -108,12 +109,29 @@ async fn admit(
     }
     let ApiPath(agent) = match path {
         Ok(path) => path,
-        Err(err) => return refusal(err),
+        Err(err) => return refusal(err, None),
     };
+    let challenge = challenge(&state, &agent);
+    let refusal = |err: ApiError| refusal(err, challenge.as_ref());
     let (mut parts, body) = request.into_parts();
     let services = &state.services;
     let mut client = None;
-    let (caller, decision) = match guard::presented_key(&parts.headers) {
+    let presented = guard::presented_key(&parts.headers);
+    let access_token = challenge.is_some()
+        && presented
+            .as_ref()
+            .and_then(|p| p.to_str().ok())
+            .is_some_and(oauth::is_access_token);
+    let (caller, decision) = match presented {
+        // A token a client was given by OAuth: for this agent's endpoint only, from any
+        // page (the client that holds it may live in one).
+        Some(token) if access_token => {
+            let authenticate = async |token: String| oauth::authenticate(services, &token, &agent).await;
+            match guard::check_credential(&state, &parts, &token, authenticate).await {
+                Ok((caller, decision)) => (Some(caller), decision),
+                Err(err) => return refusal(err),
+            }
+        }
         // A key from a page: only the origins that may use keys on the keyed API.
         Some(_) if !key_origin_allowed(&state, &parts.headers) => {
             return refusal(ApiError::new(
@@ -167,19 +185,29 @@ fn key_origin_allowed(state: &AppState, headers: &HeaderMap) -> bool {
     own.as_deref() == Some(origin) || super::cors::may_use_keys(&state.services.settings.server, origin)
 }
 
+/// The `WWW-Authenticate` challenge of the agent's 401s when OAuth is on: where its
+/// Protected Resource Metadata is, and the scope to ask for (RFC 9728 §5.1).
+fn challenge(state: &AppState, agent: &str) -> Option<HeaderValue> {
+    let metadata = super::oauth::resource_metadata_url(state, agent)?;
+    HeaderValue::from_str(&format!(
+        "Bearer resource_metadata=\"{metadata}\", scope=\"{}\"",
+        oauth::SCOPE
+    ))
+    .ok()
+}
+
 /// A refusal before the protocol: the status and headers the API gives it, the body a
-/// JSON-RPC error (its `data.code` the API's code). A 401 carries a bare
-/// `WWW-Authenticate: Bearer`: no OAuth metadata, which would make clients drop the key
-/// header they were given.
-fn refusal(err: ApiError) -> Response {
+/// JSON-RPC error (its `data.code` the API's code). A 401 carries the OAuth `challenge`
+/// when OAuth is on, else a bare `WWW-Authenticate: Bearer`: no OAuth metadata, which would
+/// make clients drop the key header they were given.
+fn refusal(err: ApiError, challenge: Option<&HeaderValue>) -> Response {
     let mut body = invalid_request(&err.message);
     body["error"]["data"] = json!({ "code": err.code });
     let mut response = (err.status, axum::Json(body)).into_response();
     response.headers_mut().extend(err.headers);
     if err.status == StatusCode::UNAUTHORIZED {
-        response
-            .headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        let value = challenge.cloned().unwrap_or_else(|| HeaderValue::from_static("Bearer"));
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
     }
     response
 }

@@ -115,6 +115,33 @@ pub const ACCOUNT: &[Operation] = &[
     },
     Operation {
         method: "get",
+        path: "/v1/account/oauth/grants",
+        id: "listOAuthGrants",
+        summary: "The OAuth grants the account's holder made: which client may call which agent's MCP tools as the account",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || {
+            success(
+                json!({ "type": "object", "required": ["grants"], "properties": { "grants": { "type": "array", "items": {
+                "type": "object", "required": ["id", "agent_id", "client_id", "resource", "scope", "created_at"] } } } }),
+            )
+        },
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "delete",
+        path: "/v1/account/oauth/grants/{grantId}",
+        id: "revokeOAuthGrant",
+        summary: "Revoke an OAuth grant: its access and refresh tokens stop working at once",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(json!({ "type": "object", "required": ["id", "revoked_at"] })),
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "get",
         path: "/v1/account/agents",
         id: "listAgents",
         summary: "The account's agents",

@@ -1,0 +1,93 @@
+// The OAuth consent page: shows who asks for which agent's tools, and sends the person's
+// answer. Allowing takes the account's API key (a key that manages the account), typed
+// here or kept by the console in this tab; it is sent once, as x-api-key, and not kept.
+// Every element is built with createElement and textContent (the policy refuses HTML).
+
+const CONSOLE_KEY = "agent-host.key";
+const main = document.getElementById("main");
+const query = location.search.replace(/^\?/, "");
+
+function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(props)) {
+    if (name === "text") node.textContent = value;
+    else node.setAttribute(name, value);
+  }
+  for (const child of children) node.append(child);
+  return node;
+}
+
+function show(...nodes) {
+  main.replaceChildren(...nodes);
+  main.focus();
+}
+
+function refusal(body) {
+  show(
+    el("h1", { text: "This request cannot be answered" }),
+    el("p", { role: "alert", text: body.error_description || body.error?.message || "The request is not valid." }),
+    el("p", { class: "hint", text: "Nothing was allowed. Go back to the application and try again." }),
+  );
+}
+
+async function answer(allow, key, button) {
+  button.disabled = true;
+  const headers = { "content-type": "application/json" };
+  if (allow) headers["x-api-key"] = key;
+  const response = await fetch("/oauth/authorize/decision", {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ query, allow }),
+  });
+  const body = await response.json().catch(() => ({}));
+  if (body.redirect) {
+    show(el("p", { class: "loading", text: "Returning to the application…" }));
+    location.assign(body.redirect);
+    return;
+  }
+  button.disabled = false;
+  const message = body.error?.message || body.error_description || "That did not work.";
+  document.getElementById("problem").textContent = message;
+}
+
+function consent(request) {
+  const stored = sessionStorage.getItem(CONSOLE_KEY) || "";
+  const key = el("input", { type: "password", id: "key", autocomplete: "off", spellcheck: "false" });
+  key.value = stored;
+  const allow = el("button", { type: "button", id: "allow", text: "Allow" });
+  const deny = el("button", { type: "button", id: "deny", class: "danger", text: "Deny" });
+  allow.addEventListener("click", () => {
+    if (!key.value.trim()) {
+      document.getElementById("problem").textContent = "Enter your account's API key to allow.";
+      key.focus();
+      return;
+    }
+    answer(true, key.value.trim(), allow);
+  });
+  deny.addEventListener("click", () => answer(false, "", deny));
+  const redirect = new URL(request.redirect_uri);
+  show(
+    el("h1", { text: "Allow access to an agent?" }),
+    el("p", {}, el("strong", { id: "client", text: request.client.name }), " asks to call the tools of agent ",
+      el("strong", { id: "agent", text: request.agent }), " as your account."),
+    el("ul", {},
+      el("li", { text: "It may call the agent's commands and chat with it, counted against your account's limits." }),
+      el("li", { text: "It may not see or change your keys, wallets, payments or other agents." }),
+      el("li", { text: `Scope: ${request.scope}. You can revoke this later in the console (MCP page) or through /v1/account/oauth/grants.` }),
+    ),
+    el("p", { class: "hint", text: `The answer goes to ${redirect.origin === "null" ? request.redirect_uri : redirect.origin}.` }),
+    el("div", { class: "field" },
+      el("label", { for: "key", text: "Your account's API key (scope manage)" }),
+      key,
+      el("span", { class: "hint", text: stored ? "The console's key in this tab is filled in." : "It is sent once to this server and not kept." }),
+    ),
+    el("p", { id: "problem", role: "alert" }),
+    el("div", { class: "actions" }, allow, deny),
+  );
+}
+
+const response = await fetch(`/oauth/authorize/request?${query}`);
+const body = await response.json().catch(() => ({}));
+if (body.redirect) location.assign(body.redirect);
+else if (response.ok) consent(body);
+else refusal(body);
