@@ -22,6 +22,9 @@ pub fn arguments(command: &Command) -> Option<Value> {
         if !param.description.is_empty() {
             schema["description"] = json!(param.description);
         }
+        if !param.values.is_empty() {
+            schema["enum"] = json!(param.values);
+        }
         properties.insert(param.name.clone(), schema);
         if param.required {
             required.push(param.name.clone());

@@ -718,3 +718,111 @@ config = { text = "hi" }
     );
     assert!(text_of(&refused["result"]).contains("owner"), "{refused}");
 }
+
+/// The demo agent, as the MCP Inspector's CLI shows it: its tools, its knowledge as
+/// resources, its personality and its own prompt, filled in, and completions of a prompt's
+/// argument. An agent whose manifest exposes nothing shows nothing.
+#[tokio::test]
+async fn the_inspector_lists_the_demo_agents_tools_resources_and_prompts() {
+    let env = TestEnv::new();
+    let server = env.serve_with(&["demo", "--listen", "127.0.0.1:0"]);
+    let key = server.ready["key"].as_str().unwrap().to_string();
+    let url = server.url("/mcp/helper");
+    let method = |m: &'static str| ["--method", m];
+
+    let tools = inspector(&url, Some(&key), &method("tools/list")).await;
+    assert_eq!(names(&tools["tools"]), ["chat", "hello", "help", "about"]);
+    let resources = inspector(&url, Some(&key), &method("resources/list")).await;
+    let uris: Vec<&str> = resources["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(uris, ["agent://knowledge/1", "agent://knowledge/2"]);
+    assert_eq!(
+        resources["resources"][1]["title"],
+        "Support is reachable at support@example.com."
+    );
+    let read = inspector(
+        &url,
+        Some(&key),
+        &["--method", "resources/read", "--uri", "agent://knowledge/1"],
+    )
+    .await;
+    assert_eq!(
+        read["contents"][0]["text"],
+        "The office opens at 9:00 and closes at 17:00, Monday to Friday."
+    );
+    assert_eq!(read["contents"][0]["mimeType"], "text/plain");
+    let prompts = inspector(&url, Some(&key), &method("prompts/list")).await;
+    assert_eq!(names(&prompts["prompts"]), ["persona", "greet"]);
+    assert_eq!(prompts["prompts"][1]["arguments"][0]["required"], true);
+    let persona = inspector(
+        &url,
+        Some(&key),
+        &[
+            "--method",
+            "prompts/get",
+            "--prompt-name",
+            "persona",
+            "--prompt-args",
+            "topic=opening hours",
+        ],
+    )
+    .await;
+    assert_eq!(
+        persona["messages"][0]["content"]["text"],
+        "You are Helper. Concise and friendly. Answers in one or two sentences."
+    );
+    assert_eq!(persona["messages"][1]["content"]["text"], "Talk about: opening hours");
+    let greet = inspector(
+        &url,
+        None,
+        &[
+            "--method",
+            "prompts/get",
+            "--prompt-name",
+            "greet",
+            "--prompt-args",
+            "name=Ann",
+        ],
+    )
+    .await;
+    assert_eq!(
+        greet["messages"][0]["content"]["text"], "Please greet Ann with the hello tool.",
+        "anyone: it sells"
+    );
+
+    // Completions, a missing argument, an unknown resource: as the revisions name them.
+    let complete = json!({ "jsonrpc": "2.0", "id": 1, "method": "completion/complete", "params": {
+        "ref": { "type": "ref/prompt", "name": "greet" }, "argument": { "name": "name", "value": "b" } } });
+    let bearer = format!("Bearer {key}");
+    let reply = post_message(&url, &[("authorization", &bearer)], complete.to_string()).await;
+    assert_eq!(
+        message(&reply)["result"]["completion"]["values"],
+        json!(["Bob", "Beatrice"]),
+        "{}",
+        reply.text
+    );
+    let missing = json!({ "jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": { "name": "greet" } });
+    let reply = post_message(&url, &[("authorization", &bearer)], missing.to_string()).await;
+    assert_eq!(message(&reply)["error"]["code"], -32602, "{}", reply.text);
+    let unknown =
+        json!({ "jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": { "uri": "agent://knowledge/9" } });
+    let reply = post_message(&url, &[("authorization", &bearer)], unknown.to_string()).await;
+    assert_eq!(message(&reply)["error"]["code"], -32002, "{}", reply.text);
+    assert_eq!(message(&reply)["error"]["data"]["uri"], "agent://knowledge/9");
+
+    // Nothing private by default: an agent whose manifest exposes nothing lists nothing.
+    env.apply_agent(&tool_manifest(), "demo");
+    let quiet = server.url("/mcp/toolsmith");
+    assert_eq!(
+        inspector(&quiet, Some(&key), &method("resources/list")).await["resources"],
+        json!([])
+    );
+    assert_eq!(
+        inspector(&quiet, Some(&key), &method("prompts/list")).await["prompts"],
+        json!([])
+    );
+}

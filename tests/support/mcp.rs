@@ -14,6 +14,35 @@ pub async fn sdk_client(request: &Value) -> Value {
     super::client_script("node", "node/mcp.mjs", request, "the MCP SDK client").await
 }
 
+/// The MCP Inspector's CLI (`@modelcontextprotocol/inspector-cli`) against `url`, with a key
+/// as a bearer token when given: what it printed for `args` (`--method …`), as JSON.
+pub async fn inspector(url: &str, key: Option<&str>, args: &[&str]) -> Value {
+    let build = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/node/node_modules/@modelcontextprotocol/inspector-cli/build");
+    let mut command = tokio::process::Command::new("node");
+    // It finds its own package.json from where it runs, as its launcher runs it.
+    command
+        .current_dir(&build)
+        .arg("index.js")
+        .arg(url)
+        .args(["--transport", "http"])
+        .args(args);
+    if let Some(key) = key {
+        command.arg("--header").arg(format!("Authorization: Bearer {key}"));
+    }
+    let output = tokio::time::timeout(std::time::Duration::from_secs(60), command.output())
+        .await
+        .expect("the inspector finishes")
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "inspector {args:?}: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|_| panic!("inspector {args:?} printed {stdout}"))
+}
+
 /// One JSON-RPC message POSTed as a client of the `initialize` revisions sends it, with
 /// `headers` added.
 pub async fn post_message(url: &str, headers: &[(&str, &str)], body: impl Into<reqwest::Body>) -> Reply {

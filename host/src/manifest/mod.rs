@@ -14,6 +14,7 @@ use crate::domain::{
 };
 use crate::money::MicroUsdc;
 
+pub mod mcp;
 mod sign_in;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -72,15 +73,7 @@ struct RawManifest {
     #[serde(default)]
     x402: Option<Spanned<RawX402>>,
     #[serde(default)]
-    mcp: Option<RawMcp>,
-}
-
-/// `[mcp]`: whether the free tools are open to callers without a key.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawMcp {
-    #[serde(default)]
-    open: bool,
+    mcp: Option<mcp::RawMcp>,
 }
 
 #[derive(Deserialize)]
@@ -359,6 +352,9 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
                     format!("'{}' is defined twice", param.name),
                 ));
             }
+            if let Err(why) = allowed_values(&param) {
+                return Err(check.err(Some(&pspan), at(&format!("parameters[{p}].values")), why));
+            }
             parameters.push(param);
         }
         let price = cmd.price_usd.map(|p| price(&check, &p, &at("price_usd"))).transpose()?;
@@ -444,12 +440,33 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
             personality: raw.personality,
             knowledge: raw.knowledge,
             x402,
-            mcp_open: raw.mcp.is_some_and(|m| m.open),
+            mcp_open: raw.mcp.as_ref().is_some_and(|m| m.open),
+            mcp: match raw.mcp {
+                Some(mcp) => mcp::exposed(&check, mcp)?,
+                None => Default::default(),
+            },
         },
         commands,
         chatapp_enabled,
         social_enabled,
     })
+}
+
+/// A parameter's `values`: for a string parameter only, at most 100 distinct, non-empty
+/// values of at most 200 characters.
+fn allowed_values(param: &ParamSpec) -> Result<(), String> {
+    if param.values.is_empty() {
+        return Ok(());
+    }
+    if param.kind != crate::domain::ParamType::String {
+        return Err("are for a string parameter only".into());
+    }
+    let distinct: HashSet<&String> = param.values.iter().collect();
+    let fine = |v: &String| !v.is_empty() && v.chars().count() <= 200;
+    if param.values.len() > 100 || distinct.len() != param.values.len() || !param.values.iter().all(fine) {
+        return Err("at most 100 distinct values, each 1 to 200 characters".into());
+    }
+    Ok(())
 }
 
 /// `[chatapp]` / `[social]`: only `enabled`. Tokens never go in a manifest (a plain file);

@@ -180,3 +180,91 @@ fn knowledge_is_bounded_in_entries_and_characters() {
     let err = with(vec!["x".repeat(MAX_KNOWLEDGE_CHARS / 2 + 1); 2]).unwrap_err();
     assert!(err.message.contains("200000 characters in all"), "{err}");
 }
+
+#[test]
+fn mcp_shows_what_it_declares_and_refuses_what_cannot_be_served() {
+    let with = |mcp: &str| parse_str(&format!("{GOOD}\n[mcp]\n{mcp}"));
+    assert!(parse_str(GOOD).unwrap().agent.mcp.is_empty(), "nothing unless declared");
+    let m = with(
+        r#"knowledge = true
+[[mcp.resources]]
+uri = "doc://rates/{currency}"
+text = "Rate for {{currency}}"
+values = { currency = ["EUR", "USD"] }
+[[mcp.prompts]]
+name = "ask"
+description = "Ask"
+arguments = [{ name = "q", required = true }]
+messages = [{ text = "Question: {{q}}" }]"#,
+    )
+    .unwrap();
+    assert!(m.agent.mcp.knowledge && !m.agent.mcp.personality);
+    assert_eq!(m.agent.mcp.resources[0].mime_type, "text/plain");
+    assert_eq!(m.agent.mcp.prompts[0].messages[0].role, "user");
+    let refused = [
+        (
+            "[[mcp.resources]]\nuri = \"no scheme\"\ntext = \"x\"",
+            "mcp.resources[0].uri",
+        ),
+        (
+            "[[mcp.resources]]\nuri = \"a:b\"\nblob = \"not base64!\"\nmime_type = \"image/png\"",
+            "mcp.resources[0].blob",
+        ),
+        (
+            "[[mcp.resources]]\nuri = \"a:b\"\nblob = \"AAAA\"",
+            "mcp.resources[0].mime_type",
+        ),
+        (
+            "[[mcp.resources]]\nuri = \"a:{id}\"\ntext = \"{{other}}\"",
+            "mcp.resources[0].text",
+        ),
+        (
+            "[[mcp.resources]]\nuri = \"a:b\"\ntext = \"x\"\n[[mcp.resources]]\nuri = \"a:b\"\ntext = \"y\"",
+            "mcp.resources[1].uri",
+        ),
+        (
+            "[[mcp.prompts]]\nname = \"p\"\ndescription = \"d\"\nmessages = [{ text = \"{{undeclared}}\" }]",
+            "mcp.prompts[0].messages[0]",
+        ),
+        (
+            "[[mcp.prompts]]\nname = \"p\"\ndescription = \"d\"\nmessages = [{ role = \"system\", text = \"x\" }]",
+            "mcp.prompts[0].messages[0].role",
+        ),
+        (
+            "[[mcp.prompts]]\nname = \"p\"\ndescription = \"d\"\nmessages = []",
+            "mcp.prompts[0].messages",
+        ),
+        (
+            "personality = true\n[[mcp.prompts]]\nname = \"persona\"\ndescription = \"d\"\nmessages = [{ text = \"x\" }]",
+            "mcp.prompts[0].name",
+        ),
+    ];
+    for (mcp, field) in refused {
+        let err = with(mcp).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some(field), "{mcp}: {err}");
+    }
+}
+
+#[test]
+fn parameter_values_are_for_strings_and_distinct() {
+    let with = |param: &str| {
+        parse_str(&GOOD.replace(
+            r#"parameters = [{ name = "name", type = "string", required = true, description = "Who" }]"#,
+            &format!("parameters = [{param}]"),
+        ))
+    };
+    let m = with(r#"{ name = "name", type = "string", values = ["Ann", "Bob"] }"#).unwrap();
+    assert_eq!(m.commands[0].parameters[0].values, ["Ann", "Bob"]);
+    for bad in [
+        r#"{ name = "n", type = "number", values = ["1"] }"#,
+        r#"{ name = "n", type = "string", values = ["a", "a"] }"#,
+        r#"{ name = "n", type = "string", values = [""] }"#,
+    ] {
+        let err = with(bad).unwrap_err();
+        assert_eq!(
+            err.field.as_deref(),
+            Some("commands[0].parameters[0].values"),
+            "{bad}: {err}"
+        );
+    }
+}

@@ -126,6 +126,7 @@ impl From<types::ParamSpec> for ParamSpec {
             kind: p.kind.into(),
             required: p.required,
             description: p.description,
+            values: Vec::new(),
         }
     }
 }

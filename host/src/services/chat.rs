@@ -425,6 +425,7 @@ mod tests {
                     networks: vec![],
                 },
                 mcp_open: false,
+                mcp: Default::default(),
             },
             created_at: 0,
             updated_at: 0,
@@ -482,12 +483,14 @@ mod tests {
                         kind: ParamType::String,
                         required: true,
                         description: "City".into(),
+                        values: Vec::new(),
                     },
                     ParamSpec {
                         name: "days".into(),
                         kind: ParamType::Number,
                         required: false,
                         description: String::new(),
+                        values: Vec::new(),
                     },
                 ],
                 response_format: ResponseFormat::Text,
@@ -516,6 +519,7 @@ mod tests {
             kind: ParamType::File,
             required: true,
             description: String::new(),
+            values: Vec::new(),
         });
         assert!(tool_spec(&needs_file).is_none());
     }

@@ -144,6 +144,17 @@ fn check_type(spec: &ParamSpec, value: &Value) -> Result<(), String> {
         ParamType::Object => value.is_object(),
         ParamType::File => return Err(file_unsupported(&spec.name)),
     };
+    if ok && !spec.values.is_empty() && !value.as_str().is_some_and(|v| spec.values.iter().any(|a| a == v)) {
+        return Err(format!(
+            "parameter '{}' must be one of {}",
+            spec.name,
+            spec.values
+                .iter()
+                .map(|v| format!("'{v}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     if ok {
         Ok(())
     } else {
@@ -217,6 +228,7 @@ mod tests {
             kind,
             required,
             description: String::new(),
+            values: Vec::new(),
         }
     }
 
@@ -322,5 +334,19 @@ mod tests {
         assert!(resolve("cmd", &file, None, None).unwrap_err().contains("not supported"));
         let optional = vec![spec("x", ParamType::String, false)];
         assert_eq!(resolve("cmd", &optional, None, None).unwrap(), Map::new());
+    }
+
+    #[test]
+    fn a_parameter_with_values_takes_only_those() {
+        let mut unit = spec("unit", ParamType::String, true);
+        unit.values = vec!["celsius".into(), "fahrenheit".into()];
+        assert!(check_type(&unit, &json!("celsius")).is_ok());
+        let err = check_type(&unit, &json!("kelvin")).unwrap_err();
+        assert_eq!(err, "parameter 'unit' must be one of 'celsius', 'fahrenheit'");
+        assert!(
+            check_type(&unit, &json!(3))
+                .unwrap_err()
+                .contains("must be of type string")
+        );
     }
 }

@@ -32,9 +32,9 @@ fn json_list<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<V
 }
 
 const AGENT_COLUMNS: &str = "g.id, g.account_id, g.username, g.name, g.personality, g.knowledge, \
-     g.x402_enabled, g.x402_default_price, g.x402_networks, g.created_at, g.updated_at, g.mcp_open";
+     g.x402_enabled, g.x402_default_price, g.x402_networks, g.created_at, g.updated_at, g.mcp_open, g.mcp_exposed";
 /// How many columns `AGENT_COLUMNS` holds: a query that selects more reads them after.
-const AGENT_COLUMN_COUNT: usize = 12;
+const AGENT_COLUMN_COUNT: usize = 13;
 
 fn agent_from_row(row: &Row) -> Result<Agent, StoreError> {
     let price: Option<i64> = row.get(7)?;
@@ -52,6 +52,8 @@ fn agent_from_row(row: &Row) -> Result<Agent, StoreError> {
                 networks: json_list(&row.get::<String>(8)?, "agent x402 networks")?,
             },
             mcp_open: row.get(11)?,
+            mcp: serde_json::from_str(&row.get::<String>(12)?)
+                .map_err(|e| StoreError::Corrupt(format!("agent mcp_exposed: {e}")))?,
         },
         created_at: row.get(9)?,
         updated_at: row.get(10)?,
@@ -156,8 +158,8 @@ impl Store {
             if created {
                 db.execute(
                     "INSERT INTO agents (id, account_id, username, name, personality, knowledge,
-                        x402_enabled, x402_default_price, x402_networks, created_at, updated_at, mcp_open)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)",
+                        x402_enabled, x402_default_price, x402_networks, created_at, updated_at, mcp_open, mcp_exposed)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12)",
                     args![
                         &agent_id,
                         &account_id,
@@ -169,7 +171,8 @@ impl Store {
                         price,
                         to_json(&def.x402.networks),
                         now,
-                        def.mcp_open
+                        def.mcp_open,
+                        to_json(&def.mcp)
                     ],
                 )
                 .map_err(|e| {
@@ -182,7 +185,8 @@ impl Store {
             } else {
                 db.execute(
                     "UPDATE agents SET name = ?2, personality = ?3, knowledge = ?4, x402_enabled = ?5,
-                        x402_default_price = ?6, x402_networks = ?7, updated_at = ?8, mcp_open = ?9 WHERE id = ?1",
+                        x402_default_price = ?6, x402_networks = ?7, updated_at = ?8, mcp_open = ?9,
+                        mcp_exposed = ?10 WHERE id = ?1",
                     args![
                         &agent_id,
                         &def.name,
@@ -192,7 +196,8 @@ impl Store {
                         price,
                         to_json(&def.x402.networks),
                         now,
-                        def.mcp_open
+                        def.mcp_open,
+                        to_json(&def.mcp)
                     ],
                 )?;
             }

@@ -485,6 +485,7 @@ mod tests {
                 networks: vec![],
             },
             mcp_open: false,
+            mcp: Default::default(),
         };
         let agent = Agent {
             id: format!("id{i}"),

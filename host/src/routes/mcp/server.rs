@@ -5,18 +5,22 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ProgressNotificationParam, RequestMetaObject, Resource, ServerCapabilities, ServerConfig,
-    Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, CompletionInfo,
+    ContentBlock, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
+    ProgressNotificationParam, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Reference, RequestMetaObject, Resource, ResourceContents, ResourceTemplate, Role,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 
 use super::Visit;
-use crate::domain::{HandlerType, ResponseFormat};
+use crate::domain::{HandlerType, McpBody, McpMessageContent, ResponseFormat};
 use crate::error::ApiError;
 use crate::routes::AppState;
+use crate::services::mcp::exposed::{self, PromptRefusal};
 use crate::services::mcp::{self, Called, ToolCall, ToolOutcome, Toolbox};
 use crate::services::{ServiceError, jobs};
 
@@ -35,9 +39,38 @@ impl AgentServer {
     }
 }
 
+impl AgentServer {
+    /// One page of a list, from the request's cursor (the index to start at), and the
+    /// cursor of the next page, if any.
+    fn page<T>(
+        &self,
+        items: Vec<T>,
+        request: Option<PaginatedRequestParams>,
+    ) -> Result<(Vec<T>, Option<String>), ErrorData> {
+        let per_page = self.state.services.settings.mcp.mcp_tools_per_page;
+        let start = match request.and_then(|r| r.cursor) {
+            None => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .ok()
+                .filter(|start| *start < items.len())
+                .ok_or_else(|| ErrorData::invalid_params(format!("Invalid cursor '{cursor}'"), None))?,
+        };
+        let end = (start + per_page).min(items.len());
+        let next = (end < items.len()).then(|| end.to_string());
+        Ok((items.into_iter().skip(start).take(per_page).collect(), next))
+    }
+}
+
 impl ServerHandler for AgentServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = ServerCapabilities::builder()
+            .enable_completions()
+            .enable_prompts()
+            .enable_resources()
+            .enable_tools()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("agent-host", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "An agent's commands as tools, and a chat tool to talk to the agent. \
@@ -57,22 +90,159 @@ impl ServerHandler for AgentServer {
             .iter()
             .filter_map(|tool| tool_of(tool, toolbox.description(tool)))
             .collect();
-        let per_page = self.state.services.settings.mcp.mcp_tools_per_page;
-        let start = match request.and_then(|r| r.cursor) {
-            None => 0,
-            Some(cursor) => cursor
-                .parse::<usize>()
-                .ok()
-                .filter(|start| *start < tools.len())
-                .ok_or_else(|| ErrorData::invalid_params(format!("Invalid cursor '{cursor}'"), None))?,
-        };
-        let end = (start + per_page).min(tools.len());
-        let next = (end < tools.len()).then(|| end.to_string());
-        let page = tools.into_iter().skip(start).take(per_page).collect();
+        let (page, next) = self.page(tools, request)?;
         Ok(ListToolsResult {
             next_cursor: next,
             ..ListToolsResult::with_all_items(page)
         })
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let toolbox = Self::visit(&ctx)?;
+        let listed = exposed::resources(&toolbox.found.agent.def).into_iter().map(|r| {
+            let mut resource = Resource::new(r.uri, r.name).with_mime_type(r.mime_type);
+            resource.title = r.title;
+            resource.description = r.description;
+            resource
+        });
+        let (page, next) = self.page(listed.collect(), request)?;
+        Ok(ListResourcesResult {
+            next_cursor: next,
+            ..ListResourcesResult::with_all_items(page)
+        })
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let toolbox = Self::visit(&ctx)?;
+        let listed = exposed::templates(&toolbox.found.agent.def).into_iter().map(|r| {
+            let mut template = ResourceTemplate::new(r.uri, r.name);
+            template.title = r.title;
+            template.description = r.description;
+            template.mime_type = Some(r.mime_type);
+            template
+        });
+        let (page, next) = self.page(listed.collect(), request)?;
+        Ok(ListResourceTemplatesResult {
+            next_cursor: next,
+            ..ListResourceTemplatesResult::with_all_items(page)
+        })
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let toolbox = Self::visit(&ctx)?;
+        // As the revisions name it: -32002, which the SDK makes -32602 for 2026-07-28.
+        let Some(found) = exposed::read(&toolbox.found.agent.def, &request.uri) else {
+            return Err(ErrorData::resource_not_found(
+                "Resource not found",
+                Some(json!({ "uri": request.uri })),
+            ));
+        };
+        let contents = match found.body {
+            McpBody::Text(text) => ResourceContents::text(text, found.uri),
+            McpBody::Blob(blob) => ResourceContents::blob(blob, found.uri),
+        };
+        Ok(ReadResourceResult::new(vec![contents.with_mime_type(found.mime_type)]).into())
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let toolbox = Self::visit(&ctx)?;
+        let listed = exposed::prompts(&toolbox.found.agent.def).into_iter().map(|p| {
+            let arguments = p.arguments.iter().map(|a| {
+                let argument = PromptArgument::new(&a.name).with_required(a.required);
+                match &a.description {
+                    Some(description) => argument.with_description(description),
+                    None => argument,
+                }
+            });
+            let prompt = Prompt::new(p.name, Some(p.description), Some(arguments.collect()));
+            match p.title {
+                Some(title) => prompt.with_title(title),
+                None => prompt,
+            }
+        });
+        let (page, next) = self.page(listed.collect(), request)?;
+        Ok(ListPromptsResult {
+            next_cursor: next,
+            ..ListPromptsResult::with_all_items(page)
+        })
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let toolbox = Self::visit(&ctx)?;
+        let arguments = request
+            .arguments
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, value)| match value {
+                Value::String(text) => (name, text),
+                other => (name, other.to_string()),
+            })
+            .collect();
+        let filled = match exposed::prompt(&toolbox.found.agent.def, &request.name, &arguments) {
+            Ok(filled) => filled,
+            Err(PromptRefusal::Unknown) => {
+                return Err(ErrorData::invalid_params(
+                    format!("Unknown prompt: {}", request.name),
+                    None,
+                ));
+            }
+            Err(PromptRefusal::Invalid(why)) => return Err(ErrorData::invalid_params(why, None)),
+        };
+        let messages = filled.messages.into_iter().map(|(role, content)| {
+            let role = if role == "assistant" {
+                Role::Assistant
+            } else {
+                Role::User
+            };
+            let block = match content {
+                McpMessageContent::Text(text) => ContentBlock::text(text),
+                McpMessageContent::Image { mime_type, data } => ContentBlock::image(data, mime_type),
+                McpMessageContent::Resource { uri, mime_type, text } => {
+                    ContentBlock::resource(ResourceContents::text(text, uri).with_mime_type(mime_type))
+                }
+            };
+            PromptMessage::new(role, block)
+        });
+        let mut result = GetPromptResult::new(messages.collect());
+        result.description = Some(filled.description);
+        Ok(result.into())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let toolbox = Self::visit(&ctx)?;
+        let agent = &toolbox.found.agent.def;
+        let (name, value) = (&request.argument.name, &request.argument.value);
+        let values = match &request.r#ref {
+            Reference::Prompt(prompt) => exposed::complete_prompt(agent, &prompt.name, name, value),
+            Reference::Resource(template) => exposed::complete_template(agent, &template.uri, name, value),
+            _ => None,
+        };
+        let info = CompletionInfo::with_all_values(values.unwrap_or_default()).unwrap_or_default();
+        Ok(CompleteResult::new(info))
     }
 
     async fn call_tool(

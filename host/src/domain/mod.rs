@@ -1,6 +1,9 @@
 //! The records the service is about: accounts, agents, commands. Plain data; the rules
 //! that create and change them live in `services`, their storage in `store`.
 
+mod mcp;
+pub use mcp::{McpBody, McpExposed, McpMessageContent, McpPrompt, McpPromptArgument, McpPromptMessage, McpResource};
+
 use serde::{Deserialize, Serialize};
 
 use crate::money::MicroUsdc;
@@ -271,6 +274,9 @@ pub struct ParamSpec {
     pub required: bool,
     #[serde(default)]
     pub description: String,
+    /// A string parameter's allowed values (its schema's `enum`); empty: any string.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -290,6 +296,8 @@ pub struct AgentDef {
     pub x402: X402Settings,
     /// `[mcp] open`: its MCP tools without a price may be called by anyone, with no key.
     pub mcp_open: bool,
+    /// `[mcp]`: the resources and prompts its MCP server shows.
+    pub mcp: McpExposed,
 }
 
 #[derive(Debug, Clone)]
