@@ -826,3 +826,124 @@ async fn the_inspector_lists_the_demo_agents_tools_resources_and_prompts() {
         json!([])
     );
 }
+
+/// A client of the tasks extension (the official TypeScript SDK v2 with the extension's
+/// package) is given a long-running command as a task: followed to its result, or
+/// cancelled while it runs, which stops the plugin run. Tasks are the jobs, on every surface.
+#[tokio::test]
+async fn a_long_command_runs_as_a_task_that_can_be_cancelled() {
+    let env = TestEnv::new();
+    let key = env.account_with_key("alice", "free");
+    env.apply_agent(&tool_manifest(), "alice");
+    let server = env.serve();
+    let run = client_script(
+        "node",
+        "node/tasks.mjs",
+        &json!({
+            "url": server.url("/mcp/toolsmith"),
+            "key": key,
+            "calls": [
+                { "name": "nap", "arguments": { "mode": "sleep", "n": 1500 } },
+                { "name": "nap", "arguments": { "mode": "sleep", "n": 4000 }, "cancelAfterMs": 800 },
+                { "name": "hello", "arguments": { "name": "Ann" } },
+            ],
+        }),
+        "the tasks client",
+    )
+    .await;
+    let [done, cancelled, quick] = [&run["results"][0], &run["results"][1], &run["results"][2]];
+    assert_eq!(done["kind"], "task", "{run}");
+    assert_eq!(done["status"], "completed", "{run}");
+    assert_eq!(done["result"]["content"][0]["text"], "slept 1500 ms", "{run}");
+    assert_eq!(cancelled["kind"], "task", "{run}");
+    assert_eq!(cancelled["status"], "cancelled", "{run}");
+    assert!(
+        cancelled["tookMs"].as_u64().unwrap() < 3000,
+        "stopped, not run out: {run}"
+    );
+    assert_eq!(
+        quick["kind"], "immediate",
+        "a command that is not long-running answers at once: {run}"
+    );
+    assert_eq!(quick["result"]["content"][0]["text"], "Hello, Ann!");
+
+    // The task is the job: the job's address tells the same, and the run never finished.
+    let task_id = cancelled["taskId"].as_str().unwrap();
+    let started = std::time::Instant::now();
+    let status = poll_job(
+        &server.url(&format!("/jobs/{task_id}")),
+        std::time::Duration::from_secs(5),
+    )
+    .await;
+    assert!(started.elapsed().as_secs() < 3, "stopped within a moment of the cancel");
+    assert_eq!(status["state"], "failed", "{status}");
+    assert_eq!(status["error"], "Cancelled by the client", "{status}");
+    // tasks/get says so too, and later: the stopped run never ended it otherwise.
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    let status = get(&server.url(&format!("/jobs/{task_id}")), None).await.json();
+    assert_eq!(status["state"], "failed", "{status}");
+    let get_task = json!({ "jsonrpc": "2.0", "id": 9, "method": "tasks/get", "params": { "taskId": task_id, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": { "extensions": { "io.modelcontextprotocol/tasks": {} } },
+    }}});
+    let headers = [
+        ("authorization", format!("Bearer {key}")),
+        ("mcp-protocol-version", "2026-07-28".into()),
+        ("mcp-method", "tasks/get".into()),
+        ("mcp-name", task_id.to_string()),
+    ];
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let reply = post_message(&server.url("/mcp/toolsmith"), &headers, get_task.to_string()).await;
+    assert_eq!(message(&reply)["result"]["status"], "cancelled", "{}", reply.text);
+    // Without the extension declared, tasks are not this client's to ask for.
+    let undeclared = get_task.to_string().replace("\"io.modelcontextprotocol/tasks\":{}", "");
+    let reply = post_message(&server.url("/mcp/toolsmith"), &headers, undeclared).await;
+    assert_eq!(message(&reply)["error"]["code"], -32021, "{}", reply.text);
+}
+
+/// A paid long-running command as a task: paid in its call, settled before it runs, and,
+/// when it fails by the agent's fault, refunded on chain as a paid job is.
+#[tokio::test]
+async fn a_paid_task_that_fails_is_refunded_on_base() {
+    let chain = LocalBase::start().await;
+    let broken = r#"
+[[commands]]
+command = "slow_broken"
+description = "Calls a server that is not there, in the background"
+handler_type = "webhook"
+integrations = ["mcp", "x402"]
+price_usd = 0.02
+long_running = true
+config = { url = "http://127.0.0.1:9/hook" }
+"#;
+    let (env, wallet) = base_shop(&chain, TestEnv::new(), broken).await;
+    let server = env.serve();
+    let (payer, address) = Payer::on_base(&chain, 1_000_000).await;
+    let pay = json!({ "network": "base", "key": payer.key, "rpcUrl": payer.rpc_url, "networkId": network_id("base") });
+    let run = client_script(
+        "node",
+        "node/tasks.mjs",
+        &json!({ "url": server.url("/mcp/seller"), "calls": [{ "name": "slow_broken", "pay": pay }] }),
+        "the tasks client",
+    )
+    .await;
+    let task = &run["results"][0];
+    assert_eq!(task["kind"], "task", "{run}");
+    let settled = &task["createdMeta"]["x402/payment-response"];
+    assert_eq!(
+        settled["success"], true,
+        "settled before the work, told with the task: {run}"
+    );
+    assert_eq!(
+        task["status"], "completed",
+        "a tool's failure is a completed task: {run}"
+    );
+    assert_eq!(task["result"]["isError"], true, "{run}");
+    assert_eq!(task["result"]["structuredContent"]["code"], "execution_error", "{run}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while chain.usdc_of(&address).await != 1_000_000 {
+        assert!(std::time::Instant::now() < deadline, "never refunded");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert_eq!(chain.usdc_of(&wallet).await, 0, "the 0.02 went back");
+}

@@ -22,7 +22,7 @@
 // 402's bazaar extension ({ consistent, spec }: each { valid, errors }).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { baseAccount } from "./accounts.mjs";
+import { payer } from "./x402_payer.mjs";
 import { createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
 
 const request = JSON.parse(process.argv[2]);
@@ -38,21 +38,6 @@ do {
   tools.push(...page.tools);
   cursor = page.nextCursor;
 } while (cursor);
-
-// The x402 client of the network, set up as the x402 packages document it.
-async function payer(pay) {
-  const { x402Client } = await import("@x402/core/client");
-  const payments = new x402Client();
-  if (pay.network === "base") {
-    const { ExactEvmScheme } = await import("@x402/evm");
-    payments.register(pay.networkId, new ExactEvmScheme(await baseAccount(pay)));
-  } else {
-    const { ExactSvmScheme } = await import("@x402/svm");
-    const signer = await createKeyPairSignerFromBytes(getBase58Encoder().encode(pay.key));
-    payments.register(pay.networkId, new ExactSvmScheme(signer, { rpcUrl: pay.rpcUrl }));
-  }
-  return payments;
-}
 
 const results = [];
 for (const call of request.calls) {

@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::runs::{self, Resolved};
 use super::{ServiceError, Services};
 use crate::plugins::{ExecError, Limit, ProgressSink};
+use crate::store::JOB_CANCELLED as CANCELLED;
 use crate::store::{JobOutcome, JobRecord, JobState, Store};
 
 /// The address a job's status is read at (`public_base_url` has no trailing `/`).
@@ -46,6 +47,7 @@ pub async fn submit(services: &Services, call: Resolved<'_>, paid_by: Option<&st
                 code: None,
                 created_at: now,
                 expires_at: now + retention,
+                finished_at: None,
             },
             paid_by.map(str::to_string),
         )
@@ -101,6 +103,8 @@ async fn run(services: Services, id: String) {
     // lease is then released and recovery fails it (it may have had side effects).
     let outcome = tokio::select! {
         worked = work(&services, &id) => worked,
+        // Dropping the work stops the plugin run where it stands.
+        () = cancel_requested(&services, &id) => Err((CANCELLED_BY_CLIENT.to_string(), CANCELLED)),
         _ = lifecycle.jobs_cut() => return,
     };
     let outcome = match outcome {
@@ -133,6 +137,38 @@ async fn run(services: Services, id: String) {
         }
         None => super::payments::breaker::job_answered(&services.store, &id).await,
     }
+}
+
+/// What a cancelled job's error says.
+const CANCELLED_BY_CLIENT: &str = "Cancelled by the client";
+/// How often a running job's host looks for a client's request to stop it.
+const CANCEL_POLL: Duration = Duration::from_millis(500);
+
+/// Ends when a client has asked to stop the job (on any host).
+async fn cancel_requested(services: &Services, id: &str) {
+    let mut every = tokio::time::interval(CANCEL_POLL);
+    loop {
+        every.tick().await;
+        match services.store.job_cancel_requested(id).await {
+            Ok(true) => return,
+            Ok(false) => {}
+            Err(e) => tracing::warn!(job = %id, error = %e, "could not look for a job's cancellation"),
+        }
+    }
+}
+
+/// Asks to stop the job `id` (a client's MCP task): a queued job ends now, a running one
+/// within a moment, its plugin run stopped, wherever it runs; an ended one stays as it
+/// ended. It ends `failed` with code `cancelled`, and a paid one is not refunded: the
+/// payer chose to stop the work it bought (and a refund per cancellation would let a
+/// payer make the agent pay refund fees and trip its breaker at will). Whether the job
+/// was there.
+pub async fn cancel(services: &Services, id: &str) -> Result<bool, ServiceError> {
+    Ok(services
+        .store
+        .request_job_cancel(id, CANCELLED_BY_CLIENT)
+        .await?
+        .is_some())
 }
 
 async fn work(services: &Services, id: &str) -> Result<JobOutcome, (String, &'static str)> {

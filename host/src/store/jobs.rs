@@ -47,6 +47,8 @@ pub struct JobRecord {
     pub code: Option<String>,
     pub created_at: i64,
     pub expires_at: i64,
+    /// When it ended, once it has.
+    pub finished_at: Option<i64>,
 }
 
 /// How a job ended.
@@ -64,7 +66,7 @@ pub enum JobOutcome {
 }
 
 const COLUMNS: &str = "id, agent_id, command, origin, parameters, raw_text, state, progress, response, format, \
-     artifact_url, error, code, created_at, expires_at";
+     artifact_url, error, code, created_at, expires_at, finished_at";
 
 fn job_from_row(row: &Row) -> Result<JobRecord, StoreError> {
     let state: String = row.get(6)?;
@@ -87,6 +89,7 @@ fn job_from_row(row: &Row) -> Result<JobRecord, StoreError> {
         code: row.get(12)?,
         created_at: row.get(13)?,
         expires_at: row.get(14)?,
+        finished_at: row.get(15)?,
     })
 }
 
@@ -257,41 +260,98 @@ impl Store {
     /// recovery, ended it first).
     pub async fn finish_job(&self, id: &str, outcome: JobOutcome) -> Result<bool, StoreError> {
         let id = id.to_string();
+        self.write(move |db| finish(db, &id, outcome)).await
+    }
+
+    /// A client asks to stop a job: a queued one ends now (`cancelled`); a running one is
+    /// marked, for the host running it to stop. The job's state before, or `None` when
+    /// there is no such job.
+    pub async fn request_job_cancel(&self, id: &str, why: &str) -> Result<Option<JobState>, StoreError> {
+        let (id, why) = (id.to_string(), why.to_string());
         self.write(move |db| {
-            let now = crate::clock::now_ms();
-            let (changed, event, code) = match outcome {
-                JobOutcome::Succeeded { response, format, artifact_url } => (
-                    db.execute(
-                        "UPDATE jobs SET state = 'succeeded', progress = 100, response = ?2, format = ?3, artifact_url = ?4,
-                            finished_at = ?5 WHERE id = ?1 AND state IN ('queued', 'running')",
-                        args![&id, response, format, artifact_url, now],
-                    )?,
-                    "job.succeeded",
-                    None,
-                ),
-                JobOutcome::Failed { error, code } => (
-                    db.execute(
-                        "UPDATE jobs SET state = 'failed', error = ?2, code = ?3, finished_at = ?4
-                         WHERE id = ?1 AND state IN ('queued', 'running')",
-                        args![&id, error, &code, now],
-                    )?,
-                    "job.failed",
-                    Some(code),
-                ),
+            let Some(row) = db.query_opt("SELECT state FROM jobs WHERE id = ?1", args![&id])? else {
+                return Ok(None);
             };
-            if changed == 1 {
-                let row = db.query_one("SELECT agent_id, command FROM jobs WHERE id = ?1", args![&id])?;
-                let agent_id: String = row.get(0)?;
-                let data = serde_json::json!({
-                    "job_id": &id, "agent_id": &agent_id, "command": row.get::<String>(1)?, "code": code,
-                });
-                super::webhooks::emit_for_agent_in(db, &agent_id, event, &format!("{event}:{id}"), data)?;
+            let state: String = row.get(0)?;
+            let state = JobState::parse(&state).ok_or_else(|| StoreError::Corrupt(format!("job in state {state}")))?;
+            match state {
+                JobState::Queued => {
+                    let cancelled = JobOutcome::Failed {
+                        error: why,
+                        code: CANCELLED.into(),
+                    };
+                    finish(db, &id, cancelled)?;
+                }
+                JobState::Running => {
+                    db.execute(
+                        "UPDATE jobs SET cancel_requested_at = ?2 WHERE id = ?1 AND cancel_requested_at IS NULL",
+                        args![&id, crate::clock::now_ms()],
+                    )?;
+                }
+                JobState::Succeeded | JobState::Failed => {}
             }
-            Ok(changed == 1)
+            Ok(Some(state))
         })
         .await
     }
 
+    /// Whether a client asked to stop this job.
+    pub async fn job_cancel_requested(&self, id: &str) -> Result<bool, StoreError> {
+        let id = id.to_string();
+        self.read(move |db| {
+            Ok(db
+                .query_opt(
+                    "SELECT 1 FROM jobs WHERE id = ?1 AND cancel_requested_at IS NOT NULL",
+                    args![id],
+                )?
+                .is_some())
+        })
+        .await
+    }
+}
+
+/// The code of a job a client cancelled.
+pub const CANCELLED: &str = "cancelled";
+
+/// Ends a queued or running job in this write; true when it did (it had not ended).
+fn finish(db: &dyn super::sql::Db, id: &str, outcome: JobOutcome) -> Result<bool, StoreError> {
+    let now = crate::clock::now_ms();
+    let (changed, event, code) = match outcome {
+        JobOutcome::Succeeded {
+            response,
+            format,
+            artifact_url,
+        } => (
+            db.execute(
+                "UPDATE jobs SET state = 'succeeded', progress = 100, response = ?2, format = ?3, artifact_url = ?4,
+                    finished_at = ?5 WHERE id = ?1 AND state IN ('queued', 'running')",
+                args![id, response, format, artifact_url, now],
+            )?,
+            "job.succeeded",
+            None,
+        ),
+        JobOutcome::Failed { error, code } => (
+            db.execute(
+                "UPDATE jobs SET state = 'failed', error = ?2, code = ?3, finished_at = ?4
+                 WHERE id = ?1 AND state IN ('queued', 'running')",
+                args![id, error, &code, now],
+            )?,
+            "job.failed",
+            Some(code),
+        ),
+    };
+    if changed == 1 {
+        let row = db.query_one("SELECT agent_id, command FROM jobs WHERE id = ?1", args![id])?;
+        let agent_id: String = row.get(0)?;
+        let data = serde_json::json!({
+            "job_id": &id, "agent_id": &agent_id, "command": row.get::<String>(1)?, "code": code,
+        });
+        super::webhooks::emit_for_agent_in(db, &agent_id, event, &format!("{event}:{id}"), data)?;
+    }
+    Ok(changed == 1)
+}
+
+impl Store {
     pub async fn delete_expired_jobs(&self, now: i64) -> Result<usize, StoreError> {
         self.write(move |db| Ok(db.execute("DELETE FROM jobs WHERE expires_at < ?1", args![now])? as usize))
             .await

@@ -68,7 +68,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(27, "0027_webhook_fairness"),
     migration!(28, "0028_sign_in"),
     migration!(29, "0029_oauth"),
-    migration!(30, "0030_mcp_exposed"),
+    migration!(30, "0030_mcp_resources_and_tasks"),
 ];
 
 pub fn latest_version() -> i64 {

@@ -43,7 +43,7 @@ pub use breakers::Breaker;
 pub use cache::AgentWithCommands;
 pub use chat_usage::ChatUsageDay;
 pub use integrations::Integration;
-pub use jobs::{JobOutcome, JobRecord, JobState};
+pub use jobs::{CANCELLED as JOB_CANCELLED, JobOutcome, JobRecord, JobState};
 pub use keys::KeyRecord;
 pub use kv::KvQuota;
 pub use locks::SharedTurn;

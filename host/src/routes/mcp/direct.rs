@@ -67,9 +67,9 @@ pub(super) async fn try_answer(state: &AppState, eligibility: &Eligibility, requ
     let no_progress = None::<fn(u8) -> std::future::Ready<()>>;
     let (state, toolbox) = (state.clone(), visit.0);
     let lifecycle = state.services.lifecycle.clone();
-    let call = lifecycle.spawn(async move { answer_call(&state, &toolbox, params, &meta, no_progress).await });
+    let call = lifecycle.spawn(async move { answer_call(&state, &toolbox, params, &meta, no_progress, false).await });
     let message = match call.await {
-        Ok(Ok(result)) => ServerJsonRpcMessage::response(ServerResult::CallToolResult(result), id),
+        Ok(Ok(response)) => ServerJsonRpcMessage::response(ServerResult::from(response), id),
         // The revisions before 2026-07-28 answer a JSON-RPC error with HTTP 200.
         Ok(Err(error)) => ServerJsonRpcMessage::error(error, Some(id)),
         Err(_) => ServerJsonRpcMessage::error(ErrorData::internal_error("Internal server error", None), Some(id)),

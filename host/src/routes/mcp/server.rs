@@ -12,6 +12,10 @@ use rmcp::model::{
     ReadResourceResult, Reference, RequestMetaObject, Resource, ResourceContents, ResourceTemplate, Role,
     ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
+use rmcp::model::{
+    CancelTaskParams, CreateTaskResult, DetailedTask, GetTaskParams, GetTaskResult, Task, TaskPayload, TaskStatus,
+    UpdateTaskParams,
+};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
@@ -21,6 +25,7 @@ use crate::domain::{HandlerType, McpBody, McpMessageContent, ResponseFormat};
 use crate::error::ApiError;
 use crate::routes::AppState;
 use crate::services::mcp::exposed::{self, PromptRefusal};
+use crate::services::mcp::tasks::{self, TaskState};
 use crate::services::mcp::{self, Called, ToolCall, ToolOutcome, Toolbox};
 use crate::services::{ServiceError, jobs};
 
@@ -69,6 +74,7 @@ impl ServerHandler for AgentServer {
             .enable_prompts()
             .enable_resources()
             .enable_tools()
+            .enable_tasks()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("agent-host", env!("CARGO_PKG_VERSION")))
@@ -251,18 +257,51 @@ impl ServerHandler for AgentServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let toolbox = Self::visit(&ctx)?;
-        // A client that sent a progress token waits for a long-running command, told its
-        // progress; any other is given the command's job to poll.
-        let progress = ctx.meta.get_progress_token().map(|token| {
+        // A client of the tasks extension is given a long-running command as a task; one
+        // that sent a progress token waits for it, told its progress; any other is given
+        // the command's job to poll.
+        let as_task = ctx.client_capabilities().is_some_and(|c| c.supports_tasks());
+        let progress = ctx.meta.get_progress_token().filter(|_| !as_task).map(|token| {
             let peer = ctx.peer.clone();
             async move |percent: u8| {
                 let report = ProgressNotificationParam::new(token.clone(), f64::from(percent)).with_total(100.0);
                 let _ = peer.notify_progress(report).await;
             }
         });
-        answer_call(&self.state, &toolbox, request, &ctx.meta, progress)
+        answer_call(&self.state, &toolbox, request, &ctx.meta, progress, as_task).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let toolbox = Self::visit(&ctx)?;
+        let view = tasks::task(&self.state.services, &toolbox, &request.task_id)
             .await
-            .map(Into::into)
+            .map_err(store_failure)?
+            .ok_or_else(|| unknown_task(&request.task_id))?;
+        Ok(GetTaskResult::new(detailed(view, &self.state.services.public_base_url)))
+    }
+
+    async fn update_task(&self, request: UpdateTaskParams, ctx: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        // No command asks its caller for input: there is nothing to answer, only the task
+        // to know.
+        let toolbox = Self::visit(&ctx)?;
+        match tasks::task(&self.state.services, &toolbox, &request.task_id).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(unknown_task(&request.task_id)),
+            Err(err) => Err(store_failure(err)),
+        }
+    }
+
+    async fn cancel_task(&self, request: CancelTaskParams, ctx: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let toolbox = Self::visit(&ctx)?;
+        match tasks::cancel(&self.state.services, &toolbox, &request.task_id).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(unknown_task(&request.task_id)),
+            Err(err) => Err(store_failure(err)),
+        }
     }
 }
 
@@ -274,12 +313,13 @@ pub(super) async fn answer_call(
     request: CallToolRequestParams,
     meta: &RequestMetaObject,
     progress: Option<impl AsyncFnMut(u8)>,
-) -> Result<CallToolResult, ErrorData> {
+    as_task: bool,
+) -> Result<CallToolResponse, ErrorData> {
     let name = request.name.to_string();
     let arguments = request.arguments.unwrap_or_default();
     // Text no database can keep, refused as on every other surface.
     if let Err(refused) = crate::error::refuse_nul(&serde_json::to_vec(&arguments).unwrap_or_default()) {
-        return Ok(failure(ServiceError::Validation(refused.message), None));
+        return Ok(failure(ServiceError::Validation(refused.message), None).into());
     }
     let sent = json!({ "tool": name, "arguments": arguments });
     let call = ToolCall {
@@ -302,15 +342,23 @@ pub(super) async fn answer_call(
             CallToolResult::structured_error(serde_json::to_value(required).unwrap_or_default())
         }
         Ok(Called::Done { outcome, settlement }) => {
-            let mut result = result_of(outcome, &services.public_base_url);
-            if let Some(settlement) = settlement {
+            let meta = settlement.map(|settlement| {
                 let mut meta = Map::new();
                 meta.insert(
                     mcp::PAYMENT_RESPONSE_META.into(),
                     serde_json::to_value(settlement).unwrap_or_default(),
                 );
-                result.meta = Some(MetaObject(meta));
+                MetaObject(meta)
+            });
+            if let (true, ToolOutcome::Queued { job_id }) = (as_task, &outcome) {
+                let created = CreateTaskResult::new(new_task(services, job_id));
+                return Ok(CallToolResponse::Task(match meta {
+                    Some(meta) => created.with_meta(meta),
+                    None => created,
+                }));
             }
+            let mut result = result_of(outcome, &services.public_base_url);
+            result.meta = meta;
             result
         }
         Err(ServiceError::Store(err)) => {
@@ -318,7 +366,67 @@ pub(super) async fn answer_call(
             return Err(ErrorData::internal_error("Internal server error", None));
         }
         Err(err) => failure(err, None),
-    })
+    }
+    .into())
+}
+
+/// How often a task's client should look again.
+const TASK_POLL_MS: u64 = 1_000;
+
+/// A task just made for a job: working, kept as long as the job is.
+fn new_task(services: &crate::services::Services, job_id: &str) -> Task {
+    let now = crate::clock::iso(crate::clock::now_ms());
+    let ttl_ms = services.settings.jobs.job_retention_hours * 3_600_000;
+    Task::new(job_id, TaskStatus::Working, now.clone(), now)
+        .with_ttl_ms(ttl_ms)
+        .with_poll_interval_ms(TASK_POLL_MS)
+}
+
+/// A task as `tasks/get` answers it: its state, with a finished call's result inlined (a
+/// failed tool is `completed` with `isError`; `failed` is for a call that could not run).
+fn detailed(view: tasks::TaskView, public_base_url: &str) -> DetailedTask {
+    let mut task = Task::new(
+        view.id,
+        TaskStatus::Working,
+        crate::clock::iso(view.created_at),
+        crate::clock::iso(view.updated_at),
+    )
+    .with_poll_interval_ms(TASK_POLL_MS);
+    task.ttl_ms = Some(view.ttl_ms);
+    let payload = match view.state {
+        TaskState::Working { progress } => {
+            if let Some(progress) = progress {
+                task = task.with_status_message(format!("{progress}% done"));
+            }
+            TaskPayload::Working
+        }
+        TaskState::Completed(outcome) => {
+            let result = serde_json::to_value(result_of(outcome, public_base_url)).unwrap_or_default();
+            TaskPayload::Completed {
+                result: match result {
+                    Value::Object(object) => object,
+                    _ => Map::new(),
+                },
+            }
+        }
+        TaskState::Cancelled => TaskPayload::Cancelled,
+        TaskState::Failed(message) => {
+            let error = json!({ "code": -32603, "message": message });
+            TaskPayload::Failed {
+                error: error.as_object().cloned().unwrap_or_default(),
+            }
+        }
+    };
+    DetailedTask::new(task, payload)
+}
+
+fn unknown_task(id: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("Unknown task: {id}"), Some(json!({ "taskId": id })))
+}
+
+fn store_failure(err: ServiceError) -> ErrorData {
+    tracing::error!("an MCP task request failed: {err}");
+    ErrorData::internal_error("Internal server error", None)
 }
 
 /// A tool as MCP lists it. A command that takes a file is not a tool (no argument can

@@ -23,6 +23,7 @@ use crate::x402::sign_in::SIGN_IN_WITH_X;
 
 pub mod exposed;
 mod sign_in_call;
+pub mod tasks;
 use crate::x402::wire::{self, PaymentRequiredV2, ResourceInfo, SettleResponse, Version};
 use sign_in_call::signed_in;
 

@@ -302,8 +302,14 @@ impl<'a> Refund<'a> {
 
 /// Called when a job ends `failed`: a paid job's payer is refunded, unless the job failed
 /// on the payer's own input (`invalid_input`).
+/// A job that ended by the payer's doing (its input refused, or its own cancellation) is
+/// neither refunded nor counted against the command.
+fn payers_doing(code: &str) -> bool {
+    code == "invalid_input" || code == crate::store::JOB_CANCELLED
+}
+
 pub async fn refund_failed_job(services: &Services, job_id: &str, why: &str, code: &str) {
-    if code == "invalid_input" {
+    if payers_doing(code) {
         return;
     }
     let payment = match services.store.payment_by_job(job_id).await {
@@ -342,7 +348,7 @@ pub async fn refund_failed_job(services: &Services, job_id: &str, why: &str, cod
     // owes, is that one's to finish).
     let still_owed = async {
         let job = services.store.job(job_id).await?;
-        let failed = job.is_some_and(|j| j.state == JobState::Failed && j.code.as_deref() != Some("invalid_input"));
+        let failed = job.is_some_and(|j| j.state == JobState::Failed && !j.code.as_deref().is_some_and(payers_doing));
         let payment = services.store.payment(&payment.id).await?;
         Ok::<_, crate::store::StoreError>(payment.filter(|p| failed && p.state == PaymentState::Served))
     };

@@ -396,6 +396,7 @@ async fn a_paid_job_that_succeeded_is_not_refunded_by_a_late_pass() {
         code: None,
         created_at: crate::clock::now_ms(),
         expires_at: crate::clock::now_ms() + 3_600_000,
+        finished_at: None,
     };
     store.insert_job(job, Some(settled.payment_id.clone())).await.unwrap();
     drop(settled);
