@@ -947,3 +947,97 @@ config = { url = "http://127.0.0.1:9/hook" }
     }
     assert_eq!(chain.usdc_of(&wallet).await, 0, "the 0.02 went back");
 }
+
+/// What a client shows of the server and its tools: the agent's name and icon, each tool's
+/// title and icon (served by the host, so that nothing in an SVG runs), and a declared
+/// output schema its structured answer is held to.
+#[tokio::test]
+async fn tools_carry_their_title_icon_and_output_schema() {
+    let env = TestEnv::new();
+    let key = env.account_with_key("alice", "free");
+    let extra = r#"
+[[commands]]
+command = "stats"
+description = "Numbers, as JSON"
+handler_type = "simple_text"
+integrations = ["mcp"]
+config = { text = '{"count": 3}' }
+
+[[commands]]
+command = "sloppy"
+description = "Not what it promises"
+handler_type = "simple_text"
+integrations = ["mcp"]
+config = { text = '{"other": 1}' }
+
+[mcp]
+icon = { mime_type = "image/png", data = "PNG" }
+[mcp.tools.hello]
+title = "Say hello"
+[mcp.tools.stats]
+title = "Stats"
+icon = { mime_type = "image/svg+xml", data = "SVG" }
+output_schema = { type = "object", properties = { count = { type = "integer" } }, required = ["count"] }
+[mcp.tools.sloppy]
+output_schema = { type = "object", required = ["count"] }
+"#
+    .replace("PNG", "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC")
+    .replace("SVG", "PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHdpZHRoPSI4IiBoZWlnaHQ9IjgiPjxzY3JpcHQ+YWxlcnQoMSk8L3NjcmlwdD48cmVjdCB3aWR0aD0iOCIgaGVpZ2h0PSI4IiBmaWxsPSJyZWQiLz48L3N2Zz4=");
+    let id = env.apply_agent(&format!("{}{extra}", tool_manifest()), "alice");
+    let server = env.serve();
+    let run = sdk_client(&json!({
+        "url": server.url("/mcp/toolsmith"),
+        "key": key,
+        "calls": [{ "name": "stats" }, { "name": "sloppy" }],
+    }))
+    .await;
+    let info = &run["serverVersion"];
+    assert_eq!(info["title"], "Toolsmith", "{info}");
+    assert_eq!(info["icons"][0]["src"], server.url(&format!("/icons/{id}")), "{info}");
+    assert_eq!(info["websiteUrl"], server.base, "{info}");
+    let tool = |name: &str| {
+        run["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(tool("hello")["title"], "Say hello");
+    assert_eq!(
+        tool("hello")["icons"][0]["src"],
+        server.url(&format!("/icons/{id}")),
+        "the agent's, lacking its own"
+    );
+    assert_eq!(
+        tool("stats")["icons"][0]["src"],
+        server.url(&format!("/icons/{id}/stats"))
+    );
+    assert_eq!(tool("stats")["outputSchema"]["required"], json!(["count"]));
+    assert_eq!(
+        run["results"][0]["result"]["structuredContent"],
+        json!({ "count": 3 }),
+        "{run}"
+    );
+    let sloppy = &run["results"][1]["result"];
+    assert_eq!(sloppy["isError"], true, "{sloppy}");
+    assert!(
+        text_of(sloppy).contains("does not follow its output schema: 'count' is missing"),
+        "{sloppy}"
+    );
+
+    let svg = get(&server.url(&format!("/icons/{id}/stats")), None).await;
+    assert_eq!(svg.status, 200);
+    assert_eq!(svg.header("content-type"), Some("image/svg+xml"));
+    assert!(
+        svg.header("content-security-policy").unwrap().contains("sandbox"),
+        "its script never runs"
+    );
+    assert_eq!(get(&server.url(&format!("/icons/{id}/hello")), None).await.status, 404);
+    assert_eq!(
+        get(&server.url("/icons/toolsmith"), None).await.status,
+        200,
+        "by username too"
+    );
+}

@@ -18,6 +18,30 @@ pub struct McpExposed {
     pub resources: Vec<McpResource>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub prompts: Vec<McpPrompt>,
+    /// The agent's icon, served by the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon: Option<McpIcon>,
+    /// What MCP clients are told of a tool beyond its command: by tool name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tools: BTreeMap<String, McpToolMeta>,
+}
+
+/// An image, kept base64 (checked when the manifest was read).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpIcon {
+    pub mime_type: String,
+    pub data: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpToolMeta {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon: Option<McpIcon>,
+    /// A JSON Schema (an object's) the tool's structured answer follows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl McpExposed {

@@ -2,7 +2,10 @@
 //! that create and change them live in `services`, their storage in `store`.
 
 mod mcp;
-pub use mcp::{McpBody, McpExposed, McpMessageContent, McpPrompt, McpPromptArgument, McpPromptMessage, McpResource};
+pub use mcp::{
+    McpBody, McpExposed, McpIcon, McpMessageContent, McpPrompt, McpPromptArgument, McpPromptMessage, McpResource,
+    McpToolMeta,
+};
 
 use serde::{Deserialize, Serialize};
 

@@ -10,7 +10,8 @@ use toml::Spanned;
 
 use super::{Checker, ManifestError};
 use crate::domain::{
-    McpBody, McpExposed, McpMessageContent, McpPrompt, McpPromptArgument, McpPromptMessage, McpResource,
+    McpBody, McpExposed, McpIcon, McpMessageContent, McpPrompt, McpPromptArgument, McpPromptMessage, McpResource,
+    McpToolMeta,
 };
 
 #[derive(Deserialize)]
@@ -26,6 +27,21 @@ pub(super) struct RawMcp {
     resources: Vec<Spanned<RawResource>>,
     #[serde(default)]
     prompts: Vec<Spanned<RawPrompt>>,
+    #[serde(default)]
+    icon: Option<McpIcon>,
+    #[serde(default)]
+    tools: BTreeMap<String, RawToolMeta>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawToolMeta {
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    icon: Option<McpIcon>,
+    #[serde(default)]
+    output_schema: Option<toml::Table>,
 }
 
 #[derive(Deserialize)]
@@ -102,8 +118,85 @@ const MAX_URI_CHARS: usize = 1000;
 /// All the text and data `[mcp]` holds, together: it is kept with the agent and read with it.
 const MAX_TOTAL_BYTES: usize = 1024 * 1024;
 
+/// Largest icon, decoded: an icon is read with its agent.
+const MAX_ICON_BYTES: usize = 64 * 1024;
+/// The images an icon may be (an SVG is served so that no script in it runs).
+const ICON_TYPES: [&str; 5] = ["image/png", "image/jpeg", "image/webp", "image/gif", "image/svg+xml"];
+
+fn icon(check: &Checker<'_>, field: &str, icon: McpIcon) -> Result<McpIcon, ManifestError> {
+    if !ICON_TYPES.contains(&icon.mime_type.as_str()) {
+        return Err(check.err(None, field, format!("mime_type is one of {}", ICON_TYPES.join(", "))));
+    }
+    let data = icon.data.trim().to_string();
+    match base64::engine::general_purpose::STANDARD.decode(&data) {
+        Ok(bytes) if !bytes.is_empty() && bytes.len() <= MAX_ICON_BYTES => Ok(McpIcon {
+            mime_type: icon.mime_type,
+            data,
+        }),
+        Ok(_) => Err(check.err(None, field, format!("data is 1 to {MAX_ICON_BYTES} bytes"))),
+        Err(_) => Err(check.err(None, field, "data is not base64")),
+    }
+}
+
+/// `[mcp.tools.<name>]`: a title, an icon and an output schema for a tool this agent offers
+/// on MCP (`chat`, or a command with `mcp` in its integrations).
+fn tool_meta(
+    check: &Checker<'_>,
+    tools: &[&str],
+    raw: BTreeMap<String, RawToolMeta>,
+) -> Result<BTreeMap<String, McpToolMeta>, ManifestError> {
+    let mut metas = BTreeMap::new();
+    for (name, raw) in raw {
+        let at = |f: &str| format!("mcp.tools.{name}.{f}");
+        if !tools.contains(&name.as_str()) {
+            return Err(check.err(
+                None,
+                format!("mcp.tools.{name}"),
+                "names no tool: chat, or a command with \"mcp\" in its integrations",
+            ));
+        }
+        if raw
+            .title
+            .as_ref()
+            .is_some_and(|t| t.trim().is_empty() || t.chars().count() > 100 || t.chars().any(char::is_control))
+        {
+            return Err(check.err(None, at("title"), "1 to 100 characters, no control characters"));
+        }
+        let output_schema = match raw.output_schema {
+            None => None,
+            Some(table) => {
+                let schema = serde_json::to_value(&table).unwrap_or_default();
+                let serde_json::Value::Object(schema) = schema else {
+                    return Err(check.err(None, at("output_schema"), "is a JSON Schema table"));
+                };
+                if schema.get("type").and_then(|t| t.as_str()) != Some("object") {
+                    return Err(check.err(None, at("output_schema"), "describes an object: type = \"object\""));
+                }
+                if schema
+                    .get("required")
+                    .is_some_and(|r| !r.as_array().is_some_and(|r| r.iter().all(|k| k.is_string())))
+                {
+                    return Err(check.err(None, at("output_schema"), "required is a list of property names"));
+                }
+                Some(schema)
+            }
+        };
+        let icon = raw.icon.map(|i| icon(check, &at("icon"), i)).transpose()?;
+        metas.insert(
+            name,
+            McpToolMeta {
+                title: raw.title,
+                icon,
+                output_schema,
+            },
+        );
+    }
+    Ok(metas)
+}
+
 /// What `[mcp]` shows; every name unique, every placeholder declared, every blob base64.
-pub(super) fn exposed(check: &Checker<'_>, raw: RawMcp) -> Result<McpExposed, ManifestError> {
+/// `tools`: the names of the tools the agent offers on MCP.
+pub(super) fn exposed(check: &Checker<'_>, raw: RawMcp, tools: &[&str]) -> Result<McpExposed, ManifestError> {
     let personality = raw.personality;
     let mut total = 0usize;
     let mut count = |text: &str| total += text.len();
@@ -262,6 +355,8 @@ pub(super) fn exposed(check: &Checker<'_>, raw: RawMcp) -> Result<McpExposed, Ma
         personality: raw.personality,
         resources,
         prompts,
+        icon: raw.icon.map(|i| icon(check, "mcp.icon", i)).transpose()?,
+        tools: tool_meta(check, tools, raw.tools)?,
     })
 }
 

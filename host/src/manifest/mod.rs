@@ -442,7 +442,13 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
             x402,
             mcp_open: raw.mcp.as_ref().is_some_and(|m| m.open),
             mcp: match raw.mcp {
-                Some(mcp) => mcp::exposed(&check, mcp)?,
+                Some(mcp) => {
+                    let offered = commands.iter().filter(|c| c.integrations.contains(&Integration::Mcp));
+                    let tools: Vec<&str> = std::iter::once("chat")
+                        .chain(offered.map(|c| c.name.as_str()))
+                        .collect();
+                    mcp::exposed(&check, mcp, &tools)?
+                }
                 None => Default::default(),
             },
         },

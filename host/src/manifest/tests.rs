@@ -268,3 +268,42 @@ fn parameter_values_are_for_strings_and_distinct() {
         );
     }
 }
+
+#[test]
+fn mcp_tool_metadata_names_offered_tools_and_sane_icons() {
+    let mcp_hello = GOOD.replace(
+        r#"integrations = ["x402", "chatapp", "x402"]"#,
+        r#"integrations = ["mcp"]"#,
+    );
+    let with = |mcp: &str| parse_str(&format!("{mcp_hello}\n[mcp]\n{mcp}"));
+    let m =
+        with("[mcp.tools.hello]\ntitle = \"Hi\"\noutput_schema = { type = \"object\", required = [\"a\"] }").unwrap();
+    assert_eq!(m.agent.mcp.tools["hello"].title.as_deref(), Some("Hi"));
+    assert_eq!(
+        m.agent.mcp.tools["hello"].output_schema.as_ref().unwrap()["required"],
+        serde_json::json!(["a"])
+    );
+    assert!(
+        with("[mcp.tools.chat]\ntitle = \"Talk\"").is_ok(),
+        "the chat tool is one"
+    );
+    let refused = [
+        ("[mcp.tools.nosuch]\ntitle = \"x\"", "mcp.tools.nosuch"),
+        (
+            "[mcp.tools.hello]\noutput_schema = { type = \"string\" }",
+            "mcp.tools.hello.output_schema",
+        ),
+        (
+            "[mcp.tools.hello]\nicon = { mime_type = \"text/html\", data = \"AAAA\" }",
+            "mcp.tools.hello.icon",
+        ),
+        (
+            "icon = { mime_type = \"image/png\", data = \"not base64!\" }",
+            "mcp.icon",
+        ),
+    ];
+    for (mcp, field) in refused {
+        let err = with(mcp).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some(field), "{mcp}: {err}");
+    }
+}

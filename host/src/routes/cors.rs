@@ -26,6 +26,7 @@ pub fn is_paid_surface(path: &str) -> bool {
         || path == "/discovery/resources"
         || path.starts_with("/mcp/")
         || path.starts_with("/jobs/")
+        || path.starts_with("/icons/")
         || path.starts_with("/.well-known/oauth-")
         || ["/oauth/register", "/oauth/token", "/oauth/revoke"].contains(&path)
 }

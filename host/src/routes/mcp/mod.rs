@@ -34,6 +34,7 @@ use crate::services::mcp::{self, Toolbox};
 use crate::services::oauth;
 
 mod direct;
+mod icons;
 mod server;
 
 pub fn routes(state: AppState) -> Router<AppState> {
@@ -60,6 +61,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
             }),
         )
         .route_layer(middleware::from_fn_with_state((state, eligibility), admit))
+        .merge(icons::routes())
 }
 
 /// Stateless, JSON answers (a call that reports progress streams as SSE), the API's body

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, CompletionInfo,
-    ContentBlock, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
-    ProgressNotificationParam, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, Reference, RequestMetaObject, Resource, ResourceContents, ResourceTemplate, Role,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ContentBlock, DiscoverResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Icon, Implementation,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptArgument,
+    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, RequestMetaObject,
+    Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::model::{
     CancelTaskParams, CreateTaskResult, DetailedTask, GetTaskParams, GetTaskResult, Task, TaskPayload, TaskStatus,
@@ -20,7 +20,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 
-use super::Visit;
+use super::{Visit, icons};
 use crate::domain::{HandlerType, McpBody, McpMessageContent, ResponseFormat};
 use crate::error::ApiError;
 use crate::routes::AppState;
@@ -67,6 +67,24 @@ impl AgentServer {
     }
 }
 
+impl AgentServer {
+    /// Who this server is: the host, titled with the agent's name, with the agent's icon
+    /// (else the host's) and the host's address.
+    fn server_info(&self, toolbox: &Toolbox) -> Implementation {
+        let base = &self.state.services.public_base_url;
+        let agent = &toolbox.found.agent;
+        let icon = match &agent.def.mcp.icon {
+            Some(icon) => icon_of(icons::icon_url(base, &agent.id, None), &icon.mime_type),
+            None => icon_of(format!("{base}/console/icon.svg"), "image/svg+xml"),
+        };
+        let mut info = Implementation::new("agent-host", env!("CARGO_PKG_VERSION"));
+        info.title = Some(agent.def.name.clone());
+        info.icons = Some(vec![icon]);
+        info.website_url = Some(base.clone());
+        info
+    }
+}
+
 impl ServerHandler for AgentServer {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
@@ -85,6 +103,26 @@ impl ServerHandler for AgentServer {
             )
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        ctx.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        result.server_info = self.server_info(&*Self::visit(&ctx)?);
+        Ok(result)
+    }
+
+    async fn discover(&self, ctx: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
+        let mut info = self.get_info();
+        info.server_info = self.server_info(&*Self::visit(&ctx)?);
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            info,
+        ))
+    }
+
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
@@ -94,7 +132,14 @@ impl ServerHandler for AgentServer {
         let tools: Vec<Tool> = toolbox
             .tools()
             .iter()
-            .filter_map(|tool| tool_of(tool, toolbox.description(tool)))
+            .filter_map(|tool| {
+                tool_of(
+                    tool,
+                    toolbox.description(tool),
+                    &toolbox,
+                    &self.state.services.public_base_url,
+                )
+            })
             .collect();
         let (page, next) = self.page(tools, request)?;
         Ok(ListToolsResult {
@@ -357,7 +402,11 @@ pub(super) async fn answer_call(
                     None => created,
                 }));
             }
-            let mut result = result_of(outcome, &services.public_base_url);
+            let schema = toolbox.found.agent.def.mcp.tools.get(request.name.as_ref());
+            let mut result = following(
+                result_of(outcome, &services.public_base_url),
+                schema.and_then(|m| m.output_schema.as_ref()),
+            );
             result.meta = meta;
             result
         }
@@ -431,10 +480,12 @@ fn store_failure(err: ServiceError) -> ErrorData {
 
 /// A tool as MCP lists it. A command that takes a file is not a tool (no argument can
 /// carry one).
-fn tool_of(tool: &mcp::Tool<'_>, description: String) -> Option<Tool> {
+fn tool_of(tool: &mcp::Tool<'_>, description: String, toolbox: &Toolbox, public_base_url: &str) -> Option<Tool> {
     let Value::Object(schema) = mcp::input_schema(tool.command)? else {
         return None;
     };
+    let agent = &toolbox.found.agent;
+    let meta = agent.def.mcp.tools.get(tool.name);
     let mut description = description;
     if let Some(price) = tool.price {
         description = format!("{description} Costs {price} USDC a call, paid with x402.")
@@ -442,6 +493,19 @@ fn tool_of(tool: &mcp::Tool<'_>, description: String) -> Option<Tool> {
             .to_string();
     }
     let mut listed = Tool::new(tool.name.to_string(), description, Arc::new(schema));
+    listed.title = meta.and_then(|m| m.title.clone());
+    listed.output_schema = meta.and_then(|m| m.output_schema.clone()).map(Arc::new);
+    // Its own icon, else the agent's.
+    let icon = match meta.and_then(|m| m.icon.as_ref()) {
+        Some(icon) => Some((icon, icons::icon_url(public_base_url, &agent.id, Some(tool.name)))),
+        None => agent
+            .def
+            .mcp
+            .icon
+            .as_ref()
+            .map(|icon| (icon, icons::icon_url(public_base_url, &agent.id, None))),
+    };
+    listed.icons = icon.map(|(icon, src)| vec![icon_of(src, &icon.mime_type)]);
     // A fixed text reads nothing and changes nothing; other handlers may reach anything.
     if tool
         .command
@@ -456,6 +520,49 @@ fn tool_of(tool: &mcp::Tool<'_>, description: String) -> Option<Tool> {
         );
     }
     Some(listed)
+}
+
+/// A result held to the tool's declared output schema: a JSON object answer with every
+/// `required` property of the schema is its structured content; another answer is a tool
+/// error, since a client may check it against the schema it was shown. An error carries no
+/// structured content then (clients check any they get against the schema), only its text.
+fn following(result: CallToolResult, schema: Option<&Map<String, Value>>) -> CallToolResult {
+    let Some(schema) = schema else {
+        return result;
+    };
+    let unstructured = |mut error: CallToolResult| {
+        error.structured_content = None;
+        error
+    };
+    if result.is_error == Some(true) {
+        return unstructured(result);
+    }
+    let required = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let why = match &result.structured_content {
+        Some(Value::Object(answer)) => required
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|k| !answer.contains_key(*k))
+            .map(|k| format!("'{k}' is missing")),
+        _ => Some("it is not a JSON object".into()),
+    };
+    match why {
+        None => result,
+        Some(why) => unstructured(failure(
+            ServiceError::Execution(format!("The command's answer does not follow its output schema: {why}")),
+            None,
+        )),
+    }
+}
+
+fn icon_of(src: String, mime_type: &str) -> Icon {
+    let mut icon = Icon::new(src);
+    icon.mime_type = Some(mime_type.to_string());
+    icon
 }
 
 /// A tool's outcome as MCP content: the answer's text, its media as a link, and JSON
