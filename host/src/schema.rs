@@ -25,6 +25,9 @@ pub fn arguments(command: &Command) -> Option<Value> {
         if !param.values.is_empty() {
             schema["enum"] = json!(param.values);
         }
+        if let Some(default) = &param.default {
+            schema["default"] = default.clone();
+        }
         properties.insert(param.name.clone(), schema);
         if param.required {
             required.push(param.name.clone());

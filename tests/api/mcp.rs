@@ -585,6 +585,7 @@ async fn the_conformance_suite_passes_what_applies_in_both_eras() {
     env.create_account("tester", "free");
     let manifest =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/conformance/agent.toml")).unwrap();
+    let manifest = manifest.replace("{probe}", &plugin_path("probe"));
     env.apply_agent(&manifest, "tester");
     let server = env.serve();
     conformance(&server, "2026-07-28").await;

@@ -42,6 +42,10 @@ pub struct McpToolMeta {
     /// A JSON Schema (an object's) the tool's structured answer follows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The command answers MCP content itself: a JSON array of content blocks (text,
+    /// image, audio, embedded resources, resource links), given to clients as they are.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub content_blocks: bool,
 }
 
 impl McpExposed {

@@ -186,6 +186,18 @@ pub enum ParamType {
 }
 
 impl ParamType {
+    /// Whether `value` is of this type (no value is a file).
+    pub fn accepts(self, value: &serde_json::Value) -> bool {
+        match self {
+            ParamType::String => value.is_string(),
+            ParamType::Number => value.is_number(),
+            ParamType::Boolean => value.is_boolean(),
+            ParamType::Array => value.is_array(),
+            ParamType::Object => value.is_object(),
+            ParamType::File => false,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ParamType::String => "string",
@@ -280,6 +292,9 @@ pub struct ParamSpec {
     /// A string parameter's allowed values (its schema's `enum`); empty: any string.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub values: Vec<String>,
+    /// Taken when the caller gives none (checked against the type when the manifest is read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -42,6 +42,8 @@ struct RawToolMeta {
     icon: Option<McpIcon>,
     #[serde(default)]
     output_schema: Option<toml::Table>,
+    #[serde(default)]
+    content_blocks: bool,
 }
 
 #[derive(Deserialize)]
@@ -182,14 +184,20 @@ fn tool_meta(
             }
         };
         let icon = raw.icon.map(|i| icon(check, &at("icon"), i)).transpose()?;
-        metas.insert(
-            name,
-            McpToolMeta {
-                title: raw.title,
-                icon,
-                output_schema,
-            },
-        );
+        if raw.content_blocks && output_schema.is_some() {
+            return Err(check.err(
+                None,
+                at("content_blocks"),
+                "answers content, not a structured answer: drop output_schema",
+            ));
+        }
+        let meta = McpToolMeta {
+            title: raw.title,
+            icon,
+            output_schema,
+            content_blocks: raw.content_blocks,
+        };
+        metas.insert(name, meta);
     }
     Ok(metas)
 }

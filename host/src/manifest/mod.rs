@@ -355,6 +355,20 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
             if let Err(why) = allowed_values(&param) {
                 return Err(check.err(Some(&pspan), at(&format!("parameters[{p}].values")), why));
             }
+            let default_fits = |d: &serde_json::Value| {
+                param.kind.accepts(d)
+                    && (param.values.is_empty() || d.as_str().is_some_and(|d| param.values.iter().any(|v| v == d)))
+            };
+            if param.default.as_ref().is_some_and(|d| !default_fits(d)) {
+                return Err(check.err(
+                    Some(&pspan),
+                    at(&format!("parameters[{p}].default")),
+                    format!(
+                        "must be a {} (and one of its values, if it lists them)",
+                        param.kind.as_str()
+                    ),
+                ));
+            }
             parameters.push(param);
         }
         let price = cmd.price_usd.map(|p| price(&check, &p, &at("price_usd"))).transpose()?;

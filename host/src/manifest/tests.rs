@@ -267,6 +267,19 @@ fn parameter_values_are_for_strings_and_distinct() {
             "{bad}: {err}"
         );
     }
+    let m = with(r#"{ name = "n", type = "number", default = 300 }"#).unwrap();
+    assert_eq!(m.commands[0].parameters[0].default, Some(serde_json::json!(300)));
+    for bad in [
+        r#"{ name = "n", type = "number", default = "300" }"#,
+        r#"{ name = "n", type = "string", values = ["a"], default = "b" }"#,
+    ] {
+        let err = with(bad).unwrap_err();
+        assert_eq!(
+            err.field.as_deref(),
+            Some("commands[0].parameters[0].default"),
+            "{bad}: {err}"
+        );
+    }
 }
 
 #[test]

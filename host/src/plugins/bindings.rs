@@ -127,6 +127,7 @@ impl From<types::ParamSpec> for ParamSpec {
             required: p.required,
             description: p.description,
             values: Vec::new(),
+            default: None,
         }
     }
 }

@@ -484,6 +484,7 @@ mod tests {
                         required: true,
                         description: "City".into(),
                         values: Vec::new(),
+                        default: None,
                     },
                     ParamSpec {
                         name: "days".into(),
@@ -491,6 +492,7 @@ mod tests {
                         required: false,
                         description: String::new(),
                         values: Vec::new(),
+                        default: None,
                     },
                 ],
                 response_format: ResponseFormat::Text,
@@ -520,6 +522,7 @@ mod tests {
             required: true,
             description: String::new(),
             values: Vec::new(),
+            default: None,
         });
         assert!(tool_spec(&needs_file).is_none());
     }

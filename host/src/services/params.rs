@@ -136,14 +136,10 @@ fn file_unsupported(name: &str) -> String {
 }
 
 fn check_type(spec: &ParamSpec, value: &Value) -> Result<(), String> {
-    let ok = match spec.kind {
-        ParamType::String => value.is_string(),
-        ParamType::Number => value.is_number(),
-        ParamType::Boolean => value.is_boolean(),
-        ParamType::Array => value.is_array(),
-        ParamType::Object => value.is_object(),
-        ParamType::File => return Err(file_unsupported(&spec.name)),
-    };
+    if spec.kind == ParamType::File {
+        return Err(file_unsupported(&spec.name));
+    }
+    let ok = spec.kind.accepts(value);
     if ok && !spec.values.is_empty() && !value.as_str().is_some_and(|v| spec.values.iter().any(|a| a == v)) {
         return Err(format!(
             "parameter '{}' must be one of {}",
@@ -207,6 +203,9 @@ pub fn resolve(
         }
     }
     for spec in specs {
+        if let (None, Some(default)) = (merged.get(&spec.name), &spec.default) {
+            merged.insert(spec.name.clone(), default.clone());
+        }
         match merged.get(&spec.name) {
             Some(value) => check_type(spec, value)?,
             None if spec.kind == ParamType::File && spec.required => return Err(file_unsupported(&spec.name)),
@@ -229,6 +228,7 @@ mod tests {
             required,
             description: String::new(),
             values: Vec::new(),
+            default: None,
         }
     }
 
@@ -348,5 +348,20 @@ mod tests {
                 .unwrap_err()
                 .contains("must be of type string")
         );
+    }
+
+    #[test]
+    fn a_missing_parameter_takes_its_default() {
+        let mut n = spec("n", ParamType::Number, false);
+        n.default = Some(json!(300));
+        let resolved = resolve("nap", std::slice::from_ref(&n), None, None).unwrap();
+        assert_eq!(resolved["n"], json!(300));
+        let given = resolve(
+            "nap",
+            std::slice::from_ref(&n),
+            Some(json!({ "n": 5 }).as_object().unwrap().clone()),
+            None,
+        );
+        assert_eq!(given.unwrap()["n"], json!(5));
     }
 }

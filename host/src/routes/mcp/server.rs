@@ -402,11 +402,12 @@ pub(super) async fn answer_call(
                     None => created,
                 }));
             }
-            let schema = toolbox.found.agent.def.mcp.tools.get(request.name.as_ref());
-            let mut result = following(
-                result_of(outcome, &services.public_base_url),
-                schema.and_then(|m| m.output_schema.as_ref()),
-            );
+            let tool = toolbox.found.agent.def.mcp.tools.get(request.name.as_ref());
+            let mut result = result_of(outcome, &services.public_base_url);
+            if tool.is_some_and(|t| t.content_blocks) {
+                result = as_blocks(result);
+            }
+            let mut result = following(result, tool.and_then(|t| t.output_schema.as_ref()));
             result.meta = meta;
             result
         }
@@ -556,6 +557,28 @@ fn following(result: CallToolResult, schema: Option<&Map<String, Value>>) -> Cal
             ServiceError::Execution(format!("The command's answer does not follow its output schema: {why}")),
             None,
         )),
+    }
+}
+
+/// The result of a tool that answers MCP content itself (`content_blocks`): its answer, a
+/// JSON array of content blocks, as the result's content; an answer that is not one is a
+/// tool error.
+fn as_blocks(result: CallToolResult) -> CallToolResult {
+    if result.is_error == Some(true) {
+        return result;
+    }
+    let answer = result
+        .content
+        .first()
+        .and_then(|block| block.as_text())
+        .map(|text| text.text.clone())
+        .unwrap_or_default();
+    match serde_json::from_str::<Vec<ContentBlock>>(&answer) {
+        Ok(blocks) if !blocks.is_empty() => CallToolResult::success(blocks),
+        _ => failure(
+            ServiceError::Execution("The command's answer is not a JSON array of MCP content blocks".into()),
+            None,
+        ),
     }
 }
 
