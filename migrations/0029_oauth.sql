@@ -6,7 +6,8 @@
 -- (and a replay revokes what it gave). `oauth_grants`: what a person allowed a client,
 -- for one agent's MCP endpoint (`resource`). `oauth_tokens`: the grant's access and refresh
 -- tokens, hashed; a refresh token is `replaced_at` when it was used (rotation): used again,
--- the whole grant is revoked.
+-- the whole grant is revoked. A grant keeps the key that allowed it (`key_id`): it works
+-- only while that key does.
 CREATE TABLE oauth_clients (
     id            TEXT PRIMARY KEY,
     name          TEXT,
@@ -27,6 +28,7 @@ CREATE TABLE oauth_codes (
     resource       TEXT NOT NULL,
     scope          TEXT NOT NULL,
     code_challenge TEXT NOT NULL,
+    key_id         TEXT NOT NULL,
     created_at     INTEGER NOT NULL,
     expires_at     INTEGER NOT NULL,
     grant_id       TEXT
@@ -39,11 +41,14 @@ CREATE TABLE oauth_grants (
     client_name  TEXT,
     resource     TEXT NOT NULL,
     scope        TEXT NOT NULL,
+    key_id       TEXT NOT NULL,
     created_at   INTEGER NOT NULL,
     last_used_at INTEGER,
     revoked_at   INTEGER
 );
 CREATE INDEX oauth_grants_by_account ON oauth_grants (account_id, created_at);
+CREATE INDEX oauth_grants_by_client ON oauth_grants (client_id);
+CREATE INDEX oauth_codes_by_client ON oauth_codes (client_id);
 CREATE TABLE oauth_tokens (
     id          TEXT PRIMARY KEY,
     grant_id    TEXT NOT NULL,

@@ -57,6 +57,11 @@ async fn a_connector_signs_in_with_oauth_by_dynamic_registration() {
     let run = oauth_client(&json!({ "url": url, "key": alice, "registration": "dcr" })).await;
 
     assert_eq!(run["pageErrors"], json!([]), "{run}");
+    assert_eq!(
+        run["refusedStays"], true,
+        "a refused request waits for the person: {run}"
+    );
+    assert_eq!(run["consent"]["allowAsleep"], true, "{run}");
     assert_eq!(run["consent"]["client"], "agent-host OAuth test client", "{run}");
     assert_eq!(run["consent"]["agent"], "toolsmith");
     assert!(
@@ -181,6 +186,7 @@ async fn a_client_named_by_its_metadata_document_signs_in() {
         run["consent"]["client"], "agent-host OAuth test client (127.0.0.1)",
         "{run}"
     );
+    assert_eq!(run["documentWithoutRedirect"], 400, "{run}");
     assert_eq!(run["hello"], "Hello, OAuth!", "{run}");
     assert_eq!(run["helloAgain"], "Hello, again!", "{run}");
     assert_eq!(run["afterRevoke"], 401, "{run}");
@@ -309,10 +315,13 @@ async fn the_authorization_server_refuses_what_an_attacker_tries() {
     );
 
     // Registration: only addresses a code may safely go to.
+    let long = format!("https://a.example/{}", "x".repeat(600));
     for bad in [
         "http://example.com/cb",
         "javascript:alert(1)",
         "https://example.com/cb#x",
+        "search-ms:query=x",
+        &long,
     ] {
         let reply = auth
             .register(&json!({ "redirect_uris": [bad], "token_endpoint_auth_method": "none" }))
@@ -356,6 +365,15 @@ async fn the_authorization_server_refuses_what_an_attacker_tries() {
         let reply = auth.describe(&auth.query(&client_id, &changes)).await;
         assert_eq!(redirected_error(&reply), error, "{changes:?}: {}", reply.text);
     }
+    // A decision is JSON only: a form another site posts is not one.
+    let form = send(
+        client()
+            .post(server.url("/oauth/authorize/decision"))
+            .header("content-type", "text/plain")
+            .body(json!({ "query": auth.query(&client_id, &[]), "allow": false }).to_string()),
+    )
+    .await;
+    assert_eq!(form.status, 415, "{}", form.text);
     // Declining sends access_denied; another account's key may not allow Alice's agent.
     let reply = auth.decide(&auth.query(&client_id, &[]), None, false).await;
     assert_eq!(redirected_error(&reply), "access_denied");
@@ -411,6 +429,19 @@ async fn the_authorization_server_refuses_what_an_attacker_tries() {
     assert_eq!(keyed.status, 401);
     let keyed = send(client().get(server.url("/v1/account")).header("x-api-key", &access)).await;
     assert_eq!(keyed.status, 401, "a token is not a key: {}", keyed.text);
+    // Another client replaying the code changes nothing: it is refused as not its own.
+    let other_client = auth
+        .register(&json!({ "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none" }))
+        .await
+        .json()["client_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        oauth_error(&auth.exchange(&other_client, &code).await),
+        (400, "invalid_grant".into())
+    );
+    assert_eq!(ping(&toolsmith, &access).await.status, 200, "the real grant stands");
     // Replayed: refused, and what the first exchange gave is revoked.
     assert_eq!(
         oauth_error(&auth.exchange(&client_id, &code).await),
@@ -465,6 +496,53 @@ async fn the_authorization_server_refuses_what_an_attacker_tries() {
     let revoked = send(client().delete(server.url(&path)).header("x-api-key", &alice)).await;
     assert_eq!(revoked.status, 200, "{}", revoked.text);
     assert_eq!(ping(&toolsmith, &access).await.status, 401);
+
+    // A grant works only while the key that allowed it does.
+    let deputy = env.cli_json(&["key", "create", "--account", "alice"])["key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let code = auth.code(&client_id, &deputy).await;
+    let tokens = auth.exchange(&client_id, &code).await.json();
+    let access = tokens["access_token"].as_str().unwrap().to_string();
+    assert_eq!(ping(&toolsmith, &access).await.status, 200);
+    let deputy_id: String = deputy.split('_').take(2).collect::<Vec<_>>().join("_");
+    let gone = send(
+        client()
+            .delete(server.url(&format!("/v1/account/keys/{deputy_id}")))
+            .header("x-api-key", &alice),
+    )
+    .await;
+    assert_eq!(gone.status, 200, "{}", gone.text);
+    assert_eq!(
+        ping(&toolsmith, &access).await.status,
+        401,
+        "the key's revocation ends its grants"
+    );
+    let refresh = tokens["refresh_token"].as_str().unwrap();
+    let again = auth
+        .token(&[
+            ("grant_type", "refresh_token"),
+            ("client_id", client_id.as_str()),
+            ("refresh_token", refresh),
+        ])
+        .await;
+    assert_eq!(oauth_error(&again), (400, "invalid_grant".into()));
+
+    // A path cannot write into the challenge.
+    let injected = server.url("/mcp/x%22,%20resource_metadata=%22https:%2F%2Fevil%2Fprm");
+    let reply = post_message(
+        &injected,
+        &[],
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string(),
+    )
+    .await;
+    assert_eq!(reply.status, 401, "{}", reply.text);
+    assert_eq!(
+        reply.header("www-authenticate"),
+        Some("Bearer"),
+        "no metadata for a name no endpoint has"
+    );
 
     // The token endpoint reads forms, and names what it does not do.
     let json_body = post_json(

@@ -10,8 +10,9 @@
 // request: { url: the agent's MCP endpoint, key: a key that manages the account,
 //            registration: "dcr" | "document", tls?: { cert, key } (PEM files, for the
 //            document's HTTPS server), deny?: true (the person declines) }
-// Prints one JSON line: { consent: {client, agent}, tools, hello, tokens: {first, refreshed},
-//   afterRevoke: HTTP status of a call with the revoked token, clientId, declined? }
+// Prints one JSON line: { consent: {client, agent, allowAsleep}, refusedStays, tools, hello,
+//   tokens: {first, refreshed}, afterRevoke: HTTP status of a call with the revoked token,
+//   clientId, documentWithoutRedirect?, declined? }
 import { createServer as createHttpServer } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import { readFileSync } from "node:fs";
@@ -97,13 +98,36 @@ const page = await browser.newPage();
 const pageErrors = [];
 page.on("pageerror", (e) => pageErrors.push(String(e)));
 page.on("console", (m) => m.type() === "error" && pageErrors.push(m.text()));
-await page.goto(String(provider.stored.authorizationUrl));
+
+// A request the client may hear refused (no response_type) is shown, never followed unasked.
+const authorizationUrl = new URL(provider.stored.authorizationUrl);
+const broken = new URL(authorizationUrl);
+broken.searchParams.delete("response_type");
+await page.goto(String(broken));
+await page.waitForSelector("#return", { timeout: 20000 });
+await new Promise((r) => setTimeout(r, 300));
+const refusedStays = new URL(page.url()).pathname === "/oauth/authorize";
+
+// A metadata document's client must name its redirect address.
+let documentWithoutRedirect;
+if (clientMetadataUrl) {
+  const asked = new URL(authorizationUrl);
+  asked.pathname = "/oauth/authorize/request";
+  asked.searchParams.delete("redirect_uri");
+  documentWithoutRedirect = (await fetch(asked)).status;
+}
+
+await page.goto(String(authorizationUrl));
 await page.waitForSelector("#allow", { timeout: 20000 });
 const consent = {
   client: await page.textContent("#client"),
   agent: await page.textContent("#agent"),
   framing: (await page.evaluate(async () => (await fetch(location.href)).headers.get("content-security-policy"))) ?? "",
+  // Asleep until the person is there: a click meant for another window cannot allow.
+  allowAsleep: await page.isDisabled("#allow"),
 };
+await page.mouse.move(40, 40);
+await page.mouse.move(80, 90);
 if (request.deny) {
   await page.click("#deny");
 } else {
@@ -151,6 +175,8 @@ const afterRevoke = await fetch(url, {
 
 console.log(JSON.stringify({
   consent,
+  refusedStays,
+  documentWithoutRedirect,
   pageErrors,
   clientId: provider.stored.client.client_id,
   tools,

@@ -2,6 +2,8 @@
 // answer. Allowing takes the account's API key (a key that manages the account), typed
 // here or kept by the console in this tab; it is sent once, as x-api-key, and not kept.
 // Every element is built with createElement and textContent (the policy refuses HTML).
+// Nothing leaves the page without a click: a refused request is shown, with a way back
+// (never an automatic redirect), and Allow wakes only once the person is on the page.
 
 const CONSOLE_KEY = "agent-host.key";
 const main = document.getElementById("main");
@@ -50,6 +52,40 @@ async function answer(allow, key, button) {
   document.getElementById("problem").textContent = message;
 }
 
+// A request the client may hear refused: shown, and sent back only when the person asks.
+function refusedBack(to) {
+  const why = new URL(to).searchParams.get("error_description") || "The request is not valid.";
+  const back = el("button", { type: "button", id: "return", text: "Return to the application" });
+  back.addEventListener("click", () => location.assign(to));
+  show(
+    el("h1", { text: "This request cannot be answered" }),
+    el("p", { role: "alert", text: why }),
+    el("p", { class: "hint", text: `Nothing was allowed. The application is at ${new URL(to).origin === "null" ? to : new URL(to).origin}.` }),
+    back,
+  );
+}
+
+// Allow wakes a moment after the page shows and once the person moves or types here, so a
+// click meant for another window (a double-click trap) cannot land on it.
+function wakeWhenPresent(button) {
+  button.disabled = true;
+  let shownAt = document.visibilityState === "visible" ? Date.now() : Infinity;
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "visible") shownAt = Date.now();
+  });
+  const wake = () => {
+    if (Date.now() - shownAt >= 700) button.disabled = false;
+    else setTimeout(wake, 100);
+  };
+  const present = () => {
+    removeEventListener("pointermove", present);
+    removeEventListener("keydown", present);
+    wake();
+  };
+  addEventListener("pointermove", present);
+  addEventListener("keydown", present);
+}
+
 function consent(request) {
   const stored = sessionStorage.getItem(CONSOLE_KEY) || "";
   const key = el("input", { type: "password", id: "key", autocomplete: "off", spellcheck: "false" });
@@ -65,6 +101,7 @@ function consent(request) {
     answer(true, key.value.trim(), allow);
   });
   deny.addEventListener("click", () => answer(false, "", deny));
+  wakeWhenPresent(allow);
   const redirect = new URL(request.redirect_uri);
   show(
     el("h1", { text: "Allow access to an agent?" }),
@@ -88,6 +125,6 @@ function consent(request) {
 
 const response = await fetch(`/oauth/authorize/request?${query}`);
 const body = await response.json().catch(() => ({}));
-if (body.redirect) location.assign(body.redirect);
+if (body.redirect) refusedBack(body.redirect);
 else if (response.ok) consent(body);
 else refusal(body);

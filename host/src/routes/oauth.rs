@@ -31,11 +31,13 @@ pub fn routes(state: AppState) -> Router<AppState> {
     if !state.services.settings.mcp.mcp_oauth {
         return Router::new();
     }
+    // Each may make the host fetch a client's metadata document: counted per client address.
     let anonymous = Router::new()
         .route("/oauth/register", post(register))
         .route("/oauth/token", post(token))
         .route("/oauth/revoke", post(revoke))
         .route("/oauth/authorize/request", get(describe))
+        .route("/oauth/authorize/decision", post(decide))
         .route_layer(axum::middleware::from_fn_with_state(state, super::x402::limit_clients));
     Router::new()
         .route(
@@ -44,7 +46,6 @@ pub fn routes(state: AppState) -> Router<AppState> {
         )
         .route("/.well-known/oauth-authorization-server", get(server_metadata))
         .route("/oauth/authorize", get(|| async { super::console::consent_page() }))
-        .route("/oauth/authorize/decision", post(decide))
         .merge(anonymous)
 }
 
@@ -79,11 +80,13 @@ fn issuer(state: &AppState) -> String {
 /// Where an agent's endpoint's metadata is, for the `WWW-Authenticate` of its 401s; `None`
 /// when OAuth is off.
 pub fn resource_metadata_url(state: &AppState, agent: &str) -> Option<String> {
-    state
-        .services
-        .settings
-        .mcp
-        .mcp_oauth
+    // Only a name an endpoint can have goes into a header (no quotes or commas from a path).
+    let plain = !agent.is_empty()
+        && agent.len() <= 64
+        && agent
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'));
+    (state.services.settings.mcp.mcp_oauth && plain)
         .then(|| format!("{}/.well-known/oauth-protected-resource/mcp/{agent}", issuer(state)))
 }
 
@@ -293,6 +296,20 @@ struct Decision {
 /// The person's answer: `{redirect}`, where the page sends the browser. Allowing takes the
 /// account's key (`x-api-key`), checked, throttled and rate-limited as on the keyed API.
 async fn decide(State(state): State<AppState>, parts: axum::http::request::Parts, body: Bytes) -> Response {
+    // JSON only: a form another site posts (no preflight) is not a decision.
+    let json = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.to_ascii_lowercase().starts_with("application/json"));
+    if !json {
+        return ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "validation_error",
+            "A decision is sent as application/json",
+        )
+        .into_response();
+    }
     let decision: Decision = match serde_json::from_slice(&body) {
         Ok(decision) => decision,
         Err(err) => return ApiError::validation(format!("Invalid body: {err}")).into_response(),

@@ -32,6 +32,8 @@ pub struct Caller {
     pub scope: KeyScope,
     /// When the caller's own key ends, if it does.
     pub key_ends_at: Option<i64>,
+    /// The caller's key; `None` for a caller by OAuth token.
+    pub key_id: Option<String>,
 }
 
 impl Caller {
@@ -249,6 +251,7 @@ pub async fn authenticate(store: &Store, presented: &str) -> Result<Caller, Serv
         account: record.account.clone(),
         scope: record.info.scope,
         key_ends_at: record.info.expires_at,
+        key_id: Some(record.info.id.clone()),
     })
 }
 

@@ -36,6 +36,8 @@ pub struct Authorized {
     pub scope: String,
     /// PKCE's S256 challenge.
     pub code_challenge: String,
+    /// The key the person allowed with: the grant works while it does.
+    pub key_id: String,
 }
 
 #[derive(Debug, Clone)]
@@ -82,6 +84,8 @@ pub struct TokenRecord {
     pub grant: GrantInfo,
     pub agent_username: Option<String>,
     pub account: Arc<Account>,
+    /// The key that allowed the grant works no more (revoked, or past its end).
+    pub key_ended: bool,
 }
 
 const GRANT_COLUMNS: &str =
@@ -103,10 +107,20 @@ fn grant_from_row(row: &Row, at: usize) -> Result<GrantInfo, StoreError> {
 
 /// How long an exchanged code's row is kept after it expires: a replay within it is seen.
 const CODE_KEPT_MS: i64 = 3_600_000;
+/// How long a registered client that was never used is kept.
+const UNUSED_CLIENT_KEPT_MS: i64 = 86_400_000;
 
 impl Store {
+    /// Records a registered client; clients never used (no code, no grant) a day after they
+    /// registered are cleared on the way, so registrations cannot pile up.
     pub async fn insert_oauth_client(&self, client: OAuthClient) -> Result<(), StoreError> {
         self.write(move |db| {
+            db.execute(
+                "DELETE FROM oauth_clients WHERE created_at < ?1
+                   AND NOT EXISTS (SELECT 1 FROM oauth_codes c WHERE c.client_id = oauth_clients.id)
+                   AND NOT EXISTS (SELECT 1 FROM oauth_grants g WHERE g.client_id = oauth_clients.id)",
+                args![client.created_at - UNUSED_CLIENT_KEPT_MS],
+            )?;
             let uris = serde_json::to_string(&client.redirect_uris).unwrap_or_default();
             db.execute(
                 "INSERT INTO oauth_clients (id, name, redirect_uris, auth_method, secret_hash, metadata, created_at)
@@ -170,8 +184,8 @@ impl Store {
             let a = &authorized;
             db.execute(
                 "INSERT INTO oauth_codes (id, secret_hash, account_id, agent_id, client_id, client_name, redirect_uri,
-                                          resource, scope, code_challenge, created_at, expires_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                                          resource, scope, code_challenge, created_at, expires_at, key_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                 args![
                     &id,
                     secret_hash,
@@ -184,7 +198,8 @@ impl Store {
                     &a.scope,
                     &a.code_challenge,
                     now,
-                    expires_at
+                    expires_at,
+                    &a.key_id
                 ],
             )?;
             Ok(())
@@ -197,7 +212,7 @@ impl Store {
         self.read(move |db| {
             db.query_opt(
                 "SELECT id, secret_hash, account_id, agent_id, client_id, client_name, redirect_uri, resource, scope,
-                        code_challenge, expires_at, grant_id
+                        code_challenge, expires_at, grant_id, key_id
                  FROM oauth_codes WHERE id = ?1",
                 args![id],
             )?
@@ -214,6 +229,7 @@ impl Store {
                         resource: row.get(7)?,
                         scope: row.get(8)?,
                         code_challenge: row.get(9)?,
+                        key_id: row.get(12)?,
                     },
                     expires_at: row.get(10)?,
                     grant_id: row.get(11)?,
@@ -248,8 +264,8 @@ impl Store {
                 return Ok(Err(earlier));
             }
             db.execute(
-                "INSERT INTO oauth_grants (id, account_id, agent_id, client_id, client_name, resource, scope, created_at)
-                 SELECT ?2, account_id, agent_id, client_id, client_name, resource, scope, ?3
+                "INSERT INTO oauth_grants (id, account_id, agent_id, client_id, client_name, resource, scope, key_id, created_at)
+                 SELECT ?2, account_id, agent_id, client_id, client_name, resource, scope, key_id, ?3
                  FROM oauth_codes WHERE id = ?1",
                 args![&code_id, &grant_id, now],
             )?;
@@ -259,17 +275,20 @@ impl Store {
         .await
     }
 
-    /// A token (access or refresh) by id, with its grant, account and agent.
-    pub async fn oauth_token(&self, id: &str) -> Result<Option<TokenRecord>, StoreError> {
+    /// A token (access or refresh) by id, with its grant, account and agent, and whether the
+    /// key that allowed the grant still works (`now`).
+    pub async fn oauth_token(&self, id: &str, now: i64) -> Result<Option<TokenRecord>, StoreError> {
         let id = id.to_string();
         self.read(move |db| {
             let sql = format!(
-                "SELECT t.id, t.kind, t.secret_hash, t.expires_at, t.replaced_at, ag.username, {GRANT_COLUMNS}, {ACCOUNT_COLUMNS}
+                "SELECT t.id, t.kind, t.secret_hash, t.expires_at, t.replaced_at, ag.username, {GRANT_COLUMNS}, {ACCOUNT_COLUMNS},
+                        k.id IS NULL OR k.revoked_at IS NOT NULL OR (k.expires_at IS NOT NULL AND k.expires_at <= ?2)
                  FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id
                  JOIN accounts a ON a.id = g.account_id LEFT JOIN agents ag ON ag.id = g.agent_id
+                 LEFT JOIN api_keys k ON k.id = g.key_id
                  WHERE t.id = ?1"
             );
-            db.query_opt(&sql, args![id])?
+            db.query_opt(&sql, args![id, now])?
                 .map(|row| {
                     Ok(TokenRecord {
                         id: row.get(0)?,
@@ -280,6 +299,7 @@ impl Store {
                         agent_username: row.get(5)?,
                         grant: grant_from_row(&row, 6)?,
                         account: Arc::new(account_from_row(&row, 15)?),
+                        key_ended: row.get(21)?,
                     })
                 })
                 .transpose()

@@ -21,7 +21,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 
 use super::{Visit, icons};
-use crate::domain::{HandlerType, McpBody, McpMessageContent, ResponseFormat};
+use crate::domain::{HandlerType, McpBody, McpMessageContent, McpToolMeta, ResponseFormat};
 use crate::error::ApiError;
 use crate::routes::AppState;
 use crate::services::mcp::exposed::{self, PromptRefusal};
@@ -326,7 +326,11 @@ impl ServerHandler for AgentServer {
             .await
             .map_err(store_failure)?
             .ok_or_else(|| unknown_task(&request.task_id))?;
-        Ok(GetTaskResult::new(detailed(view, &self.state.services.public_base_url)))
+        Ok(GetTaskResult::new(detailed(
+            view,
+            &toolbox,
+            &self.state.services.public_base_url,
+        )))
     }
 
     async fn update_task(&self, request: UpdateTaskParams, ctx: RequestContext<RoleServer>) -> Result<(), ErrorData> {
@@ -403,11 +407,7 @@ pub(super) async fn answer_call(
                 }));
             }
             let tool = toolbox.found.agent.def.mcp.tools.get(request.name.as_ref());
-            let mut result = result_of(outcome, &services.public_base_url);
-            if tool.is_some_and(|t| t.content_blocks) {
-                result = as_blocks(result);
-            }
-            let mut result = following(result, tool.and_then(|t| t.output_schema.as_ref()));
+            let mut result = shaped(result_of(outcome, &services.public_base_url), tool);
             result.meta = meta;
             result
         }
@@ -434,7 +434,8 @@ fn new_task(services: &crate::services::Services, job_id: &str) -> Task {
 
 /// A task as `tasks/get` answers it: its state, with a finished call's result inlined (a
 /// failed tool is `completed` with `isError`; `failed` is for a call that could not run).
-fn detailed(view: tasks::TaskView, public_base_url: &str) -> DetailedTask {
+fn detailed(view: tasks::TaskView, toolbox: &Toolbox, public_base_url: &str) -> DetailedTask {
+    let tool = toolbox.found.agent.def.mcp.tools.get(&view.command);
     let mut task = Task::new(
         view.id,
         TaskStatus::Working,
@@ -451,7 +452,8 @@ fn detailed(view: tasks::TaskView, public_base_url: &str) -> DetailedTask {
             TaskPayload::Working
         }
         TaskState::Completed(outcome) => {
-            let result = serde_json::to_value(result_of(outcome, public_base_url)).unwrap_or_default();
+            let result = shaped(result_of(outcome, public_base_url), tool);
+            let result = serde_json::to_value(result).unwrap_or_default();
             TaskPayload::Completed {
                 result: match result {
                     Value::Object(object) => object,
@@ -558,6 +560,16 @@ fn following(result: CallToolResult, schema: Option<&Map<String, Value>>) -> Cal
             None,
         )),
     }
+}
+
+/// A result as its tool's manifest shapes it: its own content blocks, or held to its output
+/// schema. A call and its task's result are shaped alike.
+fn shaped(result: CallToolResult, tool: Option<&McpToolMeta>) -> CallToolResult {
+    let result = match tool.is_some_and(|t| t.content_blocks) {
+        true => as_blocks(result),
+        false => result,
+    };
+    following(result, tool.and_then(|t| t.output_schema.as_ref()))
 }
 
 /// The result of a tool that answers MCP content itself (`content_blocks`): its answer, a

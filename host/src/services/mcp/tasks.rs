@@ -14,6 +14,8 @@ use crate::store::JOB_CANCELLED;
 /// A task as the client sees it.
 pub struct TaskView {
     pub id: String,
+    /// The command (the tool) it runs.
+    pub command: String,
     pub created_at: i64,
     pub updated_at: i64,
     /// How long it is kept from its start.
@@ -69,6 +71,7 @@ pub async fn task(services: &Services, toolbox: &Toolbox, id: &str) -> Result<Op
     };
     Ok(Some(TaskView {
         id: job.id,
+        command: job.command,
         created_at: job.created_at,
         updated_at: job.finished_at.unwrap_or(job.created_at),
         ttl_ms: u64::try_from(job.expires_at - job.created_at).unwrap_or_default(),

@@ -11,9 +11,10 @@ use crate::outbound::{HostPattern, OutboundRequest};
 use crate::services::{Services, keys};
 use crate::store::OAuthClient;
 
-/// Most redirect addresses a client may register, and the longest one.
-const MAX_REDIRECT_URIS: usize = 10;
-const MAX_URI_CHARS: usize = 2000;
+/// Most redirect addresses a client may register, and the longest one: registration needs
+/// no credentials, so what it stores is kept small.
+const MAX_REDIRECT_URIS: usize = 5;
+const MAX_URI_CHARS: usize = 512;
 const MAX_NAME_CHARS: usize = 100;
 /// A metadata document is small (the draft suggests 5 KB) and quick to serve.
 const MAX_DOCUMENT_BYTES: u64 = 5 * 1024;
@@ -143,6 +144,9 @@ pub async fn register(services: &Services, request: &Value) -> Result<Value, OAu
     if let Some(name) = &name {
         answer["client_name"] = json!(name);
     }
+    // The answer is kept without its addresses, which have their own column.
+    let mut kept = answer.clone();
+    kept.as_object_mut().map(|a| a.remove("redirect_uris"));
     services
         .store
         .insert_oauth_client(OAuthClient {
@@ -151,7 +155,7 @@ pub async fn register(services: &Services, request: &Value) -> Result<Value, OAu
             redirect_uris,
             auth_method: method.to_string(),
             secret_hash,
-            metadata: answer.to_string(),
+            metadata: kept.to_string(),
             created_at: now,
         })
         .await?;
@@ -195,12 +199,21 @@ async fn fetch_document(services: &Services, url: &str) -> Result<Client, OAuthE
         .client_documents
         .send(request, &[HostPattern::anywhere()])
         .await
-        .map_err(|e| refused(format!("The client's metadata document could not be fetched: {e}")))?;
+        .map_err(|e| {
+            // Why stays in the log: the guard's words would tell a prober about networks.
+            tracing::info!(
+                client_id = url,
+                "a client's metadata document could not be fetched: {e}"
+            );
+            refused("The client's metadata document could not be fetched".into())
+        })?;
     if response.status != 200 {
-        return Err(refused(format!(
-            "The client's metadata document answered HTTP {}",
-            response.status
-        )));
+        tracing::info!(
+            client_id = url,
+            status = response.status,
+            "a client's metadata document was not served"
+        );
+        return Err(refused("The client's metadata document could not be fetched".into()));
     }
     let document: Value = serde_json::from_slice(&response.body)
         .map_err(|_| refused("The client's metadata document is not JSON".into()))?;
@@ -271,6 +284,11 @@ pub(super) fn check_redirect_uri(uri: &str) -> Result<(), &'static str> {
         "javascript" | "data" | "file" | "vbscript" | "blob" | "about" | "ws" | "wss" | "ftp" => {
             Err("this scheme cannot receive a code")
         }
+        // The operating system's own handlers (Windows' ms-*, search-ms…) run things; an
+        // app's scheme names the app.
+        scheme if scheme.starts_with("ms-") || scheme.contains("search") || scheme == "shell" => {
+            Err("this scheme opens the operating system's handlers, not an app")
+        }
         _ => Ok(()),
     }
 }
@@ -330,6 +348,9 @@ mod tests {
             "data:text/html,hi",
             "/relative",
             "not a uri",
+            "search-ms:query=x",
+            "ms-msdt:/id PCWDiagnostic",
+            "https://example.com/".repeat(30).as_str(),
         ] {
             assert!(check_redirect_uri(bad).is_err(), "{bad}");
         }

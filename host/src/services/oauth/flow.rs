@@ -85,9 +85,11 @@ pub async fn check_authorization(services: &Services, params: AuthorizationParam
         .client_id
         .ok_or_else(|| Refusal::Shown(OAuthError::new("invalid_request", "client_id is missing")))?;
     let client = clients::find(services, &client_id).await.map_err(Refusal::Shown)?;
+    // A document is fetched again for each step: its client must name the address, or the
+    // one the person was shown could differ from the one the code goes to.
     let redirect_uri = match (params.redirect_uri, client.redirect_uris.as_slice()) {
         (Some(uri), registered) if registered.contains(&uri) => uri,
-        (None, [only]) => only.clone(),
+        (None, [only]) if !client.by_document => only.clone(),
         (Some(_), _) => {
             return Err(Refusal::Shown(OAuthError::new(
                 "invalid_request",
@@ -157,6 +159,10 @@ pub fn decline(services: &Services, request: Authorization) -> String {
 pub async fn consent(services: &Services, caller: &Caller, request: Authorization) -> Result<String, ServiceError> {
     let state = request.state.as_deref();
     caller.require(KeyScope::Manage)?;
+    let key_id = caller
+        .key_id
+        .clone()
+        .ok_or_else(|| ServiceError::Forbidden("Only an API key may allow a client".into()))?;
     let agent = agents::owned_with_commands(&services.store, &caller.account.id, &request.agent_ref).await?;
     let (id, code, hash) = keys::new_secret(CODE_PREFIX);
     let now = crate::clock::now_ms();
@@ -169,6 +175,7 @@ pub async fn consent(services: &Services, caller: &Caller, request: Authorizatio
         resource: request.resource.clone(),
         scope: request.scope.clone(),
         code_challenge: request.code_challenge.clone(),
+        key_id,
     };
     services
         .store
@@ -269,20 +276,21 @@ async fn redeem_code(services: &Services, client: &Client, form: TokenForm) -> R
         return Err(invalid("Unknown code"));
     };
     let now = crate::clock::now_ms();
-    if let Some(grant) = &code.grant_id {
-        // A code used twice was stolen, or replayed: what the first use gave is revoked.
-        services.store.revoke_oauth_grant(grant, None, now).await?;
-        return Err(invalid("This code was used already; the tokens it gave are revoked"));
-    }
     let authorized = &code.authorized;
-    if code.expires_at <= now {
-        return Err(invalid("This code has expired"));
-    }
+    // Whose code it is first: another client's replay must not revoke the real grant.
     if authorized.client_id != client.id {
         return Err(invalid("This code was issued to another client"));
     }
     if form.redirect_uri.as_deref() != Some(authorized.redirect_uri.as_str()) {
         return Err(invalid("redirect_uri differs from the authorization request's"));
+    }
+    if let Some(grant) = &code.grant_id {
+        // A code used twice was stolen, or replayed: what the first use gave is revoked.
+        services.store.revoke_oauth_grant(grant, None, now).await?;
+        return Err(invalid("This code was used already; the tokens it gave are revoked"));
+    }
+    if code.expires_at <= now {
+        return Err(invalid("This code has expired"));
     }
     let verifier = form
         .code_verifier
@@ -322,6 +330,9 @@ async fn refresh(services: &Services, client: &Client, form: TokenForm) -> Resul
     let grant = &token.grant;
     if grant.revoked_at.is_some() {
         return Err(invalid("This grant was revoked"));
+    }
+    if token.key_ended {
+        return Err(invalid("The key that allowed this grant was revoked or has expired"));
     }
     if grant.client_id != client.id {
         return Err(invalid("This refresh token was issued to another client"));
@@ -385,7 +396,7 @@ async fn known_token(services: &Services, presented: &str) -> Result<Option<Toke
     let Some((id, secret)) = split else {
         return Ok(None);
     };
-    let record = services.store.oauth_token(id).await?;
+    let record = services.store.oauth_token(id, crate::clock::now_ms()).await?;
     Ok(record.filter(|r| keys::secret_matches(secret, Some(&r.secret_hash))))
 }
 

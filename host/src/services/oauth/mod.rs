@@ -95,17 +95,22 @@ pub fn is_access_token(presented: &str) -> bool {
 pub async fn authenticate(services: &Services, presented: &str, agent_ref: &str) -> Result<Caller, ServiceError> {
     let invalid = || ServiceError::Unauthorized("Invalid access token".into());
     let (id, secret) = keys::split_secret(presented.trim(), ACCESS_PREFIX).ok_or_else(invalid)?;
-    let record = services.store.oauth_token(id).await?;
+    let now = crate::clock::now_ms();
+    let record = services.store.oauth_token(id, now).await?;
     if !keys::secret_matches(secret, record.as_ref().map(|r| r.secret_hash.as_slice())) {
         return Err(invalid());
     }
     let Some(token) = record.filter(|t| t.kind == "access") else {
         return Err(invalid());
     };
-    let now = crate::clock::now_ms();
     if token.grant.revoked_at.is_some() {
         return Err(ServiceError::Unauthorized(
             "This access token's grant was revoked".into(),
+        ));
+    }
+    if token.key_ended {
+        return Err(ServiceError::Unauthorized(
+            "The key that allowed this access token's grant was revoked or has expired".into(),
         ));
     }
     if token.expires_at <= now {
@@ -132,6 +137,7 @@ pub async fn authenticate(services: &Services, presented: &str, agent_ref: &str)
         account: Arc::clone(&token.account),
         scope: KeyScope::Use,
         key_ends_at: Some(token.expires_at),
+        key_id: None,
     })
 }
 
