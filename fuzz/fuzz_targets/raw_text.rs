@@ -46,6 +46,8 @@ fuzz_target!(|input: Input| {
             kind: KINDS[spec.kind as usize % KINDS.len()],
             required: spec.required,
             description: String::new(),
+            values: Vec::new(),
+            default: None,
         });
     }
     let explicit = input.explicit.map(|pairs| {

@@ -55,6 +55,7 @@ pub fn bench_agent(rt: &tokio::runtime::Runtime, store: &Store) -> String {
                 networks: Vec::new(),
             },
             mcp_open: false,
+            mcp: Default::default(),
         };
         store
             .apply_agent(&account.id, def, Vec::new(), u64::MAX)
