@@ -1035,6 +1035,7 @@ output_schema = { type = "object", required = ["count"] }
         svg.header("content-security-policy").unwrap().contains("sandbox"),
         "its script never runs"
     );
+    assert!(svg.header("x-ratelimit-limit").is_some(), "counted per client address");
     assert_eq!(get(&server.url(&format!("/icons/{id}/hello")), None).await.status, 404);
     assert_eq!(
         get(&server.url("/icons/toolsmith"), None).await.status,

@@ -14,10 +14,15 @@ use crate::domain::McpIcon;
 use crate::error::{ApiError, ApiPath};
 use crate::routes::AppState;
 
-pub(super) fn routes() -> Router<AppState> {
+/// Counted per client address, as the paid routes are: an unknown agent is a store read.
+pub(super) fn routes(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/icons/{agent}", get(agent_icon))
         .route("/icons/{agent}/{tool}", get(tool_icon))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state,
+            crate::routes::x402::limit_clients,
+        ))
 }
 
 /// Where an agent's icon, or its tool's, is served.

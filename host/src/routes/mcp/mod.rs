@@ -60,8 +60,8 @@ pub fn routes(state: AppState) -> Router<AppState> {
                 }
             }),
         )
-        .route_layer(middleware::from_fn_with_state((state, eligibility), admit))
-        .merge(icons::routes())
+        .route_layer(middleware::from_fn_with_state((state.clone(), eligibility), admit))
+        .merge(icons::routes(state))
 }
 
 /// Stateless, JSON answers (a call that reports progress streams as SSE), the API's body
