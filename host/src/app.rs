@@ -3,6 +3,7 @@
 
 mod client_stream;
 pub mod connections;
+mod outbound;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,7 +22,6 @@ use crate::config::{ChainSettings, Settings};
 use crate::domain::RateLimits;
 use crate::llm::{LlmProvider, NoProvider, OpenAiProvider};
 use crate::marker::MarkerKey;
-use crate::outbound::{HostPattern, Outbound, OutboundPolicy};
 use crate::plugins::{HostServices, PluginRuntime, RuntimeLimits};
 use crate::routes::AppState;
 use crate::secrets::MasterKey;
@@ -29,54 +29,6 @@ use crate::services::rate_limit::{AuthThrottle, Limiter, X402Limiter};
 use crate::services::{Services, jobs, recovery};
 use crate::store::Store;
 use connections::{Connections, Limits};
-
-/// The plugins' outbound HTTP guard, from the operator's settings.
-pub fn outbound(settings: &Settings, master: &MasterKey) -> anyhow::Result<Outbound> {
-    outbound_with(
-        settings,
-        master,
-        &settings.outbound.outbound_allow_private,
-        "outbound_allow_private",
-    )
-}
-
-/// The same guard with another list of private exceptions: webhooks have their own, so an
-/// internal API opened to plugins is not opened to every account's webhook endpoints.
-fn outbound_with(
-    settings: &Settings,
-    master: &MasterKey,
-    private: &[String],
-    setting: &str,
-) -> anyhow::Result<Outbound> {
-    let patterns = |list: &[String], what: &str| -> anyhow::Result<Vec<HostPattern>> {
-        list.iter()
-            .map(|h| HostPattern::parse(h).ok_or_else(|| anyhow::anyhow!("{what}: '{h}' is not a host or host:port")))
-            .collect()
-    };
-    let (own_addresses, own_names) = crate::outbound::own_addresses(settings.server.public_base_url.as_deref());
-    let roots = match &settings.outbound.outbound_ca_file {
-        Some(file) => {
-            let pem = std::fs::read(file).with_context(|| format!("outbound_ca_file {}", file.display()))?;
-            reqwest::Certificate::from_pem_bundle(&pem)
-                .with_context(|| format!("outbound_ca_file {}: not PEM certificates", file.display()))?
-        }
-        None => Vec::new(),
-    };
-    Ok(Outbound::trusting(
-        OutboundPolicy {
-            allowed_hosts: patterns(&settings.outbound.outbound_allowed_hosts, "outbound_allowed_hosts")?,
-            private_exceptions: patterns(private, setting)?,
-            allowed_ports: settings.outbound.outbound_allowed_ports.clone(),
-            own_addresses,
-            own_names,
-            max_response_bytes: settings.outbound.outbound_max_response_bytes,
-            max_timeout: Duration::from_millis(settings.outbound.outbound_timeout_ms),
-            max_redirects: 5,
-            marker: Some(MarkerKey::derive(master.bytes())),
-        },
-        &roots,
-    )?)
-}
 
 /// The remote provider when one is configured, else the embedded model when its file is
 /// there, else none; measured.
@@ -112,13 +64,13 @@ pub fn embedder(settings: &Settings) -> Option<Arc<dyn crate::llm::Embedder>> {
     None
 }
 
-/// The plugin runtime over this data dir, with the settings' limits.
+/// The plugin runtime over this data dir, with the settings' limits and the plugins' guard.
 pub fn plugin_runtime(
     settings: &Settings,
     store: &Store,
-    master: &MasterKey,
     llm: Arc<dyn LlmProvider>,
     embedder: Option<Arc<dyn crate::llm::Embedder>>,
+    outbound: crate::outbound::Outbound,
 ) -> anyhow::Result<Arc<PluginRuntime>> {
     let limits = RuntimeLimits {
         default_timeout: Duration::from_millis(settings.plugins.plugin_timeout_ms),
@@ -132,7 +84,7 @@ pub fn plugin_runtime(
     };
     let services = HostServices {
         store: store.clone(),
-        outbound: outbound(settings, master)?,
+        outbound,
         llm,
         llm_max_tokens: settings.plugins.plugin_llm_max_tokens,
         llm_run_limits: crate::plugins::LlmRunLimits {
@@ -164,20 +116,8 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
     let master = MasterKey::load_or_create(&settings.data_dir).context("master key")?;
     let llm = llm_provider(&settings);
     let embedder = embedder(&settings);
-    let plugins = plugin_runtime(&settings, &store, &master, llm.clone(), embedder.clone())?;
-    let outbound = outbound(&settings, &master)?;
-    let webhook_outbound = outbound_with(
-        &settings,
-        &master,
-        &settings.webhooks.webhook_allow_private,
-        "webhook_allow_private",
-    )?;
-    let client_documents = outbound_with(
-        &settings,
-        &master,
-        &settings.mcp.mcp_oauth_allow_private,
-        "mcp_oauth_allow_private",
-    )?;
+    let guards = outbound::guards(&settings, &master)?;
+    let plugins = plugin_runtime(&settings, &store, llm.clone(), embedder.clone(), guards.plugins.clone())?;
     let x = X::new(
         &settings.social.social_api_base,
         Duration::from_millis(settings.social.social_timeout_ms),
@@ -213,9 +153,9 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         secrets: Arc::new(master),
         telegram,
         x,
-        outbound,
-        webhook_outbound,
-        client_documents,
+        outbound: guards.plugins,
+        webhook_outbound: guards.webhooks,
+        client_documents: guards.client_documents,
         settings: Arc::new(settings),
         public_base_url,
         chains: Arc::new(chains),

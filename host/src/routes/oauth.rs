@@ -81,12 +81,7 @@ fn issuer(state: &AppState) -> String {
 /// when OAuth is off.
 pub fn resource_metadata_url(state: &AppState, agent: &str) -> Option<String> {
     // Only a name an endpoint can have goes into a header (no quotes or commas from a path).
-    let plain = !agent.is_empty()
-        && agent.len() <= 64
-        && agent
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'));
-    (state.services.settings.mcp.mcp_oauth && plain)
+    (state.services.settings.mcp.mcp_oauth && oauth::is_endpoint_name(agent))
         .then(|| format!("{}/.well-known/oauth-protected-resource/mcp/{agent}", issuer(state)))
 }
 

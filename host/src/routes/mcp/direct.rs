@@ -9,8 +9,8 @@
 //!
 //! The path is only taken when the request plainly needs nothing else of the SDK: a JSON
 //! body of at most the body limit, an `Accept` of both JSON and SSE, a protocol version
-//! of those revisions (or none), a `Host` the SDK would allow. Anything else, refusals
-//! included, is the SDK's to answer.
+//! of those revisions (or none), a `Host` the SDK would allow (checked by the gate).
+//! Anything else, refusals included, is the SDK's to answer.
 
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
@@ -93,9 +93,11 @@ impl Eligibility {
         }
     }
 
+    /// The `Host` is not looked at again: a request with a visit passed the gate, which
+    /// checked it first.
     fn admits(&self, parts: &Parts) -> bool {
         let headers = &parts.headers;
-        is_json(headers) && accepts_json_and_sse(headers) && is_earlier_revision(headers) && self.host_allowed(headers)
+        is_json(headers) && accepts_json_and_sse(headers) && is_earlier_revision(headers)
     }
 
     /// Whether the SDK would answer a request by this `Host`.

@@ -35,7 +35,9 @@ use crate::services::oauth;
 
 mod direct;
 mod icons;
+mod results;
 mod server;
+mod tasks;
 
 pub fn routes(state: AppState) -> Router<AppState> {
     let server = AgentServer { state: state.clone() };
@@ -113,13 +115,13 @@ async fn admit(
         Ok(path) => path,
         Err(err) => return refusal(err, None),
     };
-    let challenge = challenge(&state, &agent);
-    let refusal = |err: ApiError| refusal(err, challenge.as_ref());
+    // The OAuth challenge is written only for a refusal that needs it.
+    let refusal = |err: ApiError| refusal(err, challenge(&state, &agent).as_ref());
     let (mut parts, body) = request.into_parts();
     let services = &state.services;
     let mut client = None;
     let presented = guard::presented_key(&parts.headers);
-    let access_token = challenge.is_some()
+    let access_token = services.settings.mcp.mcp_oauth
         && presented
             .as_ref()
             .and_then(|p| p.to_str().ok())

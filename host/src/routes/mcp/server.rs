@@ -1,6 +1,7 @@
-//! The MCP server an agent is: its info, its tools as MCP lists them, and a tool call's
-//! outcome in MCP's words. rmcp calls it; the direct path (`direct.rs`) calls
-//! [`answer_call`] without it.
+//! The MCP server an agent is: its info, its tools, resources and prompts as MCP lists
+//! them, a tool call answered (its outcome in MCP's words: `results.rs`; a task for a long
+//! one: `tasks.rs`). rmcp calls it; the direct path (`direct.rs`) calls [`answer_call`]
+//! without it.
 
 use std::sync::Arc;
 
@@ -12,22 +13,20 @@ use rmcp::model::{
     PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Reference, RequestMetaObject,
     Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
-use rmcp::model::{
-    CancelTaskParams, CreateTaskResult, DetailedTask, GetTaskParams, GetTaskResult, Task, TaskPayload, TaskStatus,
-    UpdateTaskParams,
-};
+use rmcp::model::{CancelTaskParams, CreateTaskResult, GetTaskParams, GetTaskResult, UpdateTaskParams};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 
+use super::results::{failure, result_of, shaped};
+use super::tasks::{detailed, new_task, store_failure, unknown_task};
 use super::{Visit, icons};
-use crate::domain::{HandlerType, McpBody, McpMessageContent, McpToolMeta, ResponseFormat};
-use crate::error::ApiError;
+use crate::domain::{HandlerType, McpBody, McpMessageContent};
 use crate::routes::AppState;
+use crate::services::ServiceError;
 use crate::services::mcp::exposed::{self, PromptRefusal};
-use crate::services::mcp::tasks::{self, TaskState};
+use crate::services::mcp::tasks;
 use crate::services::mcp::{self, Called, ToolCall, ToolOutcome, Toolbox};
-use crate::services::{ServiceError, jobs};
 
 #[derive(Clone)]
 pub(super) struct AgentServer {
@@ -42,9 +41,7 @@ impl AgentServer {
             .map(|visit| visit.0.clone())
             .ok_or_else(|| ErrorData::internal_error("Internal server error", None))
     }
-}
 
-impl AgentServer {
     /// One page of a list, from the request's cursor (the index to start at), and the
     /// cursor of the next page, if any.
     fn page<T>(
@@ -65,9 +62,7 @@ impl AgentServer {
         let next = (end < items.len()).then(|| end.to_string());
         Ok((items.into_iter().skip(start).take(per_page).collect(), next))
     }
-}
 
-impl AgentServer {
     /// Who this server is: the host, titled with the agent's name, with the agent's icon
     /// (else the host's) and the host's address.
     fn server_info(&self, toolbox: &Toolbox) -> Implementation {
@@ -420,67 +415,6 @@ pub(super) async fn answer_call(
     .into())
 }
 
-/// How often a task's client should look again.
-const TASK_POLL_MS: u64 = 1_000;
-
-/// A task just made for a job: working, kept as long as the job is.
-fn new_task(services: &crate::services::Services, job_id: &str) -> Task {
-    let now = crate::clock::iso(crate::clock::now_ms());
-    let ttl_ms = services.settings.jobs.job_retention_hours * 3_600_000;
-    Task::new(job_id, TaskStatus::Working, now.clone(), now)
-        .with_ttl_ms(ttl_ms)
-        .with_poll_interval_ms(TASK_POLL_MS)
-}
-
-/// A task as `tasks/get` answers it: its state, with a finished call's result inlined (a
-/// failed tool is `completed` with `isError`; `failed` is for a call that could not run).
-fn detailed(view: tasks::TaskView, toolbox: &Toolbox, public_base_url: &str) -> DetailedTask {
-    let tool = toolbox.found.agent.def.mcp.tools.get(&view.command);
-    let mut task = Task::new(
-        view.id,
-        TaskStatus::Working,
-        crate::clock::iso(view.created_at),
-        crate::clock::iso(view.updated_at),
-    )
-    .with_poll_interval_ms(TASK_POLL_MS);
-    task.ttl_ms = Some(view.ttl_ms);
-    let payload = match view.state {
-        TaskState::Working { progress } => {
-            if let Some(progress) = progress {
-                task = task.with_status_message(format!("{progress}% done"));
-            }
-            TaskPayload::Working
-        }
-        TaskState::Completed(outcome) => {
-            let result = shaped(result_of(outcome, public_base_url), tool);
-            let result = serde_json::to_value(result).unwrap_or_default();
-            TaskPayload::Completed {
-                result: match result {
-                    Value::Object(object) => object,
-                    _ => Map::new(),
-                },
-            }
-        }
-        TaskState::Cancelled => TaskPayload::Cancelled,
-        TaskState::Failed(message) => {
-            let error = json!({ "code": -32603, "message": message });
-            TaskPayload::Failed {
-                error: error.as_object().cloned().unwrap_or_default(),
-            }
-        }
-    };
-    DetailedTask::new(task, payload)
-}
-
-fn unknown_task(id: &str) -> ErrorData {
-    ErrorData::invalid_params(format!("Unknown task: {id}"), Some(json!({ "taskId": id })))
-}
-
-fn store_failure(err: ServiceError) -> ErrorData {
-    tracing::error!("an MCP task request failed: {err}");
-    ErrorData::internal_error("Internal server error", None)
-}
-
 /// A tool as MCP lists it. A command that takes a file is not a tool (no argument can
 /// carry one).
 fn tool_of(tool: &mcp::Tool<'_>, description: String, toolbox: &Toolbox, public_base_url: &str) -> Option<Tool> {
@@ -525,124 +459,8 @@ fn tool_of(tool: &mcp::Tool<'_>, description: String, toolbox: &Toolbox, public_
     Some(listed)
 }
 
-/// A result held to the tool's declared output schema: a JSON object answer with every
-/// `required` property of the schema is its structured content; another answer is a tool
-/// error, since a client may check it against the schema it was shown. An error carries no
-/// structured content then (clients check any they get against the schema), only its text.
-fn following(result: CallToolResult, schema: Option<&Map<String, Value>>) -> CallToolResult {
-    let Some(schema) = schema else {
-        return result;
-    };
-    let unstructured = |mut error: CallToolResult| {
-        error.structured_content = None;
-        error
-    };
-    if result.is_error == Some(true) {
-        return unstructured(result);
-    }
-    let required = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let why = match &result.structured_content {
-        Some(Value::Object(answer)) => required
-            .iter()
-            .filter_map(Value::as_str)
-            .find(|k| !answer.contains_key(*k))
-            .map(|k| format!("'{k}' is missing")),
-        _ => Some("it is not a JSON object".into()),
-    };
-    match why {
-        None => result,
-        Some(why) => unstructured(failure(
-            ServiceError::Execution(format!("The command's answer does not follow its output schema: {why}")),
-            None,
-        )),
-    }
-}
-
-/// A result as its tool's manifest shapes it: its own content blocks, or held to its output
-/// schema. A call and its task's result are shaped alike.
-fn shaped(result: CallToolResult, tool: Option<&McpToolMeta>) -> CallToolResult {
-    let result = match tool.is_some_and(|t| t.content_blocks) {
-        true => as_blocks(result),
-        false => result,
-    };
-    following(result, tool.and_then(|t| t.output_schema.as_ref()))
-}
-
-/// The result of a tool that answers MCP content itself (`content_blocks`): its answer, a
-/// JSON array of content blocks, as the result's content; an answer that is not one is a
-/// tool error.
-fn as_blocks(result: CallToolResult) -> CallToolResult {
-    if result.is_error == Some(true) {
-        return result;
-    }
-    let answer = result
-        .content
-        .first()
-        .and_then(|block| block.as_text())
-        .map(|text| text.text.clone())
-        .unwrap_or_default();
-    match serde_json::from_str::<Vec<ContentBlock>>(&answer) {
-        Ok(blocks) if !blocks.is_empty() => CallToolResult::success(blocks),
-        _ => failure(
-            ServiceError::Execution("The command's answer is not a JSON array of MCP content blocks".into()),
-            None,
-        ),
-    }
-}
-
 fn icon_of(src: String, mime_type: &str) -> Icon {
     let mut icon = Icon::new(src);
     icon.mime_type = Some(mime_type.to_string());
     icon
-}
-
-/// A tool's outcome as MCP content: the answer's text, its media as a link, and JSON
-/// answers also as structured content.
-fn result_of(outcome: ToolOutcome, public_base_url: &str) -> CallToolResult {
-    match outcome {
-        ToolOutcome::Answered(answer) => {
-            let mut content = Vec::new();
-            if !answer.response.is_empty() {
-                content.push(ContentBlock::text(answer.response.clone()));
-            }
-            if let Some(url) = answer.media_url {
-                let kind = match answer.format {
-                    ResponseFormat::Video => "video",
-                    _ => "image",
-                };
-                content.push(ContentBlock::resource_link(Resource::new(url, kind)));
-            }
-            let mut result = CallToolResult::success(content);
-            result.structured_content = serde_json::from_str::<Value>(&answer.response)
-                .ok()
-                .filter(Value::is_object);
-            result
-        }
-        ToolOutcome::Queued { job_id } => {
-            let status_url = jobs::status_url(public_base_url, &job_id);
-            let mut result = CallToolResult::success(vec![ContentBlock::text(format!(
-                "Started: the command runs as job {job_id}; its result will be at {status_url}"
-            ))]);
-            result.structured_content = Some(json!({ "jobId": job_id, "statusUrl": status_url }));
-            result
-        }
-        ToolOutcome::Failed { error, refund } => failure(error, refund),
-    }
-}
-
-/// A failure as a tool result the model reads (`isError`), with the API's code, and the
-/// refund of a paid call that failed by the agent's fault.
-fn failure(error: ServiceError, refund: Option<crate::services::purchase::RefundStarted>) -> CallToolResult {
-    let err = ApiError::from(error);
-    let mut details = json!({ "code": err.code, "message": err.message });
-    if let Some(refund) = refund {
-        details["refundTransaction"] = json!(refund.transaction);
-    }
-    let mut result = CallToolResult::error(vec![ContentBlock::text(err.message)]);
-    result.structured_content = Some(details);
-    result
 }

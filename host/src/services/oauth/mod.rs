@@ -80,8 +80,14 @@ fn agent_of_resource<'a>(public_base_url: &str, resource: &'a str) -> Option<&'a
     let agent = resource
         .strip_prefix(public_base_url.trim_end_matches('/'))?
         .strip_prefix("/mcp/")?;
+    is_endpoint_name(agent).then_some(agent)
+}
+
+/// Whether `agent` can name an MCP endpoint (an agent's id or username): nothing a URL or a
+/// header would read as more than a name.
+pub fn is_endpoint_name(agent: &str) -> bool {
     let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_');
-    (!agent.is_empty() && agent.len() <= 64 && agent.chars().all(plain)).then_some(agent)
+    !agent.is_empty() && agent.len() <= 64 && agent.chars().all(plain)
 }
 
 /// Whether a presented bearer credential is an access token (not an API key).
