@@ -352,6 +352,7 @@ pub fn command_listing(
         "agent_id": found.agent.id,
         "agent_username": found.agent.def.username,
         "mcp_url": format!("{public_base_url}/mcp/{}", found.agent.id),
+        "a2a_card_url": format!("{public_base_url}/a2a/{}/.well-known/agent-card.json", found.agent.id),
         "commands": agents::offered(&found.commands, integration).map(command_json).collect::<Vec<_>>(),
     })
 }

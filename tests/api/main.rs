@@ -8,6 +8,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod a2a;
 mod account;
 mod auth;
 mod chat;

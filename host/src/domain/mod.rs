@@ -219,6 +219,8 @@ pub enum Integration {
     X402,
     /// The agent's MCP endpoint: a tool for MCP clients.
     Mcp,
+    /// The agent's A2A endpoint: a skill on its agent card.
+    A2a,
 }
 
 impl Integration {
@@ -228,6 +230,7 @@ impl Integration {
             "social" => Some(Integration::Social),
             "x402" => Some(Integration::X402),
             "mcp" => Some(Integration::Mcp),
+            "a2a" => Some(Integration::A2a),
             _ => None,
         }
     }
@@ -316,6 +319,21 @@ pub struct AgentDef {
     pub mcp_open: bool,
     /// `[mcp]`: the resources and prompts its MCP server shows.
     pub mcp: McpExposed,
+    /// `[a2a]`: who finds its agent card and who may use its free skills.
+    pub a2a: A2aSettings,
+}
+
+/// `[a2a]` of a manifest: how the agent meets A2A clients that hold no key of its owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct A2aSettings {
+    /// Its card is in the host's list of agents (`/a2a`), and anyone may read it.
+    #[serde(default)]
+    pub listed: bool,
+    /// Its skills without a price (and its chat, when that has none) may be used by anyone,
+    /// with no key; they count against the owner's plan.
+    #[serde(default)]
+    pub open: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -10,7 +10,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::domain::{
-    AgentDef, CommandConfig, CommandDef, HandlerType, Integration, Network, ParamSpec, ResponseFormat, X402Settings,
+    A2aSettings, AgentDef, CommandConfig, CommandDef, HandlerType, Integration, Network, ParamSpec, ResponseFormat,
+    X402Settings,
 };
 use crate::money::MicroUsdc;
 
@@ -74,6 +75,9 @@ struct RawManifest {
     x402: Option<Spanned<RawX402>>,
     #[serde(default)]
     mcp: Option<mcp::RawMcp>,
+    /// `[a2a]`: read as it is stored (its fields are flags, nothing to check).
+    #[serde(default)]
+    a2a: Option<A2aSettings>,
 }
 
 #[derive(Deserialize)]
@@ -465,6 +469,7 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
                 }
                 None => Default::default(),
             },
+            a2a: raw.a2a.unwrap_or_default(),
         },
         commands,
         chatapp_enabled,

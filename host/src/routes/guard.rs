@@ -138,3 +138,76 @@ pub async fn check_credential(
     }
     Ok((caller, decision))
 }
+
+/// Who calls an agent's protocol endpoint (MCP, A2A).
+pub enum Visitor {
+    /// The agent's owner, by key or OAuth access token: counted against the account.
+    Owner(Caller),
+    /// Anyone without a credential, counted against its client address as on the x402
+    /// route.
+    Stranger { client: String },
+}
+
+/// The gate of an agent's protocol endpoints: a key (`Authorization: Bearer`, or `x-api-key`
+/// as on the keyed API), an OAuth access token given for this agent (when OAuth is on), or
+/// nothing. Answers who calls and the rate decision whose headers the answer carries, or the
+/// refusal.
+pub async fn visitor(state: &AppState, parts: &Parts, agent: &str) -> Result<(Visitor, RateDecision), ApiError> {
+    let services = &state.services;
+    let presented = presented_key(&parts.headers);
+    let access_token = services.settings.mcp.mcp_oauth
+        && presented
+            .as_ref()
+            .and_then(|p| p.to_str().ok())
+            .is_some_and(crate::services::oauth::is_access_token);
+    match presented {
+        // A token a client was given by OAuth: for this agent's endpoints only, from any
+        // page (the client that holds it may live in one).
+        Some(token) if access_token => {
+            let authenticate =
+                async |token: String| crate::services::oauth::authenticate(services, &token, agent).await;
+            let (caller, decision) = check_credential(state, parts, &token, authenticate).await?;
+            Ok((Visitor::Owner(caller), decision))
+        }
+        // A key from a page: only the origins that may use keys on the keyed API.
+        Some(_) if !key_origin_allowed(state, &parts.headers) => Err(ApiError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            "forbidden_origin",
+            "API keys are not taken from this page's origin (cors_allowed_origins); a payment is",
+        )),
+        Some(key) => {
+            let (caller, decision) = check_key(state, parts, &key).await?;
+            Ok((Visitor::Owner(caller), decision))
+        }
+        None => {
+            let client = client_key(parts, services.settings.server.client_ip_header.as_deref());
+            let decision = services
+                .x402_limiter
+                .client(&client, crate::clock::now_ms())
+                .await
+                .map_err(ServiceError::from)?;
+            if !decision.allowed {
+                return Err(ServiceError::RateLimited(decision).into());
+            }
+            Ok((Visitor::Stranger { client }, decision))
+        }
+    }
+}
+
+/// Whether a key may come with this request: no page (`Origin`), the server's own, or an
+/// origin the operator lets use keys (`cors_allowed_origins`), as on the keyed API.
+fn key_origin_allowed(state: &AppState, headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) else {
+        return headers.get(header::ORIGIN).is_none();
+    };
+    let own = authority(&state.services.public_base_url)
+        .zip(state.services.public_base_url.split_once("://"))
+        .map(|(authority, (scheme, _))| format!("{scheme}://{authority}"));
+    own.as_deref() == Some(origin) || super::cors::may_use_keys(&state.services.settings.server, origin)
+}
+
+/// `host:port` of an absolute URL.
+pub fn authority(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    Some(rest.split('/').next()?.to_string()).filter(|a| !a.is_empty())
+}

@@ -83,7 +83,7 @@ async fn list_commands(
         None => None,
         Some(text) => Some(Integration::parse(text).ok_or_else(|| {
             ApiError::validation(format!(
-                "Invalid query parameter 'integration': '{text}' is not one of chatapp, social, x402, mcp"
+                "Invalid query parameter 'integration': '{text}' is not one of chatapp, social, x402, mcp, a2a"
             ))
         })?),
     };

@@ -1,6 +1,7 @@
 //! HTTP surface: extract and validate the wire format, call a service, answer in the
 //! API's envelope. Only this module and `error` know axum.
 
+mod a2a;
 mod account;
 pub mod body_deadline;
 mod chat_stream;
@@ -67,6 +68,7 @@ pub fn router(state: AppState) -> impl Api {
         .merge(x402::routes(state.clone()))
         .merge(discovery::routes(state.clone()))
         .merge(mcp::routes(state.clone()))
+        .merge(a2a::routes())
         .merge(oauth::routes(state.clone()))
         .merge(openai::routes(state.clone()))
         .merge(jobs::routes())

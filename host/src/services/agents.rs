@@ -203,6 +203,37 @@ pub async fn owned_with_commands(
     }
 }
 
+/// A keyless use of an agent its owner opened (an open MCP tool, an open A2A skill) is the
+/// owner's gift, and counts against the owner's plan as the owner's own requests do (as a
+/// Telegram chat's messages do): strangers can use no more of the agent than its owner
+/// could. `surface` names the limit in the metrics when it refuses.
+pub async fn charge_owner_for_keyless(
+    services: &Services,
+    agent: &Agent,
+    surface: &'static str,
+) -> Result<(), ServiceError> {
+    let owner = services
+        .store
+        .account_by_id(&agent.account_id)
+        .await?
+        .ok_or_else(|| ServiceError::NotFound(format!("Agent '{}' not found", agent.def.username)))?;
+    let decision = services
+        .account_limiter
+        .check(&owner.id, owner.limits, crate::clock::now_ms())
+        .await?;
+    if decision.allowed {
+        return Ok(());
+    }
+    crate::telemetry::metrics::note_rate_limited(surface);
+    Err(ServiceError::OverBudget {
+        message: format!(
+            "This agent's owner has used the requests their plan allows for now (calls without a key count against it); retry in {} s",
+            decision.retry_after_secs
+        ),
+        decision,
+    })
+}
+
 /// The enabled commands offered on this integration, if one is named, else all.
 pub fn offered(commands: &[Command], integration: Option<Integration>) -> impl Iterator<Item = &Command> {
     commands

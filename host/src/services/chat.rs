@@ -426,6 +426,7 @@ mod tests {
                 },
                 mcp_open: false,
                 mcp: Default::default(),
+                a2a: Default::default(),
             },
             created_at: 0,
             updated_at: 0,

@@ -314,9 +314,9 @@ pub async fn recover(services: &Services, at_start: bool) -> Result<(usize, usiz
     Ok((queued.len(), interrupted.len()))
 }
 
-/// Deletes expired jobs, and forgets the paid answers kept past their time (a job's
-/// status and a paid answer are kept for a retry alike), now and then, until `stop` turns
-/// true.
+/// Deletes expired jobs (and the A2A tasks that ran them or chatted, kept as long), and
+/// forgets the paid answers kept past their time (a job's status and a paid answer are
+/// kept for a retry alike), now and then, until `stop` turns true.
 pub async fn clean_up_periodically(services: Services, mut stop: tokio::sync::watch::Receiver<bool>) {
     loop {
         let now = crate::clock::now_ms();
@@ -324,6 +324,11 @@ pub async fn clean_up_periodically(services: Services, mut stop: tokio::sync::wa
             Ok(0) => {}
             Ok(n) => tracing::info!(deleted = n, "expired jobs removed"),
             Err(e) => tracing::warn!(error = %e, "could not remove expired jobs"),
+        }
+        match services.store.delete_expired_a2a_tasks(now).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(deleted = n, "expired A2A tasks removed"),
+            Err(e) => tracing::warn!(error = %e, "could not remove expired A2A tasks"),
         }
         match services.store.forget_expired_answers(now).await {
             Ok(0) => {}

@@ -1,6 +1,7 @@
 //! The rules of the service. Routes and the CLI call these; these call the store (and,
 //! later, the plugin runtime, chains, LLM providers and third-party clients).
 
+pub mod a2a;
 pub mod accounts;
 pub mod agents;
 pub mod chat;

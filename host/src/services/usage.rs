@@ -20,6 +20,8 @@ pub enum Channel {
     Api,
     /// A tool call over MCP (keyed); paid MCP calls are `X402`.
     Mcp,
+    /// A message or skill call over A2A (keyed or open); paid ones are `X402`.
+    A2a,
     ChatTool,
     X402,
     Chatapp,
@@ -29,9 +31,10 @@ pub enum Channel {
 }
 
 impl Channel {
-    pub const ALL: [Channel; 7] = [
+    pub const ALL: [Channel; 8] = [
         Channel::Api,
         Channel::Mcp,
+        Channel::A2a,
         Channel::ChatTool,
         Channel::X402,
         Channel::Chatapp,
@@ -43,6 +46,7 @@ impl Channel {
         match self {
             Channel::Api => "api",
             Channel::Mcp => "mcp",
+            Channel::A2a => "a2a",
             Channel::ChatTool => "chat_tool",
             Channel::X402 => "x402",
             Channel::Chatapp => "chatapp",
@@ -59,10 +63,10 @@ impl Channel {
             .unwrap_or(Channel::Api)
     }
 
-    /// What the plugin is told: MCP and the CLI reach it as the API does.
+    /// What the plugin is told: MCP, A2A and the CLI reach it as the API does.
     pub fn origin(self) -> Origin {
         match self {
-            Channel::Api | Channel::Mcp | Channel::Cli => Origin::Api,
+            Channel::Api | Channel::Mcp | Channel::A2a | Channel::Cli => Origin::Api,
             Channel::ChatTool => Origin::ChatTool,
             Channel::X402 => Origin::X402,
             Channel::Chatapp => Origin::Chatapp,

@@ -32,9 +32,9 @@ fn json_list<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<V
 }
 
 const AGENT_COLUMNS: &str = "g.id, g.account_id, g.username, g.name, g.personality, g.knowledge, \
-     g.x402_enabled, g.x402_default_price, g.x402_networks, g.created_at, g.updated_at, g.mcp_open, g.mcp_exposed";
+     g.x402_enabled, g.x402_default_price, g.x402_networks, g.created_at, g.updated_at, g.mcp_open, g.mcp_exposed, g.a2a";
 /// How many columns `AGENT_COLUMNS` holds: a query that selects more reads them after.
-const AGENT_COLUMN_COUNT: usize = 13;
+const AGENT_COLUMN_COUNT: usize = 14;
 
 fn agent_from_row(row: &Row) -> Result<Agent, StoreError> {
     let price: Option<i64> = row.get(7)?;
@@ -54,6 +54,7 @@ fn agent_from_row(row: &Row) -> Result<Agent, StoreError> {
             mcp_open: row.get(11)?,
             mcp: serde_json::from_str(&row.get::<String>(12)?)
                 .map_err(|e| StoreError::Corrupt(format!("agent mcp_exposed: {e}")))?,
+            a2a: json_column(&row.get::<String>(13)?, "agent a2a")?,
         },
         created_at: row.get(9)?,
         updated_at: row.get(10)?,
@@ -158,8 +159,8 @@ impl Store {
             if created {
                 db.execute(
                     "INSERT INTO agents (id, account_id, username, name, personality, knowledge,
-                        x402_enabled, x402_default_price, x402_networks, created_at, updated_at, mcp_open, mcp_exposed)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12)",
+                        x402_enabled, x402_default_price, x402_networks, created_at, updated_at, mcp_open, mcp_exposed, a2a)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13)",
                     args![
                         &agent_id,
                         &account_id,
@@ -172,7 +173,8 @@ impl Store {
                         to_json(&def.x402.networks),
                         now,
                         def.mcp_open,
-                        to_json(&def.mcp)
+                        to_json(&def.mcp),
+                        to_json(&def.a2a)
                     ],
                 )
                 .map_err(|e| {
@@ -186,7 +188,7 @@ impl Store {
                 db.execute(
                     "UPDATE agents SET name = ?2, personality = ?3, knowledge = ?4, x402_enabled = ?5,
                         x402_default_price = ?6, x402_networks = ?7, updated_at = ?8, mcp_open = ?9,
-                        mcp_exposed = ?10 WHERE id = ?1",
+                        mcp_exposed = ?10, a2a = ?11 WHERE id = ?1",
                     args![
                         &agent_id,
                         &def.name,
@@ -197,7 +199,8 @@ impl Store {
                         to_json(&def.x402.networks),
                         now,
                         def.mcp_open,
-                        to_json(&def.mcp)
+                        to_json(&def.mcp),
+                        to_json(&def.a2a)
                     ],
                 )?;
             }
@@ -304,6 +307,26 @@ impl Store {
                     })
                 })
                 .collect()
+        })
+        .await
+    }
+
+    /// The agents whose owners list them for A2A clients (`[a2a] listed`), by username: a
+    /// page of at most `limit` after `after`.
+    pub async fn a2a_listed_agents(&self, after: Option<&str>, limit: u32) -> Result<Vec<Agent>, StoreError> {
+        let after = after.unwrap_or_default().to_string();
+        self.read(move |db| {
+            // The column is written by serde as compact JSON: the flag reads as this text.
+            db.query(
+                &format!(
+                    "SELECT {AGENT_COLUMNS} FROM agents g WHERE g.a2a LIKE '%\"listed\":true%' AND g.username > ?1
+                     ORDER BY g.username LIMIT ?2"
+                ),
+                args![after, i64::from(limit)],
+            )?
+            .iter()
+            .map(agent_from_row)
+            .collect()
         })
         .await
     }

@@ -46,7 +46,7 @@ pub struct AgentWithCommands {
     /// first use and dropped with the entry, so they are exactly as fresh as it is. Those per
     /// integration are rarer: their room is made when the first is.
     listing: OnceLock<Bytes>,
-    listings_by_integration: OnceLock<Box<[OnceLock<Bytes>; 4]>>,
+    listings_by_integration: OnceLock<Box<[OnceLock<Bytes>; 5]>>,
 }
 
 impl AgentWithCommands {
@@ -69,6 +69,7 @@ impl AgentWithCommands {
             Some(Integration::Social) => 1,
             Some(Integration::X402) => 2,
             Some(Integration::Mcp) => 3,
+            Some(Integration::A2a) => 4,
         };
         let slots = self.listings_by_integration.get_or_init(Default::default);
         slots[slot].get_or_init(render).clone()
@@ -486,6 +487,7 @@ mod tests {
             },
             mcp_open: false,
             mcp: Default::default(),
+            a2a: Default::default(),
         };
         let agent = Agent {
             id: format!("id{i}"),

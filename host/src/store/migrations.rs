@@ -69,6 +69,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(28, "0028_sign_in"),
     migration!(29, "0029_oauth"),
     migration!(30, "0030_mcp_resources_and_tasks"),
+    migration!(31, "0031_a2a"),
 ];
 
 pub fn latest_version() -> i64 {

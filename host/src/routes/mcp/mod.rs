@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
@@ -26,8 +26,7 @@ use serde_json::{Value, json};
 use self::direct::{Direct, Eligibility};
 use self::server::AgentServer;
 use super::AppState;
-use super::client::client_key;
-use super::guard;
+use super::guard::{self, Visitor, authority};
 use crate::error::{ApiError, ApiPath, rate_headers};
 use crate::services::ServiceError;
 use crate::services::mcp::{self, Toolbox};
@@ -87,12 +86,6 @@ fn config(state: &AppState) -> StreamableHttpServerConfig {
     config.disable_allowed_origins()
 }
 
-/// `host:port` of an absolute URL.
-fn authority(url: &str) -> Option<String> {
-    let rest = url.split_once("://")?.1;
-    Some(rest.split('/').next()?.to_string()).filter(|a| !a.is_empty())
-}
-
 /// What the gate found, for the handler: the agent's tools as this caller may use them.
 #[derive(Clone)]
 struct Visit(Arc<Toolbox>);
@@ -119,45 +112,13 @@ async fn admit(
     let refusal = |err: ApiError| refusal(err, challenge(&state, &agent).as_ref());
     let (mut parts, body) = request.into_parts();
     let services = &state.services;
-    let mut client = None;
-    let presented = guard::presented_key(&parts.headers);
-    let access_token = services.settings.mcp.mcp_oauth
-        && presented
-            .as_ref()
-            .and_then(|p| p.to_str().ok())
-            .is_some_and(oauth::is_access_token);
-    let (caller, decision) = match presented {
-        // A token a client was given by OAuth: for this agent's endpoint only, from any
-        // page (the client that holds it may live in one).
-        Some(token) if access_token => {
-            let authenticate = async |token: String| oauth::authenticate(services, &token, &agent).await;
-            match guard::check_credential(&state, &parts, &token, authenticate).await {
-                Ok((caller, decision)) => (Some(caller), decision),
-                Err(err) => return refusal(err),
-            }
-        }
-        // A key from a page: only the origins that may use keys on the keyed API.
-        Some(_) if !key_origin_allowed(&state, &parts.headers) => {
-            return refusal(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "forbidden_origin",
-                "API keys are not taken from this page's origin (cors_allowed_origins); a payment is",
-            ));
-        }
-        Some(key) => match guard::check_key(&state, &parts, &key).await {
-            Ok((caller, decision)) => (Some(caller), decision),
-            Err(err) => return refusal(err),
-        },
-        None => {
-            let address = client_key(&parts, services.settings.server.client_ip_header.as_deref());
-            let decision = services.x402_limiter.client(&address, crate::clock::now_ms()).await;
-            client = Some(address);
-            match decision {
-                Ok(decision) if decision.allowed => (None, decision),
-                Ok(decision) => return refusal(ServiceError::RateLimited(decision).into()),
-                Err(err) => return refusal(ServiceError::from(err).into()),
-            }
-        }
+    let (visitor, decision) = match guard::visitor(&state, &parts, &agent).await {
+        Ok(admitted) => admitted,
+        Err(err) => return refusal(err),
+    };
+    let (caller, client) = match visitor {
+        Visitor::Owner(caller) => (Some(caller), None),
+        Visitor::Stranger { client } => (None, Some(client)),
     };
     let toolbox = match mcp::open(services, &agent, caller.as_ref()).await {
         Ok(toolbox) => toolbox.from_client(client),
@@ -175,18 +136,6 @@ async fn admit(
     let mut response = next.run(Request::from_parts(parts, body)).await;
     response.headers_mut().extend(rate_headers(&decision));
     response
-}
-
-/// Whether a key may come with this request: no page (`Origin`), the server's own, or an
-/// origin the operator lets use keys (`cors_allowed_origins`), as on the keyed API.
-fn key_origin_allowed(state: &AppState, headers: &HeaderMap) -> bool {
-    let Some(origin) = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) else {
-        return headers.get(header::ORIGIN).is_none();
-    };
-    let own = authority(&state.services.public_base_url)
-        .zip(state.services.public_base_url.split_once("://"))
-        .map(|(authority, (scheme, _))| format!("{scheme}://{authority}"));
-    own.as_deref() == Some(origin) || super::cors::may_use_keys(&state.services.settings.server, origin)
 }
 
 /// The `WWW-Authenticate` challenge of the agent's 401s when OAuth is on: where its

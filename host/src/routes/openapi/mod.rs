@@ -192,7 +192,7 @@ fn operations_document() -> Value {
         {
             parameters.push(json!({
                 "name": "integration", "in": "query", "required": false,
-                "schema": { "type": "string", "enum": ["chatapp", "social", "x402", "mcp"] },
+                "schema": { "type": "string", "enum": ["chatapp", "social", "x402", "mcp", "a2a"] },
             }));
         }
         if let Some(request) = op.request {

@@ -156,6 +156,7 @@ pub const SPEC: &[Operation] = &[
             success(json!({ "type": "object", "properties": {
                 "agent_id": { "type": "string" }, "agent_username": { "type": "string" },
                 "mcp_url": { "type": "string", "description": "The agent's MCP server: its commands with mcp in their integrations, as tools" },
+                "a2a_card_url": { "type": "string", "description": "The agent's A2A card: its commands with a2a in their integrations, as skills" },
                 "commands": { "type": "array", "items": { "$ref": "#/components/schemas/Command" } },
             }}))
         },

@@ -289,34 +289,13 @@ pub async fn call(
     })
 }
 
-/// A keyless call of an open tool is the owner's gift, and counts against the owner's plan
-/// as the owner's own requests do (as a Telegram chat's messages do): strangers can use no
-/// more of the agent than its owner could. The owner's own calls were counted at the gate.
+/// A keyless call of an open tool counts against the owner's plan (see
+/// [`agents::charge_owner_for_keyless`]); the owner's own calls were counted at the gate.
 async fn charge_owner_for_open(services: &Services, toolbox: &Toolbox) -> Result<(), ServiceError> {
     if !matches!(toolbox.access, Access::Public { .. }) {
         return Ok(());
     }
-    let agent = &toolbox.found.agent;
-    let owner = services
-        .store
-        .account_by_id(&agent.account_id)
-        .await?
-        .ok_or_else(|| ServiceError::NotFound(format!("Agent '{}' not found", agent.def.username)))?;
-    let decision = services
-        .account_limiter
-        .check(&owner.id, owner.limits, crate::clock::now_ms())
-        .await?;
-    if decision.allowed {
-        return Ok(());
-    }
-    crate::telemetry::metrics::note_rate_limited("mcp_open");
-    Err(ServiceError::OverBudget {
-        message: format!(
-            "This agent's owner has used the requests their plan allows for now (calls without a key count against it); retry in {} s",
-            decision.retry_after_secs
-        ),
-        decision,
-    })
+    agents::charge_owner_for_keyless(services, &toolbox.found.agent, "mcp_open").await
 }
 
 /// The owner's call: the command run as the keyed API runs it, or a chat.

@@ -131,11 +131,14 @@ pub async fn check_authorization(services: &Services, params: AuthorizationParam
     let Some(resource) = params.resource else {
         return Err(back(
             "invalid_target",
-            "resource is missing: name the agent's MCP endpoint",
+            "resource is missing: name the agent's MCP or A2A endpoint",
         ));
     };
     let Some(agent_ref) = agent_of_resource(&services.public_base_url, &resource) else {
-        return Err(back("invalid_target", "resource is not an MCP endpoint of this server"));
+        return Err(back(
+            "invalid_target",
+            "resource is not an MCP or A2A endpoint of this server",
+        ));
     };
     Ok(Authorization {
         agent_ref: agent_ref.to_string(),

@@ -75,11 +75,12 @@ pub fn resource_of(public_base_url: &str, agent_ref: &str) -> String {
     format!("{}/mcp/{agent_ref}", public_base_url.trim_end_matches('/'))
 }
 
-/// The agent an MCP address names (`<base>/mcp/<agent>`), if it is one of ours.
+/// The agent an endpoint's address names (its MCP `<base>/mcp/<agent>` or its A2A
+/// `<base>/a2a/<agent>`), if it is one of ours. A grant is the agent's: its tokens work on
+/// both of its endpoints.
 fn agent_of_resource<'a>(public_base_url: &str, resource: &'a str) -> Option<&'a str> {
-    let agent = resource
-        .strip_prefix(public_base_url.trim_end_matches('/'))?
-        .strip_prefix("/mcp/")?;
+    let path = resource.strip_prefix(public_base_url.trim_end_matches('/'))?;
+    let agent = path.strip_prefix("/mcp/").or_else(|| path.strip_prefix("/a2a/"))?;
     is_endpoint_name(agent).then_some(agent)
 }
 
@@ -179,6 +180,11 @@ mod tests {
         );
         assert_eq!(agent_of_resource(base, "https://other.example/mcp/helper"), None);
         assert_eq!(agent_of_resource(base, "https://agents.example/mcp/"), None);
+        assert_eq!(
+            agent_of_resource(base, "https://agents.example/a2a/helper"),
+            Some("helper")
+        );
+        assert_eq!(agent_of_resource(base, "https://agents.example/a2a"), None);
         assert_eq!(agent_of_resource(base, "https://agents.example/mcp/helper/x"), None);
         assert_eq!(agent_of_resource(base, "https://agents.example/mcp/helper?x=1"), None);
         assert_eq!(agent_of_resource(base, "https://agents.example.evil/mcp/helper"), None);

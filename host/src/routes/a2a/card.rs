@@ -1,0 +1,126 @@
+//! An agent's A2A card: who it is, where and how to reach it, what it can do, how to sign
+//! in. Written for one caller: its owner sees every skill, anyone else what is open.
+
+use serde_json::{Value, json};
+
+use crate::routes::AppState;
+use crate::services::a2a::{CHAT_SKILL, Desk};
+use crate::services::oauth::SCOPE;
+
+/// The A2A version this server speaks.
+pub const PROTOCOL_VERSION: &str = "1.0";
+
+/// The agent's A2A endpoint, by its id.
+pub fn endpoint(state: &AppState, agent_id: &str) -> String {
+    format!("{}/a2a/{agent_id}", base(state))
+}
+
+/// Where the agent's card is read.
+pub fn card_url(state: &AppState, agent_id: &str) -> String {
+    format!("{}/.well-known/agent-card.json", endpoint(state, agent_id))
+}
+
+fn base(state: &AppState) -> &str {
+    state.services.public_base_url.trim_end_matches('/')
+}
+
+pub fn card(state: &AppState, desk: &Desk) -> Value {
+    let agent = &desk.found.agent;
+    let def = &agent.def;
+    let base = base(state);
+    let mut skills = Vec::new();
+    if desk.may_chat() && desk.skill(CHAT_SKILL).is_none() {
+        skills.push(json!({
+            "id": CHAT_SKILL,
+            "name": "Chat",
+            "description": format!("Talk with {}: any message that names no skill is a turn of this conversation (its contextId keeps the history).", def.name),
+            "tags": ["chat"],
+            "examples": ["Hello! What can you do?"],
+            "inputModes": ["text/plain"],
+            "outputModes": ["text/plain"],
+        }));
+    }
+    for skill in desk.skills() {
+        let command = skill.command;
+        skills.push(json!({
+            "id": skill.name(),
+            "name": skill.name(),
+            "description": command.def.description,
+            "tags": [command.def.handler_type.as_str()],
+            "examples": [skill.example()],
+            "inputModes": ["application/json", "text/plain"],
+            "outputModes": [skill.output_type()],
+        }));
+    }
+    let oauth = state.services.settings.mcp.mcp_oauth;
+    let mut schemes = json!({
+        "apiKey": { "apiKeySecurityScheme": {
+            "description": "The agent owner's API key",
+            "location": "header",
+            "name": "x-api-key",
+        }},
+        "bearer": { "httpAuthSecurityScheme": {
+            "description": "The agent owner's API key, or an OAuth access token for this agent",
+            "scheme": "Bearer",
+        }},
+    });
+    let mut requirements = vec![
+        json!({ "schemes": { "apiKey": { "list": [] } } }),
+        json!({ "schemes": { "bearer": { "list": [] } } }),
+    ];
+    if oauth {
+        schemes["oauth"] = json!({ "oauth2SecurityScheme": {
+            "description": "Sign in as the agent's owner (authorization code with PKCE)",
+            "oauth2MetadataUrl": format!("{base}/.well-known/oauth-authorization-server"),
+            "flows": { "authorizationCode": {
+                "authorizationUrl": format!("{base}/oauth/authorize"),
+                "tokenUrl": format!("{base}/oauth/token"),
+                "refreshUrl": format!("{base}/oauth/token"),
+                "scopes": { SCOPE: "Use the agent's tools and skills as its owner" },
+                "pkceRequired": true,
+            }},
+        }});
+        requirements.push(json!({ "schemes": { "oauth": { "list": [SCOPE] } } }));
+    }
+    let mut card = json!({
+        "name": def.name,
+        "description": description(desk),
+        "supportedInterfaces": [{
+            "url": endpoint(state, &agent.id),
+            "protocolBinding": "JSONRPC",
+            "protocolVersion": PROTOCOL_VERSION,
+        }],
+        "provider": { "organization": host_name(base), "url": base },
+        "version": crate::clock::iso(agent.updated_at),
+        "capabilities": {
+            "streaming": true,
+            "pushNotifications": false,
+            "extendedAgentCard": false,
+        },
+        "securitySchemes": schemes,
+        "defaultInputModes": ["text/plain", "application/json"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": skills,
+    });
+    // A card whose skills all need the owner says so; an open one is used without any.
+    if !def.a2a.open {
+        card["securityRequirements"] = Value::Array(requirements);
+    }
+    card
+}
+
+/// The agent's personality is its description; a short default when it has none.
+fn description(desk: &Desk) -> String {
+    let def = &desk.found.agent.def;
+    let personality = def.personality.trim();
+    if personality.is_empty() {
+        format!("{}, an agent you can message or hand a task", def.name)
+    } else {
+        personality.chars().take(1_000).collect()
+    }
+}
+
+fn host_name(base: &str) -> &str {
+    let rest = base.split_once("://").map_or(base, |(_, rest)| rest);
+    rest.split(['/', ':']).next().unwrap_or(rest)
+}
