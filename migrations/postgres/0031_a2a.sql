@@ -6,6 +6,7 @@ ALTER TABLE agents ADD COLUMN a2a TEXT NOT NULL DEFAULT '{}';
 -- id alone). `skill`: the command it runs; NULL for a chat turn. `job_id`: the job of a
 -- long-running skill, whose state the task follows until it ends (then it is copied here).
 -- `request` and `reply` are JSON: what the client said, and what the agent answered.
+-- `payment` (JSON) is a paid task's x402 state: the price list it was given, its receipts.
 CREATE TABLE a2a_tasks (
     id          TEXT PRIMARY KEY,
     agent_id    TEXT NOT NULL,
@@ -17,6 +18,7 @@ CREATE TABLE a2a_tasks (
     request     TEXT NOT NULL,
     reply       TEXT,
     error       TEXT,
+    payment     TEXT,
     created_at  BIGINT NOT NULL,
     updated_at  BIGINT NOT NULL,
     expires_at  BIGINT NOT NULL

@@ -9,6 +9,7 @@
 mod support;
 
 mod a2a;
+mod a2a_paid;
 mod account;
 mod auth;
 mod chat;

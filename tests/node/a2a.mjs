@@ -2,8 +2,17 @@
 // tests/api/a2a.rs. Reads one JSON argument: {url, key, steps}, each step one of
 //   {do: "card"} | {do: "send", text, skill, data, contextId, stream, immediately}
 //   {do: "get" | "cancel" | "subscribe", task: "$N"} | {do: "list", contextId}
-// and prints {steps: [...]}: each step's outcome as JSON (an SDK error as {error, message}).
+// A paid send (x402's A2A extension) adds to "send" one of
+//   pay: {network, key, rpcUrl, networkId}   sign the payment the task asks for (the x402
+//                                            packages: @x402/core with @x402/evm or @x402/svm)
+//   payload: "$N"                            answer with step N's payment instead
+//   decline: true                            answer x402.payment.status: payment-rejected
+// and gives {asked: the task that asked, payment, task: the task after the answer};
+//   {do: "payHttp", url, body, pay | payload: "$N"} pays the x402 HTTP route (version 2) with
+// a new payment or step N's: {status, body, payment}.
+// Prints {steps: [...]}: each step's outcome as JSON (an SDK error as {error, message}).
 import { randomUUID } from "node:crypto";
+import { payer } from "./x402_payer.mjs";
 import { AgentCard, Role, StreamResponse, Task, ListTasksResponse } from "@a2a-js/sdk";
 import {
   ClientFactory,
@@ -27,12 +36,52 @@ const factory = new ClientFactory(
 
 const outcomes = [];
 const taskId = (ref) => (typeof ref === "string" && ref.startsWith("$") ? outcomes[Number(ref.slice(1))].task.id : ref);
+const paymentOf = (ref) => outcomes[Number(ref.slice(1))].payment;
+const part = (text) => ({ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "" });
+
+// The task's answer to its price list: a payment (signed now, or another step's), or a no.
+async function answerPayment(client, step, asked) {
+  const metadata = asked.status?.message?.metadata ?? {};
+  let payment = null;
+  let answer;
+  if (step.decline) {
+    answer = { "x402.payment.status": "payment-rejected" };
+  } else {
+    payment = step.payload ? paymentOf(step.payload) : await (await payer(step.pay)).createPaymentPayload(metadata["x402.payment.required"]);
+    answer = { "x402.payment.status": "payment-submitted", "x402.payment.payload": payment };
+  }
+  const message = {
+    messageId: randomUUID(),
+    contextId: asked.contextId,
+    taskId: asked.id,
+    role: Role.ROLE_USER,
+    parts: [part(step.decline ? "No, thank you." : "Here is the payment.")],
+    metadata: answer,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+  const result = await client.sendMessage({ tenant: "", message, configuration: undefined, metadata: undefined });
+  return { asked: Task.toJSON(asked), payment, task: Task.toJSON(result) };
+}
+
+// The x402 HTTP route paid as @x402/fetch pays it: the 402's PAYMENT-REQUIRED, then the
+// payment in PAYMENT-SIGNATURE.
+async function payHttp(step) {
+  const post = (headers) => fetch(step.url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(step.body) });
+  const unpaid = await post({});
+  const required = JSON.parse(Buffer.from(unpaid.headers.get("payment-required"), "base64").toString());
+  const payment = step.payload ? paymentOf(step.payload) : await (await payer(step.pay)).createPaymentPayload(required);
+  const paid = await post({ "payment-signature": Buffer.from(JSON.stringify(payment)).toString("base64") });
+  return { status: paid.status, body: await paid.json(), payment };
+}
 const kindOf = (event) => event.payload?.$case;
 
 async function run(client, step) {
   switch (step.do) {
     case "card":
       return { card: AgentCard.toJSON(await client.getAgentCard()) };
+    case "payHttp":
+      return payHttp(step);
     case "send": {
       const parts = [];
       if (step.text != null) parts.push({ content: { $case: "text", value: step.text }, metadata: undefined, filename: "", mediaType: "" });
@@ -58,6 +107,7 @@ async function run(client, step) {
         return { events, task };
       }
       const result = await client.sendMessage(params);
+      if (step.pay || step.payload || step.decline) return answerPayment(client, step, result);
       return { task: Task.toJSON(result) };
     }
     case "get":

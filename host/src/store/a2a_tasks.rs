@@ -24,6 +24,8 @@ pub struct A2aTaskRecord {
     pub request: Value,
     pub reply: Option<Value>,
     pub error: Option<String>,
+    /// A paid task's x402 state.
+    pub payment: Option<Value>,
     pub created_at: i64,
     pub updated_at: i64,
     pub expires_at: i64,
@@ -43,10 +45,11 @@ pub struct A2aTaskQuery {
 }
 
 const COLUMNS: &str = "id, agent_id, account_id, context_id, skill, state, job_id, request, reply, error, \
-     created_at, updated_at, expires_at";
+     created_at, updated_at, expires_at, payment";
 
 fn task_from_row(row: &Row) -> Result<A2aTaskRecord, StoreError> {
     let reply: Option<String> = row.get(8)?;
+    let payment: Option<String> = row.get(13)?;
     Ok(A2aTaskRecord {
         id: row.get(0)?,
         agent_id: row.get(1)?,
@@ -61,6 +64,7 @@ fn task_from_row(row: &Row) -> Result<A2aTaskRecord, StoreError> {
         created_at: row.get(10)?,
         updated_at: row.get(11)?,
         expires_at: row.get(12)?,
+        payment: payment.map(|p| json_column(&p, "a2a task payment")).transpose()?,
     })
 }
 
@@ -69,7 +73,7 @@ impl Store {
         self.write(move |db| {
             db.execute(
                 &format!(
-                    "INSERT INTO a2a_tasks ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+                    "INSERT INTO a2a_tasks ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
                 ),
                 args![
                     task.id,
@@ -84,7 +88,8 @@ impl Store {
                     task.error,
                     task.created_at,
                     task.updated_at,
-                    task.expires_at
+                    task.expires_at,
+                    task.payment.as_ref().map(to_json)
                 ],
             )?;
             Ok(())
@@ -216,6 +221,42 @@ impl Store {
                 args![id, state, reply.as_ref().map(to_json), error, now],
             )?;
             Ok(changed == 1)
+        })
+        .await
+    }
+
+    /// Moves a task from `from` to `to` (a paid task claimed by one payment, or given back
+    /// for another), writing its payment state. Whether it was in `from`: of two payments
+    /// sent for one task at once, one claims it.
+    pub async fn move_a2a_task(
+        &self,
+        id: &str,
+        from: &str,
+        to: &str,
+        payment: Option<Value>,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let (id, from, to) = (id.to_string(), from.to_string(), to.to_string());
+        self.write(move |db| {
+            let changed = db.execute(
+                "UPDATE a2a_tasks SET state = ?3, payment = COALESCE(?4, payment), updated_at = ?5
+                 WHERE id = ?1 AND state = ?2",
+                args![id, from, to, payment.as_ref().map(to_json), now],
+            )?;
+            Ok(changed == 1)
+        })
+        .await
+    }
+
+    /// Writes a task's payment state (its receipts, once paid).
+    pub async fn set_a2a_task_payment(&self, id: &str, payment: Value) -> Result<(), StoreError> {
+        let id = id.to_string();
+        self.write(move |db| {
+            db.execute(
+                "UPDATE a2a_tasks SET payment = ?2 WHERE id = ?1",
+                args![id, to_json(&payment)],
+            )?;
+            Ok(())
         })
         .await
     }

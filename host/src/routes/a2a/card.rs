@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::routes::AppState;
-use crate::services::a2a::{CHAT_SKILL, Desk};
+use crate::services::a2a::{CHAT_SKILL, Desk, X402_EXTENSION};
 use crate::services::oauth::SCOPE;
 
 /// The A2A version this server speaks.
@@ -29,11 +29,15 @@ pub fn card(state: &AppState, desk: &Desk) -> Value {
     let def = &agent.def;
     let base = base(state);
     let mut skills = Vec::new();
-    if desk.may_chat() && desk.skill(CHAT_SKILL).is_none() {
+    if let (Some(price), None) = (desk.chat_price(), desk.skill(CHAT_SKILL)) {
+        let about = format!(
+            "Talk with {}: any message that names no skill is a turn of this conversation (its contextId keeps the history).",
+            def.name
+        );
         skills.push(json!({
             "id": CHAT_SKILL,
             "name": "Chat",
-            "description": format!("Talk with {}: any message that names no skill is a turn of this conversation (its contextId keeps the history).", def.name),
+            "description": priced(about, price),
             "tags": ["chat"],
             "examples": ["Hello! What can you do?"],
             "inputModes": ["text/plain"],
@@ -45,7 +49,7 @@ pub fn card(state: &AppState, desk: &Desk) -> Value {
         skills.push(json!({
             "id": skill.name(),
             "name": skill.name(),
-            "description": command.def.description,
+            "description": priced(command.def.description.clone(), skill.price),
             "tags": [command.def.handler_type.as_str()],
             "examples": [skill.example()],
             "inputModes": ["application/json", "text/plain"],
@@ -96,17 +100,42 @@ pub fn card(state: &AppState, desk: &Desk) -> Value {
             "streaming": true,
             "pushNotifications": false,
             "extendedAgentCard": false,
+            "extensions": extensions(desk),
         },
         "securitySchemes": schemes,
         "defaultInputModes": ["text/plain", "application/json"],
         "defaultOutputModes": ["text/plain"],
         "skills": skills,
     });
-    // A card whose skills all need the owner says so; an open one is used without any.
-    if !def.a2a.open {
+    // A card whose skills all need the owner says so; one that sells, or is open, is used
+    // without any.
+    if !def.a2a.open && desk.offers().is_empty() {
         card["securityRequirements"] = Value::Array(requirements);
     }
     card
+}
+
+/// A description with what a call costs this caller, when it costs anything.
+fn priced(description: String, price: Option<crate::money::MicroUsdc>) -> String {
+    match price {
+        Some(price) => format!("{description} ({price} USDC a call, paid with x402: the task asks for the payment)"),
+        None => description,
+    }
+}
+
+/// x402's A2A extension, when something is for sale to this caller: where it is paid.
+fn extensions(desk: &Desk) -> Value {
+    let offers = desk.offers();
+    if offers.is_empty() {
+        return json!([]);
+    }
+    let networks: Vec<&str> = offers.iter().filter_map(|o| o.network_id.as_deref()).collect();
+    json!([{
+        "uri": X402_EXTENSION,
+        "description": "Paid skills: a task for one asks for an x402 payment (version 2, scheme exact, USDC) in its status message, and takes it in the client's next message",
+        "required": false,
+        "params": { "x402Version": 2, "networks": networks },
+    }])
 }
 
 /// The agent's personality is its description; a short default when it has none.

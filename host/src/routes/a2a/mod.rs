@@ -61,15 +61,15 @@ async fn open(
     agent: &str,
 ) -> Result<(Desk, crate::services::rate_limit::RateDecision), ApiError> {
     let (visitor, decision) = guard::visitor(state, parts, agent).await?;
-    let caller = match visitor {
-        Visitor::Owner(caller) => Some(caller),
-        Visitor::Stranger { .. } => None,
+    let (caller, client) = match visitor {
+        Visitor::Owner(caller) => (Some(caller), None),
+        Visitor::Stranger { client } => (None, Some(client)),
     };
-    match a2a::open(&state.services, agent, caller.as_ref()).await {
+    match a2a::open(&state.services, agent, caller.as_ref(), client).await {
         Ok(desk) => Ok((desk, decision)),
         Err(ServiceError::Store(err)) => Err(ServiceError::Store(err).into()),
-        // Without a key, an agent not opened is one that needs a key (and says nothing of
-        // whether it exists).
+        // Without a key, an agent that neither sells nor was opened is one that needs a key
+        // (and says nothing of whether it exists).
         Err(_) if caller.is_none() => Err(ApiError::unauthorized(
             "This agent's skills need its owner's key (x-api-key, or Authorization: Bearer)",
         )),

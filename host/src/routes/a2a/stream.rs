@@ -88,7 +88,7 @@ pub fn follow(services: Arc<Services>, desk: Arc<Desk>, id: Value, task: Task) -
 /// streamed already) and its last state.
 async fn finish(services: &Services, desk: &Desk, sink: &Sink, mut task: Task, streamed: bool) {
     let within = Duration::from_millis(services.settings.jobs.job_timeout_ms + 5_000);
-    while !task.state.ended() {
+    while task.state == TaskState::Working {
         let progress = task.clone();
         let waited = tasks::wait(services, desk, task, within, |percent| {
             let working = Task {

@@ -6,8 +6,8 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::services::a2a::media_type;
 use crate::services::a2a::tasks::{Ask, Said, Task, TaskState};
+use crate::services::a2a::{PAYLOAD_FIELD, PaymentAnswer, TaskPayment, media_type};
 use crate::services::commands::Answer;
 
 /// The most parts one message may carry.
@@ -123,6 +123,7 @@ pub fn ask(message: Option<Message>) -> Result<Ask, Unreadable> {
         Some(Value::String(name)) => Some(name.clone()),
         Some(_) => return Err(invalid("message.metadata.skill must be a skill's id")),
     };
+    let payment = payment_answer(message.metadata.as_ref())?;
     let nonempty = |id: Option<String>| id.filter(|i| !i.is_empty());
     Ok(Ask {
         said: Said {
@@ -133,7 +134,52 @@ pub fn ask(message: Option<Message>) -> Result<Ask, Unreadable> {
         skill,
         context_id: nonempty(message.context_id),
         task_id: nonempty(message.task_id),
+        payment,
     })
+}
+
+/// What a message's metadata says of a payment (x402's A2A extension).
+fn payment_answer(metadata: Option<&Map<String, Value>>) -> Result<Option<PaymentAnswer>, Unreadable> {
+    let Some(metadata) = metadata else {
+        return Ok(None);
+    };
+    let status = match metadata.get(STATUS_KEY) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(status)) => Some(status.clone()),
+        Some(_) => {
+            return Err(Unreadable::InvalidParams(format!(
+                "message.metadata[\"{STATUS_KEY}\"] must be a string"
+            )));
+        }
+    };
+    let payload = metadata.get(PAYLOAD_FIELD).filter(|p| !p.is_null()).cloned();
+    Ok((status.is_some() || payload.is_some()).then_some(PaymentAnswer { status, payload }))
+}
+
+/// x402's A2A extension's metadata keys.
+const STATUS_KEY: &str = "x402.payment.status";
+const REQUIRED_KEY: &str = "x402.payment.required";
+const RECEIPTS_KEY: &str = "x402.payment.receipts";
+const ERROR_KEY: &str = "x402.payment.error";
+/// Not the extension's: a paid task that failed by the agent's fault was refunded.
+const REFUND_KEY: &str = "x402.payment.refund";
+
+/// A paid task's state as its status message's metadata.
+fn payment_metadata(payment: &TaskPayment) -> Value {
+    let mut metadata = json!({ STATUS_KEY: payment.status.as_str() });
+    if let Some(required) = &payment.required {
+        metadata[REQUIRED_KEY] = json!(required);
+    }
+    if !payment.receipts.is_empty() {
+        metadata[RECEIPTS_KEY] = json!(payment.receipts);
+    }
+    if let Some(error) = &payment.error {
+        metadata[ERROR_KEY] = json!(error);
+    }
+    if let Some(refunded) = &payment.refunded {
+        metadata[REFUND_KEY] = json!({ "transaction": refunded.transaction });
+    }
+    metadata
 }
 
 /// A data part's numbers as their values: ProtoJSON carries a data part as a `Struct`,
@@ -185,6 +231,7 @@ pub struct ListTasksRequest {
 /// A task state as the wire names it.
 pub fn state_name(state: TaskState) -> &'static str {
     match state {
+        TaskState::InputRequired => "TASK_STATE_INPUT_REQUIRED",
         TaskState::Working => "TASK_STATE_WORKING",
         TaskState::Completed => "TASK_STATE_COMPLETED",
         TaskState::Failed => "TASK_STATE_FAILED",
@@ -196,6 +243,7 @@ pub fn state_name(state: TaskState) -> &'static str {
 /// A state named on the wire; `None` for unknown names and `TASK_STATE_UNSPECIFIED`.
 pub fn read_state(name: &str) -> Option<TaskState> {
     [
+        TaskState::InputRequired,
         TaskState::Working,
         TaskState::Completed,
         TaskState::Failed,
@@ -265,13 +313,23 @@ fn status(task: &Task) -> Value {
         "state": state_name(task.state),
         "timestamp": crate::clock::iso(task.updated_at),
     });
+    let asked = task
+        .payment
+        .as_ref()
+        .and_then(|p| p.required.as_ref())
+        .and_then(|r| r.error.clone());
     let words = match (task.state, &task.error, task.progress) {
         (TaskState::Working, _, Some(progress)) => Some(format!("{progress}% done")),
+        (TaskState::InputRequired, _, _) => Some(asked.unwrap_or_else(|| "Payment required".into())),
         (_, Some(error), _) => Some(error.clone()),
-        _ => None,
+        _ => task.payment.as_ref().map(|p| p.status.as_str().replace('-', " ")),
     };
     if let Some(words) = words {
-        status["message"] = agent_message(task, "status", vec![json!({ "text": words })]);
+        let mut message = agent_message(task, "status", vec![json!({ "text": words })]);
+        if let Some(payment) = &task.payment {
+            message["metadata"] = payment_metadata(payment);
+        }
+        status["message"] = message;
     }
     status
 }

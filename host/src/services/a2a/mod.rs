@@ -4,40 +4,53 @@
 //! task follows its job. This folder owns who may use what (`Desk`) and the tasks' rules;
 //! the wire (JSON-RPC, the card's JSON, SSE) is `routes/a2a`'s.
 //!
-//! The agent's owner uses every skill free, with a key or an OAuth token. Anyone else
-//! uses, without a key, what the owner opened (`[a2a] open`): the skills and the chat
-//! that have no price, counted against the owner's plan.
+//! The agent's owner uses every skill free, with a key or an OAuth token. Anyone else,
+//! without a key, buys what the owner sells over x402 (the task asks for the payment, x402's
+//! A2A extension), and uses free what the owner opened (`[a2a] open`): the skills and the
+//! chat that have no price, counted against the owner's plan.
 
 use std::sync::Arc;
 
 use super::keys::Caller;
-use super::payments::X402Error;
+use super::payments::{self, Offer, X402Error};
 use super::{ServiceError, Services, agents};
 use crate::domain::{Command, Integration, ResponseFormat};
+use crate::money::MicroUsdc;
 use crate::store::AgentWithCommands;
 
+mod paid;
 pub mod tasks;
+
+pub use paid::{PAYLOAD_FIELD, PaymentAnswer, PaymentStatus, TaskPayment};
 
 /// The id under which the card lists the chat with the agent.
 pub const CHAT_SKILL: &str = "chat";
+
+/// The x402 extension for A2A that paid tasks follow (version 0.2 of its specification).
+pub const X402_EXTENSION: &str = "https://github.com/google-agentic-commerce/a2a-x402/blob/main/spec/v0.2";
 
 /// An agent as one A2A caller may use it.
 pub struct Desk {
     pub found: Arc<AgentWithCommands>,
     access: Access,
+    /// The client address of a caller without a key: a paid task's settlement that fails on
+    /// chain is charged to it.
+    client: Option<String>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
 enum Access {
     /// The agent's owner: every skill, free; tasks are the account's.
     Owner,
-    /// Anyone, without a key: what the owner opened, and no price.
-    Open,
+    /// Anyone, without a key: what is for sale, paid on any network the agent can be paid
+    /// on now (`offers`), and, when the owner opened it, what has no price.
+    Public { offers: Vec<Offer>, open: bool },
 }
 
 /// One skill as a caller sees it on the card.
 pub struct Skill<'a> {
     pub command: &'a Command,
+    /// What a call costs this caller; `None` when it is free to it.
+    pub price: Option<MicroUsdc>,
 }
 
 impl Skill<'_> {
@@ -73,12 +86,21 @@ pub fn media_type(format: ResponseFormat) -> &'static str {
 
 /// Opens the agent `agent_ref` (its id or username) for `caller`: the owner's credential,
 /// or nobody's. Without one, only an agent whose owner opened it is found.
-pub async fn open(services: &Services, agent_ref: &str, caller: Option<&Caller>) -> Result<Desk, ServiceError> {
+/// Opens the agent `agent_ref` (its id or username) for `caller`: the owner's credential,
+/// or nobody's, calling from `client`. Without one, only an agent that sells on some network
+/// now, or whose owner opened it, is found.
+pub async fn open(
+    services: &Services,
+    agent_ref: &str,
+    caller: Option<&Caller>,
+    client: Option<String>,
+) -> Result<Desk, ServiceError> {
     if let Some(caller) = caller {
         let found = agents::owned_with_commands(&services.store, &caller.account.id, agent_ref).await?;
         return Ok(Desk {
             found,
             access: Access::Owner,
+            client: None,
         });
     }
     let closed = || ServiceError::from(X402Error::AgentNotSelling(agent_ref.to_string()));
@@ -87,44 +109,72 @@ pub async fn open(services: &Services, agent_ref: &str, caller: Option<&Caller>)
         .agent_with_commands(agent_ref)
         .await?
         .ok_or_else(closed)?;
-    if !found.agent.def.a2a.open {
-        return Err(closed());
+    let desk = public_desk(services, found, client).await;
+    match &desk.access {
+        Access::Public { offers, open } if offers.is_empty() && !open => Err(closed()),
+        _ => Ok(desk),
     }
-    Ok(Desk {
-        found,
-        access: Access::Open,
-    })
 }
 
-/// The agent whose card anyone may read: one its owner listed or opened. Others' cards are
-/// read with the owner's credential, through [`open`].
+/// The agent whose card anyone may read: one its owner listed or opened, or one that sells
+/// now. Others' cards are read with the owner's credential, through [`open`].
 pub async fn public(services: &Services, agent_ref: &str) -> Result<Option<Desk>, ServiceError> {
     let Some(found) = services.store.agent_with_commands(agent_ref).await? else {
         return Ok(None);
     };
-    let a2a = found.agent.def.a2a;
-    if !(a2a.listed || a2a.open) {
-        return Ok(None);
+    let listed = found.agent.def.a2a.listed;
+    let desk = public_desk(services, found, None).await;
+    let shown = match &desk.access {
+        Access::Public { offers, open } => listed || *open || !offers.is_empty(),
+        Access::Owner => true,
+    };
+    Ok(shown.then_some(desk))
+}
+
+async fn public_desk(services: &Services, found: Arc<AgentWithCommands>, client: Option<String>) -> Desk {
+    let mut offers = Vec::new();
+    for network in &found.agent.def.x402.networks {
+        // A network without a wallet, or an agent not selling, offers nothing.
+        if let Ok(offer) = payments::offer(services, &found.agent.id, *network).await {
+            offers.push(offer);
+        }
     }
-    Ok(Some(Desk {
+    let open = found.agent.def.a2a.open;
+    Desk {
         found,
-        access: Access::Open,
-    }))
+        access: Access::Public { offers, open },
+        client,
+    }
 }
 
 impl Desk {
     /// The account whose tasks this caller's are; `None` for a caller without a key.
     pub fn account_id(&self) -> Option<&str> {
-        (self.access == Access::Owner).then_some(self.found.agent.account_id.as_str())
+        matches!(self.access, Access::Owner).then_some(self.found.agent.account_id.as_str())
     }
 
-    /// The skills this caller may use, in manifest order.
+    /// The client address of a caller without a key.
+    pub fn client(&self) -> Option<&str> {
+        self.client.as_deref()
+    }
+
+    /// The offers a payment may be made on: one per network the agent is paid on now.
+    pub fn offers(&self) -> &[Offer] {
+        match &self.access {
+            Access::Public { offers, .. } => offers,
+            Access::Owner => &[],
+        }
+    }
+
+    /// The skills this caller may use, in manifest order, each with its price.
     pub fn skills(&self) -> impl Iterator<Item = Skill<'_>> {
         agents::offered(&self.found.commands, Some(Integration::A2a))
             // A command whose parameters need a file cannot be called from a message.
             .filter(|c| !crate::schema::needs_file(c))
-            .filter(|c| self.access == Access::Owner || !self.for_sale(Some(c)))
-            .map(|command| Skill { command })
+            .filter_map(|command| {
+                let price = self.price_of(Some(command))?;
+                Some(Skill { command, price })
+            })
     }
 
     /// The skill called `name`, if this caller may use it.
@@ -132,10 +182,29 @@ impl Desk {
         self.skills().find(|s| s.name() == name)
     }
 
-    /// Whether this caller may chat with the agent: its owner always; anyone else when the
-    /// chat has no price.
-    pub fn may_chat(&self) -> bool {
-        self.access == Access::Owner || !self.for_sale(None)
+    /// What a chat turn costs this caller: `None` when the chat is not offered to it,
+    /// `Some(None)` when it is free.
+    pub fn chat_price(&self) -> Option<Option<MicroUsdc>> {
+        self.price_of(None)
+    }
+
+    /// What this command (`None`: the chat) costs this caller: `None` when it is not
+    /// offered to it, `Some(None)` when free. For sale is what the manifest says, not
+    /// whether a network can take the payment now: a skill for sale with no network to pay
+    /// on is not offered, never free.
+    fn price_of(&self, command: Option<&Command>) -> Option<Option<MicroUsdc>> {
+        let Access::Public { offers, open } = &self.access else {
+            return Some(None);
+        };
+        if !self.for_sale(command) {
+            return open.then_some(None);
+        }
+        let offer = offers.first()?;
+        let price = match command {
+            None => offer.default_price,
+            Some(c) => offer.price_of(offer.command(&c.def.name)?),
+        };
+        Some(Some(price))
     }
 
     /// Whether the owner sells this command (`None`: the chat) over x402: such a skill is
@@ -152,7 +221,7 @@ impl Desk {
     async fn charge(&self, services: &Services) -> Result<(), ServiceError> {
         match self.access {
             Access::Owner => Ok(()),
-            Access::Open => agents::charge_owner_for_keyless(services, &self.found.agent, "a2a_open").await,
+            Access::Public { .. } => agents::charge_owner_for_keyless(services, &self.found.agent, "a2a_open").await,
         }
     }
 }

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::Desk;
+use super::paid::{self, PaymentAnswer, TaskPayment};
 use crate::domain::{Command, ResponseFormat};
 use crate::llm::Role;
 use crate::services::chat::{self, ChatEvents, ChatInput};
@@ -33,6 +34,8 @@ pub const PAGE_MAX: u32 = 100;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskState {
+    /// Waiting for the client: a paid task's payment.
+    InputRequired,
     Working,
     Completed,
     Failed,
@@ -44,6 +47,7 @@ pub enum TaskState {
 impl TaskState {
     pub fn as_str(self) -> &'static str {
         match self {
+            TaskState::InputRequired => "input-required",
             TaskState::Working => "working",
             TaskState::Completed => "completed",
             TaskState::Failed => "failed",
@@ -54,6 +58,7 @@ impl TaskState {
 
     pub fn parse(text: &str) -> Option<TaskState> {
         [
+            TaskState::InputRequired,
             TaskState::Working,
             TaskState::Completed,
             TaskState::Failed,
@@ -66,7 +71,7 @@ impl TaskState {
 
     /// Whether the task has ended (nothing changes it any more).
     pub fn ended(self) -> bool {
-        self != TaskState::Working
+        !matches!(self, TaskState::Working | TaskState::InputRequired)
     }
 }
 
@@ -123,6 +128,8 @@ pub struct Task {
     pub error: Option<String>,
     /// A long-running skill's last progress report, in percent.
     pub progress: Option<u8>,
+    /// A paid task's x402 state.
+    pub payment: Option<TaskPayment>,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -135,6 +142,8 @@ pub struct Ask {
     pub context_id: Option<String>,
     /// The task it continues.
     pub task_id: Option<String>,
+    /// What it says of a payment the task asked for.
+    pub payment: Option<PaymentAnswer>,
 }
 
 /// Why a task could not be made, read or changed: A2A's own errors.
@@ -164,7 +173,21 @@ pub struct Begun {
     work: Work,
 }
 
+impl Begun {
+    /// A task that waits for its client (a payment asked for): nothing to run.
+    fn waiting(task: Task) -> Begun {
+        Begun {
+            task,
+            work: Work::Nothing,
+        }
+    }
+}
+
 enum Work {
+    /// Nothing runs: the task waits for its client, or has ended.
+    Nothing,
+    /// A payment sent for the task: settle it, then do what was bought.
+    Pay(Value),
     Chat {
         message: String,
         history: Vec<(Role, String)>,
@@ -181,10 +204,18 @@ enum Work {
 pub async fn begin(services: &Services, desk: &Desk, ask: Ask) -> Result<Begun, A2aError> {
     if let Some(id) = &ask.task_id {
         let task = get(services, desk, id).await?;
-        return Err(A2aError::Unsupported(format!(
-            "Task '{id}' is {}: it takes no more messages; send a new message without a taskId",
-            task.state.as_str()
-        )));
+        if task.state != TaskState::InputRequired {
+            return Err(A2aError::Unsupported(format!(
+                "Task '{id}' is {}: it takes no more messages; send a new message without a taskId",
+                task.state.as_str()
+            )));
+        }
+        let work = match paid::answer(services, &task, ask.payment).await? {
+            Some(payload) => Work::Pay(payload),
+            None => Work::Nothing,
+        };
+        let task = get(services, desk, id).await?;
+        return Ok(Begun { task, work });
     }
     let skill = match &ask.skill {
         // The chat as the card lists it, unless a command took its name.
@@ -194,28 +225,43 @@ pub async fn begin(services: &Services, desk: &Desk, ask: Ask) -> Result<Begun, 
         })?),
         None => typed_skill(desk, &ask.said.text),
     };
-    let work = match skill {
-        Some(skill) => Work::Skill {
-            command: Box::new(skill.command.clone()),
-            parameters: ask.said.data.clone(),
-            raw_text: Some(ask.said.text.clone()).filter(|t| !t.trim().is_empty()),
-        },
+    let (work, price) = match skill {
+        Some(skill) => (
+            Work::Skill {
+                command: Box::new(skill.command.clone()),
+                parameters: ask.said.data.clone(),
+                raw_text: Some(ask.said.text.clone()).filter(|t| !t.trim().is_empty()),
+            },
+            skill.price,
+        ),
         None => {
-            if !desk.may_chat() {
+            let Some(price) = desk.chat_price() else {
                 return Err(A2aError::InvalidParams(
                     "Chat with this agent is not offered without a key: name a skill in the message's metadata".into(),
                 ));
-            }
-            Work::Chat {
+            };
+            let work = Work::Chat {
                 message: chat_message(&ask.said.text)?,
                 history: Vec::new(),
-            }
+            };
+            (work, price)
         }
     };
     let context_id = match ask.context_id {
         Some(id) => checked_context_id(id)?,
         None => uuid::Uuid::new_v4().to_string(),
     };
+    let skill = match &work {
+        Work::Skill { command, .. } => Some(command.def.name.clone()),
+        _ => None,
+    };
+    if let Some(price) = price {
+        let required = paid::ask(services, desk, skill.as_deref(), &ask.said, price).await?;
+        let mut record = new_record(services, desk, context_id, skill, &ask.said, TaskState::InputRequired);
+        record.payment = serde_json::to_value(required).ok();
+        services.store.insert_a2a_task(record.clone()).await?;
+        return Ok(Begun::waiting(view(record, None)?));
+    }
     desk.charge(services).await?;
     let work = match work {
         Work::Chat { message, .. } => Work::Chat {
@@ -224,30 +270,39 @@ pub async fn begin(services: &Services, desk: &Desk, ask: Ask) -> Result<Begun, 
         },
         skill => skill,
     };
-    let now = crate::clock::now_ms();
-    let record = A2aTaskRecord {
-        id: uuid::Uuid::new_v4().to_string(),
-        agent_id: desk.found.agent.id.clone(),
-        account_id: desk.account_id().map(str::to_string),
-        context_id,
-        skill: match &work {
-            Work::Skill { command, .. } => Some(command.def.name.clone()),
-            Work::Chat { .. } => None,
-        },
-        state: TaskState::Working.as_str().to_string(),
-        job_id: None,
-        request: serde_json::to_value(&ask.said).unwrap_or_default(),
-        reply: None,
-        error: None,
-        created_at: now,
-        updated_at: now,
-        expires_at: now + retention_ms(services),
-    };
+    let record = new_record(services, desk, context_id, skill, &ask.said, TaskState::Working);
     services.store.insert_a2a_task(record.clone()).await?;
     Ok(Begun {
         task: view(record, None)?,
         work,
     })
+}
+
+fn new_record(
+    services: &Services,
+    desk: &Desk,
+    context_id: String,
+    skill: Option<String>,
+    said: &Said,
+    state: TaskState,
+) -> A2aTaskRecord {
+    let now = crate::clock::now_ms();
+    A2aTaskRecord {
+        id: uuid::Uuid::new_v4().to_string(),
+        agent_id: desk.found.agent.id.clone(),
+        account_id: desk.account_id().map(str::to_string),
+        context_id,
+        skill,
+        state: state.as_str().to_string(),
+        job_id: None,
+        request: serde_json::to_value(said).unwrap_or_default(),
+        reply: None,
+        error: None,
+        payment: None,
+        created_at: now,
+        updated_at: now,
+        expires_at: now + retention_ms(services),
+    }
 }
 
 /// A text that starts with `/name` of a skill this caller may use calls it, as in a chat app.
@@ -320,6 +375,11 @@ pub async fn run(services: &Services, desk: &Desk, begun: Begun, events: Option<
     let Begun { task, work } = begun;
     let agent = &desk.found.agent;
     let outcome = match work {
+        Work::Nothing => return Ok(task),
+        Work::Pay(payload) => {
+            paid::buy(services, desk, &task, payload).await?;
+            return get(services, desk, &task.id).await;
+        }
         Work::Chat { message, history } => {
             let input = ChatInput {
                 history,
@@ -351,27 +411,38 @@ pub async fn run(services: &Services, desk: &Desk, begun: Begun, events: Option<
             commands::execute(services, call).await
         }
     };
+    record_outcome(services, &task.id, outcome).await?;
+    get(services, desk, &task.id).await
+}
+
+/// Writes what the work gave: an answer ends the task, a job carries it on, an error ends
+/// it rejected (the input was refused) or failed.
+pub(super) async fn record_outcome(
+    services: &Services,
+    id: &str,
+    outcome: Result<CommandOutcome, ServiceError>,
+) -> Result<(), A2aError> {
     let now = crate::clock::now_ms();
     let store = &services.store;
     match outcome {
         Ok(CommandOutcome::Answered(answer)) => {
             let reply = serde_json::to_value(Reply::from(&answer)).ok();
             store
-                .end_a2a_task(&task.id, TaskState::Completed.as_str(), reply, None, now)
+                .end_a2a_task(id, TaskState::Completed.as_str(), reply, None, now)
                 .await?;
         }
-        Ok(CommandOutcome::Queued { job_id }) => store.set_a2a_task_job(&task.id, &job_id, now).await?,
+        Ok(CommandOutcome::Queued { job_id }) => store.set_a2a_task_job(id, &job_id, now).await?,
         Err(err) => {
             let state = match err {
                 ServiceError::Validation(_) => TaskState::Rejected,
                 _ => TaskState::Failed,
             };
             store
-                .end_a2a_task(&task.id, state.as_str(), None, Some(err.to_string()), now)
+                .end_a2a_task(id, state.as_str(), None, Some(err.to_string()), now)
                 .await?;
         }
     }
-    get(services, desk, &task.id).await
+    Ok(())
 }
 
 /// The task `id` of this caller, as it is now.
@@ -392,6 +463,7 @@ async fn follow_job(services: &Services, record: A2aTaskRecord) -> Result<Task, 
     if record.state != TaskState::Working.as_str() {
         return view(record, None);
     }
+    // A paid task being settled (claimed, not yet run) is a moment's work, as a chat turn.
     let Some(job_id) = record.job_id.clone() else {
         if now - record.updated_at > CHAT_STALE_MS {
             let why = "The agent stopped before it answered (its host restarted); send the message again";
@@ -451,6 +523,10 @@ fn view(record: A2aTaskRecord, progress: Option<u8>) -> Result<Task, A2aError> {
         )),
         None => None,
     };
+    let payment = match record.payment {
+        Some(payment) => Some(serde_json::from_value(payment).map_err(|_| corrupt("payment"))?),
+        None => None,
+    };
     Ok(Task {
         id: record.id,
         context_id: record.context_id,
@@ -460,6 +536,7 @@ fn view(record: A2aTaskRecord, progress: Option<u8>) -> Result<Task, A2aError> {
         answer,
         error: record.error,
         progress,
+        payment,
         created_at: record.created_at,
         updated_at: record.updated_at,
     })
@@ -477,7 +554,7 @@ pub async fn wait(
     let deadline = tokio::time::Instant::now() + within;
     let mut told = task.progress;
     let mut task = task;
-    while !task.state.ended() && tokio::time::Instant::now() < deadline {
+    while task.state == TaskState::Working && tokio::time::Instant::now() < deadline {
         // A job's progress is a row in the store, as the job's status address reads it.
         tokio::time::sleep(Duration::from_millis(250)).await;
         task = get(services, desk, &task.id).await?;
@@ -501,6 +578,15 @@ pub async fn cancel(services: &Services, desk: &Desk, id: &str) -> Result<Task, 
         .a2a_task(id, now)
         .await?
         .ok_or_else(|| A2aError::TaskNotFound(id.to_string()))?;
+    if task.state == TaskState::InputRequired {
+        // Nothing was paid or run: the task just ends.
+        let why = Some("Cancelled by the client before it paid".to_string());
+        services
+            .store
+            .end_a2a_task(id, TaskState::Canceled.as_str(), None, why, now)
+            .await?;
+        return get(services, desk, id).await;
+    }
     let Some(job_id) = record.job_id else {
         return Err(A2aError::NotCancelable(task.id, "a chat turn, which runs to its end,"));
     };

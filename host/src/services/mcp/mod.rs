@@ -17,14 +17,14 @@ use super::purchase::{self, Order, RefundStarted, SaleOutcome};
 use super::{ServiceError, Services, agents, chat, sign_in};
 use crate::domain::{Command, Integration, ResponseFormat};
 use crate::money::MicroUsdc;
-use crate::services::usage::{Channel, Owner};
+use crate::services::usage::Channel;
 use crate::store::AgentWithCommands;
 use crate::x402::sign_in::SIGN_IN_WITH_X;
 
 pub mod exposed;
 mod sign_in_call;
 pub mod tasks;
-use crate::x402::wire::{self, PaymentRequiredV2, ResourceInfo, SettleResponse, Version};
+use crate::x402::wire::{PaymentRequiredV2, ResourceInfo, SettleResponse, Version};
 use sign_in_call::signed_in;
 
 /// The tool that talks to the agent itself: its personality and knowledge, its commands
@@ -250,7 +250,7 @@ pub async fn call(
                 (Some(offer), Some(schema)) => offer.mcp_extensions(tool.name, &description, &schema, format),
                 _ => Map::new(),
             };
-            let sold = Sold {
+            let sold = purchase::Sold {
                 offers,
                 price,
                 command: tool.command.map(|c| c.def.name.as_str()),
@@ -364,22 +364,10 @@ fn chat_message(arguments: &Map<String, Value>) -> Result<String, ServiceError> 
     }
 }
 
-/// A priced tool: on which offers, for how much, and the resource a payer signs for.
-struct Sold<'a> {
-    offers: &'a [Offer],
-    price: MicroUsdc,
-    /// The command sold; `None` for the chat tool.
-    command: Option<&'a str>,
-    /// `mcp://tool/{name}`, as x402's MCP transport names a tool.
-    resource: ResourceInfo,
-    /// The v2 extensions offered with it: the tool's bazaar entry, payment-identifier.
-    extensions: Map<String, Value>,
-}
-
 /// A buyer's call: priced, then settled and served through the purchase service.
 async fn buy(
     services: &Services,
-    sold: Sold<'_>,
+    sold: purchase::Sold<'_>,
     tool: &Tool<'_>,
     call: ToolCall,
     client: Option<&str>,
@@ -409,7 +397,8 @@ async fn buy(
         None => None,
     };
     let required = |error: Option<String>| {
-        let mut required = payment_required(services, &sold, error);
+        let error = error.unwrap_or_else(|| "Payment required: send it in _meta[\"x402/payment\"]".into());
+        let mut required = purchase::payment_required(services, &sold, error);
         if let Some(challenge) = &challenge {
             required
                 .extensions
@@ -435,7 +424,7 @@ async fn buy(
             },
         );
     };
-    let payment = match read_payment(sent, offers) {
+    let payment = match purchase::read_payment(sent, offers, PAYMENT_META) {
         Ok(found) => found,
         Err(reason) => return Ok(required(Some(reason))),
     };
@@ -476,60 +465,6 @@ async fn buy(
     let settlement = Some(settlement);
     let outcome = ToolOutcome::from(sale.outcome);
     Ok(Called::Done { outcome, settlement })
-}
-
-/// The payment a call carries, on the offer of its network; or why it cannot be taken.
-fn read_payment(sent: Value, offers: &[Offer]) -> Result<(&Offer, wire::Payment), String> {
-    let json = match sent {
-        Value::String(encoded) => {
-            use base64::Engine;
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(encoded.trim())
-                .map_err(|_| format!("{PAYMENT_META} is neither an object nor base64 of one"))?;
-            serde_json::from_slice(&bytes).map_err(|_| format!("{PAYMENT_META} is not base64 of a JSON object"))?
-        }
-        object @ Value::Object(_) => object,
-        _ => return Err(format!("{PAYMENT_META} must be the payment object")),
-    };
-    if json.get("x402Version").and_then(Value::as_u64) != Some(2) {
-        return Err("Payments over MCP are x402 version 2".into());
-    }
-    let network = json["accepted"]["network"].as_str().unwrap_or_default();
-    let offer = offers
-        .iter()
-        .find(|o| !network.is_empty() && o.network_id.as_deref() == Some(network))
-        .ok_or_else(|| format!("No matching payment requirements: the agent is not paid on '{network}' here"))?;
-    let payment =
-        wire::read_payment(Version::V2, json, PAYMENT_META, offer.network_names()).map_err(|e| e.to_string())?;
-    Ok((offer, payment))
-}
-
-/// What a tool call costs, on every network the agent is paid on now.
-fn payment_required(services: &Services, sold: &Sold<'_>, error: Option<String>) -> PaymentRequiredV2 {
-    if let Some(metrics) = crate::telemetry::metrics::metrics() {
-        for offer in sold.offers {
-            metrics.x402_offer(offer.network.as_str(), "2");
-        }
-    }
-    // One price list names every network: counted once, under none.
-    if let Some(agent) = sold.offers.first().map(|o| &o.agent) {
-        let owner = Owner {
-            account_id: &agent.account_id,
-            agent_id: &agent.id,
-        };
-        services.usage.offer(owner, sold.command, None);
-    }
-    PaymentRequiredV2 {
-        x402_version: 2,
-        error: Some(error.unwrap_or_else(|| "Payment required: send it in _meta[\"x402/payment\"]".into())),
-        resource: sold.resource.clone(),
-        accepts: sold
-            .offers
-            .iter()
-            .filter_map(|o| o.requirement_v2(services, sold.price))
-            .collect(),
-        extensions: sold.extensions.clone(),
-    }
 }
 
 /// Waits for a long-running command's job, telling its progress.

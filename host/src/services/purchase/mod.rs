@@ -2,7 +2,7 @@
 //! before any money moves what cannot run (an unknown command, a paused one, bad
 //! parameters), settle the payment, run the command or answer the message, and leave the
 //! payment `served` or refunded. Every paid surface (the x402 HTTP route, paid MCP tool
-//! calls) goes through here; none moves a payment's state itself.
+//! calls, paid A2A tasks) goes through here; none moves a payment's state itself.
 //!
 //! The order of the steps is what keeps a payer whole: nothing runs before the payment is
 //! on chain and recorded; nothing is answered before the payment is marked served (a
@@ -22,9 +22,12 @@ use crate::services::usage::Channel;
 use crate::telemetry::traces::part_span;
 use crate::x402::wire::Payment;
 
+mod in_message;
 mod kept;
 #[cfg(test)]
 mod tests;
+
+pub use in_message::{Sold, payment_required, read_payment};
 
 /// What a payer asks for.
 #[derive(Debug, Clone)]
