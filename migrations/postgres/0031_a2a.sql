@@ -26,3 +26,17 @@ CREATE TABLE a2a_tasks (
 CREATE INDEX a2a_tasks_by_caller ON a2a_tasks (agent_id, account_id, created_at);
 CREATE INDEX a2a_tasks_by_context ON a2a_tasks (agent_id, context_id, created_at);
 CREATE INDEX a2a_tasks_by_expiry ON a2a_tasks (expires_at);
+-- `a2a_push_configs`: where a client asked a task's changes to be pushed (A2A push
+-- notifications). `secret`: its token and the credentials for its endpoint, sealed with the
+-- master key. Kept as long as the task.
+CREATE TABLE a2a_push_configs (
+    task_id     TEXT NOT NULL,
+    id          TEXT NOT NULL,
+    url         TEXT NOT NULL,
+    scheme      TEXT,
+    secret      BYTEA NOT NULL,
+    created_at  BIGINT NOT NULL,
+    expires_at  BIGINT NOT NULL,
+    PRIMARY KEY (task_id, id)
+);
+CREATE INDEX a2a_push_configs_by_expiry ON a2a_push_configs (expires_at);

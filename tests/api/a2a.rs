@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 
 use crate::support::fake_llm::{fake_openai, text};
+use crate::support::webhooks::Receiver;
 use crate::support::*;
 
 fn manifest(extra: &str) -> String {
@@ -69,7 +70,9 @@ async fn start(extra: &str) -> Fixture {
     .await;
     let env = TestEnv::new()
         .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
-        .with_env("AGENT_HOST_LLM_MODEL", "fake-model");
+        .with_env("AGENT_HOST_LLM_MODEL", "fake-model")
+        // The push notifications' receiver is on loopback.
+        .with_env("AGENT_HOST_WEBHOOK_ALLOW_PRIVATE", "127.0.0.1");
     let key = env.account_with_key("alice", "pro");
     let agent_id = env.apply_agent(&manifest(extra), "alice");
     let server = env.serve();
@@ -103,8 +106,8 @@ fn answer(task: &Value) -> &str {
     task["artifacts"][0]["parts"][0]["text"].as_str().unwrap_or_default()
 }
 
-/// The steps both SDKs take, and what both must see.
-fn steps() -> Value {
+/// The steps both SDKs take, and what both must see; pushes go to `hook` with `token`.
+fn steps(hook: &str, token: &str) -> Value {
     json!([
         { "do": "card" },
         { "do": "send", "text": "Hi there" },
@@ -121,6 +124,8 @@ fn steps() -> Value {
         { "do": "subscribe", "task": "$11" },
         { "do": "send", "skill": "offstage" },
         { "do": "list" },
+        { "do": "send", "skill": "nap", "data": { "mode": "sleep", "n": 1500 }, "immediately": true },
+        { "do": "push", "task": "$15", "url": hook, "token": token },
     ])
 }
 
@@ -237,14 +242,44 @@ fn check(client: &str, server: &TestServer, agent_id: &str, out: &Value) {
     let listed = &steps[14]["list"];
     assert_eq!(listed["totalSize"], 8, "{client}: {}", steps[14]);
     assert_eq!(listed["tasks"].as_array().unwrap().len(), 8, "{client}");
+    // A push config on a working task, read back in the list.
+    let push = &steps[16];
+    assert!(push["config"]["id"].is_string(), "{client}: {push}");
+    assert_eq!(
+        push["configs"]["configs"][0]["id"], push["config"]["id"],
+        "{client}: {push}"
+    );
+}
+
+/// The push of the task `step` 15 made: its last state, whole, with the client's token.
+async fn check_push(client: &str, receiver: &Receiver, token: &str, out: &Value) {
+    let task_id = out["steps"][15]["task"]["id"].as_str().unwrap().to_string();
+    let received = receiver.until("the push of the nap's end", |r| !r.is_empty()).await;
+    let push = &received[0];
+    assert_eq!(push.token, token, "{client}");
+    let body: Value = serde_json::from_str(&push.body).unwrap();
+    assert_eq!(body["task"]["id"], task_id.as_str(), "{client}: {body}");
+    assert_eq!(state(&body["task"]), "TASK_STATE_COMPLETED", "{client}: {body}");
+    assert_eq!(answer(&body["task"]), "slept 1500 ms", "{client}: {body}");
+    // Signed as the webhooks are, the token the key.
+    let expected = agent_host::services::webhooks::sign::signature(
+        token.as_bytes(),
+        &push.id,
+        push.timestamp.parse().unwrap(),
+        push.body.as_bytes(),
+    );
+    assert_eq!(push.signature, expected, "{client}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_official_python_client_talks_runs_skills_and_follows_tasks() {
     let fx = start("").await;
     let agent_id = fx.agent_id.clone();
-    let out = python(&json!({ "url": fx.server.url("/a2a/courier"), "key": fx.key, "steps": steps() })).await;
+    let receiver = Receiver::start().await;
+    let steps = steps(&receiver.url(), "python-token");
+    let out = python(&json!({ "url": fx.server.url("/a2a/courier"), "key": fx.key, "steps": steps })).await;
     check("python", &fx.server, &agent_id, &out);
+    check_push("python", &receiver, "python-token", &out).await;
     // The cancelled task's job was stopped, not run out.
     let cancelled = out["steps"][8]["task"]["id"].as_str().unwrap().to_string();
     let reply = rpc(&fx, Some(&fx.key), "GetTask", json!({ "id": cancelled })).await;
@@ -255,8 +290,11 @@ async fn the_official_python_client_talks_runs_skills_and_follows_tasks() {
 async fn the_official_javascript_client_talks_runs_skills_and_follows_tasks() {
     let fx = start("").await;
     let agent_id = fx.agent_id.clone();
-    let out = node(&json!({ "url": fx.server.url("/a2a/courier/"), "key": fx.key, "steps": steps() })).await;
+    let receiver = Receiver::start().await;
+    let steps = steps(&receiver.url(), "javascript-token");
+    let out = node(&json!({ "url": fx.server.url("/a2a/courier/"), "key": fx.key, "steps": steps })).await;
     check("javascript", &fx.server, &agent_id, &out);
+    check_push("javascript", &receiver, "javascript-token", &out).await;
 }
 
 async fn rpc(fx: &Fixture, key: Option<&str>, method: &str, params: Value) -> Value {
@@ -436,8 +474,32 @@ async fn hostile_requests_get_a2a_errors_and_the_server_stays_up() {
     assert_eq!(nowhere["error"]["code"], -32001, "{nowhere}");
     let page = rpc(&fx, key, "ListTasks", json!({ "pageToken": "garbage" })).await;
     assert_eq!(page["error"]["code"], -32602, "{page}");
-    let push = rpc(&fx, key, "CreateTaskPushNotificationConfig", json!({})).await;
-    assert_eq!(push["error"]["code"], -32003, "{push}");
+    let push = rpc(
+        &fx,
+        key,
+        "CreateTaskPushNotificationConfig",
+        json!({ "taskId": "nope", "url": "https://example.com/hook" }),
+    )
+    .await;
+    assert_eq!(push["error"]["code"], -32001, "{push}");
+    let mine = rpc(
+        &fx,
+        key,
+        "SendMessage",
+        json!({ "message": user_message("/hello Kim", None) }),
+    )
+    .await;
+    let task_id = mine["result"]["task"]["id"].as_str().unwrap();
+    for url in ["ftp://example.com/hook", "http://169.254.169.254/latest", "not a url"] {
+        let push = rpc(
+            &fx,
+            key,
+            "CreateTaskPushNotificationConfig",
+            json!({ "taskId": task_id, "url": url }),
+        )
+        .await;
+        assert_eq!(push["error"]["code"], -32602, "{url}: {push}");
+    }
     // A version this server does not speak.
     let old = reqwest::Client::new()
         .post(&url)

@@ -2,6 +2,7 @@
 // tests/api/a2a.rs. Reads one JSON argument: {url, key, steps}, each step one of
 //   {do: "card"} | {do: "send", text, skill, data, contextId, stream, immediately}
 //   {do: "get" | "cancel" | "subscribe", task: "$N"} | {do: "list", contextId}
+//   {do: "push", task: "$N", url, token}   CreateTaskPushNotificationConfig, then the list
 // A paid send (x402's A2A extension) adds to "send" one of
 //   pay: {network, key, rpcUrl, networkId}   sign the payment the task asks for (the x402
 //                                            packages: @x402/core with @x402/evm or @x402/svm)
@@ -13,7 +14,15 @@
 // Prints {steps: [...]}: each step's outcome as JSON (an SDK error as {error, message}).
 import { randomUUID } from "node:crypto";
 import { payer } from "./x402_payer.mjs";
-import { AgentCard, Role, StreamResponse, Task, ListTasksResponse } from "@a2a-js/sdk";
+import {
+  AgentCard,
+  ListTaskPushNotificationConfigsResponse,
+  ListTasksResponse,
+  Role,
+  StreamResponse,
+  Task,
+  TaskPushNotificationConfig,
+} from "@a2a-js/sdk";
 import {
   ClientFactory,
   ClientFactoryOptions,
@@ -116,6 +125,12 @@ async function run(client, step) {
       return { task: Task.toJSON(await client.cancelTask({ tenant: "", id: taskId(step.task), metadata: undefined })) };
     case "list":
       return { list: ListTasksResponse.toJSON(await client.listTasks({ tenant: "", contextId: step.contextId ?? "", pageSize: 50 })) };
+    case "push": {
+      const id = taskId(step.task);
+      const config = await client.createTaskPushNotificationConfig({ tenant: "", id: "", taskId: id, url: step.url, token: step.token, authentication: undefined });
+      const listed = await client.listTaskPushNotificationConfig({ tenant: "", taskId: id, pageSize: 0, pageToken: "" });
+      return { config: TaskPushNotificationConfig.toJSON(config), configs: ListTaskPushNotificationConfigsResponse.toJSON(listed) };
+    }
     case "subscribe": {
       const events = [];
       for await (const event of client.resubscribeTask({ tenant: "", id: taskId(step.task) })) {

@@ -9,6 +9,8 @@ Reads one JSON argument: {"url": the agent's A2A URL, "key": an API key or null,
   {"do": "cancel", "task": "$N"}                        CancelTask
   {"do": "list", "contextId": ...}                      ListTasks
   {"do": "subscribe", "task": "$N"}                     SubscribeToTask, to the end
+  {"do": "push", "task": "$N", "url": ..., "token": ...} CreateTaskPushNotificationConfig,
+                                                        then ListTaskPushNotificationConfigs
 and prints {"steps": [...]} with each step's outcome (an SDK error as {"error": ...}).
 """
 
@@ -23,6 +25,7 @@ from google.protobuf import json_format
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import (
     CancelTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
     GetTaskRequest,
     ListTasksRequest,
     Message,
@@ -30,6 +33,7 @@ from a2a.types import (
     Role,
     SendMessageRequest,
     SubscribeToTaskRequest,
+    TaskPushNotificationConfig,
 )
 
 
@@ -102,6 +106,13 @@ async def run(step, card, blocking, polling, streaming, task_id):
         async for event in streaming.subscribe(SubscribeToTaskRequest(id=task_id(step["task"]))):
             events.append({"kind": event_kind(event), "event": as_json(event)})
         return {"events": events}
+    if kind == "push":
+        config = TaskPushNotificationConfig(task_id=task_id(step["task"]), url=step["url"], token=step["token"])
+        made = await blocking.create_task_push_notification_config(config)
+        listed = await blocking.list_task_push_notification_configs(
+            ListTaskPushNotificationConfigsRequest(task_id=task_id(step["task"]))
+        )
+        return {"config": as_json(made), "configs": as_json(listed)}
     raise ValueError(f"unknown step {kind}")
 
 

@@ -17,6 +17,9 @@ pub struct Received {
     pub timestamp: String,
     pub signature: String,
     pub body: String,
+    /// A2A push notifications' headers: the client's token, and its credentials.
+    pub token: String,
+    pub authorization: String,
 }
 
 impl Received {
@@ -57,6 +60,8 @@ impl Receiver {
                         timestamp: header("webhook-timestamp"),
                         signature: header("webhook-signature"),
                         body,
+                        token: header("x-a2a-notification-token"),
+                        authorization: header("authorization"),
                     });
                     let status = StatusCode::from_u16(answer.load(Ordering::SeqCst)).unwrap();
                     (status, "received")

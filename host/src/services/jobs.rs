@@ -330,6 +330,9 @@ pub async fn clean_up_periodically(services: Services, mut stop: tokio::sync::wa
             Ok(n) => tracing::info!(deleted = n, "expired A2A tasks removed"),
             Err(e) => tracing::warn!(error = %e, "could not remove expired A2A tasks"),
         }
+        if let Err(e) = services.store.delete_expired_a2a_pushes(now).await {
+            tracing::warn!(error = %e, "could not remove expired A2A push configs");
+        }
         match services.store.forget_expired_answers(now).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(forgotten = n, "expired paid answers forgotten"),

@@ -65,6 +65,7 @@ fn open(key: &MasterKey, record: &SealedRecord) -> Result<Vec<u8>, String> {
         SealedAt::Integration { agent_id, kind } => key.open_for_agent(agent_id, kind, &record.sealed),
         SealedAt::Fact { name } => key.open(name, &record.sealed),
         SealedAt::Webhook { endpoint_id } => key.open(&super::webhooks::secret_label(endpoint_id), &record.sealed),
+        SealedAt::A2aPush { task_id, id } => key.open(&crate::store::push_secret_label(task_id, id), &record.sealed),
     };
     opened.map_err(|_| format!("{} does not open with this master key", describe(&record.at)))
 }
@@ -77,6 +78,7 @@ fn seal(key: &MasterKey, record: &SealedRecord, secret: &[u8]) -> Vec<u8> {
         SealedAt::Integration { agent_id, kind } => key.seal_for_agent(agent_id, kind, secret),
         SealedAt::Fact { name } => key.seal(name, secret),
         SealedAt::Webhook { endpoint_id } => key.seal(&super::webhooks::secret_label(endpoint_id), secret),
+        SealedAt::A2aPush { task_id, id } => key.seal(&crate::store::push_secret_label(task_id, id), secret),
     }
 }
 
@@ -86,5 +88,6 @@ fn describe(at: &SealedAt) -> String {
         SealedAt::Integration { agent_id, kind } => format!("the {kind} tokens of agent {agent_id}"),
         SealedAt::Fact { name } => format!("the deployment's {name}"),
         SealedAt::Webhook { endpoint_id } => format!("the signing secret of webhook endpoint {endpoint_id}"),
+        SealedAt::A2aPush { task_id, id } => format!("the token of push config {id} of A2A task {task_id}"),
     }
 }

@@ -4,6 +4,7 @@
 //! is written once, against [`sql::Db`]. Work runs on tokio's blocking pool, never on a
 //! runtime thread.
 
+mod a2a_push;
 mod a2a_tasks;
 mod accounts;
 mod agents;
@@ -38,6 +39,7 @@ mod wallets;
 mod webhook_deliveries;
 pub mod webhooks;
 
+pub use a2a_push::{A2aPushRecord, push_secret_label};
 pub use a2a_tasks::{A2aTaskQuery, A2aTaskRecord};
 pub use accounts::{AccountUsage, NewAccount};
 pub use agents::{AgentSummary, ApplyOutcome};

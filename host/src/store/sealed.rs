@@ -42,6 +42,7 @@ pub enum SealedAt {
     Integration { agent_id: String, kind: String },
     Fact { name: String },
     Webhook { endpoint_id: String },
+    A2aPush { task_id: String, id: String },
 }
 
 #[derive(Debug, Clone)]
@@ -82,6 +83,18 @@ fn all_sealed(db: &dyn Db) -> Result<Vec<SealedRecord>, StoreError> {
                 endpoint_id: row.get(0)?,
             },
             sealed: row.get(1)?,
+        });
+    }
+    for row in db.query(
+        "SELECT task_id, id, secret FROM a2a_push_configs ORDER BY task_id, id",
+        args![],
+    )? {
+        records.push(SealedRecord {
+            at: SealedAt::A2aPush {
+                task_id: row.get(0)?,
+                id: row.get(1)?,
+            },
+            sealed: row.get(2)?,
         });
     }
     for row in db.query("SELECT name, value FROM deployment_facts ORDER BY name", args![])? {
@@ -126,6 +139,10 @@ impl Store {
                     SealedAt::Webhook { endpoint_id } => db.execute(
                         "UPDATE webhook_endpoints SET secret = ?2 WHERE id = ?1",
                         args![endpoint_id, sealed],
+                    )?,
+                    SealedAt::A2aPush { task_id, id } => db.execute(
+                        "UPDATE a2a_push_configs SET secret = ?3 WHERE task_id = ?1 AND id = ?2",
+                        args![task_id, id, sealed],
                     )?,
                 };
                 if changed != 1 {

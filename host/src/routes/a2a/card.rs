@@ -98,7 +98,7 @@ pub fn card(state: &AppState, desk: &Desk) -> Value {
         "version": crate::clock::iso(agent.updated_at),
         "capabilities": {
             "streaming": true,
-            "pushNotifications": false,
+            "pushNotifications": true,
             "extendedAgentCard": false,
             "extensions": extensions(desk),
         },

@@ -14,6 +14,7 @@ use super::wire::{self, Shown, Unreadable};
 use crate::error::ApiError;
 use crate::services::Services;
 use crate::services::a2a::Desk;
+use crate::services::a2a::push;
 use crate::services::a2a::tasks::{self, A2aError, ListFilter};
 
 /// A JSON-RPC error: its code, its words, and A2A's reason for it.
@@ -182,15 +183,27 @@ async fn dispatch(services: Arc<Services>, desk: Arc<Desk>, call: Call) -> Resul
             return Ok(Answer::Stream(stream::follow(services, desk, id, task)));
         }
         "ListTasks" => list(&services, &desk, params_of(params)?).await?,
-        "CreateTaskPushNotificationConfig"
-        | "GetTaskPushNotificationConfig"
-        | "ListTaskPushNotificationConfigs"
-        | "DeleteTaskPushNotificationConfig" => {
-            return Err(RpcError::new(
-                -32003,
-                "PUSH_NOTIFICATION_NOT_SUPPORTED",
-                "Push notifications are not offered by this agent",
-            ));
+        "CreateTaskPushNotificationConfig" => {
+            let request: wire::PushConfigRequest = params_of(params)?;
+            let config = push::create(&services, desk, request.config(None), render()).await?;
+            wire::push_config(&config)
+        }
+        "GetTaskPushNotificationConfig" => {
+            let request: wire::PushConfigRequest = params_of(params)?;
+            let id = request.id.clone().unwrap_or_default();
+            wire::push_config(&push::get(&services, &desk, &request.task_id, &id).await?)
+        }
+        "ListTaskPushNotificationConfigs" => {
+            let request: wire::PushConfigRequest = params_of(params)?;
+            let configs = push::list(&services, &desk, &request.task_id).await?;
+            let configs: Vec<Value> = configs.iter().map(wire::push_config).collect();
+            json!({ "configs": configs, "nextPageToken": "" })
+        }
+        "DeleteTaskPushNotificationConfig" => {
+            let request: wire::PushConfigRequest = params_of(params)?;
+            let id = request.id.clone().unwrap_or_default();
+            push::delete(&services, &desk, &request.task_id, &id).await?;
+            json!({})
         }
         "GetExtendedAgentCard" => {
             return Err(RpcError::new(
@@ -243,21 +256,24 @@ fn blocking_wait(services: &Services) -> Duration {
     Duration::from_millis(services.settings.jobs.job_timeout_ms + 5_000)
 }
 
+/// How a push notification is written: the task, whole, as a `StreamResponse`.
+pub fn render() -> push::Render {
+    Arc::new(|task| json!({ "task": wire::task(task, Shown::ALL) }).to_string().into_bytes())
+}
+
 async fn send(
     services: &Arc<Services>,
     desk: &Arc<Desk>,
     request: wire::SendMessageRequest,
 ) -> Result<Value, RpcError> {
-    let configuration = request.configuration.unwrap_or_default();
-    if configuration.task_push_notification_config.is_some() {
-        return Err(RpcError::new(
-            -32003,
-            "PUSH_NOTIFICATION_NOT_SUPPORTED",
-            "Push notifications are not offered by this agent",
-        ));
-    }
+    let mut configuration = request.configuration.unwrap_or_default();
     let ask = wire::ask(request.message)?;
     let begun = tasks::begin(services, desk, ask).await?;
+    // A push config sent with the message is the new task's.
+    if let Some(config) = configuration.task_push_notification_config.take() {
+        let config = config.config(Some(&begun.task.id));
+        push::create(services, desk.clone(), config, render()).await?;
+    }
     let task = if configuration.return_immediately {
         // The work goes on after the answer; the client reads or subscribes to the task.
         let task = begun.task.clone();

@@ -6,6 +6,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::services::a2a::push::PushConfig;
 use crate::services::a2a::tasks::{Ask, Said, Task, TaskState};
 use crate::services::a2a::{PAYLOAD_FIELD, PaymentAnswer, TaskPayment, media_type};
 use crate::services::commands::Answer;
@@ -38,7 +39,7 @@ pub struct SendConfiguration {
     #[serde(default, alias = "history_length")]
     pub history_length: Option<u32>,
     #[serde(default, alias = "task_push_notification_config")]
-    pub task_push_notification_config: Option<Value>,
+    pub task_push_notification_config: Option<PushConfigRequest>,
 }
 
 #[derive(Deserialize)]
@@ -207,6 +208,57 @@ pub struct TaskRequest {
     pub id: String,
     #[serde(default, alias = "history_length")]
     pub history_length: Option<u32>,
+}
+
+/// A push config as the wire gives it (`TaskPushNotificationConfig`), and the requests
+/// that name one.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PushConfigRequest {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default, alias = "task_id")]
+    pub task_id: String,
+    #[serde(default)]
+    pub url: String,
+    #[serde(default)]
+    pub token: Option<String>,
+    #[serde(default)]
+    pub authentication: Option<Authentication>,
+}
+
+#[derive(Deserialize, Default)]
+pub struct Authentication {
+    #[serde(default)]
+    pub scheme: Option<String>,
+    #[serde(default)]
+    pub credentials: Option<String>,
+}
+
+impl PushConfigRequest {
+    pub fn config(self, task_id: Option<&str>) -> PushConfig {
+        let authentication = self.authentication.unwrap_or_default();
+        PushConfig {
+            task_id: task_id.map_or(self.task_id, str::to_string),
+            id: self.id.filter(|i| !i.is_empty()),
+            url: self.url,
+            token: self.token,
+            scheme: authentication.scheme,
+            credentials: authentication.credentials,
+        }
+    }
+}
+
+/// A push config as the wire writes it.
+pub fn push_config(config: &PushConfig) -> Value {
+    let mut value = json!({ "id": config.id, "taskId": config.task_id, "url": config.url });
+    if let Some(token) = &config.token {
+        value["token"] = json!(token);
+    }
+    if let Some(scheme) = &config.scheme {
+        value["authentication"] = json!({ "scheme": scheme, "credentials": config.credentials });
+    }
+    value
 }
 
 #[derive(Deserialize, Default)]

@@ -19,6 +19,7 @@ use crate::money::MicroUsdc;
 use crate::store::AgentWithCommands;
 
 mod paid;
+pub mod push;
 pub mod tasks;
 
 pub use paid::{PAYLOAD_FIELD, PaymentAnswer, PaymentStatus, TaskPayment};

@@ -338,7 +338,7 @@ fn checked_context_id(id: String) -> Result<String, A2aError> {
     }
 }
 
-fn retention_ms(services: &Services) -> i64 {
+pub(super) fn retention_ms(services: &Services) -> i64 {
     i64::try_from(services.settings.jobs.job_retention_hours).unwrap_or(24) * 3_600_000
 }
 

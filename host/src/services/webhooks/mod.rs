@@ -66,7 +66,7 @@ pub fn parse_description(text: Option<&str>) -> Result<Option<String>, ServiceEr
 
 /// An endpoint's URL, refused now if the outbound guard would refuse it when sending (a
 /// private address the operator did not allow, a port, a scheme).
-async fn checked_url(services: &Services, url: &str) -> Result<String, ServiceError> {
+pub async fn checked_url(services: &Services, url: &str) -> Result<String, ServiceError> {
     let url = url.trim();
     let invalid = |why: String| ServiceError::Validation(format!("Invalid field 'url': {why}"));
     if url.len() > MAX_URL_CHARS {
