@@ -555,6 +555,10 @@ async fn the_discovery_list_shows_every_agent_for_sale() {
     assert_eq!(mcp["items"][1]["type"], "mcp");
     assert_eq!(mcp["items"][1]["resource"], format!("{PUBLIC}/mcp/{seller_id}"));
     assert_eq!(mcp["items"][1]["accepts"][0], base["accepts"][0]);
+    // And their A2A endpoints, where their skills are bought as tasks.
+    let a2a = get(&server.url("/discovery/resources?type=a2a"), None).await.json();
+    assert_eq!(a2a["items"][1]["type"], "a2a");
+    assert_eq!(a2a["items"][1]["resource"], format!("{PUBLIC}/a2a/{seller_id}"));
     let none = get(&server.url("/discovery/resources?type=ftp"), None).await.json();
     assert_eq!(
         (none["items"].clone(), none["pagination"]["total"].clone()),
@@ -573,6 +577,14 @@ async fn the_discovery_list_shows_every_agent_for_sale() {
     let resources: Vec<String> = entries.iter().map(|(url, _)| url.clone()).collect();
     assert_eq!(index["resources"], json!(resources));
     assert!(index["instructions"].as_str().unwrap().contains("POST"), "{index}");
+    // Each agent's A2A card, once however many networks it is paid on.
+    let cards = index["agentCards"].as_array().unwrap();
+    assert!(
+        cards.contains(&json!(format!("{PUBLIC}/a2a/{seller_id}/.well-known/agent-card.json"))),
+        "{index}"
+    );
+    let unique: std::collections::HashSet<&Value> = cards.iter().collect();
+    assert_eq!(unique.len(), cards.len(), "{index}");
     // The foundation's draft: each route that offers version 2 with its price, request and
     // answer, in the shape its validator checks (no per-item version or extensions).
     let draft = get(&server.url("/.well-known/x402.json"), None).await.json();

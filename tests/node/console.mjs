@@ -268,6 +268,7 @@ try {
   await page.getByText(`claude mcp add --transport http`, { exact: false }).waitFor();
   await page.getByText("No client has signed in to this agent.").waitFor();
   await everyControlIsLabelled();
+
   // A client signs in with OAuth (as the consent page would allow it), and is revoked here.
   const oauthClient = await signInWithOAuth(mcpUrl);
   await page.reload();
@@ -284,6 +285,14 @@ try {
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
   });
   assert.equal(revokedCall.status, 401, "the revoked client's token is refused");
+
+  // The agent as an A2A server: its card, the SDKs' lines, and the skills its card lists.
+  await page.getByRole("link", { name: "A2A" }).click();
+  const cardUrl = await page.locator("#a2a-card-url").textContent();
+  assert.ok(/\/a2a\/[0-9a-f-]{36}\/\.well-known\/agent-card\.json$/.test(cardUrl), `the A2A card: ${cardUrl}`);
+  await page.getByText("A2ACardResolver(http", { exact: false }).waitFor();
+  await page.getByRole("table", { name: "The skills this account's key may use" }).getByText("chat", { exact: true }).waitFor();
+  await everyControlIsLabelled();
 
   // The seller's chat: the address OpenAI's clients use, and the tokens of today's chat.
   await page.goto(`${base}/console#/agents/${seller}/chat`);

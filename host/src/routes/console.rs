@@ -57,6 +57,7 @@ const ASSETS: &[Asset] = &[
     asset!("js/pages/jobs.js", JS),
     asset!("js/pages/logs.js", JS),
     asset!("js/pages/mcp.js", JS),
+    asset!("js/pages/a2a.js", JS),
     asset!("js/pages/plugins.js", JS),
     asset!("js/pages/usage.js", JS),
     asset!("js/pages/webhooks.js", JS),

@@ -6,7 +6,8 @@
 //! - `GET /.well-known/x402.json`: the foundation's draft for an origin's list, `{x402Version:
 //!   2, items: [{resource, type, accepts, input, output}]}`;
 //! - `GET /discovery/resources`: the facilitators' discovery list (x402 v2 specification §8),
-//!   where a client of a facilitator looks, with the MCP servers too (`type=mcp`).
+//!   where a client of a facilitator looks, with the MCP servers and A2A endpoints too
+//!   (`type=mcp`, `type=a2a`).
 //!
 //! Each is paged (`limit`, `offset`), comes from the read cache, and counts against the
 //! client's limit like the paid routes. Nothing in them is an agent's personality or
@@ -63,19 +64,32 @@ async fn index(State(state): State<AppState>, query: Query) -> Response {
         Ok(page) => page,
         Err(err) => return x402_error(err, Version::V2),
     };
-    match catalog::addresses(services, limit, offset).await {
-        Ok((resources, _)) => axum::Json(wire::WellKnownIndex {
-            version: 1,
-            resources,
-            instructions: format!(
-                "Each resource is an agent for sale on one network: POST a JSON body {{\"message\": ...}} or \
-                 {{\"command\": ..., <parameters>}} to get its price (402, x402 versions 1 and 2), then again \
-                 with the payment. More at {}/.well-known/x402.json and {}/discovery/resources.",
-                services.public_base_url, services.public_base_url
-            ),
-        })
-        .into_response(),
-        Err(err) => x402_error(err.into(), Version::V2),
+    let cards = catalog::catalog(services, &[Transport::A2a], limit, offset).await;
+    match (catalog::addresses(services, limit, offset).await, cards) {
+        (Ok((resources, _)), Ok(cards)) => {
+            // One card an agent, however many networks it is paid on.
+            let mut agent_cards: Vec<String> = Vec::new();
+            for item in cards.items {
+                let card = format!("{}/.well-known/agent-card.json", item.resource);
+                if !agent_cards.contains(&card) {
+                    agent_cards.push(card);
+                }
+            }
+            axum::Json(wire::WellKnownIndex {
+                version: 1,
+                resources,
+                agent_cards,
+                instructions: format!(
+                    "Each resource is an agent for sale on one network: POST a JSON body {{\"message\": ...}} or \
+                     {{\"command\": ..., <parameters>}} to get its price (402, x402 versions 1 and 2), then again \
+                     with the payment. Each agent is an A2A agent too (agentCards), its skills paid as tasks \
+                     (x402's A2A extension). More at {}/.well-known/x402.json and {}/discovery/resources.",
+                    services.public_base_url, services.public_base_url
+                ),
+            })
+            .into_response()
+        }
+        (Err(err), _) | (_, Err(err)) => x402_error(err.into(), Version::V2),
     }
 }
 
@@ -98,9 +112,9 @@ async fn well_known(State(state): State<AppState>, query: Query) -> Response {
 }
 
 /// `GET /discovery/resources?limit=&offset=&type=`: up to 100 entries a page (20 by
-/// default). Each agent is sold over HTTP and over MCP: the HTTP entries by default, as a
-/// client that reads this list may post to each resource; `type=mcp` lists the MCP servers
-/// (another type: nothing).
+/// default). Each agent is sold over HTTP, MCP and A2A: the HTTP entries by default, as a
+/// client that reads this list may post to each resource; `type=mcp` lists the MCP servers,
+/// `type=a2a` the A2A endpoints (another type: nothing).
 async fn resources(State(state): State<AppState>, query: Query) -> Response {
     let (query, limit, offset) = match paging(query, 20, 100) {
         Ok(page) => page,

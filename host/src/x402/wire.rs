@@ -240,6 +240,9 @@ pub struct WellKnownDocument {
 pub struct WellKnownIndex {
     pub version: u64,
     pub resources: Vec<String>,
+    /// The A2A cards of the agents on this page: each sells as an A2A agent too.
+    #[serde(rename = "agentCards", skip_serializing_if = "Vec::is_empty")]
+    pub agent_cards: Vec<String>,
     pub instructions: String,
 }
 

@@ -7,6 +7,7 @@ import { integrationsTab } from "./integrations.js";
 import { jobsTab } from "./jobs.js";
 import { logsTab } from "./logs.js";
 import { mcpTab } from "./mcp.js";
+import { a2aTab } from "./a2a.js";
 import { paymentsTab } from "./money.js";
 import { tryTab } from "./try.js";
 import { usageTab } from "./usage.js";
@@ -23,6 +24,7 @@ const TABS = [
   ["logs", "Logs", logsTab],
   ["integrations", "Chat-app and social", integrationsTab],
   ["mcp", "MCP", mcpTab],
+  ["a2a", "A2A", a2aTab],
   ["settings", "Manifest", settingsTab],
 ];
 

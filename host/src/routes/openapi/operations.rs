@@ -457,6 +457,7 @@ pub const SPEC: &[Operation] = &[
             json!({ "type": "object", "required": ["version", "resources", "instructions"], "properties": {
                 "version": { "type": "integer", "const": 1 },
                 "resources": { "type": "array", "items": { "type": "string" } },
+                "agentCards": { "type": "array", "items": { "type": "string" }, "description": "The A2A cards of the agents on this page" },
                 "instructions": { "type": "string" },
             }})
         },

@@ -19,15 +19,18 @@ pub struct Catalog {
 pub enum Transport {
     Http,
     Mcp,
+    /// The agent's A2A endpoint: its skills bought as tasks.
+    A2a,
 }
 
 impl Transport {
-    pub const ALL: [Transport; 2] = [Transport::Http, Transport::Mcp];
+    pub const ALL: [Transport; 3] = [Transport::Http, Transport::Mcp, Transport::A2a];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Transport::Http => "http",
             Transport::Mcp => "mcp",
+            Transport::A2a => "a2a",
         }
     }
 
@@ -154,6 +157,7 @@ fn entry(services: &Services, offer: &Offer, transport: Transport) -> Discovered
     let resource = match transport {
         Transport::Http => offer.resource_url(services),
         Transport::Mcp => format!("{}/mcp/{}", services.public_base_url, offer.agent.id),
+        Transport::A2a => format!("{}/a2a/{}", services.public_base_url, offer.agent.id),
     };
     DiscoveredResource {
         resource,
