@@ -143,6 +143,12 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
     let payment_locks = Arc::new(crate::services::payments::PaymentLocks::across(&store));
     let facilitators = crate::clients::facilitator::Facilitators::from_settings(&settings);
     let usage = Arc::new(crate::services::usage::Recorder::new(&settings.webhooks));
+    let card_key = match &settings.a2a.a2a_card_signing_key_file {
+        Some(file) => Some(Arc::new(
+            crate::jws::DocumentKey::load(file).map_err(|e| anyhow::anyhow!("a2a_card_signing_key_file {e}"))?,
+        )),
+        None => None,
+    };
     Ok(Services {
         store,
         plugins,
@@ -151,6 +157,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         marker: MarkerKey::derive(master.bytes()),
         sign_in_nonces: crate::x402::sign_in::NonceKey::derive(master.bytes()),
         secrets: Arc::new(master),
+        card_key,
         telegram,
         x,
         outbound: guards.plugins,

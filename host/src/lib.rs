@@ -12,6 +12,7 @@ pub mod config;
 pub mod domain;
 pub mod error;
 pub mod faults;
+pub mod jws;
 pub mod llm;
 pub mod manifest;
 pub mod marker;

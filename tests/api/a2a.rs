@@ -68,7 +68,12 @@ async fn start(extra: &str) -> Fixture {
         seen.clone(),
     )
     .await;
-    let env = TestEnv::new()
+    let env = TestEnv::new();
+    // The operator's key that signs the cards.
+    let key_file = env.path("card-key");
+    std::fs::write(&key_file, "11".repeat(32)).unwrap();
+    let env = env
+        .with_env("AGENT_HOST_A2A_CARD_SIGNING_KEY_FILE", key_file.to_str().unwrap())
         .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
         .with_env("AGENT_HOST_LLM_MODEL", "fake-model")
         // The push notifications' receiver is on loopback.
@@ -126,6 +131,7 @@ fn steps(hook: &str, token: &str) -> Value {
         { "do": "list" },
         { "do": "send", "skill": "nap", "data": { "mode": "sleep", "n": 1500 }, "immediately": true },
         { "do": "push", "task": "$15", "url": hook, "token": token },
+        { "do": "verify" },
     ])
 }
 

@@ -115,6 +115,16 @@ fn check_paid(steps: &[Value], network: &str, payer: &str) {
         "payment-rejected",
         "{declined}"
     );
+    // The public card, with the extension and its prices, is signed and checks.
+    assert_eq!(steps[8]["verified"], true, "{}", steps[8]);
+    assert_ne!(steps[8]["changed"], "accepted", "{}", steps[8]);
+}
+
+/// A seller whose cards the operator signs.
+fn signing(env: TestEnv) -> TestEnv {
+    let key_file = env.path("card-key");
+    std::fs::write(&key_file, "22".repeat(32)).unwrap();
+    env.with_env("AGENT_HOST_A2A_CARD_SIGNING_KEY_FILE", key_file.to_str().unwrap())
 }
 
 fn paid_steps(server: &TestServer, network: &str, pay: &Value) -> Value {
@@ -128,13 +138,14 @@ fn paid_steps(server: &TestServer, network: &str, pay: &Value) -> Value {
         { "do": "send", "skill": "weather", "data": { "city": "Paris" }, "payload": "$4" },
         { "do": "send", "skill": "broken", "data": {}, "pay": pay },
         { "do": "send", "skill": "weather", "data": { "city": "Lima" }, "decline": true },
+        { "do": "verify" },
     ])
 }
 
 #[tokio::test]
 async fn a_paid_skill_is_an_a2a_task_paid_once_on_base() {
     let chain = LocalBase::start().await;
-    let (env, wallet) = base_shop(&chain, TestEnv::new(), SKILLS).await;
+    let (env, wallet) = base_shop(&chain, signing(TestEnv::new()), SKILLS).await;
     let server = env.serve();
     let (payer, address) = Payer::on_base(&chain, 1_000_000).await;
     let pay = json!({ "network": "base", "key": payer.key, "rpcUrl": payer.rpc_url, "networkId": network_id("base") });
@@ -160,7 +171,7 @@ async fn a_paid_skill_is_an_a2a_task_paid_once_on_base() {
 #[tokio::test]
 async fn a_paid_skill_is_an_a2a_task_paid_once_on_solana() {
     let chain = LocalSolana::start();
-    let (env, wallet) = solana_shop(&chain, TestEnv::new(), SKILLS).await;
+    let (env, wallet) = solana_shop(&chain, signing(TestEnv::new()), SKILLS).await;
     let server = env.serve();
     let (payer, address) = Payer::on_solana(&chain, 1_000_000).await;
     let pay =

@@ -3,6 +3,8 @@
 //   {do: "card"} | {do: "send", text, skill, data, contextId, stream, immediately}
 //   {do: "get" | "cancel" | "subscribe", task: "$N"} | {do: "list", contextId}
 //   {do: "push", task: "$N", url, token}   CreateTaskPushNotificationConfig, then the list
+//   {do: "verify"}   the card's signature checked with the SDK's verifier (the key from its
+//                    jku), then a changed copy's
 // A paid send (x402's A2A extension) adds to "send" one of
 //   pay: {network, key, rpcUrl, networkId}   sign the payment the task asks for (the x402
 //                                            packages: @x402/core with @x402/evm or @x402/svm)
@@ -22,6 +24,7 @@ import {
   StreamResponse,
   Task,
   TaskPushNotificationConfig,
+  verifyAgentCardSignature,
 } from "@a2a-js/sdk";
 import {
   ClientFactory,
@@ -125,6 +128,24 @@ async function run(client, step) {
       return { task: Task.toJSON(await client.cancelTask({ tenant: "", id: taskId(step.task), metadata: undefined })) };
     case "list":
       return { list: ListTasksResponse.toJSON(await client.listTasks({ tenant: "", contextId: step.contextId ?? "", pageSize: 50 })) };
+    case "verify": {
+      // The card as served: the SDK canonicalizes a card it already parsed without its
+      // security schemes (their oneofs do not survive a second fromJSON), so a parsed card's
+      // signature never checks when it has any; the JSON as served checks as the spec says.
+      const card = await (await keyed(new URL(".well-known/agent-card.json", request.url))).json();
+      const verify = verifyAgentCardSignature(async (kid, jku) => {
+        const set = await (await fetch(jku)).json();
+        return set.keys.find((k) => k.kid === kid);
+      });
+      await verify(card);
+      let changed = "accepted";
+      try {
+        await verify({ ...card, name: "Someone else" });
+      } catch (err) {
+        changed = err?.constructor?.name ?? "Error";
+      }
+      return { verified: true, changed };
+    }
     case "push": {
       const id = taskId(step.task);
       const config = await client.createTaskPushNotificationConfig({ tenant: "", id: "", taskId: id, url: step.url, token: step.token, authentication: undefined });

@@ -11,10 +11,14 @@ Reads one JSON argument: {"url": the agent's A2A URL, "key": an API key or null,
   {"do": "subscribe", "task": "$N"}                     SubscribeToTask, to the end
   {"do": "push", "task": "$N", "url": ..., "token": ...} CreateTaskPushNotificationConfig,
                                                         then ListTaskPushNotificationConfigs
+  {"do": "verify"}                                      the card's signature checked with the
+                                                        SDK's verifier, the key from its jku;
+                                                        then a changed copy's
 and prints {"steps": [...]} with each step's outcome (an SDK error as {"error": ...}).
 """
 
 import asyncio
+import base64
 import json
 import sys
 import uuid
@@ -24,6 +28,7 @@ from google.protobuf import json_format
 
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import (
+    AgentCard,
     CancelTaskRequest,
     ListTaskPushNotificationConfigsRequest,
     GetTaskRequest,
@@ -64,13 +69,13 @@ async def main(request):
         streaming = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
         for step in request["steps"]:
             try:
-                outcomes.append(await run(step, card, blocking, polling, streaming, task_id))
+                outcomes.append(await run(step, card, http, blocking, polling, streaming, task_id))
             except Exception as err:  # the SDK's error is the outcome
                 outcomes.append({"error": type(err).__name__, "message": str(err)})
     print(json.dumps({"steps": outcomes}))
 
 
-async def run(step, card, blocking, polling, streaming, task_id):
+async def run(step, card, http, blocking, polling, streaming, task_id):
     kind = step["do"]
     if kind == "card":
         return {"card": as_json(card)}
@@ -106,6 +111,23 @@ async def run(step, card, blocking, polling, streaming, task_id):
         async for event in streaming.subscribe(SubscribeToTaskRequest(id=task_id(step["task"]))):
             events.append({"kind": event_kind(event), "event": as_json(event)})
         return {"events": events}
+    if kind == "verify":
+        from jwt import PyJWK
+        from a2a.utils.signing import create_signature_verifier
+
+        header = json.loads(base64.urlsafe_b64decode(card.signatures[0].protected + "=="))
+        keys = (await http.get(header["jku"])).json()["keys"]
+        provider = lambda kid, jku: PyJWK(next(k for k in keys if k["kid"] == kid))
+        verify = create_signature_verifier(provider, ["EdDSA"])
+        verify(card)
+        changed = AgentCard()
+        changed.CopyFrom(card)
+        changed.name = "Someone else"
+        try:
+            verify(changed)
+            return {"verified": True, "changed": "accepted"}
+        except Exception as err:
+            return {"verified": True, "changed": type(err).__name__}
     if kind == "push":
         config = TaskPushNotificationConfig(task_id=task_id(step["task"]), url=step["url"], token=step["token"])
         made = await blocking.create_task_push_notification_config(config)

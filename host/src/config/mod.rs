@@ -399,6 +399,11 @@ settings! {
         mcp_oauth_allow_private: Vec<String> = "",
             "hosts (host or host:port) OAuth client metadata documents may be at though private or loopback";
     }
+    /// The agents' A2A endpoints.
+    a2a: A2aServerSettings {
+        a2a_card_signing_key_file: Option<PathBuf> = "",
+            "a file holding the operator's Ed25519 key (32 bytes, hex or base64) that signs every agent's A2A card; unset: cards are not signed";
+    }
 }
 
 impl Settings {

@@ -64,6 +64,8 @@ pub struct Services {
     pub sign_in_nonces: crate::x402::sign_in::NonceKey,
     /// Seals and opens secrets at rest.
     pub secrets: Arc<MasterKey>,
+    /// The operator's key that signs the agents' A2A cards, when one is configured.
+    pub card_key: Option<Arc<crate::jws::DocumentKey>>,
     pub telegram: Telegram,
     pub x: X,
     /// The guarded client for URLs third parties give us (media to post), under the

@@ -99,7 +99,6 @@ pub fn card(state: &AppState, desk: &Desk) -> Value {
         "capabilities": {
             "streaming": true,
             "pushNotifications": true,
-            "extendedAgentCard": false,
             "extensions": extensions(desk),
         },
         "securitySchemes": schemes,
@@ -112,7 +111,24 @@ pub fn card(state: &AppState, desk: &Desk) -> Value {
     if !def.a2a.open && desk.offers().is_empty() {
         card["securityRequirements"] = Value::Array(requirements);
     }
+    if let Some(key) = &state.services.card_key {
+        sign(&mut card, key, &keys_url(state));
+    }
     card
+}
+
+/// Where the key that signs the cards is published.
+pub fn keys_url(state: &AppState) -> String {
+    format!("{}/.well-known/jwks.json", base(state))
+}
+
+/// Signs the card as A2A's SDKs check it: a JWS over its canonical JSON, the signature
+/// itself left out, in `signatures`. Nothing in the card may be `false` or `0`: the SDKs
+/// read a card into their types, which drop such values, before they canonicalize it.
+fn sign(card: &mut Value, key: &crate::jws::DocumentKey, jku: &str) {
+    let payload = crate::jws::canonical(card);
+    let (protected, signature) = key.sign(payload.as_bytes(), jku);
+    card["signatures"] = json!([{ "protected": protected, "signature": signature }]);
 }
 
 /// A description with what a call costs this caller, when it costs anything.
@@ -133,7 +149,6 @@ fn extensions(desk: &Desk) -> Value {
     json!([{
         "uri": X402_EXTENSION,
         "description": "Paid skills: a task for one asks for an x402 payment (version 2, scheme exact, USDC) in its status message, and takes it in the client's next message",
-        "required": false,
         "params": { "x402Version": 2, "networks": networks },
     }])
 }

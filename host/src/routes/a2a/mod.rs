@@ -37,6 +37,17 @@ pub fn routes() -> Router<AppState> {
         .route("/a2a", get(listed))
         .route("/a2a/{agent}", post(call))
         .route("/a2a/{agent}/.well-known/agent-card.json", get(agent_card))
+        .route("/.well-known/jwks.json", get(card_keys))
+}
+
+/// The key set the agents' cards are signed with: the operator's one key, or none.
+async fn card_keys(State(state): State<AppState>) -> Response {
+    let keys: Vec<Value> = state.services.card_key.iter().map(|k| k.jwk()).collect();
+    let mut response = axum::Json(json!({ "keys": keys })).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=300"));
+    response
 }
 
 /// The gate's refusal: the API's status and headers, a JSON-RPC error body (its
