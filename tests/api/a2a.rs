@@ -480,6 +480,9 @@ async fn hostile_requests_get_a2a_errors_and_the_server_stays_up() {
     assert_eq!(nowhere["error"]["code"], -32001, "{nowhere}");
     let page = rpc(&fx, key, "ListTasks", json!({ "pageToken": "garbage" })).await;
     assert_eq!(page["error"]["code"], -32602, "{page}");
+    let big = json!({ "messageId": "m6", "role": "ROLE_USER", "parts": [{ "data": { "pad": "x".repeat(40_000) } }], "metadata": { "skill": "hello" } });
+    let refused = rpc(&fx, key, "SendMessage", json!({ "message": big })).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
     let push = rpc(
         &fx,
         key,
@@ -550,6 +553,15 @@ async fn an_open_listed_agent_gives_away_only_what_is_not_for_sale() {
         card.get("securityRequirements").is_none(),
         "open: used without a key: {card}"
     );
+    // A personality is the model's instructions: a stranger's card does not show it.
+    assert!(!card.to_string().contains("Brief and exact."), "{card}");
+    let owners = get(
+        &fx.server.url("/a2a/courier/.well-known/agent-card.json"),
+        Some(&fx.key),
+    )
+    .await
+    .json();
+    assert_eq!(owners["description"], "Brief and exact.", "{owners}");
     let hello = rpc(
         &fx,
         None,
@@ -560,6 +572,15 @@ async fn an_open_listed_agent_gives_away_only_what_is_not_for_sale() {
     assert_eq!(answer(&hello["result"]["task"]), "Hello, Sam!", "{hello}");
     let chat = rpc(&fx, None, "SendMessage", json!({ "message": user_message("Hi", None) })).await;
     assert_eq!(chat["error"]["code"], -32602, "the chat is for sale: {chat}");
+    // Push notifications are the owner's: a stranger holds a task by its id alone.
+    let task_id = hello["result"]["task"]["id"].as_str().unwrap();
+    let push = json!({ "taskId": task_id, "url": "https://example.com/hook" });
+    let refused = rpc(&fx, None, "CreateTaskPushNotificationConfig", push).await;
+    assert_eq!(refused["error"]["code"], -32003, "{refused}");
+    let inline = json!({ "message": user_message("/hello Pat", None),
+        "configuration": { "taskPushNotificationConfig": { "url": "https://example.com/hook" } } });
+    let refused = rpc(&fx, None, "SendMessage", inline).await;
+    assert_eq!(refused["error"]["code"], -32003, "{refused}");
     // The host's list names it, with its card.
     let listed = get(&fx.server.url("/a2a"), None).await.json();
     assert_eq!(listed["agents"][0]["username"], "courier", "{listed}");
@@ -576,4 +597,34 @@ async fn an_open_listed_agent_gives_away_only_what_is_not_for_sale() {
         fx.server.url(&format!("/a2a/{agent_id}/.well-known/agent-card.json")),
         "{commands}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stranger_reads_no_upstream_words_and_public_reads_are_limited() {
+    // A model that refuses with words of its provider's account.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let llm = fake_openai(
+        Arc::new(|_, _| crate::support::fake_llm::refusal(400, "org-secret-123 over quota")),
+        seen,
+    )
+    .await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "fake-model")
+        .with_env("AGENT_HOST_X402_CLIENT_LIMIT_PER_MINUTE", "6");
+    env.account_with_key("alice", "pro");
+    env.apply_agent(&manifest("[a2a]\nopen = true"), "alice");
+    let server = env.serve();
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": { "message": user_message("Hi", None) } });
+    let reply = post_json(&server.url("/a2a/courier"), None, &body).await.json();
+    let task = &reply["result"]["task"];
+    assert_eq!(state(task), "TASK_STATE_FAILED", "{reply}");
+    assert!(!reply.to_string().contains("org-secret-123"), "{reply}");
+    // Reading cards counts against the client's limit, as the paid routes do.
+    let card = server.url("/a2a/courier/.well-known/agent-card.json");
+    let mut statuses = Vec::new();
+    for _ in 0..8 {
+        statuses.push(get(&card, None).await.status);
+    }
+    assert!(statuses.contains(&429), "{statuses:?}");
 }

@@ -10,6 +10,23 @@ use crate::support::payers::{Payer, network_id};
 use crate::support::x402::*;
 use crate::support::*;
 
+/// A paid skill that takes its time (not long-running: the answer comes in the call).
+fn slow_skill() -> String {
+    format!(
+        r#"
+[[commands]]
+command = "slowpoke"
+description = "Takes its time"
+handler_type = "custom"
+plugin = "{}"
+integrations = ["x402", "a2a"]
+price_usd = 0.01
+timeout_ms = 10000
+"#,
+        plugin_path("probe")
+    )
+}
+
 const SKILLS: &str = r#"
 [[commands]]
 command = "weather"
@@ -240,4 +257,38 @@ async fn the_owner_uses_a_priced_skill_free_and_a_stranger_cannot_read_its_tasks
     let cancel = json!({ "jsonrpc": "2.0", "id": 3, "method": "CancelTask", "params": { "id": task_id } });
     let cancelled = post_json(&server.url("/a2a/seller"), None, &cancel).await.json();
     assert_eq!(state(&cancelled["result"]), "TASK_STATE_CANCELED", "{cancelled}");
+}
+
+/// A payer that goes away while its paid task runs cuts off its wait, not the work: the
+/// task completes with its receipt and the payment is served, not refunded.
+#[tokio::test]
+async fn a_payer_who_leaves_mid_task_is_served_and_the_task_completes() {
+    let chain = LocalBase::start().await;
+    let (env, wallet) = base_shop(&chain, TestEnv::new(), &format!("{SKILLS}{}", slow_skill())).await;
+    let server = env.serve();
+    let (payer, address) = Payer::on_base(&chain, 1_000_000).await;
+    let pay = json!({ "network": "base", "key": payer.key, "rpcUrl": payer.rpc_url, "networkId": network_id("base") });
+    let out = client(&json!({
+        "url": server.url("/a2a/seller/"),
+        "key": null,
+        "steps": [{ "do": "send", "skill": "slowpoke", "data": { "mode": "sleep", "n": 2500 }, "pay": pay, "abortAfterMs": 800 }],
+    }))
+    .await;
+    let step = &out["steps"][0];
+    assert!(step["aborted"].is_string(), "the client stopped waiting: {step}");
+    let task_id = step["asked"]["id"].as_str().unwrap().to_string();
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": { "id": task_id } });
+    let url = server.url("/a2a/seller");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let task = loop {
+        let task = post_json(&url, None, &body).await.json()["result"].clone();
+        if state(&task) == "TASK_STATE_COMPLETED" || std::time::Instant::now() > deadline {
+            break task;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert_eq!(task["artifacts"][0]["parts"][0]["text"], "slept 2500 ms", "{task}");
+    assert_eq!(metadata(&task)["x402.payment.receipts"][0]["success"], true, "{task}");
+    assert_eq!(chain.usdc_of(&address).await, 990_000, "paid once, not refunded");
+    assert_eq!(chain.usdc_of(&wallet).await, 10_000);
 }

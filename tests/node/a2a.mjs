@@ -10,6 +10,7 @@
 //                                            packages: @x402/core with @x402/evm or @x402/svm)
 //   payload: "$N"                            answer with step N's payment instead
 //   decline: true                            answer x402.payment.status: payment-rejected
+//   abortAfterMs: N                          (with pay) stop waiting for the answer after N ms
 // and gives {asked: the task that asked, payment, task: the task after the answer};
 //   {do: "payHttp", url, body, pay | payload: "$N"} pays the x402 HTTP route (version 2) with
 // a new payment or step N's: {status, body, payment}.
@@ -72,8 +73,15 @@ async function answerPayment(client, step, asked) {
     extensions: [],
     referenceTaskIds: [],
   };
-  const result = await client.sendMessage({ tenant: "", message, configuration: undefined, metadata: undefined });
-  return { asked: Task.toJSON(asked), payment, task: Task.toJSON(result) };
+  // abortAfterMs: the payer goes away while its paid task runs.
+  const options = step.abortAfterMs ? { signal: AbortSignal.timeout(step.abortAfterMs) } : undefined;
+  try {
+    const result = await client.sendMessage({ tenant: "", message, configuration: undefined, metadata: undefined }, options);
+    return { asked: Task.toJSON(asked), payment, task: Task.toJSON(result) };
+  } catch (err) {
+    if (!step.abortAfterMs) throw err;
+    return { asked: Task.toJSON(asked), payment, aborted: String(err?.message ?? err) };
+  }
 }
 
 // The x402 HTTP route paid as @x402/fetch pays it: the 402's PAYMENT-REQUIRED, then the

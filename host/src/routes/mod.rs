@@ -68,7 +68,7 @@ pub fn router(state: AppState) -> impl Api {
         .merge(x402::routes(state.clone()))
         .merge(discovery::routes(state.clone()))
         .merge(mcp::routes(state.clone()))
-        .merge(a2a::routes())
+        .merge(a2a::routes(state.clone()))
         .merge(oauth::routes(state.clone()))
         .merge(openai::routes(state.clone()))
         .merge(jobs::routes())

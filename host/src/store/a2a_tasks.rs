@@ -31,6 +31,15 @@ pub struct A2aTaskRecord {
     pub expires_at: i64,
 }
 
+/// A change of a task from one state to another; what is `None` stays.
+pub struct A2aTaskMove {
+    pub from: &'static str,
+    pub to: &'static str,
+    pub payment: Option<Value>,
+    pub error: Option<String>,
+    pub expires_at: Option<i64>,
+}
+
 /// Which tasks a listing shows, newest first.
 pub struct A2aTaskQuery {
     pub agent_id: String,
@@ -225,23 +234,25 @@ impl Store {
         .await
     }
 
-    /// Moves a task from `from` to `to` (a paid task claimed by one payment, or given back
-    /// for another), writing its payment state. Whether it was in `from`: of two payments
-    /// sent for one task at once, one claims it.
-    pub async fn move_a2a_task(
-        &self,
-        id: &str,
-        from: &str,
-        to: &str,
-        payment: Option<Value>,
-        now: i64,
-    ) -> Result<bool, StoreError> {
-        let (id, from, to) = (id.to_string(), from.to_string(), to.to_string());
+    /// Moves a task from `from` to `to` (a paid task claimed by one payment, given back for
+    /// another, or declined), writing its payment state and why, and when it expires now.
+    /// Whether it was in `from`: of two changes racing for one task, one is made.
+    pub async fn move_a2a_task(&self, id: &str, change: A2aTaskMove, now: i64) -> Result<bool, StoreError> {
+        let id = id.to_string();
         self.write(move |db| {
             let changed = db.execute(
-                "UPDATE a2a_tasks SET state = ?3, payment = COALESCE(?4, payment), updated_at = ?5
+                "UPDATE a2a_tasks SET state = ?3, payment = COALESCE(?4, payment), error = COALESCE(?5, error),
+                    expires_at = COALESCE(?6, expires_at), updated_at = ?7
                  WHERE id = ?1 AND state = ?2",
-                args![id, from, to, payment.as_ref().map(to_json), now],
+                args![
+                    id,
+                    change.from,
+                    change.to,
+                    change.payment.as_ref().map(to_json),
+                    change.error,
+                    change.expires_at,
+                    now
+                ],
             )?;
             Ok(changed == 1)
         })

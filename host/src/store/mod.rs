@@ -40,7 +40,7 @@ mod webhook_deliveries;
 pub mod webhooks;
 
 pub use a2a_push::{A2aPushRecord, push_secret_label};
-pub use a2a_tasks::{A2aTaskQuery, A2aTaskRecord};
+pub use a2a_tasks::{A2aTaskMove, A2aTaskQuery, A2aTaskRecord};
 pub use accounts::{AccountUsage, NewAccount};
 pub use agents::{AgentSummary, ApplyOutcome};
 pub use breakers::Breaker;

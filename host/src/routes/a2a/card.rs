@@ -153,11 +153,14 @@ fn extensions(desk: &Desk) -> Value {
     }])
 }
 
-/// The agent's personality is its description; a short default when it has none.
+/// The agent's personality is its description on its owner's card; a stranger's card says
+/// less, as the other public documents do: a personality is the model's instructions,
+/// shown only where its owner said so (MCP's `personality`).
 fn description(desk: &Desk) -> String {
     let def = &desk.found.agent.def;
+    let shown = desk.account_id().is_some() || def.mcp.personality;
     let personality = def.personality.trim();
-    if personality.is_empty() {
+    if personality.is_empty() || !shown {
         format!("{}, an agent you can message or hand a task", def.name)
     } else {
         personality.chars().take(1_000).collect()

@@ -32,12 +32,15 @@ pub use card::{card_url, endpoint};
 /// The agents one page of `/a2a` lists at most.
 const LISTED_PAGE: u32 = 100;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
+pub fn routes(state: AppState) -> Router<AppState> {
+    // What anyone may read counts against the client's limit, as the paid routes do; the
+    // calls are counted at their gate.
+    let public = Router::new()
         .route("/a2a", get(listed))
-        .route("/a2a/{agent}", post(call))
         .route("/a2a/{agent}/.well-known/agent-card.json", get(agent_card))
         .route("/.well-known/jwks.json", get(card_keys))
+        .route_layer(axum::middleware::from_fn_with_state(state, super::x402::limit_clients));
+    Router::new().route("/a2a/{agent}", post(call)).merge(public)
 }
 
 /// The key set the agents' cards are signed with: the operator's one key, or none.

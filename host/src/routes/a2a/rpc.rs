@@ -104,12 +104,20 @@ impl From<A2aError> for RpcError {
             A2aError::TaskNotFound(_) => RpcError::new(-32001, "TASK_NOT_FOUND", message),
             A2aError::NotCancelable(..) => RpcError::new(-32002, "TASK_NOT_CANCELABLE", message),
             A2aError::Unsupported(_) => RpcError::new(-32004, "UNSUPPORTED_OPERATION", message),
+            A2aError::PushNotSupported(_) => RpcError::new(-32003, "PUSH_NOTIFICATION_NOT_SUPPORTED", message),
             A2aError::InvalidParams(_) => RpcError::invalid_params(message),
             A2aError::Service(err) => {
                 let api = ApiError::from(err);
+                // The caller's side first: what it may change or wait out is an invalid
+                // request, its reason saying which; the server's, an internal error.
                 let (code, reason) = match api.status {
                     StatusCode::BAD_REQUEST | StatusCode::UNPROCESSABLE_ENTITY => (-32602, "INVALID_PARAMS"),
                     StatusCode::NOT_FOUND => (-32001, "TASK_NOT_FOUND"),
+                    StatusCode::UNAUTHORIZED => (-32600, "UNAUTHENTICATED"),
+                    StatusCode::FORBIDDEN => (-32600, "PERMISSION_DENIED"),
+                    StatusCode::CONFLICT => (-32600, "ABORTED"),
+                    StatusCode::TOO_MANY_REQUESTS | StatusCode::PAYMENT_REQUIRED => (-32600, "RESOURCE_EXHAUSTED"),
+                    StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT => (-32603, "UNAVAILABLE"),
                     _ => (-32603, "INTERNAL_ERROR"),
                 };
                 RpcError {
@@ -268,24 +276,37 @@ async fn send(
 ) -> Result<Value, RpcError> {
     let mut configuration = request.configuration.unwrap_or_default();
     let ask = wire::ask(request.message)?;
+    // Refused before anything is recorded or claimed.
+    let push_config = configuration.task_push_notification_config.take();
+    if push_config.is_some() {
+        push::allowed(desk)?;
+    }
     let begun = tasks::begin(services, desk, ask).await?;
     // A push config sent with the message is the new task's.
-    if let Some(config) = configuration.task_push_notification_config.take() {
+    if let Some(config) = push_config {
         let config = config.config(Some(&begun.task.id));
         push::create(services, desk.clone(), config, render()).await?;
     }
     let task = if configuration.return_immediately {
         // The work goes on after the answer; the client reads or subscribes to the task.
         let task = begun.task.clone();
-        let (services, desk) = (services.clone(), desk.clone());
-        tokio::spawn(async move {
-            if let Err(err) = tasks::run(&services, &desk, begun, None).await {
+        let (work_services, desk) = (services.clone(), desk.clone());
+        services.lifecycle.spawn(async move {
+            if let Err(err) = tasks::run(&work_services, &desk, begun, None).await {
                 tracing::warn!(error = %err, "an A2A task could not be run");
             }
         });
         task
     } else {
-        let task = tasks::run(services, desk, begun, None).await?;
+        // The work runs on its own task: a client that goes away mid-payment cuts off its
+        // wait, never the settlement or the answer's record (as on the paid HTTP route).
+        let (work_services, work_desk) = (services.clone(), desk.clone());
+        let run = services
+            .lifecycle
+            .spawn(async move { tasks::run(&work_services, &work_desk, begun, None).await });
+        let task = run
+            .await
+            .map_err(|_| RpcError::new(-32603, "INTERNAL_ERROR", "Internal server error"))??;
         tasks::wait(services, desk, task, blocking_wait(services), |_| {}).await?
     };
     Ok(json!({ "task": wire::task(&task, shown(configuration.history_length)) }))

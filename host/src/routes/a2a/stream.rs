@@ -45,7 +45,7 @@ impl Sink {
 pub fn send(services: Arc<Services>, desk: Arc<Desk>, id: Value, begun: Begun) -> Response {
     let (events, receiver) = mpsc::channel(BACKLOG);
     let sink = Sink { id, events };
-    tokio::spawn(async move {
+    services.clone().lifecycle.spawn(async move {
         let task = begun.task.clone();
         sink.result(json!({ "task": wire::task(&task, wire::Shown::ALL) }));
         let (chat_events, mut chat_receiver) = mpsc::unbounded_channel();
@@ -77,7 +77,7 @@ pub fn send(services: Arc<Services>, desk: Arc<Desk>, id: Value, begun: Begun) -
 pub fn follow(services: Arc<Services>, desk: Arc<Desk>, id: Value, task: Task) -> Response {
     let (events, receiver) = mpsc::channel(BACKLOG);
     let sink = Sink { id, events };
-    tokio::spawn(async move {
+    services.clone().lifecycle.spawn(async move {
         sink.result(json!({ "task": wire::task(&task, wire::Shown::ALL) }));
         finish(&services, &desk, &sink, task, false).await;
     });
@@ -87,8 +87,10 @@ pub fn follow(services: Arc<Services>, desk: Arc<Desk>, id: Value, task: Task) -
 /// Tells a working task's progress until it ends, then its answer (unless its text was
 /// streamed already) and its last state.
 async fn finish(services: &Services, desk: &Desk, sink: &Sink, mut task: Task, streamed: bool) {
-    let within = Duration::from_millis(services.settings.jobs.job_timeout_ms + 5_000);
-    while task.state == TaskState::Working {
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(services.settings.jobs.job_timeout_ms + 5_000);
+    // Short waits: a reader that went away stops the following within one of them.
+    let within = Duration::from_secs(2);
+    while task.state == TaskState::Working && tokio::time::Instant::now() < deadline {
         let progress = task.clone();
         let waited = tasks::wait(services, desk, task, within, |percent| {
             let working = Task {

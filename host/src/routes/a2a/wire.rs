@@ -15,6 +15,8 @@ use crate::services::commands::Answer;
 const PARTS_MAX: usize = 32;
 /// The most characters of text one message may carry, all its parts together.
 const TEXT_MAX_CHARS: usize = 10_000;
+/// The largest data part (a skill's arguments), as JSON.
+const DATA_MAX_BYTES: usize = 32 * 1024;
 
 /// Why a request's params cannot be read: the JSON-RPC error it gets.
 pub enum Unreadable {
@@ -101,6 +103,12 @@ pub fn ask(message: Option<Message>) -> Result<Ask, Unreadable> {
                     return Err(invalid(
                         "a message carries at most one data part (the skill's arguments)",
                     ));
+                }
+                if serde_json::to_vec(&object).map_or(usize::MAX, |b| b.len()) > DATA_MAX_BYTES {
+                    return Err(Unreadable::InvalidParams(format!(
+                        "a data part is at most {} KiB of JSON",
+                        DATA_MAX_BYTES / 1024
+                    )));
                 }
                 data = Some(whole_numbers(object));
             }

@@ -16,10 +16,15 @@ use crate::services::commands::CommandOutcome;
 use crate::services::payments::X402Error;
 use crate::services::purchase::{self, Order, SaleOutcome, Sold};
 use crate::services::{ServiceError, Services};
+use crate::store::A2aTaskMove;
 use crate::x402::wire::{PaymentRequiredV2, ResourceInfo, SettleResponse, Version};
 
 /// Where a client's message carries its payment.
 pub const PAYLOAD_FIELD: &str = "x402.payment.payload";
+
+/// How long a task waits for its payment: strangers make such tasks for free, so they are
+/// not kept as long as the tasks that were paid for.
+pub const WAITING_MS: i64 = 3_600_000;
 
 /// Where a paid task is, as the extension names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -164,35 +169,40 @@ pub async fn answer(
     let now = crate::clock::now_ms();
     let store = &services.store;
     if answer.status.as_deref() == Some(PaymentStatus::PaymentRejected.as_str()) {
-        let why = Some("The client declined to pay".to_string());
-        if store
-            .end_a2a_task(&task.id, TaskState::Canceled.as_str(), None, why, now)
-            .await?
-        {
-            let declined = TaskPayment {
-                status: PaymentStatus::PaymentRejected,
-                required: None,
-                ..task
-                    .payment
-                    .clone()
-                    .unwrap_or_else(|| unpaid(PaymentStatus::PaymentRejected))
-            };
-            store
-                .set_a2a_task_payment(&task.id, serde_json::to_value(declined).unwrap_or_default())
-                .await?;
+        // Only a task still waiting: a payment that claimed it meanwhile stands.
+        let declined = TaskPayment {
+            status: PaymentStatus::PaymentRejected,
+            required: None,
+            ..task
+                .payment
+                .clone()
+                .unwrap_or_else(|| unpaid(PaymentStatus::PaymentRejected))
+        };
+        let change = A2aTaskMove {
+            from: TaskState::InputRequired.as_str(),
+            to: TaskState::Canceled.as_str(),
+            payment: serde_json::to_value(declined).ok(),
+            error: Some("The client declined to pay".into()),
+            expires_at: None,
+        };
+        if !store.move_a2a_task(&task.id, change, now).await? {
+            return Err(A2aError::Unsupported(format!(
+                "Task '{}' is being paid already",
+                task.id
+            )));
         }
         return Ok(None);
     }
     let payload = answer.payload.ok_or_else(asked)?;
-    let claimed = store
-        .move_a2a_task(
-            &task.id,
-            TaskState::InputRequired.as_str(),
-            TaskState::Working.as_str(),
-            None,
-            now,
-        )
-        .await?;
+    // A paid task is kept as long as any task; one waiting for its payment, an hour.
+    let claim = A2aTaskMove {
+        from: TaskState::InputRequired.as_str(),
+        to: TaskState::Working.as_str(),
+        payment: None,
+        error: None,
+        expires_at: Some(now + super::tasks::retention_ms(services)),
+    };
+    let claimed = store.move_a2a_task(&task.id, claim, now).await?;
     if !claimed {
         return Err(A2aError::Unsupported(format!(
             "Task '{}' is being paid already",
@@ -228,17 +238,24 @@ pub async fn buy(services: &Services, desk: &Desk, task: &Task, payload: Value) 
         Ok(found) => found,
         Err(reason) => return ask_again(services, desk, task, price, reason, "INVALID_PAYLOAD").await,
     };
-    let quote = purchase::quote(
+    let quote = match purchase::quote(
         services,
         offer,
         order(skill, &task.said),
         request(Some(&task.id), skill, &task.said),
         true,
     )
-    .await?;
+    .await
+    {
+        Ok(quote) => quote,
+        Err(err) => {
+            give_back(services, task, None).await?;
+            return Err(err.into());
+        }
+    };
     let checked = match quote.check_input() {
         Ok(checked) => checked,
-        Err(err) => return end_unpaid(services, task, err.to_string()).await,
+        Err(err) => return end_unpaid(services, task, err.public_text()).await,
     };
     let store = &services.store;
     let sale = match purchase::buy(services, checked, &payment, desk.client()).await {
@@ -255,9 +272,7 @@ pub async fn buy(services: &Services, desk: &Desk, task: &Task, payload: Value) 
                 error: Some("SETTLEMENT_PENDING".into()),
                 ..unpaid(PaymentStatus::PaymentFailed)
             };
-            store
-                .set_a2a_task_payment(&task.id, serde_json::to_value(paid).unwrap_or_default())
-                .await?;
+            keep_payment(services, &task.id, paid).await;
             let why = X402Error::SettlementPending { transaction, payer }.to_string();
             let now = crate::clock::now_ms();
             store
@@ -289,10 +304,17 @@ pub async fn buy(services: &Services, desk: &Desk, task: &Task, payload: Value) 
             Err(error)
         }
     };
-    store
-        .set_a2a_task_payment(&task.id, serde_json::to_value(paid).unwrap_or_default())
-        .await?;
+    keep_payment(services, &task.id, paid).await;
     super::tasks::record_outcome(services, &task.id, outcome).await
+}
+
+/// Writes a settled task's receipts. The payment itself is recorded by the purchase
+/// service; a receipt that could not be kept must not keep the answer from being kept.
+async fn keep_payment(services: &Services, id: &str, paid: TaskPayment) {
+    let paid = serde_json::to_value(paid).unwrap_or_default();
+    if let Err(err) = services.store.set_a2a_task_payment(id, paid).await {
+        tracing::error!(error = %err, task = %id, "a paid A2A task's receipt could not be kept");
+    }
 }
 
 /// The extension's code for why a payment was refused.
@@ -326,17 +348,14 @@ async fn ask_again(
 /// Returns a claimed task to its client.
 async fn give_back(services: &Services, task: &Task, payment: Option<TaskPayment>) -> Result<(), A2aError> {
     let now = crate::clock::now_ms();
-    let payment = payment.and_then(|p| serde_json::to_value(p).ok());
-    services
-        .store
-        .move_a2a_task(
-            &task.id,
-            TaskState::Working.as_str(),
-            TaskState::InputRequired.as_str(),
-            payment,
-            now,
-        )
-        .await?;
+    let change = A2aTaskMove {
+        from: TaskState::Working.as_str(),
+        to: TaskState::InputRequired.as_str(),
+        payment: payment.and_then(|p| serde_json::to_value(p).ok()),
+        error: None,
+        expires_at: Some(now + WAITING_MS),
+    };
+    services.store.move_a2a_task(&task.id, change, now).await?;
     Ok(())
 }
 

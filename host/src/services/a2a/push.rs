@@ -7,6 +7,10 @@
 //!
 //! The host that took the config (or the message carrying it) watches the task; a host that
 //! stops drops its watches: the client then reads the task, which is kept as long as ever.
+//!
+//! Pushes are the owner's: a caller with the owner's key or token. A stranger's task is held
+//! by its id alone, which every push to every URL carries; and a stranger could make the
+//! host post, for hours, to what the operator opened to the owner's webhooks.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -26,7 +30,8 @@ const PER_TASK: u32 = 5;
 const TOKEN_MAX_CHARS: usize = 512;
 const SCHEME_MAX_CHARS: usize = 64;
 const CREDENTIALS_MAX_CHARS: usize = 4_096;
-/// Attempts of one notification at most, the first included.
+/// Attempts of one notification at most, the first included: the webhooks' first three
+/// waits between them.
 const ATTEMPTS: usize = 4;
 
 /// A push config as the client gives it and reads it back.
@@ -47,6 +52,17 @@ pub struct PushConfig {
 struct Sealed {
     token: Option<String>,
     credentials: Option<String>,
+}
+
+/// Whether this caller may leave push configs: the owner only.
+pub fn allowed(desk: &Desk) -> Result<(), A2aError> {
+    match desk.account_id() {
+        Some(_) => Ok(()),
+        None => Err(A2aError::PushNotSupported(
+            "Push notifications are for the agent's owner (a key or an OAuth token); read or subscribe to the task instead"
+                .into(),
+        )),
+    }
 }
 
 fn invalid(message: String) -> A2aError {
@@ -70,6 +86,7 @@ pub async fn create(
     config: PushConfig,
     render: Render,
 ) -> Result<PushConfig, A2aError> {
+    allowed(&desk)?;
     let task = tasks::get(services, &desk, &config.task_id).await?;
     let url = webhooks::checked_url(services, &config.url)
         .await
@@ -116,6 +133,7 @@ pub async fn create(
 
 /// A task's configs, as their client gave them.
 pub async fn list(services: &Services, desk: &Desk, task_id: &str) -> Result<Vec<PushConfig>, A2aError> {
+    allowed(desk)?;
     let task = tasks::get(services, desk, task_id).await?;
     let mut configs = Vec::new();
     for record in services.store.a2a_pushes(&task.id).await? {
@@ -135,6 +153,7 @@ pub async fn get(services: &Services, desk: &Desk, task_id: &str, id: &str) -> R
 
 /// Forgets one of a task's configs.
 pub async fn delete(services: &Services, desk: &Desk, task_id: &str, id: &str) -> Result<(), A2aError> {
+    allowed(desk)?;
     let task = tasks::get(services, desk, task_id).await?;
     if !services.store.delete_a2a_push(&task.id, id).await? {
         return Err(invalid(format!("Task '{task_id}' has no push config '{id}'")));
@@ -258,7 +277,9 @@ async fn send(services: &Services, config: PushConfig, event_id: &str, body: &[u
             }
             Err(err) => tracing::debug!(error = %err, url = %config.url, "an A2A push failed"),
         }
-        let Some(wait) = settings.webhook_retry_schedule_secs.get(attempt) else {
+        // No wait after the last attempt.
+        let last = attempt + 1 == ATTEMPTS;
+        let Some(wait) = settings.webhook_retry_schedule_secs.get(attempt).filter(|_| !last) else {
             return;
         };
         if services.lifecycle.is_stopping() {

@@ -19,7 +19,7 @@ use crate::services::commands::{self, Answer, CommandCall, CommandOutcome};
 use crate::services::jobs::{self, JobStatus};
 use crate::services::usage::Channel;
 use crate::services::{ServiceError, Services};
-use crate::store::{A2aTaskQuery, A2aTaskRecord, JOB_CANCELLED};
+use crate::store::{A2aTaskMove, A2aTaskQuery, A2aTaskRecord, JOB_CANCELLED};
 
 /// Characters of earlier turns a chat turn is given at most, the newest kept.
 const HISTORY_MAX_CHARS: usize = 8_000;
@@ -156,6 +156,8 @@ pub enum A2aError {
     #[error("{0}")]
     Unsupported(String),
     #[error("{0}")]
+    PushNotSupported(String),
+    #[error("{0}")]
     InvalidParams(String),
     #[error(transparent)]
     Service(#[from] ServiceError),
@@ -259,6 +261,7 @@ pub async fn begin(services: &Services, desk: &Desk, ask: Ask) -> Result<Begun, 
         let required = paid::ask(services, desk, skill.as_deref(), &ask.said, price).await?;
         let mut record = new_record(services, desk, context_id, skill, &ask.said, TaskState::InputRequired);
         record.payment = serde_json::to_value(required).ok();
+        record.expires_at = record.created_at + paid::WAITING_MS;
         services.store.insert_a2a_task(record.clone()).await?;
         return Ok(Begun::waiting(view(record, None)?));
     }
@@ -438,7 +441,7 @@ pub(super) async fn record_outcome(
                 _ => TaskState::Failed,
             };
             store
-                .end_a2a_task(id, state.as_str(), None, Some(err.to_string()), now)
+                .end_a2a_task(id, state.as_str(), None, Some(err.public_text()), now)
                 .await?;
         }
     }
@@ -579,12 +582,17 @@ pub async fn cancel(services: &Services, desk: &Desk, id: &str) -> Result<Task, 
         .await?
         .ok_or_else(|| A2aError::TaskNotFound(id.to_string()))?;
     if task.state == TaskState::InputRequired {
-        // Nothing was paid or run: the task just ends.
-        let why = Some("Cancelled by the client before it paid".to_string());
-        services
-            .store
-            .end_a2a_task(id, TaskState::Canceled.as_str(), None, why, now)
-            .await?;
+        // Nothing was paid or run: the task just ends, unless a payment claimed it meanwhile.
+        let change = A2aTaskMove {
+            from: TaskState::InputRequired.as_str(),
+            to: TaskState::Canceled.as_str(),
+            payment: None,
+            error: Some("Cancelled by the client before it paid".into()),
+            expires_at: None,
+        };
+        if !services.store.move_a2a_task(id, change, now).await? {
+            return Err(A2aError::NotCancelable(task.id, "being paid"));
+        }
         return get(services, desk, id).await;
     }
     let Some(job_id) = record.job_id else {
