@@ -628,3 +628,54 @@ async fn a_stranger_reads_no_upstream_words_and_public_reads_are_limited() {
     }
     assert!(statuses.contains(&429), "{statuses:?}");
 }
+
+/// A2A 0.3 beside 1.0, at the agent's URL with `/v0.3`: an SDK's legacy client and the
+/// a2a-lint conformance linter (PyPI) with its live probes, against an agent open to all.
+#[tokio::test(flavor = "multi_thread")]
+async fn a2a_0_3_clients_and_the_linter_are_answered_at_v0_3() {
+    let fx = start("[a2a]\nopen = true").await;
+    let base = fx.server.url("/a2a/courier/v0.3");
+    let card = get(&format!("{base}/.well-known/agent-card.json"), None).await.json();
+    assert_eq!(card["protocolVersion"], "0.3.0", "{card}");
+    assert_eq!(
+        card["url"],
+        fx.server.url(&format!("/a2a/{}/v0.3", fx.agent_id)),
+        "{card}"
+    );
+    assert_eq!(card["securitySchemes"]["apiKey"]["type"], "apiKey", "{card}");
+    // The JavaScript SDK's 0.3 client: a message, a skill typed as text, a long skill.
+    let out = node(
+        &json!({ "url": format!("{base}/"), "key": null, "legacy": true, "steps": [
+            { "do": "send", "text": "Hi there" },
+            { "do": "send", "text": "/hello Lin" },
+            { "do": "send", "skill": "nap", "data": { "mode": "sleep", "n": 300 } },
+        ]}),
+    )
+    .await;
+    let steps = out["steps"].as_array().unwrap();
+    assert_eq!(state(&steps[0]["task"]), "TASK_STATE_COMPLETED", "{out}");
+    assert_eq!(
+        answer(&steps[0]["task"]),
+        "I was given 2 messages; all is well here.",
+        "{out}"
+    );
+    assert_eq!(answer(&steps[1]["task"]), "Hello, Lin!", "{out}");
+    assert_eq!(answer(&steps[2]["task"]), "slept 300 ms", "{out}");
+    // The linter: the card's checks and its live message/send and message/stream probes.
+    let python = python_path();
+    let lint = std::path::Path::new(&python).with_file_name("a2a-lint");
+    let output = tokio::process::Command::new(&lint)
+        .args([base.as_str(), "--live", "--json"])
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("{}: {e}", lint.display()));
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("a2a-lint printed {}", String::from_utf8_lossy(&output.stdout)));
+    assert_eq!(report["summary"]["errors"], 0, "{report}");
+    assert!(report["liveRoundTripMs"].is_number(), "{report}");
+    assert!(report["streamEvents"].as_u64().unwrap_or(0) >= 2, "{report}");
+    // A 1.0 method name is not a 0.3 one, and the reverse.
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {} });
+    let reply = post_json(&base, None, &body).await.json();
+    assert_eq!(reply["error"]["code"], -32601, "{reply}");
+}

@@ -1,5 +1,5 @@
 // The official A2A JavaScript SDK (@a2a-js/sdk) against an agent's A2A endpoint, for
-// tests/api/a2a.rs. Reads one JSON argument: {url, key, steps}, each step one of
+// tests/api/a2a.rs. Reads one JSON argument: {url, key, legacy?, steps}, each step one of
 //   {do: "card"} | {do: "send", text, skill, data, contextId, stream, immediately}
 //   {do: "get" | "cancel" | "subscribe", task: "$N"} | {do: "list", contextId}
 //   {do: "push", task: "$N", url, token}   CreateTaskPushNotificationConfig, then the list
@@ -42,8 +42,9 @@ const keyed = (input, init = {}) => {
 };
 const factory = new ClientFactory(
   ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-    transports: [new JsonRpcTransportFactory({ fetchImpl: keyed })],
-    cardResolver: new DefaultAgentCardResolver({ fetchImpl: keyed }),
+    // legacy: the SDK's A2A 0.3 client, for an agent's /v0.3 URL.
+    transports: [new JsonRpcTransportFactory({ fetchImpl: keyed, legacyCompat: { enabled: Boolean(request.legacy) } })],
+    cardResolver: new DefaultAgentCardResolver({ fetchImpl: keyed, legacyCompat: { enabled: Boolean(request.legacy) } }),
   }),
 );
 

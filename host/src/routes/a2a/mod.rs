@@ -15,7 +15,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use self::rpc::{Call, RpcError};
+use self::rpc::{Call, Dialect, RpcError};
 use super::AppState;
 use super::guard::{self, Visitor};
 use crate::error::{ApiError, ApiPath, rate_headers};
@@ -25,6 +25,7 @@ use crate::services::a2a::{self, Desk};
 mod card;
 mod rpc;
 mod stream;
+mod v03;
 mod wire;
 
 pub use card::{card_url, endpoint};
@@ -38,9 +39,13 @@ pub fn routes(state: AppState) -> Router<AppState> {
     let public = Router::new()
         .route("/a2a", get(listed))
         .route("/a2a/{agent}/.well-known/agent-card.json", get(agent_card))
+        .route("/a2a/{agent}/v0.3/.well-known/agent-card.json", get(agent_card_v03))
         .route("/.well-known/jwks.json", get(card_keys))
         .route_layer(axum::middleware::from_fn_with_state(state, super::x402::limit_clients));
-    Router::new().route("/a2a/{agent}", post(call)).merge(public)
+    Router::new()
+        .route("/a2a/{agent}", post(call))
+        .route("/a2a/{agent}/v0.3", post(call_v03))
+        .merge(public)
 }
 
 /// The key set the agents' cards are signed with: the operator's one key, or none.
@@ -97,19 +102,48 @@ async fn call(
     parts: Parts,
     body: Bytes,
 ) -> Response {
+    answer_in(state, path, parts, body, Dialect::V1).await
+}
+
+/// A2A 0.3's calls, at the agent's URL with `/v0.3` (see `v03`).
+async fn call_v03(
+    State(state): State<AppState>,
+    path: Result<ApiPath<String>, ApiError>,
+    parts: Parts,
+    body: Bytes,
+) -> Response {
+    answer_in(state, path, parts, body, Dialect::V03).await
+}
+
+async fn answer_in(
+    state: AppState,
+    path: Result<ApiPath<String>, ApiError>,
+    parts: Parts,
+    body: Bytes,
+    dialect: Dialect,
+) -> Response {
     let ApiPath(agent) = match path {
         Ok(path) => path,
         Err(err) => return refusal(err),
     };
-    if let Err(err) = check_version(&parts.headers) {
+    if dialect == Dialect::V1
+        && let Err(err) = check_version(&parts.headers)
+    {
         return rpc::json_reply(err.reply(&Value::Null));
     }
     let (desk, decision) = match open(&state, &parts, &agent).await {
         Ok(opened) => opened,
         Err(err) => return refusal(err),
     };
-    let mut response = match read_call(&body) {
-        Ok(call) => rpc::answer(state.services.clone(), Arc::new(desk), call).await,
+    let call = read_call(&body).and_then(|call| match dialect {
+        Dialect::V1 => Ok(call),
+        Dialect::V03 => {
+            let id = call.id.clone();
+            v03::call(call).map_err(|err| (id, err))
+        }
+    });
+    let mut response = match call {
+        Ok(call) => rpc::answer(state.services.clone(), Arc::new(desk), call, dialect).await,
         Err((id, err)) => {
             let status = if err.code == -32700 {
                 StatusCode::BAD_REQUEST
@@ -204,6 +238,35 @@ async fn agent_card(State(state): State<AppState>, ApiPath(agent): ApiPath<Strin
         .into_response(),
         Err(err) => ApiError::from(err).into_response(),
     }
+}
+
+/// The agent's card as A2A 0.3 writes one, for the 0.3 URL.
+async fn agent_card_v03(State(state): State<AppState>, path: ApiPath<String>, parts: Parts) -> Response {
+    let ApiPath(agent) = &path;
+    let agent = agent.clone();
+    let response = agent_card(State(state.clone()), path, parts).await;
+    if !response.status().is_success() {
+        return response;
+    }
+    let (head, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 1 << 20).await else {
+        return ApiError::internal("Internal server error").into_response();
+    };
+    let Ok(card) = serde_json::from_slice::<Value>(&bytes) else {
+        return ApiError::internal("Internal server error").into_response();
+    };
+    // Its own URL names the agent by id, as the 1.0 card's interface does.
+    let id = card["supportedInterfaces"][0]["url"]
+        .as_str()
+        .and_then(|u| u.rsplit('/').next())
+        .unwrap_or(&agent)
+        .to_string();
+    let url = format!("{}/v0.3", endpoint(&state, &id));
+    let mut response = axum::Json(v03::card(&card, &url)).into_response();
+    if let Some(cache) = head.headers.get(header::CACHE_CONTROL) {
+        response.headers_mut().insert(header::CACHE_CONTROL, cache.clone());
+    }
+    response
 }
 
 #[derive(Deserialize)]

@@ -139,10 +139,35 @@ pub struct Call {
 }
 
 /// Answers a call: JSON for most methods, SSE for the streaming ones.
-pub async fn answer(services: Arc<Services>, desk: Arc<Desk>, call: Call) -> Response {
+/// The protocol version a call came in: 1.0, or 0.3 translated (`v03`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    V1,
+    V03,
+}
+
+impl Dialect {
+    /// A 1.0 stream event (`StreamResponse`) as this dialect writes it.
+    pub fn event(self, event: Value) -> Value {
+        match self {
+            Dialect::V1 => event,
+            Dialect::V03 => super::v03::event(&event),
+        }
+    }
+}
+
+/// Answers a call in its dialect: JSON for most methods, SSE for the streaming ones.
+pub async fn answer(services: Arc<Services>, desk: Arc<Desk>, call: Call, dialect: Dialect) -> Response {
     let id = call.id.clone();
-    match dispatch(services, desk, call).await {
-        Ok(Answer::Result(result)) => json_reply(json!({ "jsonrpc": "2.0", "id": id, "result": result })),
+    let method = call.method.clone();
+    match dispatch(services, desk, call, dialect).await {
+        Ok(Answer::Result(result)) => {
+            let result = match dialect {
+                Dialect::V1 => result,
+                Dialect::V03 => super::v03::result(&method, result),
+            };
+            json_reply(json!({ "jsonrpc": "2.0", "id": id, "result": result }))
+        }
         Ok(Answer::Stream(response)) => response,
         Err(err) => json_reply(err.reply(&id)),
     }
@@ -157,7 +182,7 @@ enum Answer {
     Stream(Response),
 }
 
-async fn dispatch(services: Arc<Services>, desk: Arc<Desk>, call: Call) -> Result<Answer, RpcError> {
+async fn dispatch(services: Arc<Services>, desk: Arc<Desk>, call: Call, dialect: Dialect) -> Result<Answer, RpcError> {
     let Call { id, method, params } = call;
     let result = match method.as_str() {
         "SendMessage" => send(&services, &desk, params_of(params)?).await?,
@@ -165,7 +190,7 @@ async fn dispatch(services: Arc<Services>, desk: Arc<Desk>, call: Call) -> Resul
             let request: wire::SendMessageRequest = params_of(params)?;
             let ask = wire::ask(request.message)?;
             let begun = tasks::begin(&services, &desk, ask).await?;
-            return Ok(Answer::Stream(stream::send(services, desk, id, begun)));
+            return Ok(Answer::Stream(stream::send(services, desk, id, begun, dialect)));
         }
         "GetTask" => {
             let request: wire::TaskRequest = params_of(params)?;
@@ -188,7 +213,7 @@ async fn dispatch(services: Arc<Services>, desk: Arc<Desk>, call: Call) -> Resul
                 ))
                 .into());
             }
-            return Ok(Answer::Stream(stream::follow(services, desk, id, task)));
+            return Ok(Answer::Stream(stream::follow(services, desk, id, task, dialect)));
         }
         "ListTasks" => list(&services, &desk, params_of(params)?).await?,
         "CreateTaskPushNotificationConfig" => {

@@ -13,7 +13,7 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::rpc::RpcError;
+use super::rpc::{Dialect, RpcError};
 use super::wire;
 use crate::services::Services;
 use crate::services::a2a::Desk;
@@ -27,10 +27,12 @@ const BACKLOG: usize = 256;
 struct Sink {
     id: Value,
     events: mpsc::Sender<Value>,
+    dialect: Dialect,
 }
 
 impl Sink {
     fn result(&self, result: Value) {
+        let result = self.dialect.event(result);
         let _ = self
             .events
             .try_send(json!({ "jsonrpc": "2.0", "id": self.id, "result": result }));
@@ -42,9 +44,9 @@ impl Sink {
 }
 
 /// `SendStreamingMessage`: the task as begun, its work as it goes, its end.
-pub fn send(services: Arc<Services>, desk: Arc<Desk>, id: Value, begun: Begun) -> Response {
+pub fn send(services: Arc<Services>, desk: Arc<Desk>, id: Value, begun: Begun, dialect: Dialect) -> Response {
     let (events, receiver) = mpsc::channel(BACKLOG);
-    let sink = Sink { id, events };
+    let sink = Sink { id, events, dialect };
     services.clone().lifecycle.spawn(async move {
         let task = begun.task.clone();
         sink.result(json!({ "task": wire::task(&task, wire::Shown::ALL) }));
@@ -74,9 +76,9 @@ pub fn send(services: Arc<Services>, desk: Arc<Desk>, id: Value, begun: Begun) -
 }
 
 /// `SubscribeToTask`: the task as it is, then its work as it goes, until its end.
-pub fn follow(services: Arc<Services>, desk: Arc<Desk>, id: Value, task: Task) -> Response {
+pub fn follow(services: Arc<Services>, desk: Arc<Desk>, id: Value, task: Task, dialect: Dialect) -> Response {
     let (events, receiver) = mpsc::channel(BACKLOG);
-    let sink = Sink { id, events };
+    let sink = Sink { id, events, dialect };
     services.clone().lifecycle.spawn(async move {
         sink.result(json!({ "task": wire::task(&task, wire::Shown::ALL) }));
         finish(&services, &desk, &sink, task, false).await;
