@@ -480,6 +480,16 @@ async fn hostile_requests_get_a2a_errors_and_the_server_stays_up() {
     assert_eq!(nowhere["error"]["code"], -32001, "{nowhere}");
     let page = rpc(&fx, key, "ListTasks", json!({ "pageToken": "garbage" })).await;
     assert_eq!(page["error"]["code"], -32602, "{page}");
+
+    // A push config that cannot be kept, sent with a message: refused before the task is
+    // recorded (none is left working, never run).
+    let before = rpc(&fx, key, "ListTasks", json!({})).await["result"]["totalSize"].clone();
+    let bad = json!({ "message": user_message("/hello Kit", None),
+        "configuration": { "taskPushNotificationConfig": { "url": "https://example.com/hook", "token": "t".repeat(600) } } });
+    let refused = rpc(&fx, key, "SendMessage", bad).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let after = rpc(&fx, key, "ListTasks", json!({})).await["result"]["totalSize"].clone();
+    assert_eq!(before, after, "no task was recorded");
     let big = json!({ "messageId": "m6", "role": "ROLE_USER", "parts": [{ "data": { "pad": "x".repeat(40_000) } }], "metadata": { "skill": "hello" } });
     let refused = rpc(&fx, key, "SendMessage", json!({ "message": big })).await;
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
@@ -553,6 +563,8 @@ async fn an_open_listed_agent_gives_away_only_what_is_not_for_sale() {
         card.get("securityRequirements").is_none(),
         "open: used without a key: {card}"
     );
+    // Push notifications are the owner's: a stranger's card says none.
+    assert_eq!(card["capabilities"]["pushNotifications"], false, "{card}");
     // A personality is the model's instructions: a stranger's card does not show it.
     assert!(!card.to_string().contains("Brief and exact."), "{card}");
     let owners = get(

@@ -253,10 +253,13 @@ async fn the_owner_uses_a_priced_skill_free_and_a_stranger_cannot_read_its_tasks
     let get = json!({ "jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": { "id": task_id } });
     let theirs = post_json(&server.url("/a2a/seller"), Some(&key), &get).await.json();
     assert_eq!(theirs["error"]["code"], -32001, "{theirs}");
-    // Cancelled before paying: it ends.
+    // Cancelled before paying: it ends, and asks for nothing any more.
     let cancel = json!({ "jsonrpc": "2.0", "id": 3, "method": "CancelTask", "params": { "id": task_id } });
     let cancelled = post_json(&server.url("/a2a/seller"), None, &cancel).await.json();
     assert_eq!(state(&cancelled["result"]), "TASK_STATE_CANCELED", "{cancelled}");
+    let ended = metadata(&cancelled["result"]);
+    assert_eq!(ended["x402.payment.status"], "payment-rejected", "{cancelled}");
+    assert!(ended.get("x402.payment.required").is_none(), "{cancelled}");
 }
 
 /// A payer that goes away while its paid task runs cuts off its wait, not the work: the
@@ -291,4 +294,39 @@ async fn a_payer_who_leaves_mid_task_is_served_and_the_task_completes() {
     assert_eq!(metadata(&task)["x402.payment.receipts"][0]["success"], true, "{task}");
     assert_eq!(chain.usdc_of(&address).await, 990_000, "paid once, not refunded");
     assert_eq!(chain.usdc_of(&wallet).await, 10_000);
+}
+
+/// A payment answered at once (`returnImmediately`): the task says it is being paid, with
+/// no price list left, and then completes with its receipt.
+#[tokio::test]
+async fn a_payment_answered_at_once_shows_the_task_being_paid() {
+    let chain = LocalBase::start().await;
+    let (env, _wallet) = base_shop(&chain, TestEnv::new(), &format!("{SKILLS}{}", slow_skill())).await;
+    let server = env.serve();
+    let (payer, _address) = Payer::on_base(&chain, 1_000_000).await;
+    let pay = json!({ "network": "base", "key": payer.key, "rpcUrl": payer.rpc_url, "networkId": network_id("base") });
+    let out = client(&json!({
+        "url": server.url("/a2a/seller/"),
+        "key": null,
+        "steps": [{ "do": "send", "skill": "slowpoke", "data": { "mode": "sleep", "n": 1500 }, "pay": pay, "immediately": true },
+                  { "do": "get", "task": "$0" }],
+    }))
+    .await;
+    let answered = &out["steps"][0]["task"];
+    assert_eq!(state(answered), "TASK_STATE_WORKING", "{out}");
+    assert_eq!(metadata(answered)["x402.payment.status"], "payment-submitted", "{out}");
+    assert!(metadata(answered).get("x402.payment.required").is_none(), "{out}");
+    let task_id = answered["id"].as_str().unwrap().to_string();
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": { "id": task_id } });
+    let url = server.url("/a2a/seller");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let task = loop {
+        let task = post_json(&url, None, &body).await.json()["result"].clone();
+        if state(&task) == "TASK_STATE_COMPLETED" || std::time::Instant::now() > deadline {
+            break task;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert_eq!(metadata(&task)["x402.payment.status"], "payment-completed", "{task}");
+    assert_eq!(metadata(&task)["x402.payment.receipts"][0]["success"], true, "{task}");
 }

@@ -77,7 +77,8 @@ async function answerPayment(client, step, asked) {
   // abortAfterMs: the payer goes away while its paid task runs.
   const options = step.abortAfterMs ? { signal: AbortSignal.timeout(step.abortAfterMs) } : undefined;
   try {
-    const result = await client.sendMessage({ tenant: "", message, configuration: undefined, metadata: undefined }, options);
+    const configuration = step.immediately ? { returnImmediately: true } : undefined;
+    const result = await client.sendMessage({ tenant: "", message, configuration, metadata: undefined }, options);
     return { asked: Task.toJSON(asked), payment, task: Task.toJSON(result) };
   } catch (err) {
     if (!step.abortAfterMs) throw err;

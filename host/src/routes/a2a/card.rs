@@ -98,7 +98,8 @@ pub fn card(state: &AppState, desk: &Desk) -> Value {
         "version": crate::clock::iso(agent.updated_at),
         "capabilities": {
             "streaming": true,
-            "pushNotifications": true,
+            // The owner's alone.
+            "pushNotifications": desk.account_id().is_some(),
             "extensions": extensions(desk),
         },
         "securitySchemes": schemes,

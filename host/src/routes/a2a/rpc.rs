@@ -14,7 +14,7 @@ use super::wire::{self, Shown, Unreadable};
 use crate::error::ApiError;
 use crate::services::Services;
 use crate::services::a2a::Desk;
-use crate::services::a2a::push;
+use crate::services::a2a::push::{self, PushConfig};
 use crate::services::a2a::tasks::{self, A2aError, ListFilter};
 
 /// A JSON-RPC error: its code, its words, and A2A's reason for it.
@@ -147,11 +147,12 @@ pub enum Dialect {
 }
 
 impl Dialect {
-    /// A 1.0 stream event (`StreamResponse`) as this dialect writes it.
-    pub fn event(self, event: Value) -> Value {
+    /// A 1.0 stream event (`StreamResponse`) as this dialect writes it; `last` when the
+    /// stream ends after it.
+    pub fn event(self, event: Value, last: bool) -> Value {
         match self {
             Dialect::V1 => event,
-            Dialect::V03 => super::v03::event(&event),
+            Dialect::V03 => super::v03::event(&event, last),
         }
     }
 }
@@ -189,8 +190,7 @@ async fn dispatch(services: Arc<Services>, desk: Arc<Desk>, call: Call, dialect:
         "SendStreamingMessage" => {
             let request: wire::SendMessageRequest = params_of(params)?;
             let ask = wire::ask(request.message)?;
-            let begun = tasks::begin(&services, &desk, ask).await?;
-            return Ok(Answer::Stream(stream::send(services, desk, id, begun, dialect)));
+            return Ok(Answer::Stream(stream::send(services, desk, id, ask, dialect)));
         }
         "GetTask" => {
             let request: wire::TaskRequest = params_of(params)?;
@@ -301,37 +301,44 @@ async fn send(
 ) -> Result<Value, RpcError> {
     let mut configuration = request.configuration.unwrap_or_default();
     let ask = wire::ask(request.message)?;
-    // Refused before anything is recorded or claimed.
-    let push_config = configuration.task_push_notification_config.take();
-    if push_config.is_some() {
-        push::allowed(desk)?;
-    }
-    let begun = tasks::begin(services, desk, ask).await?;
-    // A push config sent with the message is the new task's.
-    if let Some(config) = push_config {
-        let config = config.config(Some(&begun.task.id));
-        push::create(services, desk.clone(), config, render()).await?;
-    }
+    // A push config sent with the message is the new task's: checked before anything is
+    // recorded or claimed.
+    let push_config = match configuration.task_push_notification_config.take() {
+        Some(config) => Some(push::check(services, desk, config.config(None)).await?),
+        None => None,
+    };
+    // The work (from recording the task, or claiming it for a payment, to the answer's
+    // record) runs on its own task: a client that goes away stops waiting, never the work.
+    let (begun_tx, begun_rx) = tokio::sync::oneshot::channel();
+    let (work_services, work_desk) = (services.clone(), desk.clone());
+    let work = services.lifecycle.spawn(async move {
+        let begun = tasks::begin(&work_services, &work_desk, ask).await?;
+        if let Some(config) = push_config {
+            let config = PushConfig {
+                task_id: begun.task.id.clone(),
+                ..config
+            };
+            push::create(&work_services, work_desk.clone(), config, render()).await?;
+        }
+        let _ = begun_tx.send(begun.task.clone());
+        tasks::run(&work_services, &work_desk, begun, None).await
+    });
+    let internal = || RpcError::new(-32603, "INTERNAL_ERROR", "Internal server error");
     let task = if configuration.return_immediately {
         // The work goes on after the answer; the client reads or subscribes to the task.
-        let task = begun.task.clone();
-        let (work_services, desk) = (services.clone(), desk.clone());
-        services.lifecycle.spawn(async move {
-            if let Err(err) = tasks::run(&work_services, &desk, begun, None).await {
-                tracing::warn!(error = %err, "an A2A task could not be run");
+        match begun_rx.await {
+            Ok(task) => task,
+            // It stopped before its task was there: its result says why.
+            Err(_) => {
+                return Err(work
+                    .await
+                    .map_err(|_| internal())?
+                    .err()
+                    .map_or_else(internal, RpcError::from));
             }
-        });
-        task
+        }
     } else {
-        // The work runs on its own task: a client that goes away mid-payment cuts off its
-        // wait, never the settlement or the answer's record (as on the paid HTTP route).
-        let (work_services, work_desk) = (services.clone(), desk.clone());
-        let run = services
-            .lifecycle
-            .spawn(async move { tasks::run(&work_services, &work_desk, begun, None).await });
-        let task = run
-            .await
-            .map_err(|_| RpcError::new(-32603, "INTERNAL_ERROR", "Internal server error"))??;
+        let task = work.await.map_err(|_| internal())??;
         tasks::wait(services, desk, task, blocking_wait(services), |_| {}).await?
     };
     Ok(json!({ "task": wire::task(&task, shown(configuration.history_length)) }))

@@ -17,7 +17,7 @@ use super::rpc::{Dialect, RpcError};
 use super::wire;
 use crate::services::Services;
 use crate::services::a2a::Desk;
-use crate::services::a2a::tasks::{self, A2aError, Begun, Task, TaskState};
+use crate::services::a2a::tasks::{self, A2aError, Ask, Task, TaskState};
 use crate::services::chat::ChatEvent;
 
 /// Events waiting for a slow reader at most; the work does not wait for it.
@@ -32,7 +32,16 @@ struct Sink {
 
 impl Sink {
     fn result(&self, result: Value) {
-        let result = self.dialect.event(result);
+        self.send(result, false);
+    }
+
+    /// The stream's last event: the stream ends after it, whatever the task's state.
+    fn last(&self, result: Value) {
+        self.send(result, true);
+    }
+
+    fn send(&self, result: Value, last: bool) {
+        let result = self.dialect.event(result, last);
         let _ = self
             .events
             .try_send(json!({ "jsonrpc": "2.0", "id": self.id, "result": result }));
@@ -43,11 +52,16 @@ impl Sink {
     }
 }
 
-/// `SendStreamingMessage`: the task as begun, its work as it goes, its end.
-pub fn send(services: Arc<Services>, desk: Arc<Desk>, id: Value, begun: Begun, dialect: Dialect) -> Response {
+/// `SendStreamingMessage`: the task as begun, its work as it goes, its end. The whole of it
+/// runs on its own task, recording the task included.
+pub fn send(services: Arc<Services>, desk: Arc<Desk>, id: Value, ask: Ask, dialect: Dialect) -> Response {
     let (events, receiver) = mpsc::channel(BACKLOG);
     let sink = Sink { id, events, dialect };
     services.clone().lifecycle.spawn(async move {
+        let begun = match tasks::begin(&services, &desk, ask).await {
+            Ok(begun) => begun,
+            Err(err) => return sink.error(err),
+        };
         let task = begun.task.clone();
         sink.result(json!({ "task": wire::task(&task, wire::Shown::ALL) }));
         let (chat_events, mut chat_receiver) = mpsc::unbounded_channel();
@@ -114,7 +128,7 @@ async fn finish(services: &Services, desk: &Desk, sink: &Sink, mut task: Task, s
     if let (TaskState::Completed, Some(answer), false) = (task.state, &task.answer, streamed) {
         sink.result(wire::answer_update(&task, answer));
     }
-    sink.result(wire::status_update(&task));
+    sink.last(wire::status_update(&task));
 }
 
 fn respond(receiver: mpsc::Receiver<Value>) -> Response {

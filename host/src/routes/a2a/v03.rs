@@ -121,15 +121,17 @@ pub fn result(method: &str, result: Value) -> Value {
     }
 }
 
-/// One event of a 1.0 stream (`StreamResponse`) as a 0.3 stream's.
-pub fn event(event: &Value) -> Value {
+/// One event of a 1.0 stream (`StreamResponse`) as a 0.3 stream's; `last` when the stream
+/// ends after it.
+pub fn event(event: &Value, last: bool) -> Value {
     if let Some(task) = event.get("task") {
         return task_out(task);
     }
     if let Some(update) = event.get("statusUpdate") {
         let status = status_out(&update["status"]);
-        // 0.3 marks the last event: the task ended or waits for its client.
-        let last = !matches!(status["state"].as_str(), Some("working" | "submitted"));
+        // 0.3 marks the last event: the task ended or waits for its client, or the stream
+        // ends anyway.
+        let last = last || !matches!(status["state"].as_str(), Some("working" | "submitted"));
         return json!({
             "kind": "status-update",
             "taskId": update["taskId"],

@@ -302,16 +302,7 @@ pub fn state_name(state: TaskState) -> &'static str {
 
 /// A state named on the wire; `None` for unknown names and `TASK_STATE_UNSPECIFIED`.
 pub fn read_state(name: &str) -> Option<TaskState> {
-    [
-        TaskState::InputRequired,
-        TaskState::Working,
-        TaskState::Completed,
-        TaskState::Failed,
-        TaskState::Canceled,
-        TaskState::Rejected,
-    ]
-    .into_iter()
-    .find(|s| state_name(*s) == name)
+    TaskState::ALL.into_iter().find(|s| state_name(*s) == name)
 }
 
 /// The id of a task's one artifact, the agent's answer.

@@ -133,13 +133,7 @@ pub async fn public(services: &Services, agent_ref: &str) -> Result<Option<Desk>
 }
 
 async fn public_desk(services: &Services, found: Arc<AgentWithCommands>, client: Option<String>) -> Desk {
-    let mut offers = Vec::new();
-    for network in &found.agent.def.x402.networks {
-        // A network without a wallet, or an agent not selling, offers nothing.
-        if let Ok(offer) = payments::offer(services, &found.agent.id, *network).await {
-            offers.push(offer);
-        }
-    }
+    let offers = payments::offers_now(services, &found.agent).await;
     let open = found.agent.def.a2a.open;
     Desk {
         found,

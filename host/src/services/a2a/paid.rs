@@ -31,6 +31,8 @@ pub const WAITING_MS: i64 = 3_600_000;
 #[serde(rename_all = "kebab-case")]
 pub enum PaymentStatus {
     PaymentRequired,
+    /// A payment was taken for the task, and is being settled.
+    PaymentSubmitted,
     PaymentRejected,
     PaymentFailed,
     PaymentCompleted,
@@ -40,6 +42,7 @@ impl PaymentStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             PaymentStatus::PaymentRequired => "payment-required",
+            PaymentStatus::PaymentSubmitted => "payment-submitted",
             PaymentStatus::PaymentRejected => "payment-rejected",
             PaymentStatus::PaymentFailed => "payment-failed",
             PaymentStatus::PaymentCompleted => "payment-completed",
@@ -170,14 +173,7 @@ pub async fn answer(
     let store = &services.store;
     if answer.status.as_deref() == Some(PaymentStatus::PaymentRejected.as_str()) {
         // Only a task still waiting: a payment that claimed it meanwhile stands.
-        let declined = TaskPayment {
-            status: PaymentStatus::PaymentRejected,
-            required: None,
-            ..task
-                .payment
-                .clone()
-                .unwrap_or_else(|| unpaid(PaymentStatus::PaymentRejected))
-        };
+        let declined = unpaid(PaymentStatus::PaymentRejected);
         let change = A2aTaskMove {
             from: TaskState::InputRequired.as_str(),
             to: TaskState::Canceled.as_str(),
@@ -195,10 +191,11 @@ pub async fn answer(
     }
     let payload = answer.payload.ok_or_else(asked)?;
     // A paid task is kept as long as any task; one waiting for its payment, an hour.
+    // The price list goes: what the task shows now is the payment being settled.
     let claim = A2aTaskMove {
         from: TaskState::InputRequired.as_str(),
         to: TaskState::Working.as_str(),
-        payment: None,
+        payment: serde_json::to_value(unpaid(PaymentStatus::PaymentSubmitted)).ok(),
         error: None,
         expires_at: Some(now + super::tasks::retention_ms(services)),
     };
@@ -210,6 +207,11 @@ pub async fn answer(
         )));
     }
     Ok(Some(payload))
+}
+
+/// A waiting task's payment state once its client cancelled it: no price list left.
+pub fn cancelled() -> Option<Value> {
+    serde_json::to_value(unpaid(PaymentStatus::PaymentRejected)).ok()
 }
 
 fn unpaid(status: PaymentStatus) -> TaskPayment {
@@ -361,6 +363,11 @@ async fn give_back(services: &Services, task: &Task, payment: Option<TaskPayment
 
 /// Ends a claimed task that nothing was paid for: what it asked for cannot be bought.
 async fn end_unpaid(services: &Services, task: &Task, why: String) -> Result<(), A2aError> {
+    let refused = TaskPayment {
+        error: Some("INPUT_REFUSED".into()),
+        ..unpaid(PaymentStatus::PaymentFailed)
+    };
+    keep_payment(services, &task.id, refused).await;
     let now = crate::clock::now_ms();
     services
         .store

@@ -78,8 +78,25 @@ fn bounded(value: Option<String>, field: &str, most: usize) -> Result<Option<Str
     }
 }
 
-/// Keeps a config for one of this caller's tasks, the URL checked now as the webhooks'
-/// are; a working task is watched from now on.
+/// A config as it would be kept: this caller may leave one, its URL is one the webhooks
+/// may call (checked now, as theirs are), its fields within their bounds. Checked before a
+/// message that carries one is recorded, and again when it is kept.
+pub async fn check(services: &Services, desk: &Desk, config: PushConfig) -> Result<PushConfig, A2aError> {
+    allowed(desk)?;
+    let url = webhooks::checked_url(services, &config.url)
+        .await
+        .map_err(|err| invalid(err.to_string()))?;
+    Ok(PushConfig {
+        task_id: config.task_id,
+        id: bounded(config.id, "id", 64)?,
+        url,
+        token: bounded(config.token, "token", TOKEN_MAX_CHARS)?,
+        scheme: bounded(config.scheme, "authentication.scheme", SCHEME_MAX_CHARS)?,
+        credentials: bounded(config.credentials, "authentication.credentials", CREDENTIALS_MAX_CHARS)?,
+    })
+}
+
+/// Keeps a config for one of this caller's tasks; a working task is watched from now on.
 pub async fn create(
     services: &Services,
     desk: Arc<Desk>,
@@ -87,17 +104,17 @@ pub async fn create(
     render: Render,
 ) -> Result<PushConfig, A2aError> {
     allowed(&desk)?;
+    // The task first: a config for no task of this caller's costs no look-up of its URL.
     let task = tasks::get(services, &desk, &config.task_id).await?;
-    let url = webhooks::checked_url(services, &config.url)
-        .await
-        .map_err(|err| invalid(err.to_string()))?;
-    let id = match bounded(config.id, "id", 64)? {
-        Some(id) => id,
-        None => format!("pnc_{}", crate::random::hex_token(8)),
-    };
-    let token = bounded(config.token, "token", TOKEN_MAX_CHARS)?;
-    let scheme = bounded(config.scheme, "authentication.scheme", SCHEME_MAX_CHARS)?;
-    let credentials = bounded(config.credentials, "authentication.credentials", CREDENTIALS_MAX_CHARS)?;
+    let PushConfig {
+        id,
+        url,
+        token,
+        scheme,
+        credentials,
+        ..
+    } = check(services, &desk, config).await?;
+    let id = id.unwrap_or_else(|| format!("pnc_{}", crate::random::hex_token(8)));
     let sealed = serde_json::to_vec(&Sealed {
         token: token.clone(),
         credentials: credentials.clone(),

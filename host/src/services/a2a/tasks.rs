@@ -56,17 +56,17 @@ impl TaskState {
         }
     }
 
+    pub const ALL: [TaskState; 6] = [
+        TaskState::InputRequired,
+        TaskState::Working,
+        TaskState::Completed,
+        TaskState::Failed,
+        TaskState::Canceled,
+        TaskState::Rejected,
+    ];
+
     pub fn parse(text: &str) -> Option<TaskState> {
-        [
-            TaskState::InputRequired,
-            TaskState::Working,
-            TaskState::Completed,
-            TaskState::Failed,
-            TaskState::Canceled,
-            TaskState::Rejected,
-        ]
-        .into_iter()
-        .find(|s| s.as_str() == text)
+        TaskState::ALL.into_iter().find(|s| s.as_str() == text)
     }
 
     /// Whether the task has ended (nothing changes it any more).
@@ -507,13 +507,17 @@ async fn follow_job(services: &Services, record: A2aTaskRecord) -> Result<Task, 
 }
 
 async fn reread(services: &Services, id: &str) -> Result<Task, A2aError> {
+    view(record(services, id).await?, None)
+}
+
+/// The stored task `id`, whoever it is of (callers check that first, with [`get`]).
+async fn record(services: &Services, id: &str) -> Result<A2aTaskRecord, A2aError> {
     let now = crate::clock::now_ms();
-    let record = services
+    services
         .store
         .a2a_task(id, now)
         .await?
-        .ok_or_else(|| A2aError::TaskNotFound(id.to_string()))?;
-    view(record, None)
+        .ok_or_else(|| A2aError::TaskNotFound(id.to_string()))
 }
 
 fn view(record: A2aTaskRecord, progress: Option<u8>) -> Result<Task, A2aError> {
@@ -576,17 +580,13 @@ pub async fn cancel(services: &Services, desk: &Desk, id: &str) -> Result<Task, 
         return Err(A2aError::NotCancelable(task.id, task.state.as_str()));
     }
     let now = crate::clock::now_ms();
-    let record = services
-        .store
-        .a2a_task(id, now)
-        .await?
-        .ok_or_else(|| A2aError::TaskNotFound(id.to_string()))?;
+    let record = record(services, id).await?;
     if task.state == TaskState::InputRequired {
         // Nothing was paid or run: the task just ends, unless a payment claimed it meanwhile.
         let change = A2aTaskMove {
             from: TaskState::InputRequired.as_str(),
             to: TaskState::Canceled.as_str(),
-            payment: None,
+            payment: paid::cancelled(),
             error: Some("Cancelled by the client before it paid".into()),
             expires_at: None,
         };

@@ -80,13 +80,7 @@ pub async fn open(services: &Services, agent_ref: &str, caller: Option<&Caller>)
         .agent_with_commands(agent_ref)
         .await?
         .ok_or_else(closed)?;
-    let mut offers = Vec::new();
-    for network in &found.agent.def.x402.networks {
-        // A network without a wallet, or an agent not selling, offers nothing.
-        if let Ok(offer) = payments::offer(services, &found.agent.id, *network).await {
-            offers.push(offer);
-        }
-    }
+    let offers = payments::offers_now(services, &found.agent).await;
     let open = found.agent.def.mcp_open;
     if offers.is_empty() && !open {
         return Err(closed());

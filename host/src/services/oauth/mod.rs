@@ -80,7 +80,11 @@ pub fn resource_of(public_base_url: &str, agent_ref: &str) -> String {
 /// both of its endpoints.
 fn agent_of_resource<'a>(public_base_url: &str, resource: &'a str) -> Option<&'a str> {
     let path = resource.strip_prefix(public_base_url.trim_end_matches('/'))?;
-    let agent = path.strip_prefix("/mcp/").or_else(|| path.strip_prefix("/a2a/"))?;
+    let agent = path.strip_prefix("/mcp/").or_else(|| {
+        let a2a = path.strip_prefix("/a2a/")?;
+        // A2A 0.3's URL is the agent's with `/v0.3`.
+        Some(a2a.strip_suffix("/v0.3").unwrap_or(a2a))
+    })?;
     is_endpoint_name(agent).then_some(agent)
 }
 
@@ -185,6 +189,10 @@ mod tests {
             Some("helper")
         );
         assert_eq!(agent_of_resource(base, "https://agents.example/a2a"), None);
+        assert_eq!(
+            agent_of_resource(base, "https://agents.example/a2a/helper/v0.3"),
+            Some("helper")
+        );
         assert_eq!(agent_of_resource(base, "https://agents.example/mcp/helper/x"), None);
         assert_eq!(agent_of_resource(base, "https://agents.example/mcp/helper?x=1"), None);
         assert_eq!(agent_of_resource(base, "https://agents.example.evil/mcp/helper"), None);

@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 
 pub use guard::PaymentLocks;
 pub use identify::{Known, identify};
-pub use offer::{MAX_TIMEOUT_SECONDS, Offer, offer};
+pub use offer::{MAX_TIMEOUT_SECONDS, Offer, offer, offers_now};
 pub use refund::{payers_fault, refund_failed_job};
 
 #[cfg(test)]

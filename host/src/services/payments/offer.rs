@@ -48,6 +48,18 @@ fn agent_not_found(id_or_username: &str) -> ServiceError {
     X402Error::AgentNotSelling(id_or_username.to_string()).into()
 }
 
+/// The agent's offers on each network its manifest names that can take a payment now: a
+/// network without a wallet, or an agent not selling, offers nothing.
+pub async fn offers_now(services: &Services, agent: &crate::domain::Agent) -> Vec<Offer> {
+    let mut offers = Vec::new();
+    for network in &agent.def.x402.networks {
+        if let Ok(offer) = offer(services, &agent.id, *network).await {
+            offers.push(offer);
+        }
+    }
+    offers
+}
+
 pub async fn offer(services: &Services, id_or_username: &str, network: Network) -> Result<Offer, ServiceError> {
     let found = services
         .store
