@@ -280,16 +280,7 @@ async fn a_payer_who_leaves_mid_task_is_served_and_the_task_completes() {
     let step = &out["steps"][0];
     assert!(step["aborted"].is_string(), "the client stopped waiting: {step}");
     let task_id = step["asked"]["id"].as_str().unwrap().to_string();
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": { "id": task_id } });
-    let url = server.url("/a2a/seller");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let task = loop {
-        let task = post_json(&url, None, &body).await.json()["result"].clone();
-        if state(&task) == "TASK_STATE_COMPLETED" || std::time::Instant::now() > deadline {
-            break task;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    };
+    let task = until_completed(&server, &task_id).await;
     assert_eq!(task["artifacts"][0]["parts"][0]["text"], "slept 2500 ms", "{task}");
     assert_eq!(metadata(&task)["x402.payment.receipts"][0]["success"], true, "{task}");
     assert_eq!(chain.usdc_of(&address).await, 990_000, "paid once, not refunded");
@@ -317,16 +308,21 @@ async fn a_payment_answered_at_once_shows_the_task_being_paid() {
     assert_eq!(metadata(answered)["x402.payment.status"], "payment-submitted", "{out}");
     assert!(metadata(answered).get("x402.payment.required").is_none(), "{out}");
     let task_id = answered["id"].as_str().unwrap().to_string();
+    let task = until_completed(&server, &task_id).await;
+    assert_eq!(metadata(&task)["x402.payment.status"], "payment-completed", "{task}");
+    assert_eq!(metadata(&task)["x402.payment.receipts"][0]["success"], true, "{task}");
+}
+
+/// The seller's task `task_id` once it completed, read without a key (at most 20 s).
+async fn until_completed(server: &TestServer, task_id: &str) -> Value {
     let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": { "id": task_id } });
     let url = server.url("/a2a/seller");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let task = loop {
+    loop {
         let task = post_json(&url, None, &body).await.json()["result"].clone();
         if state(&task) == "TASK_STATE_COMPLETED" || std::time::Instant::now() > deadline {
-            break task;
+            return task;
         }
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    };
-    assert_eq!(metadata(&task)["x402.payment.status"], "payment-completed", "{task}");
-    assert_eq!(metadata(&task)["x402.payment.receipts"][0]["success"], true, "{task}");
+    }
 }
