@@ -691,3 +691,36 @@ async fn a2a_0_3_clients_and_the_linter_are_answered_at_v0_3() {
     let reply = post_json(&base, None, &body).await.json();
     assert_eq!(reply["error"]["code"], -32601, "{reply}");
 }
+
+/// A push config's token and credentials are sealed with the master key, and a rotation
+/// reseals them with every other secret.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_push_configs_secrets_survive_a_master_key_rotation() {
+    let receiver = Receiver::start().await;
+    let Fixture { env, server, key, .. } = start("").await;
+    let call = |method: &str, params: Value| {
+        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+        let (url, key) = (server.url("/a2a/courier"), key.clone());
+        async move { post_json(&url, Some(&key), &body).await.json() }
+    };
+    let message = json!({ "messageId": "m1", "role": "ROLE_USER", "parts": [{ "data": { "mode": "sleep", "n": 60000 } }], "metadata": { "skill": "nap" } });
+    let sent = call(
+        "SendMessage",
+        json!({ "message": message, "configuration": { "returnImmediately": true } }),
+    )
+    .await;
+    let task_id = sent["result"]["task"]["id"].as_str().unwrap().to_string();
+    let config = json!({ "taskId": task_id, "url": receiver.url(), "token": "tok-rotate",
+        "authentication": { "scheme": "Bearer", "credentials": "cred-rotate" } });
+    let made = call("CreateTaskPushNotificationConfig", config).await;
+    let id = made["result"]["id"].as_str().unwrap().to_string();
+    drop(server);
+    // The deployment's check value and the push config.
+    assert_eq!(env.cli_json(&["secrets", "check"])["opened"], 2);
+    assert_eq!(env.cli_json(&["secrets", "rotate"])["resealed"], 2);
+    let server = env.serve();
+    let body = json!({ "jsonrpc": "2.0", "id": 2, "method": "GetTaskPushNotificationConfig", "params": { "taskId": task_id, "id": id } });
+    let read = post_json(&server.url("/a2a/courier"), Some(&key), &body).await.json();
+    assert_eq!(read["result"]["token"], "tok-rotate", "{read}");
+    assert_eq!(read["result"]["authentication"]["credentials"], "cred-rotate", "{read}");
+}
