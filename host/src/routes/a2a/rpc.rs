@@ -14,8 +14,9 @@ use super::wire::{self, Shown, Unreadable};
 use crate::error::ApiError;
 use crate::services::Services;
 use crate::services::a2a::Desk;
+use crate::services::a2a::listing::{self, ListFilter};
 use crate::services::a2a::push::{self, PushConfig};
-use crate::services::a2a::tasks::{self, A2aError, ListFilter};
+use crate::services::a2a::tasks::{self, A2aError};
 
 /// A JSON-RPC error: its code, its words, and A2A's reason for it.
 pub struct RpcError {
@@ -361,10 +362,10 @@ async fn list(services: &Services, desk: &Desk, request: wire::ListTasksRequest)
         ),
     };
     let page_size = request.page_size.unwrap_or(50);
-    if page_size > tasks::PAGE_MAX {
+    if page_size > listing::PAGE_MAX {
         return Err(RpcError::invalid_params(format!(
             "pageSize is at most {}",
-            tasks::PAGE_MAX
+            listing::PAGE_MAX
         )));
     }
     let filter = ListFilter {
@@ -374,7 +375,7 @@ async fn list(services: &Services, desk: &Desk, request: wire::ListTasksRequest)
         page_size: page_size.max(1),
         page_token: request.page_token,
     };
-    let listing = tasks::list(services, desk, filter).await?;
+    let listing = listing::list(services, desk, filter).await?;
     let shown = Shown {
         history_length: request.history_length,
         artifacts: request.include_artifacts,

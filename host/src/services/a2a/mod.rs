@@ -12,12 +12,15 @@
 use std::sync::Arc;
 
 use super::keys::Caller;
-use super::payments::{self, Offer, X402Error};
+use super::payments::{Offer, X402Error};
+use super::purchase::Access;
 use super::{ServiceError, Services, agents};
 use crate::domain::{Command, Integration, ResponseFormat};
 use crate::money::MicroUsdc;
 use crate::store::AgentWithCommands;
 
+mod conversation;
+pub mod listing;
 mod paid;
 pub mod push;
 pub mod tasks;
@@ -37,14 +40,6 @@ pub struct Desk {
     /// The client address of a caller without a key: a paid task's settlement that fails on
     /// chain is charged to it.
     client: Option<String>,
-}
-
-enum Access {
-    /// The agent's owner: every skill, free; tasks are the account's.
-    Owner,
-    /// Anyone, without a key: what is for sale, paid on any network the agent can be paid
-    /// on now (`offers`), and, when the owner opened it, what has no price.
-    Public { offers: Vec<Offer>, open: bool },
 }
 
 /// One skill as a caller sees it on the card.
@@ -111,10 +106,10 @@ pub async fn open(
         .await?
         .ok_or_else(closed)?;
     let desk = public_desk(services, found, client).await;
-    match &desk.access {
-        Access::Public { offers, open } if offers.is_empty() && !open => Err(closed()),
-        _ => Ok(desk),
+    if desk.access.closed() {
+        return Err(closed());
     }
+    Ok(desk)
 }
 
 /// The agent whose card anyone may read: one its owner listed or opened, or one that sells
@@ -125,27 +120,18 @@ pub async fn public(services: &Services, agent_ref: &str) -> Result<Option<Desk>
     };
     let listed = found.agent.def.a2a.listed;
     let desk = public_desk(services, found, None).await;
-    let shown = match &desk.access {
-        Access::Public { offers, open } => listed || *open || !offers.is_empty(),
-        Access::Owner => true,
-    };
-    Ok(shown.then_some(desk))
+    Ok((listed || !desk.access.closed()).then_some(desk))
 }
 
 async fn public_desk(services: &Services, found: Arc<AgentWithCommands>, client: Option<String>) -> Desk {
-    let offers = payments::offers_now(services, &found.agent).await;
-    let open = found.agent.def.a2a.open;
-    Desk {
-        found,
-        access: Access::Public { offers, open },
-        client,
-    }
+    let access = Access::public(services, &found.agent, found.agent.def.a2a.open).await;
+    Desk { found, access, client }
 }
 
 impl Desk {
     /// The account whose tasks this caller's are; `None` for a caller without a key.
     pub fn account_id(&self) -> Option<&str> {
-        matches!(self.access, Access::Owner).then_some(self.found.agent.account_id.as_str())
+        self.access.is_owner().then_some(self.found.agent.account_id.as_str())
     }
 
     /// The client address of a caller without a key.
@@ -155,10 +141,7 @@ impl Desk {
 
     /// The offers a payment may be made on: one per network the agent is paid on now.
     pub fn offers(&self) -> &[Offer] {
-        match &self.access {
-            Access::Public { offers, .. } => offers,
-            Access::Owner => &[],
-        }
+        self.access.offers()
     }
 
     /// The skills this caller may use, in manifest order, each with its price.
@@ -167,7 +150,7 @@ impl Desk {
             // A command whose parameters need a file cannot be called from a message.
             .filter(|c| !crate::schema::needs_file(c))
             .filter_map(|command| {
-                let price = self.price_of(Some(command))?;
+                let price = self.access.price_of(&self.found.agent, Some(command))?;
                 Some(Skill { command, price })
             })
     }
@@ -180,44 +163,16 @@ impl Desk {
     /// What a chat turn costs this caller: `None` when the chat is not offered to it,
     /// `Some(None)` when it is free.
     pub fn chat_price(&self) -> Option<Option<MicroUsdc>> {
-        self.price_of(None)
-    }
-
-    /// What this command (`None`: the chat) costs this caller: `None` when it is not
-    /// offered to it, `Some(None)` when free. For sale is what the manifest says, not
-    /// whether a network can take the payment now: a skill for sale with no network to pay
-    /// on is not offered, never free.
-    fn price_of(&self, command: Option<&Command>) -> Option<Option<MicroUsdc>> {
-        let Access::Public { offers, open } = &self.access else {
-            return Some(None);
-        };
-        if !self.for_sale(command) {
-            return open.then_some(None);
-        }
-        let offer = offers.first()?;
-        let price = match command {
-            None => offer.default_price,
-            Some(c) => offer.price_of(offer.command(&c.def.name)?),
-        };
-        Some(Some(price))
-    }
-
-    /// Whether the owner sells this command (`None`: the chat) over x402: such a skill is
-    /// never given away to a caller without a key.
-    fn for_sale(&self, command: Option<&Command>) -> bool {
-        let x402 = &self.found.agent.def.x402;
-        x402.enabled
-            && x402.default_price.is_some()
-            && command.is_none_or(|c| c.def.integrations.contains(&Integration::X402))
+        self.access.price_of(&self.found.agent, None)
     }
 
     /// A keyless use counts against the owner's plan; the owner's own were counted at the
     /// gate.
     async fn charge(&self, services: &Services) -> Result<(), ServiceError> {
-        match self.access {
-            Access::Owner => Ok(()),
-            Access::Public { .. } => agents::charge_owner_for_keyless(services, &self.found.agent, "a2a_open").await,
+        if self.access.is_owner() {
+            return Ok(());
         }
+        agents::charge_owner_for_keyless(services, &self.found.agent, "a2a_open").await
     }
 }
 

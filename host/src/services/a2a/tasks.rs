@@ -19,18 +19,12 @@ use crate::services::commands::{self, Answer, CommandCall, CommandOutcome};
 use crate::services::jobs::{self, JobStatus};
 use crate::services::usage::Channel;
 use crate::services::{ServiceError, Services};
-use crate::store::{A2aTaskMove, A2aTaskQuery, A2aTaskRecord, JOB_CANCELLED};
+use crate::store::{A2aTaskMove, A2aTaskRecord, JOB_CANCELLED};
 
-/// Characters of earlier turns a chat turn is given at most, the newest kept.
-const HISTORY_MAX_CHARS: usize = 8_000;
-/// Earlier turns of a conversation read at most.
-const HISTORY_MAX_TURNS: u32 = 20;
 /// A context id the client chose: at most this long.
 const CONTEXT_ID_MAX_CHARS: usize = 128;
 /// A chat turn still working after this long was cut off by a host that stopped.
 const CHAT_STALE_MS: i64 = 15 * 60_000;
-/// The most tasks one page of a listing holds.
-pub const PAGE_MAX: u32 = 100;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskState {
@@ -86,8 +80,8 @@ pub struct Said {
 
 /// The agent's answer, as a task keeps it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct Reply {
-    response: String,
+pub(super) struct Reply {
+    pub(super) response: String,
     format: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     media_url: Option<String>,
@@ -268,7 +262,7 @@ pub async fn begin(services: &Services, desk: &Desk, ask: Ask) -> Result<Begun, 
     desk.charge(services).await?;
     let work = match work {
         Work::Chat { message, .. } => Work::Chat {
-            history: history(services, desk, &context_id).await?,
+            history: super::conversation::history(services, desk, &context_id).await?,
             message,
         },
         skill => skill,
@@ -343,33 +337,6 @@ fn checked_context_id(id: String) -> Result<String, A2aError> {
 
 pub(super) fn retention_ms(services: &Services) -> i64 {
     i64::try_from(services.settings.jobs.job_retention_hours).unwrap_or(24) * 3_600_000
-}
-
-/// The owner's earlier turns in this conversation, oldest first, within the bound. A caller
-/// without a key has no conversation to continue (its context ids are not its own).
-async fn history(services: &Services, desk: &Desk, context_id: &str) -> Result<Vec<(Role, String)>, A2aError> {
-    let Some(account) = desk.account_id() else {
-        return Ok(Vec::new());
-    };
-    let now = crate::clock::now_ms();
-    let turns = services
-        .store
-        .a2a_context_turns(&desk.found.agent.id, account, context_id, HISTORY_MAX_TURNS, now)
-        .await?;
-    let mut kept = Vec::new();
-    let mut chars = 0;
-    for (request, reply) in turns.into_iter().rev() {
-        let said: Said = serde_json::from_value(request).map_err(|e| ServiceError::Execution(e.to_string()))?;
-        let reply: Reply = serde_json::from_value(reply).map_err(|e| ServiceError::Execution(e.to_string()))?;
-        chars += said.text.chars().count() + reply.response.chars().count();
-        if chars > HISTORY_MAX_CHARS {
-            break;
-        }
-        kept.push((Role::Assistant, reply.response));
-        kept.push((Role::User, said.text));
-    }
-    kept.reverse();
-    Ok(kept)
 }
 
 /// Does a begun task's work: a chat turn (its text told to `events` as it comes) or a
@@ -460,7 +427,7 @@ pub async fn get(services: &Services, desk: &Desk, id: &str) -> Result<Task, A2a
 }
 
 /// A task whose work is a job: the job's state, copied to the task once it ends.
-async fn follow_job(services: &Services, record: A2aTaskRecord) -> Result<Task, A2aError> {
+pub(super) async fn follow_job(services: &Services, record: A2aTaskRecord) -> Result<Task, A2aError> {
     let store = &services.store;
     let now = crate::clock::now_ms();
     if record.state != TaskState::Working.as_str() {
@@ -611,65 +578,4 @@ pub async fn cancel(services: &Services, desk: &Desk, id: &str) -> Result<Task, 
             .await?;
     }
     get(services, desk, id).await
-}
-
-/// A page of this caller's tasks, newest first.
-pub struct Listing {
-    pub tasks: Vec<Task>,
-    /// Where the next page starts, when there is one.
-    pub next: Option<String>,
-    pub total: u64,
-}
-
-/// What a listing asks for.
-pub struct ListFilter {
-    pub context_id: Option<String>,
-    pub state: Option<TaskState>,
-    pub updated_since: Option<i64>,
-    pub page_size: u32,
-    /// A page token a listing gave.
-    pub page_token: Option<String>,
-}
-
-/// The owner's tasks with the agent. A caller without a key has no list of its own.
-pub async fn list(services: &Services, desk: &Desk, filter: ListFilter) -> Result<Listing, A2aError> {
-    let Some(account) = desk.account_id() else {
-        return Err(A2aError::Unsupported(
-            "Listing tasks needs the owner's key; a task is read by its id".into(),
-        ));
-    };
-    let after = match filter.page_token.as_deref().filter(|t| !t.is_empty()) {
-        Some(token) => Some(read_page_token(token)?),
-        None => None,
-    };
-    let limit = filter.page_size.clamp(1, PAGE_MAX);
-    let query = A2aTaskQuery {
-        agent_id: desk.found.agent.id.clone(),
-        account_id: account.to_string(),
-        context_id: filter.context_id,
-        state: filter.state.map(|s| s.as_str().to_string()),
-        updated_since: filter.updated_since,
-        after,
-        limit: limit + 1,
-    };
-    let now = crate::clock::now_ms();
-    let (mut records, total) = services.store.a2a_tasks(query, now).await?;
-    let more = records.len() > limit as usize;
-    records.truncate(limit as usize);
-    let next = more
-        .then(|| records.last().map(|r| format!("{}.{}", r.created_at, r.id)))
-        .flatten();
-    let mut tasks = Vec::with_capacity(records.len());
-    for record in records {
-        tasks.push(follow_job(services, record).await?);
-    }
-    Ok(Listing { tasks, next, total })
-}
-
-fn read_page_token(token: &str) -> Result<(i64, String), A2aError> {
-    let invalid = || A2aError::InvalidParams("pageToken is not one a listing gave".into());
-    let (at, id) = token.split_once('.').ok_or_else(invalid)?;
-    let at = at.parse::<i64>().map_err(|_| invalid())?;
-    uuid::Uuid::parse_str(id).map_err(|_| invalid())?;
-    Ok((at, id.to_string()))
 }

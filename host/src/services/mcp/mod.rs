@@ -12,8 +12,8 @@ use serde_json::{Map, Value};
 use super::commands::{self, Answer, CommandCall, CommandOutcome};
 use super::jobs::{self, JobStatus};
 use super::keys::Caller;
-use super::payments::{self, Offer, X402Error};
-use super::purchase::{self, Order, RefundStarted, SaleOutcome};
+use super::payments::X402Error;
+use super::purchase::{self, Access, Order, RefundStarted, SaleOutcome};
 use super::{ServiceError, Services, agents, chat, sign_in};
 use crate::domain::{Command, Integration, ResponseFormat};
 use crate::money::MicroUsdc;
@@ -45,14 +45,6 @@ pub struct Toolbox {
     client: Option<String>,
 }
 
-enum Access {
-    /// The agent's owner, by key: every tool, free.
-    Owner,
-    /// Anyone else: the tools for sale, paid on any network the agent can be paid on now
-    /// (`offers`), and when the owner opened them (`[mcp] open`), the tools without a price.
-    Public { offers: Vec<Offer>, open: bool },
-}
-
 /// One tool as listed.
 pub struct Tool<'a> {
     pub name: &'a str,
@@ -80,14 +72,13 @@ pub async fn open(services: &Services, agent_ref: &str, caller: Option<&Caller>)
         .agent_with_commands(agent_ref)
         .await?
         .ok_or_else(closed)?;
-    let offers = payments::offers_now(services, &found.agent).await;
-    let open = found.agent.def.mcp_open;
-    if offers.is_empty() && !open {
+    let access = Access::public(services, &found.agent, found.agent.def.mcp_open).await;
+    if access.closed() {
         return Err(closed());
     }
     Ok(Toolbox {
         found,
-        access: Access::Public { offers, open },
+        access,
         client: None,
     })
 }
@@ -140,33 +131,8 @@ impl Toolbox {
         if command.is_some_and(crate::schema::needs_file) {
             return None;
         }
-        let free = Some(Tool {
-            name,
-            command,
-            price: None,
-        });
-        let Access::Public { offers, open } = &self.access else {
-            return free;
-        };
-        // For sale is what the manifest says, not whether a network can take the payment
-        // now: a tool for sale with no network to pay on is not offered, never free.
-        let x402 = &self.found.agent.def.x402;
-        let for_sale = x402.enabled
-            && x402.default_price.is_some()
-            && command.is_none_or(|c| c.def.integrations.contains(&Integration::X402));
-        if !for_sale {
-            return if *open { free } else { None };
-        }
-        let offer = offers.first()?;
-        let price = match command {
-            None => offer.default_price,
-            Some(c) => offer.price_of(offer.command(&c.def.name)?),
-        };
-        Some(Tool {
-            name,
-            command,
-            price: Some(price),
-        })
+        let price = self.access.price_of(&self.found.agent, command)?;
+        Some(Tool { name, command, price })
     }
 }
 
@@ -236,8 +202,8 @@ pub async fn call(
     let Some(tool) = toolbox.tool(&call.name) else {
         return Ok(Called::UnknownTool);
     };
-    let called = match (&toolbox.access, tool.price) {
-        (Access::Public { offers, .. }, Some(price)) => {
+    let called = match (toolbox.access.offers(), tool.price) {
+        (offers, Some(price)) if !toolbox.access.is_owner() => {
             let description = toolbox.description(&tool);
             let format = tool.command.map_or("text", |c| c.def.response_format.as_str());
             let extensions = match (offers.first(), input_schema(tool.command)) {
@@ -286,7 +252,7 @@ pub async fn call(
 /// A keyless call of an open tool counts against the owner's plan (see
 /// [`agents::charge_owner_for_keyless`]); the owner's own calls were counted at the gate.
 async fn charge_owner_for_open(services: &Services, toolbox: &Toolbox) -> Result<(), ServiceError> {
-    if !matches!(toolbox.access, Access::Public { .. }) {
+    if toolbox.access.is_owner() {
         return Ok(());
     }
     agents::charge_owner_for_keyless(services, &toolbox.found.agent, "mcp_open").await

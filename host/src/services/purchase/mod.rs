@@ -22,11 +22,13 @@ use crate::services::usage::Channel;
 use crate::telemetry::traces::part_span;
 use crate::x402::wire::Payment;
 
+mod access;
 mod in_message;
 mod kept;
 #[cfg(test)]
 mod tests;
 
+pub use access::Access;
 pub use in_message::{Sold, payment_required, read_payment};
 
 /// What a payer asks for.
