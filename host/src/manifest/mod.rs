@@ -15,6 +15,7 @@ use crate::domain::{
 };
 use crate::money::MicroUsdc;
 
+mod handlers;
 pub mod mcp;
 mod sign_in;
 
@@ -391,7 +392,7 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
             Ok(_) => CommandConfig::default(),
             Err(e) => return Err(check.err(Some(&span), at("config"), e.to_string())),
         };
-        check_handler_config(&check, &span, &at, cmd.handler_type, &cmd.config, cmd.plugin.is_some())?;
+        handlers::check_config(&check, &span, &at, cmd.handler_type, &cmd.config, cmd.plugin.is_some())?;
         let plugin = match (cmd.plugin, plugins) {
             (None, _) => None,
             (Some(p), _) if p.get_ref().starts_with(HASH_PREFIX) => match uploaded_hash(p.get_ref()) {
@@ -519,49 +520,6 @@ fn integration_section(
         }
     }
     Ok(enabled)
-}
-
-/// The settings each handler type cannot work without.
-fn check_handler_config(
-    check: &Checker<'_>,
-    span: &Range<usize>,
-    at: &dyn Fn(&str) -> String,
-    handler: HandlerType,
-    config: &toml::Table,
-    has_plugin: bool,
-) -> Result<(), ManifestError> {
-    let need_string = |key: &str| -> Result<(), ManifestError> {
-        match config.get(key) {
-            Some(toml::Value::String(_)) => Ok(()),
-            Some(_) => Err(check.err(Some(span), at(&format!("config.{key}")), "must be a string")),
-            None => Err(check.err(
-                Some(span),
-                at(&format!("config.{key}")),
-                format!("is required for handler_type {}", handler.as_str()),
-            )),
-        }
-    };
-    match handler {
-        HandlerType::SimpleText => need_string("text")?,
-        HandlerType::Prompt => need_string("template")?,
-        HandlerType::Webhook => {
-            need_string("url")?;
-            let url = config.get("url").and_then(toml::Value::as_str).unwrap_or_default();
-            if !(url.starts_with("https://") || url.starts_with("http://")) {
-                return Err(check.err(Some(span), at("config.url"), "must be an http:// or https:// URL"));
-            }
-        }
-        HandlerType::BuiltIn | HandlerType::Custom => {}
-    }
-    match (handler, has_plugin) {
-        (HandlerType::Custom, false) => Err(check.err(
-            Some(span),
-            at("plugin"),
-            "is required for handler_type custom (the path of a .wasm component)",
-        )),
-        (HandlerType::Custom, true) | (_, false) => Ok(()),
-        (_, true) => Err(check.err(Some(span), at("plugin"), "is only allowed with handler_type custom")),
-    }
 }
 
 fn price(check: &Checker<'_>, value: &Spanned<toml::Value>, field: &str) -> Result<MicroUsdc, ManifestError> {
