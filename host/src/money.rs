@@ -6,7 +6,8 @@ use std::fmt;
 /// Micro-USDC per USDC.
 pub const MICRO_PER_USDC: u64 = 1_000_000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
 pub struct MicroUsdc(pub u64);
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -215,7 +215,7 @@ pub fn transfer(t: &TransferRecord, chains: &Chains) -> Value {
 }
 
 pub fn payment(p: &PaymentRecord, chains: &Chains) -> Value {
-    json!({
+    let mut view = json!({
         "id": p.id, "network": p.network, "state": p.state.as_str(), "command": p.command,
         "x402Version": p.x402_version,
         "receipt": {
@@ -231,6 +231,20 @@ pub fn payment(p: &PaymentRecord, chains: &Chains) -> Value {
         "refund_attempts": p.refund_attempts,
         "needs_operator": p.needs_operator_at.map(|at| json!({ "since": iso(at), "why": p.needs_operator })),
         "updated_at": iso(p.updated_at),
+    });
+    if let Some(max) = p.max_amount {
+        view["byUse"] = by_use(max, p.used.unwrap_or_default());
+    }
+    view
+}
+
+/// What a payment charged by use (x402 `upto`) authorized and measured; its charge is the
+/// receipt's amount.
+pub fn by_use(max: crate::money::MicroUsdc, used: crate::domain::Used) -> Value {
+    json!({
+        "maxAmountMicroUsdc": max.0,
+        "inputTokens": used.input_tokens,
+        "outputTokens": used.output_tokens,
     })
 }
 

@@ -61,4 +61,5 @@ mod x402_guards;
 mod x402_recovery;
 mod x402_sign_in;
 mod x402_smart_wallets;
+mod x402_upto;
 mod x402_v2;

@@ -7,6 +7,7 @@
 // request: { client: "x402-fetch" | "@x402/fetch", network: "base" | "solana", url, body,
 //            key (Base: 0x-hex private key; Solana: base58 64-byte keypair), rpcUrl,
 //            networkId (v2 only: the CAIP-2 id the client registers; default eip155:* / solana:*),
+//            scheme ("upto": Base, @x402/fetch only: @x402/evm's upto client instead of exact),
 //            paymentId (v2 only: names every payment of this run with x402's payment-identifier,
 //            as @x402/extensions documents it), attempts (how many times to ask, while the
 //            request throws: a client's retry after a dropped connection; default 1) }
@@ -68,7 +69,12 @@ async function legacyFetch(request) {
 async function currentFetch(request) {
   const { wrapFetchWithPayment, x402Client } = await import("@x402/fetch");
   let schemes;
-  if (request.network === "base") {
+  if (request.network === "base" && request.scheme === "upto") {
+    // @x402/evm's upto client as its README registers it, alone: beside exact, the client
+    // takes the first offer it can pay, and the service lists exact first.
+    const { UptoEvmScheme } = await import("@x402/evm/upto/client");
+    schemes = [{ network: request.networkId ?? "eip155:*", client: new UptoEvmScheme(await baseAccount(request)) }];
+  } else if (request.network === "base") {
     const { ExactEvmScheme } = await import("@x402/evm");
     schemes = [{ network: request.networkId ?? "eip155:*", client: new ExactEvmScheme(await baseAccount(request)) }];
   } else {

@@ -23,6 +23,8 @@ pub const BASE_USDC: &str = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";
 /// mainnet USDC's address) and is named so, as Anvil stands in for Base with chain id 8453:
 /// the v2 clients know only mainnet, devnet and testnet ids.
 pub const SOLANA_MAINNET_ID: &str = "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp";
+/// Where Permit2 and x402's upto proxy live on every chain.
+pub use agent_host::chains::base::{PERMIT2, UPTO_PROXY};
 /// Anvil's first dev account (unlocked): deploys, owns and mints the USDC.
 const ANVIL_DEV: &str = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 
@@ -38,6 +40,7 @@ alloy::sol! {
         function balanceOf(address account) returns (uint256);
         function blacklist(address account);
         function transfer(address to, uint256 value) returns (bool);
+        function approve(address spender, uint256 value) returns (bool);
         function cancelAuthorization(address authorizer, bytes32 nonce, uint8 v, bytes32 r, bytes32 s);
     }
 
@@ -489,6 +492,37 @@ impl LocalBase {
         let wallet = self.smart_wallet_address(owner, salt).await;
         assert!(self.has_code(&wallet.to_string()).await, "the wallet was deployed");
         wallet
+    }
+
+    /// Permit2 and x402's upto proxy at their addresses on every chain: Permit2 with the
+    /// runtime code Uniswap publishes for testing against it (npm `@uniswap/v4-periphery`,
+    /// `lib/permit2/test/utils/DeployPermit2.sol`), and the tests' own proxy
+    /// (`tests/node/contracts/UptoProxy.sol`, written to the scheme's interface, as the
+    /// proxy's source is in no package this machine can install) deployed, then its code
+    /// placed at the proxy's address (it keeps nothing that depends on where it lives).
+    pub async fn deploy_permit2(&self) {
+        let published = node_tools().join("@uniswap/v4-periphery/lib/permit2/test/utils/DeployPermit2.sol");
+        let source = std::fs::read_to_string(&published).unwrap_or_else(|e| panic!("{}: {e}", published.display()));
+        let runtime = source
+            .split("hex\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .expect("Permit2's runtime code in DeployPermit2.sol");
+        self.set_code(&PERMIT2.to_string(), &format!("0x{runtime}")).await;
+        let deployed = self.deploy_test_contract("UptoProxy", &[]).await;
+        let code = rpc(&self.rpc_url, "eth_getCode", json!([deployed.to_string(), "latest"])).await;
+        self.set_code(&UPTO_PROXY.to_string(), code.as_str().unwrap()).await;
+    }
+
+    /// `owner`'s one-time approval of Permit2 for its USDC (an ERC-20 `approve`), mined.
+    pub async fn approve_permit2(&self, owner: &str, micro: u64) {
+        let data = IFiatToken::approveCall {
+            spender: PERMIT2,
+            value: U256::from(micro),
+        }
+        .abi_encode();
+        let hash = self.send_as(owner, data, 1_000_000_000).await;
+        assert_eq!(self.receipt(&hash).await["status"], "0x1", "the approval reverted");
     }
 
     /// Places `code` at `address`, as a contract deployed there would have it.

@@ -170,6 +170,14 @@ pub fn text(content: &str) -> (u16, Value) {
     )
 }
 
+/// [`text`], with the tokens the provider says it took (`usage`).
+pub fn text_with_usage(content: &str, prompt_tokens: u64, completion_tokens: u64) -> (u16, Value) {
+    let (status, mut body) = text(content);
+    body["usage"] = json!({ "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                            "total_tokens": prompt_tokens + completion_tokens });
+    (status, body)
+}
+
 /// The provider's own error answer, as OpenAI words it.
 pub fn refusal(status: u16, message: &str) -> (u16, Value) {
     (

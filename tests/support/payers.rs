@@ -142,6 +142,14 @@ pub async fn try_pay_with(client: X402Client, payer: &Payer<'_>, url: &str, body
     run_client(client, payer, url, body, json!({})).await
 }
 
+/// As `pay_with`, by `@x402/fetch` with `@x402/evm`'s `upto` client (Base): it authorizes
+/// the maximum offered and is charged for what the request used.
+pub async fn pay_by_use(payer: &Payer<'_>, url: &str, body: &Value) -> Paid {
+    run_client(X402Client::Fetch2, payer, url, body, json!({ "scheme": "upto" }))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// As `pay_with`, by a client that names its payment `payment_id` (x402's
 /// payment-identifier) and asks again, up to `attempts` times, while its request throws
 /// (a connection dropped before the answer). Version 2 clients only.

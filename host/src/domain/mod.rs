@@ -1,7 +1,9 @@
 //! The records the service is about: accounts, agents, commands. Plain data; the rules
 //! that create and change them live in `services`, their storage in `store`.
 
+mod by_use;
 mod mcp;
+pub use by_use::{ChatRates, Used};
 pub use mcp::{
     McpBody, McpExposed, McpIcon, McpMessageContent, McpPrompt, McpPromptArgument, McpPromptMessage, McpResource,
     McpToolMeta,
@@ -305,6 +307,9 @@ pub struct X402Settings {
     pub enabled: bool,
     pub default_price: Option<MicroUsdc>,
     pub networks: Vec<Network>,
+    /// `[x402.chat_by_use]`: a message may also be paid for by its tokens (x402 `upto`, on
+    /// Base), up to a maximum.
+    pub chat_by_use: Option<ChatRates>,
 }
 
 /// An agent as its manifest defines it.

@@ -10,14 +10,14 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::domain::{
-    A2aSettings, AgentDef, CommandConfig, CommandDef, HandlerType, Integration, Network, ParamSpec, ResponseFormat,
-    X402Settings,
+    A2aSettings, AgentDef, CommandConfig, CommandDef, HandlerType, Integration, ParamSpec, ResponseFormat,
 };
 use crate::money::MicroUsdc;
 
 mod handlers;
 pub mod mcp;
 mod sign_in;
+mod x402;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ManifestError {
@@ -73,7 +73,7 @@ struct RawManifest {
     #[serde(default)]
     social: Option<Spanned<toml::Table>>,
     #[serde(default)]
-    x402: Option<Spanned<RawX402>>,
+    x402: Option<Spanned<x402::RawX402>>,
     #[serde(default)]
     mcp: Option<mcp::RawMcp>,
     /// `[a2a]`: read as it is stored (its fields are flags, nothing to check).
@@ -112,17 +112,6 @@ struct RawCommand {
     timeout_ms: Option<Spanned<u64>>,
     #[serde(default)]
     sign_in: Option<Spanned<sign_in::RawSignIn>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawX402 {
-    #[serde(default)]
-    enabled: bool,
-    #[serde(default)]
-    default_price_usd: Option<Spanned<toml::Value>>,
-    #[serde(default)]
-    networks: Vec<Network>,
 }
 
 fn yes() -> bool {
@@ -277,38 +266,7 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
         ));
     }
 
-    let x402 = match raw.x402 {
-        None => X402Settings {
-            enabled: false,
-            default_price: None,
-            networks: Vec::new(),
-        },
-        Some(section) => {
-            let span = section.span();
-            let section = section.into_inner();
-            let default_price = section
-                .default_price_usd
-                .map(|p| price(&check, &p, "x402.default_price_usd"))
-                .transpose()?;
-            let mut networks = section.networks;
-            dedup(&mut networks);
-            if section.enabled && networks.is_empty() {
-                networks = vec![Network::Solana, Network::Base];
-            }
-            if section.enabled && default_price.is_none() {
-                return Err(check.err(
-                    Some(&span),
-                    "x402.default_price_usd",
-                    "is required when x402 is enabled (the price of a plain message)",
-                ));
-            }
-            X402Settings {
-                enabled: section.enabled,
-                default_price,
-                networks,
-            }
-        }
-    };
+    let x402 = x402::settings(&check, raw.x402)?;
 
     let mut names = HashSet::new();
     let mut commands = Vec::with_capacity(raw.commands.len());

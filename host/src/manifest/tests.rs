@@ -1,5 +1,5 @@
 use super::*;
-use crate::domain::{Allowance, SignInTerms};
+use crate::domain::{Allowance, ChatRates, Network, SignInTerms};
 
 fn parse_str(source: &str) -> Result<AgentManifest, ManifestError> {
     parse(source, "agent.toml", PluginSource::Files(Path::new(".")))
@@ -318,5 +318,56 @@ fn mcp_tool_metadata_names_offered_tools_and_sane_icons() {
     for (mcp, field) in refused {
         let err = with(mcp).unwrap_err();
         assert_eq!(err.field.as_deref(), Some(field), "{mcp}: {err}");
+    }
+}
+
+#[test]
+fn a_message_may_be_priced_by_its_tokens_on_base() {
+    let by_use = |section: &str, networks: &str| {
+        let base = GOOD.split("[x402]").next().unwrap();
+        parse_str(&format!(
+            "{base}\n[x402]\nenabled = true\ndefault_price_usd = 0.01\nnetworks = {networks}\n[x402.chat_by_use]\n{section}"
+        ))
+    };
+    let priced = by_use(
+        "per_1k_input_tokens_usd = 0.002\nper_1k_output_tokens_usd = \"0.006\"\nmax_usd = 0.05",
+        r#"["base"]"#,
+    )
+    .unwrap();
+    assert_eq!(
+        priced.agent.x402.chat_by_use,
+        Some(ChatRates {
+            per_1k_input: MicroUsdc(2_000),
+            per_1k_output: MicroUsdc(6_000),
+            max: MicroUsdc(50_000),
+        })
+    );
+    // Output alone may be priced; a rate of 0 is no rate.
+    let output_only = by_use(
+        "per_1k_input_tokens_usd = 0\nper_1k_output_tokens_usd = 0.01\nmax_usd = 1",
+        r#"["base"]"#,
+    );
+    assert_eq!(
+        output_only.unwrap().agent.x402.chat_by_use.unwrap().per_1k_input,
+        MicroUsdc(0)
+    );
+    let refusals = [
+        (by_use("max_usd = 1", r#"["base"]"#), "x402.chat_by_use: prices nothing"),
+        (
+            by_use("per_1k_output_tokens_usd = 0.01", r#"["base"]"#),
+            "missing field `max_usd`",
+        ),
+        (
+            by_use("per_1k_output_tokens_usd = 0.01\nmax_usd = 0", r#"["base"]"#),
+            "x402.chat_by_use.max_usd: must be more than 0",
+        ),
+        (
+            by_use("per_1k_output_tokens_usd = 0.01\nmax_usd = 1", r#"["solana"]"#),
+            "on Base only",
+        ),
+    ];
+    for (refused, why) in refusals {
+        let message = refused.unwrap_err().to_string();
+        assert!(message.contains(why), "{message}");
     }
 }

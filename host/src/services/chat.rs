@@ -82,6 +82,8 @@ pub struct ChatReply {
     pub tool_calls_run: u32,
     /// Tokens of every round together, as far as the provider told them.
     pub usage: Usage,
+    /// The provider told every round's tokens: `usage` is all the chat used.
+    pub usage_reported: bool,
     /// Whether the last round stopped at its token limit rather than at its end.
     pub cut_short: bool,
 }
@@ -188,16 +190,29 @@ pub async fn reply_without_tools(
     message: String,
     prepaid_tokens: u32,
 ) -> Result<Answer, ServiceError> {
+    Ok(reply_measured(services, agent, message, prepaid_tokens).await?.0)
+}
+
+/// [`reply_without_tools`], with the tokens the answer took as the model reported them
+/// (what a message paid for by use is charged for); `None` when the model did not report
+/// them all.
+pub async fn reply_measured(
+    services: &Services,
+    agent: &Agent,
+    message: String,
+    prepaid_tokens: u32,
+) -> Result<(Answer, Option<Usage>), ServiceError> {
     let input = ChatInput {
         prepaid_tokens,
         ..ChatInput::new(message)
     };
     let reply = chat(services, agent, Vec::new(), input).await?;
-    Ok(Answer {
+    let answer = Answer {
         response: reply.response,
         format: ResponseFormat::Text,
         media_url: None,
-    })
+    };
+    Ok((answer, reply.usage_reported.then_some(reply.usage)))
 }
 
 /// The agent's reply; its tokens are added to the agent's day however the chat ends.
@@ -286,6 +301,7 @@ async fn converse(
                 response: text,
                 tool_calls_run: run,
                 usage: tally.usage(),
+                usage_reported: tally.fully_reported(),
                 cut_short,
             });
         }
@@ -423,6 +439,7 @@ mod tests {
                     enabled: false,
                     default_price: None,
                     networks: vec![],
+                    chat_by_use: None,
                 },
                 mcp_open: false,
                 mcp: Default::default(),

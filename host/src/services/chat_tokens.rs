@@ -14,6 +14,8 @@ pub struct Tally {
     agent_id: String,
     agent_name: String,
     usage: Usage,
+    /// A round came back without the provider's count of its tokens.
+    unreported: bool,
     asked: bool,
     recorded: bool,
 }
@@ -26,6 +28,7 @@ impl Tally {
             agent_id: agent.id.clone(),
             agent_name: agent.def.username.clone(),
             usage: Usage::default(),
+            unreported: false,
             asked: false,
             recorded: false,
         }
@@ -38,6 +41,7 @@ impl Tally {
 
     /// Adds one round's tokens, when the provider told them.
     pub fn add(&mut self, round: Option<Usage>) {
+        self.unreported |= round.is_none();
         let round = round.unwrap_or_default();
         self.usage.input_tokens = self.usage.input_tokens.saturating_add(round.input_tokens);
         self.usage.output_tokens = self.usage.output_tokens.saturating_add(round.output_tokens);
@@ -45,6 +49,11 @@ impl Tally {
 
     pub fn usage(&self) -> Usage {
         self.usage
+    }
+
+    /// Whether the provider told every round's tokens: only then is `usage` what was used.
+    pub fn fully_reported(&self) -> bool {
+        !self.unreported
     }
 
     /// Adds the chat to its agent's day, if it asked the model at all.

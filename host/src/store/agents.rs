@@ -32,9 +32,10 @@ fn json_list<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<V
 }
 
 const AGENT_COLUMNS: &str = "g.id, g.account_id, g.username, g.name, g.personality, g.knowledge, \
-     g.x402_enabled, g.x402_default_price, g.x402_networks, g.created_at, g.updated_at, g.mcp_open, g.mcp_exposed, g.a2a";
+     g.x402_enabled, g.x402_default_price, g.x402_networks, g.created_at, g.updated_at, g.mcp_open, g.mcp_exposed, g.a2a, \
+     g.x402_chat_by_use";
 /// How many columns `AGENT_COLUMNS` holds: a query that selects more reads them after.
-const AGENT_COLUMN_COUNT: usize = 14;
+const AGENT_COLUMN_COUNT: usize = 15;
 
 fn agent_from_row(row: &Row) -> Result<Agent, StoreError> {
     let price: Option<i64> = row.get(7)?;
@@ -50,6 +51,10 @@ fn agent_from_row(row: &Row) -> Result<Agent, StoreError> {
                 enabled: row.get(6)?,
                 default_price: price.map(|p| MicroUsdc(p as u64)),
                 networks: json_list(&row.get::<String>(8)?, "agent x402 networks")?,
+                chat_by_use: row
+                    .get::<Option<String>>(14)?
+                    .map(|text| json_column(&text, "agent x402_chat_by_use"))
+                    .transpose()?,
             },
             mcp_open: row.get(11)?,
             mcp: serde_json::from_str(&row.get::<String>(12)?)
@@ -156,11 +161,13 @@ impl Store {
                 }
             };
             let price = def.x402.default_price.map(|p| p.0 as i64);
+            let chat_by_use = def.x402.chat_by_use.as_ref().map(to_json);
             if created {
                 db.execute(
                     "INSERT INTO agents (id, account_id, username, name, personality, knowledge,
-                        x402_enabled, x402_default_price, x402_networks, created_at, updated_at, mcp_open, mcp_exposed, a2a)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13)",
+                        x402_enabled, x402_default_price, x402_networks, created_at, updated_at, mcp_open, mcp_exposed, a2a,
+                        x402_chat_by_use)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13, ?14)",
                     args![
                         &agent_id,
                         &account_id,
@@ -174,7 +181,8 @@ impl Store {
                         now,
                         def.mcp_open,
                         to_json(&def.mcp),
-                        to_json(&def.a2a)
+                        to_json(&def.a2a),
+                        chat_by_use
                     ],
                 )
                 .map_err(|e| {
@@ -188,7 +196,7 @@ impl Store {
                 db.execute(
                     "UPDATE agents SET name = ?2, personality = ?3, knowledge = ?4, x402_enabled = ?5,
                         x402_default_price = ?6, x402_networks = ?7, updated_at = ?8, mcp_open = ?9,
-                        mcp_exposed = ?10, a2a = ?11 WHERE id = ?1",
+                        mcp_exposed = ?10, a2a = ?11, x402_chat_by_use = ?12 WHERE id = ?1",
                     args![
                         &agent_id,
                         &def.name,
@@ -200,7 +208,8 @@ impl Store {
                         now,
                         def.mcp_open,
                         to_json(&def.mcp),
-                        to_json(&def.a2a)
+                        to_json(&def.a2a),
+                        chat_by_use
                     ],
                 )?;
             }

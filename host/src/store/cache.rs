@@ -484,6 +484,7 @@ mod tests {
                 enabled: false,
                 default_price: None,
                 networks: vec![],
+                chat_by_use: None,
             },
             mcp_open: false,
             mcp: Default::default(),

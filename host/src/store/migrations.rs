@@ -70,6 +70,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(29, "0029_oauth"),
     migration!(30, "0030_mcp_resources_and_tasks"),
     migration!(31, "0031_a2a"),
+    migration!(32, "0032_pricing_by_use"),
 ];
 
 pub fn latest_version() -> i64 {

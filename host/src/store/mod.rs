@@ -21,6 +21,7 @@ mod knowledge;
 mod kv;
 mod liveness;
 mod locks;
+mod metered_payments;
 pub mod migrations;
 mod oauth;
 mod payments;

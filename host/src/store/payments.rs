@@ -32,6 +32,10 @@ pub struct NewPayment {
     /// Settled by a transaction we did not send (Base): the index of the `Transfer` log its
     /// own authorization made. One transfer pays one payment: unique with the transaction.
     pub transfer_log_index: Option<u64>,
+    /// x402 `upto`: `amount` is the maximum the payer authorized, held (`verified`, nothing
+    /// signed yet) while the work runs; what it charges is metered after (see
+    /// `Store::meter_payment`).
+    pub upto: bool,
 }
 
 /// A settlement someone else's transaction made, as the chain shows it: the transaction,
@@ -125,6 +129,11 @@ pub struct PaymentRecord {
     /// When the service stopped working on it and handed it to the operator, and why.
     pub needs_operator_at: Option<i64>,
     pub needs_operator: Option<String>,
+    /// x402 `upto`: the maximum the payer authorized (`amount` is then what it charges,
+    /// once metered).
+    pub max_amount: Option<MicroUsdc>,
+    /// x402 `upto`: what the request used, recorded before its settlement was sent.
+    pub used: Option<crate::domain::Used>,
 }
 
 /// What a refund's earlier transfer cost, once it is known never to pay.
@@ -160,7 +169,8 @@ pub struct EarlierPayment {
 
 const PAYMENT_COLUMNS: &str = "id, agent_id, network, payer, pay_to, amount, command, state, transaction_signature, \
                                raw_tx, job_id, refund_transfer_id, error, created_at, updated_at, valid_until, identity, \
-                               x402_version, facilitator, refund_attempts, refund_fees, needs_operator_at, needs_operator";
+                               x402_version, facilitator, refund_attempts, refund_fees, needs_operator_at, needs_operator, \
+                               max_amount, used";
 
 fn payment_row(r: &Row) -> Result<PaymentRecord, StoreError> {
     let state: String = r.get(7)?;
@@ -191,6 +201,11 @@ fn payment_row(r: &Row) -> Result<PaymentRecord, StoreError> {
         refund_fees: r.get(20)?,
         needs_operator_at: r.get(21)?,
         needs_operator: r.get(22)?,
+        max_amount: r.get::<Option<u64>>(23)?.map(MicroUsdc),
+        used: r
+            .get::<Option<String>>(24)?
+            .map(|text| super::json_column(&text, "payment used"))
+            .transpose()?,
     })
 }
 
@@ -207,7 +222,7 @@ impl Store {
     pub async fn insert_payment(&self, payment: NewPayment) -> Result<(), StoreError> {
         self.write(move |db| {
             let now = crate::clock::now_ms();
-            let state = if payment.raw_tx.is_some() || payment.facilitator.is_some() {
+            let state = if payment.raw_tx.is_some() || payment.facilitator.is_some() || payment.upto {
                 "verified"
             } else {
                 "settled"
@@ -238,8 +253,8 @@ impl Store {
             let inserted = db.execute(
                 "INSERT INTO payments (id, identity, agent_id, network, payer, pay_to, amount, command, request, state,
                     transaction_signature, raw_tx, valid_until, created_at, updated_at, x402_version, payment_ref,
-                    facilitator, transfer_log_index)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, ?15, ?16, ?17, ?18)
+                    facilitator, transfer_log_index, scheme, max_amount)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, ?15, ?16, ?17, ?18, ?19, ?20)
                  ON CONFLICT DO NOTHING",
                 args![
                     &payment.id,
@@ -259,7 +274,9 @@ impl Store {
                     payment.x402_version as i64,
                     payment.payment_ref,
                     payment.facilitator,
-                    log_index(payment.transfer_log_index)
+                    log_index(payment.transfer_log_index),
+                    if payment.upto { "upto" } else { "exact" },
+                    payment.upto.then_some(payment.amount.0 as i64)
                 ],
             )?;
             if inserted == 0 {
@@ -318,12 +335,14 @@ impl Store {
     }
 
     /// `settled` → `served`, keeping the answer it bought until `expires_at`, in one write.
+    /// A payment by use metered at 0 is served from `verified`: nothing was settled.
     pub async fn serve_payment(&self, id: &str, answer: Option<String>, expires_at: i64) -> Result<bool, StoreError> {
         let id = id.to_string();
         self.write(move |db| {
             Ok(db.execute(
                 "UPDATE payments SET state = 'served', answer = ?2, answer_expires_at = ?3, updated_at = ?4
-                 WHERE id = ?1 AND state = 'settled'",
+                 WHERE id = ?1 AND (state = 'settled'
+                   OR (state = 'verified' AND scheme = 'upto' AND used IS NOT NULL AND amount = 0))",
                 args![id, answer, expires_at, crate::clock::now_ms()],
             )? == 1)
         })

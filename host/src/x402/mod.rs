@@ -1,4 +1,4 @@
-//! x402 (versions 1 and 2, scheme `exact`): the wire format and the checks a payment must
+//! x402 (versions 1 and 2, scheme `exact`; `upto` in version 2): the wire format and the checks a payment must
 //! pass before anything is settled. Pure code: no store, no chain round trip, so the
 //! checks are fast (the target is under 1 ms: BENCHMARKS.md) and unit-tested with crafted payments.
 
@@ -8,6 +8,7 @@ pub mod offer_receipt;
 pub mod payment_identifier;
 pub mod sign_in;
 pub mod svm;
+pub mod upto;
 pub mod wire;
 
 /// Why a payment is refused; `code` goes in the `{success: false, error, code}` body.

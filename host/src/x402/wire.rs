@@ -166,6 +166,9 @@ pub struct SettleResponse {
     /// As the payment's version names it.
     pub network: String,
     pub payer: String,
+    /// What was charged, in atomic units (`upto`: the amount used, perhaps 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amount: Option<String>,
     /// The signed receipt (`offer-receipt`), when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extensions: Option<Map<String, Value>>,
@@ -257,6 +260,13 @@ pub struct Payment {
     pub extensions: Map<String, Value>,
 }
 
+impl Payment {
+    /// Whether it pays with the `upto` scheme: a maximum, charged by use.
+    pub fn is_upto(&self) -> bool {
+        self.accepted.as_ref().is_some_and(|a| a.scheme == super::upto::SCHEME)
+    }
+}
+
 /// base64 of the compact JSON, as every x402 header is.
 pub fn encode_header<T: Serialize>(value: &T) -> String {
     // Serialising these plain structs cannot fail.
@@ -309,11 +319,14 @@ pub fn read_payment(
             )
         }
     };
-    if scheme != SCHEME {
-        return Err(PaymentError::new(
-            "unsupported_scheme",
-            "only the 'exact' scheme is accepted",
-        ));
+    match (version, scheme.as_str()) {
+        (_, SCHEME) | (Version::V2, super::upto::SCHEME) => {}
+        _ => {
+            return Err(PaymentError::new(
+                "unsupported_scheme",
+                "only the 'exact' scheme is accepted, and 'upto' in x402 version 2 where it is offered",
+            ));
+        }
     }
     let expected = match version {
         Version::V1 => network.v1,
@@ -521,9 +534,13 @@ mod tests {
         let mut sepolia = ok.clone();
         sepolia["accepted"]["network"] = json!("eip155:84532");
         assert_eq!(code(sepolia), "wrong_network");
+        // `upto` is read in version 2 (whether it is offered is the offer's to say).
         let mut upto = ok.clone();
         upto["accepted"]["scheme"] = json!("upto");
-        assert_eq!(code(upto), "unsupported_scheme");
+        assert!(decode_payment(Version::V2, &encode(&upto), NAMES).unwrap().is_upto());
+        let mut batch = ok.clone();
+        batch["accepted"]["scheme"] = json!("batch-settlement");
+        assert_eq!(code(batch), "unsupported_scheme");
         let mut unknown = ok.clone();
         unknown["accepted"]["discount"] = json!("50%");
         assert_eq!(code(unknown), "invalid_payment", "a field we never offer");
@@ -570,6 +587,7 @@ mod tests {
             transaction: "0xabc".into(),
             network: "eip155:8453".into(),
             payer: "0xdef".into(),
+            amount: None,
             extensions: None,
         };
         let decoded = base64::engine::general_purpose::STANDARD

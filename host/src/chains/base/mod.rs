@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 mod authorization_logs;
 mod authorizations;
+mod permit2;
 
 pub use super::gas_caps::GasCaps;
 use super::gas_caps::over_gas_cap;
@@ -23,6 +24,7 @@ use crate::domain::Network;
 use crate::money::MicroUsdc;
 pub use authorization_logs::AuthorizationTransfer;
 pub use authorizations::{Authorization, AuthorizationUsed, Transfer, WalletVerdict};
+pub use permit2::{PERMIT2, PermitAuthorization, UPTO_PROXY};
 
 alloy::sol! {
     /// The part of USDC (Circle's FiatToken) this service calls.

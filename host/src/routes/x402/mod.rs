@@ -526,12 +526,16 @@ async fn sold(services: &Services, offer: &Offer, sale: Sale, version: Version) 
 
 /// The API's receipt of a settled payment.
 pub fn receipt(settled: &Settled) -> Value {
-    json!({
+    let mut receipt = json!({
         "amountPaidMicroUsdc": settled.amount.0,
         "amountPaidUsdc": settled.amount.to_json_number(),
         "transactionSignature": settled.transaction,
         "timestamp": crate::clock::iso(settled.settled_at),
         "payer": settled.payer,
         "payTo": settled.pay_to,
-    })
+    });
+    if let Some(by_use) = settled.by_use {
+        receipt["byUse"] = crate::views::by_use(by_use.max, by_use.used);
+    }
+    receipt
 }

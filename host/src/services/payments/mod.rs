@@ -16,6 +16,7 @@ mod retry;
 pub mod scheme;
 mod settled;
 mod solana;
+pub mod upto;
 
 use std::time::Duration;
 
@@ -144,7 +145,7 @@ pub enum Reserved {
 }
 
 pub use retry::{Bought, Earlier};
-pub use settled::Settled;
+pub use settled::{ByUse, Settled};
 
 /// Who settles a payment: the agent's wallet (its key opened), or the operator's facilitator.
 enum Settler<'a> {
@@ -293,6 +294,7 @@ pub async fn settle(
         payment_ref: payment_ref.clone(),
         facilitator: None,
         transfer_log_index: None,
+        upto: false,
     };
     // Settled by someone else's transaction: recorded `settled`, with the transfer that paid it.
     let record_elsewhere = |by: &SettledBy| NewPayment {
@@ -311,6 +313,7 @@ pub async fn settle(
         _claim: Some(claim),
         slot: slot.take(),
         prepaid_tokens,
+        by_use: None,
     };
     let now_secs = crate::clock::now_ms() as u64 / 1000;
 

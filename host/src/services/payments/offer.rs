@@ -22,6 +22,9 @@ use crate::x402::{offer_receipt, payment_identifier};
 /// How long a signed payment may take to reach us.
 pub const MAX_TIMEOUT_SECONDS: u64 = 60;
 
+/// How long an `upto` authorization is asked to last: the work runs before it is settled.
+pub const UPTO_MAX_TIMEOUT_SECONDS: u64 = 300;
+
 /// An agent that takes x402 payments on a network, with its paid commands.
 pub struct Offer {
     pub agent: Agent,
@@ -207,6 +210,7 @@ impl Offer {
             }
             .to_string(),
             payer: settled.payer.clone(),
+            amount: settled.by_use.map(|_| settled.amount.0.to_string()),
             extensions: receipt.map(|receipt| {
                 Map::from_iter([(
                     offer_receipt::OFFER_RECEIPT.to_string(),
@@ -226,6 +230,7 @@ impl Offer {
             transaction: transaction.to_string(),
             network: self.network_names().v2.to_string(),
             payer: payer.to_string(),
+            amount: None,
             extensions: None,
         }
     }
@@ -320,6 +325,28 @@ impl Offer {
         })
     }
 
+    /// The v2 `upto` requirement for a message priced by use (`[x402.chat_by_use]`): its
+    /// maximum, and the agent's wallet as the one address that may settle it (it calls the
+    /// proxy with the amount owed). Offered on Base, for a message, settled by the agent's
+    /// own wallet; `None` elsewhere.
+    pub fn requirement_upto(&self, services: &Services, command: Option<&Command>) -> Option<RequirementsV2> {
+        let rates = self.agent.def.x402.chat_by_use.filter(|_| command.is_none())?;
+        if self.network != Network::Base || services.facilitators.of(Network::Base).is_some() {
+            return None;
+        }
+        let mut extra = self.signing_extra(services);
+        extra.insert("facilitatorAddress".into(), Value::String(self.pay_to.clone()));
+        Some(RequirementsV2 {
+            scheme: crate::x402::upto::SCHEME.into(),
+            network: self.network_id.clone()?,
+            amount: rates.max.0.to_string(),
+            asset: services.chains.get(self.network).usdc_asset().into(),
+            pay_to: self.pay_to.clone(),
+            max_timeout_seconds: UPTO_MAX_TIMEOUT_SECONDS,
+            extra,
+        })
+    }
+
     /// The 402 (or price list) in both versions: the v1 body and the v2 header's object
     /// (while the network's id is known). `error` is the v2 reason; the v1 body keeps the
     /// API's wording.
@@ -347,7 +374,9 @@ impl Offer {
                 description: Some(self.description(command)),
                 mime_type: Some("application/json".into()),
             },
-            accepts: vec![requirement],
+            accepts: std::iter::once(requirement)
+                .chain(self.requirement_upto(services, command))
+                .collect(),
             extensions,
         };
         (v1, Some(v2))

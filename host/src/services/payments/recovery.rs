@@ -167,6 +167,15 @@ async fn resume_settlement(
         Network::Base => true,
     };
     let mut landing = chain.landing(&tx).await.map_err(unavailable)?;
+    // A payment by use whose settlement was not seen by its authorization's deadline can no
+    // longer land: sent now, it would fail at the agent's cost.
+    let now_secs = crate::clock::now_ms() as u64 / 1000;
+    if landing == Landing::Pending
+        && payment.max_amount.is_some()
+        && payment.valid_until.is_some_and(|deadline| deadline <= now_secs)
+    {
+        landing = Landing::Dropped("its authorization's deadline passed before it was seen on chain".into());
+    }
     if landing == Landing::Pending {
         // Not seen, or seen and not final: sending the same transaction again is harmless.
         match chain.submit(&tx).await {

@@ -156,5 +156,9 @@ fn settled_of(record: &PaymentRecord) -> Result<Settled, ServiceError> {
         _claim: None,
         slot: None,
         prepaid_tokens: 0,
+        by_use: record.max_amount.map(|max| super::settled::ByUse {
+            max,
+            used: record.used.unwrap_or_default(),
+        }),
     })
 }

@@ -24,6 +24,16 @@ pub struct Settled {
     /// the tokens of a chat's first round already taken from its owner's budget.
     pub slot: Option<crate::plugins::SlotPermit>,
     pub prepaid_tokens: u32,
+    /// Paid by use (`upto`): the maximum authorized and what was used; `amount` is then
+    /// the charge for that use, and `transaction` empty when it was 0.
+    pub by_use: Option<ByUse>,
+}
+
+/// What a payment charged by use authorized and measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByUse {
+    pub max: MicroUsdc,
+    pub used: crate::domain::Used,
 }
 
 impl Settled {

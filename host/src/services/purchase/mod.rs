@@ -23,6 +23,7 @@ use crate::telemetry::traces::part_span;
 use crate::x402::wire::Payment;
 
 mod access;
+mod by_use;
 mod in_message;
 mod kept;
 #[cfg(test)]
@@ -167,6 +168,20 @@ pub struct Sale {
     pub outcome: SaleOutcome,
 }
 
+impl Sale {
+    /// What a payment met again (a retry) bought before: its answer, kept, or its job.
+    fn met_again(earlier: payments::Earlier) -> Result<Sale, ServiceError> {
+        let outcome = match earlier.answer {
+            Bought::Kept(kept) => kept::recall(&kept)?,
+            Bought::Job(job_id) => SaleOutcome::Queued { job_id },
+        };
+        Ok(Sale {
+            settled: earlier.settled,
+            outcome,
+        })
+    }
+}
+
 /// What a settled payment gave the payer.
 #[derive(Debug)]
 pub enum SaleOutcome {
@@ -240,6 +255,23 @@ async fn buy_on(
         (None, Some(_)) => offer.extensions(command),
         (None, None) => Map::new(),
     };
+    if payment.is_upto() {
+        let Ordered::Message(message) = ordered else {
+            return Err(X402Error::Refused(crate::x402::PaymentError::new(
+                "unsupported_scheme",
+                "'upto' pays for a message priced by use; a command is paid with 'exact'",
+            ))
+            .into());
+        };
+        let purchase = Purchase {
+            price: offer.agent.def.x402.chat_by_use.map_or(price, |rates| rates.max),
+            command: None,
+            request: &request,
+            client,
+            extensions: &extensions,
+        };
+        return by_use::buy(services, offer, message, payment, purchase).await;
+    }
     // What the work needs is taken before the payment: a plugin slot for a command that
     // answers now (reserved by the settlement once the payment passed its checks and is no
     // retry), a model that can start for a message. What cannot be served is refused
@@ -315,30 +347,10 @@ async fn buy_on(
             if let (Some(command), Some(at)) = (command, trial) {
                 breaker::release_trial(&services.store, &offer.agent.id, &command.def.name, at).await;
             }
-            let outcome = match earlier.answer {
-                Bought::Kept(kept) => kept::recall(&kept)?,
-                Bought::Job(job_id) => SaleOutcome::Queued { job_id },
-            };
-            return Ok(Sale {
-                settled: earlier.settled,
-                outcome,
-            });
+            return Sale::met_again(earlier);
         }
         Err(err) => {
-            measured.ended(match &err {
-                ServiceError::X402(X402Error::SettlementPending { .. }) => "pending",
-                ServiceError::X402(
-                    X402Error::Refused(_)
-                    | X402Error::PayerBusy
-                    | X402Error::PayerCoolingOff { .. }
-                    | X402Error::CommandNotOffered(_),
-                )
-                | ServiceError::RateLimited(_)
-                | ServiceError::OverBudget { .. }
-                | ServiceError::Unavailable { .. } => "refused",
-                // The chain or the store failed: recovery finds the payment if it was recorded.
-                _ => "error",
-            });
+            measured.ended(Measured::not_settled(&err));
             if let (Some(command), Some(at)) = (command, trial) {
                 breaker::release_trial(&services.store, &offer.agent.id, &command.def.name, at).await;
             }
@@ -432,6 +444,24 @@ struct Measured {
 }
 
 impl Measured {
+    /// How a purchase that settled nothing ended, by its error.
+    fn not_settled(err: &ServiceError) -> &'static str {
+        match err {
+            ServiceError::X402(X402Error::SettlementPending { .. }) => "pending",
+            ServiceError::X402(
+                X402Error::Refused(_)
+                | X402Error::PayerBusy
+                | X402Error::PayerCoolingOff { .. }
+                | X402Error::CommandNotOffered(_),
+            )
+            | ServiceError::RateLimited(_)
+            | ServiceError::OverBudget { .. }
+            | ServiceError::Unavailable { .. } => "refused",
+            // The chain or the store failed: recovery finds the payment if it was recorded.
+            _ => "error",
+        }
+    }
+
     fn settled(&self, micro_usdc: u64, started: std::time::Instant) {
         if let Some(metrics) = crate::telemetry::metrics::metrics() {
             metrics.x402_settled(self.network, micro_usdc, started.elapsed().as_secs_f64());
@@ -439,9 +469,10 @@ impl Measured {
     }
 
     /// How the purchase ended: `served`, `refunded` (the work failed and the payer is paid
-    /// back), `unanswered` (recovery refunds it), `refused` (nothing was taken), `pending`
-    /// (settling still; recovery ends it), `error` (a chain or store failure; recovery
-    /// finishes a recorded payment) or `retried` (a payment met again).
+    /// back), `released` (paid by use, the work failed: nothing was charged), `unanswered`
+    /// (recovery refunds it), `refused` (nothing was taken), `pending` (settling still;
+    /// recovery ends it), `error` (a chain or store failure; recovery finishes a recorded
+    /// payment) or `retried` (a payment met again).
     fn ended(&self, state: &'static str) {
         if let Some(metrics) = crate::telemetry::metrics::metrics() {
             metrics.x402_payment(self.network, self.version, state);

@@ -535,6 +535,7 @@ async fn a_transaction_without_a_log_index_settles_one_payment() {
         payment_ref: None,
         facilitator: Some("https://facilitator.example".into()),
         transfer_log_index: None,
+        upto: false,
     };
     for (id, identity) in [("pay_old", "solana:old-form"), ("pay_new", "solana:message:new-form")] {
         store.insert_payment(payment(id, identity)).await.unwrap();

@@ -1,0 +1,47 @@
+//! A payment charged by use (x402 `upto`): held `verified` at its maximum while the work
+//! runs, then metered: what the request used and what that costs are written with the
+//! settlement that charges it, in one write, before anything is sent.
+
+use super::sql::args;
+use super::{Store, StoreError};
+use crate::chains::SignedTx;
+use crate::domain::Used;
+use crate::money::MicroUsdc;
+
+impl Store {
+    /// Records what a held `upto` payment's request used, its charge (at most what was
+    /// authorized) and the signed settlement that takes it (`None`: nothing to settle, a
+    /// charge of 0). False when it is not held: metered before, or no longer `verified`.
+    pub async fn meter_payment(
+        &self,
+        id: &str,
+        used: Used,
+        charge: MicroUsdc,
+        settlement: Option<&SignedTx>,
+    ) -> Result<bool, StoreError> {
+        let id = id.to_string();
+        let used = super::to_json(&used);
+        let (transaction, raw, valid_until) = match settlement {
+            Some(tx) => (Some(tx.id.clone()), Some(tx.raw.clone()), tx.valid_until),
+            None => (None, None, None),
+        };
+        self.write(move |db| {
+            Ok(db.execute(
+                "UPDATE payments SET amount = ?2, used = ?3, transaction_signature = ?4, raw_tx = ?5,
+                    valid_until = COALESCE(?6, valid_until), updated_at = ?7
+                 WHERE id = ?1 AND state = 'verified' AND scheme = 'upto' AND used IS NULL
+                   AND ?2 <= max_amount",
+                args![
+                    id,
+                    charge.0 as i64,
+                    used,
+                    transaction,
+                    raw,
+                    valid_until.map(|v| i64::try_from(v).unwrap_or(i64::MAX)),
+                    crate::clock::now_ms()
+                ],
+            )? == 1)
+        })
+        .await
+    }
+}

@@ -1,0 +1,332 @@
+//! A message priced by use (`[x402.chat_by_use]`), paid with x402's `upto` scheme on Base:
+//! the payer signs a Permit2 witness transfer for the maximum, and is charged, after the
+//! answer, for the tokens the model reported. On Anvil, with Permit2 (Uniswap's published
+//! runtime code) and an upto proxy at their addresses and Circle's USDC; paid by
+//! `@x402/fetch` with `@x402/evm`'s upto client, and by hand-signed payments for the edges.
+
+use std::sync::{Arc, Mutex};
+
+use alloy::primitives::U256;
+use alloy::signers::SignerSync;
+use alloy::signers::local::PrivateKeySigner;
+use serde_json::{Value, json};
+
+use agent_host::chains::base::{PermitAuthorization, UPTO_PROXY};
+use agent_host::chains::smart_wallets::PayerSignature;
+
+use crate::support::chains::LocalBase;
+use crate::support::fake_llm::{Policy, fake_openai, refusal, text_with_usage};
+use crate::support::payers::{Payer, pay_by_use};
+use crate::support::x402::*;
+use crate::support::*;
+
+/// $0.002 per 1,000 prompt tokens, $0.006 per 1,000 generated, at most $0.05 a message.
+const BY_USE: &str = r#"
+[x402.chat_by_use]
+per_1k_input_tokens_usd = 0.002
+per_1k_output_tokens_usd = 0.006
+max_usd = 0.05
+"#;
+const MAX: u64 = 50_000;
+/// What the model says each answer took.
+const PROMPT_TOKENS: u64 = 1_234;
+const COMPLETION_TOKENS: u64 = 567;
+/// 2 micro-USDC a prompt token and 6 a generated one: 1,234 × 2 + 567 × 6.
+const CHARGE: u64 = 5_870;
+
+struct Shop {
+    chain: LocalBase,
+    env: TestEnv,
+    server: TestServer,
+    wallet: String,
+    /// What the model was asked.
+    seen: Arc<Mutex<Vec<Value>>>,
+    _llm: FakeServer,
+}
+
+/// The seller with chat priced by use, its wallet funded for gas, Permit2 and the proxy
+/// deployed, and a model that answers with `answer`.
+async fn shop(answer: (u16, Value)) -> Shop {
+    let chain = LocalBase::start().await;
+    chain.deploy_permit2().await;
+    let policy: Policy = Arc::new(move |_, _| answer.clone());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let llm = fake_openai(policy, seen.clone()).await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "fake-model");
+    let (env, wallet) = base_shop(&chain, env, BY_USE).await;
+    Shop {
+        server: env.serve(),
+        chain,
+        env,
+        wallet,
+        seen,
+        _llm: llm,
+    }
+}
+
+fn answered() -> (u16, Value) {
+    text_with_usage("No rain today.", PROMPT_TOKENS, COMPLETION_TOKENS)
+}
+
+/// A payer holding 1 USDC that approved Permit2 once.
+async fn approved_payer(chain: &LocalBase) -> (Payer<'static>, String) {
+    let (payer, address) = Payer::on_base(chain, 1_000_000).await;
+    chain.approve_permit2(&address, u64::MAX).await;
+    (payer, address)
+}
+
+#[tokio::test]
+async fn a_message_paid_by_use_is_charged_for_its_tokens_only() {
+    let shop = shop(answered()).await;
+    let url = shop.server.url("/x402/base/seller");
+
+    // The price list offers both: the fixed price, and by use up to the maximum, settled by
+    // the agent's own wallet.
+    let offered = payment_required(&get(&url, None).await);
+    let upto = offered["accepts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["scheme"] == "upto")
+        .cloned()
+        .unwrap_or_else(|| panic!("no upto offer: {offered}"));
+    assert_eq!(offered["accepts"][0]["scheme"], "exact");
+    assert_eq!(upto["amount"], MAX.to_string());
+    assert_eq!(upto["payTo"], shop.wallet);
+    assert_eq!(upto["extra"]["facilitatorAddress"], shop.wallet);
+
+    let (payer, address) = approved_payer(&shop.chain).await;
+    let eth_before = shop.chain.eth_of(&shop.wallet).await;
+    let paid = pay_by_use(&payer, &url, &json!({ "message": "Will it rain?" })).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    assert_eq!(paid.body["response"], "No rain today.");
+    assert_eq!(paid.body["receipt"]["amountPaidMicroUsdc"], CHARGE, "{}", paid.body);
+    assert_eq!(
+        paid.payment_response["amount"],
+        CHARGE.to_string(),
+        "{}",
+        paid.payment_response
+    );
+    assert_eq!(paid.payment_response["success"], true);
+
+    // On chain: exactly the charge moved, though the payer authorized ten times as much.
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - CHARGE);
+    assert_eq!(shop.chain.usdc_of(&shop.wallet).await, CHARGE);
+    let transaction = paid.payment_response["transaction"].as_str().unwrap();
+    assert_eq!(
+        shop.chain.receipt(transaction).await["to"],
+        UPTO_PROXY.to_string().to_lowercase()
+    );
+    // The agent paid the settlement's gas, within the fee cap (base_max_fee_wei).
+    let fee = eth_before - shop.chain.eth_of(&shop.wallet).await;
+    assert!(fee > 0 && fee < 1_000_000_000_000_000, "fee {fee} wei");
+
+    // The owner sees what was authorized, used and charged.
+    let payment = &payments(&shop.env)[0];
+    assert_eq!(payment["state"], "served", "{payment}");
+    assert_eq!(payment["receipt"]["amountPaidMicroUsdc"], CHARGE, "{payment}");
+    let by_use = json!({ "maxAmountMicroUsdc": MAX, "inputTokens": PROMPT_TOKENS, "outputTokens": COMPLETION_TOKENS });
+    assert_eq!(payment["byUse"], by_use, "{payment}");
+    // And the payer, in its receipt.
+    assert_eq!(paid.body["receipt"]["byUse"], by_use, "{}", paid.body);
+}
+
+#[tokio::test]
+async fn a_message_the_agent_fails_to_answer_costs_nothing() {
+    let shop = shop(refusal(500, "The model is down")).await;
+    let url = shop.server.url("/x402/base/seller");
+    let (payer, address) = approved_payer(&shop.chain).await;
+
+    let paid = pay_by_use(&payer, &url, &json!({ "message": "Will it rain?" })).await;
+    assert!(paid.status >= 500, "{} {}", paid.status, paid.body);
+    assert_eq!(paid.body["receipt"]["amountPaidMicroUsdc"], 0, "{}", paid.body);
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000, "nothing was taken");
+    let payment = &payments(&shop.env)[0];
+    assert_eq!(payment["state"], "failed", "{payment}");
+    assert!(
+        payment["error"].as_str().unwrap().starts_with("nothing charged"),
+        "{payment}"
+    );
+
+    // An authorization that settled nothing is still used: Permit2 never saw its nonce,
+    // so the service's record is what refuses it again.
+    let offered = payment_required(&get(&url, None).await);
+    let (signer, address) = base_payer(&shop.chain, 1_000_000).await;
+    shop.chain.approve_permit2(&address, u64::MAX).await;
+    let payment = upto_payment(&signer, &offered["accepts"][1], 9);
+    let body = json!({ "message": "Will it rain?" });
+    let first = paid_v2(&url, &body, &payment).await;
+    assert!(first.status >= 500, "{}", first.text);
+    let again = paid_v2(&url, &body, &payment).await;
+    assert_eq!(code(&again), (409, "payment_already_used".into()), "{}", again.text);
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000);
+}
+
+/// A payment signed by hand as `@x402/evm`'s upto client signs it, for `accepted`.
+fn upto_payment(payer: &PrivateKeySigner, accepted: &Value, nonce: u64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let address = |v: &Value| v.as_str().unwrap().parse().unwrap();
+    let mut auth = PermitAuthorization {
+        from: payer.address(),
+        token: address(&accepted["asset"]),
+        max: accepted["amount"].as_str().unwrap().parse().unwrap(),
+        spender: UPTO_PROXY,
+        nonce: U256::from(nonce),
+        deadline: U256::from(now + 300),
+        to: address(&accepted["payTo"]),
+        facilitator: address(&accepted["extra"]["facilitatorAddress"]),
+        valid_after: U256::from(now - 600),
+        signature: PayerSignature::parse(&[0x11; 65]).unwrap(),
+    };
+    let signature = payer.sign_hash_sync(&auth.signing_hash(8453)).unwrap();
+    auth.signature = PayerSignature::parse(&signature.as_bytes()).unwrap();
+    let payment = json!({
+        "x402Version": 2,
+        "accepted": accepted,
+        "payload": {
+            "signature": format!("0x{}", hex::encode(signature.as_bytes())),
+            "permit2Authorization": {
+                "from": payer.address().to_string(),
+                "permitted": { "token": accepted["asset"], "amount": accepted["amount"] },
+                "spender": UPTO_PROXY.to_string(),
+                "nonce": nonce.to_string(),
+                "deadline": (now + 300).to_string(),
+                "witness": { "to": accepted["payTo"], "facilitator": accepted["extra"]["facilitatorAddress"],
+                             "validAfter": (now - 600).to_string() },
+            },
+        },
+    });
+    base64::Engine::encode(&base64::engine::general_purpose::STANDARD, payment.to_string())
+}
+
+#[tokio::test]
+async fn an_authorization_pays_once_and_needs_permit2_approved() {
+    let shop = shop(answered()).await;
+    let url = shop.server.url("/x402/base/seller");
+    let offered = payment_required(&get(&url, None).await);
+    let upto = offered["accepts"][1].clone();
+    assert_eq!(upto["scheme"], "upto");
+    let (payer, address) = base_payer(&shop.chain, 1_000_000).await;
+    shop.chain.approve_permit2(&address, u64::MAX).await;
+    let body = json!({ "message": "Will it rain?" });
+
+    let payment = upto_payment(&payer, &upto, 7);
+    let first = paid_v2(&url, &body, &payment).await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    assert_eq!(first.json()["receipt"]["amountPaidMicroUsdc"], CHARGE);
+    // The same authorization for another request: refused, whatever it settled.
+    let again = paid_v2(&url, &json!({ "message": "And tomorrow?" }), &payment).await;
+    assert_eq!(code(&again), (409, "payment_already_used".into()), "{}", again.text);
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - CHARGE);
+
+    // Without the one-time Permit2 approval: refused before any work, saying what to do.
+    let (unapproved, _) = base_payer(&shop.chain, 1_000_000).await;
+    let refused = paid_v2(&url, &body, &upto_payment(&unapproved, &upto, 8)).await;
+    assert_eq!(
+        code(&refused),
+        (402, "permit2_allowance_required".into()),
+        "{}",
+        refused.text
+    );
+}
+
+#[tokio::test]
+async fn use_that_costs_nothing_settles_nothing() {
+    // A provider that says the answer took no tokens: nothing to charge.
+    let shop = shop(text_with_usage("No rain today.", 0, 0)).await;
+    let url = shop.server.url("/x402/base/seller");
+    let (payer, address) = approved_payer(&shop.chain).await;
+    let eth_before = shop.chain.eth_of(&shop.wallet).await;
+
+    let paid = pay_by_use(&payer, &url, &json!({ "message": "Will it rain?" })).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    assert_eq!(paid.body["response"], "No rain today.");
+    assert_eq!(paid.body["receipt"]["amountPaidMicroUsdc"], 0, "{}", paid.body);
+    assert_eq!(paid.payment_response["amount"], "0", "{}", paid.payment_response);
+    assert_eq!(paid.payment_response["transaction"], "", "no transaction for 0");
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000);
+    assert_eq!(shop.chain.eth_of(&shop.wallet).await, eth_before, "and no gas spent");
+    assert_eq!(payments(&shop.env)[0]["state"], "served");
+}
+
+#[tokio::test]
+async fn an_answer_whose_tokens_were_not_reported_is_neither_charged_nor_given() {
+    let (status, mut reply) = text_with_usage("No rain today.", 1, 1);
+    reply["usage"] = Value::Null;
+    let shop = shop((status, reply)).await;
+    let url = shop.server.url("/x402/base/seller");
+    let (payer, address) = approved_payer(&shop.chain).await;
+
+    let paid = pay_by_use(&payer, &url, &json!({ "message": "Will it rain?" })).await;
+    assert_eq!(paid.status, 502, "{}", paid.body);
+    assert!(
+        paid.body.get("response").is_none(),
+        "the answer is withheld: {}",
+        paid.body
+    );
+    assert_eq!(paid.body["receipt"]["amountPaidMicroUsdc"], 0);
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000);
+    let payment = &payments(&shop.env)[0];
+    assert_eq!(payment["state"], "failed", "{payment}");
+}
+
+#[tokio::test]
+async fn what_the_agent_could_not_settle_is_refused_before_the_work() {
+    let shop = shop(answered()).await;
+    let url = shop.server.url("/x402/base/seller");
+    // The agent's wallet has no ETH left to pay a settlement's gas.
+    shop.chain.set_eth(&shop.wallet, 0).await;
+    let (payer, address) = approved_payer(&shop.chain).await;
+
+    let paid = pay_by_use(&payer, &url, &json!({ "message": "Will it rain?" })).await;
+    assert_eq!(paid.status, 402, "{}", paid.body);
+    assert_eq!(paid.body["code"], "settlement_failed", "{}", paid.body);
+    assert!(shop.seen.lock().unwrap().is_empty(), "the model was never asked");
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000);
+}
+
+#[tokio::test]
+async fn a_payer_that_takes_its_approval_back_during_the_work_gets_nothing_and_cools_off() {
+    // The model takes a second and a half: long enough for the payer to revoke Permit2.
+    let (status, mut reply) = answered();
+    reply["sleep_ms"] = json!(1_500);
+    let shop = shop((status, reply)).await;
+    let url = shop.server.url("/x402/base/seller");
+    let (payer, address) = approved_payer(&shop.chain).await;
+
+    let paying = {
+        let (payer, url) = (payer.clone(), url.clone());
+        tokio::spawn(async move { pay_by_use(&payer, &url, &json!({ "message": "Will it rain?" })).await })
+    };
+    while shop.seen.lock().unwrap().is_empty() {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    shop.chain.approve_permit2(&address, 0).await;
+    let paid = paying.await.unwrap();
+    assert_eq!(paid.status, 402, "{}", paid.body);
+    assert_eq!(paid.body["code"], "settlement_failed", "{}", paid.body);
+    assert!(
+        paid.body.get("response").is_none(),
+        "the answer is withheld: {}",
+        paid.body
+    );
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000);
+
+    // Its next payment waits out the cool-off of a payer whose settlement failed.
+    shop.chain.approve_permit2(&address, u64::MAX).await;
+    let offered = payment_required(&get(&url, None).await);
+    let signer: PrivateKeySigner = payer.key.parse().unwrap();
+    let again = paid_v2(
+        &url,
+        &json!({ "message": "Will it rain?" }),
+        &upto_payment(&signer, &offered["accepts"][1], 11),
+    )
+    .await;
+    assert_eq!(code(&again), (429, "payer_cooling_off".into()), "{}", again.text);
+    assert_eq!(shop.seen.lock().unwrap().len(), 1, "the model was asked once");
+}
