@@ -16,7 +16,8 @@ use agent_host::chains::smart_wallets::PayerSignature;
 
 use crate::support::chains::LocalBase;
 use crate::support::fake_llm::{Policy, fake_openai, refusal, text_with_usage};
-use crate::support::payers::{Payer, pay_by_use};
+use crate::support::mcp::sdk_client;
+use crate::support::payers::{Payer, network_id, pay_by_use};
 use crate::support::x402::*;
 use crate::support::*;
 
@@ -329,4 +330,61 @@ async fn a_payer_that_takes_its_approval_back_during_the_work_gets_nothing_and_c
     .await;
     assert_eq!(code(&again), (429, "payer_cooling_off".into()), "{}", again.text);
     assert_eq!(shop.seen.lock().unwrap().len(), 1, "the model was asked once");
+}
+
+/// What the x402 packages pay with, by use (`@x402/evm`'s upto client registered alone).
+fn by_use(payer: &Payer<'_>) -> Value {
+    json!({ "network": "base", "key": payer.key, "rpcUrl": payer.rpc_url, "networkId": network_id("base"),
+            "scheme": "upto" })
+}
+
+#[tokio::test]
+async fn the_chat_tool_is_paid_by_use_over_mcp() {
+    let shop = shop(answered()).await;
+    let (payer, address) = approved_payer(&shop.chain).await;
+    let run = sdk_client(&json!({
+        "url": shop.server.url("/mcp/seller"),
+        "calls": [{ "name": "chat", "arguments": { "message": "Will it rain?" }, "pay": by_use(&payer) }],
+    }))
+    .await;
+    let called = &run["results"][0];
+    let schemes: Vec<&Value> = called["paymentRequired"]["accepts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["scheme"])
+        .collect();
+    assert!(schemes.contains(&&json!("upto")), "{called}");
+    assert_eq!(called["payment"]["accepted"]["scheme"], "upto", "{called}");
+    assert_eq!(called["result"]["content"][0]["text"], "No rain today.", "{called}");
+    let receipt = &called["result"]["_meta"]["x402/payment-response"];
+    assert_eq!(receipt["success"], true, "{called}");
+    assert_eq!(receipt["amount"], CHARGE.to_string(), "{receipt}");
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - CHARGE);
+    assert_eq!(shop.chain.usdc_of(&shop.wallet).await, CHARGE);
+}
+
+#[tokio::test]
+async fn a_chat_task_is_paid_by_use_over_a2a() {
+    let shop = shop(answered()).await;
+    let (payer, address) = approved_payer(&shop.chain).await;
+    let out = client_script(
+        "node",
+        "node/a2a.mjs",
+        &json!({
+            "url": shop.server.url("/a2a/seller/"),
+            "key": null,
+            "steps": [{ "do": "send", "text": "Will it rain?", "pay": by_use(&payer) }],
+        }),
+        "the A2A JavaScript client",
+    )
+    .await;
+    let step = &out["steps"][0];
+    assert_eq!(step["payment"]["accepted"]["scheme"], "upto", "{step}");
+    let task = &step["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{step}");
+    assert_eq!(task["artifacts"][0]["parts"][0]["text"], "No rain today.", "{task}");
+    let receipt = &task["status"]["message"]["metadata"]["x402.payment.receipts"][0];
+    assert_eq!(receipt["amount"], CHARGE.to_string(), "{task}");
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - CHARGE);
 }

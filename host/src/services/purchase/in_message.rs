@@ -41,10 +41,18 @@ pub fn payment_required(services: &Services, sold: &Sold<'_>, error: String) -> 
         x402_version: 2,
         error: Some(error),
         resource: sold.resource.clone(),
+        // A chat priced by use is also offered by use (`upto`), after its fixed price.
         accepts: sold
             .offers
             .iter()
-            .filter_map(|o| o.requirement_v2(services, sold.price))
+            .flat_map(|o| {
+                [
+                    o.requirement_v2(services, sold.price),
+                    o.requirement_upto(services, None),
+                ]
+            })
+            .flatten()
+            .filter(|requirement| sold.command.is_none() || requirement.scheme == wire::SCHEME)
             .collect(),
         extensions: sold.extensions.clone(),
     }
