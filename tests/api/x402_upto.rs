@@ -388,3 +388,137 @@ async fn a_chat_task_is_paid_by_use_over_a2a() {
     assert_eq!(receipt["amount"], CHARGE.to_string(), "{task}");
     assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - CHARGE);
 }
+
+/// OpenAI's Node client at the agent's paid OpenAI-compatible address, paying with
+/// `@x402/fetch` as its fetch.
+async fn openai_paying(shop: &Shop, pay: Value, calls: Value) -> Value {
+    let request = json!({
+        "baseUrl": shop.server.url("/x402/base/seller/openai/v1"), "model": "seller", "pay": pay, "calls": calls,
+    });
+    client_script("node", "node/openai.mjs", &request, "OpenAI's Node client").await
+}
+
+#[tokio::test]
+async fn openais_client_pays_by_use_at_the_paid_completions_address() {
+    let (status, mut reply) = answered();
+    reply["chunk_delay_ms"] = json!(20);
+    let shop = shop((status, reply)).await;
+    let (payer, address) = approved_payer(&shop.chain).await;
+    let ask = json!([{ "role": "user", "content": "Will it rain?" }]);
+    let out = openai_paying(
+        &shop,
+        by_use(&payer),
+        json!([{ "messages": ask }, { "messages": ask, "stream": true }]),
+    )
+    .await;
+    assert_eq!(out["models"], json!(["seller"]), "{out}");
+    for (i, answer) in out["results"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(answer["content"], "No rain today.", "{i}: {answer}");
+        assert_eq!(answer["finishReason"], "stop", "{i}: {answer}");
+        assert_eq!(
+            (&answer["usage"]["prompt_tokens"], &answer["usage"]["completion_tokens"]),
+            (&json!(PROMPT_TOKENS), &json!(COMPLETION_TOKENS)),
+            "{i}: {answer}"
+        );
+    }
+    assert_eq!(
+        out["results"][0]["paymentResponse"]["amount"],
+        CHARGE.to_string(),
+        "{out}"
+    );
+    assert!(
+        out["results"][1]["chunks"].as_u64().unwrap() > 3,
+        "streamed in pieces: {out}"
+    );
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - 2 * CHARGE);
+    assert_eq!(shop.chain.usdc_of(&shop.wallet).await, 2 * CHARGE);
+    // The model was never offered the agent's commands as tools.
+    assert!(
+        shop.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|asked| asked.get("tools").is_none())
+    );
+}
+
+#[tokio::test]
+async fn a_paid_stream_whose_reader_leaves_is_charged_for_what_was_generated() {
+    let (status, mut reply) = answered();
+    reply["chunk_delay_ms"] = json!(60);
+    let shop = shop((status, reply)).await;
+    let (payer, address) = approved_payer(&shop.chain).await;
+    let out = openai_paying(
+        &shop,
+        by_use(&payer),
+        json!([{ "messages": [{ "role": "user", "content": "Will it rain?" }], "stream": true, "hangUpAfter": 2 }]),
+    )
+    .await;
+    let read = &out["results"][0];
+    assert_ne!(
+        read["content"], "No rain today.",
+        "the reader left before the end: {read}"
+    );
+    // Generated to its end all the same, and charged for it, once its count came.
+    time_until(
+        std::time::Duration::from_secs(20),
+        "the stream's charge lands",
+        || async { shop.chain.usdc_of(&address).await == 1_000_000 - CHARGE },
+    )
+    .await;
+    let payment = newest_payment_becomes(&shop.env, "served", std::time::Duration::from_secs(10)).await;
+    assert_eq!(payment["receipt"]["amountPaidMicroUsdc"], CHARGE, "{payment}");
+}
+
+#[tokio::test]
+async fn openais_client_pays_the_fixed_price_and_is_priced_first() {
+    let shop = shop(answered()).await;
+    let (payer, address) = Payer::on_base(&shop.chain, 1_000_000).await;
+    let url = shop.server.url("/x402/base/seller/openai/v1/chat/completions");
+    // Unpaid: a 402 in OpenAI's shape, with what to pay in PAYMENT-REQUIRED.
+    let unpaid = post_json(
+        &url,
+        None,
+        &json!({ "model": "seller", "messages": [{ "role": "user", "content": "Will it rain?" }] }),
+    )
+    .await;
+    assert_eq!(unpaid.status, 402, "{}", unpaid.text);
+    assert_eq!(unpaid.json()["error"]["code"], "payment_required", "{}", unpaid.text);
+    let offered = payment_required(&unpaid);
+    assert_eq!(offered["accepts"][0]["scheme"], "exact");
+    assert_eq!(offered["accepts"][1]["scheme"], "upto");
+    // What could not be bought is refused before any price.
+    let bad = post_json(&url, None, &json!({ "model": "seller", "messages": [] })).await;
+    assert_eq!(bad.status, 400, "{}", bad.text);
+    assert_eq!(bad.json()["error"]["param"], "messages", "{}", bad.text);
+
+    let pay = json!({ "network": "base", "key": payer.key, "rpcUrl": payer.rpc_url, "networkId": network_id("base") });
+    let out = openai_paying(
+        &shop,
+        pay,
+        json!([{ "messages": [{ "role": "user", "content": "Will it rain?" }] }]),
+    )
+    .await;
+    let answer = &out["results"][0];
+    assert_eq!(answer["content"], "No rain today.", "{out}");
+    assert_eq!(answer["paymentResponse"]["success"], true, "{out}");
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - 10_000);
+}
+
+#[tokio::test]
+async fn openais_python_client_pays_by_use_through_the_x402_transport() {
+    let shop = shop(answered()).await;
+    let (payer, address) = approved_payer(&shop.chain).await;
+    let request = json!({
+        "baseUrl": shop.server.url("/x402/base/seller/openai/v1"), "model": "seller",
+        "pay": { "key": payer.key, "networkId": network_id("base"), "scheme": "upto" },
+        "calls": [{ "messages": [{ "role": "user", "content": "Will it rain?" }] },
+                  { "messages": [{ "role": "user", "content": "Will it rain?" }], "stream": true }],
+    });
+    let out = client_script(&python(), "python/openai_client.py", &request, "OpenAI's Python client").await;
+    for (i, answer) in out["results"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(answer["content"], "No rain today.", "{i}: {answer}");
+        assert_eq!(answer["usage"]["completion_tokens"], COMPLETION_TOKENS, "{i}: {answer}");
+    }
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - 2 * CHARGE);
+}

@@ -21,6 +21,7 @@ const TOOL_RESULT_MAX_CHARS: usize = 4_000;
 /// Characters of a tool's result or error shown to a stream's reader.
 const TOOL_SUMMARY_MAX_CHARS: usize = 200;
 
+#[derive(Debug, Clone)]
 pub struct ChatInput {
     pub message: String,
     pub history: Vec<(Role, String)>,
@@ -190,21 +191,25 @@ pub async fn reply_without_tools(
     message: String,
     prepaid_tokens: u32,
 ) -> Result<Answer, ServiceError> {
-    Ok(reply_measured(services, agent, message, prepaid_tokens).await?.0)
+    Ok(reply_measured(services, agent, ChatInput::new(message), prepaid_tokens)
+        .await?
+        .0)
 }
 
-/// [`reply_without_tools`], with the tokens the answer took as the model reported them
-/// (what a message paid for by use is charged for); `None` when the model did not report
-/// them all.
+/// The agent's answer to a paid conversation, without tools (a cheap message must not run
+/// an expensive command), with the tokens it took as the model reported them (what a
+/// message paid for by use is charged for; `None` when the model did not report them all).
 pub async fn reply_measured(
     services: &Services,
     agent: &Agent,
-    message: String,
+    input: ChatInput,
     prepaid_tokens: u32,
 ) -> Result<(Answer, Option<Usage>), ServiceError> {
     let input = ChatInput {
         prepaid_tokens,
-        ..ChatInput::new(message)
+        tools_enabled: false,
+        max_tool_calls: 0,
+        ..input
     };
     let reply = chat(services, agent, Vec::new(), input).await?;
     let answer = Answer {

@@ -5,7 +5,7 @@
 //! The key comes as `Authorization: Bearer`, as those clients send it; every answer,
 //! errors included, is in OpenAI's shape.
 
-mod wire;
+pub(super) mod wire;
 
 use axum::Router;
 use axum::extract::{Request, State};

@@ -300,15 +300,21 @@ impl Completion {
     }
 
     pub fn answer(&self, reply: &ChatReply) -> Value {
+        let tokens = (reply.usage.input_tokens, reply.usage.output_tokens);
+        self.answer_text(&reply.response, tokens, finish_reason(reply))
+    }
+
+    /// An answer of `text` that took `(prompt, completion)` tokens.
+    pub fn answer_text(&self, text: &str, tokens: (u64, u64), finish_reason: &str) -> Value {
         json!({
             "id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
             "choices": [{
                 "index": 0,
-                "message": { "role": "assistant", "content": reply.response, "refusal": null },
-                "finish_reason": finish_reason(reply),
+                "message": { "role": "assistant", "content": text, "refusal": null },
+                "finish_reason": finish_reason,
                 "logprobs": null,
             }],
-            "usage": usage(reply),
+            "usage": usage(tokens),
             "system_fingerprint": null,
         })
     }
@@ -328,9 +334,14 @@ impl Completion {
 
     /// The chunk after the last choice that `stream_options.include_usage` asks for.
     pub fn usage_chunk(&self, reply: &ChatReply) -> Value {
+        self.usage_of((reply.usage.input_tokens, reply.usage.output_tokens))
+    }
+
+    /// The usage chunk for `(prompt, completion)` tokens.
+    pub fn usage_of(&self, tokens: (u64, u64)) -> Value {
         json!({
             "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-            "choices": [], "usage": usage(reply), "system_fingerprint": null,
+            "choices": [], "usage": usage(tokens), "system_fingerprint": null,
         })
     }
 }
@@ -339,8 +350,7 @@ pub fn finish_reason(reply: &ChatReply) -> &'static str {
     if reply.cut_short { "length" } else { "stop" }
 }
 
-fn usage(reply: &ChatReply) -> Value {
-    let (prompt, completion) = (reply.usage.input_tokens, reply.usage.output_tokens);
+fn usage((prompt, completion): (u64, u64)) -> Value {
     json!({ "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt.saturating_add(completion) })
 }
 

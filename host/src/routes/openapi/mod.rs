@@ -78,7 +78,7 @@ fn operations_document() -> Value {
         }
         for (status, code) in errors {
             // The paid API has its own envelope; its 402 is the price list or a refusal.
-            let schema = match (is_x402(op.path), status) {
+            let schema = match (is_x402(op.path) && !openai::is_paid_openai(op.path), status) {
                 (true, 402) => json!({ "oneOf": [
                     { "$ref": "#/components/schemas/PaymentRequired" },
                     { "$ref": "#/components/schemas/X402Error" },
@@ -110,7 +110,7 @@ fn operations_document() -> Value {
         if op.keyed {
             operation["security"] = json!([{ "apiKey": [] }]);
         }
-        if openai::is_openai(op.path) {
+        if openai::is_openai(op.path) && !openai::is_paid_openai(op.path) {
             operation["security"] = json!([{ "bearer": [] }, { "apiKey": [] }]);
         }
         // Streamed answers: each server-sent event, as `{event?, data}`.
@@ -122,7 +122,7 @@ fn operations_document() -> Value {
                 "done",
                 "error"
             ])),
-            "openaiChatCompletions" => Some(json!(null)),
+            "openaiChatCompletions" | "x402OpenaiChatCompletions" => Some(json!(null)),
             _ => None,
         };
         if let Some(names) = events {

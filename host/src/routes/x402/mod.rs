@@ -27,6 +27,7 @@ use crate::services::{ServiceError, Services, jobs};
 use crate::x402::sign_in::SIGN_IN_WITH_X;
 use crate::x402::wire::{self, PAYMENT_REQUIRED_HEADER, Payment, Version};
 
+mod openai;
 mod sign_in;
 use sign_in::{offer_sign_in, signed_in};
 
@@ -37,6 +38,11 @@ pub fn routes(state: AppState) -> Router<AppState> {
             "/x402/{network}/{agent_id}/commands/{command}",
             get(command_requirements).post(invoke_command),
         )
+        .route(
+            "/x402/{network}/{agent_id}/openai/v1/chat/completions",
+            axum::routing::post(openai::completions),
+        )
+        .route("/x402/{network}/{agent_id}/openai/v1/models", get(openai::models))
         .route(
             "/x402/solana/{agent_id}/payment-transaction",
             axum::routing::post(super::x402_transaction::payment_transaction),

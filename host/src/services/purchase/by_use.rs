@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::{Measured, Sale, SaleOutcome, kept};
 use crate::domain::Used;
-use crate::services::chat;
+use crate::services::chat::{self, ChatInput};
 use crate::services::payments::upto::{self, Hold};
 use crate::services::payments::{self, Offer, Purchase, X402Error};
 use crate::services::{ServiceError, Services};
@@ -20,7 +20,7 @@ use crate::x402::wire::Payment;
 pub(super) async fn buy(
     services: &Services,
     offer: &Offer,
-    message: String,
+    message: ChatInput,
     payment: &Payment,
     purchase: Purchase<'_>,
 ) -> Result<Sale, ServiceError> {
@@ -50,14 +50,14 @@ pub(super) async fn buy(
 async fn sell(
     services: &Services,
     offer: &Offer,
-    message: String,
+    message: ChatInput,
     payment: &Payment,
     purchase: Purchase<'_>,
 ) -> Result<Sale, ServiceError> {
     services.llm.ready().map_err(ServiceError::Model)?;
     // The answer's first round is taken from its owner's chat budget once the payment
     // passed its checks, as for a message at a fixed price.
-    let worst = chat::worst_first_round(services, &offer.agent, &message);
+    let worst = chat::worst_first_round(services, &offer.agent, &message.message);
     let account = offer.agent.account_id.as_str();
     let reserve: payments::Reserve<'_> = Box::pin(async move {
         crate::services::chat_budget::charge(services, account, worst).await?;

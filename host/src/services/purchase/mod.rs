@@ -12,7 +12,7 @@
 use serde_json::{Map, Value};
 use tracing::Instrument;
 
-use super::chat;
+use super::chat::{self, ChatInput};
 use super::commands::{self, Answer, CommandCall, CommandOutcome};
 use super::payments::{self, Bought, Offer, Purchase, Rails, Settled, Settlement, X402Error, breaker};
 use super::{ServiceError, Services, params, runs, sign_in};
@@ -38,6 +38,10 @@ pub enum Order {
     /// A plain message: it buys the agent's reply. The paid commands are not offered to it
     /// as tools, or a cheap message could run an expensive command.
     Message(String),
+    /// A conversation (the OpenAI-compatible endpoint's): it buys the reply to its last
+    /// message, with the caller's earlier turns and instructions; its text goes to
+    /// `events` as it comes, when they are set (a stream). No tools, as for a message.
+    Chat(Box<ChatInput>),
     /// One of the agent's paid commands.
     Command {
         name: String,
@@ -66,7 +70,8 @@ pub struct Quote<'a> {
 
 /// An order matched to what the agent sells.
 enum Ordered<'a> {
-    Message(String),
+    /// A message or a conversation: the chat that answers it.
+    Message(Box<ChatInput>),
     Command {
         command: &'a Command,
         parameters: Map<String, Value>,
@@ -90,7 +95,8 @@ pub async fn quote<'a>(
     paying: bool,
 ) -> Result<Quote<'a>, ServiceError> {
     let ordered = match order {
-        Order::Message(message) => Ordered::Message(message),
+        Order::Message(message) => Ordered::Message(Box::new(ChatInput::new(message))),
+        Order::Chat(input) => Ordered::Message(input),
         Order::Command {
             name,
             parameters,
@@ -270,7 +276,7 @@ async fn buy_on(
             client,
             extensions: &extensions,
         };
-        return by_use::buy(services, offer, message, payment, purchase).await;
+        return by_use::buy(services, offer, *message, payment, purchase).await;
     }
     // What the work needs is taken before the payment: a plugin slot for a command that
     // answers now (reserved by the settlement once the payment passed its checks and is no
@@ -288,7 +294,7 @@ async fn buy_on(
             // The answer's first round is taken from the owner's chat budget once the payment
             // passed its checks, before it settles: a budget spent is refused before anyone
             // pays, and two payments cannot both count on the same room.
-            let worst = super::chat::worst_first_round(services, &offer.agent, message);
+            let worst = super::chat::worst_first_round(services, &offer.agent, &message.message);
             let account = offer.agent.account_id.as_str();
             Some(Box::pin(async move {
                 super::chat_budget::charge(services, account, worst).await?;
@@ -506,9 +512,9 @@ async fn work(
             };
             commands::execute(services, call).await
         }
-        Ordered::Message(message) => chat::reply_without_tools(services, &offer.agent, message, prepaid_tokens)
+        Ordered::Message(input) => chat::reply_measured(services, &offer.agent, *input, prepaid_tokens)
             .await
-            .map(CommandOutcome::Answered),
+            .map(|(answer, _)| CommandOutcome::Answered(answer)),
     }
 }
 

@@ -1,0 +1,333 @@
+//! `/x402/{network}/{agentId}/openai/v1`: an agent as an OpenAI-compatible model for payers
+//! without a key. The completion request is the order, bought as a message at the agent's
+//! address is (its fixed price, or by use where the agent offers it), with an x402 version
+//! 2 payment in `PAYMENT-SIGNATURE`: a payer's client sends it with the request, as x402's
+//! fetch wrappers and HTTP hooks do. Answers and errors are OpenAI's; a 402 also carries
+//! `PAYMENT-REQUIRED`, a plain answer `PAYMENT-RESPONSE`. The agent's commands are not its
+//! tools here, as for any paid message.
+//!
+//! A streamed answer runs on its own task, as every purchase does: a reader that leaves
+//! does not stop it, so it is generated to its end and charged for what was generated (the
+//! model's own count comes with the last of it), and kept for the payer's retry.
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::{AgentPath, ClientAddress, insert_header, presented};
+use crate::error::{ApiBody, ApiError, ApiPath};
+use crate::routes::AppState;
+use crate::routes::chat_stream::json_event;
+use crate::routes::openai::wire::{Completion, CompletionRequest, OpenAiError};
+use crate::services::chat::{ChatEvent, ChatEvents, ChatInput};
+use crate::services::payments::{self, Offer, X402Error};
+use crate::services::purchase::{self, Order, Sale, SaleOutcome};
+use crate::services::{ServiceError, Services};
+use crate::x402::wire::{self, PAYMENT_REQUIRED_HEADER, Payment, Version};
+
+/// POST `chat/completions`: without a payment, a 402 priced for the conversation; with one,
+/// the purchase, on its own task (a payer that goes away does not cut it off).
+pub(super) async fn completions(
+    State(state): State<AppState>,
+    Extension(client): Extension<ClientAddress>,
+    path: AgentPath,
+    headers: HeaderMap,
+    body: Result<ApiBody, ApiError>,
+) -> Response {
+    let lifecycle = state.services.lifecycle.clone();
+    match lifecycle.spawn(completion(state, client, path, headers, body)).await {
+        Ok(response) => response,
+        Err(_) => OpenAiError::from(ApiError::internal("Internal server error")).into_response(),
+    }
+}
+
+/// GET `models`: the agent, the one model this address serves (free to read).
+pub(super) async fn models(State(state): State<AppState>, path: AgentPath) -> Response {
+    match offer_at(&state.services, path).await {
+        Ok(offer) => axum::Json(json!({ "object": "list", "data": [{
+            "id": offer.agent.def.username, "object": "model", "created": offer.agent.created_at / 1000,
+            "owned_by": offer.agent.id,
+        }] }))
+        .into_response(),
+        Err(err) => err.into_response(),
+    }
+}
+
+async fn offer_at(services: &Services, path: AgentPath) -> Result<Offer, OpenAiError> {
+    let ApiPath((network, agent_id)) = path?;
+    let network = crate::domain::Network::parse(&network).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "unsupported_network",
+            format!("Network '{network}' is not served: use solana or base"),
+        )
+    })?;
+    Ok(payments::offer(services, &agent_id, network)
+        .await
+        .map_err(ApiError::from)?)
+}
+
+async fn completion(
+    state: AppState,
+    client: ClientAddress,
+    path: AgentPath,
+    headers: HeaderMap,
+    body: Result<ApiBody, ApiError>,
+) -> Response {
+    let services = &state.services;
+    let read = async {
+        let offer = offer_at(services, path).await?;
+        let bytes = body?.json_bytes()?;
+        let request = CompletionRequest::parse(&bytes)?;
+        let input = request.chat_input()?;
+        // Recorded with the payment: a retry must ask for the same.
+        let recorded: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Ok::<_, OpenAiError>((offer, request, input, recorded))
+    };
+    let (offer, request, input, recorded) = match read.await {
+        Ok(read) => read,
+        Err(err) => return err.into_response(),
+    };
+    let header = match presented(&headers).0 {
+        Some((Version::V2, header)) => header,
+        Some((Version::V1, _)) => {
+            let err = ApiError::new(
+                StatusCode::PAYMENT_REQUIRED,
+                "unsupported_x402_version",
+                "This endpoint takes x402 version 2: send the payment in PAYMENT-SIGNATURE",
+            );
+            return priced(services, &offer, err);
+        }
+        // What could not be bought anyway is refused before a price is named.
+        None => {
+            let quoted = purchase::quote(services, &offer, Order::Chat(Box::new(input)), recorded, false).await;
+            return match quoted.and_then(|quote| quote.check_input()) {
+                Ok(_) => priced(
+                    services,
+                    &offer,
+                    ApiError::new(
+                        StatusCode::PAYMENT_REQUIRED,
+                        "payment_required",
+                        "Payment required: pay with x402 version 2 in PAYMENT-SIGNATURE, as PAYMENT-REQUIRED says",
+                    ),
+                ),
+                Err(err) => OpenAiError::from(ApiError::from(err)).into_response(),
+            };
+        }
+    };
+    let payment = match wire::decode_payment(Version::V2, &header, offer.network_names()) {
+        Ok(payment) => payment,
+        Err(refusal) => return refused(services, &offer, X402Error::Refused(refusal).into()),
+    };
+    if request.stream {
+        let with_usage = request.include_usage();
+        return streamed(
+            state.services.clone(),
+            offer,
+            input,
+            recorded,
+            payment,
+            client,
+            with_usage,
+        )
+        .await;
+    }
+    match buy(services, &offer, input, recorded, &payment, &client).await {
+        Ok(sale) => answered(services, &offer, sale).await,
+        Err(err) => refused(services, &offer, err),
+    }
+}
+
+/// Prices the conversation and buys its answer with `payment`.
+async fn buy(
+    services: &Services,
+    offer: &Offer,
+    input: ChatInput,
+    recorded: Value,
+    payment: &Payment,
+    client: &ClientAddress,
+) -> Result<Sale, ServiceError> {
+    let checked = purchase::quote(services, offer, Order::Chat(Box::new(input)), recorded, true)
+        .await?
+        .check_input()?;
+    purchase::buy(services, checked, payment, Some(&client.0)).await
+}
+
+/// A 402 (or another refusal of the payment) in OpenAI's shape, with what to pay in
+/// `PAYMENT-REQUIRED` and the reason in its `error`.
+fn priced(services: &Services, offer: &Offer, err: ApiError) -> Response {
+    let reason = err.message.clone();
+    let mut response = OpenAiError::from(err).into_response();
+    if let (_, Some(v2)) = offer.payment_required(services, offer.default_price, None, Some(reason)) {
+        insert_header(&mut response, PAYMENT_REQUIRED_HEADER, &wire::encode_header(&v2));
+    }
+    response
+}
+
+/// A purchase that did not go through: a refused payment is priced again (402); anything
+/// else is its own error.
+fn refused(services: &Services, offer: &Offer, err: ServiceError) -> Response {
+    let err = ApiError::from(err);
+    match err.status {
+        StatusCode::PAYMENT_REQUIRED => priced(services, offer, err),
+        _ => OpenAiError::from(err).into_response(),
+    }
+}
+
+/// The tokens a sale charged for, as OpenAI's `usage` counts them (none known for a fixed
+/// price).
+fn tokens_of(sale: &Sale) -> (u64, u64) {
+    sale.settled
+        .by_use
+        .map_or((0, 0), |by_use| (by_use.used.input_tokens, by_use.used.output_tokens))
+}
+
+/// A plain answer: the completion and its `PAYMENT-RESPONSE`, or why nothing was answered.
+async fn answered(services: &Services, offer: &Offer, sale: Sale) -> Response {
+    let delivered = matches!(sale.outcome, SaleOutcome::Answered(_));
+    let resource = offer.resource_url(services);
+    let settlement = offer
+        .settle_response(services, &sale.settled, Version::V2, &resource, delivered)
+        .await;
+    let tokens = tokens_of(&sale);
+    let mut response = match sale.outcome {
+        SaleOutcome::Answered(answer) => {
+            let completion = Completion::new(&offer.agent.def.username);
+            axum::Json(completion.answer_text(&answer.response, tokens, "stop")).into_response()
+        }
+        SaleOutcome::Failed { error, .. } => OpenAiError::from(ApiError::from(error)).into_response(),
+        // A message never queues a job.
+        SaleOutcome::Queued { .. } => OpenAiError::from(ApiError::internal("Internal server error")).into_response(),
+    };
+    insert_header(
+        &mut response,
+        Version::V2.response_header(),
+        &wire::encode_header(&settlement),
+    );
+    response
+}
+
+/// The chat's events, through a relay that keeps taking them when the reader has gone: a
+/// paid answer is generated to its end whoever still reads it.
+fn relay(to_reader: mpsc::UnboundedSender<ChatEvent>) -> ChatEvents {
+    let (chat_side, mut from_chat) = mpsc::unbounded_channel::<ChatEvent>();
+    tokio::spawn(async move {
+        while let Some(event) = from_chat.recv().await {
+            let _ = to_reader.send(event);
+        }
+    });
+    chat_side
+}
+
+/// What the stream carries: the chat's events, then how the purchase ended.
+enum Frame {
+    Event(ChatEvent),
+    Done(Box<Result<Sale, ServiceError>>),
+}
+
+/// A streamed answer: the purchase on its own task, its text as server-sent chunks as it
+/// comes, then the finish (and `usage` when asked). A purchase that ends before any text
+/// (refused, failed) is answered as a plain request is.
+async fn streamed(
+    services: Arc<Services>,
+    offer: Offer,
+    mut input: ChatInput,
+    recorded: Value,
+    payment: Payment,
+    client: ClientAddress,
+    with_usage: bool,
+) -> Response {
+    let (to_reader, mut events) = mpsc::unbounded_channel();
+    input.events = Some(relay(to_reader));
+    let model = offer.agent.def.username.clone();
+    let lifecycle = services.lifecycle.clone();
+    let mut purchase = lifecycle.spawn({
+        let services = services.clone();
+        async move {
+            let sale = buy(&services, &offer, input, recorded, &payment, &client).await;
+            (offer, sale)
+        }
+    });
+    let first = tokio::select! {
+        Some(event) = events.recv() => Frame::Event(event),
+        done = &mut purchase => {
+            return match done {
+                // Answered with no text on the way (a retry given the answer it bought): the
+                // whole answer in one chunk.
+                Ok((_, Ok(sale))) if matches!(sale.outcome, SaleOutcome::Answered(_)) => {
+                    let completion = Completion::new(&model);
+                    let mut chunks = vec![completion.chunk(json!({ "role": "assistant", "content": "" }), None, with_usage)];
+                    if let SaleOutcome::Answered(answer) = &sale.outcome {
+                        chunks.push(completion.chunk(json!({ "content": answer.response }), None, with_usage));
+                    }
+                    let events = finish(&completion, sale, with_usage, chunks);
+                    Sse::new(futures_util::stream::iter(events).map(Ok::<Event, std::convert::Infallible>)).into_response()
+                }
+                Ok((offer, Ok(sale))) => answered(&services, &offer, sale).await,
+                Ok((offer, Err(err))) => refused(&services, &offer, err),
+                Err(_) => OpenAiError::from(ApiError::internal("Internal server error")).into_response(),
+            };
+        }
+    };
+    let completion = Completion::new(&model);
+    let frames = futures_util::stream::unfold(Some((events, purchase)), |state| async move {
+        let (mut events, mut purchase) = state?;
+        if let Some(event) = events.recv().await {
+            return Some((Frame::Event(event), Some((events, purchase))));
+        }
+        let ended = match (&mut purchase).await {
+            Ok((_, sale)) => sale,
+            Err(_) => Err(ServiceError::Conflict("the purchase's task failed".into())),
+        };
+        Some((Frame::Done(Box::new(ended)), None))
+    });
+    let mut started = false;
+    let mut render = move |frame: Frame| -> Vec<Event> {
+        let mut chunks = Vec::new();
+        if !std::mem::replace(&mut started, true) {
+            chunks.push(completion.chunk(json!({ "role": "assistant", "content": "" }), None, with_usage));
+        }
+        match frame {
+            Frame::Event(ChatEvent::Text(text)) => {
+                chunks.push(completion.chunk(json!({ "content": text }), None, with_usage));
+            }
+            Frame::Event(_) => {}
+            Frame::Done(ended) => match *ended {
+                Ok(sale) => return finish(&completion, sale, with_usage, chunks),
+                Err(err) => chunks.push(OpenAiError::from(ApiError::from(err)).body()),
+            },
+        }
+        chunks.iter().map(|c| json_event(None, c)).collect()
+    };
+    let events = futures_util::stream::once(async { first })
+        .chain(frames)
+        .flat_map(move |frame| futures_util::stream::iter(render(frame)))
+        .map(Ok::<Event, std::convert::Infallible>);
+    Sse::new(events).keep_alive(KeepAlive::default()).into_response()
+}
+
+/// The stream's end after its text: the finish and usage of an answer, or the error of a
+/// purchase that failed after it began.
+fn finish(completion: &Completion, sale: Sale, with_usage: bool, mut chunks: Vec<Value>) -> Vec<Event> {
+    let tokens = tokens_of(&sale);
+    match sale.outcome {
+        SaleOutcome::Answered(_) => {
+            chunks.push(completion.chunk(json!({}), Some("stop"), with_usage));
+            if with_usage {
+                chunks.push(completion.usage_of(tokens));
+            }
+        }
+        SaleOutcome::Failed { error, .. } => chunks.push(OpenAiError::from(ApiError::from(error)).body()),
+        SaleOutcome::Queued { .. } => {}
+    }
+    let mut events: Vec<Event> = chunks.iter().map(|c| json_event(None, c)).collect();
+    events.push(Event::default().data("[DONE]"));
+    events
+}
