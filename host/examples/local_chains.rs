@@ -1,8 +1,10 @@
 //! Starts the two local chains the tests use, funds the given wallet addresses with
 //! 1 SOL / 0.1 ETH and 100 USDC each, prints the settings that point agent-host at them,
-//! and runs until Ctrl-C. With `--payer`, also makes a funded payer on each chain and
-//! prints its key, for paying an agent over x402 (README, "Pay an agent"). Needs what
-//! `scripts/test.sh` installs (tests/node, the tests/solana-chain helper).
+//! and runs until Ctrl-C. Base also has Permit2 and x402's upto proxy at their addresses
+//! (paying by use). With `--payer`, also makes a funded payer on each chain and prints its
+//! key, for paying an agent over x402 (README, "Pay an agent"); the Base payer has approved
+//! Permit2 once. Needs what `scripts/test.sh` installs (tests/node, the tests/solana-chain
+//! helper).
 //!
 //!     cargo run -p agent-host --example local_chains -- [--fund ADDRESS]... [--payer]
 
@@ -33,6 +35,7 @@ async fn main() {
     }
     let solana = chains::LocalSolana::start();
     let base = chains::LocalBase::start().await;
+    base.deploy_permit2().await;
     for address in &fund {
         if agent_host::chains::validate_address(Network::Base, address).is_ok() {
             base.set_eth(address, 100_000_000_000_000_000).await;
@@ -56,6 +59,7 @@ async fn main() {
         use solana_signer::Signer;
         let base_payer = alloy::signers::local::PrivateKeySigner::random();
         base.mint_usdc(&base_payer.address().to_string(), 100_000_000).await;
+        base.approve_permit2(&base_payer.address().to_string(), u64::MAX).await;
         let solana_payer = solana_keypair::Keypair::new();
         solana.set_sol(&solana_payer.pubkey().to_string(), 1_000_000_000).await;
         solana.set_usdc(&solana_payer.pubkey().to_string(), 100_000_000).await;

@@ -444,22 +444,20 @@ async fn openais_client_pays_by_use_at_the_paid_completions_address() {
 
 #[tokio::test]
 async fn a_paid_stream_whose_reader_leaves_is_charged_for_what_was_generated() {
+    // The model takes a second and a half; the reader gives up after half a second.
     let (status, mut reply) = answered();
-    reply["chunk_delay_ms"] = json!(60);
+    reply["sleep_ms"] = json!(1_500);
     let shop = shop((status, reply)).await;
     let (payer, address) = approved_payer(&shop.chain).await;
+    let ask = json!([{ "role": "user", "content": "Will it rain?" }]);
     let out = openai_paying(
         &shop,
         by_use(&payer),
-        json!([{ "messages": [{ "role": "user", "content": "Will it rain?" }], "stream": true, "hangUpAfter": 2 }]),
+        json!([{ "messages": ask, "stream": true, "hangUpAfterMs": 500 }]),
     )
     .await;
-    let read = &out["results"][0];
-    assert_ne!(
-        read["content"], "No rain today.",
-        "the reader left before the end: {read}"
-    );
-    // Generated to its end all the same, and charged for it, once its count came.
+    assert_eq!(out["results"][0]["aborted"], true, "{out}");
+    // Generated to its end all the same, and charged for what the model says it generated.
     time_until(
         std::time::Duration::from_secs(20),
         "the stream's charge lands",
@@ -468,6 +466,33 @@ async fn a_paid_stream_whose_reader_leaves_is_charged_for_what_was_generated() {
     .await;
     let payment = newest_payment_becomes(&shop.env, "served", std::time::Duration::from_secs(10)).await;
     assert_eq!(payment["receipt"]["amountPaidMicroUsdc"], CHARGE, "{payment}");
+}
+
+#[tokio::test]
+async fn a_stream_paid_by_use_gives_no_text_before_its_charge() {
+    // The payer takes its approval back while the model writes: the charge cannot be
+    // settled, and not a word of the answer goes out.
+    let (status, mut reply) = answered();
+    reply["sleep_ms"] = json!(1_500);
+    let shop = shop((status, reply)).await;
+    let (payer, address) = approved_payer(&shop.chain).await;
+    let asking = {
+        let request = json!({
+            "baseUrl": shop.server.url("/x402/base/seller/openai/v1"), "model": "seller", "pay": by_use(&payer),
+            "calls": [{ "messages": [{ "role": "user", "content": "Will it rain?" }], "stream": true }],
+        });
+        tokio::spawn(async move { client_script("node", "node/openai.mjs", &request, "OpenAI's Node client").await })
+    };
+    while shop.seen.lock().unwrap().is_empty() {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    shop.chain.approve_permit2(&address, 0).await;
+    let out = asking.await.unwrap();
+    let answer = &out["results"][0];
+    assert_eq!(answer["error"]["status"], 402, "{out}");
+    assert_eq!(answer["error"]["code"], "settlement_failed", "{out}");
+    assert!(answer.get("content").is_none(), "{out}");
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000);
 }
 
 #[tokio::test]
@@ -487,22 +512,41 @@ async fn openais_client_pays_the_fixed_price_and_is_priced_first() {
     let offered = payment_required(&unpaid);
     assert_eq!(offered["accepts"][0]["scheme"], "exact");
     assert_eq!(offered["accepts"][1]["scheme"], "upto");
-    // What could not be bought is refused before any price.
+    // What could not be bought is refused before any price: no message, or a conversation
+    // holding more than a paid message may (it is sold at a message's price).
     let bad = post_json(&url, None, &json!({ "model": "seller", "messages": [] })).await;
     assert_eq!(bad.status, 400, "{}", bad.text);
     assert_eq!(bad.json()["error"]["param"], "messages", "{}", bad.text);
+    let long = json!({ "model": "seller", "messages": [
+        { "role": "user", "content": "x".repeat(6_000) }, { "role": "assistant", "content": "ok" },
+        { "role": "user", "content": "y".repeat(5_000) },
+    ] });
+    let bad = post_json(&url, None, &long).await;
+    assert_eq!(bad.status, 400, "{}", bad.text);
+    assert!(
+        bad.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 10000"),
+        "{}",
+        bad.text
+    );
 
     let pay = json!({ "network": "base", "key": payer.key, "rpcUrl": payer.rpc_url, "networkId": network_id("base") });
+    let ask = json!([{ "role": "user", "content": "Will it rain?" }]);
     let out = openai_paying(
         &shop,
         pay,
-        json!([{ "messages": [{ "role": "user", "content": "Will it rain?" }] }]),
+        json!([{ "messages": ask }, { "messages": ask, "stream": true }]),
     )
     .await;
     let answer = &out["results"][0];
     assert_eq!(answer["content"], "No rain today.", "{out}");
     assert_eq!(answer["paymentResponse"]["success"], true, "{out}");
-    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - 10_000);
+    // Settled before any text, the fixed price's stream comes as the model writes.
+    assert_eq!(out["results"][1]["content"], "No rain today.", "{out}");
+    assert!(out["results"][1]["chunks"].as_u64().unwrap() > 3, "{out}");
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - 2 * 10_000);
 }
 
 #[tokio::test]

@@ -5,7 +5,8 @@
 //   node openai.mjs '<request JSON>'
 //
 // request: { baseUrl, key, model, pay?, calls: [{ messages, stream?: true, params?: {...},
-//            hangUpAfter?: N (a stream: stop reading after N chunks) }] }
+//            hangUpAfter?: N (a stream: stop reading after N chunks),
+//            hangUpAfterMs?: N (abort the request after N ms, answered or not) }] }
 // pay (the paid endpoint, no key): an x402 payer as x402_payer.mjs takes it; the client's
 // fetch is then @x402/fetch's wrapFetchWithPayment, which pays the 402 and asks again.
 // Prints one JSON line: { models: [ids], results: [ { content, finishReason, usage,
@@ -37,9 +38,12 @@ const client = new OpenAI({
 
 async function call(spec) {
   const params = { model: request.model, messages: spec.messages, ...(spec.params ?? {}) };
+  const controller = new AbortController();
+  if (spec.hangUpAfterMs) setTimeout(() => controller.abort(), spec.hangUpAfterMs);
+  const options = { signal: controller.signal };
   try {
     if (!spec.stream) {
-      const answer = await client.chat.completions.create(params);
+      const answer = await client.chat.completions.create(params, options);
       const choice = answer.choices[0];
       return {
         content: choice.message.content,
@@ -49,11 +53,10 @@ async function call(spec) {
         paymentResponse,
       };
     }
-    const stream = await client.chat.completions.create({
-      ...params,
-      stream: true,
-      stream_options: { include_usage: true },
-    });
+    const stream = await client.chat.completions.create(
+      { ...params, stream: true, stream_options: { include_usage: true } },
+      options,
+    );
     let content = "", finishReason = null, usage = null, chunks = 0;
     for await (const chunk of stream) {
       chunks += 1;
@@ -69,6 +72,7 @@ async function call(spec) {
     }
     return { content, finishReason, usage, chunks, paymentResponse };
   } catch (e) {
+    if (e instanceof OpenAI.APIUserAbortError) return { aborted: true };
     if (!(e instanceof OpenAI.APIError)) throw e;
     return {
       error: {

@@ -2,7 +2,7 @@
 //
 //   node pay.mjs --serve                       (the tests: one request per stdin line)
 //   node pay.mjs '<request JSON>'              (one request)
-//   node pay.mjs CLIENT URL '<body JSON>'      (by hand, see docs/x402.md)
+//   node pay.mjs CLIENT URL '<body JSON>' [upto]   (by hand, see docs/x402.md)
 //
 // request: { client: "x402-fetch" | "@x402/fetch", network: "base" | "solana", url, body,
 //            key (Base: 0x-hex private key; Solana: base58 64-byte keypair), rpcUrl,
@@ -29,13 +29,14 @@ import { base } from "viem/chains";
 import { createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
 import { baseAccount } from "./accounts.mjs";
 
-function byHand([client, url, body]) {
+function byHand([client, url, body, scheme]) {
   const network = new URL(url).pathname.split("/")[2];
   const upper = String(network).toUpperCase();
   return {
     client,
     url,
     network,
+    scheme,
     body: JSON.parse(body ?? "{}"),
     key: process.env[`PAYER_${upper}_KEY`],
     rpcUrl: process.env[`AGENT_HOST_${upper}_RPC_URL`],

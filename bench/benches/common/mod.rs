@@ -53,6 +53,7 @@ pub fn bench_agent(rt: &tokio::runtime::Runtime, store: &Store) -> String {
                 enabled: false,
                 default_price: None,
                 networks: Vec::new(),
+                chat_by_use: None,
             },
             mcp_open: false,
             mcp: Default::default(),

@@ -39,6 +39,14 @@ pub struct ChatInput {
 }
 
 impl ChatInput {
+    /// What the caller puts in the prompt, in bytes (at least its characters): its message,
+    /// its earlier turns and its instructions.
+    pub fn callers_text_len(&self) -> usize {
+        self.message.len()
+            + self.history.iter().map(|(_, turn)| turn.len()).sum::<usize>()
+            + self.instructions.iter().map(String::len).sum::<usize>()
+    }
+
     /// One message, no history, no tools.
     pub fn new(message: String) -> ChatInput {
         ChatInput {
@@ -153,10 +161,10 @@ impl ToolResult<'_> {
     }
 }
 
-/// The first round's worst case for `message` to `agent`, before the knowledge is chosen:
+/// The first round's worst case for `input` to `agent`, before the knowledge is chosen:
 /// the most knowledge the prompt may hold counts in full. A paid chat takes this from the
 /// owner's budget before it settles.
-pub fn worst_first_round(services: &Services, agent: &Agent, message: &str) -> u32 {
+pub fn worst_first_round(services: &Services, agent: &Agent, input: &ChatInput) -> u32 {
     let def = &agent.def;
     // At most `BUDGET_CHARS` characters are chosen, each at most as wide as the widest the
     // knowledge holds, and never more than all of it.
@@ -168,7 +176,7 @@ pub fn worst_first_round(services: &Services, agent: &Agent, message: &str) -> u
         .map(char::len_utf8)
         .max()
         .unwrap_or(1);
-    let prompt_chars = message.len()
+    let prompt_chars = input.callers_text_len()
         + def.name.len() * 2
         + def.username.len()
         + def.personality.len()

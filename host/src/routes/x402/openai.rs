@@ -6,9 +6,11 @@
 //! `PAYMENT-REQUIRED`, a plain answer `PAYMENT-RESPONSE`. The agent's commands are not its
 //! tools here, as for any paid message.
 //!
-//! A streamed answer runs on its own task, as every purchase does: a reader that leaves
-//! does not stop it, so it is generated to its end and charged for what was generated (the
-//! model's own count comes with the last of it), and kept for the payer's retry.
+//! Every purchase runs on its own task: a reader that leaves does not stop it, so the answer
+//! is generated to its end, paid for (by use: the model's own count of what it generated)
+//! and kept for the payer's retry. A streamed answer at a fixed price, settled before any
+//! text, streams as the model writes; one paid by use streams once charged (its text
+//! before the charge would be the payer's to keep whatever became of the charge).
 
 use std::sync::Arc;
 
@@ -26,7 +28,7 @@ use crate::error::{ApiBody, ApiError, ApiPath};
 use crate::routes::AppState;
 use crate::routes::chat_stream::json_event;
 use crate::routes::openai::wire::{Completion, CompletionRequest, OpenAiError};
-use crate::services::chat::{ChatEvent, ChatEvents, ChatInput};
+use crate::services::chat::{ChatEvent, ChatEvents, ChatInput, MESSAGE_MAX_CHARS};
 use crate::services::payments::{self, Offer, X402Error};
 use crate::services::purchase::{self, Order, Sale, SaleOutcome};
 use crate::services::{ServiceError, Services};
@@ -87,6 +89,23 @@ async fn completion(
         let bytes = body?.json_bytes()?;
         let request = CompletionRequest::parse(&bytes)?;
         let input = request.chat_input()?;
+        // A conversation is bought at a message's price: it holds what a paid message may.
+        let chars = input.message.chars().count()
+            + input
+                .history
+                .iter()
+                .map(|(_, turn)| turn.chars().count())
+                .sum::<usize>()
+            + input.instructions.iter().map(|i| i.chars().count()).sum::<usize>();
+        if chars > MESSAGE_MAX_CHARS {
+            return Err(OpenAiError::invalid(
+                "messages",
+                format!(
+                    "A paid conversation holds at most {MESSAGE_MAX_CHARS} characters in all (its price is a \
+                     message's); this one has {chars}"
+                ),
+            ));
+        }
         // Recorded with the payment: a retry must ask for the same.
         let recorded: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         Ok::<_, OpenAiError>((offer, request, input, recorded))
@@ -126,8 +145,17 @@ async fn completion(
         Ok(payment) => payment,
         Err(refusal) => return refused(services, &offer, X402Error::Refused(refusal).into()),
     };
+    let with_usage = request.include_usage();
+    // Paid by use, the text goes out once it is charged, as a plain answer's does: streamed
+    // before, it would be the payer's to keep whatever became of the charge (an approval
+    // revoked, funds moved meanwhile). It is then sent as a stream, all at once.
+    if request.stream && payment.is_upto() {
+        return match buy(services, &offer, input, recorded, &payment, &client).await {
+            Ok(sale) => charged_stream(services, &offer, sale, with_usage).await,
+            Err(err) => refused(services, &offer, err),
+        };
+    }
     if request.stream {
-        let with_usage = request.include_usage();
         return streamed(
             state.services.clone(),
             offer,
@@ -259,18 +287,8 @@ async fn streamed(
         Some(event) = events.recv() => Frame::Event(event),
         done = &mut purchase => {
             return match done {
-                // Answered with no text on the way (a retry given the answer it bought): the
-                // whole answer in one chunk.
-                Ok((_, Ok(sale))) if matches!(sale.outcome, SaleOutcome::Answered(_)) => {
-                    let completion = Completion::new(&model);
-                    let mut chunks = vec![completion.chunk(json!({ "role": "assistant", "content": "" }), None, with_usage)];
-                    if let SaleOutcome::Answered(answer) = &sale.outcome {
-                        chunks.push(completion.chunk(json!({ "content": answer.response }), None, with_usage));
-                    }
-                    let events = finish(&completion, sale, with_usage, chunks);
-                    Sse::new(futures_util::stream::iter(events).map(Ok::<Event, std::convert::Infallible>)).into_response()
-                }
-                Ok((offer, Ok(sale))) => answered(&services, &offer, sale).await,
+                // Answered with no text on the way (a retry given the answer it bought).
+                Ok((offer, Ok(sale))) => charged_stream(&services, &offer, sale, with_usage).await,
                 Ok((offer, Err(err))) => refused(&services, &offer, err),
                 Err(_) => OpenAiError::from(ApiError::internal("Internal server error")).into_response(),
             };
@@ -311,6 +329,33 @@ async fn streamed(
         .flat_map(move |frame| futures_util::stream::iter(render(frame)))
         .map(Ok::<Event, std::convert::Infallible>);
     Sse::new(events).keep_alive(KeepAlive::default()).into_response()
+}
+
+/// An answer whose payment is settled, sent as a stream in one go (its words in pieces, as
+/// a reader of a stream takes them), with `PAYMENT-RESPONSE`; a failure is answered as a
+/// plain request's is.
+async fn charged_stream(services: &Services, offer: &Offer, sale: Sale, with_usage: bool) -> Response {
+    let SaleOutcome::Answered(answer) = &sale.outcome else {
+        return answered(services, offer, sale).await;
+    };
+    let completion = Completion::new(&offer.agent.def.username);
+    let mut chunks = vec![completion.chunk(json!({ "role": "assistant", "content": "" }), None, with_usage)];
+    for piece in answer.response.split_inclusive(' ') {
+        chunks.push(completion.chunk(json!({ "content": piece }), None, with_usage));
+    }
+    let resource = offer.resource_url(services);
+    let settlement = offer
+        .settle_response(services, &sale.settled, Version::V2, &resource, true)
+        .await;
+    let events = finish(&completion, sale, with_usage, chunks);
+    let mut response =
+        Sse::new(futures_util::stream::iter(events).map(Ok::<Event, std::convert::Infallible>)).into_response();
+    insert_header(
+        &mut response,
+        Version::V2.response_header(),
+        &wire::encode_header(&settlement),
+    );
+    response
 }
 
 /// The stream's end after its text: the finish and usage of an answer, or the error of a

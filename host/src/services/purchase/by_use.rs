@@ -57,7 +57,7 @@ async fn sell(
     services.llm.ready().map_err(ServiceError::Model)?;
     // The answer's first round is taken from its owner's chat budget once the payment
     // passed its checks, as for a message at a fixed price.
-    let worst = chat::worst_first_round(services, &offer.agent, &message.message);
+    let worst = chat::worst_first_round(services, &offer.agent, &message);
     let account = offer.agent.account_id.as_str();
     let reserve: payments::Reserve<'_> = Box::pin(async move {
         crate::services::chat_budget::charge(services, account, worst).await?;

@@ -294,7 +294,7 @@ async fn buy_on(
             // The answer's first round is taken from the owner's chat budget once the payment
             // passed its checks, before it settles: a budget spent is refused before anyone
             // pays, and two payments cannot both count on the same room.
-            let worst = super::chat::worst_first_round(services, &offer.agent, &message.message);
+            let worst = super::chat::worst_first_round(services, &offer.agent, message);
             let account = offer.agent.account_id.as_str();
             Some(Box::pin(async move {
                 super::chat_budget::charge(services, account, worst).await?;
