@@ -566,3 +566,22 @@ async fn openais_python_client_pays_by_use_through_the_x402_transport() {
     }
     assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - 2 * CHARGE);
 }
+
+#[tokio::test]
+async fn indexers_find_the_price_by_use_beside_the_fixed_one() {
+    let shop = shop(answered()).await;
+    let offered = payment_required(&get(&shop.server.url("/x402/base/seller"), None).await);
+    let list = get(&shop.server.url("/discovery/resources"), None).await.json();
+    let base = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|item| item["type"] == "http" && item["resource"].as_str().unwrap().contains("/x402/base/"))
+        .cloned()
+        .unwrap_or_else(|| panic!("{list}"));
+    // What a payer would be offered, in the same order: the fixed price, then by use.
+    assert_eq!(base["accepts"], offered["accepts"], "{base}");
+    let draft = get(&shop.server.url("/.well-known/x402.json"), None).await.json();
+    let item = &draft["items"][0];
+    assert_eq!(item["accepts"], offered["accepts"], "{item}");
+}

@@ -123,8 +123,9 @@ async fn listed<T>(
 }
 
 /// The agent's paid route on one network, as the foundation's draft for an origin's
-/// `/.well-known/x402.json` describes a route: where, what it costs (the message price;
-/// a paid command's is in its 402), and the request and answer (the v2 `bazaar`'s).
+/// `/.well-known/x402.json` describes a route: where, what it costs (the message price, and
+/// by use where it is priced so; a paid command's is in its 402), and the request and
+/// answer (the v2 `bazaar`'s).
 fn well_known_item(services: &Services, offer: &Offer) -> Option<WellKnownItem> {
     let requirement = offer.requirement_v2(services, offer.default_price)?;
     let bazaar = offer.listing().bazaar(None);
@@ -135,7 +136,9 @@ fn well_known_item(services: &Services, offer: &Offer) -> Option<WellKnownItem> 
             mime_type: Some("application/json".into()),
         },
         kind: Transport::Http.as_str().into(),
-        accepts: vec![requirement],
+        accepts: std::iter::once(requirement)
+            .chain(offer.requirement_upto(services, None))
+            .collect(),
         input: json!({
             "method": "POST",
             "bodyType": "json",
@@ -145,8 +148,9 @@ fn well_known_item(services: &Services, offer: &Offer) -> Option<WellKnownItem> 
     })
 }
 
-/// The agent on one network: its message price as the requirement, and each paid command
-/// with its price and its request's description (the v2 `bazaar` extension's content).
+/// The agent on one network: its message price as the requirement (and by use, where it is
+/// priced so), and each paid command with its price and its request's description (the v2
+/// `bazaar` extension's content).
 fn entry(services: &Services, offer: &Offer, transport: Transport) -> DiscoveredResource {
     let price = offer.default_price;
     let (version, requirement) = match offer.requirement_v2(services, price) {
@@ -163,7 +167,14 @@ fn entry(services: &Services, offer: &Offer, transport: Transport) -> Discovered
         resource,
         kind: transport.as_str().into(),
         x402_version: version,
-        accepts: vec![requirement],
+        accepts: std::iter::once(requirement)
+            .chain(
+                offer
+                    .requirement_upto(services, None)
+                    .filter(|_| version == 2)
+                    .map(Requirements::V2),
+            )
+            .collect(),
         last_updated: offer.agent.updated_at / 1000,
         metadata,
     }
