@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::support::chains::LocalBase;
 use crate::support::fake_llm::{Policy, fake_openai, text, tool_call};
-use crate::support::payers::{Payer, X402Client, pay_with};
+use crate::support::payers::{Payer, X402Client, pay_by_use, pay_with};
 use crate::support::webhooks::{Receiver, verify};
 use crate::support::x402::*;
 use crate::support::*;
@@ -84,9 +84,13 @@ async fn an_account_holder_does_it_all_in_the_browser() {
         "\n[[commands]]\ncommand = \"nap\"\nhandler_type = \"custom\"\nplugin = \"{}\"\nlong_running = true\ntimeout_ms = 30000\n",
         plugin_path("probe")
     );
-    let seller = env.apply_agent(&format!("{}{REPORT}{nap}", paid_manifest("seller")), "acme");
+    // Its chat is also sold by use: 2 micro-USDC a prompt token, 6 a generated one.
+    let by_use =
+        "\n[x402.chat_by_use]\nper_1k_input_tokens_usd = 0.002\nper_1k_output_tokens_usd = 0.006\nmax_usd = 0.05\n";
+    let seller = env.apply_agent(&format!("{}{REPORT}{nap}{by_use}", paid_manifest("seller")), "acme");
     let wallet = env.create_wallet("seller", "base");
     chain.set_eth(&wallet, 10u128.pow(16)).await; // it relays the payments: pays the gas
+    chain.deploy_permit2().await;
     let server = env.serve();
 
     // A real x402 client buys a command and a long-running report.
@@ -107,6 +111,10 @@ async fn an_account_holder_does_it_all_in_the_browser() {
     let report = pay_with(X402Client::Fetch2, &payer, &url, &json!({ "command": "report" })).await;
     assert_eq!(report.status, 202, "{}", report.body);
     poll_job(report.body["statusUrl"].as_str().unwrap(), Duration::from_secs(20)).await;
+    // And a message by use: 21 prompt and 5 generated tokens, 72 micro-USDC.
+    chain.approve_permit2(&payer_address, u64::MAX).await;
+    let by_use = pay_by_use(&payer, &url, &json!({ "message": "Hi" })).await;
+    assert_eq!(by_use.body["receipt"]["amountPaidMicroUsdc"], 72, "{}", by_use.body);
 
     // A chat with the agent, whose tokens the console shows.
     let chatted = send(
@@ -119,8 +127,9 @@ async fn an_account_holder_does_it_all_in_the_browser() {
     assert_eq!(chatted.status, 200, "{}", chatted.text);
     let tokens = &chatted.json()["usage"];
 
-    // Three greetings over the keyed API: with the two paid commands, five runs, and 0.04
-    // USDC earned in two payments (0.01 and 0.03), which the dashboard must show.
+    // Three greetings over the keyed API: with the two paid commands, five runs, and 0.040072
+    // USDC earned in three payments (0.01, 0.03 and the message's 0.000072), which the
+    // dashboard must show.
     for name in ["Ann", "Bo", "Cy"] {
         let reply =
             crate::support::api::execute_with(&server, &manage_key, &seller, "hello", json!({ "name": name })).await;
@@ -137,7 +146,7 @@ async fn an_account_holder_does_it_all_in_the_browser() {
     };
     assert_eq!(
         (&totals["calls"], &totals["revenue_micro_usdc"]),
-        (&json!(5), &json!({ "base": 40_000 })),
+        (&json!(5), &json!({ "base": 40_072 })),
         "{totals}"
     );
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/node/console.mjs");
@@ -148,12 +157,20 @@ async fn an_account_holder_does_it_all_in_the_browser() {
         .env("SELLER", &seller)
         .env("PAID_TX", &paid_tx)
         .env("PAYER", &payer_address)
-        .env("PROMPT_TOKENS", tokens["prompt_tokens"].to_string())
-        .env("COMPLETION_TOKENS", tokens["completion_tokens"].to_string())
+        // Today's chats: the keyed one and the one paid by use (21 and 5 tokens each).
+        .env(
+            "PROMPT_TOKENS",
+            (tokens["prompt_tokens"].as_u64().unwrap() + 21).to_string(),
+        )
+        .env(
+            "COMPLETION_TOKENS",
+            (tokens["completion_tokens"].as_u64().unwrap() + 5).to_string(),
+        )
+        .env("EXPECT_CHATS", "2 chats")
         .env("NOTES_WASM", plugin_path("notes"))
         .env("WEBHOOK_URL", receiver.url())
-        .env("EXPECT_REVENUE", "0.04 USDC")
-        .env("EXPECT_PAID", "2")
+        .env("EXPECT_REVENUE", "0.040072 USDC")
+        .env("EXPECT_PAID", "3")
         .env("EXPECT_RUNS", "5")
         .env("CHROMIUM", &chromium);
     // CONSOLE_SCREENSHOTS=docs/console refreshes the pictures of docs/console.md.

@@ -6,7 +6,7 @@
 // env: CONSOLE_BASE (http://127.0.0.1:PORT), MANAGE_KEY, SELLER (the paid agent's id),
 //      PAID_TX (the x402 payment's transaction), PAYER (its payer), NOTES_WASM (the example
 //      plugin), CHROMIUM (default /usr/bin/chromium), SCREENSHOTS (a directory, optional),
-//      WEBHOOK_URL (a receiver to register), EXPECT_REVENUE, EXPECT_PAID, EXPECT_RUNS (what
+//      WEBHOOK_URL (a receiver to register), EXPECT_REVENUE, EXPECT_PAID, EXPECT_RUNS, EXPECT_CHATS (what
 //      the scripted load did, which the dashboard must show).
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
@@ -306,7 +306,7 @@ try {
     .filter({ hasText: tokens(env("PROMPT_TOKENS")) })
     .filter({ hasText: tokens(env("COMPLETION_TOKENS")) })
     .waitFor();
-  await page.getByText("1 chat,", { exact: false }).waitFor();
+  await page.getByText(`${env("EXPECT_CHATS")},`, { exact: false }).waitFor();
   await everyControlIsLabelled();
   await shot("chat");
 
@@ -319,6 +319,11 @@ try {
   await row.getByText("Receipt").click();
   await row.getByText(payer).waitFor();
   await row.getByText(paidTx).waitFor();
+  // The message paid by use: what it charged of its maximum, and the tokens it used.
+  const byUse = page.getByRole("row").filter({ hasText: "by use, of at most 0.05 USDC" }).first();
+  await byUse.getByText("0.000072 USDC").first().waitFor();
+  await byUse.getByText("Receipt").click();
+  await byUse.getByText("21 input and 5 output tokens").waitFor();
   await shot("payments");
 
   step("wallets: address, balance, QR code");

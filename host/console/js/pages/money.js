@@ -1,5 +1,5 @@
 import { enc, get } from "../api.js";
-import { external, fill, h, short, table, time, usdc } from "../dom.js";
+import { external, fill, h, short, table, time, usdc, usdcText } from "../dom.js";
 
 /** What the agent earned over x402 (with receipts) and what it sent. */
 export async function paymentsTab(panel, agent) {
@@ -12,7 +12,7 @@ export async function paymentsTab(panel, agent) {
     h("h2", {}, "x402 payments received"),
     table("Payments received over x402, newest first", [
       ["When", (p) => time(p.receipt.timestamp)],
-      ["Amount", (p) => usdc(p.receipt.amountPaidMicroUsdc)],
+      ["Amount", (p) => amount(p)],
       ["Command", (p) => (p.command ? `/${p.command}` : "chat")],
       ["Payer", (p) => short(p.receipt.payer)],
       ["Network", (p) => `${p.network} (x402 v${p.x402Version})`],
@@ -34,12 +34,21 @@ export async function paymentsTab(panel, agent) {
   );
 }
 
+/** What a payment charged; paid by use (x402 `upto`), against the maximum it authorized. */
+function amount(p) {
+  if (!p.byUse) return usdc(p.receipt.amountPaidMicroUsdc);
+  return h("span", {}, usdc(p.receipt.amountPaidMicroUsdc), ` by use, of at most ${usdcText(p.byUse.maxAmountMicroUsdc)}`);
+}
+
 function receipt(p) {
   const r = p.receipt;
   return h("details", { class: "receipt" },
     h("summary", {}, "Receipt"),
     h("dl", {},
       h("dt", {}, "Paid"), h("dd", {}, usdc(r.amountPaidMicroUsdc)),
+      p.byUse
+        ? [h("dt", {}, "Used"), h("dd", {}, `${p.byUse.inputTokens} input and ${p.byUse.outputTokens} output tokens`)]
+        : null,
       h("dt", {}, "Payer"), h("dd", {}, h("code", {}, r.payer)),
       h("dt", {}, "Paid to"), h("dd", {}, h("code", {}, r.payTo)),
       h("dt", {}, "Transaction"), h("dd", {}, h("code", {}, r.transactionSignature ?? "—")),
