@@ -585,3 +585,21 @@ async fn indexers_find_the_price_by_use_beside_the_fixed_one() {
     let item = &draft["items"][0];
     assert_eq!(item["accepts"], offered["accepts"], "{item}");
 }
+
+#[tokio::test]
+async fn the_paid_openai_address_refuses_in_openais_shape() {
+    let chain = LocalBase::start().await;
+    let env = TestEnv::new().with_env("AGENT_HOST_X402_CLIENT_LIMIT_PER_MINUTE", "2");
+    let (env, _) = base_shop(&chain, env, BY_USE).await;
+    let server = env.serve();
+    let url = server.url("/x402/base/seller/openai/v1/models");
+    for _ in 0..2 {
+        let listed = get(&url, None).await;
+        assert_eq!(listed.status, 200, "{}", listed.text);
+    }
+    // Past the client address's limit: OpenAI's clients read why, and when to come back.
+    let limited = get(&url, None).await;
+    assert_eq!(limited.status, 429, "{}", limited.text);
+    assert_eq!(limited.json()["error"]["type"], "rate_limit_error", "{}", limited.text);
+    assert!(limited.header("retry-after").is_some(), "{}", limited.text);
+}

@@ -54,6 +54,11 @@ pub fn routes(state: AppState) -> Router<AppState> {
 /// that address's rate-limit headers (a payer's own limit, when it binds, replaces them).
 pub(super) async fn limit_clients(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
+    // The paid OpenAI-compatible address answers in OpenAI's shapes, its refusals too.
+    let refusal = match openai::is_its_path(parts.uri.path()) {
+        true => |err: ApiError| openai::refusal(err),
+        false => |err: ApiError| x402_error(err, Version::V1),
+    };
     let client = client_key(&parts, state.services.settings.server.client_ip_header.as_deref());
     let mut request = Request::from_parts(parts, body);
     request.extensions_mut().insert(ClientAddress(client.clone()));
@@ -64,13 +69,13 @@ pub(super) async fn limit_clients(State(state): State<AppState>, request: Reques
         .await
     {
         Ok(decision) => decision,
-        Err(err) => return x402_error(ServiceError::from(err).into(), Version::V1),
+        Err(err) => return refusal(ServiceError::from(err).into()),
     };
     let mut response = if decision.allowed {
         next.run(request).await
     } else {
         crate::telemetry::metrics::note_rate_limited("x402_client");
-        x402_error(ServiceError::RateLimited(decision).into(), Version::V1)
+        refusal(ServiceError::RateLimited(decision).into())
     };
     if !response.headers().contains_key("x-ratelimit-limit") {
         response.headers_mut().extend(rate_headers(&decision));

@@ -34,6 +34,16 @@ use crate::services::purchase::{self, Order, Sale, SaleOutcome};
 use crate::services::{ServiceError, Services};
 use crate::x402::wire::{self, PAYMENT_REQUIRED_HEADER, Payment, Version};
 
+/// Whether a request to the paid API came to this address (its answers are OpenAI's).
+pub(super) fn is_its_path(path: &str) -> bool {
+    path.contains("/openai/v1/")
+}
+
+/// A refusal in OpenAI's shape (with its headers: Retry-After...).
+pub(super) fn refusal(err: ApiError) -> Response {
+    OpenAiError::from(err).into_response()
+}
+
 /// POST `chat/completions`: without a payment, a 402 priced for the conversation; with one,
 /// the purchase, on its own task (a payer that goes away does not cut it off).
 pub(super) async fn completions(
