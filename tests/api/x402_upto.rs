@@ -603,3 +603,21 @@ async fn the_paid_openai_address_refuses_in_openais_shape() {
     assert_eq!(limited.json()["error"]["type"], "rate_limit_error", "{}", limited.text);
     assert!(limited.header("retry-after").is_some(), "{}", limited.text);
 }
+
+#[tokio::test]
+async fn use_worth_more_than_the_maximum_is_charged_the_maximum() {
+    // 100,000 generated tokens at 6 micro-USDC each would be 0.6 USDC; the payer authorized 0.05.
+    let shop = shop(text_with_usage("A very long answer.", PROMPT_TOKENS, 100_000)).await;
+    let (payer, address) = approved_payer(&shop.chain).await;
+    let paid = pay_by_use(
+        &payer,
+        &shop.server.url("/x402/base/seller"),
+        &json!({ "message": "Tell me everything." }),
+    )
+    .await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    assert_eq!(paid.body["receipt"]["amountPaidMicroUsdc"], MAX, "{}", paid.body);
+    assert_eq!(paid.body["receipt"]["byUse"]["outputTokens"], 100_000, "{}", paid.body);
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - MAX);
+    assert_eq!(shop.chain.usdc_of(&shop.wallet).await, MAX);
+}

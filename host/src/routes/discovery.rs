@@ -25,7 +25,8 @@ use super::AppState;
 use super::x402::{limit_clients, x402_error};
 use crate::error::{ApiError, ApiQuery};
 use crate::services::payments::catalog::{self, Transport};
-use crate::x402::wire::{self, Version};
+use crate::x402::discovery;
+use crate::x402::wire::Version;
 
 pub fn routes(state: AppState) -> Router<AppState> {
     Router::new()
@@ -75,7 +76,7 @@ async fn index(State(state): State<AppState>, query: Query) -> Response {
                     agent_cards.push(card);
                 }
             }
-            axum::Json(wire::WellKnownIndex {
+            axum::Json(discovery::WellKnownIndex {
                 version: 1,
                 resources,
                 agent_cards,
@@ -100,11 +101,11 @@ async fn well_known(State(state): State<AppState>, query: Query) -> Response {
         Err(err) => return x402_error(err, Version::V2),
     };
     match catalog::well_known(&state.services, limit, offset).await {
-        Ok((items, total)) => axum::Json(wire::WellKnownDocument {
+        Ok((items, total)) => axum::Json(discovery::WellKnownDocument {
             x402_version: 2,
             last_updated: crate::clock::now_ms() / 1000,
             items,
-            pagination: wire::Pagination { limit, offset, total },
+            pagination: discovery::Pagination { limit, offset, total },
         })
         .into_response(),
         Err(err) => x402_error(err.into(), Version::V2),
@@ -125,10 +126,10 @@ async fn resources(State(state): State<AppState>, query: Query) -> Response {
         Some(kind) => Transport::parse(kind).into_iter().collect(),
     };
     match catalog::catalog(&state.services, &transports, limit, offset).await {
-        Ok(catalog) => axum::Json(wire::DiscoveryList {
+        Ok(catalog) => axum::Json(discovery::DiscoveryList {
             x402_version: 2,
             items: catalog.items,
-            pagination: wire::Pagination {
+            pagination: discovery::Pagination {
                 limit,
                 offset,
                 total: catalog.total,

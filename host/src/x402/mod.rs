@@ -3,6 +3,7 @@
 //! checks are fast (the target is under 1 ms: BENCHMARKS.md) and unit-tested with crafted payments.
 
 pub mod describe;
+pub mod discovery;
 pub mod evm;
 pub mod offer_receipt;
 pub mod payment_identifier;

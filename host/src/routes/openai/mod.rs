@@ -73,19 +73,15 @@ async fn completions(
     let render = move |frame: Frame| {
         let mut chunks = Vec::new();
         if !std::mem::replace(&mut started, true) {
-            chunks.push(completion.chunk(json!({ "role": "assistant", "content": "" }), None, with_usage));
+            chunks.push(completion.opening(with_usage));
         }
         match frame {
-            Frame::Event(ChatEvent::Text(text)) => {
-                chunks.push(completion.chunk(json!({ "content": text }), None, with_usage));
-            }
+            Frame::Event(ChatEvent::Text(text)) => chunks.push(completion.text(&text, with_usage)),
             // The agent's own tool runs have no place in OpenAI's stream.
             Frame::Event(_) => {}
             Frame::Done(Ok(reply)) => {
-                chunks.push(completion.chunk(json!({}), Some(wire::finish_reason(&reply)), with_usage));
-                if with_usage {
-                    chunks.push(completion.usage_chunk(&reply));
-                }
+                let tokens = (reply.usage.input_tokens, reply.usage.output_tokens);
+                chunks.extend(completion.closing(wire::finish_reason(&reply), tokens, with_usage));
                 let mut events: Vec<_> = chunks.iter().map(|c| json_event(None, c)).collect();
                 events.push(axum::response::sse::Event::default().data("[DONE]"));
                 return events;

@@ -332,17 +332,27 @@ impl Completion {
         chunk
     }
 
-    /// The chunk after the last choice that `stream_options.include_usage` asks for.
-    pub fn usage_chunk(&self, reply: &ChatReply) -> Value {
-        self.usage_of((reply.usage.input_tokens, reply.usage.output_tokens))
+    /// A stream's first chunk: the assistant's role.
+    pub fn opening(&self, with_usage: bool) -> Value {
+        self.chunk(json!({ "role": "assistant", "content": "" }), None, with_usage)
     }
 
-    /// The usage chunk for `(prompt, completion)` tokens.
-    pub fn usage_of(&self, tokens: (u64, u64)) -> Value {
-        json!({
-            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-            "choices": [], "usage": usage(tokens), "system_fingerprint": null,
-        })
+    /// A chunk of the answer's text.
+    pub fn text(&self, text: &str, with_usage: bool) -> Value {
+        self.chunk(json!({ "content": text }), None, with_usage)
+    }
+
+    /// A stream's last chunks: the finish, then the usage of `(prompt, completion)` tokens
+    /// when `stream_options.include_usage` asked for it (then `[DONE]` follows).
+    pub fn closing(&self, finish_reason: &str, tokens: (u64, u64), with_usage: bool) -> Vec<Value> {
+        let mut chunks = vec![self.chunk(json!({}), Some(finish_reason), with_usage)];
+        if with_usage {
+            chunks.push(json!({
+                "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                "choices": [], "usage": usage(tokens), "system_fingerprint": null,
+            }));
+        }
+        chunks
     }
 }
 

@@ -320,12 +320,10 @@ async fn streamed(
     let mut render = move |frame: Frame| -> Vec<Event> {
         let mut chunks = Vec::new();
         if !std::mem::replace(&mut started, true) {
-            chunks.push(completion.chunk(json!({ "role": "assistant", "content": "" }), None, with_usage));
+            chunks.push(completion.opening(with_usage));
         }
         match frame {
-            Frame::Event(ChatEvent::Text(text)) => {
-                chunks.push(completion.chunk(json!({ "content": text }), None, with_usage));
-            }
+            Frame::Event(ChatEvent::Text(text)) => chunks.push(completion.text(&text, with_usage)),
             Frame::Event(_) => {}
             Frame::Done(ended) => match *ended {
                 Ok(sale) => return finish(&completion, sale, with_usage, chunks),
@@ -349,9 +347,9 @@ async fn charged_stream(services: &Services, offer: &Offer, sale: Sale, with_usa
         return answered(services, offer, sale).await;
     };
     let completion = Completion::new(&offer.agent.def.username);
-    let mut chunks = vec![completion.chunk(json!({ "role": "assistant", "content": "" }), None, with_usage)];
+    let mut chunks = vec![completion.opening(with_usage)];
     for piece in answer.response.split_inclusive(' ') {
-        chunks.push(completion.chunk(json!({ "content": piece }), None, with_usage));
+        chunks.push(completion.text(piece, with_usage));
     }
     let resource = offer.resource_url(services);
     let settlement = offer
@@ -373,12 +371,7 @@ async fn charged_stream(services: &Services, offer: &Offer, sale: Sale, with_usa
 fn finish(completion: &Completion, sale: Sale, with_usage: bool, mut chunks: Vec<Value>) -> Vec<Event> {
     let tokens = tokens_of(&sale);
     match sale.outcome {
-        SaleOutcome::Answered(_) => {
-            chunks.push(completion.chunk(json!({}), Some("stop"), with_usage));
-            if with_usage {
-                chunks.push(completion.usage_of(tokens));
-            }
-        }
+        SaleOutcome::Answered(_) => chunks.extend(completion.closing("stop", tokens, with_usage)),
         SaleOutcome::Failed { error, .. } => chunks.push(OpenAiError::from(ApiError::from(error)).body()),
         SaleOutcome::Queued { .. } => {}
     }

@@ -5,7 +5,8 @@ use super::offer::Offer;
 use crate::services::{ServiceError, Services};
 use serde_json::json;
 
-use crate::x402::wire::{DiscoveredResource, Requirements, ResourceInfo, WellKnownItem};
+use crate::x402::discovery::{DiscoveredResource, Requirements, WellKnownItem};
+use crate::x402::wire::ResourceInfo;
 
 /// One page of the list, and how many entries there are in all.
 pub struct Catalog {
