@@ -138,6 +138,7 @@ fn main() {
                     wait: None,
                 },
                 kv_scope: format!("command:{}", plugin.command),
+                meter: None,
                 slot: None,
             }
         };

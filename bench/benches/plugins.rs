@@ -78,6 +78,7 @@ async fn make_run(setup: &Setup, handler: HandlerType) -> Run {
             wait: None,
         },
         kv_scope: format!("command:{command}"),
+        meter: None,
         slot: None,
     }
 }

@@ -233,19 +233,23 @@ pub fn payment(p: &PaymentRecord, chains: &Chains) -> Value {
         "updated_at": iso(p.updated_at),
     });
     if let Some(max) = p.max_amount {
-        view["byUse"] = by_use(max, p.used.unwrap_or_default());
+        view["byUse"] = by_use(max, p.used.unwrap_or_default(), p.command.is_some());
     }
     view
 }
 
 /// What a payment charged by use (x402 `upto`) authorized and measured; its charge is the
 /// receipt's amount.
-pub fn by_use(max: crate::money::MicroUsdc, used: crate::domain::Used) -> Value {
-    json!({
-        "maxAmountMicroUsdc": max.0,
-        "inputTokens": used.input_tokens,
-        "outputTokens": used.output_tokens,
-    })
+/// What a payment by use authorized and used: a message's tokens, or a command's units.
+pub fn by_use(max: crate::money::MicroUsdc, used: crate::domain::Used, command: bool) -> Value {
+    match command {
+        true => json!({ "maxAmountMicroUsdc": max.0, "units": used.units }),
+        false => json!({
+            "maxAmountMicroUsdc": max.0,
+            "inputTokens": used.input_tokens,
+            "outputTokens": used.output_tokens,
+        }),
+    }
 }
 
 /// The entries a message would bring into an agent's prompt, best first.

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Builds a plugin written with this SDK into a WebAssembly component of the world
-// `agent:plugin/command-plugin@0.3.0`:
+// `agent:plugin/command-plugin@0.4.0`:
 //
 //   node plugin-sdk/js/build.mjs src/index.js out/plugin.wasm
 //
@@ -18,7 +18,7 @@ import { build } from "esbuild";
 import { componentize } from "@bytecodealliance/componentize-js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-export const WIT = resolve(here, "../../wit/v0.3.0");
+export const WIT = resolve(here, "../../wit/v0.4.0");
 
 export async function buildPlugin(entry, out) {
   const started = Date.now();

@@ -2,13 +2,13 @@
 // Types of the SDK (index.js). The host's own interfaces, generated from the WIT by jco,
 // are in types/ (`npm run types` regenerates them).
 
-export type ParamType = import("agent:plugin/types@0.3.0").ParamType;
-export type ResponseFormat = import("agent:plugin/types@0.3.0").ResponseFormat;
-export type Capability = import("agent:plugin/types@0.3.0").Capability;
-export type Origin = import("agent:plugin/types@0.3.0").Origin;
-export type Invocation = import("agent:plugin/types@0.3.0").Invocation;
-export type Output = import("agent:plugin/types@0.3.0").Output;
-export type PluginManifest = import("agent:plugin/types@0.3.0").PluginManifest;
+export type ParamType = import("agent:plugin/types@0.4.0").ParamType;
+export type ResponseFormat = import("agent:plugin/types@0.4.0").ResponseFormat;
+export type Capability = import("agent:plugin/types@0.4.0").Capability;
+export type Origin = import("agent:plugin/types@0.4.0").Origin;
+export type Invocation = import("agent:plugin/types@0.4.0").Invocation;
+export type Output = import("agent:plugin/types@0.4.0").Output;
+export type PluginManifest = import("agent:plugin/types@0.4.0").PluginManifest;
 
 export type ErrorKind = "invalid-input" | "failed" | "unavailable";
 
@@ -124,3 +124,12 @@ export const log: {
 };
 
 export function progress(percent: number, message?: string): void;
+
+/**
+ * The units of work this run did (WIT 0.4.0). A command its agent sells by use (`by_use`)
+ * charges its payer for the units reported; elsewhere the count charges nobody.
+ */
+export const meter: {
+  /** Adds `units` (a whole number, 0 or more) and returns the count so far. */
+  add(units: number): number;
+};

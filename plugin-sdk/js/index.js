@@ -1,13 +1,14 @@
 // The JavaScript side of agent-plugin-sdk: the same conveniences as the Rust SDK over the
-// host's interfaces (wit/v0.3.0), for plugins built with build.mjs (componentize-js).
+// host's interfaces (wit/v0.4.0), for plugins built with build.mjs (componentize-js).
 //
 //   import { definePlugin, kv, http, invalidInput } from "@agent-host/plugin-sdk";
 //   export const command = definePlugin({ name: "hello", version: "0.1.0", ... , execute(call) { ... } });
-import * as hostHttp from "agent:plugin/http@0.3.0";
-import * as hostKv from "agent:plugin/kv@0.3.0";
-import * as hostLlm from "agent:plugin/llm@0.3.0";
-import * as hostLog from "agent:plugin/log@0.3.0";
-import * as hostProgress from "agent:plugin/progress@0.3.0";
+import * as hostHttp from "agent:plugin/http@0.4.0";
+import * as hostKv from "agent:plugin/kv@0.4.0";
+import * as hostLlm from "agent:plugin/llm@0.4.0";
+import * as hostLog from "agent:plugin/log@0.4.0";
+import * as hostMeter from "agent:plugin/meter@0.4.0";
+import * as hostProgress from "agent:plugin/progress@0.4.0";
 
 /** A command's failure as the host reports it: `kind` is invalid-input, failed or unavailable. */
 export class PluginError extends Error {
@@ -257,3 +258,16 @@ export const log = {
 /** Progress of a long-running run (capability `progress`), shown at its status address. */
 export const progress = (percent, message) =>
   hostProgress.report(Math.max(0, Math.min(100, Math.round(percent))), message);
+
+/**
+ * The units of work this run did (WIT 0.4.0). A command its agent sells by use (`by_use`)
+ * charges its payer for the units reported; elsewhere the count charges nobody.
+ */
+export const meter = {
+  add(units) {
+    if (!Number.isSafeInteger(units) || units < 0) {
+      throw new Error(`meter.add takes a whole number of units, 0 or more (got ${units})`);
+    }
+    return Number(hostMeter.add(BigInt(units)));
+  },
+};

@@ -16,7 +16,7 @@ await $init;
 
 // The world's one wasi:http import is what the engine's `fetch()` uses; plugins never import
 // it themselves, so the declarations leave it (and the WASI packages behind it) out.
-const source = readFileSync(join(here, "../../wit/v0.3.0/plugin.wit"), "utf8").replace(
+const source = readFileSync(join(here, "../../wit/v0.4.0/plugin.wit"), "utf8").replace(
   /^\s*import wasi:http\/outgoing-handler@[\d.]+;\n/m,
   "",
 );

@@ -215,6 +215,17 @@ pub mod progress {
     }
 }
 
+/// The units of work a run did (WIT 0.4.0). For a command its agent sells by use
+/// (`by_use` in the agent manifest), the payer is charged for the units reported, at the
+/// manifest's price per unit and never past the maximum the payer authorized; elsewhere the
+/// count charges nobody. Report as the work is done: a run that fails is charged nothing.
+pub mod meter {
+    /// Adds `units` to this run's count and returns the count so far.
+    pub fn add(units: u64) -> u64 {
+        super::host::meter::add(units)
+    }
+}
+
 /// The agent this run belongs to (built-in plugins only).
 pub mod agent {
     pub use super::host::agent_info::{AgentProfile, CommandInfo};

@@ -14,7 +14,7 @@ mod invocation;
 mod manifest;
 pub mod template;
 
-pub use capabilities::{agent, http, kv, llm, log, progress};
+pub use capabilities::{agent, http, kv, llm, log, meter, progress};
 pub use invocation::{Invocation, Origin};
 pub use manifest::{Capability, Manifest, Param, ParamType};
 pub use serde_json::{Map, Value, json};
@@ -23,7 +23,7 @@ pub use serde_json::{Map, Value, json};
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit/v0.3.0",
+        path: "../wit/v0.4.0",
         world: "command-plugin",
         // The world lets a plugin import wasi:http; its bindings are the `wasip2` crate's,
         // which HTTP clients for WASI (wstd, waki) use too, so they are not made twice.

@@ -320,3 +320,29 @@ fn watch_rebuilds_and_runs_again_when_a_source_changes() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// An author sees the units its plugin reports (`meter.add`): what a payer would be charged
+/// for, were the command sold by use.
+#[test]
+fn a_run_shows_the_units_its_plugin_reported() {
+    if on_postgres_pass() {
+        return; // no database involved: checked in the SQLite pass
+    }
+    let env = TestEnv::sqlite();
+    let ran = run(&env, "probe", &["--param", "mode=meter", "--param", "n=4"]);
+    assert!(ran.status.success(), "{}", ran.stderr);
+    assert_eq!(ran.stdout.trim(), "worked 4 units\nunits: 4");
+    let json = env.cli_json(&[
+        "plugin",
+        "run",
+        &plugin_path("probe"),
+        "--param",
+        "mode=meter",
+        "--param",
+        "n=4",
+    ]);
+    assert_eq!(json["units"], 4, "{json}");
+    // A run that reports nothing says nothing of units.
+    let quiet = run(&env, "probe", &["--param", "mode=echo"]);
+    assert!(!quiet.stdout.contains("units"), "{}", quiet.stdout);
+}

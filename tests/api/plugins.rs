@@ -519,7 +519,7 @@ fn plugin_inspect_prints_the_manifest() {
     let out = env.cli_json(&["plugin", "inspect", &plugin_path("notes")]);
     assert_eq!(out["manifest"]["name"], "notes");
     assert_eq!(out["manifest"]["capabilities"], json!(["kv"]));
-    assert_eq!(out["witVersion"], "0.3.0", "the SDK targets the newest world");
+    assert_eq!(out["witVersion"], "0.4.0", "the SDK targets the newest world");
     assert_eq!(
         out["manifest"]["parameters"][0],
         json!({"name": "action", "type": "string", "required": true, "description": "add, list or clear"})
@@ -529,7 +529,7 @@ fn plugin_inspect_prints_the_manifest() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|i| i.as_str().unwrap().starts_with("agent:plugin/kv@0.3.0"))
+            .any(|i| i.as_str().unwrap().starts_with("agent:plugin/kv@0.4.0"))
     );
     // The world offers wasi:http; a plugin that does not use it does not import it.
     assert!(!out["imports"].to_string().contains("wasi:http"), "{}", out["imports"]);
@@ -900,7 +900,7 @@ fn scaffolded_javascript_and_python_plugins_build_and_pass_their_cases() {
 }
 
 /// A component built against the frozen WIT 0.2.0 (its own bindings, no SDK) runs beside the
-/// SDK's 0.3.0 ones, and reaches the host's `llm` interface of its version.
+/// SDK's 0.4.0 ones, and reaches the host's `llm` interface of its version.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_component_of_an_older_minor_version_still_runs() {
     let seen = Arc::new(Mutex::new(Vec::new()));

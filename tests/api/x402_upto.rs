@@ -1,6 +1,7 @@
-//! A message priced by use (`[x402.chat_by_use]`), paid with x402's `upto` scheme on Base:
-//! the payer signs a Permit2 witness transfer for the maximum, and is charged, after the
-//! answer, for the tokens the model reported. On Anvil, with Permit2 (Uniswap's published
+//! A message priced by use (`[x402.chat_by_use]`), or a command (`by_use`), paid with
+//! x402's `upto` scheme on Base: the payer signs a Permit2 witness transfer for the
+//! maximum, and is charged, after the answer, for the tokens the model reported or the
+//! units the command's plugin reported. On Anvil, with Permit2 (Uniswap's published
 //! runtime code) and an upto proxy at their addresses and Circle's USDC; paid by
 //! `@x402/fetch` with `@x402/evm`'s upto client, and by hand-signed payments for the edges.
 
@@ -42,7 +43,7 @@ struct Shop {
     wallet: String,
     /// What the model was asked.
     seen: Arc<Mutex<Vec<Value>>>,
-    _llm: FakeServer,
+    _llm: Option<FakeServer>,
 }
 
 /// The seller with chat priced by use, its wallet funded for gas, Permit2 and the proxy
@@ -63,7 +64,7 @@ async fn shop(answer: (u16, Value)) -> Shop {
         env,
         wallet,
         seen,
-        _llm: llm,
+        _llm: Some(llm),
     }
 }
 
@@ -620,4 +621,210 @@ async fn use_worth_more_than_the_maximum_is_charged_the_maximum() {
     assert_eq!(paid.body["receipt"]["byUse"]["outputTokens"], 100_000, "{}", paid.body);
     assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - MAX);
     assert_eq!(shop.chain.usdc_of(&shop.wallet).await, MAX);
+}
+
+/// A command sold by the pages its plugin reports: $0.0025 a page, at most $0.05 a call;
+/// its fixed price, $0.02, stays offered first.
+fn pages_manifest() -> String {
+    format!(
+        r#"
+[[commands]]
+command = "pages"
+description = "Reads pages"
+handler_type = "custom"
+plugin = "{}"
+integrations = ["x402", "mcp"]
+price_usd = 0.02
+timeout_ms = 2000
+by_use = {{ per_unit_usd = 0.0025, unit = "page", max_usd = 0.05 }}
+"#,
+        plugin_path("probe")
+    )
+}
+const PAGE: u64 = 2_500;
+
+/// The seller of `pages`, on a chain with Permit2 and the proxy.
+async fn pages_shop() -> Shop {
+    pages_shop_in(TestEnv::new()).await
+}
+
+async fn pages_shop_in(env: TestEnv) -> Shop {
+    let chain = LocalBase::start().await;
+    chain.deploy_permit2().await;
+    let (env, wallet) = base_shop(&chain, env, &pages_manifest()).await;
+    Shop {
+        server: env.serve(),
+        chain,
+        env,
+        wallet,
+        seen: Arc::default(),
+        _llm: None,
+    }
+}
+
+#[tokio::test]
+async fn a_command_sold_by_use_is_charged_for_the_units_its_plugin_reports() {
+    let shop = pages_shop().await;
+    let url = shop.server.url("/x402/base/seller");
+    let order = |mode: &str, n: u64| json!({ "command": "pages", "mode": mode, "n": n });
+
+    // Its 402 offers the fixed price first, then by use up to the maximum, and says what a
+    // unit costs.
+    let offered = payment_required(&post_x402(&url, &order("meter", 1)).await);
+    assert_eq!(offered["accepts"][0]["scheme"], "exact", "{offered}");
+    assert_eq!(offered["accepts"][0]["amount"], "20000", "{offered}");
+    assert_eq!(offered["accepts"][1]["scheme"], "upto", "{offered}");
+    assert_eq!(offered["accepts"][1]["amount"], "50000", "{offered}");
+    let described = offered["resource"]["description"].as_str().unwrap();
+    assert!(
+        described.contains("0.0025 USDC per page, at most 0.05 USDC"),
+        "{described}"
+    );
+
+    let (payer, address) = approved_payer(&shop.chain).await;
+    let paid = pay_by_use(&payer, &url, &order("meter", 7)).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    assert_eq!(paid.body["response"], "worked 7 units");
+    assert_eq!(paid.body["receipt"]["amountPaidMicroUsdc"], 7 * PAGE, "{}", paid.body);
+    assert_eq!(paid.payment_response["amount"], (7 * PAGE).to_string());
+    let by_use = json!({ "maxAmountMicroUsdc": 50_000, "units": 7 });
+    assert_eq!(paid.body["receipt"]["byUse"], by_use, "{}", paid.body);
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - 7 * PAGE);
+    assert_eq!(shop.chain.usdc_of(&shop.wallet).await, 7 * PAGE);
+    let payment = &payments(&shop.env)[0];
+    assert_eq!(payment["state"], "served", "{payment}");
+    assert_eq!(payment["command"], "pages", "{payment}");
+    assert_eq!(payment["byUse"], by_use, "{payment}");
+
+    // Thirty pages are worth more than the maximum: the maximum is charged.
+    let paid = pay_by_use(&payer, &url, &order("meter", 30)).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    assert_eq!(paid.body["receipt"]["amountPaidMicroUsdc"], 50_000, "{}", paid.body);
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - 7 * PAGE - 50_000);
+}
+
+#[tokio::test]
+async fn a_command_that_fails_is_charged_nothing_whatever_it_reported() {
+    let shop = pages_shop().await;
+    let url = shop.server.url("/x402/base/seller");
+    let (payer, address) = approved_payer(&shop.chain).await;
+
+    // It reported 5 pages, then failed: nothing is charged.
+    let failed = pay_by_use(
+        &payer,
+        &url,
+        &json!({ "command": "pages", "mode": "meter_then_fail", "n": 5 }),
+    )
+    .await;
+    assert_eq!(failed.status, 500, "{}", failed.body);
+    assert_eq!(failed.body["receipt"]["amountPaidMicroUsdc"], 0, "{}", failed.body);
+    // It reported 4, then ran out of its time: nothing either.
+    let timed_out = pay_by_use(
+        &payer,
+        &url,
+        &json!({ "command": "pages", "mode": "meter_then_loop", "n": 4 }),
+    )
+    .await;
+    assert_eq!(timed_out.status, 500, "{}", timed_out.body);
+    assert_eq!(
+        timed_out.body["receipt"]["amountPaidMicroUsdc"], 0,
+        "{}",
+        timed_out.body
+    );
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000, "nothing was taken");
+    let listed = payments(&shop.env);
+    assert!(
+        listed.iter().all(|p| p["state"] == "failed"
+            && p["error"].as_str().unwrap().starts_with("nothing charged")
+            && p["byUse"]["units"].as_u64().unwrap() > 0),
+        "{listed:?}"
+    );
+
+    // It refused the payer's own input after reading 3 pages: those are charged, as a call
+    // at the fixed price that refuses its input is not refunded.
+    let refused = pay_by_use(
+        &payer,
+        &url,
+        &json!({ "command": "pages", "mode": "meter_then_refuse", "n": 3 }),
+    )
+    .await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(refused.body["code"], "validation_error", "{}", refused.body);
+    assert_eq!(
+        refused.body["receipt"]["amountPaidMicroUsdc"],
+        3 * PAGE,
+        "{}",
+        refused.body
+    );
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - 3 * PAGE);
+}
+
+#[tokio::test]
+async fn a_paid_tool_is_bought_by_use_over_mcp() {
+    let shop = pages_shop().await;
+    let (payer, address) = approved_payer(&shop.chain).await;
+    let run = sdk_client(&json!({
+        "url": shop.server.url("/mcp/seller"),
+        "calls": [{ "name": "pages", "arguments": { "mode": "meter", "n": 3 }, "pay": by_use(&payer) }],
+    }))
+    .await;
+    let called = &run["results"][0];
+    let offered = &called["paymentRequired"]["accepts"];
+    assert_eq!(offered[0]["scheme"], "exact", "{called}");
+    assert_eq!(offered[1]["scheme"], "upto", "{called}");
+    assert_eq!(offered[1]["amount"], "50000", "{called}");
+    assert_eq!(called["result"]["content"][0]["text"], "worked 3 units", "{called}");
+    let receipt = &called["result"]["_meta"]["x402/payment-response"];
+    assert_eq!(receipt["amount"], (3 * PAGE).to_string(), "{receipt}");
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - 3 * PAGE);
+}
+
+#[test]
+fn a_command_sold_by_use_needs_a_plugin_that_reports_units() {
+    let env = TestEnv::new();
+    env.create_account("acme", "free");
+    // A component built against WIT 0.2.0 has no `meter` to report with.
+    let manifest = format!("{}{}", paid_manifest("seller"), pages_manifest())
+        .replace(&plugin_path("probe"), &plugin_path("frozen_0_2"));
+    let file = env.path("pages.toml");
+    std::fs::write(&file, manifest).unwrap();
+    let out = env.cli(&["agent", "apply", file.to_str().unwrap(), "--account", "acme"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("agent:plugin@0.2.0") && out.stderr.contains("wit/v0.4.0"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// A command sold by use that keeps failing is paused by its breaker, as one at a fixed
+/// price is: failures for two payers (charged nothing) pause it, and a payment by use is
+/// then refused before anything is held.
+#[tokio::test]
+async fn a_command_sold_by_use_that_keeps_failing_is_paused_before_anything_is_held() {
+    let shop = pages_shop_in(
+        TestEnv::new()
+            .with_env("AGENT_HOST_X402_BREAKER_FAILURES", "2")
+            .with_env("AGENT_HOST_X402_BREAKER_COOLDOWN_SECS", "60"),
+    )
+    .await;
+    let url = shop.server.url("/x402/base/seller");
+    let failing = json!({ "command": "pages", "mode": "meter_then_fail", "n": 2 });
+    let offered = payment_required(&post_x402(&url, &failing).await)["accepts"][1].clone();
+    assert_eq!(offered["scheme"], "upto");
+    for nonce in [1, 2] {
+        let (payer, _) = base_payer(&shop.chain, 1_000_000).await;
+        let address = payer.address().to_checksum(None);
+        shop.chain.approve_permit2(&address, u64::MAX).await;
+        let failed = paid_v2(&url, &failing, &upto_payment(&payer, &offered, nonce)).await;
+        assert_eq!(code(&failed), (500, "execution_error".into()), "{}", failed.text);
+    }
+    let (carol, carols) = base_payer(&shop.chain, 1_000_000).await;
+    shop.chain.approve_permit2(&carols, u64::MAX).await;
+    let good = json!({ "command": "pages", "mode": "meter", "n": 1 });
+    let paused = paid_v2(&url, &good, &upto_payment(&carol, &offered, 3)).await;
+    assert_eq!(code(&paused), (503, "service_unavailable".into()), "{}", paused.text);
+    assert!(paused.text.contains("/pages is paused"), "{}", paused.text);
+    assert_eq!(payments(&shop.env).len(), 2, "nothing was held for Carol");
+    assert_eq!(shop.chain.usdc_of(&carols).await, 1_000_000);
 }

@@ -218,16 +218,25 @@ async fn run_once(
     let workspace = Workspace::new(kv_dir)?;
     let services = workspace.services(settings).await?;
     let plugin = local_run::install(&services, setup).await.map_err(service)?;
-    let result = local_run::run(&services, &plugin, parameters).await.map_err(service)?;
+    let (result, units) = local_run::run_metered(&services, &plugin, parameters)
+        .await
+        .map_err(service)?;
     let media = result
         .media_url
         .as_deref()
         .map(|u| format!("\nmedia: {u}"))
         .unwrap_or_default();
-    out.print(
-        &json!({ "response": result.response, "format": result.format.as_str(), "mediaUrl": result.media_url }),
-        &format!("{}{media}", result.response),
-    );
+    // What a payer would be charged for, were the command sold by use (shown when reported).
+    let metered = match units {
+        0 => String::new(),
+        n => format!("\nunits: {n}"),
+    };
+    let mut printed =
+        json!({ "response": result.response, "format": result.format.as_str(), "mediaUrl": result.media_url });
+    if units > 0 {
+        printed["units"] = json!(units);
+    }
+    out.print(&printed, &format!("{}{media}{metered}", result.response));
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 
 mod by_use;
 mod mcp;
-pub use by_use::{ChatRates, Used};
+pub use by_use::{ChatRates, Rates, UnitRates, Used};
 pub use mcp::{
     McpBody, McpExposed, McpIcon, McpMessageContent, McpPrompt, McpPromptArgument, McpPromptMessage, McpResource,
     McpToolMeta,
@@ -401,6 +401,9 @@ pub struct CommandDef {
     pub timeout_ms: Option<u64>,
     /// What a wallet that signs in may use without paying; `None`: a payment every call.
     pub sign_in: Option<SignInTerms>,
+    /// Also sold by the units its plugin reports (x402 `upto`, on Base); `None`: at its
+    /// price only.
+    pub by_use: Option<UnitRates>,
 }
 
 /// A command of an agent (whose id is the agent's, so it is not repeated here).

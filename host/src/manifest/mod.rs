@@ -112,6 +112,8 @@ struct RawCommand {
     timeout_ms: Option<Spanned<u64>>,
     #[serde(default)]
     sign_in: Option<Spanned<sign_in::RawSignIn>>,
+    #[serde(default)]
+    by_use: Option<Spanned<x402::RawByUse>>,
 }
 
 fn yes() -> bool {
@@ -388,6 +390,18 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
             .sign_in
             .map(|terms| sign_in::terms(&check, terms, &at, integrations.contains(&Integration::X402)))
             .transpose()?;
+        let by_use = cmd
+            .by_use
+            .map(|raw| {
+                let sold = x402::CommandSold {
+                    x402: &x402,
+                    sold: integrations.contains(&Integration::X402),
+                    handler: cmd.handler_type,
+                    long_running: cmd.long_running,
+                };
+                x402::command_rates(&check, raw, &at, sold)
+            })
+            .transpose()?;
         commands.push(CommandDef {
             name: command_name,
             description: cmd.description,
@@ -404,6 +418,7 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
             long_running: cmd.long_running,
             timeout_ms,
             sign_in,
+            by_use,
         });
     }
 

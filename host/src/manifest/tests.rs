@@ -1,5 +1,5 @@
 use super::*;
-use crate::domain::{Allowance, ChatRates, Network, SignInTerms};
+use crate::domain::{Allowance, ChatRates, Network, SignInTerms, UnitRates};
 
 fn parse_str(source: &str) -> Result<AgentManifest, ManifestError> {
     parse(source, "agent.toml", PluginSource::Files(Path::new(".")))
@@ -370,4 +370,82 @@ fn a_message_may_be_priced_by_its_tokens_on_base() {
         let message = refused.unwrap_err().to_string();
         assert!(message.contains(why), "{message}");
     }
+}
+
+#[test]
+fn a_custom_command_may_be_priced_by_its_units_on_base() {
+    // Unit tests run in host/, where Cargo.toml stands in for a component file.
+    let with = |command: &str, networks: &str| {
+        let base = GOOD.split("[x402]").next().unwrap();
+        parse_str(&format!(
+            "{base}\n[[commands]]\ncommand = \"pages\"\nhandler_type = \"custom\"\nplugin = \"Cargo.toml\"\n{command}\n\
+             [x402]\nenabled = true\ndefault_price_usd = 0.01\nnetworks = {networks}\n"
+        ))
+    };
+    let sold = "integrations = [\"x402\"]";
+    let priced = with(
+        &format!("{sold}\nby_use = {{ per_unit_usd = 0.0025, unit = \"page\", max_usd = \"0.05\" }}"),
+        r#"["base"]"#,
+    )
+    .unwrap();
+    assert_eq!(
+        priced.commands[1].by_use,
+        Some(UnitRates {
+            per_unit: MicroUsdc(2_500),
+            unit: "page".into(),
+            max: MicroUsdc(50_000),
+        })
+    );
+    let unnamed = with(
+        &format!("{sold}\nby_use = {{ per_unit_usd = 0.001, max_usd = 1 }}"),
+        r#"["solana", "base"]"#,
+    )
+    .unwrap();
+    assert_eq!(unnamed.commands[1].by_use.as_ref().unwrap().unit, "unit");
+
+    let rates = "by_use = { per_unit_usd = 0.01, max_usd = 1 }";
+    let refusals = [
+        (with(rates, r#"["base"]"#), "needs \"x402\" in integrations"),
+        (with(&format!("{sold}\n{rates}"), r#"["solana"]"#), "on Base only"),
+        (
+            with(&format!("{sold}\nlong_running = true\n{rates}"), r#"["base"]"#),
+            "cannot be on a long-running command",
+        ),
+        (
+            with(
+                &format!("{sold}\nby_use = {{ per_unit_usd = 0.01, max_usd = 0.005 }}"),
+                r#"["base"]"#,
+            ),
+            "by_use.max_usd: is less than one unit's price",
+        ),
+        (
+            with(
+                &format!("{sold}\nby_use = {{ per_unit_usd = 0, max_usd = 1 }}"),
+                r#"["base"]"#,
+            ),
+            "by_use.per_unit_usd: must be more than 0",
+        ),
+        (
+            with(
+                &format!("{sold}\nby_use = {{ per_unit_usd = 0.01, unit = \"Pages!\", max_usd = 1 }}"),
+                r#"["base"]"#,
+            ),
+            "by_use.unit: is 1 to 32",
+        ),
+        (
+            with(&format!("{sold}\nby_use = {{ per_unit_usd = 0.01 }}"), r#"["base"]"#),
+            "missing field `max_usd`",
+        ),
+    ];
+    for (refused, why) in refusals {
+        let message = refused.unwrap_err().to_string();
+        assert!(message.contains(why), "{why}: {message}");
+    }
+    // Only a custom command reports units.
+    let built_in = GOOD.replace(
+        "price_usd = 0.05",
+        "price_usd = 0.05\nby_use = { per_unit_usd = 0.01, max_usd = 1 }",
+    );
+    let message = parse_str(&built_in).unwrap_err().to_string();
+    assert!(message.contains("is for a custom command"), "{message}");
 }

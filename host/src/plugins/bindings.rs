@@ -7,7 +7,22 @@
 //! Each version's interfaces have their own traits; `host/` implements them once, for every
 //! version, with `for_each_version!`.
 
-/// `agent:plugin@0.3.0`: 0.2.0 plus `llm.embed`.
+/// `agent:plugin@0.4.0`: 0.3.0 plus `meter`, the units of work a run did.
+pub mod v0_4_0 {
+    wasmtime::component::bindgen!({
+        path: "../wit/v0.4.0",
+        world: "command-plugin",
+        imports: { default: async | trappable },
+        exports: { default: async },
+        with: {
+            "wasi:http": wasmtime_wasi_http::p2::bindings::http,
+            "wasi:io": wasmtime_wasi::p2::bindings::io,
+            "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
+        },
+    });
+}
+
+/// `agent:plugin@0.3.0`, frozen: 0.2.0 plus `llm.embed`.
 pub mod v0_3_0 {
     wasmtime::component::bindgen!({
         path: "../wit/v0.3.0",
@@ -15,6 +30,7 @@ pub mod v0_3_0 {
         imports: { default: async | trappable },
         exports: { default: async },
         with: {
+            "agent:plugin/types": super::v0_4_0::agent::plugin::types,
             "wasi:http": wasmtime_wasi_http::p2::bindings::http,
             "wasi:io": wasmtime_wasi::p2::bindings::io,
             "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
@@ -30,7 +46,7 @@ pub mod v0_2_0 {
         imports: { default: async | trappable },
         exports: { default: async },
         with: {
-            "agent:plugin/types": super::v0_3_0::agent::plugin::types,
+            "agent:plugin/types": super::v0_4_0::agent::plugin::types,
             "wasi:http": wasmtime_wasi_http::p2::bindings::http,
             "wasi:io": wasmtime_wasi::p2::bindings::io,
             "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
@@ -46,15 +62,15 @@ pub mod v0_1_0 {
         imports: { default: async | trappable },
         exports: { default: async },
         with: {
-            "agent:plugin/types": super::v0_3_0::agent::plugin::types,
+            "agent:plugin/types": super::v0_4_0::agent::plugin::types,
         },
     });
 }
 
-pub use v0_3_0::agent::plugin::types;
+pub use v0_4_0::agent::plugin::types;
 
 /// The WIT package versions this host serves, newest first (see wit/README.md).
-pub const WIT_VERSIONS: &[&str] = &["0.3.0", "0.2.0", "0.1.0"];
+pub const WIT_VERSIONS: &[&str] = &["0.4.0", "0.3.0", "0.2.0", "0.1.0"];
 
 /// Expands `$imp!(version_module)` once per served version, so one body implements an
 /// interface for all of them (their records have the same fields, under different types).
@@ -63,6 +79,7 @@ macro_rules! for_each_version {
         $imp!(v0_1_0);
         $imp!(v0_2_0);
         $imp!(v0_3_0);
+        $imp!(v0_4_0);
     };
 }
 pub(crate) use for_each_version;

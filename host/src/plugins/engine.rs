@@ -14,7 +14,7 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
 
 use super::bindings::types::{CommandError, Invocation, Output, PluginManifest};
-use super::bindings::{v0_1_0, v0_2_0, v0_3_0};
+use super::bindings::{v0_1_0, v0_2_0, v0_3_0, v0_4_0};
 use super::loaded::Loaded;
 use super::state::HostState;
 
@@ -72,6 +72,7 @@ pub enum Pre {
     V0_1(v0_1_0::CommandPluginPre<HostState>),
     V0_2(v0_2_0::CommandPluginPre<HostState>),
     V0_3(v0_3_0::CommandPluginPre<HostState>),
+    V0_4(v0_4_0::CommandPluginPre<HostState>),
 }
 
 impl Pre {
@@ -80,6 +81,7 @@ impl Pre {
             "0.1.0" => Ok(Pre::V0_1(v0_1_0::CommandPluginPre::new(pre)?)),
             "0.2.0" => Ok(Pre::V0_2(v0_2_0::CommandPluginPre::new(pre)?)),
             "0.3.0" => Ok(Pre::V0_3(v0_3_0::CommandPluginPre::new(pre)?)),
+            "0.4.0" => Ok(Pre::V0_4(v0_4_0::CommandPluginPre::new(pre)?)),
             other => Err(wasmtime::Error::msg(format!(
                 "agent:plugin@{other} is not served by this host"
             ))),
@@ -91,6 +93,7 @@ impl Pre {
             Pre::V0_1(_) => "0.1.0",
             Pre::V0_2(_) => "0.2.0",
             Pre::V0_3(_) => "0.3.0",
+            Pre::V0_4(_) => "0.4.0",
         }
     }
 
@@ -113,6 +116,10 @@ impl Pre {
                 let plugin = pre.instantiate_async(&mut *store).await?;
                 plugin.agent_plugin_command().call_execute(store, invocation).await
             }
+            Pre::V0_4(pre) => {
+                let plugin = pre.instantiate_async(&mut *store).await?;
+                plugin.agent_plugin_command().call_execute(store, invocation).await
+            }
         }
     }
 
@@ -128,6 +135,10 @@ impl Pre {
                 plugin.agent_plugin_command().call_manifest(store).await
             }
             Pre::V0_3(pre) => {
+                let plugin = pre.instantiate_async(&mut *store).await?;
+                plugin.agent_plugin_command().call_manifest(store).await
+            }
+            Pre::V0_4(pre) => {
                 let plugin = pre.instantiate_async(&mut *store).await?;
                 plugin.agent_plugin_command().call_manifest(store).await
             }
@@ -324,6 +335,8 @@ impl ComponentCache {
             };
         }
         super::bindings::for_each_version!(add_agent_interfaces);
+        // Since 0.4.0: the units of work a run reports.
+        v0_4_0::agent::plugin::meter::add_to_linker::<_, HasSelf<HostState>>(&mut linker, |s| s)?;
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         std::fs::create_dir_all(dir)?;

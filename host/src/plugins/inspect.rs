@@ -128,7 +128,7 @@ pub(super) fn read_shape(bytes: &[u8], limit: usize) -> Result<Shape, InspectErr
         // wasi:http came with 0.2.0; a 0.1.0 component asking for it is half-built.
         if base.starts_with("wasi:http/") && wit_version == "0.1.0" {
             return fail(format!(
-                "the component imports {import} but targets agent:plugin@0.1.0; wasi:http is served to agent:plugin@0.2.0 and later components: build against wit/v0.3.0 (agent-plugin-sdk does)"
+                "the component imports {import} but targets agent:plugin@0.1.0; wasi:http is served to agent:plugin@0.2.0 and later components: build against wit/v0.4.0 (agent-plugin-sdk does)"
             ));
         }
     }

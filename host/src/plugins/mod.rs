@@ -5,7 +5,7 @@
 //!
 //! The parts, one job each: `sources` (where a component's bytes are), `engine` (compiling,
 //! the cache, linking), `inspect` (checking a component before it is kept), `guests` (the
-//! guests' own threads), `state` and `budget` (one run's context and memory), `host/` (the
+//! guests' own threads), `state` and `budget` (one run's context and memory), `meter` (the units a run reports), `host/` (the
 //! interfaces a guest imports), `run` (one run of `execute` and its log), `failure` (why a
 //! run gave no output); this file holds them together and asks components what they
 //! declare. What is kept of a component or a run is written by the services, not here.
@@ -19,6 +19,7 @@ mod guests;
 mod host;
 mod inspect;
 mod loaded;
+mod meter;
 mod run;
 pub mod slots;
 mod sources;
@@ -26,10 +27,11 @@ pub mod state;
 
 pub use bindings::types::{Capability, Invocation, Origin, Output, PluginManifest, ResponseFormat};
 /// The agent as built-in plugins see it (`agent-info`), in the newest version's records.
-pub use bindings::v0_3_0::agent::plugin::agent_info::{AgentProfile, CommandInfo};
+pub use bindings::v0_4_0::agent::plugin::agent_info::{AgentProfile, CommandInfo};
 pub use failure::{ExecError, Limit};
 pub use grants::{Grants, PluginKind};
 pub use inspect::{InspectError, Inspection, check_manifest, describe, manifest_from_json, manifest_json};
+pub use meter::Meter;
 pub use run::{Ran, Run, RunLog, outcome_label};
 pub use slots::{SlotPermit, Tenant};
 pub use sources::{ComponentRef, content_hash};

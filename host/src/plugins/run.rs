@@ -33,6 +33,9 @@ pub struct Run {
     /// The key-value store this run sees, within its agent's: the command's, named by the
     /// agent manifest, never by the component.
     pub kv_scope: String,
+    /// Counts the units of work the run reports, for its caller to charge (a command sold
+    /// by use); `None`: counted for the run alone.
+    pub meter: Option<super::Meter>,
 }
 
 /// How a run ended, and its log when the owner should see it.
@@ -141,6 +144,9 @@ impl PluginRuntime {
         );
         call.agent = run.agent;
         call.progress = run.progress;
+        if let Some(meter) = run.meter {
+            call.meter = meter;
+        }
         let mut store = self.new_store(call, timeout);
         let sliced = store.data().sliced.clone();
         let invocation = run.invocation;

@@ -104,6 +104,8 @@ pub struct CallContext {
     pub kept_log: Vec<LogLine>,
     pub kept_log_bytes: usize,
     pub llm_spent: LlmSpent,
+    /// The units of work the run reports (`meter.add`).
+    pub meter: super::Meter,
 }
 
 impl CallContext {
@@ -129,6 +131,7 @@ impl CallContext {
             kept_log: Vec::new(),
             kept_log_bytes: 0,
             llm_spent: LlmSpent::default(),
+            meter: super::Meter::new(),
         }
     }
 }

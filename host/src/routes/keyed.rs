@@ -257,6 +257,7 @@ async fn execute(
         channel: Channel::Api,
         paid_by: None,
         slot: None,
+        metered: None,
     };
     let result = match commands::execute(services, call).await? {
         CommandOutcome::Answered(answer) => ExecutedResult {

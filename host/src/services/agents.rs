@@ -108,7 +108,7 @@ async fn install_plugin(
     let Some(reference) = def.plugin.clone() else {
         return Ok(def);
     };
-    let (hash, plugin): (String, PluginManifest) = match manifest::uploaded_hash(&reference) {
+    let (hash, plugin, wit_version): (String, PluginManifest, String) = match manifest::uploaded_hash(&reference) {
         Some(hash) => {
             let not_uploaded = || {
                 ServiceError::Validation(format!(
@@ -124,7 +124,13 @@ async fn install_plugin(
                 .declared(&services.plugins.custom(hash))
                 .await
                 .map_err(|_| not_uploaded())?;
-            (hash.to_string(), (*declared).clone())
+            let wit_version = services
+                .store
+                .plugin_record(hash)
+                .await?
+                .map(|record| record.wit_version)
+                .unwrap_or_default();
+            (hash.to_string(), (*declared).clone(), wit_version)
         }
         None => {
             let bytes = std::fs::read(&reference).map_err(|e| {
@@ -138,9 +144,12 @@ async fn install_plugin(
                     }
                     super::plugins::InstallError::Other(e) => e,
                 })?;
-            (inspection.hash, inspection.manifest)
+            (inspection.hash, inspection.manifest, inspection.wit_version)
         }
     };
+    if def.by_use.is_some() {
+        sells_by_use(&def, &plugin, &wit_version)?;
+    }
     def.plugin = Some(hash);
     if def.parameters.is_empty() {
         def.parameters = plugin.parameters.into_iter().map(Into::into).collect();
@@ -153,6 +162,28 @@ async fn install_plugin(
     }
     def.long_running |= plugin.long_running;
     Ok(def)
+}
+
+/// A command sold by use is charged the units its plugin reports, before it answers: its
+/// component must be able to report them (`meter`, WIT 0.4.0 and later), and answer at once.
+fn sells_by_use(def: &CommandDef, plugin: &PluginManifest, wit_version: &str) -> Result<(), ServiceError> {
+    let name = &def.name;
+    let before_meter = ["0.1.0", "0.2.0", "0.3.0"];
+    let reports_units = !wit_version.is_empty() && !before_meter.contains(&wit_version);
+    if !reports_units {
+        return Err(ServiceError::Validation(format!(
+            "command '{name}': by_use charges the units its plugin reports through agent:plugin/meter, which came with \
+             WIT 0.4.0; this component targets agent:plugin@{wit_version}: build it against wit/v0.4.0 (agent-plugin-sdk \
+             does) and report units with meter::add"
+        )));
+    }
+    if plugin.long_running {
+        return Err(ServiceError::Validation(format!(
+            "command '{name}': by_use cannot sell a long-running plugin: its units are charged before it answers, \
+             within the payment's five minutes"
+        )));
+    }
+    Ok(())
 }
 
 /// Every agent (the operator's view), or one account's.

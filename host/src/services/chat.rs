@@ -379,6 +379,7 @@ async fn run_tool(services: &Services, agent: &Agent, offered: &[Command], call:
         channel: Channel::ChatTool,
         paid_by: None,
         slot: None,
+        metered: None,
     };
     match commands::execute(services, call).await {
         Ok(CommandOutcome::Answered(answer)) => (
@@ -537,6 +538,7 @@ mod tests {
                 long_running: false,
                 timeout_ms: None,
                 sign_in: None,
+                by_use: None,
             },
         };
         let spec = tool_spec(&command).unwrap();

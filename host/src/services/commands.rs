@@ -22,6 +22,15 @@ pub struct CommandCall<'a> {
     pub paid_by: Option<&'a str>,
     /// A plugin slot reserved for it before it was paid for (see `runs::reserve_slot`).
     pub slot: Option<crate::plugins::SlotPermit>,
+    /// Where its run counts the units it reports (sold by use), and how long it may take.
+    pub metered: Option<Metered>,
+}
+
+/// A run whose units are counted for its caller: for a run sold by use, its payer is charged
+/// them, and it must end while its payment can still be settled (`within`).
+pub struct Metered {
+    pub meter: crate::plugins::Meter,
+    pub within: Option<std::time::Duration>,
 }
 
 /// What running a command gave.
@@ -66,6 +75,12 @@ pub async fn execute(services: &Services, call: CommandCall<'_>) -> Result<Comma
     let channel = resolved.channel;
     let mut run = runs::prepare(services, resolved, None).await?;
     run.slot = call.slot;
+    if let Some(metered) = call.metered {
+        run.meter = Some(metered.meter);
+        if let Some(within) = metered.within {
+            run.timeout = Some(run.timeout.map_or(within, |t| t.min(within)));
+        }
+    }
     let output = runs::execute(services, run, channel)
         .await
         .map_err(|e| runs::exec_error(&command.def.name, e))?;

@@ -70,14 +70,27 @@ pub async fn install(services: &Services, setup: &LocalSetup) -> Result<LocalPlu
 pub async fn run(
     services: &Services,
     plugin: &LocalPlugin,
-    mut parameters: Map<String, Value>,
+    parameters: Map<String, Value>,
 ) -> Result<Answer, ServiceError> {
+    run_metered(services, plugin, parameters)
+        .await
+        .map(|(answer, _)| answer)
+}
+
+/// [`run`], with the units of work the run reported (`meter.add`): what a payer would be
+/// charged for, were the command sold by use.
+pub async fn run_metered(
+    services: &Services,
+    plugin: &LocalPlugin,
+    mut parameters: Map<String, Value>,
+) -> Result<(Answer, u64), ServiceError> {
     for spec in &plugin.command.def.parameters {
         if let Some(Value::String(text)) = parameters.get(&spec.name) {
             let value = params::from_text(spec, text).map_err(ServiceError::Validation)?;
             parameters.insert(spec.name.clone(), value);
         }
     }
+    let meter = crate::plugins::Meter::new();
     let call = CommandCall {
         agent: &plugin.agent,
         command: &plugin.command,
@@ -86,9 +99,13 @@ pub async fn run(
         channel: Channel::Cli,
         paid_by: None,
         slot: None,
+        metered: Some(commands::Metered {
+            meter: meter.clone(),
+            within: None,
+        }),
     };
     match commands::execute(services, call).await? {
-        CommandOutcome::Answered(answer) => Ok(answer),
+        CommandOutcome::Answered(answer) => Ok((answer, meter.units())),
         // The local manifest never declares a long-running command.
         CommandOutcome::Queued { job_id } => Err(ServiceError::Execution(format!(
             "the command was queued as job {job_id}; a local run answers at once"

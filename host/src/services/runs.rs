@@ -221,6 +221,7 @@ pub async fn prepare(
         // component cannot claim a store by giving itself the same name.
         kv_scope: format!("command:{}", command.def.name),
         slot: None,
+        meter: None,
     })
 }
 

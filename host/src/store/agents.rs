@@ -4,7 +4,8 @@ use std::sync::Arc;
 use super::cache::AgentWithCommands;
 use super::{Store, StoreError, json_column, to_json};
 use crate::domain::{
-    Agent, AgentDef, Command, CommandConfig, CommandDef, HandlerType, ResponseFormat, SignInTerms, X402Settings,
+    Agent, AgentDef, Command, CommandConfig, CommandDef, HandlerType, ResponseFormat, SignInTerms, UnitRates,
+    X402Settings,
 };
 use crate::money::MicroUsdc;
 
@@ -67,7 +68,7 @@ fn agent_from_row(row: &Row) -> Result<Agent, StoreError> {
 }
 
 const COMMAND_COLUMNS: &str = "id, agent_id, name, description, handler_type, parameters, response_format, \
-     enabled, integrations, price, config, plugin, allowed_hosts, long_running, timeout_ms, allow_llm, sign_in";
+     enabled, integrations, price, config, plugin, allowed_hosts, long_running, timeout_ms, allow_llm, sign_in, by_use";
 
 fn command_from_row(row: &Row) -> Result<Command, StoreError> {
     let handler: String = row.get(4)?;
@@ -95,6 +96,10 @@ fn command_from_row(row: &Row) -> Result<Command, StoreError> {
             sign_in: row
                 .get::<Option<String>>(16)?
                 .map(|terms| json_column::<SignInTerms>(&terms, "command sign_in"))
+                .transpose()?,
+            by_use: row
+                .get::<Option<String>>(17)?
+                .map(|rates| json_column::<UnitRates>(&rates, "command by_use"))
                 .transpose()?,
         },
     })
@@ -227,12 +232,12 @@ impl Store {
                 db.execute(
                     "INSERT INTO commands (id, agent_id, name, position, description, handler_type, parameters,
                         response_format, enabled, integrations, price, config, plugin, allowed_hosts,
-                        long_running, timeout_ms, allow_llm, sign_in, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?18, ?19, ?17, ?17)
+                        long_running, timeout_ms, allow_llm, sign_in, by_use, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?18, ?19, ?20, ?17, ?17)
                      ON CONFLICT (id) DO UPDATE SET position = ?4, description = ?5, handler_type = ?6,
                         parameters = ?7, response_format = ?8, enabled = ?9, integrations = ?10, price = ?11,
                         config = ?12, plugin = ?13, allowed_hosts = ?14, long_running = ?15, timeout_ms = ?16,
-                        allow_llm = ?18, sign_in = ?19, updated_at = ?17",
+                        allow_llm = ?18, sign_in = ?19, by_use = ?20, updated_at = ?17",
                     args![
                         &id,
                         &agent_id,
@@ -252,7 +257,8 @@ impl Store {
                         cmd.timeout_ms.map(|t| t as i64),
                         now,
                         cmd.allow_llm,
-                        cmd.sign_in.as_ref().map(to_json)
+                        cmd.sign_in.as_ref().map(to_json),
+                        cmd.by_use.as_ref().map(to_json)
                     ],
                 )?;
                 command_ids.push((cmd.name.clone(), id));

@@ -40,6 +40,12 @@ function amount(p) {
   return h("span", {}, usdc(p.receipt.amountPaidMicroUsdc), ` by use, of at most ${usdcText(p.byUse.maxAmountMicroUsdc)}`);
 }
 
+/** What a payment by use measured: a command's units, or a message's tokens. */
+function used(byUse) {
+  if (byUse.units !== undefined) return `${byUse.units} units`;
+  return `${byUse.inputTokens} input and ${byUse.outputTokens} output tokens`;
+}
+
 function receipt(p) {
   const r = p.receipt;
   return h("details", { class: "receipt" },
@@ -47,7 +53,7 @@ function receipt(p) {
     h("dl", {},
       h("dt", {}, "Paid"), h("dd", {}, usdc(r.amountPaidMicroUsdc)),
       p.byUse
-        ? [h("dt", {}, "Used"), h("dd", {}, `${p.byUse.inputTokens} input and ${p.byUse.outputTokens} output tokens`)]
+        ? [h("dt", {}, "Used"), h("dd", {}, used(p.byUse))]
         : null,
       h("dt", {}, "Payer"), h("dd", {}, h("code", {}, r.payer)),
       h("dt", {}, "Paid to"), h("dd", {}, h("code", {}, r.payTo)),

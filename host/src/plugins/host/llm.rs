@@ -138,3 +138,9 @@ llm_host!(
         Ok(self.llm_embed(texts).await)
     }
 );
+llm_host!(
+    v0_4_0,
+    async fn embed(&mut self, texts: Vec<String>) -> wasmtime::Result<Result<Vec<Vec<f32>>, String>> {
+        Ok(self.llm_embed(texts).await)
+    }
+);

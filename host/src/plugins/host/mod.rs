@@ -6,6 +6,7 @@ mod http;
 mod kv;
 mod llm;
 mod log;
+mod meter;
 mod progress;
 
 mod wasi_http;

@@ -545,8 +545,8 @@ pub fn receipt(settled: &Settled) -> Value {
         "payer": settled.payer,
         "payTo": settled.pay_to,
     });
-    if let Some(by_use) = settled.by_use {
-        receipt["byUse"] = crate::views::by_use(by_use.max, by_use.used);
+    if let Some(by_use) = &settled.by_use {
+        receipt["byUse"] = crate::views::by_use(by_use.max, by_use.used, by_use.command);
     }
     receipt
 }

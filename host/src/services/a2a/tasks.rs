@@ -377,6 +377,7 @@ pub async fn run(services: &Services, desk: &Desk, begun: Begun, events: Option<
                 channel: Channel::A2a,
                 paid_by: None,
                 slot: None,
+                metered: None,
             };
             commands::execute(services, call).await
         }

@@ -453,6 +453,7 @@ async fn run_command(services: &Services, agent: &Agent, name: &str, text: &str)
         channel: crate::services::usage::Channel::Chatapp,
         paid_by: None,
         slot: None,
+        metered: None,
     };
     match commands::execute(services, call).await {
         Ok(CommandOutcome::Queued { job_id }) => await_job(services, &job_id).await,

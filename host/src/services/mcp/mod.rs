@@ -276,6 +276,7 @@ async fn run_free(
                 channel: Channel::Mcp,
                 paid_by: None,
                 slot: None,
+                metered: None,
             };
             commands::execute(services, call).await
         }

@@ -36,6 +36,16 @@ pub async fn identify(
     attempt.authenticate(services).await?;
     let payer = attempt.payer();
     // Its identity is what the payer signed: nothing the agent's wallet adds changes it.
+    known(services, payment, payer, &attempt.identity()).await
+}
+
+/// Whether the payment of `payer`, under its payment id or as `identity`, was made before.
+pub(super) async fn known(
+    services: &Services,
+    payment: &Payment,
+    payer: String,
+    identity: &str,
+) -> Result<Known, ServiceError> {
     let store = &services.store;
     let earlier = match payment_identifier::read(&payment.extensions).map_err(refusal)? {
         Some(reference) => store.earlier_payment_by_ref(&payer, &reference).await?,
@@ -43,7 +53,7 @@ pub async fn identify(
     };
     let earlier = match earlier {
         Some(earlier) => Some(earlier),
-        None => store.earlier_payment_by_identity(&attempt.identity()).await?,
+        None => store.earlier_payment_by_identity(identity).await?,
     };
     // Only a payment that bought something (or is being settled) is answered again; one
     // that took nothing frees its id for a new payment, which is no retry.

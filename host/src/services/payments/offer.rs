@@ -8,7 +8,7 @@
 use serde_json::{Map, Value};
 
 use super::X402Error;
-use crate::domain::{Agent, Command, Integration, Network};
+use crate::domain::{Agent, Command, Integration, Network, Rates};
 use crate::money::MicroUsdc;
 use crate::services::{ServiceError, Services, agents, wallets};
 use crate::store::AgentWithCommands;
@@ -279,7 +279,14 @@ impl Offer {
     pub fn description(&self, command: Option<&Command>) -> String {
         let name = &self.agent.def.name;
         match command {
-            Some(c) => format!("Run /{} of {name}", c.def.name),
+            Some(c) => match &c.def.by_use {
+                // What a unit costs is told here: the requirement holds only the maximum.
+                Some(rates) => format!(
+                    "Run /{} of {name} (by use: {} USDC per {}, at most {} USDC)",
+                    c.def.name, rates.per_unit, rates.unit, rates.max
+                ),
+                None => format!("Run /{} of {name}", c.def.name),
+            },
             None => format!("A message to {name}, or one of its commands"),
         }
     }
@@ -325,12 +332,21 @@ impl Offer {
         })
     }
 
-    /// The v2 `upto` requirement for a message priced by use (`[x402.chat_by_use]`): its
+    /// How a request is priced by use, when it is: a message (`None`) by its tokens
+    /// (`[x402.chat_by_use]`), a command by the units its plugin reports (its `by_use`).
+    pub fn rates_by_use(&self, command: Option<&Command>) -> Option<Rates> {
+        match command {
+            None => self.agent.def.x402.chat_by_use.map(Rates::Chat),
+            Some(command) => command.def.by_use.clone().map(Rates::Units),
+        }
+    }
+
+    /// The v2 `upto` requirement for a request priced by use ([`Offer::rates_by_use`]): its
     /// maximum, and the agent's wallet as the one address that may settle it (it calls the
-    /// proxy with the amount owed). Offered on Base, for a message, settled by the agent's
-    /// own wallet; `None` elsewhere.
+    /// proxy with the amount owed). Offered on Base, settled by the agent's own wallet;
+    /// `None` elsewhere.
     pub fn requirement_upto(&self, services: &Services, command: Option<&Command>) -> Option<RequirementsV2> {
-        let rates = self.agent.def.x402.chat_by_use.filter(|_| command.is_none())?;
+        let rates = self.rates_by_use(command)?;
         if self.network != Network::Base || services.facilitators.of(Network::Base).is_some() {
             return None;
         }
@@ -339,7 +355,7 @@ impl Offer {
         Some(RequirementsV2 {
             scheme: crate::x402::upto::SCHEME.into(),
             network: self.network_id.clone()?,
-            amount: rates.max.0.to_string(),
+            amount: rates.max().0.to_string(),
             asset: services.chains.get(self.network).usdc_asset().into(),
             pay_to: self.pay_to.clone(),
             max_timeout_seconds: UPTO_MAX_TIMEOUT_SECONDS,

@@ -159,6 +159,7 @@ fn settled_of(record: &PaymentRecord) -> Result<Settled, ServiceError> {
         by_use: record.max_amount.map(|max| super::settled::ByUse {
             max,
             used: record.used.unwrap_or_default(),
+            command: record.command.is_some(),
         }),
     })
 }

@@ -34,6 +34,8 @@ pub struct Settled {
 pub struct ByUse {
     pub max: MicroUsdc,
     pub used: crate::domain::Used,
+    /// A command's units were charged (a message's tokens otherwise).
+    pub command: bool,
 }
 
 impl Settled {

@@ -1,4 +1,4 @@
-//! x402 `upto` on Base: a message paid for by use. The payer signs a Permit2 witness
+//! x402 `upto` on Base: a message or a command paid for by use. The payer signs a Permit2 witness
 //! transfer of up to a maximum; it is checked (locally, then on chain: unused, approved,
 //! covered, and simulated) and recorded `verified` at that maximum before any work is done
 //! ([`hold`]). The work runs while the payment is held. Then what the work used is charged
@@ -20,7 +20,7 @@ use super::{
 };
 use crate::chains::base::{PermitAuthorization, parse_address};
 use crate::chains::{ChainError, Landing};
-use crate::domain::{ChatRates, Network, Used};
+use crate::domain::{Network, Rates, Used};
 use crate::money::MicroUsdc;
 use crate::services::locks::KeyGuard;
 use crate::services::{ServiceError, Services, wallets};
@@ -58,13 +58,23 @@ pub struct Held {
     payer: String,
     identity: String,
     client: Option<String>,
-    rates: ChatRates,
+    rates: Rates,
     auth: PermitAuthorization,
     recorded_secs: u64,
     claim: KeyGuard<String>,
     _payer_turn: KeyGuard<(Network, String)>,
     /// The tokens of the chat's first round, taken from its owner's budget.
     pub prepaid_tokens: u32,
+    /// The plugin slot reserved for a command's run.
+    pub slot: Option<crate::plugins::SlotPermit>,
+}
+
+/// An `upto` payment that passed its checks: whose, and on what terms.
+struct Checked {
+    auth: PermitAuthorization,
+    payer: String,
+    identity: String,
+    rates: Rates,
 }
 
 /// `base-upto:<payer lowercase>:<nonce>`: a Permit2 authorization is usable once per payer
@@ -77,31 +87,33 @@ fn now_secs() -> u64 {
     crate::clock::now_ms() as u64 / 1000
 }
 
-/// Checks `payment` (an x402 v2 `upto` payment for a message priced by use), and records
-/// it held at its maximum with the payer's turn taken, after `reserve` took what the work
-/// needs. Nothing is signed or sent.
-pub async fn hold(
+/// Checks `payment` (an x402 v2 `upto` payment for the message or command priced by use
+/// that `purchase` names) on what it says and who signed it; nothing on chain but a
+/// smart wallet's own check of its signature.
+async fn check(
     services: &Services,
     offer: &Offer,
     payment: &Payment,
-    purchase: Purchase<'_>,
-    reserve: Reserve<'_>,
-) -> Result<Hold, ServiceError> {
+    purchase: &Purchase<'_>,
+) -> Result<Checked, ServiceError> {
     let not_offered = || refused("unsupported_scheme", "'upto' is not offered for this request");
-    let rates = offer.agent.def.x402.chat_by_use.ok_or_else(not_offered)?;
-    let offered = offer.requirement_upto(services, None).ok_or_else(not_offered)?;
+    let command = match purchase.command {
+        Some(name) => Some(offer.command(name).ok_or_else(not_offered)?),
+        None => None,
+    };
+    let rates = offer.rates_by_use(command).ok_or_else(not_offered)?;
+    let offered = offer.requirement_upto(services, command).ok_or_else(not_offered)?;
     let accepted = payment.accepted.as_ref().ok_or_else(not_offered)?;
     accepted.must_match(&offered).map_err(refusal)?;
     wire::echoes_offered_extensions(&payment.extensions, purchase.extensions).map_err(refusal)?;
 
     let base = &services.chains.base;
-    let network = Network::Base;
     let pay_to = parse_address(&offer.pay_to).map_err(|e| refused("invalid_payment", e))?;
     let mut auth = upto::decode(&payment.payload).map_err(refusal)?;
     let now = now_secs();
     let expected = upto::Expected {
         pay_to,
-        max: rates.max,
+        max: rates.max(),
         usdc: base.usdc(),
         chain_id: base.chain_id(),
         facilitator: pay_to,
@@ -114,7 +126,44 @@ pub async fn hold(
     }
     let payer = auth.from.to_checksum(None);
     let identity = identity_of(&auth);
+    Ok(Checked {
+        auth,
+        payer,
+        identity,
+        rates,
+    })
+}
 
+/// Who pays with `payment` and whether it is a retry, for a paid command's breaker: it is
+/// checked as [`hold`] checks it first; nothing is recorded.
+pub async fn identify(
+    services: &Services,
+    offer: &Offer,
+    payment: &Payment,
+    purchase: &Purchase<'_>,
+) -> Result<super::identify::Known, ServiceError> {
+    let checked = check(services, offer, payment, purchase).await?;
+    super::identify::known(services, payment, checked.payer, &checked.identity).await
+}
+
+/// Checks `payment` (an x402 v2 `upto` payment for the message or command priced by use
+/// that `purchase` names), and records it held at its maximum with the payer's turn taken,
+/// after `reserve` took what the work needs. Nothing is signed or sent.
+pub async fn hold(
+    services: &Services,
+    offer: &Offer,
+    payment: &Payment,
+    purchase: Purchase<'_>,
+    reserve: Reserve<'_>,
+) -> Result<Hold, ServiceError> {
+    let Checked {
+        auth,
+        payer,
+        identity,
+        rates,
+    } = check(services, offer, payment, &purchase).await?;
+    let network = Network::Base;
+    let base = &services.chains.base;
     let payment_ref = payment_identifier::read(&payment.extensions).map_err(refusal)?;
     if let Some(reference) = &payment_ref
         && let Some(earlier) = services.store.earlier_payment_by_ref(&payer, reference).await?
@@ -145,13 +194,13 @@ pub async fn hold(
     }
     // Again with the turn: the payer's payment before this one may have just cost the agent.
     guard::not_cooling_off(services, network, &payer).await?;
-    check_on_chain(services, &auth, rates.max).await?;
+    check_on_chain(services, &auth, rates.max()).await?;
     // The settlement of the whole maximum, signed now as it would be after the work and
     // thrown away: what the agent's wallet cannot settle (no ETH for gas, fees over their
     // caps) is refused before the work, not after it.
     let wallet = wallets::wallet(services, &offer.agent.id, network).await?;
     let key = wallets::open_key(services, &wallet)?;
-    match base.sign_upto_settlement(&key, &auth, U256::from(rates.max.0)).await {
+    match base.sign_upto_settlement(&key, &auth, U256::from(rates.max().0)).await {
         Ok(_) => {}
         Err(ChainError::Refused(reason)) => {
             return Err(refused(
@@ -162,9 +211,9 @@ pub async fn hold(
         Err(other) => return Err(chain_unavailable(network, other)),
     }
     drop(key);
-    let prepaid_tokens = match reserve.await? {
-        Reserved::ChatTokens(tokens) => tokens,
-        Reserved::Slot(_) => 0,
+    let (prepaid_tokens, slot) = match reserve.await? {
+        Reserved::ChatTokens(tokens) => (tokens, None),
+        Reserved::Slot(slot) => (0, Some(slot)),
     };
     let payment_id = format!("pay_{}", crate::random::hex_token(12));
     let claim = services.payment_locks.claims.lock(payment_id.clone()).await?;
@@ -175,8 +224,8 @@ pub async fn hold(
         network,
         payer: payer.clone(),
         pay_to: offer.pay_to.clone(),
-        amount: rates.max,
-        command: None,
+        amount: rates.max(),
+        command: purchase.command.map(str::to_string),
         request: purchase.request.to_string(),
         transaction: None,
         raw_tx: None,
@@ -202,10 +251,11 @@ pub async fn hold(
         client: purchase.client.map(str::to_string),
         rates,
         auth,
-        recorded_secs: now,
+        recorded_secs: now_secs(),
         claim,
         _payer_turn: payer_turn,
         prepaid_tokens,
+        slot,
     })))
 }
 
@@ -265,6 +315,11 @@ async fn check_on_chain(services: &Services, auth: &PermitAuthorization, max: Mi
 impl Held {
     pub fn payment_id(&self) -> &str {
         &self.payment_id
+    }
+
+    /// Who signed the authorization.
+    pub fn payer(&self) -> &str {
+        &self.payer
     }
 
     /// How long the work may still run, leaving the settlement time to land before the
@@ -414,8 +469,9 @@ impl Held {
             slot: None,
             prepaid_tokens: self.prepaid_tokens,
             by_use: Some(ByUse {
-                max: self.rates.max,
+                max: self.rates.max(),
                 used,
+                command: matches!(self.rates, Rates::Units(_)),
             }),
         }
     }

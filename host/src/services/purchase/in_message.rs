@@ -41,18 +41,19 @@ pub fn payment_required(services: &Services, sold: &Sold<'_>, error: String) -> 
         x402_version: 2,
         error: Some(error),
         resource: sold.resource.clone(),
-        // A chat priced by use is also offered by use (`upto`), after its fixed price.
+        // What is priced by use is also offered by use (`upto`), after its fixed price.
         accepts: sold
             .offers
             .iter()
             .flat_map(|o| {
+                let command = sold.command.and_then(|name| o.command(name));
                 [
                     o.requirement_v2(services, sold.price),
-                    o.requirement_upto(services, None),
+                    o.requirement_upto(services, command)
+                        .filter(|_| sold.command.is_none() || command.is_some()),
                 ]
             })
             .flatten()
-            .filter(|requirement| sold.command.is_none() || requirement.scheme == wire::SCHEME)
             .collect(),
         extensions: sold.extensions.clone(),
     }

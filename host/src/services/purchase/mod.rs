@@ -262,21 +262,14 @@ async fn buy_on(
         (None, None) => Map::new(),
     };
     if payment.is_upto() {
-        let Ordered::Message(message) = ordered else {
-            return Err(X402Error::Refused(crate::x402::PaymentError::new(
-                "unsupported_scheme",
-                "'upto' pays for a message priced by use; a command is paid with 'exact'",
-            ))
-            .into());
-        };
         let purchase = Purchase {
-            price: offer.agent.def.x402.chat_by_use.map_or(price, |rates| rates.max),
-            command: None,
+            price: offer.rates_by_use(command).map_or(price, |rates| rates.max()),
+            command: command.map(|c| c.def.name.as_str()),
             request: &request,
             client,
             extensions: &extensions,
         };
-        return by_use::buy(services, offer, *message, payment, purchase).await;
+        return by_use::buy(services, offer, ordered, payment, purchase, had_breaker).await;
     }
     // What the work needs is taken before the payment: a plugin slot for a command that
     // answers now (reserved by the settlement once the payment passed its checks and is no
@@ -316,15 +309,7 @@ async fn buy_on(
     let mut trial = None;
     if let Some(command) = command.filter(|_| had_breaker) {
         let known = payments::identify(services, rails, offer, payment, purchase.price).await?;
-        let rules = breaker::Rules::of(&services.settings.x402);
-        match breaker::admit(&services.store, rules, &offer.agent.id, &command.def.name, &known.payer).await? {
-            (breaker::Admission::Trial, at) => trial = Some(at),
-            (admission, _) => {
-                if let Some(refusal) = admission.refusal(&command.def.name).filter(|_| !known.made_before) {
-                    return Err(refusal);
-                }
-            }
-        }
+        trial = admit(services, offer, command, known).await?;
     }
     let started = std::time::Instant::now();
     let measured = Measured {
@@ -376,6 +361,25 @@ async fn buy_on(
     Ok(Sale { settled, outcome })
 }
 
+/// Lets a known payer's call through the command's breaker, or refuses it (a retry of a
+/// payment made before is let through to what it bought). `Some(at)`: the call is the
+/// half-open breaker's one trial, whose outcome must be told (or the trial released).
+async fn admit(
+    services: &Services,
+    offer: &Offer,
+    command: &Command,
+    known: payments::Known,
+) -> Result<Option<i64>, ServiceError> {
+    let rules = breaker::Rules::of(&services.settings.x402);
+    match breaker::admit(&services.store, rules, &offer.agent.id, &command.def.name, &known.payer).await? {
+        (breaker::Admission::Trial, at) => Ok(Some(at)),
+        (admission, _) => match admission.refusal(&command.def.name).filter(|_| !known.made_before) {
+            Some(refusal) => Err(refusal),
+            None => Ok(None),
+        },
+    }
+}
+
 /// A wallet that signed in (x402's sign-in-with-x) uses the quoted command without paying.
 /// In order: the sign-in is verified (nothing held meanwhile), the wallet's rate limit as a
 /// payer's, a plugin slot reserved (a busy agent turns it away before it uses anything),
@@ -416,6 +420,7 @@ pub async fn redeem(
         channel: Channel::X402,
         paid_by: None,
         slot,
+        metered: None,
     };
     let outcome = match commands::execute(services, call).await {
         Ok(CommandOutcome::Answered(answer)) => SaleOutcome::Answered(answer),
@@ -509,6 +514,7 @@ async fn work(
                 channel: Channel::X402,
                 paid_by: Some(&settled.payment_id),
                 slot,
+                metered: None,
             };
             commands::execute(services, call).await
         }

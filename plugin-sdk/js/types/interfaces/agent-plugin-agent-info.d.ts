@@ -1,8 +1,8 @@
 /// <reference path="./agent-plugin-types.d.ts" />
-declare module 'agent:plugin/agent-info@0.3.0' {
+declare module 'agent:plugin/agent-info@0.4.0' {
   export function profile(): AgentProfile;
   export function commands(): Array<CommandInfo>;
-  export type ParamSpec = import('agent:plugin/types@0.3.0').ParamSpec;
+  export type ParamSpec = import('agent:plugin/types@0.4.0').ParamSpec;
   export interface AgentProfile {
     id: string,
     username: string,

@@ -1,4 +1,4 @@
-declare module 'agent:plugin/http@0.3.0' {
+declare module 'agent:plugin/http@0.4.0' {
   export function fetch(request: Request): Response;
   export interface Request {
     method: string,

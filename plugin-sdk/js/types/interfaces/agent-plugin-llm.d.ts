@@ -1,4 +1,4 @@
-declare module 'agent:plugin/llm@0.3.0' {
+declare module 'agent:plugin/llm@0.4.0' {
   export function complete(request: CompletionRequest): string;
   /**
    * The texts as vectors of the host's embedding model (all-MiniLM-L6-v2 by default: 384

@@ -1,4 +1,4 @@
-declare module 'agent:plugin/log@0.3.0' {
+declare module 'agent:plugin/log@0.4.0' {
   export function log(level: Level, message: string): void;
   /**
    * # Variants

@@ -1,3 +1,3 @@
-declare module 'agent:plugin/progress@0.3.0' {
+declare module 'agent:plugin/progress@0.4.0' {
   export function report(percent: number, message: string | undefined): void;
 }

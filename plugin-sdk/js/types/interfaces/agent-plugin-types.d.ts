@@ -1,4 +1,4 @@
-declare module 'agent:plugin/types@0.3.0' {
+declare module 'agent:plugin/types@0.4.0' {
   /**
    * The kinds of value a command parameter takes (`file` is declared but unsupported).
    * # Variants

@@ -3,7 +3,8 @@
 
 use agent_plugin_sdk::http::Request;
 use agent_plugin_sdk::{
-    Capability, Error, Invocation, Manifest, Output, Param, ParamType, Plugin, Result, json, kv, llm, log, progress,
+    Capability, Error, Invocation, Manifest, Output, Param, ParamType, Plugin, Result, json, kv, llm, log, meter,
+    progress,
 };
 
 mod hoard;
@@ -145,6 +146,23 @@ impl Plugin for Probe {
                 Ok(Output::text(
                     json!({ "dimensions": vectors[0].len(), "cosines": cosines }).to_string(),
                 ))
+            }
+            // Reports `n` units of work, one at a time, then answers, fails, refuses the
+            // input or runs out of time (a command sold by use is charged only the first and
+            // the third).
+            "meter" | "meter_then_fail" | "meter_then_refuse" | "meter_then_loop" => {
+                let mut total = 0;
+                for _ in 0..call.opt_param::<u64>("n")?.unwrap_or(0) {
+                    total = meter::add(1);
+                }
+                match mode.as_str() {
+                    "meter_then_fail" => Err(Error::failed(format!("failed after {total} units"))),
+                    "meter_then_refuse" => Err(Error::invalid(format!("refused after {total} units"))),
+                    "meter_then_loop" => loop {
+                        std::hint::black_box(total);
+                    },
+                    _ => Ok(Output::text(format!("worked {total} units"))),
+                }
             }
             other => Err(Error::invalid(format!("unknown mode {other}"))),
         }
