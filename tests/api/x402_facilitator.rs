@@ -11,7 +11,7 @@ use axum::routing::post;
 use serde_json::{Value, json};
 
 use crate::support::chains::LocalBase;
-use crate::support::facilitator::RefFacilitator;
+use crate::support::facilitator::{RefFacilitator, fronted};
 use crate::support::payers::{Payer, X402Client, pay_with};
 use crate::support::x402::*;
 use crate::support::*;
@@ -333,49 +333,6 @@ async fn a_settlement_the_facilitator_did_not_confirm_is_found_on_chain_and_refu
     server.after_a_full_recovery_pass().await;
     assert_eq!(chain.usdc_of(&payer_address).await, 1_000_000, "refunded, once");
     assert_eq!(chain.usdc_of(&wallet).await, 0);
-}
-
-/// In front of the reference facilitator at `upstream`: `/supported` and `/verify` pass
-/// through. `/settle` either passes through and is answered "not confirmed" whatever
-/// happened (`claim` = `None`), or never reaches it and is answered with a settlement
-/// `claim` names that the facilitator never made.
-async fn fronted(upstream: &str, claim: Option<String>) -> FakeServer {
-    let pass = |upstream: String, path: &'static str| {
-        move |body: Option<axum::Json<Value>>| {
-            let upstream = upstream.clone();
-            async move {
-                let url = format!("{upstream}/{path}");
-                let request = match body {
-                    Some(axum::Json(body)) => client().post(url).json(&body),
-                    None => client().get(url),
-                };
-                axum::Json(request.send().await.unwrap().json::<Value>().await.unwrap())
-            }
-        }
-    };
-    let forward = pass(upstream.to_string(), "settle");
-    let settle = move |body: axum::Json<Value>| {
-        let (claim, forward) = (claim.clone(), forward.clone());
-        async move {
-            match claim {
-                Some(claimed) => axum::Json(json!({ "success": true, "transaction": claimed, "network": "solana" })),
-                None => {
-                    let _settled_anyway = forward(Some(body)).await;
-                    axum::Json(json!({ "success": false, "errorReason": "confirmation_timeout", "transaction": "" }))
-                }
-            }
-        }
-    };
-    FakeServer::start(
-        axum::Router::new()
-            .route(
-                "/supported",
-                axum::routing::get(pass(upstream.to_string(), "supported")),
-            )
-            .route("/verify", post(pass(upstream.to_string(), "verify")))
-            .route("/settle", post(settle)),
-    )
-    .await
 }
 
 /// `signer` sends `instructions` on the local Solana chain, paying the fee; its signature

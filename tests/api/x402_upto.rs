@@ -16,6 +16,7 @@ use agent_host::chains::base::{PermitAuthorization, UPTO_PROXY};
 use agent_host::chains::smart_wallets::PayerSignature;
 
 use crate::support::chains::LocalBase;
+use crate::support::facilitator::{RefFacilitator, fronted};
 use crate::support::fake_llm::{Policy, fake_openai, refusal, text_with_usage};
 use crate::support::mcp::sdk_client;
 use crate::support::payers::{Payer, network_id, pay_by_use};
@@ -633,7 +634,7 @@ command = "pages"
 description = "Reads pages"
 handler_type = "custom"
 plugin = "{}"
-integrations = ["x402", "mcp"]
+integrations = ["x402", "mcp", "a2a"]
 price_usd = 0.02
 timeout_ms = 2000
 by_use = {{ per_unit_usd = 0.0025, unit = "page", max_usd = 0.05 }}
@@ -705,7 +706,8 @@ async fn a_command_sold_by_use_is_charged_for_the_units_its_plugin_reports() {
 
 #[tokio::test]
 async fn a_command_that_fails_is_charged_nothing_whatever_it_reported() {
-    let shop = pages_shop().await;
+    // The payer pays again at once after each failure (its cool-off has a test of its own).
+    let shop = pages_shop_in(TestEnv::new().with_env("AGENT_HOST_X402_REFUND_COOLOFF_SECS", "0")).await;
     let url = shop.server.url("/x402/base/seller");
     let (payer, address) = approved_payer(&shop.chain).await;
 
@@ -827,4 +829,274 @@ async fn a_command_sold_by_use_that_keeps_failing_is_paused_before_anything_is_h
     assert!(paused.text.contains("/pages is paused"), "{}", paused.text);
     assert_eq!(payments(&shop.env).len(), 2, "nothing was held for Carol");
     assert_eq!(shop.chain.usdc_of(&carols).await, 1_000_000);
+}
+
+/// A seller pricing its messages (`[x402.chat_by_use]`) and `pages` by use, settling
+/// through `front` (the reference facilitator, or something in front of it); its wallet
+/// holds no gas.
+async fn facilitated_shop(chain: LocalBase, front: &str, extra: &[(&str, &str)]) -> Shop {
+    chain.deploy_permit2().await;
+    let policy: Policy = Arc::new(move |_, _| answered());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let llm = fake_openai(policy, seen.clone()).await;
+    let mut env = TestEnv::new()
+        .with_envs(chain.env())
+        .with_env("AGENT_HOST_X402_BASE_FACILITATOR_URL", front)
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "fake-model");
+    for (name, value) in extra {
+        env = env.with_env(name, value);
+    }
+    env.create_account("acme", "free");
+    env.apply_agent(
+        &format!("{}{BY_USE}{}", paid_manifest("seller"), pages_manifest()),
+        "acme",
+    );
+    let wallet = env.create_wallet("seller", "base");
+    Shop {
+        server: env.serve(),
+        chain,
+        env,
+        wallet,
+        seen,
+        _llm: Some(llm),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_reference_facilitator_settles_what_was_used_and_the_agent_pays_no_gas() {
+    let chain = LocalBase::start().await;
+    let facilitator = RefFacilitator::start(&chain, None).await;
+    let settler = facilitator.evm.clone().unwrap();
+    let shop = facilitated_shop(chain, &facilitator.url, &[]).await;
+    let url = shop.server.url("/x402/base/seller");
+
+    // The payer's witness must name the facilitator's settling address, as its /supported says.
+    let offered = payment_required(&get(&url, None).await);
+    assert_eq!(offered["accepts"][1]["scheme"], "upto", "{offered}");
+    assert_eq!(
+        offered["accepts"][1]["extra"]["facilitatorAddress"]
+            .as_str()
+            .unwrap()
+            .to_lowercase(),
+        settler.to_lowercase()
+    );
+
+    let (payer, address) = approved_payer(&shop.chain).await;
+    let chat = pay_by_use(&payer, &url, &json!({ "message": "Will it rain?" })).await;
+    assert_eq!(chat.status, 200, "{}", chat.body);
+    assert_eq!(chat.body["receipt"]["amountPaidMicroUsdc"], CHARGE, "{}", chat.body);
+    let pages = pay_by_use(&payer, &url, &json!({ "command": "pages", "mode": "meter", "n": 7 })).await;
+    assert_eq!(pages.status, 200, "{}", pages.body);
+    assert_eq!(pages.body["receipt"]["amountPaidMicroUsdc"], 7 * PAGE, "{}", pages.body);
+
+    // Exactly the charges moved, each by the facilitator's own call of the proxy.
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - CHARGE - 7 * PAGE);
+    assert_eq!(shop.chain.usdc_of(&shop.wallet).await, CHARGE + 7 * PAGE);
+    for paid in [&chat, &pages] {
+        let receipt = shop
+            .chain
+            .receipt(paid.payment_response["transaction"].as_str().unwrap())
+            .await;
+        assert_eq!(receipt["status"], "0x1");
+        assert_eq!(receipt["from"].as_str().unwrap().to_lowercase(), settler.to_lowercase());
+        assert_eq!(receipt["to"], UPTO_PROXY.to_string().to_lowercase());
+    }
+    assert_eq!(
+        shop.chain.eth_of(&shop.wallet).await,
+        0,
+        "the agent's wallet paid no gas"
+    );
+    let recorded = payments(&shop.env);
+    assert!(recorded.iter().all(|p| p["state"] == "served"), "{recorded:?}");
+
+    // Once, ever: the same authorization again is refused before the facilitator is asked.
+    let upto = offered["accepts"][1].clone();
+    let (signer, signer_address) = base_payer(&shop.chain, 1_000_000).await;
+    shop.chain.approve_permit2(&signer_address, u64::MAX).await;
+    let payment = upto_payment(&signer, &upto, 5);
+    let body = json!({ "message": "Will it rain?" });
+    assert_eq!(paid_v2(&url, &body, &payment).await.status, 200);
+    // The same payment for the same request is a retry: its answer, charged once.
+    let retried = paid_v2(&url, &body, &payment).await;
+    assert_eq!(retried.status, 200, "{}", retried.text);
+    let elsewhere = paid_v2(&url, &json!({ "message": "And tomorrow?" }), &payment).await;
+    assert_eq!(
+        code(&elsewhere),
+        (409, "payment_already_used".into()),
+        "{}",
+        elsewhere.text
+    );
+    assert_eq!(shop.chain.usdc_of(&signer_address).await, 1_000_000 - CHARGE);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upto_settlement_the_facilitator_did_not_confirm_is_found_on_chain_and_refunded() {
+    let chain = LocalBase::start().await;
+    let reference = RefFacilitator::start(&chain, None).await;
+    // It settles, then says it did not.
+    let front = fronted(&reference.url, None).await;
+    let shop = facilitated_shop(chain, &front.base, &[("AGENT_HOST_RECOVERY_INTERVAL_SECS", "1")]).await;
+    let url = shop.server.url("/x402/base/seller");
+    let (payer, address) = approved_payer(&shop.chain).await;
+
+    let paid = pay_by_use(&payer, &url, &json!({ "command": "pages", "mode": "meter", "n": 4 })).await;
+    assert_eq!(paid.status, 502, "{}", paid.body);
+    assert_eq!(paid.body["code"], "facilitator_error", "{}", paid.body);
+    assert!(
+        paid.body.get("response").is_none(),
+        "the answer is withheld: {}",
+        paid.body
+    );
+    assert_eq!(
+        shop.chain.usdc_of(&address).await,
+        1_000_000 - 4 * PAGE,
+        "the charge did go out"
+    );
+    // Recovery finds it on chain, then gives it back: the answer never went out.
+    shop.chain.set_eth(&shop.wallet, 10u128.pow(16)).await; // the refund's gas
+    let refunded = newest_payment_becomes(&shop.env, "refunded", std::time::Duration::from_secs(60)).await;
+    assert_eq!(refunded["byUse"]["units"], 4, "{refunded}");
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000, "refunded, once");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_facilitator_that_claims_an_upto_settlement_it_never_made_serves_nothing() {
+    let chain = LocalBase::start().await;
+    let reference = RefFacilitator::start(&chain, None).await;
+    // A real transaction of the chain's, which settles nothing of this payment.
+    let (_, stranger) = base_payer(&chain, 10).await;
+    let unrelated = chain.approve_permit2(&stranger, 1).await;
+    let front = fronted(&reference.url, Some(unrelated)).await;
+    let shop = facilitated_shop(chain, &front.base, &[("AGENT_HOST_X402_SETTLE_TIMEOUT_SECS", "2")]).await;
+    let url = shop.server.url("/x402/base/seller");
+    let (payer, address) = approved_payer(&shop.chain).await;
+
+    let paid = pay_by_use(&payer, &url, &json!({ "message": "Will it rain?" })).await;
+    assert_eq!(paid.status, 502, "{}", paid.body);
+    assert!(
+        paid.body.get("response").is_none(),
+        "the answer is withheld: {}",
+        paid.body
+    );
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000);
+    let payment = &payments(&shop.env)[0];
+    assert_ne!(payment["state"], "served", "{payment}");
+}
+
+/// Work that failed by the agent's fault charges nothing, but its payer cools off as after
+/// a refund: a command it can make fail is not to be run again and again for free.
+#[tokio::test]
+async fn a_payer_whose_work_failed_cools_off_before_its_next_payment_by_use() {
+    let shop = pages_shop().await;
+    let url = shop.server.url("/x402/base/seller");
+    let (payer, address) = approved_payer(&shop.chain).await;
+    let failed = pay_by_use(
+        &payer,
+        &url,
+        &json!({ "command": "pages", "mode": "meter_then_fail", "n": 1 }),
+    )
+    .await;
+    assert_eq!(failed.status, 500, "{}", failed.body);
+    let offered =
+        payment_required(&post_x402(&url, &json!({ "command": "pages", "mode": "meter" })).await)["accepts"][1].clone();
+    let signer: PrivateKeySigner = payer.key.parse().unwrap();
+    let again = paid_v2(
+        &url,
+        &json!({ "command": "pages", "mode": "meter", "n": 1 }),
+        &upto_payment(&signer, &offered, 77),
+    )
+    .await;
+    assert_eq!(code(&again), (429, "payer_cooling_off".into()), "{}", again.text);
+    assert!(again.header("retry-after").is_some(), "{}", again.text);
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000);
+    assert_eq!(payments(&shop.env).len(), 1, "nothing was held for the second");
+}
+
+/// The same signed payment for a command, sent again (a client that lost the answer), gets
+/// the answer it bought, charged once.
+#[tokio::test]
+async fn a_command_bought_by_use_answers_its_retry_once_charged() {
+    let shop = pages_shop().await;
+    let url = shop.server.url("/x402/base/seller");
+    let order = json!({ "command": "pages", "mode": "meter", "n": 2 });
+    let offered = payment_required(&post_x402(&url, &order).await)["accepts"][1].clone();
+    let (signer, address) = base_payer(&shop.chain, 1_000_000).await;
+    shop.chain.approve_permit2(&address, u64::MAX).await;
+    let payment = upto_payment(&signer, &offered, 3);
+    let first = paid_v2(&url, &order, &payment).await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    let again = paid_v2(&url, &order, &payment).await;
+    assert_eq!(again.status, 200, "{}", again.text);
+    assert_eq!(again.json()["response"], "worked 2 units");
+    assert_eq!(
+        again.json()["receipt"]["amountPaidMicroUsdc"],
+        2 * PAGE,
+        "{}",
+        again.text
+    );
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - 2 * PAGE);
+    assert_eq!(payments(&shop.env).len(), 1);
+}
+
+#[tokio::test]
+async fn a_skill_is_bought_by_use_over_a2a() {
+    let shop = pages_shop().await;
+    let (payer, address) = approved_payer(&shop.chain).await;
+    let out = client_script(
+        "node",
+        "node/a2a.mjs",
+        &json!({
+            "url": shop.server.url("/a2a/seller/"),
+            "key": null,
+            "steps": [{ "do": "send", "skill": "pages", "data": { "mode": "meter", "n": 5 }, "pay": by_use(&payer) }],
+        }),
+        "the A2A JavaScript client",
+    )
+    .await;
+    let step = &out["steps"][0];
+    assert_eq!(step["payment"]["accepted"]["scheme"], "upto", "{step}");
+    assert_eq!(step["payment"]["accepted"]["extra"]["byUse"]["unit"], "page", "{step}");
+    let task = &step["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{step}");
+    let receipt = &task["status"]["message"]["metadata"]["x402.payment.receipts"][0];
+    assert_eq!(receipt["amount"], (5 * PAGE).to_string(), "{task}");
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - 5 * PAGE);
+}
+
+/// Rates are part of what a payer signs for: a payment made before the owner raised them
+/// is refused before anything is held.
+#[tokio::test]
+async fn a_payment_signed_at_old_rates_is_refused_after_they_change() {
+    let shop = pages_shop().await;
+    let url = shop.server.url("/x402/base/seller");
+    let order = json!({ "command": "pages", "mode": "meter", "n": 2 });
+    let offered = payment_required(&post_x402(&url, &order).await)["accepts"][1].clone();
+    assert_eq!(offered["extra"]["byUse"], json!({ "perUnit": "2500", "unit": "page" }));
+    let (signer, address) = base_payer(&shop.chain, 1_000_000).await;
+    shop.chain.approve_permit2(&address, u64::MAX).await;
+    let payment = upto_payment(&signer, &offered, 4);
+
+    let dearer = format!("{}{}", paid_manifest("seller"), pages_manifest())
+        .replace("per_unit_usd = 0.0025", "per_unit_usd = 0.025");
+    shop.env.apply_agent(&dearer, "acme");
+    // The running server sees the change within its cache's bound (docs/api.md: a second).
+    let started = std::time::Instant::now();
+    loop {
+        let now = payment_required(&post_x402(&url, &order).await)["accepts"][1].clone();
+        if now["extra"]["byUse"]["perUnit"] == "25000" {
+            break;
+        }
+        assert!(started.elapsed().as_secs() < 5, "the new rates never showed: {now}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let refused = paid_v2(&url, &order, &payment).await;
+    assert_eq!(
+        code(&refused),
+        (402, "payment_requirement_mismatch".into()),
+        "{}",
+        refused.text
+    );
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000);
+    assert!(payments(&shop.env).is_empty());
 }

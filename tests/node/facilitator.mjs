@@ -1,5 +1,6 @@
 // An x402 facilitator, as operators run one: the x402 reference's facilitator
-// (@x402/core's x402Facilitator with the `exact` schemes of @x402/evm and @x402/svm) behind
+// (@x402/core's x402Facilitator with the `exact` schemes of @x402/evm and @x402/svm, and
+// @x402/evm's `upto`, which settles through Permit2 and the upto proxy) behind
 // its HTTP API, settling on the local chains (Anvil, Surfpool) with its own funded keys,
 // which pay the gas and the fees.
 //
@@ -18,6 +19,7 @@ import { createKeyPairSignerFromBytes, getBase58Encoder } from "@solana/kit";
 import { x402Facilitator } from "@x402/core/facilitator";
 import { toFacilitatorEvmSigner } from "@x402/evm";
 import { registerExactEvmScheme } from "@x402/evm/exact/facilitator";
+import { UptoEvmScheme } from "@x402/evm/upto/facilitator";
 import { toFacilitatorSvmSigner } from "@x402/svm";
 import { registerExactSvmScheme } from "@x402/svm/exact/facilitator";
 import { createWalletClient, http, publicActions } from "viem";
@@ -37,6 +39,7 @@ if (process.env.EVM_KEY) {
   const wallet = createWalletClient({ account, chain: base, transport: http(env("EVM_RPC_URL")) }).extend(publicActions);
   const signer = toFacilitatorEvmSigner({ ...wallet, address: account.address });
   registerExactEvmScheme(facilitator, { signer, networks: env("EVM_NETWORK", "eip155:8453") });
+  facilitator.register(env("EVM_NETWORK", "eip155:8453"), new UptoEvmScheme(signer));
   accounts.evm = account.address;
 }
 if (process.env.SVM_KEY) {

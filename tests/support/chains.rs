@@ -515,7 +515,7 @@ impl LocalBase {
     }
 
     /// `owner`'s one-time approval of Permit2 for its USDC (an ERC-20 `approve`), mined.
-    pub async fn approve_permit2(&self, owner: &str, micro: u64) {
+    pub async fn approve_permit2(&self, owner: &str, micro: u64) -> String {
         let data = IFiatToken::approveCall {
             spender: PERMIT2,
             value: U256::from(micro),
@@ -523,6 +523,7 @@ impl LocalBase {
         .abi_encode();
         let hash = self.send_as(owner, data, 1_000_000_000).await;
         assert_eq!(self.receipt(&hash).await["status"], "0x1", "the approval reverted");
+        hash
     }
 
     /// Places `code` at `address`, as a contract deployed there would have it.

@@ -4,7 +4,10 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-use serde_json::Value;
+use axum::routing::post;
+use serde_json::{Value, json};
+
+use super::{FakeServer, client};
 
 use super::chains::{LocalBase, LocalSolana, SOLANA_MAINNET_ID};
 
@@ -92,4 +95,47 @@ impl RefFacilitator {
         }
         env
     }
+}
+
+/// In front of the reference facilitator at `upstream`: `/supported` and `/verify` pass
+/// through. `/settle` either passes through and is answered "not confirmed" whatever
+/// happened (`claim` = `None`), or never reaches it and is answered with a settlement
+/// `claim` names that the facilitator never made.
+pub async fn fronted(upstream: &str, claim: Option<String>) -> FakeServer {
+    let pass = |upstream: String, path: &'static str| {
+        move |body: Option<axum::Json<Value>>| {
+            let upstream = upstream.clone();
+            async move {
+                let url = format!("{upstream}/{path}");
+                let request = match body {
+                    Some(axum::Json(body)) => client().post(url).json(&body),
+                    None => client().get(url),
+                };
+                axum::Json(request.send().await.unwrap().json::<Value>().await.unwrap())
+            }
+        }
+    };
+    let forward = pass(upstream.to_string(), "settle");
+    let settle = move |body: axum::Json<Value>| {
+        let (claim, forward) = (claim.clone(), forward.clone());
+        async move {
+            match claim {
+                Some(claimed) => axum::Json(json!({ "success": true, "transaction": claimed, "network": "solana" })),
+                None => {
+                    let _settled_anyway = forward(Some(body)).await;
+                    axum::Json(json!({ "success": false, "errorReason": "confirmation_timeout", "transaction": "" }))
+                }
+            }
+        }
+    };
+    FakeServer::start(
+        axum::Router::new()
+            .route(
+                "/supported",
+                axum::routing::get(pass(upstream.to_string(), "supported")),
+            )
+            .route("/verify", post(pass(upstream.to_string(), "verify")))
+            .route("/settle", post(settle)),
+    )
+    .await
 }

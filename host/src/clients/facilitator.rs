@@ -149,6 +149,19 @@ impl Facilitator {
     /// The fee payer it signs Solana payments with on `network` (CAIP-2), as its
     /// `/supported` names it (`kinds[].extra.feePayer` of version 2's `exact`).
     pub async fn fee_payer(&self, network: &str) -> Result<String, FacilitatorError> {
+        self.named("exact", network, "feePayer").await
+    }
+
+    /// The address it settles `upto` payments from on `network` (CAIP-2), the one a payer's
+    /// witness must name: `kinds[].extra.facilitatorAddress` of version 2's `upto`. An error
+    /// when it does not settle `upto` there.
+    pub async fn upto_address(&self, network: &str) -> Result<String, FacilitatorError> {
+        self.named("upto", network, "facilitatorAddress").await
+    }
+
+    /// `extra[field]` of the version-2 `scheme` on `network` in `/supported` (kept for a
+    /// while: a facilitator changes it seldom).
+    async fn named(&self, scheme: &str, network: &str, field: &str) -> Result<String, FacilitatorError> {
         let mut cached = self.supported.lock().await;
         let fresh = |(answer, at): &Asked| match answer {
             Ok(_) => at.elapsed() < SUPPORTED_TTL,
@@ -164,9 +177,11 @@ impl Facilitator {
         }?;
         let kinds = supported["kinds"].as_array().into_iter().flatten();
         kinds
-            .filter(|k| k["x402Version"] == 2 && k["scheme"] == "exact" && k["network"] == network)
-            .find_map(|k| k["extra"]["feePayer"].as_str().map(str::to_string))
-            .ok_or_else(|| FacilitatorError::BadAnswer(format!("/supported names no fee payer for exact on {network}")))
+            .filter(|k| k["x402Version"] == 2 && k["scheme"] == scheme && k["network"] == network)
+            .find_map(|k| k["extra"][field].as_str().map(str::to_string))
+            .ok_or_else(|| {
+                FacilitatorError::BadAnswer(format!("/supported names no {field} for {scheme} on {network}"))
+            })
     }
 
     pub fn label(&self) -> &str {

@@ -44,4 +44,21 @@ impl Store {
         })
         .await
     }
+
+    /// Fails a held `upto` payment that charges nothing (its work failed by the agent's
+    /// fault, or could not be settled in time). `cools_off`: the work ran, so its payer
+    /// cools off as after a refund. False when it is not held.
+    pub async fn release_payment(&self, id: &str, reason: &str, cools_off: bool) -> Result<bool, StoreError> {
+        let (id, reason) = (id.to_string(), reason.to_string());
+        self.write(move |db| {
+            let now = crate::clock::now_ms();
+            Ok(db.execute(
+                "UPDATE payments SET state = 'failed', error = ?2, updated_at = ?3,
+                    released_at = CASE WHEN ?4 THEN ?3 ELSE released_at END
+                 WHERE id = ?1 AND state = 'verified' AND scheme = 'upto'",
+                args![id, reason, now, cools_off],
+            )? == 1)
+        })
+        .await
+    }
 }

@@ -71,7 +71,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(30, "0030_mcp_resources_and_tasks"),
     migration!(31, "0031_a2a"),
     migration!(32, "0032_pricing_by_use"),
-    migration!(33, "0033_commands_by_use"),
+    migration!(33, "0033_by_use_commands_and_releases"),
 ];
 
 pub fn latest_version() -> i64 {

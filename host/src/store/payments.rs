@@ -423,7 +423,8 @@ impl Store {
     }
 
     /// When `payer` last cost an agent a fee for nothing on `network`, if ever: its last
-    /// settlement that landed and failed, and its last payment refunded.
+    /// settlement that landed and failed, and its last payment refunded (or, paid by use,
+    /// released after its work failed).
     pub async fn last_costs_of(&self, network: Network, payer: &str) -> Result<PayerCosts, StoreError> {
         let payer = payer.to_string();
         self.read(move |db| {
@@ -431,12 +432,17 @@ impl Store {
                 "SELECT (SELECT MAX(failed_on_chain_at) FROM payments
                          WHERE network = ?1 AND payer = ?2 AND failed_on_chain_at IS NOT NULL),
                         (SELECT MAX(refund_started_at) FROM payments
-                         WHERE network = ?1 AND payer = ?2 AND refund_started_at IS NOT NULL)",
+                         WHERE network = ?1 AND payer = ?2 AND refund_started_at IS NOT NULL),
+                        (SELECT MAX(released_at) FROM payments
+                         WHERE network = ?1 AND payer = ?2 AND released_at IS NOT NULL)",
                 args![network.as_str(), payer],
             )?;
+            // A payment by use released after failed work counts as a refund.
+            let refunded: Option<i64> = row.get(1)?;
+            let released: Option<i64> = row.get(2)?;
             Ok(PayerCosts {
                 failed_on_chain_at: row.get(0)?,
-                refunded_at: row.get(1)?,
+                refunded_at: refunded.max(released),
             })
         })
         .await

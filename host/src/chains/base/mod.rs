@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 mod authorization_logs;
 mod authorizations;
 mod permit2;
+mod upto_settlements;
 
 pub use super::gas_caps::GasCaps;
 use super::gas_caps::over_gas_cap;
@@ -25,6 +26,7 @@ use crate::money::MicroUsdc;
 pub use authorization_logs::AuthorizationTransfer;
 pub use authorizations::{Authorization, AuthorizationUsed, Transfer, WalletVerdict};
 pub use permit2::{PERMIT2, PermitAuthorization, UPTO_PROXY};
+pub use upto_settlements::UptoPaid;
 
 alloy::sol! {
     /// The part of USDC (Circle's FiatToken) this service calls.

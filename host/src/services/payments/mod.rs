@@ -17,6 +17,7 @@ pub mod scheme;
 mod settled;
 mod solana;
 pub mod upto;
+mod upto_facilitated;
 
 use std::time::Duration;
 
@@ -88,7 +89,7 @@ pub enum X402Error {
 }
 
 /// A payment refused before anything was taken.
-fn refused(code: &'static str, message: impl Into<String>) -> ServiceError {
+pub(crate) fn refused(code: &'static str, message: impl Into<String>) -> ServiceError {
     X402Error::Refused(PaymentError::new(code, message)).into()
 }
 

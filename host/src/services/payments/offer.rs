@@ -42,6 +42,10 @@ pub struct Offer {
     /// Why the facilitator that settles here cannot be used now (its fee payer unknown):
     /// nothing is sold on this network until it can.
     pub facilitator_down: Option<crate::clients::facilitator::FacilitatorError>,
+    /// Base, for what is priced by use: the one address that may settle an `upto` payment
+    /// (the payer's witness names it): the agent's wallet, or the facilitator's settling
+    /// address. `None`: `upto` is not offered here.
+    pub upto_settler: Option<String>,
     /// The command whose own address the request came to, if it did: the resource a 402
     /// names is then that address.
     routed: Option<String>,
@@ -88,6 +92,45 @@ pub async fn offer(services: &Services, id_or_username: &str, network: Network) 
     Ok(offer)
 }
 
+/// What a request priced by use costs, as its `upto` requirement states it (micro-USDC as
+/// decimal text, as x402 writes amounts).
+fn by_use_terms(rates: &Rates) -> Value {
+    match rates {
+        Rates::Chat(chat) => serde_json::json!({
+            "perThousandInputTokens": chat.per_1k_input.0.to_string(),
+            "perThousandOutputTokens": chat.per_1k_output.0.to_string(),
+        }),
+        Rates::Units(units) => serde_json::json!({ "perUnit": units.per_unit.0.to_string(), "unit": units.unit }),
+    }
+}
+
+/// Who settles `upto` payments for this agent on `network` (see [`Offer::upto_settler`]).
+/// A facilitator that does not settle `upto` there, or cannot be asked now, leaves it
+/// unoffered; the fixed price is sold all the same.
+async fn upto_settler(
+    services: &Services,
+    found: &AgentWithCommands,
+    network: Network,
+    network_id: &Option<String>,
+    pay_to: &str,
+) -> Option<String> {
+    let priced_by_use =
+        found.agent.def.x402.chat_by_use.is_some() || found.commands.iter().any(|c| c.def.by_use.is_some());
+    if network != Network::Base || !priced_by_use {
+        return None;
+    }
+    let Some(facilitator) = services.facilitators.of(network) else {
+        return Some(pay_to.to_string());
+    };
+    match facilitator.upto_address(network_id.as_deref()?).await {
+        Ok(address) => Some(address),
+        Err(error) => {
+            tracing::debug!(facilitator = facilitator.label(), "upto is not offered: {error}");
+            None
+        }
+    }
+}
+
 impl Offer {
     /// The offer of an agent for sale on `network`, paid to `pay_to`.
     pub async fn of(
@@ -125,9 +168,11 @@ impl Offer {
                 }
             }
         }
+        let upto_settler = upto_settler(services, found, network, &network_id, &pay_to).await;
         Offer {
             fee_payer,
             facilitator_down,
+            upto_settler,
             network_id,
             pay_to,
             agent: found.agent.clone(),
@@ -342,16 +387,17 @@ impl Offer {
     }
 
     /// The v2 `upto` requirement for a request priced by use ([`Offer::rates_by_use`]): its
-    /// maximum, and the agent's wallet as the one address that may settle it (it calls the
-    /// proxy with the amount owed). Offered on Base, settled by the agent's own wallet;
+    /// maximum, and the one address that may settle it, which calls the proxy with the
+    /// amount owed: the agent's wallet, or the operator's facilitator's. Offered on Base;
     /// `None` elsewhere.
     pub fn requirement_upto(&self, services: &Services, command: Option<&Command>) -> Option<RequirementsV2> {
         let rates = self.rates_by_use(command)?;
-        if self.network != Network::Base || services.facilitators.of(Network::Base).is_some() {
-            return None;
-        }
+        let settler = self.upto_settler.clone()?;
         let mut extra = self.signing_extra(services);
-        extra.insert("facilitatorAddress".into(), Value::String(self.pay_to.clone()));
+        extra.insert("facilitatorAddress".into(), Value::String(settler));
+        // The rates travel with the maximum: a payment signed before they changed no longer
+        // matches, and is refused before anything is held.
+        extra.insert("byUse".into(), by_use_terms(&rates));
         Some(RequirementsV2 {
             scheme: crate::x402::upto::SCHEME.into(),
             network: self.network_id.clone()?,

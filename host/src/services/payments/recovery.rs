@@ -141,6 +141,9 @@ async fn resume_settlement(
     network: Network,
 ) -> Result<bool, ServiceError> {
     if payment.facilitator.is_some() {
+        if payment.max_amount.is_some() {
+            return super::upto_facilitated::resume(services, payment).await;
+        }
         return super::facilitated::resume(services, payment, network).await;
     }
     let (Some(signature), Some(raw)) = (&payment.transaction_signature, &payment.raw_tx) else {

@@ -11,21 +11,21 @@
 
 use alloy::primitives::U256;
 
-use super::guard;
 use super::retry::{self, Earlier, MetBy};
 use super::settled::{ByUse, Settled};
 use super::{
     ELSEWHERE_LOOKBACK_SECS, Offer, Purchase, Reserve, Reserved, Sent, already_used, chain_unavailable, conclude,
     met_again, record_once, refusal, refused, scheme, wait_for_landing,
 };
-use crate::chains::base::{PermitAuthorization, parse_address};
+use super::{guard, upto_facilitated};
+use crate::chains::base::{PermitAuthorization, UptoPaid, parse_address};
 use crate::chains::{ChainError, Landing};
 use crate::domain::{Network, Rates, Used};
 use crate::money::MicroUsdc;
 use crate::services::locks::KeyGuard;
 use crate::services::{ServiceError, Services, wallets};
 use crate::store::NewPayment;
-use crate::x402::wire::{self, Payment};
+use crate::x402::wire::{self, Payment, RequirementsV2};
 use crate::x402::{payment_identifier, upto};
 
 /// How much longer than the offer's `maxTimeoutSeconds` a payer may let an authorization
@@ -67,6 +67,9 @@ pub struct Held {
     pub prepaid_tokens: u32,
     /// The plugin slot reserved for a command's run.
     pub slot: Option<crate::plugins::SlotPermit>,
+    /// Settled through the operator's facilitator: what it is sent (else by the agent's
+    /// wallet).
+    facilitated: Option<serde_json::Value>,
 }
 
 /// An `upto` payment that passed its checks: whose, and on what terms.
@@ -75,6 +78,8 @@ struct Checked {
     payer: String,
     identity: String,
     rates: Rates,
+    /// The requirement it was made for.
+    offered: RequirementsV2,
 }
 
 /// `base-upto:<payer lowercase>:<nonce>`: a Permit2 authorization is usable once per payer
@@ -109,6 +114,9 @@ async fn check(
 
     let base = &services.chains.base;
     let pay_to = parse_address(&offer.pay_to).map_err(|e| refused("invalid_payment", e))?;
+    // Who may settle it: the agent's wallet, or the operator's facilitator (as offered).
+    let settler = offer.upto_settler.as_deref().ok_or_else(not_offered)?;
+    let settler = parse_address(settler).map_err(|e| refused("invalid_payment", e))?;
     let mut auth = upto::decode(&payment.payload).map_err(refusal)?;
     let now = now_secs();
     let expected = upto::Expected {
@@ -116,7 +124,7 @@ async fn check(
         max: rates.max(),
         usdc: base.usdc(),
         chain_id: base.chain_id(),
-        facilitator: pay_to,
+        facilitator: settler,
         earliest_deadline: now + super::offer::UPTO_MAX_TIMEOUT_SECONDS - SHORTEST_LIFE_SLACK_SECS,
         latest_deadline: now + super::offer::UPTO_MAX_TIMEOUT_SECONDS + LONGEST_EXTRA_LIFE_SECS,
     };
@@ -131,6 +139,7 @@ async fn check(
         payer,
         identity,
         rates,
+        offered,
     })
 }
 
@@ -161,8 +170,10 @@ pub async fn hold(
         payer,
         identity,
         rates,
+        offered,
     } = check(services, offer, payment, &purchase).await?;
     let network = Network::Base;
+    let facilitator = services.facilitators.of(network);
     let base = &services.chains.base;
     let payment_ref = payment_identifier::read(&payment.extensions).map_err(refusal)?;
     if let Some(reference) = &payment_ref
@@ -195,22 +206,32 @@ pub async fn hold(
     // Again with the turn: the payer's payment before this one may have just cost the agent.
     guard::not_cooling_off(services, network, &payer).await?;
     check_on_chain(services, &auth, rates.max()).await?;
-    // The settlement of the whole maximum, signed now as it would be after the work and
-    // thrown away: what the agent's wallet cannot settle (no ETH for gas, fees over their
-    // caps) is refused before the work, not after it.
-    let wallet = wallets::wallet(services, &offer.agent.id, network).await?;
-    let key = wallets::open_key(services, &wallet)?;
-    match base.sign_upto_settlement(&key, &auth, U256::from(rates.max().0)).await {
-        Ok(_) => {}
-        Err(ChainError::Refused(reason)) => {
-            return Err(refused(
-                "settlement_failed",
-                format!("The payment could not be settled: {reason}"),
-            ));
+    let facilitated = match facilitator {
+        // The facilitator verifies it too, and simulates settling the maximum from its own
+        // address: what it would refuse after the work is refused before it.
+        Some(facilitator) => {
+            let request = upto_facilitated::request(services, offer, payment, &offered);
+            upto_facilitated::verify(facilitator, &request).await?;
+            Some(request)
         }
-        Err(other) => return Err(chain_unavailable(network, other)),
-    }
-    drop(key);
+        // The settlement of the whole maximum, signed now as it would be after the work and
+        // thrown away: what the agent's wallet cannot settle (no ETH for gas, fees over
+        // their caps) is refused before the work, not after it.
+        None => {
+            let wallet = wallets::wallet(services, &offer.agent.id, network).await?;
+            let key = wallets::open_key(services, &wallet)?;
+            match base.sign_upto_settlement(&key, &auth, U256::from(rates.max().0)).await {
+                Ok(_) => None,
+                Err(ChainError::Refused(reason)) => {
+                    return Err(refused(
+                        "settlement_failed",
+                        format!("The payment could not be settled: {reason}"),
+                    ));
+                }
+                Err(other) => return Err(chain_unavailable(network, other)),
+            }
+        }
+    };
     let (prepaid_tokens, slot) = match reserve.await? {
         Reserved::ChatTokens(tokens) => (tokens, None),
         Reserved::Slot(slot) => (0, Some(slot)),
@@ -232,7 +253,7 @@ pub async fn hold(
         valid_until: u64::try_from(auth.deadline).ok(),
         x402_version: payment.version.number(),
         payment_ref,
-        facilitator: None,
+        facilitator: facilitator.map(|f| f.label().to_string()),
         transfer_log_index: None,
         upto: true,
     };
@@ -256,6 +277,7 @@ pub async fn hold(
         _payer_turn: payer_turn,
         prepaid_tokens,
         slot,
+        facilitated,
     })))
 }
 
@@ -342,6 +364,9 @@ impl Held {
             }
             return Ok(self.settled(used, charge, String::new()));
         }
+        if self.facilitated.is_some() {
+            return self.charge_through_facilitator(services, used, charge).await;
+        }
         let network = Network::Base;
         let unavailable = |e| chain_unavailable(network, e);
         let wallet = wallets::wallet(services, &self.agent_id, network).await?;
@@ -361,12 +386,12 @@ impl Held {
             )
             .await?
         else {
-            self.release_quietly(services, used, "the agent's wallet was busy until the deadline")
+            self.release_quietly(services, used, "the agent's wallet was busy until the deadline", false)
                 .await;
             return too_late();
         };
         if self.deadline() < now_secs() + LAST_SIGNING_SECS {
-            self.release_quietly(services, used, "the work ended too close to the deadline")
+            self.release_quietly(services, used, "the work ended too close to the deadline", false)
                 .await;
             return too_late();
         }
@@ -424,21 +449,66 @@ impl Held {
         Ok(self.settled(used, charge, transaction))
     }
 
+    /// [`Held::charge`] of a charge above 0, settled by the operator's facilitator: recorded,
+    /// then asked of it and found on chain. `Err`: not shown on chain (yet): the answer is
+    /// withheld; recovery finds the settlement (then refunds it) or fails the payment.
+    async fn charge_through_facilitator(
+        self,
+        services: &Services,
+        used: Used,
+        charge: MicroUsdc,
+    ) -> Result<Settled, ServiceError> {
+        let network = Network::Base;
+        let (Some(facilitator), Some(request)) = (services.facilitators.of(network), &self.facilitated) else {
+            self.release_quietly(services, used, "the facilitator is no longer configured", false)
+                .await;
+            return Err(refused(
+                "settlement_failed",
+                "The payment's facilitator is no longer configured; nothing was taken",
+            ));
+        };
+        if self.deadline() < now_secs() + LAST_SIGNING_SECS {
+            self.release_quietly(services, used, "the work ended too close to the deadline", false)
+                .await;
+            return Err(refused(
+                "settlement_failed",
+                "The payment could not be settled before its authorization's deadline; nothing was taken",
+            ));
+        }
+        let store = &services.store;
+        if !store.meter_payment(&self.payment_id, used, charge, None).await? {
+            return Err(self.no_longer_held());
+        }
+        crate::faults::crash_point("x402:upto_after_meter");
+        let paid = UptoPaid {
+            from: self.auth.from,
+            nonce: self.auth.nonce,
+            to: parse_address(&self.pay_to).map_err(|e| refused("invalid_payment", e))?,
+            value: U256::from(charge.0),
+        };
+        let since = self.recorded_secs.saturating_sub(ELSEWHERE_LOOKBACK_SECS);
+        let transaction =
+            upto_facilitated::settle(services, facilitator, request, &self.payment_id, &paid, since).await?;
+        Ok(self.settled(used, charge, transaction))
+    }
+
     /// The work failed by the agent's fault: nothing is charged, and the authorization is
-    /// never settled. What the failed work used is recorded all the same.
+    /// never settled. What the failed work used is recorded all the same, and the payer
+    /// cools off as after a refund: failing work is not to be had again and again for free.
     pub async fn release(self, services: &Services, used: Used, why: &str) -> Settled {
-        self.release_quietly(services, used, why).await;
+        self.release_quietly(services, used, why, true).await;
         self.settled(used, MicroUsdc::ZERO, String::new())
     }
 
-    async fn release_quietly(&self, services: &Services, used: Used, why: &str) {
+    /// Fails the hold, charging nothing; `cools_off`: its payer cools off as after a refund.
+    async fn release_quietly(&self, services: &Services, used: Used, why: &str, cools_off: bool) {
         let store = &services.store;
         let released = async {
             store
                 .meter_payment(&self.payment_id, used, MicroUsdc::ZERO, None)
                 .await?;
             store
-                .fail_payment(&self.payment_id, &format!("nothing charged: {why}"), false)
+                .release_payment(&self.payment_id, &format!("nothing charged: {why}"), cools_off)
                 .await
         };
         if let Err(err) = released.await {

@@ -140,6 +140,13 @@ async fn sell_command(
         had_breaker,
     } = order;
     let (agent_id, name) = (offer.agent.id.as_str(), command.def.name.as_str());
+    // A job would outlive its payment's authorization (the manifest refuses this too).
+    if command.def.long_running {
+        return Err(payments::refused(
+            "unsupported_scheme",
+            format!("/{name} runs as a job, which cannot be sold by use"),
+        ));
+    }
     // Admitted by the command's breaker as a call at its fixed price is, by who signed.
     let trial = match had_breaker {
         true => {
@@ -172,6 +179,7 @@ async fn sell_command(
     };
     let meter = Meter::new();
     let payment_id = held.payment_id().to_string();
+    let time_left = held.time_left();
     let call = CommandCall {
         agent: &offer.agent,
         command,
@@ -182,17 +190,21 @@ async fn sell_command(
         slot: held.slot.take(),
         metered: Some(Metered {
             meter: meter.clone(),
-            within: Some(held.time_left()),
+            within: Some(time_left),
         }),
     };
-    let worked = match commands::execute(services, call).await {
-        Ok(CommandOutcome::Answered(answer)) => Ok(answer),
-        // A command sold by use answers at once (the manifest refuses it on a long-running
-        // one); a job here would outlive its payment's authorization.
-        Ok(CommandOutcome::Queued { job_id }) => Err(ServiceError::Execution(format!(
+    // The run's own deadline is within the time left; this bounds what comes before and
+    // after it too (loading the component, keeping its log).
+    let executed = tokio::time::timeout(time_left, commands::execute(services, call)).await;
+    let worked = match executed {
+        Ok(Ok(CommandOutcome::Answered(answer))) => Ok(answer),
+        Ok(Ok(CommandOutcome::Queued { job_id })) => Err(ServiceError::Execution(format!(
             "/{name} started job {job_id}, but a command sold by use must answer at once"
         ))),
-        Err(error) => Err(error),
+        Ok(Err(error)) => Err(error),
+        Err(_) => Err(ServiceError::Execution(format!(
+            "/{name} did not answer while its payment could still be settled"
+        ))),
     };
     // The breaker hears of the work as for a call at a fixed price: a failure by the agent's
     // fault counts; anything answered (its refusal of the payer's input too) closes it.

@@ -1,0 +1,128 @@
+//! Finding on chain the settlement of an `upto` authorization that someone else sent (a
+//! facilitator): its word is not enough. A settlement counts when a landed transaction
+//! called the upto proxy's `settle` for this payer's authorization (its Permit2 nonce), for
+//! the amount charged, to the agent, and USDC logged that transfer.
+
+use std::str::FromStr;
+
+use alloy::primitives::{Address, U256};
+use alloy::sol_types::{SolCall, SolEvent};
+use serde_json::{Value, json};
+
+use super::authorizations::Transfer;
+use super::permit2::{IUptoProxy, UPTO_PROXY};
+use super::{AuthorizationTransfer, BaseChain, quantity_u64};
+use crate::chains::ChainError;
+
+/// What a settlement must have taken: `value` USDC from `from` to `to`, under the Permit2
+/// `nonce` of `from`.
+#[derive(Debug, Clone, Copy)]
+pub struct UptoPaid {
+    pub from: Address,
+    pub nonce: U256,
+    pub to: Address,
+    pub value: U256,
+}
+
+impl BaseChain {
+    /// The landed settlement of `paid`: the `claimed` transaction when it is one, else
+    /// searched among USDC's transfers from the payer to the agent since `not_before` (at
+    /// most `MAX_LOG_BLOCKS` back, counting a block a second). `None`: none shows.
+    pub async fn upto_settlement(
+        &self,
+        paid: &UptoPaid,
+        claimed: Option<&str>,
+        not_before: u64,
+    ) -> Result<Option<AuthorizationTransfer>, ChainError> {
+        if let Some(hash) = claimed
+            && let Some(found) = self.settles(hash, paid).await?
+        {
+            return Ok(Some(found));
+        }
+        const MAX_LOG_BLOCKS: u64 = 10_000;
+        let head: Value = self.rpc.call("eth_getBlockByNumber", json!(["latest", false])).await?;
+        let head_number = quantity_u64(&head["number"], "eth_getBlockByNumber")?;
+        let head_time = quantity_u64(&head["timestamp"], "eth_getBlockByNumber")?;
+        let span = head_time
+            .saturating_sub(not_before)
+            .saturating_add(10)
+            .min(MAX_LOG_BLOCKS);
+        let filter = json!({
+            "address": self.usdc.to_string(),
+            "fromBlock": format!("0x{:x}", head_number.saturating_sub(span)),
+            "toBlock": "latest",
+            "topics": [Transfer::SIGNATURE_HASH.to_string(), paid.from.into_word().to_string(), paid.to.into_word().to_string()],
+        });
+        let logs: Vec<Value> = self.rpc.call("eth_getLogs", json!([filter])).await?;
+        let mut seen = Vec::new();
+        for log in logs.iter().filter(|log| log["removed"] != Value::Bool(true)) {
+            let Some(hash) = log["transactionHash"].as_str() else {
+                continue;
+            };
+            if seen.contains(&hash) {
+                continue;
+            }
+            seen.push(hash);
+            if let Some(found) = self.settles(hash, paid).await? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether transaction `hash` landed and settled `paid`: its call is the proxy's
+    /// `settle` of this authorization for this amount, and its receipt logs the transfer.
+    async fn settles(&self, hash: &str, paid: &UptoPaid) -> Result<Option<AuthorizationTransfer>, ChainError> {
+        let tx: Value = self.rpc.call("eth_getTransactionByHash", json!([hash])).await?;
+        let to = tx["to"].as_str().and_then(|a| Address::from_str(a).ok());
+        let input = tx["input"]
+            .as_str()
+            .and_then(|hex| alloy::primitives::hex::decode(hex).ok());
+        let (Some(UPTO_PROXY), Some(input)) = (to, input) else {
+            return Ok(None);
+        };
+        let Ok(call) = IUptoProxy::settleCall::abi_decode(&input) else {
+            return Ok(None);
+        };
+        if !settles_this(&call, paid) {
+            return Ok(None);
+        }
+        let receipt: Value = self.rpc.call("eth_getTransactionReceipt", json!([hash])).await?;
+        if receipt.is_null() || quantity_u64(&receipt["status"], "eth_getTransactionReceipt")? != 1 {
+            return Ok(None);
+        }
+        Ok(
+            transfer_in(&receipt, self.usdc, paid).map(|log_index| AuthorizationTransfer {
+                transaction: hash.to_string(),
+                log_index,
+            }),
+        )
+    }
+}
+
+/// The proxy call is for this payer's authorization, this amount and this recipient.
+fn settles_this(call: &IUptoProxy::settleCall, paid: &UptoPaid) -> bool {
+    call.owner == paid.from
+        && call.permit.nonce == paid.nonce
+        && call.amount == paid.value
+        && call.witness.to == paid.to
+}
+
+/// The index of USDC's `Transfer(from → to, value)` log in the receipt.
+fn transfer_in(receipt: &Value, usdc: Address, paid: &UptoPaid) -> Option<u64> {
+    let wanted = [Transfer::SIGNATURE_HASH, paid.from.into_word(), paid.to.into_word()];
+    receipt["logs"].as_array()?.iter().find_map(|log| {
+        let emitter = log["address"].as_str().and_then(|a| Address::from_str(a).ok());
+        let topics: Vec<_> = log["topics"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.as_str().and_then(|t| alloy::primitives::B256::from_str(t).ok()))
+            .collect();
+        let value = log["data"].as_str().and_then(|d| U256::from_str(d).ok());
+        (emitter == Some(usdc) && topics == wanted && value == Some(paid.value))
+            .then(|| log["logIndex"].as_str())
+            .flatten()
+            .and_then(|q| u64::from_str_radix(q.trim_start_matches("0x"), 16).ok())
+    })
+}
