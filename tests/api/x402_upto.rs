@@ -185,6 +185,7 @@ fn upto_payment(payer: &PrivateKeySigner, accepted: &Value, nonce: u64) -> Strin
         facilitator: address(&accepted["extra"]["facilitatorAddress"]),
         valid_after: U256::from(now - 600),
         signature: PayerSignature::parse(&[0x11; 65]).unwrap(),
+        approval: None,
     };
     let signature = payer.sign_hash_sync(&auth.signing_hash(8453)).unwrap();
     auth.signature = PayerSignature::parse(&signature.as_bytes()).unwrap();
@@ -1099,4 +1100,67 @@ async fn a_payment_signed_at_old_rates_is_refused_after_they_change() {
     );
     assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000);
     assert!(payments(&shop.env).is_empty());
+}
+
+/// A payer that never approved Permit2, and holds no ETH, pays by use all the same: its
+/// client signs USDC's permit for Permit2 (x402's `eip2612GasSponsoring`, which the 402
+/// offers), and the agent's settlement submits it.
+#[tokio::test]
+async fn a_payer_that_never_approved_permit2_pays_with_a_signed_permit() {
+    let shop = shop(answered()).await;
+    let url = shop.server.url("/x402/base/seller");
+    let offered = payment_required(&get(&url, None).await);
+    assert_eq!(
+        offered["extensions"]["eip2612GasSponsoring"]["info"]["version"], "1",
+        "{offered}"
+    );
+    let (payer, address) = Payer::on_base(&shop.chain, 1_000_000).await;
+    assert_eq!(shop.chain.eth_of(&address).await, 0);
+
+    let paid = pay_by_use(&payer, &url, &json!({ "message": "Will it rain?" })).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    assert_eq!(paid.body["receipt"]["amountPaidMicroUsdc"], CHARGE, "{}", paid.body);
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - CHARGE);
+    // The permit approved Permit2 for the maximum; the charge took its part of it.
+    assert_eq!(shop.chain.permit2_allowance(&address).await, MAX - CHARGE);
+    assert_eq!(shop.chain.eth_of(&address).await, 0, "the payer sent nothing itself");
+}
+
+/// The same through the reference facilitator: it submits the permit with the charge, and
+/// the settlement it made is found on chain.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_facilitator_submits_a_payers_permit_with_the_charge() {
+    let chain = LocalBase::start().await;
+    let facilitator = RefFacilitator::start(&chain, None).await;
+    let shop = facilitated_shop(chain, &facilitator.url, &[]).await;
+    let url = shop.server.url("/x402/base/seller");
+    let (payer, address) = Payer::on_base(&shop.chain, 1_000_000).await;
+
+    let paid = pay_by_use(&payer, &url, &json!({ "command": "pages", "mode": "meter", "n": 3 })).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    assert_eq!(paid.body["receipt"]["amountPaidMicroUsdc"], 3 * PAGE, "{}", paid.body);
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000 - 3 * PAGE);
+    assert_eq!(shop.chain.permit2_allowance(&address).await, 50_000 - 3 * PAGE);
+    assert_eq!(payments(&shop.env)[0]["state"], "served");
+}
+
+/// An answer the model cut at its length limit says so at the paid address too, streamed
+/// or not, as OpenAI's own does: `finish_reason` is `length`.
+#[tokio::test]
+async fn a_paid_answer_cut_at_the_length_limit_finishes_with_length() {
+    let (status, mut reply) = answered();
+    reply["choices"][0]["finish_reason"] = json!("length");
+    let shop = shop((status, reply)).await;
+    let (payer, _) = approved_payer(&shop.chain).await;
+    let ask = json!([{ "role": "user", "content": "Will it rain?" }]);
+    let out = openai_paying(
+        &shop,
+        by_use(&payer),
+        json!([{ "messages": ask }, { "messages": ask, "stream": true }]),
+    )
+    .await;
+    for (i, answer) in out["results"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(answer["content"], "No rain today.", "{i}: {answer}");
+        assert_eq!(answer["finishReason"], "length", "{i}: {answer}");
+    }
 }

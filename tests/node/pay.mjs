@@ -72,9 +72,12 @@ async function currentFetch(request) {
   let schemes;
   if (request.network === "base" && request.scheme === "upto") {
     // @x402/evm's upto client as its README registers it, alone: beside exact, the client
-    // takes the first offer it can pay, and the service lists exact first.
+    // takes the first offer it can pay, and the service lists exact first. With its RPC
+    // (a documented option) it reads the payer's Permit2 approval, and signs a permit for
+    // it when there is none and the 402 offers gas sponsoring.
     const { UptoEvmScheme } = await import("@x402/evm/upto/client");
-    schemes = [{ network: request.networkId ?? "eip155:*", client: new UptoEvmScheme(await baseAccount(request)) }];
+    const upto = new UptoEvmScheme(await baseAccount(request), { rpcUrl: request.rpcUrl });
+    schemes = [{ network: request.networkId ?? "eip155:*", client: upto }];
   } else if (request.network === "base") {
     const { ExactEvmScheme } = await import("@x402/evm");
     schemes = [{ network: request.networkId ?? "eip155:*", client: new ExactEvmScheme(await baseAccount(request)) }];

@@ -11,7 +11,8 @@ export async function payer(pay) {
   const payments = new x402Client();
   if (pay.network === "base" && pay.scheme === "upto") {
     const { UptoEvmScheme } = await import("@x402/evm/upto/client");
-    payments.register(pay.networkId, new UptoEvmScheme(await baseAccount(pay)));
+    // With its RPC it signs a permit for Permit2 when the payer has not approved it.
+    payments.register(pay.networkId, new UptoEvmScheme(await baseAccount(pay), { rpcUrl: pay.rpcUrl }));
   } else if (pay.network === "base") {
     const { ExactEvmScheme } = await import("@x402/evm");
     payments.register(pay.networkId, new ExactEvmScheme(await baseAccount(pay)));

@@ -41,6 +41,7 @@ alloy::sol! {
         function blacklist(address account);
         function transfer(address to, uint256 value) returns (bool);
         function approve(address spender, uint256 value) returns (bool);
+        function allowance(address owner, address spender) returns (uint256);
         function cancelAuthorization(address authorizer, bytes32 nonce, uint8 v, bytes32 r, bytes32 s);
     }
 
@@ -365,6 +366,22 @@ impl LocalBase {
     pub async fn usdc_of(&self, address: &str) -> u64 {
         let data = IFiatToken::balanceOfCall {
             account: Address::from_str(address).unwrap(),
+        }
+        .abi_encode();
+        let out = rpc(
+            &self.rpc_url,
+            "eth_call",
+            json!([{ "to": BASE_USDC, "data": format!("0x{}", hex::encode(data)) }, "latest"]),
+        )
+        .await;
+        u64::try_from(U256::from_str(out.as_str().unwrap()).unwrap()).unwrap()
+    }
+
+    /// What `owner` lets Permit2 move of its USDC.
+    pub async fn permit2_allowance(&self, owner: &str) -> u64 {
+        let data = IFiatToken::allowanceCall {
+            owner: Address::from_str(owner).unwrap(),
+            spender: PERMIT2,
         }
         .abi_encode();
         let out = rpc(

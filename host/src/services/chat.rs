@@ -224,6 +224,7 @@ pub async fn reply_measured(
         response: reply.response,
         format: ResponseFormat::Text,
         media_url: None,
+        cut_short: reply.cut_short,
     };
     Ok((answer, reply.usage_reported.then_some(reply.usage)))
 }

@@ -48,6 +48,8 @@ pub struct Answer {
     pub response: String,
     pub format: ResponseFormat,
     pub media_url: Option<String>,
+    /// The model stopped at its length limit (a chat's answer; a command's never is).
+    pub cut_short: bool,
 }
 
 /// Runs the call. A long-running command answers at once with its job; a paid one serves
@@ -88,6 +90,7 @@ pub async fn execute(services: &Services, call: CommandCall<'_>) -> Result<Comma
         response: output.response,
         format: output.format.into(),
         media_url: output.media_url,
+        cut_short: false,
     }))
 }
 

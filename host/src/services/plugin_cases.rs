@@ -166,6 +166,7 @@ mod tests {
             response: text.into(),
             format: ResponseFormat::Text,
             media_url: None,
+            cut_short: false,
         })
     }
 

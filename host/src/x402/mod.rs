@@ -5,6 +5,7 @@
 pub mod describe;
 pub mod discovery;
 pub mod evm;
+pub mod gas_sponsoring;
 pub mod offer_receipt;
 pub mod payment_identifier;
 pub mod sign_in;

@@ -98,6 +98,7 @@ pub fn decode(payload: &Value) -> Result<PermitAuthorization, PaymentError> {
         facilitator: witness.address("facilitator")?,
         valid_after: witness.uint("validAfter")?,
         signature,
+        approval: None,
     })
 }
 

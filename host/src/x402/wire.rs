@@ -321,6 +321,10 @@ pub fn echoes_offered_extensions(
     offered: &Map<String, Value>,
 ) -> Result<(), PaymentError> {
     for (name, offer) in offered {
+        // The payer's answer to gas sponsoring is its signed permit, not an echo.
+        if name == super::gas_sponsoring::NAME {
+            continue;
+        }
         let Some(echo) = echoed.get(name) else { continue };
         let mut path = format!("extensions.{name}.info");
         if !holds(&echo["info"], &offer["info"], &mut path) {

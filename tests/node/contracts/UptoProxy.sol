@@ -2,6 +2,7 @@
 pragma solidity ^0.8.20;
 
 import {ReentrancyGuard} from "@openzeppelin/contracts/utils/ReentrancyGuard.sol";
+import {IERC20Permit} from "@openzeppelin/contracts/token/ERC20/extensions/IERC20Permit.sol";
 
 /// The part of Permit2 (Uniswap's, at its canonical address) that a witness transfer uses.
 interface ISignatureTransfer {
@@ -50,6 +51,17 @@ contract UptoProxy is ReentrancyGuard {
     }
 
     event Settled();
+    event SettledWithPermit();
+
+    /// A payer's EIP-2612 permit letting Permit2 move its tokens (x402's
+    /// `eip2612GasSponsoring`: the settler submits the payer's one-time approval).
+    struct EIP2612Permit {
+        uint256 value;
+        uint256 deadline;
+        bytes32 r;
+        bytes32 s;
+        uint8 v;
+    }
 
     error AmountExceedsPermitted();
     error UnauthorizedFacilitator();
@@ -57,6 +69,7 @@ contract UptoProxy is ReentrancyGuard {
     error InvalidOwner();
     error InvalidDestination();
     error PaymentTooEarly();
+    error Permit2612AmountMismatch();
 
     function settle(
         ISignatureTransfer.PermitTransferFrom calldata permit,
@@ -65,6 +78,36 @@ contract UptoProxy is ReentrancyGuard {
         Witness calldata witness,
         bytes calldata signature
     ) external nonReentrant {
+        _settle(permit, amount, owner, witness, signature);
+        emit Settled();
+    }
+
+    /// `settle`, the payer's approval of Permit2 given first from its EIP-2612 permit. The
+    /// permit may have been used already (by the payer, or a settlement that failed after
+    /// it): then its approval stands, and the transfer decides.
+    function settleWithPermit(
+        EIP2612Permit calldata permit2612,
+        ISignatureTransfer.PermitTransferFrom calldata permit,
+        uint256 amount,
+        address owner,
+        Witness calldata witness,
+        bytes calldata signature
+    ) external nonReentrant {
+        if (permit2612.value != permit.permitted.amount) revert Permit2612AmountMismatch();
+        try IERC20Permit(permit.permitted.token).permit(
+            owner, address(PERMIT2), permit2612.value, permit2612.deadline, permit2612.v, permit2612.r, permit2612.s
+        ) {} catch {}
+        _settle(permit, amount, owner, witness, signature);
+        emit SettledWithPermit();
+    }
+
+    function _settle(
+        ISignatureTransfer.PermitTransferFrom calldata permit,
+        uint256 amount,
+        address owner,
+        Witness calldata witness,
+        bytes calldata signature
+    ) internal {
         if (amount > permit.permitted.amount) revert AmountExceedsPermitted();
         if (msg.sender != witness.facilitator) revert UnauthorizedFacilitator();
         if (amount == 0) revert InvalidAmount();
@@ -80,6 +123,5 @@ contract UptoProxy is ReentrancyGuard {
             WITNESS_TYPE_STRING,
             signature
         );
-        emit Settled();
     }
 }

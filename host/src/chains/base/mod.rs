@@ -25,7 +25,7 @@ use crate::domain::Network;
 use crate::money::MicroUsdc;
 pub use authorization_logs::AuthorizationTransfer;
 pub use authorizations::{Authorization, AuthorizationUsed, Transfer, WalletVerdict};
-pub use permit2::{PERMIT2, PermitAuthorization, UPTO_PROXY};
+pub use permit2::{Eip2612Approval, PERMIT2, PermitAuthorization, UPTO_PROXY};
 pub use upto_settlements::UptoPaid;
 
 alloy::sol! {

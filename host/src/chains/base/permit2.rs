@@ -51,9 +51,26 @@ alloy::sol! {
         function allowance(address owner, address spender) external view returns (uint256);
     }
 
+    /// A payer's EIP-2612 permit letting Permit2 move its tokens, as the proxy takes it.
+    struct EIP2612Permit {
+        uint256 value;
+        uint256 deadline;
+        bytes32 r;
+        bytes32 s;
+        uint8 v;
+    }
+
     interface IUptoProxy {
         function settle(PermitTransferFrom permit, uint256 amount, address owner, Witness witness, bytes signature)
             external;
+        function settleWithPermit(
+            EIP2612Permit permit2612,
+            PermitTransferFrom permit,
+            uint256 amount,
+            address owner,
+            Witness witness,
+            bytes signature
+        ) external;
     }
 }
 
@@ -71,6 +88,20 @@ pub struct PermitAuthorization {
     pub facilitator: Address,
     pub valid_after: U256,
     pub signature: PayerSignature,
+    /// The payer's EIP-2612 permit for Permit2 (x402's `eip2612GasSponsoring`), submitted
+    /// with the settlement when the payer has not approved Permit2 itself.
+    pub approval: Option<Eip2612Approval>,
+}
+
+/// A payer's signed EIP-2612 permit letting Permit2 move `value` of its USDC until
+/// `deadline`: its one-time approval, given in the settlement's own transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Eip2612Approval {
+    pub value: U256,
+    pub deadline: U256,
+    pub v: u8,
+    pub r: alloy::primitives::B256,
+    pub s: alloy::primitives::B256,
 }
 
 /// Permit2's EIP-712 domain on a chain (it has no version).
@@ -115,20 +146,40 @@ impl PermitAuthorization {
         }
     }
 
-    /// The proxy's `settle` for `amount` (at most the maximum), as the facilitator sends it.
+    /// The proxy's `settle` for `amount` (at most the maximum), as the facilitator sends it;
+    /// `settleWithPermit` when the payer's permit for Permit2 comes with it.
     fn settle_call(&self, amount: U256) -> Vec<u8> {
-        IUptoProxy::settleCall {
-            permit: PermitTransferFrom {
-                permitted: self.permitted(),
-                nonce: self.nonce,
-                deadline: self.deadline,
-            },
-            amount,
-            owner: self.from,
-            witness: self.witness(),
-            signature: self.signature.checked_bytes(),
+        let permit = PermitTransferFrom {
+            permitted: self.permitted(),
+            nonce: self.nonce,
+            deadline: self.deadline,
+        };
+        let (owner, witness, signature) = (self.from, self.witness(), self.signature.checked_bytes());
+        match &self.approval {
+            None => IUptoProxy::settleCall {
+                permit,
+                amount,
+                owner,
+                witness,
+                signature,
+            }
+            .abi_encode(),
+            Some(approval) => IUptoProxy::settleWithPermitCall {
+                permit2612: EIP2612Permit {
+                    value: approval.value,
+                    deadline: approval.deadline,
+                    r: approval.r,
+                    s: approval.s,
+                    v: approval.v,
+                },
+                permit,
+                amount,
+                owner,
+                witness,
+                signature,
+            }
+            .abi_encode(),
         }
-        .abi_encode()
     }
 }
 

@@ -81,10 +81,16 @@ impl BaseChain {
         let (Some(UPTO_PROXY), Some(input)) = (to, input) else {
             return Ok(None);
         };
-        let Ok(call) = IUptoProxy::settleCall::abi_decode(&input) else {
-            return Ok(None);
+        // `settle`, or `settleWithPermit` (the payer's permit for Permit2 first).
+        let settled = match IUptoProxy::settleCall::abi_decode(&input) {
+            Ok(call) => (call.owner, call.permit.nonce, call.amount, call.witness.to),
+            Err(_) => match IUptoProxy::settleWithPermitCall::abi_decode(&input) {
+                Ok(call) => (call.owner, call.permit.nonce, call.amount, call.witness.to),
+                Err(_) => return Ok(None),
+            },
         };
-        if !settles_this(&call, paid) {
+        // For this payer's authorization, this amount and this recipient.
+        if settled != (paid.from, paid.nonce, paid.value, paid.to) {
             return Ok(None);
         }
         let receipt: Value = self.rpc.call("eth_getTransactionReceipt", json!([hash])).await?;
@@ -98,14 +104,6 @@ impl BaseChain {
             }),
         )
     }
-}
-
-/// The proxy call is for this payer's authorization, this amount and this recipient.
-fn settles_this(call: &IUptoProxy::settleCall, paid: &UptoPaid) -> bool {
-    call.owner == paid.from
-        && call.permit.nonce == paid.nonce
-        && call.amount == paid.value
-        && call.witness.to == paid.to
 }
 
 /// The index of USDC's `Transfer(from → to, value)` log in the receipt.

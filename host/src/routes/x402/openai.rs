@@ -29,6 +29,7 @@ use crate::routes::AppState;
 use crate::routes::chat_stream::json_event;
 use crate::routes::openai::wire::{Completion, CompletionRequest, OpenAiError};
 use crate::services::chat::{ChatEvent, ChatEvents, ChatInput, MESSAGE_MAX_CHARS};
+use crate::services::commands::Answer;
 use crate::services::payments::{self, Offer, X402Error};
 use crate::services::purchase::{self, Order, Sale, SaleOutcome};
 use crate::services::{ServiceError, Services};
@@ -227,6 +228,11 @@ fn tokens_of(sale: &Sale) -> (u64, u64) {
         .map_or((0, 0), |by_use| (by_use.used.input_tokens, by_use.used.output_tokens))
 }
 
+/// Why the model stopped, as OpenAI says it: at its length limit, or its own end.
+fn finish_reason(answer: &Answer) -> &'static str {
+    if answer.cut_short { "length" } else { "stop" }
+}
+
 /// A plain answer: the completion and its `PAYMENT-RESPONSE`, or why nothing was answered.
 async fn answered(services: &Services, offer: &Offer, sale: Sale) -> Response {
     let delivered = matches!(sale.outcome, SaleOutcome::Answered(_));
@@ -238,7 +244,7 @@ async fn answered(services: &Services, offer: &Offer, sale: Sale) -> Response {
     let mut response = match sale.outcome {
         SaleOutcome::Answered(answer) => {
             let completion = Completion::new(&offer.agent.def.username);
-            axum::Json(completion.answer_text(&answer.response, tokens, "stop")).into_response()
+            axum::Json(completion.answer_text(&answer.response, tokens, finish_reason(&answer))).into_response()
         }
         SaleOutcome::Failed { error, .. } => OpenAiError::from(ApiError::from(error)).into_response(),
         // A message never queues a job.
@@ -371,7 +377,7 @@ async fn charged_stream(services: &Services, offer: &Offer, sale: Sale, with_usa
 fn finish(completion: &Completion, sale: Sale, with_usage: bool, mut chunks: Vec<Value>) -> Vec<Event> {
     let tokens = tokens_of(&sale);
     match sale.outcome {
-        SaleOutcome::Answered(_) => chunks.extend(completion.closing("stop", tokens, with_usage)),
+        SaleOutcome::Answered(answer) => chunks.extend(completion.closing(finish_reason(&answer), tokens, with_usage)),
         SaleOutcome::Failed { error, .. } => chunks.push(OpenAiError::from(ApiError::from(error)).body()),
         SaleOutcome::Queued { .. } => {}
     }

@@ -103,6 +103,7 @@ impl From<Reply> for Answer {
             response: reply.response,
             format: ResponseFormat::parse(&reply.format).unwrap_or_default(),
             media_url: reply.media_url,
+            cut_short: false,
         }
     }
 }
@@ -361,6 +362,7 @@ pub async fn run(services: &Services, desk: &Desk, begun: Begun, events: Option<
                     response: reply.response,
                     format: ResponseFormat::Text,
                     media_url: None,
+                    cut_short: reply.cut_short,
                 })
             })
         }

@@ -441,6 +441,7 @@ async fn wait(services: &Services, job_id: &str, paid: bool, progress: impl Asyn
             response,
             format: format.as_deref().and_then(ResponseFormat::parse).unwrap_or_default(),
             media_url: artifact_url,
+            cut_short: false,
         }),
         // A paid job that failed was refunded (its transaction, once on chain).
         Ok(JobStatus::Failed {

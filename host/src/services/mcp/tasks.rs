@@ -55,6 +55,7 @@ pub async fn task(services: &Services, toolbox: &Toolbox, id: &str) -> Result<Op
             response,
             format: format.as_deref().and_then(ResponseFormat::parse).unwrap_or_default(),
             media_url: artifact_url,
+            cut_short: false,
         })),
         JobStatus::Failed { code, .. } if code == JOB_CANCELLED => TaskState::Cancelled,
         JobStatus::Failed { error, code, .. } if code == "internal_error" => TaskState::Failed(error),

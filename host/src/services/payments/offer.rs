@@ -17,7 +17,7 @@ use crate::x402::wire::{
     NetworkNames, PaymentRequiredV1, PaymentRequiredV2, RequirementsV1, RequirementsV2, ResourceInfo, SCHEME,
     SettleResponse, Version,
 };
-use crate::x402::{offer_receipt, payment_identifier};
+use crate::x402::{gas_sponsoring, offer_receipt, payment_identifier};
 
 /// How long a signed payment may take to reach us.
 pub const MAX_TIMEOUT_SECONDS: u64 = 60;
@@ -427,7 +427,12 @@ impl Offer {
         let Some(requirement) = self.requirement_v2(services, price) else {
             return (v1, None);
         };
-        let extensions = self.extensions(command);
+        let upto = self.requirement_upto(services, command);
+        let mut extensions = self.extensions(command);
+        if upto.is_some() {
+            // By use, a payer that has not approved Permit2 may sign a permit for it instead.
+            extensions.insert(gas_sponsoring::NAME.into(), gas_sponsoring::declaration());
+        }
         let v2 = PaymentRequiredV2 {
             x402_version: 2,
             error: Some(error.unwrap_or_else(|| "PAYMENT-SIGNATURE header is required".into())),
@@ -436,9 +441,7 @@ impl Offer {
                 description: Some(self.description(command)),
                 mime_type: Some("application/json".into()),
             },
-            accepts: std::iter::once(requirement)
-                .chain(self.requirement_upto(services, command))
-                .collect(),
+            accepts: std::iter::once(requirement).chain(upto).collect(),
             extensions,
         };
         (v1, Some(v2))

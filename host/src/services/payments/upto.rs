@@ -26,7 +26,7 @@ use crate::services::locks::KeyGuard;
 use crate::services::{ServiceError, Services, wallets};
 use crate::store::NewPayment;
 use crate::x402::wire::{self, Payment, RequirementsV2};
-use crate::x402::{payment_identifier, upto};
+use crate::x402::{gas_sponsoring, payment_identifier, upto};
 
 /// How much longer than the offer's `maxTimeoutSeconds` a payer may let an authorization
 /// live (its clock may run ahead of ours).
@@ -132,6 +132,14 @@ async fn check(
         auth.signature = auth.signature.clone().for_wallet();
         authenticate(services, &auth).await?;
     }
+    // A payer that has not approved Permit2 may send its permit for it (gas sponsoring).
+    let approval_for = gas_sponsoring::Expected {
+        from: auth.from,
+        usdc: base.usdc(),
+        max: auth.max,
+        deadline: auth.deadline,
+    };
+    auth.approval = gas_sponsoring::read(&payment.extensions, &approval_for).map_err(refusal)?;
     let payer = auth.from.to_checksum(None);
     let identity = identity_of(&auth);
     Ok(Checked {
@@ -166,7 +174,7 @@ pub async fn hold(
     reserve: Reserve<'_>,
 ) -> Result<Hold, ServiceError> {
     let Checked {
-        auth,
+        mut auth,
         payer,
         identity,
         rates,
@@ -205,12 +213,12 @@ pub async fn hold(
     }
     // Again with the turn: the payer's payment before this one may have just cost the agent.
     guard::not_cooling_off(services, network, &payer).await?;
-    check_on_chain(services, &auth, rates.max()).await?;
+    check_on_chain(services, &mut auth, rates.max()).await?;
     let facilitated = match facilitator {
         // The facilitator verifies it too, and simulates settling the maximum from its own
         // address: what it would refuse after the work is refused before it.
         Some(facilitator) => {
-            let request = upto_facilitated::request(services, offer, payment, &offered);
+            let request = upto_facilitated::request(services, offer, payment, &offered, auth.approval.is_some());
             upto_facilitated::verify(facilitator, &request).await?;
             Some(request)
         }
@@ -307,9 +315,13 @@ async fn authenticate(services: &Services, auth: &PermitAuthorization) -> Result
 }
 
 /// What the chain must say before any work: the nonce unused, Permit2 approved for the
-/// maximum, the balance covering it. (Then the settlement of the whole maximum is signed,
-/// its gas estimated within the cap, as the agent's wallet would send it.)
-async fn check_on_chain(services: &Services, auth: &PermitAuthorization, max: MicroUsdc) -> Result<(), ServiceError> {
+/// maximum (or the payer's permit for it sent along, kept only while it is needed), the
+/// balance covering it. (Then the settlement of the whole maximum is simulated.)
+async fn check_on_chain(
+    services: &Services,
+    auth: &mut PermitAuthorization,
+    max: MicroUsdc,
+) -> Result<(), ServiceError> {
     let base = &services.chains.base;
     let unavailable = |e| chain_unavailable(Network::Base, e);
     if base
@@ -320,7 +332,10 @@ async fn check_on_chain(services: &Services, auth: &PermitAuthorization, max: Mi
         return Err(already_used());
     }
     let allowance = base.permit2_allowance(auth.from).await.map_err(unavailable)?;
-    if allowance < U256::from(max.0) {
+    if allowance >= U256::from(max.0) {
+        // Approved already: its permit would only replace the payer's own approval.
+        auth.approval = None;
+    } else if auth.approval.is_none() {
         return Err(refused(
             "permit2_allowance_required",
             format!(

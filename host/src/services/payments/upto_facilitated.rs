@@ -17,6 +17,7 @@ use crate::domain::Network;
 use crate::money::MicroUsdc;
 use crate::services::{ServiceError, Services};
 use crate::store::PaymentRecord;
+use crate::x402::gas_sponsoring;
 use crate::x402::wire::{Payment, RequirementsV2};
 
 /// How often the chain is asked while waiting for the facilitator's settlement to show.
@@ -24,9 +25,20 @@ const ON_CHAIN_POLL: std::time::Duration = std::time::Duration::from_millis(250)
 
 /// What the facilitator is sent: the payment as the payer made it (for the maximum), and
 /// the requirement it answers: at the maximum to verify, at the charge to settle.
-pub(super) fn request(services: &Services, offer: &Offer, payment: &Payment, offered: &RequirementsV2) -> Value {
+/// `with_permit`: the payer's permit for Permit2 goes along, for the facilitator to submit.
+pub(super) fn request(
+    services: &Services,
+    offer: &Offer,
+    payment: &Payment,
+    offered: &RequirementsV2,
+    with_permit: bool,
+) -> Value {
     let resource = json!({ "url": offer.resource_url(services), "mimeType": "application/json" });
-    facilitator::request(&payment.payload, offered, &resource)
+    let mut request = facilitator::request(&payment.payload, offered, &resource);
+    if with_permit && let Some(permit) = payment.extensions.get(gas_sponsoring::NAME) {
+        request["paymentPayload"]["extensions"] = json!({ gas_sponsoring::NAME: permit });
+    }
+    request
 }
 
 /// Has the facilitator verify the authorization at its maximum (and simulate its

@@ -7,6 +7,7 @@ use crate::money::MicroUsdc;
 use crate::services::Services;
 use crate::services::payments::Offer;
 use crate::services::usage::Owner;
+use crate::x402::gas_sponsoring;
 use crate::x402::wire::{self, PaymentRequiredV2, ResourceInfo, Version};
 
 /// A priced call: on which offers, for how much, and the resource a payer signs for.
@@ -37,25 +38,31 @@ pub fn payment_required(services: &Services, sold: &Sold<'_>, error: String) -> 
         };
         services.usage.offer(owner, sold.command, None);
     }
+    // What is priced by use is also offered by use (`upto`), after its fixed price.
+    let accepts: Vec<_> = sold
+        .offers
+        .iter()
+        .flat_map(|o| {
+            let command = sold.command.and_then(|name| o.command(name));
+            [
+                o.requirement_v2(services, sold.price),
+                o.requirement_upto(services, command)
+                    .filter(|_| sold.command.is_none() || command.is_some()),
+            ]
+        })
+        .flatten()
+        .collect();
+    let mut extensions = sold.extensions.clone();
+    if accepts.iter().any(|a| a.scheme == crate::x402::upto::SCHEME) {
+        // By use, a payer that has not approved Permit2 may sign a permit for it instead.
+        extensions.insert(gas_sponsoring::NAME.into(), gas_sponsoring::declaration());
+    }
     PaymentRequiredV2 {
         x402_version: 2,
         error: Some(error),
         resource: sold.resource.clone(),
-        // What is priced by use is also offered by use (`upto`), after its fixed price.
-        accepts: sold
-            .offers
-            .iter()
-            .flat_map(|o| {
-                let command = sold.command.and_then(|name| o.command(name));
-                [
-                    o.requirement_v2(services, sold.price),
-                    o.requirement_upto(services, command)
-                        .filter(|_| sold.command.is_none() || command.is_some()),
-                ]
-            })
-            .flatten()
-            .collect(),
-        extensions: sold.extensions.clone(),
+        accepts,
+        extensions,
     }
 }
 

@@ -17,6 +17,9 @@ enum Kept {
         response: String,
         format: String,
         media_url: Option<String>,
+        /// Kept only when set (answers kept before it was are not).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        cut_short: bool,
     },
     Queued {
         job_id: String,
@@ -34,6 +37,7 @@ pub(super) fn keep(outcome: &SaleOutcome) -> Option<String> {
             response: answer.response.clone(),
             format: answer.format.as_str().to_string(),
             media_url: answer.media_url.clone(),
+            cut_short: answer.cut_short,
         },
         SaleOutcome::Queued { job_id } => Kept::Queued { job_id: job_id.clone() },
         SaleOutcome::Failed {
@@ -56,10 +60,12 @@ pub(super) fn recall(kept: &str) -> Result<SaleOutcome, ServiceError> {
                 response,
                 format,
                 media_url,
+                cut_short,
             } => SaleOutcome::Answered(Answer {
                 response,
                 format: ResponseFormat::parse(&format).ok_or_else(|| corrupt(format!("format {format}")))?,
                 media_url,
+                cut_short,
             }),
             Kept::Queued { job_id } => SaleOutcome::Queued { job_id },
             Kept::Refused { message } => SaleOutcome::Failed {
@@ -84,6 +90,7 @@ mod tests {
             response: "Sunny, 21 °C".into(),
             format: ResponseFormat::Image,
             media_url: Some("https://example.com/sun.png".into()),
+            cut_short: true,
         });
         let queued = SaleOutcome::Queued { job_id: "job1".into() };
         let refused = SaleOutcome::Failed {
