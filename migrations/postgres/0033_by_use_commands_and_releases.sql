@@ -3,6 +3,7 @@
 -- the command has a fixed price only. What a paid run used is kept with its payment.
 ALTER TABLE commands ADD COLUMN by_use TEXT;
 -- `payments.released_at`: a payment by use whose work failed by the agent's fault is
--- released (failed, nothing charged); its payer then cools off as after a refund, so that
--- failing work cannot be asked for again and again for free.
+-- released (failed, nothing charged), or whose settlement its payer made fail; its payer
+-- then cools off as after a refund, so that failing work cannot be had again and again
+-- for free.
 ALTER TABLE payments ADD COLUMN released_at INTEGER;

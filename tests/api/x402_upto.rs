@@ -836,8 +836,17 @@ async fn a_command_sold_by_use_that_keeps_failing_is_paused_before_anything_is_h
 /// through `front` (the reference facilitator, or something in front of it); its wallet
 /// holds no gas.
 async fn facilitated_shop(chain: LocalBase, front: &str, extra: &[(&str, &str)]) -> Shop {
+    facilitated_shop_answering(chain, front, extra, answered()).await
+}
+
+async fn facilitated_shop_answering(
+    chain: LocalBase,
+    front: &str,
+    extra: &[(&str, &str)],
+    answer: (u16, Value),
+) -> Shop {
     chain.deploy_permit2().await;
-    let policy: Policy = Arc::new(move |_, _| answered());
+    let policy: Policy = Arc::new(move |_, _| answer.clone());
     let seen = Arc::new(Mutex::new(Vec::new()));
     let llm = fake_openai(policy, seen.clone()).await;
     let mut env = TestEnv::new()
@@ -1163,4 +1172,66 @@ async fn a_paid_answer_cut_at_the_length_limit_finishes_with_length() {
         assert_eq!(answer["content"], "No rain today.", "{i}: {answer}");
         assert_eq!(answer["finishReason"], "length", "{i}: {answer}");
     }
+}
+
+/// Through the facilitator too, a payer that takes its approval back while the model writes
+/// gets nothing and cools off; the facilitator's refusal is not the agent's fault.
+#[tokio::test(flavor = "multi_thread")]
+async fn through_the_facilitator_a_payer_that_takes_its_approval_back_cools_off() {
+    let chain = LocalBase::start().await;
+    let facilitator = RefFacilitator::start(&chain, None).await;
+    let (status, mut reply) = answered();
+    reply["sleep_ms"] = json!(1_500);
+    let shop = facilitated_shop_answering(chain, &facilitator.url, &[], (status, reply)).await;
+    let url = shop.server.url("/x402/base/seller");
+    let (payer, address) = approved_payer(&shop.chain).await;
+    let paying = {
+        let (payer, url) = (payer.clone(), url.clone());
+        tokio::spawn(async move { pay_by_use(&payer, &url, &json!({ "message": "Will it rain?" })).await })
+    };
+    while shop.seen.lock().unwrap().is_empty() {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    shop.chain.approve_permit2(&address, 0).await;
+    let paid = paying.await.unwrap();
+    assert_eq!(paid.status, 402, "{}", paid.body);
+    assert_eq!(paid.body["code"], "settlement_failed", "{}", paid.body);
+    assert!(paid.body.get("response").is_none(), "{}", paid.body);
+    assert_eq!(shop.chain.usdc_of(&address).await, 1_000_000);
+
+    shop.chain.approve_permit2(&address, u64::MAX).await;
+    let offered = payment_required(&get(&url, None).await);
+    let signer: PrivateKeySigner = payer.key.parse().unwrap();
+    let again = paid_v2(
+        &url,
+        &json!({ "message": "Will it rain?" }),
+        &upto_payment(&signer, &offered["accepts"][1], 12),
+    )
+    .await;
+    assert_eq!(code(&again), (429, "payer_cooling_off".into()), "{}", again.text);
+}
+
+/// A permit for Permit2 that would not pass (not the payer's signature) is found out before
+/// the work, by simulating the settlement as the facilitator would send it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_permit_that_would_not_pass_is_refused_before_the_work() {
+    let chain = LocalBase::start().await;
+    let facilitator = RefFacilitator::start(&chain, None).await;
+    let shop = facilitated_shop(chain, &facilitator.url, &[]).await;
+    let url = shop.server.url("/x402/base/seller");
+    let offered = payment_required(&get(&url, None).await);
+    let upto = offered["accepts"][1].clone();
+    let (signer, address) = base_payer(&shop.chain, 1_000_000).await;
+    let mut payment = b64_json(&upto_payment(&signer, &upto, 21));
+    let deadline = payment["payload"]["permit2Authorization"]["deadline"].clone();
+    payment["extensions"] = json!({ "eip2612GasSponsoring": { "info": {
+        "from": address, "asset": upto["asset"], "spender": agent_host::chains::base::PERMIT2.to_string(),
+        "amount": upto["amount"], "nonce": "0", "deadline": deadline,
+        "signature": format!("0x{}1b", "11".repeat(64)), "version": "1",
+    } } });
+    let encoded = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, payment.to_string());
+    let refused = paid_v2(&url, &json!({ "message": "Will it rain?" }), &encoded).await;
+    assert_eq!(code(&refused), (402, "settlement_failed".into()), "{}", refused.text);
+    assert!(shop.seen.lock().unwrap().is_empty(), "the model was never asked");
+    assert!(payments(&shop.env).is_empty(), "nothing was held");
 }

@@ -45,6 +45,20 @@ impl Store {
         .await
     }
 
+    /// Marks that `id`'s payer made its settlement fail: it cools off as after a refund,
+    /// whatever becomes of the payment.
+    pub async fn cool_off_payer_of(&self, id: &str) -> Result<(), StoreError> {
+        let id = id.to_string();
+        self.write(move |db| {
+            db.execute(
+                "UPDATE payments SET released_at = ?2 WHERE id = ?1",
+                args![id, crate::clock::now_ms()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
     /// Fails a held `upto` payment that charges nothing (its work failed by the agent's
     /// fault, or could not be settled in time). `cools_off`: the work ran, so its payer
     /// cools off as after a refund. False when it is not held.

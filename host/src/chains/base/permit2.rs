@@ -216,6 +216,26 @@ impl BaseChain {
         word_of(&word, "allowance on the USDC contract")
     }
 
+    /// Simulates the proxy call that takes `amount` under `auth`, as `settler` (a
+    /// facilitator's address) would send it, within the gas cap: `Refused` when it would
+    /// revert (a permit for Permit2 that does not pass, say) or cost more.
+    pub async fn simulate_upto_settlement(
+        &self,
+        settler: Address,
+        auth: &PermitAuthorization,
+        amount: U256,
+    ) -> Result<(), ChainError> {
+        let call = auth.settle_call(amount);
+        self.estimate_gas(
+            settler,
+            alloy::primitives::TxKind::Call(UPTO_PROXY),
+            &call,
+            self.caps.gas,
+        )
+        .await
+        .map(|_| ())
+    }
+
     /// Signs, as `facilitator` (the witness's, who pays the gas), the proxy call that takes
     /// `amount` under `auth`.
     pub async fn sign_upto_settlement(

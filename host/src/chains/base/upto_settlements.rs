@@ -26,20 +26,29 @@ pub struct UptoPaid {
 
 impl BaseChain {
     /// The landed settlement of `paid`: the `claimed` transaction when it is one, else
-    /// searched among USDC's transfers from the payer to the agent since `not_before` (at
-    /// most `MAX_LOG_BLOCKS` back, counting a block a second). `None`: none shows.
+    /// searched among USDC's transfers of that value from the payer to the agent since
+    /// `not_before` (at most `MAX_LOG_BLOCKS` back, counting a block a second), once Permit2
+    /// shows the nonce used. `None`: none shows. `Undecidable`: more candidates than are
+    /// looked at.
     pub async fn upto_settlement(
         &self,
         paid: &UptoPaid,
         claimed: Option<&str>,
         not_before: u64,
     ) -> Result<Option<AuthorizationTransfer>, ChainError> {
-        if let Some(hash) = claimed
-            && let Some(found) = self.settles(hash, paid).await?
+        // A facilitator's word may be anything: only a transaction hash is asked about, and
+        // a node that cannot find it is no answer.
+        if let Some(hash) = claimed.filter(|h| is_tx_hash(h))
+            && let Ok(Some(found)) = self.settles(hash, paid).await
         {
             return Ok(Some(found));
         }
+        // Unused, it settled nothing: no search.
+        if !self.permit2_nonce_used(paid.from, paid.nonce).await? {
+            return Ok(None);
+        }
         const MAX_LOG_BLOCKS: u64 = 10_000;
+        const MAX_CANDIDATES: usize = 20;
         let head: Value = self.rpc.call("eth_getBlockByNumber", json!(["latest", false])).await?;
         let head_number = quantity_u64(&head["number"], "eth_getBlockByNumber")?;
         let head_time = quantity_u64(&head["timestamp"], "eth_getBlockByNumber")?;
@@ -54,15 +63,22 @@ impl BaseChain {
             "topics": [Transfer::SIGNATURE_HASH.to_string(), paid.from.into_word().to_string(), paid.to.into_word().to_string()],
         });
         let logs: Vec<Value> = self.rpc.call("eth_getLogs", json!([filter])).await?;
-        let mut seen = Vec::new();
-        for log in logs.iter().filter(|log| log["removed"] != Value::Bool(true)) {
-            let Some(hash) = log["transactionHash"].as_str() else {
-                continue;
-            };
-            if seen.contains(&hash) {
-                continue;
-            }
-            seen.push(hash);
+        // Only transfers of the amount charged can be its settlement.
+        let mut candidates: Vec<&str> = logs
+            .iter()
+            .filter(|log| log["removed"] != Value::Bool(true))
+            .filter(|log| log["data"].as_str().and_then(|d| U256::from_str(d).ok()) == Some(paid.value))
+            .filter_map(|log| log["transactionHash"].as_str())
+            .collect();
+        candidates.dedup();
+        if candidates.len() > MAX_CANDIDATES {
+            return Err(ChainError::Undecidable(format!(
+                "{} transfers of {} from the payer to the agent to look through",
+                candidates.len(),
+                paid.value
+            )));
+        }
+        for hash in candidates {
             if let Some(found) = self.settles(hash, paid).await? {
                 return Ok(Some(found));
             }
@@ -104,6 +120,10 @@ impl BaseChain {
             }),
         )
     }
+}
+
+fn is_tx_hash(text: &str) -> bool {
+    text.len() == 66 && text.starts_with("0x") && text[2..].bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// The index of USDC's `Transfer(from → to, value)` log in the receipt.

@@ -123,7 +123,15 @@ async fn upto_settler(
         return Some(pay_to.to_string());
     };
     match facilitator.upto_address(network_id.as_deref()?).await {
-        Ok(address) => Some(address),
+        // An address a payer could not sign for would only get every payment refused.
+        Ok(address) if crate::chains::base::parse_address(&address).is_ok() => Some(address),
+        Ok(address) => {
+            tracing::warn!(
+                facilitator = facilitator.label(),
+                "upto is not offered: /supported names {address:?}"
+            );
+            None
+        }
         Err(error) => {
             tracing::debug!(facilitator = facilitator.label(), "upto is not offered: {error}");
             None

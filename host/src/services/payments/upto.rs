@@ -218,6 +218,23 @@ pub async fn hold(
         // The facilitator verifies it too, and simulates settling the maximum from its own
         // address: what it would refuse after the work is refused before it.
         Some(facilitator) => {
+            // Its settlement of the maximum simulated as the facilitator would send it (a
+            // payer's permit for Permit2 included), whatever its own checks simulate.
+            let settler = offered.extra["facilitatorAddress"].as_str().unwrap_or_default();
+            let settler = parse_address(settler).map_err(|e| refused("invalid_payment", e))?;
+            match base
+                .simulate_upto_settlement(settler, &auth, U256::from(rates.max().0))
+                .await
+            {
+                Ok(()) => {}
+                Err(ChainError::Refused(reason)) => {
+                    return Err(refused(
+                        "settlement_failed",
+                        format!("The payment could not be settled: {reason}"),
+                    ));
+                }
+                Err(other) => return Err(chain_unavailable(network, other)),
+            }
             let request = upto_facilitated::request(services, offer, payment, &offered, auth.approval.is_some());
             upto_facilitated::verify(facilitator, &request).await?;
             Some(request)
@@ -501,9 +518,11 @@ impl Held {
             to: parse_address(&self.pay_to).map_err(|e| refused("invalid_payment", e))?,
             value: U256::from(charge.0),
         };
-        let since = self.recorded_secs.saturating_sub(ELSEWHERE_LOOKBACK_SECS);
+        // Nothing sent before this payment was recorded can be its settlement.
+        let since = self.recorded_secs.saturating_sub(60);
+        let approval = self.auth.approval.as_ref();
         let transaction =
-            upto_facilitated::settle(services, facilitator, request, &self.payment_id, &paid, since).await?;
+            upto_facilitated::settle(services, facilitator, request, &self.payment_id, &paid, approval, since).await?;
         Ok(self.settled(used, charge, transaction))
     }
 

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::scheme::SettledBy;
 use super::{Offer, X402Error, chain_unavailable, refused};
-use crate::chains::base::{UptoPaid, parse_address};
+use crate::chains::base::{Eip2612Approval, UptoPaid, parse_address};
 use crate::clients::facilitator::{self, Facilitator, FacilitatorError};
 use crate::domain::Network;
 use crate::money::MicroUsdc;
@@ -19,6 +19,10 @@ use crate::services::{ServiceError, Services};
 use crate::store::PaymentRecord;
 use crate::x402::gas_sponsoring;
 use crate::x402::wire::{Payment, RequirementsV2};
+
+/// How much later than an authorization's deadline (by our clock) its settlement may still
+/// land (the chain's clock may run behind ours).
+const CLOCK_MARGIN_SECS: u64 = 30;
 
 /// How often the chain is asked while waiting for the facilitator's settlement to show.
 const ON_CHAIN_POLL: std::time::Duration = std::time::Duration::from_millis(250);
@@ -66,6 +70,7 @@ pub(super) async fn settle(
     request: &Value,
     payment_id: &str,
     paid: &UptoPaid,
+    approval: Option<&Eip2612Approval>,
     since_secs: u64,
 ) -> Result<String, ServiceError> {
     let mut request = request.clone();
@@ -81,6 +86,7 @@ pub(super) async fn settle(
                 "upto settle not confirmed: {}",
                 unsettled.reason()
             );
+            payers_doing(services, payment_id, paid, approval).await?;
             let error = FacilitatorError::BadAnswer(format!("settle: {}", unsettled.reason()));
             return Err(X402Error::Facilitator { error, recorded: true }.into());
         }
@@ -110,6 +116,7 @@ pub(super) async fn settle(
             return super::settle_by(services, payment_id, by).await;
         }
         if tokio::time::Instant::now() >= deadline {
+            payers_doing(services, payment_id, paid, approval).await?;
             tracing::warn!(
                 payment = payment_id,
                 facilitator = facilitator.label(),
@@ -121,6 +128,42 @@ pub(super) async fn settle(
         }
         tokio::time::sleep(ON_CHAIN_POLL).await;
     }
+}
+
+/// Whether the payer made the settlement fail while the work ran (its approval taken back,
+/// its funds moved): then it cools off, as after a settlement that failed on chain, and is
+/// told so (`402 settlement_failed`). The payment stays recorded, for recovery to find on
+/// chain should the facilitator land it after all.
+async fn payers_doing(
+    services: &Services,
+    payment_id: &str,
+    paid: &UptoPaid,
+    approval: Option<&Eip2612Approval>,
+) -> Result<(), ServiceError> {
+    let base = &services.chains.base;
+    let unavailable = |e| chain_unavailable(Network::Base, e);
+    // Used, and not shown as this settlement: the caller goes on to say so.
+    if base
+        .permit2_nonce_used(paid.from, paid.nonce)
+        .await
+        .map_err(unavailable)?
+    {
+        return Ok(());
+    }
+    let why = if base.usdc_of(paid.from).await.map_err(unavailable)? < MicroUsdc(paid.value.saturating_to::<u64>()) {
+        "the payer's balance no longer covers the charge"
+    } else if approval.is_none() && base.permit2_allowance(paid.from).await.map_err(unavailable)? < paid.value {
+        "the payer took back its approval of Permit2"
+    } else {
+        return Ok(());
+    };
+    services.store.cool_off_payer_of(payment_id).await?;
+    let payer = paid.from.to_checksum(None);
+    super::guard::charge_failed_settlement(services, Network::Base, &payer, None).await;
+    Err(refused(
+        "settlement_failed",
+        format!("The payment could not be settled: {why}; nothing was taken"),
+    ))
 }
 
 /// A held `upto` payment whose facilitator was, perhaps, asked to settle, and whose answer
@@ -148,15 +191,25 @@ pub(super) async fn resume(services: &Services, payment: &PaymentRecord) -> Resu
     };
     let unavailable = |e| chain_unavailable(Network::Base, e);
     let now_secs = crate::clock::now_ms() as u64 / 1000;
-    // Past its deadline first, then looked up: a settlement that lands in between is found.
-    let expired = payment.valid_until.is_none_or(|deadline| deadline < now_secs);
+    // Past its deadline first (with room for a clock ahead of the chain's), then looked up:
+    // a settlement that lands in between is found.
+    let expired = payment
+        .valid_until
+        .is_none_or(|deadline| deadline.saturating_add(CLOCK_MARGIN_SECS) < now_secs);
     let since_secs = ((payment.created_at / 1000) as u64).saturating_sub(super::MAX_TIMEOUT_SECONDS);
     let base = &services.chains.base;
-    if let Some(found) = base
-        .upto_settlement(&paid, None, since_secs)
-        .await
-        .map_err(unavailable)?
-    {
+    let found = match base.upto_settlement(&paid, None, since_secs).await {
+        Ok(found) => found,
+        Err(crate::chains::ChainError::Undecidable(why)) if expired => {
+            let why = format!("whether the facilitator settled it cannot be told from the chain: {why}");
+            store
+                .hand_to_operator(&payment.id, None, Default::default(), &why)
+                .await?;
+            return Ok(false);
+        }
+        Err(other) => return Err(unavailable(other)),
+    };
+    if let Some(found) = found {
         let by = SettledBy {
             transaction: found.transaction,
             transfer_log_index: Some(found.log_index),

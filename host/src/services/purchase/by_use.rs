@@ -188,9 +188,11 @@ async fn sell_command(
         channel: Channel::X402,
         paid_by: Some(&payment_id),
         slot: held.slot.take(),
+        // The run's own deadline comes first (its log and error say so); the bound below is
+        // for what surrounds it.
         metered: Some(Metered {
             meter: meter.clone(),
-            within: Some(time_left),
+            within: Some(time_left.saturating_sub(Duration::from_secs(2))),
         }),
     };
     // The run's own deadline is within the time left; this bounds what comes before and
