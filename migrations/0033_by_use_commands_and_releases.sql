@@ -7,3 +7,4 @@ ALTER TABLE commands ADD COLUMN by_use TEXT;
 -- then cools off as after a refund, so that failing work cannot be had again and again
 -- for free.
 ALTER TABLE payments ADD COLUMN released_at INTEGER;
+CREATE INDEX payments_released ON payments (network, payer, released_at) WHERE released_at IS NOT NULL;

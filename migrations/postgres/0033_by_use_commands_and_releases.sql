@@ -6,4 +6,5 @@ ALTER TABLE commands ADD COLUMN by_use TEXT;
 -- released (failed, nothing charged), or whose settlement its payer made fail; its payer
 -- then cools off as after a refund, so that failing work cannot be had again and again
 -- for free.
-ALTER TABLE payments ADD COLUMN released_at INTEGER;
+ALTER TABLE payments ADD COLUMN released_at BIGINT;
+CREATE INDEX payments_released ON payments (network, payer, released_at) WHERE released_at IS NOT NULL;
