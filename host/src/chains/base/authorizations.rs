@@ -122,21 +122,8 @@ impl BaseChain {
         value: U256,
         not_before: u64,
     ) -> Result<Option<AuthorizationTransfer>, ChainError> {
-        const MAX_LOG_BLOCKS: u64 = 10_000;
-        let head: Value = self.rpc.call("eth_getBlockByNumber", json!(["latest", false])).await?;
-        let head_number = quantity_u64(&head["number"], "eth_getBlockByNumber")?;
-        let head_time = quantity_u64(&head["timestamp"], "eth_getBlockByNumber")?;
-        let span = head_time
-            .saturating_sub(not_before)
-            .saturating_add(10)
-            .min(MAX_LOG_BLOCKS);
-        let filter = json!({
-            "address": self.usdc.to_string(),
-            "fromBlock": format!("0x{:x}", head_number.saturating_sub(span)),
-            "toBlock": "latest",
-            "topics": [AuthorizationUsed::SIGNATURE_HASH.to_string(), from.into_word().to_string(), nonce.to_string()],
-        });
-        let logs: Vec<Value> = self.rpc.call("eth_getLogs", json!([filter])).await?;
+        let topics = [AuthorizationUsed::SIGNATURE_HASH, from.into_word(), nonce];
+        let logs = self.usdc_logs_since(topics, not_before).await?;
         // A nonce is used once, so one live log at most; a log of a reorganised block is not.
         let Some(hash) = logs
             .iter()
@@ -162,6 +149,27 @@ impl BaseChain {
                 log_index,
             }),
         )
+    }
+
+    /// USDC's logs with `topics` since `not_before` (Unix seconds, counted as one block a
+    /// second, which overestimates Base's two), at most `MAX_LOG_BLOCKS` back: what RPC
+    /// providers accept in one query.
+    pub(super) async fn usdc_logs_since(&self, topics: [B256; 3], not_before: u64) -> Result<Vec<Value>, ChainError> {
+        const MAX_LOG_BLOCKS: u64 = 10_000;
+        let head: Value = self.rpc.call("eth_getBlockByNumber", json!(["latest", false])).await?;
+        let head_number = quantity_u64(&head["number"], "eth_getBlockByNumber")?;
+        let head_time = quantity_u64(&head["timestamp"], "eth_getBlockByNumber")?;
+        let span = head_time
+            .saturating_sub(not_before)
+            .saturating_add(10)
+            .min(MAX_LOG_BLOCKS);
+        let filter = json!({
+            "address": self.usdc.to_string(),
+            "fromBlock": format!("0x{:x}", head_number.saturating_sub(span)),
+            "toBlock": "latest",
+            "topics": topics.map(|t| t.to_string()),
+        });
+        Ok(self.rpc.call("eth_getLogs", json!([filter])).await?)
     }
 
     /// Signs, as `relayer` (who pays the gas), the transaction that settles an authorization.

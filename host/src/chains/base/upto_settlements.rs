@@ -47,22 +47,9 @@ impl BaseChain {
         if !self.permit2_nonce_used(paid.from, paid.nonce).await? {
             return Ok(None);
         }
-        const MAX_LOG_BLOCKS: u64 = 10_000;
         const MAX_CANDIDATES: usize = 20;
-        let head: Value = self.rpc.call("eth_getBlockByNumber", json!(["latest", false])).await?;
-        let head_number = quantity_u64(&head["number"], "eth_getBlockByNumber")?;
-        let head_time = quantity_u64(&head["timestamp"], "eth_getBlockByNumber")?;
-        let span = head_time
-            .saturating_sub(not_before)
-            .saturating_add(10)
-            .min(MAX_LOG_BLOCKS);
-        let filter = json!({
-            "address": self.usdc.to_string(),
-            "fromBlock": format!("0x{:x}", head_number.saturating_sub(span)),
-            "toBlock": "latest",
-            "topics": [Transfer::SIGNATURE_HASH.to_string(), paid.from.into_word().to_string(), paid.to.into_word().to_string()],
-        });
-        let logs: Vec<Value> = self.rpc.call("eth_getLogs", json!([filter])).await?;
+        let topics = [Transfer::SIGNATURE_HASH, paid.from.into_word(), paid.to.into_word()];
+        let logs = self.usdc_logs_since(topics, not_before).await?;
         // Only transfers of the amount charged can be its settlement.
         let mut candidates: Vec<&str> = logs
             .iter()

@@ -45,16 +45,7 @@ pub(super) async fn settle(
     })?;
     let resource = json!({ "url": offer.resource_url(services), "mimeType": "application/json" });
     let request = facilitator::request(&payment.payload, &accepted, &resource);
-    let verdict = facilitator.verify(&request).await.map_err(|error| {
-        tracing::warn!(facilitator = facilitator.label(), "verify: {error}");
-        X402Error::Facilitator { error, recorded: false }
-    })?;
-    if !verdict.is_valid {
-        return Err(refused(
-            "invalid_payment",
-            format!("The facilitator refused the payment: {}", verdict.reason()),
-        ));
-    }
+    verify(facilitator, &request).await?;
     // Where the agent's own settlement is signed: checked, nothing recorded yet.
     crate::faults::crash_point("x402:after_sign");
     if !record_once(services, record).await? {
@@ -117,6 +108,22 @@ pub(super) async fn settle(
             Err(X402Error::Facilitator { error, recorded: true }.into())
         }
     }
+}
+
+/// Has the facilitator verify a payment (`request`, as [`facilitator::request`] makes it),
+/// before anything is recorded: its refusal is the payer's `invalid_payment`.
+pub(super) async fn verify(facilitator: &Facilitator, request: &serde_json::Value) -> Result<(), ServiceError> {
+    let verdict = facilitator.verify(request).await.map_err(|error| {
+        tracing::warn!(facilitator = facilitator.label(), "verify: {error}");
+        X402Error::Facilitator { error, recorded: false }
+    })?;
+    if !verdict.is_valid {
+        return Err(refused(
+            "invalid_payment",
+            format!("The facilitator refused the payment: {}", verdict.reason()),
+        ));
+    }
+    Ok(())
 }
 
 /// How often the chain is asked, while waiting for a facilitator's settlement to show.

@@ -236,7 +236,7 @@ pub async fn hold(
                 Err(other) => return Err(chain_unavailable(network, other)),
             }
             let request = upto_facilitated::request(services, offer, payment, &offered, auth.approval.is_some());
-            upto_facilitated::verify(facilitator, &request).await?;
+            super::facilitated::verify(facilitator, &request).await?;
             Some(request)
         }
         // The settlement of the whole maximum, signed now as it would be after the work and

@@ -45,22 +45,6 @@ pub(super) fn request(
     request
 }
 
-/// Has the facilitator verify the authorization at its maximum (and simulate its
-/// settlement): before anything is recorded or done.
-pub(super) async fn verify(facilitator: &Facilitator, request: &Value) -> Result<(), ServiceError> {
-    let verdict = facilitator.verify(request).await.map_err(|error| {
-        tracing::warn!(facilitator = facilitator.label(), "upto verify: {error}");
-        X402Error::Facilitator { error, recorded: false }
-    })?;
-    if !verdict.is_valid {
-        return Err(refused(
-            "invalid_payment",
-            format!("The facilitator refused the payment: {}", verdict.reason()),
-        ));
-    }
-    Ok(())
-}
-
 /// Has the facilitator settle `charge` (recorded with the payment before this is called)
 /// and waits for the chain to show it; the settlement's transaction. `Err`: not shown (yet):
 /// the payment stays recorded, for recovery to find on chain or fail once it cannot land.

@@ -26,11 +26,13 @@ mod access;
 mod by_use;
 mod in_message;
 mod kept;
+mod measured;
 #[cfg(test)]
 mod tests;
 
 pub use access::Access;
 pub use in_message::{Sold, payment_required, read_payment};
+use measured::Measured;
 
 /// What a payer asks for.
 #[derive(Debug, Clone)]
@@ -446,49 +448,6 @@ pub async fn redeem(
         }
     };
     Ok((signed_in, outcome))
-}
-
-/// A purchase as the metrics count it: its network and x402 version.
-struct Measured {
-    network: &'static str,
-    version: &'static str,
-}
-
-impl Measured {
-    /// How a purchase that settled nothing ended, by its error.
-    fn not_settled(err: &ServiceError) -> &'static str {
-        match err {
-            ServiceError::X402(X402Error::SettlementPending { .. }) => "pending",
-            ServiceError::X402(
-                X402Error::Refused(_)
-                | X402Error::PayerBusy
-                | X402Error::PayerCoolingOff { .. }
-                | X402Error::CommandNotOffered(_),
-            )
-            | ServiceError::RateLimited(_)
-            | ServiceError::OverBudget { .. }
-            | ServiceError::Unavailable { .. } => "refused",
-            // The chain or the store failed: recovery finds the payment if it was recorded.
-            _ => "error",
-        }
-    }
-
-    fn settled(&self, micro_usdc: u64, started: std::time::Instant) {
-        if let Some(metrics) = crate::telemetry::metrics::metrics() {
-            metrics.x402_settled(self.network, micro_usdc, started.elapsed().as_secs_f64());
-        }
-    }
-
-    /// How the purchase ended: `served`, `refunded` (the work failed and the payer is paid
-    /// back), `released` (paid by use, the work failed: nothing was charged), `unanswered`
-    /// (recovery refunds it), `refused` (nothing was taken), `pending` (settling still;
-    /// recovery ends it), `error` (a chain or store failure; recovery finishes a recorded
-    /// payment) or `retried` (a payment met again).
-    fn ended(&self, state: &'static str) {
-        if let Some(metrics) = crate::telemetry::metrics::metrics() {
-            metrics.x402_payment(self.network, self.version, state);
-        }
-    }
 }
 
 /// Runs the ordered command, or has the agent answer the message.
