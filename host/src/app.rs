@@ -435,6 +435,11 @@ impl Server {
             tracing::error!(error = %e, "could not upgrade the recorded plugins");
         }
         recovery::at_start(&state.services).await;
+        // After recovery: at the start of the only host, a run still `running` was cut off.
+        let schedules = tokio::spawn(crate::services::schedules::runner::run_periodically(
+            (*state.services).clone(),
+            stop_rx.clone(),
+        ));
         // Jobs, transfers and payments cut off by a crash or stuck: checked against the
         // chain now and then, in the background (an unreachable node must not delay serving).
         let recovery = tokio::spawn(recovery::run_periodically((*state.services).clone(), stop_rx.clone()));
@@ -503,6 +508,7 @@ impl Server {
         let _ = usage.await;
         let _ = webhooks.await;
         let _ = wallet_alerts.await;
+        let _ = schedules.await;
         // What ran while the host drained is counted too.
         state.services.usage.flush(&state.services.store).await;
         let _ = collector.await;

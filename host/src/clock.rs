@@ -7,6 +7,22 @@ pub fn now_ms() -> i64 {
     (OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
 }
 
+/// The variable naming the test clock's file (debug builds only).
+pub const TEST_CLOCK: &str = "AGENT_HOST_TEST_CLOCK";
+
+/// The time schedules are read against: the real time, except in a debug build run with
+/// `AGENT_HOST_TEST_CLOCK`, where it is the Unix milliseconds written in that file, so a
+/// test can stand at 08:59 and then step to 09:00 (on every host that reads the file).
+pub fn schedule_now_ms() -> i64 {
+    #[cfg(debug_assertions)]
+    if let Some(path) = std::env::var_os(TEST_CLOCK)
+        && let Some(ms) = std::fs::read_to_string(path).ok().and_then(|t| t.trim().parse().ok())
+    {
+        return ms;
+    }
+    now_ms()
+}
+
 /// `2026-11-22T04:31:01.123Z`: ISO 8601, UTC, millisecond precision.
 pub fn iso(ms: i64) -> String {
     let at = OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000).unwrap_or(OffsetDateTime::UNIX_EPOCH);

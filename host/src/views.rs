@@ -293,6 +293,49 @@ pub fn job(j: &JobRecord) -> Value {
     })
 }
 
+/// A schedule as its owner reads it: what it does, when, where its answer goes, and where it
+/// stands (its next time, how its last run ended).
+pub fn schedule(s: &crate::store::ScheduleRecord) -> Value {
+    use crate::domain::schedule::{Action, Delivery, Missed, Timing};
+    let mut view = json!({
+        "id": s.id, "name": s.def.name, "source": s.source, "status": s.status.as_str(),
+        "stopped_reason": s.stopped_reason,
+        "missed": match s.def.missed { Missed::CatchUp => "catch_up", Missed::Skip => "skip" },
+        "next_run_at": s.next_run_at.map(iso), "last_run_at": s.last_run_at.map(iso),
+        "last_outcome": s.last_outcome, "consecutive_failures": s.consecutive_failures,
+        "created_at": iso(s.created_at),
+    });
+    match &s.def.timing {
+        Timing::Once { at } => view["at"] = json!(iso(*at)),
+        Timing::Every { seconds, .. } => view["every_seconds"] = json!(seconds),
+        Timing::Cron { expression, timezone } => {
+            view["cron"] = json!(expression);
+            view["timezone"] = json!(timezone);
+        }
+    }
+    match &s.def.action {
+        Action::Command { command, parameters } => {
+            view["command"] = json!(command);
+            view["parameters"] = json!(parameters);
+        }
+        Action::Prompt { prompt } => view["prompt"] = json!(prompt),
+    }
+    view["deliver"] = match &s.def.delivery {
+        Delivery::Telegram { chat_id } => json!({ "to": "telegram", "chat_id": chat_id }),
+        other => json!({ "to": other.as_str() }),
+    };
+    view
+}
+
+/// One time a schedule came due, and how it went.
+pub fn schedule_run(r: &crate::store::ScheduleRun) -> Value {
+    json!({
+        "id": r.id, "due_at": iso(r.due_at), "state": r.state.as_str(),
+        "started_at": iso(r.started_at), "finished_at": r.finished_at.map(iso),
+        "output": r.output, "error": r.error,
+    })
+}
+
 /// A connected third-party account: whether it may be used, and its public side (the
 /// bot's or the account's username and id); `null` when none is connected.
 pub fn integration(connected: Option<&Integration>) -> Value {

@@ -9,14 +9,14 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-const TOKEN: &str = "123456:TEST-token_abc";
+pub(crate) const TOKEN: &str = "123456:TEST-token_abc";
 /// Where Telegram is told to send updates: HTTPS, as it requires, at the address a proxy in
 /// front of the server would have. The tests deliver the updates to the server themselves.
 const PUBLIC_HOOK: &str = "https://agents.example.com/chatapp/alpha/webhook";
 
 /// A Bot API stand-in: `/bot<token>/getMe` and `/bot<token>/sendMessage`, with Telegram's
 /// real error bodies chosen by the chat id.
-async fn fake_telegram(sent: Arc<Mutex<Vec<Value>>>) -> FakeServer {
+pub(crate) async fn fake_telegram(sent: Arc<Mutex<Vec<Value>>>) -> FakeServer {
     let router = axum::Router::new().route(
         "/{bot}/{method}",
         post(move |Path((bot, method)): Path<(String, String)>, axum::Json(body): axum::Json<Value>| {

@@ -39,6 +39,7 @@ mod plugins;
 mod quotas;
 mod rate_limits;
 mod sandbox;
+mod schedules;
 mod schema;
 mod settings;
 mod several_hosts;

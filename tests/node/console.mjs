@@ -367,6 +367,28 @@ try {
   assert.equal(await napping.getByRole("progressbar").count(), 0);
   await page.getByRole("row").filter({ hasText: "/report" }).filter({ hasText: "succeeded" }).waitFor();
 
+  step("a daily post, scheduled in the console");
+  await page.getByRole("link", { name: "Schedules" }).click();
+  await page.getByLabel("Name", { exact: true }).fill("daily-post");
+  await page.getByLabel("When", { exact: true }).selectOption("daily");
+  await page.getByLabel("Time of day").fill("09:00");
+  await page.getByLabel("Time zone").fill("Europe/Paris");
+  await page.getByLabel("Prompt", { exact: true }).fill("Write today's tip for our followers.");
+  await page.getByLabel("Send the answer to").selectOption("social");
+  await page.getByRole("button", { name: "Add schedule" }).click();
+  const daily = page.getByRole("row").filter({ hasText: "daily-post" });
+  await daily.filter({ hasText: "0 9 * * * (Europe/Paris)" }).filter({ hasText: "active" }).waitFor();
+  const [scheduled] = (await api(`/v1/account/agents/${seller}/schedules`, manageKey)).body.data.schedules;
+  assert.deepEqual([scheduled.cron, scheduled.timezone, scheduled.deliver, scheduled.prompt], ["0 9 * * *", "Europe/Paris", { to: "social" }, "Write today's tip for our followers."]);
+  // 09:00 in Paris: 08:00 UTC in winter, 07:00 in summer.
+  assert.match(scheduled.next_run_at, /T0[78]:00:00\.000Z$/);
+  await everyControlIsLabelled();
+  await shot("schedules");
+  await daily.getByRole("button", { name: "Pause" }).click();
+  await daily.filter({ hasText: "paused" }).waitFor();
+  await daily.getByRole("button", { name: "Resume" }).click();
+  await daily.filter({ hasText: "active" }).waitFor();
+
   step("chat-app and social");
   await page.getByRole("link", { name: "Chat-app and social" }).click();
   await page.getByRole("heading", { name: "Chat-app bot (Telegram)" }).waitFor();

@@ -10,6 +10,7 @@ mod integrations;
 mod keys;
 mod logs;
 mod plugins;
+mod schedules;
 mod secrets;
 mod serve;
 mod wallets;
@@ -87,6 +88,9 @@ enum Top {
     /// The master key and the secrets it seals.
     #[command(subcommand)]
     Secrets(secrets::SecretsCmd),
+    /// Work an agent does on its own: command runs and prompts on a schedule.
+    #[command(subcommand)]
+    Schedule(schedules::ScheduleCmd),
     /// An agent's plugin runs that logged or failed, with their lines (newest first).
     Logs(logs::LogsArgs),
 }
@@ -224,6 +228,7 @@ async fn with_store(settings: Settings, out: Output, command: Top) -> anyhow::Re
         Top::Payments(command) => wallets::payments(&ctx, command).await,
         Top::Db(command) => db::run(&ctx, command).await,
         Top::Secrets(command) => secrets::run(&ctx, command).await,
+        Top::Schedule(command) => schedules::run(&ctx, command).await,
         Top::Logs(args) => logs::run(&ctx, args).await,
     }
 }

@@ -142,7 +142,11 @@ impl Settings {
 fn warn_unknown_env() {
     let known: Vec<String> = reference().into_iter().map(|d| d.env).collect();
     for (name, _) in std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v))) {
-        if name.starts_with(ENV_PREFIX) && !known.contains(&name) && name != crate::faults::VARIABLE {
+        if name.starts_with(ENV_PREFIX)
+            && !known.contains(&name)
+            && name != crate::faults::VARIABLE
+            && name != crate::clock::TEST_CLOCK
+        {
             eprintln!("warning: unknown setting {name} is ignored");
         }
     }

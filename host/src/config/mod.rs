@@ -254,6 +254,17 @@ settings! {
         webhook_failing_percent: u64 = "50" [1 ..= 100], "share of a command's runs in one hour that failed to raise command.failing";
         wallet_check_secs: u64 = "300" [5 ..= 86400], "how often wallets with a low-balance alert are checked";
     }
+    /// Schedules: work agents do on their own (docs/schedules.md).
+    schedules: ScheduleSettings {
+        schedule_max_per_account: u64 = "20" [0 ..= 100000], "schedules one account may keep, over all its agents";
+        schedule_poll_ms: u64 = "1000" [10 ..= 60000], "how often a host looks for schedules due";
+        schedule_run_timeout_secs: u64 = "300" [1 ..= 3600],
+            "longest a scheduled run may take, its delivery included; a longer one fails";
+        schedule_late_after_secs: u64 = "60" [1 ..= 86400],
+            "how late a run may start and still be on time; a later one was missed, and runs or is skipped as its schedule says";
+        schedule_stop_after_failures: u64 = "5" [1 ..= 1000],
+            "failed runs in a row after which a schedule stops (and schedule.stopped is raised) until its owner resumes it";
+    }
     /// What the owners' dashboards show: usage counters per agent and hour.
     usage: UsageSettings {
         usage_flush_ms: u64 = "2000" [10 ..= 3600000],

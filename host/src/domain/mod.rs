@@ -2,7 +2,9 @@
 //! that create and change them live in `services`, their storage in `store`.
 
 mod by_use;
+pub mod cron;
 mod mcp;
+pub mod schedule;
 pub use by_use::{ChatRates, Rates, UnitRates, Used};
 pub use mcp::{
     McpBody, McpExposed, McpIcon, McpMessageContent, McpPrompt, McpPromptArgument, McpPromptMessage, McpResource,

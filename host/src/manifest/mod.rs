@@ -16,6 +16,7 @@ use crate::money::MicroUsdc;
 
 mod handlers;
 pub mod mcp;
+mod schedules;
 mod sign_in;
 mod x402;
 
@@ -51,6 +52,8 @@ pub struct AgentManifest {
     pub chatapp_enabled: Option<bool>,
     /// `[social] enabled`, when the manifest says.
     pub social_enabled: Option<bool>,
+    /// `[[schedules]]`: what the agent does on its own.
+    pub schedules: Vec<crate::domain::schedule::ScheduleDef>,
 }
 
 /// Most knowledge entries, and characters in all, an agent may have.
@@ -79,6 +82,8 @@ struct RawManifest {
     /// `[a2a]`: read as it is stored (its fields are flags, nothing to check).
     #[serde(default)]
     a2a: Option<A2aSettings>,
+    #[serde(default)]
+    schedules: Vec<Spanned<crate::domain::schedule::ScheduleSpec>>,
 }
 
 #[derive(Deserialize)]
@@ -424,6 +429,7 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
 
     let chatapp_enabled = integration_section(&check, raw.chatapp, "chatapp", "agent-host chatapp connect")?;
     let social_enabled = integration_section(&check, raw.social, "social", "agent-host social connect")?;
+    let schedules = schedules::check(&check, raw.schedules, &commands, crate::clock::now_ms())?;
 
     Ok(AgentManifest {
         agent: AgentDef {
@@ -448,6 +454,7 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
         commands,
         chatapp_enabled,
         social_enabled,
+        schedules,
     })
 }
 

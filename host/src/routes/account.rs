@@ -61,6 +61,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/v1/account/plugins/{plugin}", delete(delete_plugin))
         .merge(super::usage::routes())
         .merge(super::webhooks::routes())
+        .merge(super::schedules::routes())
         .merge(super::oauth::grant_routes())
         .route_layer(middleware::from_fn_with_state(state, guard::require_key))
 }

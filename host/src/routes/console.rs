@@ -55,6 +55,7 @@ const ASSETS: &[Asset] = &[
     asset!("js/pages/wallets.js", JS),
     asset!("js/pages/money.js", JS),
     asset!("js/pages/jobs.js", JS),
+    asset!("js/pages/schedules.js", JS),
     asset!("js/pages/logs.js", JS),
     asset!("js/pages/mcp.js", JS),
     asset!("js/pages/a2a.js", JS),

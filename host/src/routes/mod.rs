@@ -22,6 +22,7 @@ mod openai;
 pub mod openapi;
 pub mod request_span;
 pub mod requests;
+mod schedules;
 mod state;
 mod usage;
 mod webhooks;

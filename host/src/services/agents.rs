@@ -89,6 +89,17 @@ pub async fn apply_as(
             store.set_integration_enabled(&outcome.agent_id, kind, enabled).await?;
         }
     }
+    // Its schedules as the manifest says, each new one's first time read on the schedules' clock.
+    let now = crate::clock::schedule_now_ms();
+    let schedules = manifest
+        .schedules
+        .iter()
+        .map(|def| (def.clone(), def.timing.next_after(now)))
+        .collect();
+    let most_schedules = services.settings.schedules.schedule_max_per_account;
+    store
+        .sync_manifest_schedules(account_id, &outcome.agent_id, schedules, most_schedules)
+        .await?;
     // Its first chats need not wait for the knowledge to be embedded.
     super::knowledge::prepare_applied(services, &outcome.agent_id, account_id, &manifest.agent.knowledge).await;
     Ok(outcome)
@@ -243,6 +254,24 @@ pub async fn charge_owner_for_keyless(
     agent: &Agent,
     surface: &'static str,
 ) -> Result<(), ServiceError> {
+    charge_owner(services, agent, surface, |retry_after_secs| {
+        format!(
+            "This agent's owner has used the requests their plan allows for now (calls without a key count against it); retry in {retry_after_secs} s"
+        )
+    })
+    .await
+}
+
+/// Counts one request of the agent's owner against the owner's plan, made for them (a call
+/// they opened to strangers, a run they scheduled); refused with `refusal`'s words (given the
+/// seconds until there is room) when the plan has no room now. `surface` names the limit in
+/// the metrics.
+pub async fn charge_owner(
+    services: &Services,
+    agent: &Agent,
+    surface: &'static str,
+    refusal: impl FnOnce(u64) -> String,
+) -> Result<(), ServiceError> {
     let owner = services
         .store
         .account_by_id(&agent.account_id)
@@ -257,10 +286,7 @@ pub async fn charge_owner_for_keyless(
     }
     crate::telemetry::metrics::note_rate_limited(surface);
     Err(ServiceError::OverBudget {
-        message: format!(
-            "This agent's owner has used the requests their plan allows for now (calls without a key count against it); retry in {} s",
-            decision.retry_after_secs
-        ),
+        message: refusal(decision.retry_after_secs),
         decision,
     })
 }

@@ -27,6 +27,7 @@ pub mod purchase;
 pub mod rate_limit;
 pub mod recovery;
 pub mod runs;
+pub mod schedules;
 pub mod sign_in;
 pub mod social;
 pub mod social_text;
@@ -185,6 +186,13 @@ impl ServiceError {
             E::RateLimited(_) => self.to_string(),
             E::Model(e) => capitalized(e.public_text()),
             E::Wallet(wallets::WalletError::ChainUnavailable { network, .. }) => wallets::node_failed(*network),
+            // As the keyed API tells the agent's owner (error.rs), without a transport's detail.
+            E::Chatapp(chatapp::ChatappError::Unreachable(_)) => {
+                "Telegram could not be reached; try again later".into()
+            }
+            E::Chatapp(e) => capitalized(e),
+            E::Social(social::SocialError::Unreachable(_)) => "X could not be reached; try again later".into(),
+            E::Social(e) => capitalized(e),
             _ => "Internal server error".into(),
         }
     }

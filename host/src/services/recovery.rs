@@ -16,6 +16,11 @@ pub async fn at_start(services: &Services) {
         Ok((resumed, failed)) => tracing::info!(resumed, failed, "jobs recovered after a restart"),
         Err(e) => tracing::error!(error = %e, "could not recover jobs"),
     }
+    match super::schedules::runner::recover(services, true).await {
+        Ok(0) => {}
+        Ok(failed) => tracing::info!(failed, "scheduled runs cut off by a stop failed"),
+        Err(e) => tracing::error!(error = %e, "could not recover scheduled runs"),
+    }
 }
 
 /// One pass now, then one every `recovery_interval_secs`, until `stop` turns true. Hosts
@@ -44,6 +49,14 @@ async fn pass(services: &Services) {
         Err(e) => {
             whole = false;
             tracing::error!(error = %e, "could not take up jobs");
+        }
+    }
+    match super::schedules::runner::recover(services, false).await {
+        Ok(0) => {}
+        Ok(failed) => tracing::info!(failed, "scheduled runs cut off by a stop failed"),
+        Err(e) => {
+            whole = false;
+            tracing::error!(error = %e, "could not recover scheduled runs");
         }
     }
     match wallets::reconcile(services).await {

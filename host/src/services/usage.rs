@@ -26,12 +26,14 @@ pub enum Channel {
     X402,
     Chatapp,
     Social,
+    /// A schedule its owner made (docs/schedules.md).
+    Schedule,
     /// The operator's own `agent-host` run: not the agent's business, so not counted.
     Cli,
 }
 
 impl Channel {
-    pub const ALL: [Channel; 8] = [
+    pub const ALL: [Channel; 9] = [
         Channel::Api,
         Channel::Mcp,
         Channel::A2a,
@@ -39,6 +41,7 @@ impl Channel {
         Channel::X402,
         Channel::Chatapp,
         Channel::Social,
+        Channel::Schedule,
         Channel::Cli,
     ];
 
@@ -51,6 +54,7 @@ impl Channel {
             Channel::X402 => "x402",
             Channel::Chatapp => "chatapp",
             Channel::Social => "social",
+            Channel::Schedule => "schedule",
             Channel::Cli => "cli",
         }
     }
@@ -66,7 +70,7 @@ impl Channel {
     /// What the plugin is told: MCP, A2A and the CLI reach it as the API does.
     pub fn origin(self) -> Origin {
         match self {
-            Channel::Api | Channel::Mcp | Channel::A2a | Channel::Cli => Origin::Api,
+            Channel::Api | Channel::Mcp | Channel::A2a | Channel::Schedule | Channel::Cli => Origin::Api,
             Channel::ChatTool => Origin::ChatTool,
             Channel::X402 => Origin::X402,
             Channel::Chatapp => Origin::Chatapp,

@@ -72,6 +72,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(31, "0031_a2a"),
     migration!(32, "0032_pricing_by_use"),
     migration!(33, "0033_by_use_commands_and_releases"),
+    migration!(34, "0034_schedules"),
 ];
 
 pub fn latest_version() -> i64 {

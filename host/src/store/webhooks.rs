@@ -14,13 +14,15 @@ use super::{KeyCheck, Store, StoreError};
 pub const MAX_PENDING_PER_ENDPOINT: i64 = 1_000;
 
 /// The events an endpoint may subscribe to.
-pub const EVENT_TYPES: [&str; 10] = [
+pub const EVENT_TYPES: [&str; 12] = [
     "payment.settled",
     "payment.refunded",
     "payment.needs_operator",
     "job.succeeded",
     "job.failed",
     "command.failing",
+    "schedule.ran",
+    "schedule.stopped",
     "wallet.low_balance",
     "key.created",
     "key.updated",

@@ -9,6 +9,7 @@ import { logsTab } from "./logs.js";
 import { mcpTab } from "./mcp.js";
 import { a2aTab } from "./a2a.js";
 import { paymentsTab } from "./money.js";
+import { schedulesTab } from "./schedules.js";
 import { tryTab } from "./try.js";
 import { usageTab } from "./usage.js";
 import { walletsTab } from "./wallets.js";
@@ -21,6 +22,7 @@ const TABS = [
   ["wallets", "Wallets", walletsTab],
   ["payments", "Payments", paymentsTab],
   ["jobs", "Jobs", jobsTab],
+  ["schedules", "Schedules", schedulesTab],
   ["logs", "Logs", logsTab],
   ["integrations", "Chat-app and social", integrationsTab],
   ["mcp", "MCP", mcpTab],

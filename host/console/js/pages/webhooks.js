@@ -11,6 +11,8 @@ const EVENTS = [
   ["job.succeeded", "a job succeeded"],
   ["job.failed", "a job failed"],
   ["command.failing", "a command keeps failing"],
+  ["schedule.ran", "a schedule that sends its answer by webhook ran"],
+  ["schedule.stopped", "a schedule stopped after failing again and again"],
   ["wallet.low_balance", "a wallet runs low (set its alert in the agent's Wallets tab)"],
   ["key.created", "an API key made"],
   ["key.updated", "an API key renamed, or its end changed"],

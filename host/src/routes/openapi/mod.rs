@@ -9,6 +9,7 @@ mod account;
 mod openai;
 mod operations;
 mod paid;
+mod schedules;
 mod text_rules;
 mod webhooks;
 

@@ -48,7 +48,14 @@ const INVOKE_ERRORS: &[(u16, &str)] = &[
     (503, "facilitator_unavailable"),
 ];
 /// Operations that answer 201 when they make something (`applyAgent` also 200 on update).
-pub(super) const CREATES: &[&str] = &["createKey", "applyAgent", "addWallet", "uploadPlugin", "createWebhook"];
+pub(super) const CREATES: &[&str] = &[
+    "createKey",
+    "applyAgent",
+    "addWallet",
+    "uploadPlugin",
+    "createWebhook",
+    "createSchedule",
+];
 
 /// The API of the specification: the agent API, jobs, the chat app's webhook, the paid
 /// API and its discovery.
@@ -502,5 +509,6 @@ pub fn all() -> impl Iterator<Item = &'static Operation> {
     SPEC.iter()
         .chain(super::account::ACCOUNT)
         .chain(super::webhooks::WEBHOOKS)
+        .chain(super::schedules::SCHEDULES)
         .chain(super::openai::OPENAI)
 }

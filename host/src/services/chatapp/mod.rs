@@ -410,7 +410,7 @@ async fn handle_update(services: &Services, agent: &Agent, incoming: IncomingTex
 
 /// Sends `answer` to the chat, in as many messages as it takes, the first replying to
 /// `reply_to`.
-async fn reply(
+pub async fn reply(
     services: &Services,
     agent: &Agent,
     chat_id: i64,

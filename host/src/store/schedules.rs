@@ -1,0 +1,610 @@
+//! Schedules and their runs (migration 34). A run is taken by moving its schedule's
+//! `next_run_at` forward from the time it was due, in the write that records the run: two
+//! hosts that see the same time due cannot both take it.
+
+use serde_json::{Value, json};
+
+use super::sql::{Db, Row, args};
+use super::{Store, StoreError, json_column, to_json};
+use crate::domain::schedule::{Delivery, Missed, ScheduleDef};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScheduleStatus {
+    Active,
+    /// Its owner paused it.
+    Paused,
+    /// It failed too many times in a row; its owner resumes it.
+    Stopped,
+    /// A one-off that ran.
+    Done,
+}
+
+impl ScheduleStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScheduleStatus::Active => "active",
+            ScheduleStatus::Paused => "paused",
+            ScheduleStatus::Stopped => "stopped",
+            ScheduleStatus::Done => "done",
+        }
+    }
+
+    fn parse(text: &str) -> Option<ScheduleStatus> {
+        Some(match text {
+            "active" => ScheduleStatus::Active,
+            "paused" => ScheduleStatus::Paused,
+            "stopped" => ScheduleStatus::Stopped,
+            "done" => ScheduleStatus::Done,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ScheduleRecord {
+    pub id: String,
+    pub account_id: String,
+    pub agent_id: String,
+    pub def: ScheduleDef,
+    /// `manifest` or `api`.
+    pub source: String,
+    pub status: ScheduleStatus,
+    pub stopped_reason: Option<String>,
+    pub next_run_at: Option<i64>,
+    pub last_run_at: Option<i64>,
+    /// `succeeded`, `failed` or `skipped`: how its last run ended.
+    pub last_outcome: Option<String>,
+    pub consecutive_failures: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunState {
+    Running,
+    Succeeded,
+    Failed,
+    Skipped,
+}
+
+impl RunState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Running => "running",
+            RunState::Succeeded => "succeeded",
+            RunState::Failed => "failed",
+            RunState::Skipped => "skipped",
+        }
+    }
+
+    fn parse(text: &str) -> Option<RunState> {
+        Some(match text {
+            "running" => RunState::Running,
+            "succeeded" => RunState::Succeeded,
+            "failed" => RunState::Failed,
+            "skipped" => RunState::Skipped,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ScheduleRun {
+    pub id: String,
+    pub schedule_id: String,
+    pub due_at: i64,
+    pub state: RunState,
+    pub started_at: i64,
+    pub deadline_at: i64,
+    pub finished_at: Option<i64>,
+    pub output: Option<String>,
+    pub error: Option<String>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub enum RunEnd {
+    Succeeded { output: String },
+    Failed { error: String },
+}
+
+/// Runs of one schedule kept; older ones are deleted as new ones come.
+pub const RUNS_KEPT: i64 = 100;
+
+const COLUMNS: &str = "id, account_id, agent_id, name, source, timing, action, delivery, missed, status, \
+     stopped_reason, next_run_at, last_run_at, last_outcome, consecutive_failures, created_at, updated_at";
+
+impl ScheduleRecord {
+    /// A schedule made now, first running at `next_run_at` (`None`: never; a one-off past).
+    pub fn new(account_id: &str, agent_id: &str, source: &str, def: ScheduleDef, next_run_at: Option<i64>) -> Self {
+        let now = crate::clock::now_ms();
+        ScheduleRecord {
+            id: format!("sch_{}", crate::random::hex_token(8)),
+            account_id: account_id.to_string(),
+            agent_id: agent_id.to_string(),
+            status: status_of(&def, next_run_at),
+            def,
+            source: source.to_string(),
+            stopped_reason: None,
+            next_run_at,
+            last_run_at: None,
+            last_outcome: None,
+            consecutive_failures: 0,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+}
+
+fn schedule_from_row(row: &Row) -> Result<ScheduleRecord, StoreError> {
+    let status: String = row.get(9)?;
+    let missed = match row.get::<String>(8)?.as_str() {
+        "skip" => Missed::Skip,
+        _ => Missed::CatchUp,
+    };
+    Ok(ScheduleRecord {
+        id: row.get(0)?,
+        account_id: row.get(1)?,
+        agent_id: row.get(2)?,
+        def: ScheduleDef {
+            name: row.get(3)?,
+            timing: json_column(&row.get::<String>(5)?, "schedule timing")?,
+            action: json_column(&row.get::<String>(6)?, "schedule action")?,
+            delivery: json_column(&row.get::<String>(7)?, "schedule delivery")?,
+            missed,
+            enabled: status != "paused",
+        },
+        source: row.get(4)?,
+        status: ScheduleStatus::parse(&status)
+            .ok_or_else(|| StoreError::Corrupt(format!("schedule in unknown status {status}")))?,
+        stopped_reason: row.get(10)?,
+        next_run_at: row.get(11)?,
+        last_run_at: row.get(12)?,
+        last_outcome: row.get(13)?,
+        consecutive_failures: row.get(14)?,
+        created_at: row.get(15)?,
+        updated_at: row.get(16)?,
+    })
+}
+
+const RUN_COLUMNS: &str = "id, schedule_id, due_at, state, started_at, deadline_at, finished_at, output, error";
+
+fn run_from_row(row: &Row) -> Result<ScheduleRun, StoreError> {
+    let state: String = row.get(3)?;
+    Ok(ScheduleRun {
+        id: row.get(0)?,
+        schedule_id: row.get(1)?,
+        due_at: row.get(2)?,
+        state: RunState::parse(&state).ok_or_else(|| StoreError::Corrupt(format!("run in unknown state {state}")))?,
+        started_at: row.get(4)?,
+        deadline_at: row.get(5)?,
+        finished_at: row.get(6)?,
+        output: row.get(7)?,
+        error: row.get(8)?,
+    })
+}
+
+fn missed_text(missed: Missed) -> &'static str {
+    match missed {
+        Missed::CatchUp => "catch_up",
+        Missed::Skip => "skip",
+    }
+}
+
+fn status_of(def: &ScheduleDef, next_run_at: Option<i64>) -> ScheduleStatus {
+    match (def.enabled, next_run_at) {
+        (false, _) => ScheduleStatus::Paused,
+        (true, Some(_)) => ScheduleStatus::Active,
+        (true, None) => ScheduleStatus::Done,
+    }
+}
+
+fn count_of_account(db: &dyn Db, account_id: &str) -> Result<i64, StoreError> {
+    db.query_one(
+        "SELECT COUNT(*) FROM schedules WHERE account_id = ?1",
+        args![account_id],
+    )?
+    .get(0)
+}
+
+fn quota_error(limit: u64) -> StoreError {
+    StoreError::QuotaExceeded(format!("An account may keep {limit} schedules; delete one first"))
+}
+
+/// A new schedule's row (its status follows from its definition and first time).
+fn insert_in(db: &dyn Db, record: &ScheduleRecord) -> Result<(), StoreError> {
+    let def = &record.def;
+    db.execute(
+        &format!("INSERT INTO schedules ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, ?11, NULL, NULL, 0, ?12, ?12)"),
+        args![
+            &record.id,
+            &record.account_id,
+            &record.agent_id,
+            &def.name,
+            &record.source,
+            to_json(&def.timing),
+            to_json(&def.action),
+            to_json(&def.delivery),
+            missed_text(def.missed),
+            status_of(def, record.next_run_at).as_str(),
+            record.next_run_at,
+            record.created_at
+        ],
+    )
+    .map_err(|e| match e.is_unique_violation() {
+        true => StoreError::Conflict(format!("the agent has a schedule named '{}' already", def.name)),
+        false => e,
+    })?;
+    Ok(())
+}
+
+/// What a schedule's definition is stored as, to tell whether a manifest changed it.
+fn stored_form(def: &ScheduleDef) -> (String, String, String, &'static str, bool) {
+    (
+        to_json(&def.timing),
+        to_json(&def.action),
+        to_json(&def.delivery),
+        missed_text(def.missed),
+        def.enabled,
+    )
+}
+
+impl Store {
+    /// Records a schedule made through the API or the CLI, unless the account keeps `limit`
+    /// already (counted in the same write).
+    pub async fn insert_schedule(&self, record: ScheduleRecord, limit: u64) -> Result<(), StoreError> {
+        self.write(move |db| {
+            if count_of_account(db, &record.account_id)? >= limit as i64 {
+                return Err(quota_error(limit));
+            }
+            insert_in(db, &record)
+        })
+        .await
+    }
+
+    /// Makes the agent's manifest schedules those of `wanted` (each with its next time if it
+    /// were new): a new name is added, a changed one takes its new definition (and starts
+    /// afresh), an unchanged one keeps its times and history, and one the manifest no longer
+    /// names is deleted. A schedule of the same name made through the API becomes the
+    /// manifest's. The account keeps at most `limit` in all.
+    pub async fn sync_manifest_schedules(
+        &self,
+        account_id: &str,
+        agent_id: &str,
+        wanted: Vec<(ScheduleDef, Option<i64>)>,
+        limit: u64,
+    ) -> Result<(), StoreError> {
+        let (account_id, agent_id) = (account_id.to_string(), agent_id.to_string());
+        self.write(move |db| {
+            let now = crate::clock::now_ms();
+            let existing: Vec<ScheduleRecord> = db
+                .query(
+                    &format!("SELECT {COLUMNS} FROM schedules WHERE agent_id = ?1"),
+                    args![&agent_id],
+                )?
+                .iter()
+                .map(schedule_from_row)
+                .collect::<Result<_, _>>()?;
+            for old in existing.iter().filter(|s| s.source == "manifest") {
+                if !wanted.iter().any(|(def, _)| def.name == old.def.name) {
+                    db.execute("DELETE FROM schedules WHERE id = ?1", args![&old.id])?;
+                }
+            }
+            for (def, next_run_at) in &wanted {
+                match existing.iter().find(|s| s.def.name == def.name) {
+                    Some(old) if old.source == "manifest" && stored_form(&old.def) == stored_form(def) => {}
+                    Some(old) => {
+                        db.execute(
+                            "UPDATE schedules SET source = 'manifest', timing = ?2, action = ?3, delivery = ?4,
+                                 missed = ?5, status = ?6, stopped_reason = NULL, next_run_at = ?7,
+                                 consecutive_failures = 0, updated_at = ?8 WHERE id = ?1",
+                            args![
+                                &old.id,
+                                to_json(&def.timing),
+                                to_json(&def.action),
+                                to_json(&def.delivery),
+                                missed_text(def.missed),
+                                status_of(def, *next_run_at).as_str(),
+                                *next_run_at,
+                                now
+                            ],
+                        )?;
+                    }
+                    None => insert_in(
+                        db,
+                        &ScheduleRecord::new(&account_id, &agent_id, "manifest", def.clone(), *next_run_at),
+                    )?,
+                }
+            }
+            if count_of_account(db, &account_id)? > limit as i64 {
+                return Err(quota_error(limit));
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    pub async fn schedules_of(&self, agent_id: &str) -> Result<Vec<ScheduleRecord>, StoreError> {
+        let agent_id = agent_id.to_string();
+        self.read(move |db| {
+            db.query(
+                &format!("SELECT {COLUMNS} FROM schedules WHERE agent_id = ?1 ORDER BY name"),
+                args![agent_id],
+            )?
+            .iter()
+            .map(schedule_from_row)
+            .collect()
+        })
+        .await
+    }
+
+    /// The agent's schedule by id or by name.
+    pub async fn schedule(&self, agent_id: &str, id_or_name: &str) -> Result<Option<ScheduleRecord>, StoreError> {
+        let (agent_id, key) = (agent_id.to_string(), id_or_name.to_string());
+        self.read(move |db| {
+            db.query_opt(
+                &format!("SELECT {COLUMNS} FROM schedules WHERE agent_id = ?1 AND (id = ?2 OR name = ?2)"),
+                args![agent_id, key],
+            )?
+            .map(|row| schedule_from_row(&row))
+            .transpose()
+        })
+        .await
+    }
+
+    /// Deletes it and its runs; false when it was not there.
+    pub async fn delete_schedule(&self, agent_id: &str, id: &str) -> Result<bool, StoreError> {
+        let (agent_id, id) = (agent_id.to_string(), id.to_string());
+        self.write(move |db| {
+            Ok(db.execute(
+                "DELETE FROM schedules WHERE agent_id = ?1 AND id = ?2",
+                args![agent_id, id],
+            )? == 1)
+        })
+        .await
+    }
+
+    /// Pauses a schedule, or resumes it (its failures forgotten) to run next at `next_run_at`
+    /// (`None`: a one-off whose time has passed, which is then done).
+    pub async fn set_schedule_enabled(
+        &self,
+        agent_id: &str,
+        id: &str,
+        enabled: bool,
+        next_run_at: Option<i64>,
+    ) -> Result<Option<ScheduleRecord>, StoreError> {
+        let (agent_id, id) = (agent_id.to_string(), id.to_string());
+        self.write(move |db| {
+            let now = crate::clock::now_ms();
+            let changed = match enabled {
+                false => db.execute(
+                    "UPDATE schedules SET status = 'paused', updated_at = ?3
+                     WHERE agent_id = ?1 AND id = ?2 AND status IN ('active', 'stopped')",
+                    args![&agent_id, &id, now],
+                )?,
+                true => db.execute(
+                    "UPDATE schedules SET status = ?3, next_run_at = ?4, stopped_reason = NULL,
+                         consecutive_failures = 0, updated_at = ?5
+                     WHERE agent_id = ?1 AND id = ?2 AND status IN ('paused', 'stopped')",
+                    args![
+                        &agent_id,
+                        &id,
+                        if next_run_at.is_some() { "active" } else { "done" },
+                        next_run_at,
+                        now
+                    ],
+                )?,
+            };
+            let _ = changed;
+            db.query_opt(
+                &format!("SELECT {COLUMNS} FROM schedules WHERE agent_id = ?1 AND id = ?2"),
+                args![agent_id, id],
+            )?
+            .map(|row| schedule_from_row(&row))
+            .transpose()
+        })
+        .await
+    }
+
+    /// Active schedules whose time has come by `now`, the longest due first.
+    pub async fn due_schedules(&self, now: i64, limit: u32) -> Result<Vec<ScheduleRecord>, StoreError> {
+        self.read(move |db| {
+            db.query(
+                &format!(
+                    "SELECT {COLUMNS} FROM schedules WHERE status = 'active' AND next_run_at <= ?1
+                     ORDER BY next_run_at LIMIT ?2"
+                ),
+                args![now, i64::from(limit)],
+            )?
+            .iter()
+            .map(schedule_from_row)
+            .collect()
+        })
+        .await
+    }
+
+    /// Takes the schedule's time `due_at` for `run` (running, or skipped), moving it on to
+    /// `next_run_at` (`None`: it is done), unless another host took it first or its last run
+    /// is still running. True when this call took it.
+    pub async fn take_schedule_run(
+        &self,
+        schedule_id: &str,
+        next_run_at: Option<i64>,
+        run: ScheduleRun,
+    ) -> Result<bool, StoreError> {
+        let schedule_id = schedule_id.to_string();
+        self.write(move |db| {
+            let now = crate::clock::now_ms();
+            let finished = (run.state == RunState::Skipped).then_some(run.started_at);
+            let taken = db.execute(
+                "UPDATE schedules SET next_run_at = ?3, status = ?4, last_run_at = ?5,
+                     last_outcome = CASE WHEN ?6 = 'skipped' THEN 'skipped' ELSE last_outcome END, updated_at = ?5
+                 WHERE id = ?1 AND status = 'active' AND next_run_at = ?2
+                   AND NOT EXISTS (SELECT 1 FROM schedule_runs WHERE schedule_id = ?1 AND state = 'running')",
+                args![
+                    &schedule_id,
+                    run.due_at,
+                    next_run_at,
+                    if next_run_at.is_some() { "active" } else { "done" },
+                    now,
+                    run.state.as_str()
+                ],
+            )? == 1;
+            if !taken {
+                return Ok(false);
+            }
+            db.execute(
+                &format!("INSERT INTO schedule_runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8)"),
+                args![
+                    &run.id,
+                    &schedule_id,
+                    run.due_at,
+                    run.state.as_str(),
+                    run.started_at,
+                    run.deadline_at,
+                    finished,
+                    run.error
+                ],
+            )?;
+            db.execute(
+                "DELETE FROM schedule_runs WHERE schedule_id = ?1 AND state <> 'running' AND id NOT IN
+                     (SELECT id FROM schedule_runs WHERE schedule_id = ?1 ORDER BY due_at DESC LIMIT ?2)",
+                args![&schedule_id, RUNS_KEPT],
+            )?;
+            Ok(true)
+        })
+        .await
+    }
+
+    /// Ends a running run, unless it has ended already (recovery failed it as cut off). A
+    /// failure counts against its schedule: after `stop_after` in a row an active schedule
+    /// is stopped and `schedule.stopped` raised. A success delivered by webhook raises
+    /// `schedule.ran` with its output. True when this call ended it.
+    pub async fn finish_schedule_run(&self, run_id: &str, end: RunEnd, stop_after: u64) -> Result<bool, StoreError> {
+        let run_id = run_id.to_string();
+        self.write(move |db| finish_in(db, &run_id, &end, stop_after)).await
+    }
+
+    /// Extends a running run's lease; false when it is no longer running.
+    pub async fn renew_schedule_run(&self, run_id: &str, until: i64) -> Result<bool, StoreError> {
+        let run_id = run_id.to_string();
+        self.write(move |db| {
+            Ok(db.execute(
+                "UPDATE schedule_runs SET deadline_at = ?2 WHERE id = ?1 AND state = 'running'",
+                args![run_id, until],
+            )? == 1)
+        })
+        .await
+    }
+
+    /// Runs still `running` whose lease ended before `before`: their host stopped.
+    pub async fn schedule_runs_cut_off(&self, before: i64) -> Result<Vec<String>, StoreError> {
+        self.read(move |db| {
+            db.query(
+                "SELECT id FROM schedule_runs WHERE state = 'running' AND deadline_at < ?1",
+                args![before],
+            )?
+            .iter()
+            .map(|row| row.get(0))
+            .collect()
+        })
+        .await
+    }
+
+    /// The schedule's runs, newest first.
+    pub async fn schedule_runs(&self, schedule_id: &str, limit: u32) -> Result<Vec<ScheduleRun>, StoreError> {
+        let schedule_id = schedule_id.to_string();
+        self.read(move |db| {
+            db.query(
+                &format!(
+                    "SELECT {RUN_COLUMNS} FROM schedule_runs WHERE schedule_id = ?1 ORDER BY due_at DESC LIMIT ?2"
+                ),
+                args![schedule_id, i64::from(limit)],
+            )?
+            .iter()
+            .map(run_from_row)
+            .collect()
+        })
+        .await
+    }
+}
+
+fn finish_in(db: &dyn Db, run_id: &str, end: &RunEnd, stop_after: u64) -> Result<bool, StoreError> {
+    let now = crate::clock::now_ms();
+    let (state, output, error) = match end {
+        RunEnd::Succeeded { output } => (RunState::Succeeded, Some(output.as_str()), None),
+        RunEnd::Failed { error } => (RunState::Failed, None, Some(error.as_str())),
+    };
+    let ended = db.execute(
+        "UPDATE schedule_runs SET state = ?2, finished_at = ?3, output = ?4, error = ?5
+         WHERE id = ?1 AND state = 'running'",
+        args![run_id, state.as_str(), now, output, error],
+    )? == 1;
+    if !ended {
+        return Ok(false);
+    }
+    let Some(row) = db.query_opt(
+        &format!(
+            "SELECT {} FROM schedules s JOIN schedule_runs r ON r.schedule_id = s.id WHERE r.id = ?1",
+            COLUMNS
+                .split(", ")
+                .map(|c| format!("s.{c}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        args![run_id],
+    )?
+    else {
+        return Ok(true);
+    };
+    let schedule = schedule_from_row(&row)?;
+    let failures = match state {
+        RunState::Succeeded => 0,
+        _ => schedule.consecutive_failures + 1,
+    };
+    let stop = state == RunState::Failed && failures >= stop_after as i64 && schedule.status == ScheduleStatus::Active;
+    let reason = stop.then(|| {
+        format!(
+            "failed {failures} times in a row; the last time: {}",
+            error.unwrap_or_default()
+        )
+    });
+    db.execute(
+        "UPDATE schedules SET last_outcome = ?2, consecutive_failures = ?3, updated_at = ?4,
+             status = CASE WHEN ?5 = 1 AND status = 'active' THEN 'stopped' ELSE status END,
+             stopped_reason = CASE WHEN ?5 = 1 AND status = 'active' THEN ?6 ELSE stopped_reason END
+         WHERE id = ?1",
+        args![&schedule.id, state.as_str(), failures, now, stop, reason.clone()],
+    )?;
+    let about = |extra: Value| {
+        let mut data = json!({
+            "schedule_id": schedule.id,
+            "schedule": schedule.def.name,
+            "agent_id": schedule.agent_id,
+            "run_id": run_id,
+        });
+        if let (Value::Object(data), Value::Object(extra)) = (&mut data, extra) {
+            data.extend(extra);
+        }
+        data
+    };
+    if stop {
+        super::webhooks::emit_in(
+            db,
+            &schedule.account_id,
+            "schedule.stopped",
+            &format!("schedule.stopped:{run_id}"),
+            about(json!({ "failures": failures, "reason": reason })),
+        )?;
+    }
+    if let (RunState::Succeeded, Delivery::Webhook) = (state, &schedule.def.delivery) {
+        super::webhooks::emit_in(
+            db,
+            &schedule.account_id,
+            "schedule.ran",
+            &format!("schedule.ran:{run_id}"),
+            about(json!({ "output": output })),
+        )?;
+    }
+    Ok(true)
+}
