@@ -177,6 +177,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         payment_locks,
         lifecycle: Arc::default(),
         usage,
+        remote_listings: Arc::default(),
     })
 }
 

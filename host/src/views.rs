@@ -327,6 +327,19 @@ pub fn schedule(s: &crate::store::ScheduleRecord) -> Value {
     view
 }
 
+/// A remote MCP server an agent uses as tools, as its owner sees it: never its credential.
+pub fn remote_server(s: &crate::services::remote_tools::ServerStatus) -> Value {
+    let (tools, error) = match &s.tools {
+        Ok(tools) => (json!(tools), Value::Null),
+        Err(why) => (json!([]), json!(why)),
+    };
+    json!({
+        "name": s.def.name, "url": s.def.url, "include": s.def.include, "exclude": s.def.exclude,
+        "header": s.def.header, "credential_set": s.credential_set, "timeout_ms": s.def.timeout_ms,
+        "max_calls": s.def.max_calls, "tools": tools, "error": error,
+    })
+}
+
 /// One time a schedule came due, and how it went.
 pub fn schedule_run(r: &crate::store::ScheduleRun) -> Value {
     json!({

@@ -38,6 +38,7 @@ mod plugin_run;
 mod plugins;
 mod quotas;
 mod rate_limits;
+mod remote_mcp;
 mod sandbox;
 mod schedules;
 mod schema;

@@ -10,6 +10,7 @@ mod integrations;
 mod keys;
 mod logs;
 mod plugins;
+mod remote_mcp;
 mod schedules;
 mod secrets;
 mod serve;
@@ -88,6 +89,9 @@ enum Top {
     /// The master key and the secrets it seals.
     #[command(subcommand)]
     Secrets(secrets::SecretsCmd),
+    /// Remote MCP servers whose tools an agent's chat calls, and their credentials.
+    #[command(subcommand)]
+    McpServer(remote_mcp::McpServerCmd),
     /// Work an agent does on its own: command runs and prompts on a schedule.
     #[command(subcommand)]
     Schedule(schedules::ScheduleCmd),
@@ -229,6 +233,7 @@ async fn with_store(settings: Settings, out: Output, command: Top) -> anyhow::Re
         Top::Db(command) => db::run(&ctx, command).await,
         Top::Secrets(command) => secrets::run(&ctx, command).await,
         Top::Schedule(command) => schedules::run(&ctx, command).await,
+        Top::McpServer(command) => remote_mcp::run(&ctx, command).await,
         Top::Logs(args) => logs::run(&ctx, args).await,
     }
 }

@@ -1,7 +1,8 @@
-//! Wire formats of the third-party APIs: the Telegram Bot API, the X API v2, and an x402
-//! facilitator's.
+//! Wire formats of the third-party APIs: the Telegram Bot API, the X API v2, an x402
+//! facilitator's, and MCP's (remote servers an agent uses as tools).
 
 pub mod facilitator;
+pub mod mcp;
 pub mod telegram;
 pub mod x;
 

@@ -409,6 +409,8 @@ settings! {
             "how long an OAuth refresh token works unused (each use gives a new one)";
         mcp_oauth_allow_private: Vec<String> = "",
             "hosts (host or host:port) OAuth client metadata documents may be at though private or loopback";
+        mcp_remote_max_response_bytes: u64 = "1048576" [1024 ..= 67108864],
+            "largest answer read from a remote MCP server an agent uses as tools; a larger one is cut and the call fails";
     }
     /// The agents' A2A endpoints.
     a2a: A2aServerSettings {

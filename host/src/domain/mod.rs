@@ -4,6 +4,7 @@
 mod by_use;
 pub mod cron;
 mod mcp;
+pub mod remote_mcp;
 pub mod schedule;
 pub use by_use::{ChatRates, Rates, UnitRates, Used};
 pub use mcp::{
@@ -328,6 +329,8 @@ pub struct AgentDef {
     pub mcp: McpExposed,
     /// `[a2a]`: who finds its agent card and who may use its free skills.
     pub a2a: A2aSettings,
+    /// `[[mcp_servers]]`: remote MCP servers whose tools its chat may call.
+    pub mcp_servers: Vec<remote_mcp::McpServerDef>,
 }
 
 /// `[a2a]` of a manifest: how the agent meets A2A clients that hold no key of its owner.

@@ -16,6 +16,7 @@ use crate::money::MicroUsdc;
 
 mod handlers;
 pub mod mcp;
+mod mcp_servers;
 mod schedules;
 mod sign_in;
 mod x402;
@@ -84,6 +85,8 @@ struct RawManifest {
     a2a: Option<A2aSettings>,
     #[serde(default)]
     schedules: Vec<Spanned<crate::domain::schedule::ScheduleSpec>>,
+    #[serde(default)]
+    mcp_servers: Vec<Spanned<crate::domain::remote_mcp::McpServerDef>>,
 }
 
 #[derive(Deserialize)]
@@ -430,6 +433,7 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
     let chatapp_enabled = integration_section(&check, raw.chatapp, "chatapp", "agent-host chatapp connect")?;
     let social_enabled = integration_section(&check, raw.social, "social", "agent-host social connect")?;
     let schedules = schedules::check(&check, raw.schedules, &commands, crate::clock::now_ms())?;
+    let mcp_servers = mcp_servers::check(&check, raw.mcp_servers)?;
 
     Ok(AgentManifest {
         agent: AgentDef {
@@ -450,6 +454,7 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
                 None => Default::default(),
             },
             a2a: raw.a2a.unwrap_or_default(),
+            mcp_servers,
         },
         commands,
         chatapp_enabled,

@@ -20,6 +20,7 @@ pub mod metrics;
 mod oauth;
 mod openai;
 pub mod openapi;
+mod remote_mcp;
 pub mod request_span;
 pub mod requests;
 mod schedules;

@@ -254,7 +254,14 @@ async fn converse(
     } else {
         Vec::new()
     };
-    let tools: Vec<ToolSpec> = offered.iter().filter_map(tool_spec).collect();
+    let mut tools: Vec<ToolSpec> = offered.iter().filter_map(tool_spec).collect();
+    // The remote MCP servers' tools too, where the agent's own may be called.
+    let remote = match input.tools_enabled && input.max_tool_calls > 0 && !agent.def.mcp_servers.is_empty() {
+        true => super::remote_tools::RemoteTools::load(services, agent).await,
+        false => Default::default(),
+    };
+    let own: Vec<&str> = offered.iter().map(|c| c.def.name.as_str()).collect();
+    tools.extend(remote.specs(&own));
     let known = knowledge::relevant(services, &agent.def.knowledge, &input.message, knowledge::BUDGET_CHARS).await;
     let mut messages = vec![Message::new(
         Role::System,
@@ -335,7 +342,7 @@ async fn converse(
                     name: call.name.clone(),
                     arguments: call.arguments.clone(),
                 });
-                let (result, ok) = run_tool(services, agent, &offered, call).await;
+                let (result, ok) = run_tool(services, agent, &offered, &remote, call).await;
                 tell(ChatEvent::ToolFinished {
                     id: call.id.clone(),
                     name: call.name.clone(),
@@ -358,10 +365,17 @@ async fn converse(
 
 /// Runs one tool call and says what happened, for the model, and whether it ran well.
 /// Failures are told, not thrown: a command that fails does not fail the chat.
-async fn run_tool(services: &Services, agent: &Agent, offered: &[Command], call: &ToolCall) -> (String, bool) {
-    let Some(command) = offered.iter().find(|c| c.def.name == call.name) else {
+async fn run_tool(
+    services: &Services,
+    agent: &Agent,
+    offered: &[Command],
+    remote: &super::remote_tools::RemoteTools,
+    call: &ToolCall,
+) -> (String, bool) {
+    let command = offered.iter().find(|c| c.def.name == call.name);
+    if command.is_none() && !remote.owns(&call.name) {
         return (format!("Error: there is no tool named '{}'.", call.name), false);
-    };
+    }
     let arguments = match serde_json::from_str::<Value>(if call.arguments.trim().is_empty() {
         "{}"
     } else {
@@ -372,6 +386,9 @@ async fn run_tool(services: &Services, agent: &Agent, offered: &[Command], call:
         Err(e) => return (format!("Error: the arguments are not valid JSON ({e})."), false),
     };
     tracing::debug!(agent = %agent.id, tool = %call.name, "chat tool call");
+    let Some(command) = command else {
+        return remote.call(services, &call.name, Value::Object(arguments)).await;
+    };
     let call = CommandCall {
         agent,
         command,
@@ -459,6 +476,7 @@ mod tests {
                 mcp_open: false,
                 mcp: Default::default(),
                 a2a: Default::default(),
+                mcp_servers: Vec::new(),
             },
             created_at: 0,
             updated_at: 0,

@@ -41,14 +41,26 @@ pub async fn save(
     secret: &impl Serialize,
     public: &impl Serialize,
 ) -> Result<(), ServiceError> {
-    let unreadable =
-        |what: &str| ServiceError::SecretUnusable(format!("the {} {what} cannot be written", kind.describe()));
+    save_as(services, agent_id, kind.as_str(), kind.describe(), secret, public).await
+}
+
+/// `save` for a kind named at run time (a remote MCP server's credential, `mcp_server:NAME`);
+/// `describe` says what it is in an error.
+pub async fn save_as(
+    services: &Services,
+    agent_id: &str,
+    kind: &str,
+    describe: &str,
+    secret: &impl Serialize,
+    public: &impl Serialize,
+) -> Result<(), ServiceError> {
+    let unreadable = |what: &str| ServiceError::SecretUnusable(format!("the {describe} {what} cannot be written"));
     let secret = serde_json::to_vec(secret).map_err(|_| unreadable("secret"))?;
     let public = serde_json::to_value(public).map_err(|_| unreadable("details"))?;
-    let sealed = services.secrets.seal_for_agent(agent_id, kind.as_str(), &secret);
+    let sealed = services.secrets.seal_for_agent(agent_id, kind, &secret);
     let integration = Integration {
         agent_id: agent_id.to_string(),
-        kind: kind.as_str(),
+        kind: kind.to_string(),
         enabled: true,
         secret: sealed,
         public,
@@ -63,7 +75,7 @@ pub async fn save(
 pub fn open<T: DeserializeOwned>(services: &Services, integration: &Integration) -> Result<T, ServiceError> {
     let opened = services
         .secrets
-        .open_for_agent(&integration.agent_id, integration.kind, &integration.secret)
+        .open_for_agent(&integration.agent_id, &integration.kind, &integration.secret)
         .map_err(|e| ServiceError::SecretUnusable(e.to_string()))?;
     serde_json::from_slice(&opened)
         .map_err(|_| ServiceError::SecretUnusable(format!("the stored {} secret is unreadable", integration.kind)))

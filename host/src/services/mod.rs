@@ -26,6 +26,7 @@ pub mod plugins;
 pub mod purchase;
 pub mod rate_limit;
 pub mod recovery;
+pub mod remote_tools;
 pub mod runs;
 pub mod schedules;
 pub mod sign_in;
@@ -104,6 +105,8 @@ pub struct Services {
     pub lifecycle: Arc<lifecycle::Lifecycle>,
     /// Runs and price lists counted for the owners' dashboards, until they are flushed.
     pub usage: Arc<usage::Recorder>,
+    /// The remote MCP servers' tool lists, kept a minute between chats.
+    pub remote_listings: Arc<remote_tools::ListingCache>,
 }
 
 impl Services {

@@ -34,9 +34,9 @@ fn json_list<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<V
 
 const AGENT_COLUMNS: &str = "g.id, g.account_id, g.username, g.name, g.personality, g.knowledge, \
      g.x402_enabled, g.x402_default_price, g.x402_networks, g.created_at, g.updated_at, g.mcp_open, g.mcp_exposed, g.a2a, \
-     g.x402_chat_by_use";
+     g.x402_chat_by_use, g.mcp_servers";
 /// How many columns `AGENT_COLUMNS` holds: a query that selects more reads them after.
-const AGENT_COLUMN_COUNT: usize = 15;
+const AGENT_COLUMN_COUNT: usize = 16;
 
 fn agent_from_row(row: &Row) -> Result<Agent, StoreError> {
     let price: Option<i64> = row.get(7)?;
@@ -61,6 +61,7 @@ fn agent_from_row(row: &Row) -> Result<Agent, StoreError> {
             mcp: serde_json::from_str(&row.get::<String>(12)?)
                 .map_err(|e| StoreError::Corrupt(format!("agent mcp_exposed: {e}")))?,
             a2a: json_column(&row.get::<String>(13)?, "agent a2a")?,
+            mcp_servers: json_list(&row.get::<String>(15)?, "agent mcp_servers")?,
         },
         created_at: row.get(9)?,
         updated_at: row.get(10)?,
@@ -171,8 +172,8 @@ impl Store {
                 db.execute(
                     "INSERT INTO agents (id, account_id, username, name, personality, knowledge,
                         x402_enabled, x402_default_price, x402_networks, created_at, updated_at, mcp_open, mcp_exposed, a2a,
-                        x402_chat_by_use)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13, ?14)",
+                        x402_chat_by_use, mcp_servers)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13, ?14, ?15)",
                     args![
                         &agent_id,
                         &account_id,
@@ -187,7 +188,8 @@ impl Store {
                         def.mcp_open,
                         to_json(&def.mcp),
                         to_json(&def.a2a),
-                        chat_by_use
+                        chat_by_use,
+                        to_json(&def.mcp_servers)
                     ],
                 )
                 .map_err(|e| {
@@ -201,7 +203,7 @@ impl Store {
                 db.execute(
                     "UPDATE agents SET name = ?2, personality = ?3, knowledge = ?4, x402_enabled = ?5,
                         x402_default_price = ?6, x402_networks = ?7, updated_at = ?8, mcp_open = ?9,
-                        mcp_exposed = ?10, a2a = ?11, x402_chat_by_use = ?12 WHERE id = ?1",
+                        mcp_exposed = ?10, a2a = ?11, x402_chat_by_use = ?12, mcp_servers = ?13 WHERE id = ?1",
                     args![
                         &agent_id,
                         &def.name,
@@ -214,7 +216,8 @@ impl Store {
                         def.mcp_open,
                         to_json(&def.mcp),
                         to_json(&def.a2a),
-                        chat_by_use
+                        chat_by_use,
+                        to_json(&def.mcp_servers)
                     ],
                 )?;
             }

@@ -489,6 +489,7 @@ mod tests {
             mcp_open: false,
             mcp: Default::default(),
             a2a: Default::default(),
+            mcp_servers: Vec::new(),
         };
         let agent = Agent {
             id: format!("id{i}"),

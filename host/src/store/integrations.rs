@@ -5,7 +5,7 @@ use super::{KeyCheck, Store, StoreError, json_column, to_json};
 #[derive(Debug, Clone)]
 pub struct Integration {
     pub agent_id: String,
-    pub kind: &'static str,
+    pub kind: String,
     pub enabled: bool,
     pub secret: Vec<u8>,
     pub public: serde_json::Value,
@@ -33,12 +33,12 @@ impl Store {
         .await
     }
 
-    pub async fn integration(&self, agent_id: &str, kind: &'static str) -> Result<Option<Integration>, StoreError> {
-        let agent_id = agent_id.to_string();
+    pub async fn integration(&self, agent_id: &str, kind: &str) -> Result<Option<Integration>, StoreError> {
+        let (agent_id, kind) = (agent_id.to_string(), kind.to_string());
         self.read(move |db| {
             let Some(row) = db.query_opt(
                 "SELECT enabled, secret, public FROM agent_integrations WHERE agent_id = ?1 AND kind = ?2",
-                args![&agent_id, kind],
+                args![&agent_id, &kind],
             )?
             else {
                 return Ok(None);
@@ -55,13 +55,8 @@ impl Store {
     }
 
     /// Turns it on or off; false if there is none.
-    pub async fn set_integration_enabled(
-        &self,
-        agent_id: &str,
-        kind: &'static str,
-        enabled: bool,
-    ) -> Result<bool, StoreError> {
-        let agent_id = agent_id.to_string();
+    pub async fn set_integration_enabled(&self, agent_id: &str, kind: &str, enabled: bool) -> Result<bool, StoreError> {
+        let (agent_id, kind) = (agent_id.to_string(), kind.to_string());
         self.write(move |db| {
             Ok(db.execute(
                 "UPDATE agent_integrations SET enabled = ?3, updated_at = ?4 WHERE agent_id = ?1 AND kind = ?2",
@@ -72,8 +67,8 @@ impl Store {
     }
 
     /// Removes it; false if there was none.
-    pub async fn delete_integration(&self, agent_id: &str, kind: &'static str) -> Result<bool, StoreError> {
-        let agent_id = agent_id.to_string();
+    pub async fn delete_integration(&self, agent_id: &str, kind: &str) -> Result<bool, StoreError> {
+        let (agent_id, kind) = (agent_id.to_string(), kind.to_string());
         self.write(move |db| {
             Ok(db.execute(
                 "DELETE FROM agent_integrations WHERE agent_id = ?1 AND kind = ?2",

@@ -73,6 +73,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(32, "0032_pricing_by_use"),
     migration!(33, "0033_by_use_commands_and_releases"),
     migration!(34, "0034_schedules"),
+    migration!(35, "0035_remote_mcp_servers"),
 ];
 
 pub fn latest_version() -> i64 {

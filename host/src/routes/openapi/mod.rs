@@ -9,6 +9,7 @@ mod account;
 mod openai;
 mod operations;
 mod paid;
+mod remote_mcp;
 mod schedules;
 mod text_rules;
 mod webhooks;

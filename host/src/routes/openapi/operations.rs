@@ -510,5 +510,6 @@ pub fn all() -> impl Iterator<Item = &'static Operation> {
         .chain(super::account::ACCOUNT)
         .chain(super::webhooks::WEBHOOKS)
         .chain(super::schedules::SCHEDULES)
+        .chain(super::remote_mcp::REMOTE_MCP)
         .chain(super::openai::OPENAI)
 }

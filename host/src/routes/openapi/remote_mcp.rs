@@ -1,0 +1,56 @@
+//! The account API's remote MCP servers (`/v1/account/agents/{agentId}/mcp-servers`), as
+//! data for the OpenAPI document.
+
+use serde_json::json;
+
+use super::operations::{MANAGE_ERRORS, Operation, success};
+
+const ONE_ERRORS: &[(u16, &str)] = &[
+    (400, "validation_error"),
+    (403, "insufficient_scope"),
+    (404, "not_found"),
+];
+
+pub const REMOTE_MCP: &[Operation] = &[
+    Operation {
+        method: "get",
+        path: "/v1/account/agents/{agentId}/mcp-servers",
+        id: "listRemoteMcpServers",
+        summary: "The remote MCP servers the agent's manifest names, each listed now: the tools its chat is offered, whether its credential is set (never the credential)",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || {
+            success(json!({ "type": "object", "required": ["servers"], "properties": {
+                "servers": { "type": "array", "items": { "type": "object",
+                    "required": ["name", "url", "credential_set", "tools"] } } } }))
+        },
+        errors: MANAGE_ERRORS,
+    },
+    Operation {
+        method: "put",
+        path: "/v1/account/agents/{agentId}/mcp-servers/{server}/credential",
+        id: "setRemoteMcpCredential",
+        summary: "Set the value of a remote MCP server's credential header (its manifest names the header); sealed at rest",
+        keyed: true,
+        pending: false,
+        request: Some(|| {
+            json!({ "type": "object", "required": ["value"], "additionalProperties": false, "properties": {
+                "value": { "type": "string", "minLength": 1, "maxLength": 8192,
+                    "pattern": "^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$" } } })
+        }),
+        response: || success(json!({ "type": "object", "required": ["server", "credential_set"] })),
+        errors: ONE_ERRORS,
+    },
+    Operation {
+        method: "delete",
+        path: "/v1/account/agents/{agentId}/mcp-servers/{server}/credential",
+        id: "removeRemoteMcpCredential",
+        summary: "Forget a remote MCP server's credential",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(json!({ "type": "object", "required": ["server", "removed"] })),
+        errors: ONE_ERRORS,
+    },
+];

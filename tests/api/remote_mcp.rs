@@ -1,0 +1,318 @@
+//! Remote MCP servers as an agent's tools (docs/mcp.md#remote-servers-as-the-agents-tools),
+//! against a server on the official MCP Python SDK (tests/python/mcp_server.py, Streamable
+//! HTTP), reached through the outbound guard.
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::support::fake_llm::{Policy, fake_openai, text, tool_call};
+use crate::support::*;
+
+/// The Python SDK's server, on a free port of loopback, killed when dropped.
+struct PyServer {
+    _child: tokio::process::Child,
+    url: String,
+}
+
+async fn py_server(token: Option<&str>) -> PyServer {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/python/mcp_server.py");
+    let mut command = tokio::process::Command::new(python());
+    command
+        .arg(script)
+        .arg(port.to_string())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(token) = token {
+        command.env("REQUIRED_TOKEN", token);
+    }
+    let mut child = command.spawn().expect("the Python MCP server starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let ready = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains("listening") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(ready, Ok(true), "the Python MCP server did not start");
+    PyServer {
+        _child: child,
+        url: format!("http://127.0.0.1:{port}/mcp"),
+    }
+}
+
+/// A model that calls the tool its user names (`call NAME {json}`), then says what the tool
+/// answered.
+fn caller() -> Policy {
+    Arc::new(|request, n| {
+        let messages = request["messages"].as_array().cloned().unwrap_or_default();
+        let last = messages.last().cloned().unwrap_or_default();
+        if last["role"] == "tool" {
+            let said: String = last["content"].as_str().unwrap_or_default().chars().take(200).collect();
+            return text(&format!("The tool said: {said}"));
+        }
+        let asked = last["content"].as_str().unwrap_or_default().to_string();
+        match asked.strip_prefix("call ").and_then(|rest| rest.split_once(' ')) {
+            Some((name, arguments)) if request.get("tools").is_some() => {
+                tool_call(&format!("c{n}"), name, serde_json::from_str(arguments).unwrap())
+            }
+            _ => text("No tool for that."),
+        }
+    })
+}
+
+fn manifest(url: &str, extra: &str) -> String {
+    format!(
+        "username = \"helper\"\nname = \"Helper\"\n\n[[commands]]\ncommand = \"hello\"\nhandler_type = \"simple_text\"\n\
+         config = {{ text = \"Hello!\" }}\n\n[[mcp_servers]]\nname = \"calc\"\nurl = \"{url}\"\n{extra}"
+    )
+}
+
+async fn chat(server: &TestServer, key: &str, message: &str) -> Value {
+    let reply = post_json(
+        &server.url("/v1/agents/helper/chat"),
+        Some(key),
+        &json!({ "message": message, "toolsEnabled": true, "maxToolCalls": 5 }),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.json()["data"].clone()
+}
+
+/// The tool messages the model was sent, in order.
+fn tool_results(seen: &Arc<Mutex<Vec<Value>>>) -> Vec<String> {
+    let seen = seen.lock().unwrap();
+    let Some(last) = seen.last() else { return vec![] };
+    last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chat_calls_a_remote_servers_tools_within_their_limits() {
+    let remote = py_server(None).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let llm = fake_openai(caller(), seen.clone()).await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "fake-model")
+        .with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", "127.0.0.1")
+        .with_env("AGENT_HOST_MCP_REMOTE_MAX_RESPONSE_BYTES", "65536");
+    let key = env.account_with_key("alice", "pro");
+    env.apply_agent(
+        &manifest(
+            &remote.url,
+            "exclude = [\"delete_everything\"]\ntimeout_ms = 1500\nmax_calls = 2\n",
+        ),
+        "alice",
+    );
+    let server = env.serve();
+
+    // The model is offered the agent's command and the server's tools, prefixed, but the one
+    // its owner excluded.
+    let answered = chat(&server, &key, "call calc__add {\"a\": 2, \"b\": 3}").await;
+    assert_eq!(answered["response"], "The tool said: 5");
+    let offered: Vec<String> = seen.lock().unwrap()[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(offered, ["hello", "calc__add", "calc__slow", "calc__flood"]);
+    let add = seen.lock().unwrap()[0]["tools"][1]["function"].clone();
+    assert_eq!(add["description"], "Adds two whole numbers.");
+    assert_eq!(add["parameters"]["required"], json!(["a", "b"]), "{add}");
+
+    // A server that hangs is cut at the server's time limit; one that floods, at the size
+    // limit; the model reads why, and the chat answers all the same.
+    seen.lock().unwrap().clear();
+    let started = Instant::now();
+    let answered = chat(&server, &key, "call calc__slow {\"seconds\": 30}").await;
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    let said = tool_results(&seen);
+    assert!(
+        said[0].starts_with("Error: calc") && said[0].contains("1500 ms"),
+        "{said:?}"
+    );
+    assert!(
+        answered["response"]
+            .as_str()
+            .unwrap()
+            .starts_with("The tool said: Error")
+    );
+    seen.lock().unwrap().clear();
+    chat(&server, &key, "call calc__flood {\"kilobytes\": 200}").await;
+    let said = tool_results(&seen);
+    assert!(said[0].contains("larger than 65536 bytes"), "{said:?}");
+
+    // An excluded tool cannot be called by name.
+    seen.lock().unwrap().clear();
+    chat(&server, &key, "call calc__delete_everything {}").await;
+    assert_eq!(
+        tool_results(&seen),
+        ["Error: there is no tool named 'calc__delete_everything'."]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chat_makes_at_most_the_servers_calls() {
+    let remote = py_server(None).await;
+    // Calls `add` every round, until the chat's limit stops it.
+    let policy: Policy = Arc::new(|request, n| {
+        let tool_messages = request["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .count();
+        match tool_messages < 3 && request.get("tools").is_some() {
+            true => tool_call(&format!("c{n}"), "calc__add", json!({ "a": n, "b": 1 })),
+            false => text("Enough."),
+        }
+    });
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let llm = fake_openai(policy, seen.clone()).await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "fake-model")
+        .with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", "127.0.0.1");
+    let key = env.account_with_key("alice", "pro");
+    env.apply_agent(&manifest(&remote.url, "max_calls = 2\n"), "alice");
+    let server = env.serve();
+    chat(&server, &key, "Add, again and again").await;
+    let said = tool_results(&seen);
+    assert_eq!(said.len(), 3, "{said:?}");
+    assert_eq!(&said[..2], ["1", "2"]);
+    assert!(said[2].contains("as many as its owner allows"), "{said:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_behind_a_credential_is_used_once_its_owner_sets_it() {
+    let remote = py_server(Some("s3cret-token")).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let llm = fake_openai(caller(), seen.clone()).await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "fake-model")
+        .with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", "127.0.0.1")
+        .with_env(
+            "AGENT_HOST_MASTER_KEY",
+            "0404040404040404040404040404040404040404040404040404040404040404",
+        );
+    let key = env.account_with_key("alice", "pro");
+    env.apply_agent(&manifest(&remote.url, "header = \"Authorization\"\n"), "alice");
+    let server = env.serve();
+    let servers_url = server.url("/v1/account/agents/helper/mcp-servers");
+
+    // Without its credential the server's tools are left out; the chat still answers.
+    let answered = chat(&server, &key, "call calc__add {\"a\": 1, \"b\": 1}").await;
+    assert_eq!(
+        answered["response"],
+        "The tool said: Error: there is no tool named 'calc__add'."
+    );
+    let listed = get(&servers_url, Some(&key)).await.json();
+    let calc = &listed["data"]["servers"][0];
+    assert_eq!(
+        (&calc["credential_set"], &calc["tools"]),
+        (&json!(false), &json!([])),
+        "{listed}"
+    );
+    assert!(calc["error"].as_str().unwrap().contains("Authorization"), "{listed}");
+
+    // A wrong one is refused by the server (its 401 said to the owner); the right one opens it.
+    let credential = format!("{servers_url}/calc/credential");
+    let set = keyed(
+        reqwest::Method::PUT,
+        &credential,
+        &key,
+        Some(&json!({ "value": "Bearer wrong" })),
+    )
+    .await;
+    assert_eq!(set.status, 200, "{}", set.text);
+    let listed = get(&servers_url, Some(&key)).await.json();
+    assert!(
+        listed["data"]["servers"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("authorization"),
+        "{listed}"
+    );
+    let out = env.cli_with_stdin(
+        &["mcp-server", "credential", "--agent", "helper", "--server", "calc"],
+        "Bearer s3cret-token\n",
+    );
+    assert!(out.status.success(), "{}", out.stderr);
+    let listed = get(&servers_url, Some(&key)).await.json();
+    let calc = &listed["data"]["servers"][0];
+    assert_eq!(calc["credential_set"], true, "{listed}");
+    assert_eq!(
+        calc["tools"],
+        json!(["calc__add", "calc__slow", "calc__flood", "calc__delete_everything"]),
+        "{listed}"
+    );
+    let answered = chat(&server, &key, "call calc__add {\"a\": 20, \"b\": 22}").await;
+    assert_eq!(answered["response"], "The tool said: 42");
+    // Sealed at rest: the database never holds it in the clear.
+    assert!(!env.database_contains(b"s3cret-token"));
+
+    // Another account's key sees no such agent; a server the manifest does not name is refused.
+    let other = env.account_with_key("bob", "free");
+    assert_eq!(get(&servers_url, Some(&other)).await.status, 404);
+    let unknown = keyed(
+        reqwest::Method::PUT,
+        &format!("{servers_url}/nope/credential"),
+        &key,
+        Some(&json!({ "value": "x" })),
+    )
+    .await;
+    assert_eq!(unknown.status, 404, "{}", unknown.text);
+    let removed = keyed(reqwest::Method::DELETE, &credential, &key, None).await;
+    assert_eq!(removed.json()["data"]["removed"], true, "{}", removed.text);
+}
+
+#[tokio::test]
+async fn the_manifest_says_what_a_remote_server_may_be() {
+    let env = TestEnv::new();
+    env.account_with_key("alice", "free");
+    for (extra, field, words) in [
+        ("", "", ""),
+        ("header = \"Host\"\n", "mcp_servers[0].header", "not a header"),
+        ("timeout_ms = 5\n", "mcp_servers[0].timeout_ms", "between 100"),
+        ("max_calls = 0\n", "mcp_servers[0].max_calls", "between 1"),
+    ] {
+        let path = env.path("agent.toml");
+        std::fs::write(&path, manifest("http://127.0.0.1:9/mcp", extra)).unwrap();
+        let out = env.cli(&["agent", "apply", path.to_str().unwrap(), "--account", "alice"]);
+        if field.is_empty() {
+            assert!(out.status.success(), "{}", out.stderr);
+        } else {
+            assert!(
+                out.stderr.contains(field) && out.stderr.contains(words),
+                "{extra}: {}",
+                out.stderr
+            );
+        }
+    }
+    let path = env.path("bad.toml");
+    std::fs::write(&path, manifest("ftp://example.com/mcp", "")).unwrap();
+    let out = env.cli(&["agent", "apply", path.to_str().unwrap(), "--account", "alice"]);
+    assert!(out.stderr.contains("mcp_servers[0].url"), "{}", out.stderr);
+    std::fs::write(&path, manifest("https://user:pw@example.com/mcp", "")).unwrap();
+    let out = env.cli(&["agent", "apply", path.to_str().unwrap(), "--account", "alice"]);
+    assert!(out.stderr.contains("no credentials in the URL"), "{}", out.stderr);
+}
