@@ -87,7 +87,9 @@ async fn an_account_holder_does_it_all_in_the_browser() {
     // Its chat is also sold by use: 2 micro-USDC a prompt token, 6 a generated one.
     let by_use =
         "\n[x402.chat_by_use]\nper_1k_input_tokens_usd = 0.002\nper_1k_output_tokens_usd = 0.006\nmax_usd = 0.05\n";
-    let seller = env.apply_agent(&format!("{}{REPORT}{nap}{by_use}", paid_manifest("seller")), "acme");
+    // A remote MCP server it names (unreachable here), whose credential the page sets.
+    let remote = "\n[[mcp_servers]]\nname = \"docs\"\nurl = \"http://127.0.0.1:9/mcp\"\nheader = \"Authorization\"\ntimeout_ms = 500\n";
+    let seller = env.apply_agent(&format!("{}{REPORT}{nap}{by_use}{remote}", paid_manifest("seller")), "acme");
     let wallet = env.create_wallet("seller", "base");
     chain.set_eth(&wallet, 10u128.pow(16)).await; // it relays the payments: pays the gas
     chain.deploy_permit2().await;
@@ -184,6 +186,10 @@ async fn an_account_holder_does_it_all_in_the_browser() {
         server.log()
     );
     assert!(log.contains("console: all flows passed"), "{log}");
+    // The credential set in the page is kept, sealed.
+    let servers = get(&server.url(&format!("/v1/account/agents/{seller}/mcp-servers")), Some(&manage_key)).await.json();
+    assert_eq!(servers["data"]["servers"][0]["credential_set"], true, "{servers}");
+    assert!(!env.database_contains(b"console-secret"));
 
     // The endpoint added in the page got the key made meanwhile, and again when the page
     // sent it again, signed with the secret the page showed.

@@ -389,6 +389,16 @@ try {
   await daily.getByRole("button", { name: "Resume" }).click();
   await daily.filter({ hasText: "active" }).waitFor();
 
+  step("a remote MCP server's credential");
+  await page.getByRole("link", { name: "MCP" }).click();
+  // A remote MCP server its manifest names: unreachable here, its credential set all the same.
+  await page.getByRole("heading", { name: "docs" }).waitFor();
+  await page.getByText("Not set: its tools are left out.").waitFor();
+  await page.getByLabel("Authorization header sent to docs").fill("Bearer console-secret");
+  await page.getByRole("button", { name: "Save credential" }).click();
+  await page.getByText("Set. A new value replaces it.").waitFor();
+  await everyControlIsLabelled();
+
   step("chat-app and social");
   await page.getByRole("link", { name: "Chat-app and social" }).click();
   await page.getByRole("heading", { name: "Chat-app bot (Telegram)" }).waitFor();

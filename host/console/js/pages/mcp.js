@@ -1,5 +1,5 @@
-import { del, get } from "../api.js";
-import { confirmDialog, copyButton, errorText, fill, h, table, time } from "../dom.js";
+import { del, enc, get, put } from "../api.js";
+import { confirmDialog, copyButton, errorText, field, fill, form, h, table, time } from "../dom.js";
 
 /** The agent's MCP server: its address, how to add it to the usual clients, and the
  * clients allowed to sign in to it with OAuth (each can be revoked). */
@@ -13,6 +13,7 @@ export function mcpTab(panel, agent) {
   );
   const block = (label, text) => [h("h3", {}, label), h("pre", {}, h("code", {}, text)), copyButton(text, `Copy ${label}`)];
   const grants = h("div");
+  const remote = h("div");
   const status = h("p", { role: "status", "aria-live": "polite" });
   fill(
     panel,
@@ -31,6 +32,10 @@ export function mcpTab(panel, agent) {
     h("h3", {}, "Clients signed in with OAuth"),
     grants,
     status,
+    h("h2", {}, "Remote servers as its tools"),
+    h("p", {}, "The MCP servers this agent's manifest names ([[mcp_servers]]): their tools are offered to its chat beside its commands. " +
+      "A server that needs a credential gets it here; it is kept sealed and never shown again."),
+    remote,
   );
   const refresh = async () => {
     const { grants: all } = await get("/v1/account/oauth/grants");
@@ -62,4 +67,27 @@ export function mcpTab(panel, agent) {
     }
   };
   refresh().catch((e) => fill(status, errorText(e)));
+  remoteServers(remote, agent).catch((e) => fill(remote, errorText(e)));
+}
+
+/** Each remote server, listed now: its tools, or why it cannot be used; and its credential. */
+async function remoteServers(box, agent) {
+  const base = `/v1/account/agents/${enc(agent.id)}/mcp-servers`;
+  const { servers } = await get(base);
+  const again = () => remoteServers(box, agent).catch((e) => fill(box, errorText(e)));
+  fill(box, servers.length ? servers.map((s) => {
+    const value = h("input", { type: "password", name: "credential", required: true, autocomplete: "off", placeholder: "Bearer ..." });
+    const credential = s.header ? form({ "aria-label": `Credential of ${s.name}` }, [
+      field(`${s.header} header sent to ${s.name}`, value, s.credential_set ? "Set. A new value replaces it." : "Not set: its tools are left out."),
+      h("button", { type: "submit" }, "Save credential"),
+    ], async () => {
+      await put(`${base}/${enc(s.name)}/credential`, { value: value.value });
+      value.value = "";
+      await again();
+    }) : null;
+    return h("section", { class: "card" },
+      h("h3", {}, s.name), h("p", {}, h("code", {}, s.url)),
+      s.error ? h("p", { class: "error" }, s.error) : h("p", {}, `Tools offered: ${s.tools.join(", ") || "none"}`),
+      credential);
+  }) : h("p", { class: "empty" }, "The manifest names no remote MCP server."));
 }
