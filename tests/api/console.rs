@@ -89,7 +89,10 @@ async fn an_account_holder_does_it_all_in_the_browser() {
         "\n[x402.chat_by_use]\nper_1k_input_tokens_usd = 0.002\nper_1k_output_tokens_usd = 0.006\nmax_usd = 0.05\n";
     // A remote MCP server it names (unreachable here), whose credential the page sets.
     let remote = "\n[[mcp_servers]]\nname = \"docs\"\nurl = \"http://127.0.0.1:9/mcp\"\nheader = \"Authorization\"\ntimeout_ms = 500\n";
-    let seller = env.apply_agent(&format!("{}{REPORT}{nap}{by_use}{remote}", paid_manifest("seller")), "acme");
+    let seller = env.apply_agent(
+        &format!("{}{REPORT}{nap}{by_use}{remote}", paid_manifest("seller")),
+        "acme",
+    );
     let wallet = env.create_wallet("seller", "base");
     chain.set_eth(&wallet, 10u128.pow(16)).await; // it relays the payments: pays the gas
     chain.deploy_permit2().await;
@@ -187,7 +190,12 @@ async fn an_account_holder_does_it_all_in_the_browser() {
     );
     assert!(log.contains("console: all flows passed"), "{log}");
     // The credential set in the page is kept, sealed.
-    let servers = get(&server.url(&format!("/v1/account/agents/{seller}/mcp-servers")), Some(&manage_key)).await.json();
+    let servers = get(
+        &server.url(&format!("/v1/account/agents/{seller}/mcp-servers")),
+        Some(&manage_key),
+    )
+    .await
+    .json();
     assert_eq!(servers["data"]["servers"][0]["credential_set"], true, "{servers}");
     assert!(!env.database_contains(b"console-secret"));
 

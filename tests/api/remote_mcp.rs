@@ -270,6 +270,44 @@ async fn a_server_behind_a_credential_is_used_once_its_owner_sets_it() {
     // Sealed at rest: the database never holds it in the clear.
     assert!(!env.database_contains(b"s3cret-token"));
 
+    // The credential was set for this address: a manifest that moves the server elsewhere
+    // does not take it there.
+    let elsewhere = py_server(None).await;
+    // Applied through the server, whose own cache of the agent it clears.
+    let apply = |text: String| {
+        let (url, key) = (server.url("/v1/account/agents"), key.clone());
+        async move {
+            let reply = post_body(&url, &key, "application/toml", text.into_bytes()).await;
+            assert!(reply.status == 200 || reply.status == 201, "{}", reply.text);
+        }
+    };
+    apply(manifest(&elsewhere.url, "header = \"Authorization\"\n")).await;
+    let listed = get(&servers_url, Some(&key)).await.json();
+    let calc = &listed["data"]["servers"][0];
+    assert_eq!(calc["tools"], json!([]), "{listed}");
+    assert!(calc["error"].as_str().unwrap().contains("set it again"), "{listed}");
+    // A server the manifest drops takes its credential with it.
+    let without = manifest(&remote.url, "");
+    apply(without.split("[[mcp_servers]]").next().unwrap().to_string()).await;
+    apply(manifest(&remote.url, "header = \"Authorization\"\n")).await;
+    let listed = get(&servers_url, Some(&key)).await.json();
+    assert_eq!(listed["data"]["servers"][0]["credential_set"], false, "{listed}");
+    let credential_gone = keyed(reqwest::Method::DELETE, &credential, &key, None).await;
+    assert_eq!(
+        credential_gone.json()["data"]["removed"],
+        false,
+        "{}",
+        credential_gone.text
+    );
+    let restored = keyed(
+        reqwest::Method::PUT,
+        &credential,
+        &key,
+        Some(&json!({ "value": "Bearer s3cret-token" })),
+    )
+    .await;
+    assert_eq!(restored.status, 200, "{}", restored.text);
+
     // Another account's key sees no such agent; a server the manifest does not name is refused.
     let other = env.account_with_key("bob", "free");
     assert_eq!(get(&servers_url, Some(&other)).await.status, 404);
@@ -315,4 +353,62 @@ async fn the_manifest_says_what_a_remote_server_may_be() {
     std::fs::write(&path, manifest("https://user:pw@example.com/mcp", "")).unwrap();
     let out = env.cli(&["agent", "apply", path.to_str().unwrap(), "--account", "alice"]);
     assert!(out.stderr.contains("no credentials in the URL"), "{}", out.stderr);
+}
+
+/// The remote servers' tools act with the owner's credentials: strangers who message the
+/// agent's bot are never offered them, while the owner's keyed chat is.
+#[tokio::test(flavor = "multi_thread")]
+async fn strangers_chatting_with_the_bot_get_no_remote_tools() {
+    let remote = py_server(None).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let llm = fake_openai(caller(), seen.clone()).await;
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let telegram = crate::chatapp::fake_telegram(sent.clone()).await;
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "fake-model")
+        .with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", "127.0.0.1")
+        .with_env("AGENT_HOST_CHATAPP_API_BASE", &telegram.base)
+        .with_env("AGENT_HOST_MASTER_KEY", "0505050505050505050505050505050505050505050505050505050505050505");
+    let key = env.account_with_key("alice", "pro");
+    env.apply_agent(&manifest(&remote.url, ""), "alice");
+    env.cli_json(&[
+        "chatapp", "connect", "--agent", "helper", "--token", crate::chatapp::TOKEN, "--webhook-url",
+        "https://agents.example.com/chatapp/helper/webhook",
+    ]);
+    let secret = sent.lock().unwrap()[0]["setWebhook"]["secret_token"].as_str().unwrap().to_string();
+    let server = env.serve();
+    let update = json!({ "update_id": 1, "message": {
+        "message_id": 11, "date": 1795341600, "text": "call calc__add {\"a\": 1, \"b\": 2}",
+        "from": { "id": 99, "is_bot": false, "first_name": "Ann" }, "chat": { "id": 99, "type": "private" } } });
+    let reply = send(
+        client()
+            .post(server.url("/chatapp/helper/webhook"))
+            .header("x-telegram-bot-api-secret-token", &secret)
+            .json(&update),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !sent.lock().unwrap().iter().any(|m| m["chat_id"] == 99) {
+        assert!(Instant::now() < deadline, "the bot never answered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let offered = |request: &Value| -> Vec<String> {
+        request["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let first = seen.lock().unwrap()[0].clone();
+    assert!(offered(&first).iter().all(|t| !t.starts_with("calc__")), "{:?}", offered(&first));
+    let answer = sent.lock().unwrap().iter().find(|m| m["chat_id"] == 99).unwrap()["text"].clone();
+    // (The bot offers only commands made for it, none here: the model was offered no tool.)
+    assert_eq!(answer, "No tool for that.");
+    // The owner's own chat is offered them.
+    seen.lock().unwrap().clear();
+    let answered = chat(&server, &key, "call calc__add {\"a\": 1, \"b\": 2}").await;
+    assert_eq!(answered["response"], "The tool said: 3");
 }

@@ -612,6 +612,39 @@ async fn a_manifests_schedules_follow_it_and_the_cli_manages_them() {
         "2026-12-02T06:30:00.000Z",
         "{changed}"
     );
+    // An interval and a one-off: applied again later, the interval keeps its times and the
+    // one-off whose time passed is still a manifest that applies.
+    let more = format!(
+        "{daily}\n[[schedules]]\nname = \"hourly\"\nevery_seconds = 3600\nprompt = \"Tick.\"\n\n[[schedules]]\nname = \"once\"\nat = \"2026-12-01T12:10:00Z\"\nprompt = \"Once.\"\n"
+    );
+    env.apply_agent(&with(&more), "alice");
+    let listed = env.cli_json(&["schedule", "list", "--agent", "alpha"]);
+    assert_eq!(
+        named(&listed, "hourly")["next_run_at"],
+        "2026-12-01T13:00:00.000Z",
+        "{listed}"
+    );
+    clock.set("2026-12-01T12:30:00Z");
+    env.apply_agent(&with(&more), "alice");
+    let listed = env.cli_json(&["schedule", "list", "--agent", "alpha"]);
+    assert_eq!(
+        named(&listed, "hourly")["next_run_at"],
+        "2026-12-01T13:00:00.000Z",
+        "{listed}"
+    );
+    assert_eq!(named(&listed, "once")["at"], "2026-12-01T12:10:00.000Z", "{listed}");
+    // A scheduled command's parameters are checked when the manifest is applied.
+    let bad_params = with(
+        "\n[[schedules]]\nname = \"x\"\nevery_seconds = 60\ncommand = \"hello\"\nparameters = { nom = \"Ada\" }\n",
+    );
+    let path = env.path("params.toml");
+    std::fs::write(&path, bad_params).unwrap();
+    let out = env.cli(&["agent", "apply", path.to_str().unwrap()]);
+    assert!(
+        out.stderr.contains("schedule 'x': invalid parameters"),
+        "{}",
+        out.stderr
+    );
     env.apply_agent(&manifest("alpha"), "alice");
     let left = env.cli_json(&["schedule", "list", "--agent", "alpha"]);
     let names: Vec<&str> = left["schedules"]

@@ -36,6 +36,9 @@ fn default_max_calls() -> u32 {
     5
 }
 
+/// What a server's credential's kind starts with, among the agent's integrations.
+pub const CREDENTIAL_PREFIX: &str = "mcp_server:";
+
 /// What joins a server's name to its tools' names.
 pub const SEPARATOR: &str = "__";
 
@@ -57,6 +60,6 @@ impl McpServerDef {
 
     /// The kind its credential is sealed under, among the agent's integrations.
     pub fn credential_kind(&self) -> String {
-        format!("mcp_server:{}", self.name)
+        format!("{CREDENTIAL_PREFIX}{}", self.name)
     }
 }

@@ -166,8 +166,16 @@ fn wrong(field: &'static str, message: impl Into<String>) -> SpecError {
 impl ScheduleSpec {
     /// The schedule it describes, made at `now_ms`; `after_seconds` counts from then.
     pub fn check(self, now_ms: i64) -> Result<ScheduleDef, SpecError> {
+        self.check_with(now_ms, false)
+    }
+
+    /// `check`, where an `at` that has passed may be kept (`past_at`): a manifest applied again
+    /// after its one-off ran still says it.
+    pub fn check_with(self, now_ms: i64, past_at: bool) -> Result<ScheduleDef, SpecError> {
         let name = self.name.trim().to_string();
+        // `sch_...` is how ids look, and a schedule is found by its id or its name.
         let good_name = !name.is_empty()
+            && !name.starts_with("sch_")
             && name.chars().count() <= MAX_NAME_CHARS
             && name
                 .chars()
@@ -175,10 +183,10 @@ impl ScheduleSpec {
         if !good_name {
             return Err(wrong(
                 "name",
-                format!("1 to {MAX_NAME_CHARS} characters of a-z, 0-9, '-' and '_'"),
+                format!("1 to {MAX_NAME_CHARS} characters of a-z, 0-9, '-' and '_', not starting with 'sch_'"),
             ));
         }
-        let timing = timing(&self, now_ms)?;
+        let timing = timing(&self, now_ms, past_at)?;
         if self.timezone.is_some() && self.cron.is_none() {
             return Err(wrong("timezone", "a time zone goes with 'cron'"));
         }
@@ -220,7 +228,7 @@ impl ScheduleSpec {
     }
 }
 
-fn timing(spec: &ScheduleSpec, now_ms: i64) -> Result<Timing, SpecError> {
+fn timing(spec: &ScheduleSpec, now_ms: i64, past_at: bool) -> Result<Timing, SpecError> {
     let given = [
         spec.cron.is_some(),
         spec.every_seconds.is_some(),
@@ -271,7 +279,7 @@ fn timing(spec: &ScheduleSpec, now_ms: i64) -> Result<Timing, SpecError> {
     let text = spec.at.as_deref().unwrap_or_default();
     let at = crate::clock::parse_iso(text)
         .ok_or_else(|| wrong("at", format!("'{text}' is not an RFC 3339 time (2026-12-01T09:00:00Z)")))?;
-    if at <= now_ms || at > now_ms + ahead_ms {
+    if (at <= now_ms && !past_at) || at > now_ms + ahead_ms {
         return Err(wrong("at", "a time to come, within a year"));
     }
     Ok(Timing::Once { at })

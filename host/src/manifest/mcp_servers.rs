@@ -66,6 +66,11 @@ pub(super) fn check(check: &Checker<'_>, raw: Vec<Spanned<McpServerDef>>) -> Res
         }
         server.url = url.to_string();
         if let Some(header) = &server.header {
+            // A credential travels encrypted, but to this machine itself.
+            let local = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+            if url.scheme() != "https" && !local {
+                return Err(wrong("url", "https, to send a credential ('header') to it".into()));
+            }
             let header = header.trim();
             let token = !header.is_empty()
                 && header

@@ -26,7 +26,7 @@ pub(super) fn check(
             ));
         }
         let def = spec
-            .check(now_ms)
+            .check_with(now_ms, true)
             .map_err(|e| check.err(Some(&span), at(e.field), e.message))?;
         if let Action::Command { command, .. } = &def.action
             && !commands.iter().any(|c| &c.name == command)

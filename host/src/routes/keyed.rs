@@ -140,6 +140,8 @@ async fn chat(
             .collect(),
         tools_enabled: body.tools_enabled && !from_our_plugin,
         max_tool_calls,
+        // A key of the agent's own account: its remote MCP servers' tools may be offered.
+        owner_tools: true,
         ..ChatInput::new(body.message)
     };
     let agent = found.agent.clone();

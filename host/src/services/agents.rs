@@ -68,6 +68,17 @@ pub async fn apply_as(
             manifest.commands.len()
         )));
     }
+    // A scheduled command's parameters, checked as each run will check them, before anything
+    // of the manifest is applied.
+    for schedule in &manifest.schedules {
+        if let crate::domain::schedule::Action::Command { command, parameters } = &schedule.action
+            && let Some(def) = manifest.commands.iter().find(|c| &c.name == command)
+        {
+            super::params::resolve(&def.name, &def.parameters, Some(parameters.clone()), None).map_err(|why| {
+                ServiceError::Validation(format!("schedule '{}': invalid parameters: {why}", schedule.name))
+            })?;
+        }
+    }
     let mut commands = Vec::with_capacity(manifest.commands.len());
     for command in &manifest.commands {
         commands.push(install_plugin(services, account_id, command.clone()).await?);
@@ -99,6 +110,11 @@ pub async fn apply_as(
     let most_schedules = services.settings.schedules.schedule_max_per_account;
     store
         .sync_manifest_schedules(account_id, &outcome.agent_id, schedules, most_schedules)
+        .await?;
+    // A remote MCP server's credential goes with the server when the manifest drops it.
+    let kept = manifest.agent.mcp_servers.iter().map(|s| s.credential_kind()).collect();
+    store
+        .delete_integrations_except(&outcome.agent_id, crate::domain::remote_mcp::CREDENTIAL_PREFIX, kept)
         .await?;
     // Its first chats need not wait for the knowledge to be embedded.
     super::knowledge::prepare_applied(services, &outcome.agent_id, account_id, &manifest.agent.knowledge).await;

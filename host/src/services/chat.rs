@@ -36,6 +36,9 @@ pub struct ChatInput {
     /// Tokens of the owner's budget already taken for this chat (a paid chat's first round,
     /// taken before its payment settled).
     pub prepaid_tokens: u32,
+    /// The chat is the agent's owner's own (a key of the account, a schedule): the remote MCP
+    /// servers' tools, which act with the owner's credentials, are offered too.
+    pub owner_tools: bool,
 }
 
 impl ChatInput {
@@ -59,6 +62,7 @@ impl ChatInput {
             temperature: None,
             events: None,
             prepaid_tokens: 0,
+            owner_tools: false,
         }
     }
 }
@@ -255,13 +259,14 @@ async fn converse(
         Vec::new()
     };
     let mut tools: Vec<ToolSpec> = offered.iter().filter_map(tool_spec).collect();
-    // The remote MCP servers' tools too, where the agent's own may be called.
-    let remote = match input.tools_enabled && input.max_tool_calls > 0 && !agent.def.mcp_servers.is_empty() {
-        true => super::remote_tools::RemoteTools::load(services, agent).await,
+    // The remote MCP servers' tools too, in the owner's own chats where commands may be called.
+    let own: Vec<&str> = offered.iter().map(|c| c.def.name.as_str()).collect();
+    let with_remote = input.owner_tools && input.tools_enabled && input.max_tool_calls > 0;
+    let remote = match with_remote && !agent.def.mcp_servers.is_empty() {
+        true => super::remote_tools::RemoteTools::load(services, agent, &own).await,
         false => Default::default(),
     };
-    let own: Vec<&str> = offered.iter().map(|c| c.def.name.as_str()).collect();
-    tools.extend(remote.specs(&own));
+    tools.extend(remote.specs().iter().cloned());
     let known = knowledge::relevant(services, &agent.def.knowledge, &input.message, knowledge::BUDGET_CHARS).await;
     let mut messages = vec![Message::new(
         Role::System,

@@ -1,10 +1,11 @@
 //! The tools of the remote MCP servers an agent names (`[[mcp_servers]]`), offered to its
-//! chat beside its own commands as `SERVER__TOOL`. A server's tool list (and the session it
-//! was read in) is kept for a minute per agent and server, so chats do not list it again
-//! each time. Every request goes through the outbound guard to the server's own host alone,
-//! with its owner's credential when it needs one, under the server's time limit, the
-//! operator's size limit and a number of calls per chat; a failure is a tool error the model
-//! reads, never the chat's failure.
+//! owner's chats beside its own commands as `SERVER__TOOL`. A server's tool list (and the
+//! session it was read in) is kept for a minute per agent and server, cut to what a chat may
+//! be offered, so chats do not list it again each time. Every request goes through the
+//! outbound guard to the server's own host alone, with its owner's credential (only to the
+//! address it was set for) when it needs one, under the server's time limit, the operator's
+//! size limit and a number of calls per chat; a failure is a tool error the model reads,
+//! never the chat's failure.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -21,6 +22,8 @@ use crate::llm::ToolSpec;
 
 /// How long a server's tool list is trusted.
 const LISTING_TTL: Duration = Duration::from_secs(60);
+/// Listings one host keeps at most; past it the oldest go.
+const MAX_LISTINGS: usize = 1_024;
 /// Most tools one server offers the chat, and how much of each one's description and schema.
 const MAX_TOOLS_PER_SERVER: usize = 32;
 const MAX_DESCRIPTION_CHARS: usize = 1_024;
@@ -30,7 +33,8 @@ const MAX_SPECS_BYTES: usize = 64 * 1024;
 /// Characters of a remote tool's answer the model reads.
 const MAX_RESULT_CHARS: usize = 8_000;
 
-/// A server's tools as last listed, and the session they were listed in.
+/// A server's tools as last listed (only those a chat may be offered), and the session they
+/// were listed in.
 #[derive(Clone)]
 struct Listing {
     session: Session,
@@ -53,6 +57,12 @@ impl ListingCache {
     fn put(&self, key: String, listing: Listing) {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries.retain(|_, l| l.at.elapsed() < LISTING_TTL);
+        while entries.len() >= MAX_LISTINGS {
+            let Some(oldest) = entries.iter().min_by_key(|(_, l)| l.at).map(|(k, _)| k.clone()) else {
+                break;
+            };
+            entries.remove(&oldest);
+        }
         entries.insert(key, listing);
     }
 
@@ -70,33 +80,22 @@ struct Connected {
     calls: AtomicU32,
 }
 
-/// The remote tools of one chat.
+/// The remote tools of one chat: what it was offered, and where each name leads.
 #[derive(Default)]
 pub struct RemoteTools {
     servers: Vec<Connected>,
+    specs: Vec<ToolSpec>,
+    /// Each offered name: its server (an index into `servers`) and the tool's own name.
+    routes: HashMap<String, (usize, String)>,
 }
 
 impl RemoteTools {
-    /// Connects to each of the agent's servers (or finds its listing kept); a server that
-    /// cannot be reached or listed is left out of this chat, and the log says why.
-    pub async fn load(services: &Services, agent: &Agent) -> RemoteTools {
-        // All at once, each within its own time: a slow server delays the chat by its limit
-        // at most, not by the sum of them.
-        let connecting = agent.def.mcp_servers.iter().map(|def| async move {
-            // `initialize`, its notification and a few pages of tools, each within the limit.
-            let within = Duration::from_millis(def.timeout_ms).saturating_mul(3);
-            let connected = tokio::time::timeout(within, connect(services, agent, def))
-                .await
-                .unwrap_or_else(|_| {
-                    Err(ServiceError::Execution(format!(
-                        "{}: no tool list within {within:?}",
-                        def.name
-                    )))
-                });
-            (def, connected)
-        });
+    /// Connects to each of the agent's servers (or finds its listing kept), together, each
+    /// within three times its limit; a server that cannot be reached or listed is left out of
+    /// this chat, and the log says why. Names in `taken` (the agent's commands) stay theirs.
+    pub async fn load(services: &Services, agent: &Agent, taken: &[&str]) -> RemoteTools {
         let mut servers = Vec::new();
-        for (def, connected) in futures_util::future::join_all(connecting).await {
+        for (def, connected) in connect_all(services, agent).await {
             match connected {
                 Ok(connected) => servers.push(connected),
                 Err(e) => {
@@ -104,25 +103,29 @@ impl RemoteTools {
                 }
             }
         }
-        RemoteTools { servers }
+        let mut tools = RemoteTools {
+            servers,
+            ..Default::default()
+        };
+        tools.offer(taken);
+        tools
     }
 
-    /// The tools as the model is offered them, but for names `taken` (the agent's commands).
-    pub fn specs(&self, taken: &[&str]) -> Vec<ToolSpec> {
-        let mut specs = Vec::new();
+    /// Decides what the model is offered: each tool once, under a name no command and no
+    /// other tool has, within the prompt's room.
+    fn offer(&mut self, taken: &[&str]) {
         let mut room = MAX_SPECS_BYTES;
-        for server in &self.servers {
-            let offered = server.listing.tools.iter().filter(|t| server.def.offers(&t.name));
-            for tool in offered.take(MAX_TOOLS_PER_SERVER) {
+        for (index, server) in self.servers.iter().enumerate() {
+            for tool in &server.listing.tools {
                 let Some(name) = server.def.tool_name(&tool.name) else {
                     continue;
                 };
-                if taken.contains(&name.as_str()) || tool.input_schema.to_string().len() > MAX_SCHEMA_BYTES {
+                if taken.contains(&name.as_str()) || self.routes.contains_key(&name) {
                     continue;
                 }
                 let description = match tool.description.is_empty() {
                     true => format!("{} (from {})", tool.name, server.def.name),
-                    false => tool.description.chars().take(MAX_DESCRIPTION_CHARS).collect(),
+                    false => tool.description.clone(),
                 };
                 // What the tools add to every round's prompt stays bounded, whatever they say.
                 let size = name.len() + description.len() + tool.input_schema.to_string().len();
@@ -130,37 +133,33 @@ impl RemoteTools {
                     continue;
                 }
                 room -= size;
-                specs.push(ToolSpec {
+                self.routes.insert(name.clone(), (index, tool.name.clone()));
+                self.specs.push(ToolSpec {
                     name,
                     description,
                     parameters: tool.input_schema.clone(),
                 });
             }
         }
-        specs
     }
 
-    /// Whether `name` is one of these tools.
+    /// The tools as the model is offered them.
+    pub fn specs(&self) -> &[ToolSpec] {
+        &self.specs
+    }
+
+    /// Whether `name` is one of the tools offered.
     pub fn owns(&self, name: &str) -> bool {
-        self.find(name).is_some()
+        self.routes.contains_key(name)
     }
 
-    fn find(&self, name: &str) -> Option<(&Connected, &RemoteTool)> {
-        self.servers.iter().find_map(|server| {
-            let tool = server
-                .listing
-                .tools
-                .iter()
-                .find(|t| server.def.offers(&t.name) && server.def.tool_name(&t.name).as_deref() == Some(name))?;
-            Some((server, tool))
-        })
-    }
-
-    /// Calls the tool `name` and says what happened, for the model, and whether it went well.
+    /// Calls the offered tool `name` and says what happened, for the model, and whether it
+    /// went well.
     pub async fn call(&self, services: &Services, name: &str, arguments: Value) -> (String, bool) {
-        let Some((server, tool)) = self.find(name) else {
+        let Some((index, tool)) = self.routes.get(name) else {
             return (format!("Error: there is no tool named '{name}'."), false);
         };
+        let server = &self.servers[*index];
         if server.calls.fetch_add(1, Ordering::Relaxed) >= server.def.max_calls {
             return (
                 format!(
@@ -173,7 +172,7 @@ impl RemoteTools {
         let outbound = &services.outbound;
         let mut answer = server
             .remote
-            .call_tool(outbound, &server.listing.session, &tool.name, arguments.clone())
+            .call_tool(outbound, &server.listing.session, tool, arguments.clone())
             .await;
         // A session the server forgot (it restarted, or timed it out): once more, in a new one.
         if let Err(McpError::Refused(why)) = &answer
@@ -181,7 +180,7 @@ impl RemoteTools {
         {
             services.remote_listings.forget(&server.key);
             if let Ok(session) = server.remote.initialize(outbound).await {
-                answer = server.remote.call_tool(outbound, &session, &tool.name, arguments).await;
+                answer = server.remote.call_tool(outbound, &session, tool, arguments).await;
             }
         }
         match answer {
@@ -195,6 +194,28 @@ impl RemoteTools {
             Err(e) => (format!("Error: {} ({e})", server.def.name), false),
         }
     }
+}
+
+/// Every server of the agent's, connected together, each within three times its limit
+/// (`initialize`, its notification and the pages of tools).
+async fn connect_all<'a>(
+    services: &Services,
+    agent: &'a Agent,
+) -> Vec<(&'a McpServerDef, Result<Connected, ServiceError>)> {
+    let connecting = agent.def.mcp_servers.iter().map(|def| async move {
+        let within = Duration::from_millis(def.timeout_ms).saturating_mul(3);
+        let connected = tokio::time::timeout(within, connect(services, agent, def))
+            .await
+            .unwrap_or_else(|_| {
+                Err(ServiceError::Execution(format!(
+                    "{}: no tool list within {} ms",
+                    def.name,
+                    within.as_millis()
+                )))
+            });
+        (def, connected)
+    });
+    futures_util::future::join_all(connecting).await
 }
 
 async fn connect(services: &Services, agent: &Agent, def: &McpServerDef) -> Result<Connected, ServiceError> {
@@ -215,10 +236,10 @@ async fn connect(services: &Services, agent: &Agent, def: &McpServerDef) -> Resu
             let outbound = &services.outbound;
             let fail = |e: McpError| ServiceError::Execution(format!("{}: {e}", def.name));
             let session = remote.initialize(outbound).await.map_err(fail)?;
-            let tools = remote.list_tools(outbound, &session).await.map_err(fail)?;
+            let listed = remote.list_tools(outbound, &session).await.map_err(fail)?;
             let listing = Listing {
                 session,
-                tools,
+                tools: offerable(def, listed),
                 at: Instant::now(),
             };
             services.remote_listings.put(key.clone(), listing.clone());
@@ -234,20 +255,49 @@ async fn connect(services: &Services, agent: &Agent, def: &McpServerDef) -> Resu
     })
 }
 
+/// What of a server's tools a chat may be offered (kept, so a listing holds no more): those
+/// its owner lets through, with a callable name and a schema of bounded size, each
+/// description cut, the first few.
+fn offerable(def: &McpServerDef, listed: Vec<RemoteTool>) -> Vec<RemoteTool> {
+    listed
+        .into_iter()
+        .filter(|t| def.offers(&t.name) && def.tool_name(&t.name).is_some())
+        .filter(|t| t.input_schema.to_string().len() <= MAX_SCHEMA_BYTES)
+        .take(MAX_TOOLS_PER_SERVER)
+        .map(|t| RemoteTool {
+            description: t.description.chars().take(MAX_DESCRIPTION_CHARS).collect(),
+            ..t
+        })
+        .collect()
+}
+
 /// What a server's listing is kept under: a change of its address or header is another.
 fn listing_key(agent: &Agent, def: &McpServerDef) -> String {
     format!("{}\n{}\n{}\n{:?}", agent.id, def.name, def.url, def.header)
 }
 
-/// The value of the server's credential header, as its owner set it.
+/// The address a credential may go to: the scheme, host and port of the server's URL.
+fn origin_of(url: &str) -> Option<String> {
+    reqwest::Url::parse(url).ok().map(|u| u.origin().ascii_serialization())
+}
+
+/// The value of the server's credential header, as its owner set it, for this address: one
+/// set for another (the manifest's `url` changed since) is not sent.
 async fn credential(services: &Services, agent: &Agent, def: &McpServerDef) -> Result<String, ServiceError> {
+    let header = def.header.as_deref().unwrap_or_default();
     let Some(stored) = services.store.integration(&agent.id, &def.credential_kind()).await? else {
         return Err(ServiceError::Validation(format!(
-            "{} needs its '{}' value: set it with `agent-host mcp-server credential` or the account API",
-            def.name,
-            def.header.as_deref().unwrap_or_default()
+            "{} needs its '{header}' value: set it with `agent-host mcp-server credential` or the account API",
+            def.name
         )));
     };
+    let set_for: CredentialPublic = super::integrations::public(&stored)?;
+    if Some(&set_for.origin) != origin_of(&def.url).as_ref() || set_for.header != header {
+        return Err(ServiceError::Validation(format!(
+            "{}'s credential was set for {} ({}); set it again for {}",
+            def.name, set_for.origin, set_for.header, def.url
+        )));
+    }
     let secret: Credential = super::integrations::open(services, &stored)?;
     Ok(secret.value)
 }
@@ -256,6 +306,13 @@ async fn credential(services: &Services, agent: &Agent, def: &McpServerDef) -> R
 #[derive(serde::Serialize, serde::Deserialize)]
 pub struct Credential {
     pub value: String,
+}
+
+/// What is kept in the open beside it: the header and the address it was set for.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CredentialPublic {
+    header: String,
+    origin: String,
 }
 
 /// The agent's server named `name`, as its manifest names it.
@@ -268,8 +325,8 @@ fn server<'a>(agent: &'a Agent, name: &str) -> Result<&'a McpServerDef, ServiceE
         .ok_or_else(|| ServiceError::NotFound(format!("the agent's manifest names no MCP server '{name}'")))
 }
 
-/// Keeps the value of the server's credential header, sealed (`agent-host mcp-server
-/// credential`, the account API).
+/// Keeps the value of the server's credential header, sealed, for the server's address as the
+/// manifest now gives it (`agent-host mcp-server credential`, the account API).
 pub async fn set_credential(services: &Services, agent: &Agent, name: &str, value: &str) -> Result<(), ServiceError> {
     let def = server(agent, name)?;
     let Some(header) = &def.header else {
@@ -283,7 +340,10 @@ pub async fn set_credential(services: &Services, agent: &Agent, name: &str, valu
             "Invalid field 'value': 1 to 8192 characters, no control characters".into(),
         ));
     }
-    let public = serde_json::json!({ "header": header });
+    let public = CredentialPublic {
+        header: header.clone(),
+        origin: origin_of(&def.url).unwrap_or_default(),
+    };
     let secret = Credential {
         value: value.to_string(),
     };
@@ -318,23 +378,24 @@ pub struct ServerStatus {
     pub tools: Result<Vec<String>, String>,
 }
 
-/// Every server the agent names, each listed now.
+/// Every server the agent names, listed now (together, each within its time).
 pub async fn status(services: &Services, agent: &Agent) -> Result<Vec<ServerStatus>, ServiceError> {
     let mut out = Vec::new();
-    for def in &agent.def.mcp_servers {
+    for (def, connected) in connect_all(services, agent).await {
         let credential_set = services
             .store
             .integration(&agent.id, &def.credential_kind())
             .await?
             .is_some();
-        let tools = match connect(services, agent, def).await {
-            Ok(connected) => Ok(RemoteTools {
-                servers: vec![connected],
+        let tools = match connected {
+            Ok(connected) => {
+                let mut one = RemoteTools {
+                    servers: vec![connected],
+                    ..Default::default()
+                };
+                one.offer(&[]);
+                Ok(one.specs.into_iter().map(|spec| spec.name).collect())
             }
-            .specs(&[])
-            .into_iter()
-            .map(|spec| spec.name)
-            .collect()),
             Err(e) => Err(e.public_text()),
         };
         out.push(ServerStatus {
@@ -344,4 +405,94 @@ pub async fn status(services: &Services, agent: &Agent) -> Result<Vec<ServerStat
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(name: &str, tools: &[(&str, usize)]) -> Connected {
+        let def: McpServerDef =
+            toml::from_str(&format!("name = \"{name}\"\nurl = \"https://{name}.example\"")).unwrap();
+        let listed = tools
+            .iter()
+            .map(|(tool, schema_bytes)| RemoteTool {
+                name: tool.to_string(),
+                description: "d".repeat(2_000),
+                input_schema: serde_json::json!({ "type": "object", "description": "s".repeat(*schema_bytes) }),
+            })
+            .collect();
+        Connected {
+            remote: Remote {
+                url: def.url.clone(),
+                headers: vec![],
+                timeout: Duration::from_secs(1),
+                max_bytes: 1,
+            },
+            key: String::new(),
+            listing: Listing {
+                session: Session::default(),
+                tools: offerable(&def, listed),
+                at: Instant::now(),
+            },
+            calls: AtomicU32::new(0),
+            def,
+        }
+    }
+
+    fn offered(servers: Vec<Connected>, taken: &[&str]) -> RemoteTools {
+        let mut tools = RemoteTools {
+            servers,
+            ..Default::default()
+        };
+        tools.offer(taken);
+        tools
+    }
+
+    #[test]
+    fn each_name_leads_to_one_tool_and_only_offered_ones_are_called() {
+        // `a_` + `b` and `a` + `_b` are both `a___b`: the first is offered, once.
+        let tools = offered(
+            vec![server("a_", &[("b", 10)]), server("a", &[("_b", 10), ("_b", 10)])],
+            &[],
+        );
+        let names: Vec<&str> = tools.specs().iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["a___b"]);
+        assert_eq!(tools.routes["a___b"], (0, "b".to_string()));
+        // A command's name stays the command's.
+        let tools = offered(vec![server("a", &[("x", 10), ("y", 10)])], &["a__x"]);
+        assert!(!tools.owns("a__x") && tools.owns("a__y"));
+    }
+
+    #[test]
+    fn what_a_server_lists_is_cut_to_what_a_chat_may_be_offered() {
+        let many: Vec<(String, usize)> = (0..50).map(|i| (format!("t{i}"), 10)).collect();
+        let many: Vec<(&str, usize)> = many.iter().map(|(n, b)| (n.as_str(), *b)).collect();
+        let big = server("big", &many);
+        assert_eq!(big.listing.tools.len(), MAX_TOOLS_PER_SERVER);
+        assert!(
+            big.listing
+                .tools
+                .iter()
+                .all(|t| t.description.chars().count() == MAX_DESCRIPTION_CHARS)
+        );
+        // A schema past its bound is never offered, nor callable.
+        let fat = offered(vec![server("fat", &[("huge", MAX_SCHEMA_BYTES + 1), ("ok", 10)])], &[]);
+        assert!(!fat.owns("fat__huge") && fat.owns("fat__ok"));
+        // All the remote tools of a chat fit in their share of the prompt.
+        let servers = (0..10)
+            .map(|i| server(&format!("s{i}"), &[("a", 15_000), ("b", 15_000)]))
+            .collect();
+        let tools = offered(servers, &[]);
+        let bytes: usize = tools
+            .specs()
+            .iter()
+            .map(|s| s.name.len() + s.description.len() + s.parameters.to_string().len())
+            .sum();
+        assert!(
+            bytes <= MAX_SPECS_BYTES && tools.specs().len() == 4,
+            "{bytes} {}",
+            tools.specs().len()
+        );
+    }
 }

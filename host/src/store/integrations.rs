@@ -66,6 +66,34 @@ impl Store {
         .await
     }
 
+    /// Removes the agent's integrations whose kind starts with `prefix`, but those in `keep`
+    /// (a remote MCP server's credential, once its manifest no longer names it).
+    pub async fn delete_integrations_except(
+        &self,
+        agent_id: &str,
+        prefix: &str,
+        keep: Vec<String>,
+    ) -> Result<u64, StoreError> {
+        let (agent_id, prefix) = (agent_id.to_string(), prefix.to_string());
+        self.write(move |db| {
+            let mut deleted = 0;
+            for row in db.query(
+                "SELECT kind FROM agent_integrations WHERE agent_id = ?1",
+                args![&agent_id],
+            )? {
+                let kind: String = row.get(0)?;
+                if kind.starts_with(&prefix) && !keep.contains(&kind) {
+                    deleted += db.execute(
+                        "DELETE FROM agent_integrations WHERE agent_id = ?1 AND kind = ?2",
+                        args![&agent_id, &kind],
+                    )?;
+                }
+            }
+            Ok(deleted)
+        })
+        .await
+    }
+
     /// Removes it; false if there was none.
     pub async fn delete_integration(&self, agent_id: &str, kind: &str) -> Result<bool, StoreError> {
         let (agent_id, kind) = (agent_id.to_string(), kind.to_string());

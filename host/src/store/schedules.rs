@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::sql::{Db, Row, args};
 use super::{Store, StoreError, json_column, to_json};
-use crate::domain::schedule::{Delivery, Missed, ScheduleDef};
+use crate::domain::schedule::{Delivery, Missed, ScheduleDef, Timing};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScheduleStatus {
@@ -238,10 +238,18 @@ fn insert_in(db: &dyn Db, record: &ScheduleRecord) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// What a schedule's definition is stored as, to tell whether a manifest changed it.
+/// What a schedule's definition is stored as, to tell whether a manifest changed it. An
+/// interval counts from when it was made: applying the same manifest again does not move it.
 fn stored_form(def: &ScheduleDef) -> (String, String, String, &'static str, bool) {
+    let timing = match &def.timing {
+        Timing::Every { seconds, .. } => Timing::Every {
+            seconds: *seconds,
+            from: 0,
+        },
+        other => other.clone(),
+    };
     (
-        to_json(&def.timing),
+        to_json(&timing),
         to_json(&def.action),
         to_json(&def.delivery),
         missed_text(def.missed),
@@ -254,6 +262,8 @@ impl Store {
     /// already (counted in the same write).
     pub async fn insert_schedule(&self, record: ScheduleRecord, limit: u64) -> Result<(), StoreError> {
         self.write(move |db| {
+            // Two at once (two hosts): the second counts the first.
+            db.serialize(&format!("account-schedules:{}", record.account_id))?;
             if count_of_account(db, &record.account_id)? >= limit as i64 {
                 return Err(quota_error(limit));
             }
@@ -276,6 +286,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let (account_id, agent_id) = (account_id.to_string(), agent_id.to_string());
         self.write(move |db| {
+            db.serialize(&format!("account-schedules:{account_id}"))?;
             let now = crate::clock::now_ms();
             let existing: Vec<ScheduleRecord> = db
                 .query(
@@ -406,12 +417,15 @@ impl Store {
         .await
     }
 
-    /// Active schedules whose time has come by `now`, the longest due first.
+    /// Active schedules whose time has come by `now`, the longest due first; one whose last
+    /// run still runs waits (and does not hold a place in the list meanwhile).
     pub async fn due_schedules(&self, now: i64, limit: u32) -> Result<Vec<ScheduleRecord>, StoreError> {
         self.read(move |db| {
             db.query(
                 &format!(
                     "SELECT {COLUMNS} FROM schedules WHERE status = 'active' AND next_run_at <= ?1
+                       AND NOT EXISTS (SELECT 1 FROM schedule_runs r
+                                       WHERE r.schedule_id = schedules.id AND r.state = 'running')
                      ORDER BY next_run_at LIMIT ?2"
                 ),
                 args![now, i64::from(limit)],
@@ -607,4 +621,109 @@ fn finish_in(db: &dyn Db, run_id: &str, end: &RunEnd, stop_after: u64) -> Result
         )?;
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::schedule::{Action, ScheduleSpec};
+
+    fn def(name: &str) -> ScheduleDef {
+        ScheduleSpec {
+            name: name.into(),
+            every_seconds: Some(60),
+            prompt: Some("Go.".into()),
+            ..Default::default()
+        }
+        .check(0)
+        .unwrap()
+    }
+
+    async fn store_with_agent(dir: &tempfile::TempDir) -> Store {
+        let store = Store::open(&dir.path().join("t.db"), std::time::Duration::from_secs(5)).unwrap();
+        store
+            .write(|db| {
+                db.execute(
+                    "INSERT INTO accounts (id, name, plan, created_at) VALUES ('acc', 'acc', 'free', 0)",
+                    args![],
+                )?;
+                db.execute(
+                    "INSERT INTO agents (id, account_id, username, name, created_at, updated_at)
+                     VALUES ('agent', 'acc', 'agent', 'Agent', 0, 0)",
+                    args![],
+                )?;
+                Ok(())
+            })
+            .await
+            .unwrap();
+        store
+    }
+
+    fn run(schedule_id: &str, due_at: i64) -> ScheduleRun {
+        ScheduleRun {
+            id: format!("srn_{schedule_id}_{due_at}"),
+            schedule_id: schedule_id.into(),
+            due_at,
+            state: RunState::Running,
+            started_at: 0,
+            deadline_at: i64::MAX,
+            finished_at: None,
+            output: None,
+            error: None,
+        }
+    }
+
+    /// Schedules whose runs last longer than their interval must not fill every pass's list
+    /// and keep everyone else's waiting (a review found it).
+    #[tokio::test]
+    async fn schedules_still_running_hold_no_place_among_those_due() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_agent(&dir).await;
+        for i in 0..60 {
+            let record = ScheduleRecord::new("acc", "agent", "api", def(&format!("busy-{i}")), Some(1_000));
+            let id = record.id.clone();
+            store.insert_schedule(record, 1_000).await.unwrap();
+            assert!(
+                store
+                    .take_schedule_run(&id, Some(61_000), run(&id, 1_000))
+                    .await
+                    .unwrap()
+            );
+            // Due again, its run still going.
+            store
+                .write(move |db| {
+                    db.execute("UPDATE schedules SET next_run_at = 1000 WHERE id = ?1", args![id])?;
+                    Ok(())
+                })
+                .await
+                .unwrap();
+        }
+        let waiting = ScheduleRecord::new("acc", "agent", "api", def("waiting"), Some(2_000));
+        store.insert_schedule(waiting.clone(), 1_000).await.unwrap();
+        let due = store.due_schedules(5_000, 50).await.unwrap();
+        assert_eq!(
+            due.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+            [waiting.id.as_str()]
+        );
+        assert!(matches!(due[0].def.action, Action::Prompt { .. }));
+    }
+
+    #[tokio::test]
+    async fn an_account_keeps_at_most_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_agent(&dir).await;
+        for i in 0..2 {
+            let record = ScheduleRecord::new("acc", "agent", "api", def(&format!("s{i}")), Some(1));
+            store.insert_schedule(record, 2).await.unwrap();
+        }
+        let third = ScheduleRecord::new("acc", "agent", "api", def("s2"), Some(1));
+        assert!(matches!(
+            store.insert_schedule(third, 2).await,
+            Err(StoreError::QuotaExceeded(_))
+        ));
+        // A manifest of three is refused as a whole.
+        let wanted = (0..3).map(|i| (def(&format!("m{i}")), Some(1))).collect();
+        assert!(store.sync_manifest_schedules("acc", "agent", wanted, 2).await.is_err());
+        assert_eq!(store.schedules_of("agent").await.unwrap().len(), 2);
+    }
 }

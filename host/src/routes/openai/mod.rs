@@ -56,6 +56,8 @@ async fn completions(
     let request = CompletionRequest::parse(&body?.json_bytes()?)?;
     let mut input = request.chat_input()?;
     input.tools_enabled = !guard::from_our_plugin(&state, &headers);
+    // A key of the agent's own account: its remote MCP servers' tools may be offered.
+    input.owner_tools = true;
     let services = &state.services;
     let found = agents::owned_with_commands(&services.store, &caller.account.id, &agent_id)
         .await

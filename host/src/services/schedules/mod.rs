@@ -5,7 +5,7 @@
 pub mod runner;
 
 use super::{ServiceError, Services};
-use crate::domain::schedule::{Action, ScheduleSpec};
+use crate::domain::schedule::{Action, ScheduleSpec, Timing};
 use crate::domain::{Agent, Command};
 use crate::store::{ScheduleRecord, ScheduleRun, ScheduleStatus};
 
@@ -18,12 +18,15 @@ pub async fn create(
 ) -> Result<ScheduleRecord, ServiceError> {
     let now = crate::clock::schedule_now_ms();
     let def = spec.check(now).map_err(|e| ServiceError::Validation(e.to_string()))?;
-    if let Action::Command { command, .. } = &def.action
-        && !commands.iter().any(|c| &c.def.name == command)
-    {
-        return Err(ServiceError::Validation(format!(
-            "Invalid field 'command': the agent has no command '{command}'"
-        )));
+    if let Action::Command { command, parameters } = &def.action {
+        let Some(found) = commands.iter().find(|c| &c.def.name == command) else {
+            return Err(ServiceError::Validation(format!(
+                "Invalid field 'command': the agent has no command '{command}'"
+            )));
+        };
+        // Checked now as each run will check them, not found wrong at every run.
+        super::params::resolve(&found.def.name, &found.def.parameters, Some(parameters.clone()), None)
+            .map_err(|why| ServiceError::Validation(format!("Invalid field 'parameters': {why}")))?;
     }
     let next_run_at = def.timing.next_after(now);
     let record = ScheduleRecord::new(&agent.account_id, &agent.id, "api", def, next_run_at);
@@ -61,7 +64,12 @@ pub async fn set_enabled(
             schedule.def.name
         )));
     }
-    let next_run_at = schedule.def.timing.next_after(crate::clock::schedule_now_ms());
+    // A one-off that has not run runs at its time, or late if that has passed (as its
+    // `missed` says); the others from now.
+    let next_run_at = match schedule.def.timing {
+        Timing::Once { at } => Some(at),
+        _ => schedule.def.timing.next_after(crate::clock::schedule_now_ms()),
+    };
     services
         .store
         .set_schedule_enabled(&agent.id, &schedule.id, enabled, next_run_at)

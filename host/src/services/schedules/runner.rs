@@ -66,13 +66,18 @@ pub async fn take_due(services: &Services) -> Result<usize, ServiceError> {
             error: skip.then(|| format!("missed by {} s; the schedule skips missed times", late_ms / 1000)),
         };
         let next_run_at = schedule.def.timing.next_after(now);
-        if !services
+        // One schedule's trouble is not the others': the pass goes on.
+        match services
             .store
             .take_schedule_run(&schedule.id, next_run_at, run.clone())
-            .await?
-            || skip
+            .await
         {
-            continue;
+            Ok(true) if !skip => {}
+            Ok(_) => continue,
+            Err(e) => {
+                tracing::warn!(schedule = %schedule.id, error = %e, "could not take a scheduled run");
+                continue;
+            }
         }
         started += 1;
         services.lifecycle.spawn(perform(services.clone(), schedule, run));
@@ -84,9 +89,11 @@ pub async fn take_due(services: &Services) -> Result<usize, ServiceError> {
 async fn perform(services: Services, schedule: ScheduleRecord, run: ScheduleRun) {
     let settings = &services.settings.schedules;
     let limit = Duration::from_secs(settings.schedule_run_timeout_secs);
-    let leased = keep_leased(&services, &run.id);
+    // Stopped however `perform` ends (a panic too): a lease renewed forever would block
+    // the schedule for good.
+    let _leased = AbortOnDrop(keep_leased(&services, &run.id));
     let end = match tokio::time::timeout(limit, work(&services, &schedule)).await {
-        Ok(Ok(output)) => RunEnd::Succeeded { output },
+        Ok(Ok(output)) => RunEnd::Succeeded { output: kept(output) },
         Ok(Err(e)) => {
             tracing::info!(schedule = %schedule.id, error = %e, "a scheduled run failed");
             RunEnd::Failed { error: e.public_text() }
@@ -95,10 +102,32 @@ async fn perform(services: Services, schedule: ScheduleRecord, run: ScheduleRun)
             error: format!("it ran longer than {} s (schedule_run_timeout_secs)", limit.as_secs()),
         },
     };
-    leased.abort();
     let stop_after = settings.schedule_stop_after_failures;
     if let Err(e) = services.store.finish_schedule_run(&run.id, end, stop_after).await {
         tracing::error!(schedule = %schedule.id, run = %run.id, error = %e, "could not record a scheduled run's end");
+    }
+}
+
+/// Characters of a run's answer its log keeps and its `schedule.ran` event carries; the
+/// delivery itself (a message, a post) had all of it.
+const OUTPUT_KEPT_CHARS: usize = 16_000;
+
+fn kept(output: String) -> String {
+    match output.chars().count() > OUTPUT_KEPT_CHARS {
+        true => format!(
+            "{}… (cut at {OUTPUT_KEPT_CHARS} characters)",
+            output.chars().take(OUTPUT_KEPT_CHARS).collect::<String>()
+        ),
+        false => output,
+    }
+}
+
+/// Aborts its task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -166,6 +195,7 @@ async fn work(services: &Services, schedule: &ScheduleRecord) -> Result<String, 
             let mut input = ChatInput {
                 tools_enabled: true,
                 max_tool_calls: MAX_TOOL_CALLS,
+                owner_tools: true,
                 ..ChatInput::new(prompt.clone())
             };
             if schedule.def.delivery == Delivery::Social {
@@ -254,4 +284,16 @@ pub async fn recover(services: &Services, at_start: bool) -> Result<usize, Servi
         }
     }
     Ok(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_long_answer_is_kept_cut() {
+        assert_eq!(super::kept("short".into()), "short");
+        let long = "é".repeat(super::OUTPUT_KEPT_CHARS + 10);
+        let cut = super::kept(long);
+        assert!(cut.starts_with(&"é".repeat(super::OUTPUT_KEPT_CHARS)));
+        assert!(cut.ends_with("(cut at 16000 characters)"), "{}", &cut[cut.len() - 40..]);
+    }
 }
