@@ -369,14 +369,26 @@ async fn strangers_chatting_with_the_bot_get_no_remote_tools() {
         .with_env("AGENT_HOST_LLM_MODEL", "fake-model")
         .with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", "127.0.0.1")
         .with_env("AGENT_HOST_CHATAPP_API_BASE", &telegram.base)
-        .with_env("AGENT_HOST_MASTER_KEY", "0505050505050505050505050505050505050505050505050505050505050505");
+        .with_env(
+            "AGENT_HOST_MASTER_KEY",
+            "0505050505050505050505050505050505050505050505050505050505050505",
+        );
     let key = env.account_with_key("alice", "pro");
     env.apply_agent(&manifest(&remote.url, ""), "alice");
     env.cli_json(&[
-        "chatapp", "connect", "--agent", "helper", "--token", crate::chatapp::TOKEN, "--webhook-url",
+        "chatapp",
+        "connect",
+        "--agent",
+        "helper",
+        "--token",
+        crate::chatapp::TOKEN,
+        "--webhook-url",
         "https://agents.example.com/chatapp/helper/webhook",
     ]);
-    let secret = sent.lock().unwrap()[0]["setWebhook"]["secret_token"].as_str().unwrap().to_string();
+    let secret = sent.lock().unwrap()[0]["setWebhook"]["secret_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let server = env.serve();
     let update = json!({ "update_id": 1, "message": {
         "message_id": 11, "date": 1795341600, "text": "call calc__add {\"a\": 1, \"b\": 2}",
@@ -403,7 +415,11 @@ async fn strangers_chatting_with_the_bot_get_no_remote_tools() {
             .collect()
     };
     let first = seen.lock().unwrap()[0].clone();
-    assert!(offered(&first).iter().all(|t| !t.starts_with("calc__")), "{:?}", offered(&first));
+    assert!(
+        offered(&first).iter().all(|t| !t.starts_with("calc__")),
+        "{:?}",
+        offered(&first)
+    );
     let answer = sent.lock().unwrap().iter().find(|m| m["chat_id"] == 99).unwrap()["text"].clone();
     // (The bot offers only commands made for it, none here: the model was offered no tool.)
     assert_eq!(answer, "No tool for that.");
