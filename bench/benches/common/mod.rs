@@ -58,6 +58,7 @@ pub fn bench_agent(rt: &tokio::runtime::Runtime, store: &Store) -> String {
             mcp_open: false,
             mcp: Default::default(),
             a2a: Default::default(),
+            mcp_servers: Vec::new(),
         };
         store
             .apply_agent(&account.id, def, Vec::new(), u64::MAX)
