@@ -481,6 +481,20 @@ async fn reread(services: &Services, id: &str) -> Result<Task, A2aError> {
 }
 
 /// The stored task `id`, whoever it is of (callers check that first, with [`get`]).
+/// The job of a skill's task once it is linked (within a couple of seconds); `None` when the
+/// task ends first or never gets one (a short skill runs in its request).
+async fn linked_job(services: &Services, id: &str) -> Result<Option<String>, A2aError> {
+    for _ in 0..40 {
+        let record = record(services, id).await?;
+        let ended = TaskState::parse(&record.state).is_none_or(|state| state.ended());
+        if record.job_id.is_some() || ended {
+            return Ok(record.job_id);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    Ok(None)
+}
+
 async fn record(services: &Services, id: &str) -> Result<A2aTaskRecord, A2aError> {
     let now = crate::clock::now_ms();
     services
@@ -565,8 +579,15 @@ pub async fn cancel(services: &Services, desk: &Desk, id: &str) -> Result<Task, 
         }
         return get(services, desk, id).await;
     }
-    let Some(job_id) = record.job_id else {
-        return Err(A2aError::NotCancelable(task.id, "a chat turn, which runs to its end,"));
+    let job_id = match (record.job_id, &record.skill) {
+        (Some(job_id), _) => job_id,
+        // A long skill's job is linked to its task a moment after the task is recorded: a
+        // cancel that comes first waits for it (a busy host showed the gap).
+        (None, Some(_)) => match linked_job(services, id).await? {
+            Some(job_id) => job_id,
+            None => return Err(A2aError::NotCancelable(task.id, "a skill run that runs to its end,")),
+        },
+        (None, None) => return Err(A2aError::NotCancelable(task.id, "a chat turn, which runs to its end,")),
     };
     if jobs::cancel(services, &job_id).await? {
         services
