@@ -260,10 +260,12 @@ async fn converse(
     };
     let mut tools: Vec<ToolSpec> = offered.iter().filter_map(tool_spec).collect();
     // The remote MCP servers' tools too, in the owner's own chats where commands may be called.
-    let own: Vec<&str> = offered.iter().map(|c| c.def.name.as_str()).collect();
     let with_remote = input.owner_tools && input.tools_enabled && input.max_tool_calls > 0;
     let remote = match with_remote && !agent.def.mcp_servers.is_empty() {
-        true => super::remote_tools::RemoteTools::load(services, agent, &own).await,
+        true => {
+            let own: Vec<&str> = offered.iter().map(|c| c.def.name.as_str()).collect();
+            super::remote_tools::RemoteTools::load(services, agent, &own).await
+        }
         false => Default::default(),
     };
     tools.extend(remote.specs().iter().cloned());

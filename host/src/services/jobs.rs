@@ -224,8 +224,9 @@ async fn work(services: &Services, id: &str) -> Result<JobOutcome, (String, &'st
 /// How often a job's progress is written at most: a plugin may report in a tight loop.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
-/// Stops the job's progress writer when the job's work ends.
-struct StopOnDrop(tokio::task::JoinHandle<()>);
+/// Aborts its task when dropped: a job's progress writer or lease keeper when the job's work
+/// ends, a scheduled run's lease keeper however its run ends (a panic too).
+pub struct StopOnDrop(pub tokio::task::JoinHandle<()>);
 
 impl Drop for StopOnDrop {
     fn drop(&mut self) {

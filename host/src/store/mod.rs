@@ -30,6 +30,7 @@ mod plugin_runs;
 mod plugins;
 mod postgres;
 mod rate;
+mod schedule_runs;
 mod schedules;
 mod sealed;
 mod sign_ins;
@@ -60,7 +61,8 @@ pub use payments::{EarlierPayment, NewPayment, PayerCosts, PaymentRecord, Paymen
 pub use plugin_runs::{LogLine, PluginRun};
 pub use plugins::{AccountPlugin, PluginRecord};
 pub use rate::{Claim, Claimed, Unused, UsageRow};
-pub use schedules::{RunEnd, RunState, ScheduleRecord, ScheduleRun, ScheduleStatus};
+pub use schedule_runs::{RunEnd, RunState, ScheduleRun};
+pub use schedules::{ScheduleRecord, ScheduleStatus};
 pub use sealed::{KEY_CHECK, KeyCheck, SealedAt, SealedRecord};
 pub use sign_ins::{SignInGrant, SignInRefusal, SignInUse};
 use sql::args;

@@ -200,7 +200,7 @@ async fn dispatch(services: Arc<Services>, desk: Arc<Desk>, call: Call, dialect:
         }
         "CancelTask" => {
             let request: wire::TaskRequest = params_of(params)?;
-            let task = tasks::cancel(&services, &desk, &task_id(&request.id)?).await?;
+            let task = crate::services::a2a::cancel::cancel(&services, &desk, &task_id(&request.id)?).await?;
             wire::task(&task, Shown::ALL)
         }
         "SubscribeToTask" => {

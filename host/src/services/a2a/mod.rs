@@ -19,6 +19,7 @@ use crate::domain::{Command, Integration, ResponseFormat};
 use crate::money::MicroUsdc;
 use crate::store::AgentWithCommands;
 
+pub mod cancel;
 mod conversation;
 pub mod listing;
 mod paid;

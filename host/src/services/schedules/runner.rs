@@ -91,7 +91,7 @@ async fn perform(services: Services, schedule: ScheduleRecord, run: ScheduleRun)
     let limit = Duration::from_secs(settings.schedule_run_timeout_secs);
     // Stopped however `perform` ends (a panic too): a lease renewed forever would block
     // the schedule for good.
-    let _leased = AbortOnDrop(keep_leased(&services, &run.id));
+    let _leased = jobs::StopOnDrop(keep_leased(&services, &run.id));
     let end = match tokio::time::timeout(limit, work(&services, &schedule)).await {
         Ok(Ok(output)) => RunEnd::Succeeded { output: kept(output) },
         Ok(Err(e)) => {
@@ -119,15 +119,6 @@ fn kept(output: String) -> String {
             output.chars().take(OUTPUT_KEPT_CHARS).collect::<String>()
         ),
         false => output,
-    }
-}
-
-/// Aborts its task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 
