@@ -71,6 +71,7 @@ pub fn plugin_runtime(
     llm: Arc<dyn LlmProvider>,
     embedder: Option<Arc<dyn crate::llm::Embedder>>,
     outbound: crate::outbound::Outbound,
+    payer: Option<Arc<dyn crate::plugins::Payer>>,
 ) -> anyhow::Result<Arc<PluginRuntime>> {
     let limits = RuntimeLimits {
         default_timeout: Duration::from_millis(settings.plugins.plugin_timeout_ms),
@@ -101,6 +102,7 @@ pub fn plugin_runtime(
         )),
         embedder,
         kv_max_account_bytes: settings.quotas.account_max_kv_bytes,
+        payer,
     };
     let cache_dir = match &settings.plugins.plugin_cache_dir {
         Some(dir) => std::path::PathBuf::from(dir),
@@ -117,7 +119,19 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
     let llm = llm_provider(&settings);
     let embedder = embedder(&settings);
     let guards = outbound::guards(&settings, &master)?;
-    let plugins = plugin_runtime(&settings, &store, llm.clone(), embedder.clone(), guards.plugins.clone())?;
+    let chains = Arc::new(chains(&settings.chains).context("chain settings")?);
+    let marker = MarkerKey::derive(master.bytes());
+    let sign_in_nonces = crate::x402::sign_in::NonceKey::derive(master.bytes());
+    let secrets = Arc::new(master);
+    let payer = crate::services::spending::AgentPayer::new(store.clone(), secrets.clone(), chains.clone());
+    let plugins = plugin_runtime(
+        &settings,
+        &store,
+        llm.clone(),
+        embedder.clone(),
+        guards.plugins.clone(),
+        Some(Arc::new(payer)),
+    )?;
     let x = X::new(
         &settings.social.social_api_base,
         Duration::from_millis(settings.social.social_timeout_ms),
@@ -126,7 +140,6 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         &settings.chatapp.chatapp_api_base,
         Duration::from_millis(settings.outbound.outbound_timeout_ms),
     );
-    let chains = chains(&settings.chains).context("chain settings")?;
     let account_limiter = Arc::new(Limiter::new(&store, "account"));
     let budgets = Arc::new(Limiter::new(&store, "budgets"));
     let auth_throttle = Arc::new(AuthThrottle::new(RateLimits {
@@ -154,9 +167,9 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         plugins,
         llm,
         embedder,
-        marker: MarkerKey::derive(master.bytes()),
-        sign_in_nonces: crate::x402::sign_in::NonceKey::derive(master.bytes()),
-        secrets: Arc::new(master),
+        marker,
+        sign_in_nonces,
+        secrets,
         card_key,
         telegram,
         x,
@@ -165,7 +178,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         client_documents: guards.client_documents,
         settings: Arc::new(settings),
         public_base_url,
-        chains: Arc::new(chains),
+        chains,
         facilitators,
         x402_limiter,
         account_limiter,

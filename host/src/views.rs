@@ -469,3 +469,39 @@ pub fn parameter_schema(param: &ParamSpec) -> Value {
     }
     json!({ "name": param.name, "required": param.required, "schema": schema })
 }
+
+/// What an agent paid for the services its commands called, and what it may spend.
+pub fn spending(spent: &crate::services::spending::Spending, chains: &Chains) -> Value {
+    let policy = spent.policy.as_ref().map(|p| {
+        json!({
+            "max_per_payment_usdc": p.max_per_payment.to_json_number(),
+            "max_per_payment_micro_usdc": p.max_per_payment.0,
+            "max_per_day_usdc": p.max_per_day.to_json_number(),
+            "max_per_day_micro_usdc": p.max_per_day.0,
+            "payees": p.payees, "commands": p.commands,
+            "networks": p.networks.iter().map(|n| n.as_str()).collect::<Vec<_>>(),
+        })
+    });
+    let payments: Vec<Value> = spent
+        .payments
+        .iter()
+        .map(|r| {
+            let s = &r.spend;
+            json!({
+                "id": s.id, "command": s.command, "network": s.network.as_str(), "state": r.state.as_str(),
+                "x402Version": s.x402_version,
+                "amount_usdc": s.amount.to_json_number(), "amount_micro_usdc": s.amount.0,
+                "pay_to": s.pay_to, "payer": s.payer, "resource": s.resource,
+                "transaction": r.transaction, "error": r.error,
+                "explorer_url": explorer_url(chains, s.network.as_str(), r.transaction.as_deref()),
+                "created_at": iso(r.created_at), "updated_at": iso(r.updated_at),
+            })
+        })
+        .collect();
+    json!({
+        "policy": policy,
+        "spent_today_usdc": spent.spent_today.to_json_number(),
+        "spent_today_micro_usdc": spent.spent_today.0,
+        "payments": payments,
+    })
+}

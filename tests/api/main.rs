@@ -46,6 +46,7 @@ mod settings;
 mod several_hosts;
 mod shutdown;
 mod social;
+mod spending;
 mod tenancy;
 mod traces;
 mod uploads;

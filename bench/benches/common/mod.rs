@@ -59,6 +59,7 @@ pub fn bench_agent(rt: &tokio::runtime::Runtime, store: &Store) -> String {
             mcp: Default::default(),
             a2a: Default::default(),
             mcp_servers: Vec::new(),
+            payments: None,
         };
         store
             .apply_agent(&account.id, def, Vec::new(), u64::MAX)
@@ -107,6 +108,7 @@ pub fn setup(rt: &tokio::runtime::Runtime) -> Setup {
         llm: Arc::new(InstantLlm),
         llm_max_tokens: 1024,
         kv_max_account_bytes: u64::MAX,
+        payer: None,
         llm_run_limits: agent_host::plugins::LlmRunLimits {
             calls: 1000,
             prompt_chars: u64::MAX,

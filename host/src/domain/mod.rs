@@ -6,6 +6,7 @@ pub mod cron;
 mod mcp;
 pub mod remote_mcp;
 pub mod schedule;
+pub mod spending;
 pub use by_use::{ChatRates, Rates, UnitRates, Used};
 pub use mcp::{
     McpBody, McpExposed, McpIcon, McpMessageContent, McpPrompt, McpPromptArgument, McpPromptMessage, McpResource,
@@ -331,6 +332,9 @@ pub struct AgentDef {
     pub a2a: A2aSettings,
     /// `[[mcp_servers]]`: remote MCP servers whose tools its chat may call.
     pub mcp_servers: Vec<remote_mcp::McpServerDef>,
+    /// `[payments]`: what its commands may spend on the paid services they call; `None`:
+    /// nothing.
+    pub payments: Option<spending::SpendingPolicy>,
 }
 
 /// `[a2a]` of a manifest: how the agent meets A2A clients that hold no key of its owner.

@@ -17,6 +17,7 @@ use crate::money::MicroUsdc;
 mod handlers;
 pub mod mcp;
 mod mcp_servers;
+mod payments;
 mod schedules;
 mod sign_in;
 mod x402;
@@ -87,6 +88,8 @@ struct RawManifest {
     schedules: Vec<Spanned<crate::domain::schedule::ScheduleSpec>>,
     #[serde(default)]
     mcp_servers: Vec<Spanned<crate::domain::remote_mcp::McpServerDef>>,
+    #[serde(default)]
+    payments: Option<Spanned<payments::RawPayments>>,
 }
 
 #[derive(Deserialize)]
@@ -434,6 +437,10 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
     let social_enabled = integration_section(&check, raw.social, "social", "agent-host social connect")?;
     let schedules = schedules::check(&check, raw.schedules, &commands, crate::clock::schedule_now_ms())?;
     let mcp_servers = mcp_servers::check(&check, raw.mcp_servers)?;
+    let payments = raw
+        .payments
+        .map(|raw| payments::check(&check, raw, &commands))
+        .transpose()?;
 
     Ok(AgentManifest {
         agent: AgentDef {
@@ -455,6 +462,7 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
             },
             a2a: raw.a2a.unwrap_or_default(),
             mcp_servers,
+            payments,
         },
         commands,
         chatapp_enabled,

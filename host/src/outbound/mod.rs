@@ -109,8 +109,11 @@ impl std::fmt::Display for OutboundError {
 pub trait ByteBudget: Send + Sync {
     /// Takes `bytes` from the budget; false if they do not fit (nothing is taken then).
     fn take(&self, bytes: usize) -> bool;
+    /// Gives back `bytes` of a body the host dropped before handing it over.
+    fn give_back(&self, _bytes: usize) {}
 }
 
+#[derive(Clone)]
 pub struct OutboundRequest {
     pub method: String,
     pub url: String,

@@ -183,6 +183,10 @@ impl ByteBudget for BodyCharge {
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
         true
     }
+
+    fn give_back(&self, bytes: usize) {
+        self.release(bytes);
+    }
 }
 
 impl Drop for BodyCharge {

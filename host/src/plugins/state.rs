@@ -74,6 +74,9 @@ pub struct HostServices {
     pub embedder: Option<Arc<dyn crate::llm::Embedder>>,
     /// Bytes all of one account's key-value stores may hold.
     pub kv_max_account_bytes: u64,
+    /// Pays the x402 services a run's requests are answered `402` by, within what the
+    /// agent's owner allows; `None` (`plugin run`, benches): nothing is paid.
+    pub payer: Option<Arc<dyn super::Payer>>,
 }
 
 /// Called with (percent, message) when a long run reports progress.
@@ -132,6 +135,15 @@ impl CallContext {
             kept_log_bytes: 0,
             llm_spent: LlmSpent::default(),
             meter: super::Meter::new(),
+        }
+    }
+
+    /// Who pays for what this run buys.
+    pub fn paying_run(&self) -> super::PayingRun {
+        super::PayingRun {
+            account_id: self.account_id.clone(),
+            agent_id: self.agent_id.clone(),
+            command: self.command.clone(),
         }
     }
 }

@@ -63,6 +63,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .merge(super::webhooks::routes())
         .merge(super::schedules::routes())
         .merge(super::remote_mcp::routes())
+        .merge(super::spending::routes())
         .merge(super::oauth::grant_routes())
         .route_layer(middleware::from_fn_with_state(state, guard::require_key))
 }

@@ -24,6 +24,7 @@ mod remote_mcp;
 pub mod request_span;
 pub mod requests;
 mod schedules;
+mod spending;
 mod state;
 mod usage;
 mod webhooks;

@@ -484,6 +484,7 @@ mod tests {
                 mcp: Default::default(),
                 a2a: Default::default(),
                 mcp_servers: Vec::new(),
+                payments: None,
             },
             created_at: 0,
             updated_at: 0,

@@ -32,6 +32,7 @@ pub mod schedules;
 pub mod sign_in;
 pub mod social;
 pub mod social_text;
+pub mod spending;
 pub mod usage;
 pub mod usage_report;
 pub mod vitals;

@@ -118,8 +118,15 @@ pub async fn address(services: &Services, agent_id: &str, network: Network) -> R
 
 /// The wallet's key, opened only for as long as a signature takes.
 pub(crate) fn open_key(services: &Services, wallet: &WalletRecord) -> Result<WalletKey, ServiceError> {
-    let secret = services
-        .secrets
+    open_key_with(&services.secrets, wallet)
+}
+
+/// [`open_key`], for a part of the host that holds the master key but not the services.
+pub(crate) fn open_key_with(
+    secrets: &crate::secrets::MasterKey,
+    wallet: &WalletRecord,
+) -> Result<WalletKey, ServiceError> {
+    let secret = secrets
         .open_for_agent(&wallet.agent_id, &secret_kind(wallet.network), &wallet.secret)
         .map_err(|_| {
             ServiceError::SecretUnusable(format!(

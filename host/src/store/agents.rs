@@ -34,9 +34,9 @@ fn json_list<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<V
 
 const AGENT_COLUMNS: &str = "g.id, g.account_id, g.username, g.name, g.personality, g.knowledge, \
      g.x402_enabled, g.x402_default_price, g.x402_networks, g.created_at, g.updated_at, g.mcp_open, g.mcp_exposed, g.a2a, \
-     g.x402_chat_by_use, g.mcp_servers";
+     g.x402_chat_by_use, g.mcp_servers, g.payments";
 /// How many columns `AGENT_COLUMNS` holds: a query that selects more reads them after.
-const AGENT_COLUMN_COUNT: usize = 16;
+const AGENT_COLUMN_COUNT: usize = 17;
 
 fn agent_from_row(row: &Row) -> Result<Agent, StoreError> {
     let price: Option<i64> = row.get(7)?;
@@ -62,6 +62,10 @@ fn agent_from_row(row: &Row) -> Result<Agent, StoreError> {
                 .map_err(|e| StoreError::Corrupt(format!("agent mcp_exposed: {e}")))?,
             a2a: json_column(&row.get::<String>(13)?, "agent a2a")?,
             mcp_servers: json_list(&row.get::<String>(15)?, "agent mcp_servers")?,
+            payments: row
+                .get::<Option<String>>(16)?
+                .map(|text| json_column(&text, "agent payments"))
+                .transpose()?,
         },
         created_at: row.get(9)?,
         updated_at: row.get(10)?,
@@ -168,12 +172,13 @@ impl Store {
             };
             let price = def.x402.default_price.map(|p| p.0 as i64);
             let chat_by_use = def.x402.chat_by_use.as_ref().map(to_json);
+            let payments = def.payments.as_ref().map(to_json);
             if created {
                 db.execute(
                     "INSERT INTO agents (id, account_id, username, name, personality, knowledge,
                         x402_enabled, x402_default_price, x402_networks, created_at, updated_at, mcp_open, mcp_exposed, a2a,
-                        x402_chat_by_use, mcp_servers)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13, ?14, ?15)",
+                        x402_chat_by_use, mcp_servers, payments)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
                     args![
                         &agent_id,
                         &account_id,
@@ -189,7 +194,8 @@ impl Store {
                         to_json(&def.mcp),
                         to_json(&def.a2a),
                         chat_by_use,
-                        to_json(&def.mcp_servers)
+                        to_json(&def.mcp_servers),
+                        payments.clone()
                     ],
                 )
                 .map_err(|e| {
@@ -203,7 +209,8 @@ impl Store {
                 db.execute(
                     "UPDATE agents SET name = ?2, personality = ?3, knowledge = ?4, x402_enabled = ?5,
                         x402_default_price = ?6, x402_networks = ?7, updated_at = ?8, mcp_open = ?9,
-                        mcp_exposed = ?10, a2a = ?11, x402_chat_by_use = ?12, mcp_servers = ?13 WHERE id = ?1",
+                        mcp_exposed = ?10, a2a = ?11, x402_chat_by_use = ?12, mcp_servers = ?13,
+                        payments = ?14 WHERE id = ?1",
                     args![
                         &agent_id,
                         &def.name,
@@ -217,7 +224,8 @@ impl Store {
                         to_json(&def.mcp),
                         to_json(&def.a2a),
                         chat_by_use,
-                        to_json(&def.mcp_servers)
+                        to_json(&def.mcp_servers),
+                        payments
                     ],
                 )?;
             }

@@ -490,6 +490,7 @@ mod tests {
             mcp: Default::default(),
             a2a: Default::default(),
             mcp_servers: Vec::new(),
+            payments: None,
         };
         let agent = Agent {
             id: format!("id{i}"),

@@ -74,6 +74,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(33, "0033_by_use_commands_and_releases"),
     migration!(34, "0034_schedules"),
     migration!(35, "0035_remote_mcp_servers"),
+    migration!(36, "0036_agent_spending"),
 ];
 
 pub fn latest_version() -> i64 {

@@ -14,7 +14,7 @@ use super::{KeyCheck, Store, StoreError};
 pub const MAX_PENDING_PER_ENDPOINT: i64 = 1_000;
 
 /// The events an endpoint may subscribe to.
-pub const EVENT_TYPES: [&str; 12] = [
+pub const EVENT_TYPES: [&str; 13] = [
     "payment.settled",
     "payment.refunded",
     "payment.needs_operator",
@@ -23,6 +23,7 @@ pub const EVENT_TYPES: [&str; 12] = [
     "command.failing",
     "schedule.ran",
     "schedule.stopped",
+    "spending.payment_made",
     "wallet.low_balance",
     "key.created",
     "key.updated",

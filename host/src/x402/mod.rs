@@ -7,6 +7,7 @@ pub mod discovery;
 pub mod evm;
 pub mod gas_sponsoring;
 pub mod offer_receipt;
+pub mod payer;
 pub mod payment_identifier;
 pub mod sign_in;
 pub mod svm;

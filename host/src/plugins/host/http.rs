@@ -3,16 +3,21 @@ use std::time::Duration;
 use crate::outbound::{OutboundError, OutboundRequest, OutboundResponse};
 use crate::plugins::bindings::for_each_version;
 use crate::plugins::budget::BodyCharge;
+use crate::plugins::paying::send_paying;
 use crate::plugins::state::HostState;
 
 impl HostState {
-    /// A request through the outbound guard, to the hosts granted to this command. The
-    /// response is charged to the run's memory until it is handed to the guest.
+    /// A request through the outbound guard, to the hosts granted to this command (a `402`
+    /// paid when the owner allows: `paying.rs`). The response is charged to the run's memory
+    /// until it is handed to the guest.
     async fn http_fetch(&mut self, mut request: OutboundRequest) -> Result<OutboundResponse, OutboundError> {
         let allowed = self.call.grants.check_http().map_err(OutboundError::Denied)?.to_vec();
         let charge = BodyCharge::new(&self.budget);
         request.budget = Some(charge.clone());
-        self.call.services.outbound.send(request, &allowed).await
+        let services = &self.call.services;
+        let run = self.call.paying_run();
+        let payer = services.payer.as_deref().map(|payer| (payer, &run));
+        send_paying(&services.outbound, &allowed, payer, request).await
     }
 }
 

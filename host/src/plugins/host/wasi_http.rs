@@ -9,6 +9,7 @@
 //! a run gets `MAX_IN_FLIGHT` turns, each held from the request until its response body is
 //! read or dropped, and the rest wait. And the guest makes the host hold things for it
 //! (fields, bodies, responses): all of it is charged to the run's memory budget (`budget.rs`).
+//! A `402` is paid, when the agent's owner allows, as an `http` request's is (`paying.rs`).
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -22,6 +23,7 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpCtxView, WasiH
 
 use crate::outbound::{HostPattern, Outbound, OutboundError, OutboundRequest, OutboundResponse};
 use crate::plugins::budget::{self, BodyCharge, MemoryBudget};
+use crate::plugins::paying::{Payer, PayingRun, send_paying};
 use crate::plugins::state::HostState;
 
 /// Requests one run may have in flight, or answered but not yet read, through wasi:http;
@@ -46,6 +48,8 @@ pub struct GuardedHttp {
     notes: Arc<Mutex<Vec<String>>>,
     in_flight: Arc<tokio::sync::Semaphore>,
     budget: Arc<MemoryBudget>,
+    /// Pays a `402` when the owner allows (`paying.rs`).
+    payer: Option<(Arc<dyn Payer>, PayingRun)>,
 }
 
 type BoxedFuture<T> = Box<dyn Future<Output = T> + Send>;
@@ -68,6 +72,7 @@ impl WasiHttpHooks for GuardedHttp {
     ) -> BoxedFuture<Result<(http::Response<WasiBody>, BoxedFuture<Result<(), Error>>), Error>> {
         let (outbound, allowed, notes) = (self.outbound.clone(), self.allowed.clone(), self.notes.clone());
         let (in_flight, budget) = (self.in_flight.clone(), self.budget.clone());
+        let payer = self.payer.clone();
         Box::new(async move {
             // Held until the response body is read whole or dropped (`HeldBody`).
             let turn = in_flight
@@ -76,7 +81,17 @@ impl WasiHttpHooks for GuardedHttp {
                 .map_err(|_| Error::InternalError(Some("the run is over".into())))?;
             let url = shown_url(request.uri());
             let response_charge = BodyCharge::new(&budget);
-            let result = send(&outbound, allowed, request, options, &budget, response_charge.clone()).await;
+            let payer = payer.as_ref().map(|(payer, run)| (payer.as_ref(), run));
+            let result = send(
+                &outbound,
+                allowed,
+                payer,
+                request,
+                options,
+                &budget,
+                response_charge.clone(),
+            )
+            .await;
             match result {
                 Ok(response) => {
                     let done: BoxedFuture<Result<(), Error>> = Box::new(async { Ok(()) });
@@ -116,6 +131,7 @@ enum SendError {
 async fn send(
     outbound: &Outbound,
     allowed: Result<Vec<HostPattern>, String>,
+    payer: Option<(&dyn Payer, &PayingRun)>,
     request: http::Request<WasiBody>,
     options: Option<RequestOptions>,
     budget: &Arc<MemoryBudget>,
@@ -155,7 +171,9 @@ async fn send(
         truncate_body: false,
     };
     // The request's bytes are charged until it has gone (`request_charge` lives till then).
-    let sent = outbound.send(request, &allowed).await.map_err(SendError::Outbound);
+    let sent = send_paying(outbound, &allowed, payer, request)
+        .await
+        .map_err(SendError::Outbound);
     drop(request_charge);
     sent
 }
@@ -255,6 +273,7 @@ impl WasiHttpView for HostState {
             notes: Arc::default(),
             in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT)),
             budget: self.budget.clone(),
+            payer: call.services.payer.clone().map(|payer| (payer, call.paying_run())),
         });
         WasiHttpCtxView {
             hooks,

@@ -11,6 +11,7 @@ mod operations;
 mod paid;
 mod remote_mcp;
 mod schedules;
+mod spending;
 mod text_rules;
 mod webhooks;
 

@@ -511,5 +511,6 @@ pub fn all() -> impl Iterator<Item = &'static Operation> {
         .chain(super::webhooks::WEBHOOKS)
         .chain(super::schedules::SCHEDULES)
         .chain(super::remote_mcp::REMOTE_MCP)
+        .chain(super::spending::SPENDING)
         .chain(super::openai::OPENAI)
 }

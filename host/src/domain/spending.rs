@@ -1,0 +1,104 @@
+//! What an agent's owner lets it spend on the paid (x402) services its commands call
+//! (`[payments]` of its manifest, docs/agents.md#paying-for-the-services-it-calls): how much
+//! one payment and one day may take, to whom, and for which commands.
+
+use serde::{Deserialize, Serialize};
+
+use super::Network;
+use crate::money::MicroUsdc;
+
+/// One day, for the daily maximum: the 24 hours before a payment, not a calendar day, so
+/// that no midnight lets twice the maximum through in an hour.
+pub const DAY_MS: i64 = 24 * 60 * 60 * 1000;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpendingPolicy {
+    /// Most one payment may be.
+    pub max_per_payment: MicroUsdc,
+    /// Most all payments in any 24 hours may add up to, counted across hosts.
+    pub max_per_day: MicroUsdc,
+    /// Who may be paid: a server's origin (`https://api.example.com`, any address it names),
+    /// or an address to pay (`payTo`), on any server.
+    pub payees: Vec<String>,
+    /// The commands whose outbound requests may pay.
+    pub commands: Vec<String>,
+    /// The networks it pays on (of those it holds a wallet on).
+    pub networks: Vec<Network>,
+}
+
+impl SpendingPolicy {
+    /// Whether `command`'s requests may pay.
+    pub fn covers(&self, command: &str) -> bool {
+        self.commands.iter().any(|c| c == command)
+    }
+
+    /// Whether paying `pay_to` for something at `resource_url` is allowed: the server's
+    /// origin, or the address itself, is listed.
+    pub fn allows_payee(&self, pay_to: &str, resource_url: &str) -> bool {
+        let origin = origin_of(resource_url);
+        self.payees.iter().any(|payee| {
+            if payee.contains("://") {
+                origin.as_deref() == Some(payee.as_str())
+            } else if payee.starts_with("0x") {
+                // EVM addresses: the checksum's case is not part of the address.
+                payee.eq_ignore_ascii_case(pay_to)
+            } else {
+                payee == pay_to
+            }
+        })
+    }
+}
+
+/// `scheme://host[:port]` of a URL, lower case, the port left out when it is the scheme's.
+pub fn origin_of(url: &str) -> Option<String> {
+    let url = reqwest::Url::parse(url).ok()?;
+    let host = url.host_str()?;
+    Some(match url.port() {
+        Some(port) => format!("{}://{host}:{port}", url.scheme()),
+        None => format!("{}://{host}", url.scheme()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(payees: &[&str]) -> SpendingPolicy {
+        SpendingPolicy {
+            max_per_payment: MicroUsdc(100_000),
+            max_per_day: MicroUsdc(1_000_000),
+            payees: payees.iter().map(|p| p.to_string()).collect(),
+            commands: vec!["buy".into()],
+            networks: vec![Network::Base],
+        }
+    }
+
+    #[test]
+    fn a_payee_is_an_origin_or_an_address() {
+        let by_origin = policy(&["https://api.example.com", "http://127.0.0.1:4021"]);
+        assert!(by_origin.allows_payee("0xabc", "https://api.example.com/v1/quote?x=1"));
+        assert!(by_origin.allows_payee("0xabc", "https://API.example.com:443/other"));
+        assert!(by_origin.allows_payee("any", "http://127.0.0.1:4021/x402/base/seller"));
+        // Another port, scheme or host is another server.
+        assert!(!by_origin.allows_payee("0xabc", "http://api.example.com/v1/quote"));
+        assert!(!by_origin.allows_payee("0xabc", "http://127.0.0.1:4022/x"));
+        assert!(!by_origin.allows_payee("0xabc", "https://api.example.com.evil.io/"));
+
+        let by_address = policy(&[
+            "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+            "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v",
+        ]);
+        assert!(by_address.allows_payee("0x833589fcd6edb6e08f4c7c32d4f71b54bda02913", "https://x.io/"));
+        assert!(by_address.allows_payee("EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", "https://y.io/"));
+        // Solana addresses are case-sensitive.
+        assert!(!by_address.allows_payee("epjfwdd5aufqssqem2qn1xzybapc8g4wegGkZwyTDt1v", "https://y.io/"));
+        assert!(!by_address.allows_payee("0x0000000000000000000000000000000000000001", "https://x.io/"));
+    }
+
+    #[test]
+    fn only_named_commands_pay() {
+        let p = policy(&[]);
+        assert!(p.covers("buy"));
+        assert!(!p.covers("buy_more"));
+    }
+}

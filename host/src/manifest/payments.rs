@@ -1,0 +1,106 @@
+//! `[payments]`: what the agent may spend on the paid services its commands call.
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{Checker, ManifestError, dedup, price};
+use crate::domain::spending::{SpendingPolicy, origin_of};
+use crate::domain::{CommandDef, Network};
+
+/// Most payees one agent lists.
+const MAX_PAYEES: usize = 50;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPayments {
+    max_per_payment: Spanned<toml::Value>,
+    max_per_day: Spanned<toml::Value>,
+    payees: Spanned<Vec<String>>,
+    commands: Spanned<Vec<String>>,
+    #[serde(default)]
+    networks: Option<Vec<Network>>,
+}
+
+pub(super) fn check(
+    check: &Checker<'_>,
+    raw: Spanned<RawPayments>,
+    commands: &[CommandDef],
+) -> Result<SpendingPolicy, ManifestError> {
+    let span = raw.span();
+    let raw = raw.into_inner();
+    let max_per_payment = price(check, &raw.max_per_payment, "payments.max_per_payment")?;
+    let max_per_day = price(check, &raw.max_per_day, "payments.max_per_day")?;
+    if max_per_payment > max_per_day {
+        return Err(check.err(
+            Some(&raw.max_per_payment.span()),
+            "payments.max_per_payment",
+            format!("is more than max_per_day ({max_per_day} USDC)"),
+        ));
+    }
+    let payees_span = raw.payees.span();
+    let wrong_payees = |why: String| check.err(Some(&payees_span), "payments.payees", why);
+    let given = raw.payees.into_inner();
+    if given.is_empty() {
+        return Err(wrong_payees(
+            "name who may be paid: a server's origin (https://api.example.com) or an address".into(),
+        ));
+    }
+    if given.len() > MAX_PAYEES {
+        return Err(wrong_payees(format!("at most {MAX_PAYEES}")));
+    }
+    let mut payees = Vec::with_capacity(given.len());
+    for payee in given {
+        let payee = payee.trim();
+        let normal = if payee.contains("://") {
+            let url = reqwest::Url::parse(payee).map_err(|e| wrong_payees(format!("'{payee}' is not a URL ({e})")))?;
+            let bare = url.path() == "/" && url.query().is_none() && url.username().is_empty();
+            if !matches!(url.scheme(), "http" | "https") || !bare {
+                return Err(wrong_payees(format!(
+                    "'{payee}': a server is named by its origin alone (https://host[:port])"
+                )));
+            }
+            origin_of(payee).ok_or_else(|| wrong_payees(format!("'{payee}' names no host")))?
+        } else if [Network::Base, Network::Solana]
+            .iter()
+            .any(|n| crate::chains::validate_address(*n, payee).is_ok())
+        {
+            payee.to_string()
+        } else {
+            return Err(wrong_payees(format!(
+                "'{payee}' is neither a server's origin nor a Base or Solana address"
+            )));
+        };
+        if !payees.contains(&normal) {
+            payees.push(normal);
+        }
+    }
+    let commands_span = raw.commands.span();
+    let mut paying = raw.commands.into_inner();
+    dedup(&mut paying);
+    if paying.is_empty() {
+        return Err(check.err(
+            Some(&commands_span),
+            "payments.commands",
+            "name the commands whose requests may pay",
+        ));
+    }
+    if let Some(unknown) = paying.iter().find(|name| !commands.iter().any(|c| &c.name == *name)) {
+        return Err(check.err(
+            Some(&commands_span),
+            "payments.commands",
+            format!("'{unknown}' is not one of this agent's commands"),
+        ));
+    }
+    let mut networks = raw.networks.unwrap_or_else(|| vec![Network::Base, Network::Solana]);
+    dedup(&mut networks);
+    if networks.is_empty() {
+        return Err(check.err(Some(&span), "payments.networks", "name at least one network"));
+    }
+    Ok(SpendingPolicy {
+        max_per_payment,
+        max_per_day,
+        payees,
+        commands: paying,
+        networks,
+    })
+}

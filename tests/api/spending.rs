@@ -1,0 +1,254 @@
+//! Agents paying for the x402 services their commands call, within what their owners allow
+//! (docs/agents.md#paying-for-the-services-it-calls): a buyer agent's webhook command calls
+//! a seller agent's paid route on the same host, the host pays from the buyer's wallet, on
+//! the local chains, balances read back from the chain.
+
+use serde_json::{Value, json};
+
+use crate::support::api::{answered, execute_with};
+use crate::support::chains::{LocalBase, LocalSolana};
+use crate::support::webhooks::Receiver;
+use crate::support::x402::{WEATHER, base_shop, solana_shop};
+use crate::support::*;
+
+/// The buyer's manifest: `buy` may pay the seller's origin up to 0.02 a payment and 0.025
+/// a day; `browse` calls the same address but may not pay; `elsewhere` may pay, but only a
+/// payee that is not the seller.
+fn buyer(seller_url: &str, origin: &str) -> String {
+    let call = |name: &str| {
+        format!(
+            r#"
+[[commands]]
+command = "{name}"
+description = "Calls the seller"
+handler_type = "webhook"
+parameters = [{{ name = "command", type = "string", required = true }}, {{ name = "city", type = "string", required = true }}]
+config = {{ url = "{seller_url}", response_field = "response" }}
+"#
+        )
+    };
+    format!(
+        r#"username = "buyer"
+name = "Buyer"
+{}{}
+[payments]
+max_per_payment = "0.02"
+max_per_day = "0.025"
+payees = ["{origin}"]
+commands = ["buy"]
+"#,
+        call("buy"),
+        call("browse"),
+    )
+}
+
+/// An agent that may pay only a payee that is not the seller.
+fn picky(seller_url: &str) -> String {
+    format!(
+        r#"username = "picky"
+name = "Picky"
+
+[[commands]]
+command = "buy"
+handler_type = "webhook"
+parameters = [{{ name = "command", type = "string", required = true }}, {{ name = "city", type = "string", required = true }}]
+config = {{ url = "{seller_url}", response_field = "response" }}
+
+[payments]
+max_per_payment = 1
+max_per_day = 1
+payees = ["https://api.example.com", "0x1111111111111111111111111111111111111111"]
+commands = ["buy"]
+"#
+    )
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn failure(reply: &Reply) -> String {
+    assert_ne!(reply.status, 200, "{}", reply.text);
+    reply.json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+async fn spending(server: &TestServer, key: &str, agent: &str) -> Value {
+    let reply = get(&server.url(&format!("/v1/account/agents/{agent}/spending")), Some(key)).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.json()["data"].clone()
+}
+
+/// One of the local chains.
+enum Chain<'a> {
+    Base(&'a LocalBase),
+    Solana(&'a LocalSolana),
+}
+
+impl Chain<'_> {
+    fn network(&self) -> &'static str {
+        match self {
+            Chain::Base(_) => "base",
+            Chain::Solana(_) => "solana",
+        }
+    }
+
+    async fn fund(&self, wallet: &str, micro: u64) {
+        match self {
+            Chain::Base(chain) => chain.mint_usdc(wallet, micro).await,
+            Chain::Solana(chain) => chain.set_usdc(wallet, micro).await,
+        }
+    }
+
+    /// The wallet's USDC, read from the chain.
+    async fn usdc(&self, wallet: &str) -> u64 {
+        match self {
+            Chain::Base(chain) => chain.usdc_of(wallet).await,
+            Chain::Solana(chain) => chain.usdc_of(wallet).await.unwrap_or(0),
+        }
+    }
+
+    /// The transaction landed and succeeded.
+    async fn landed(&self, transaction: &str) {
+        match self {
+            Chain::Base(chain) => assert_eq!(chain.receipt(transaction).await["status"], "0x1"),
+            Chain::Solana(chain) => {
+                let status = crate::support::chains::rpc(
+                    &chain.rpc_url,
+                    "getSignatureStatuses",
+                    json!([[transaction], { "searchTransactionHistory": true }]),
+                )
+                .await;
+                let status = &status["value"][0];
+                assert!(status.is_object(), "{transaction} is not on the chain");
+                assert!(status["err"].is_null(), "{status}");
+            }
+        }
+    }
+}
+
+/// What both chains show: the buyer pays the seller's forecast (0.01) twice; a 0.03
+/// weather is over its per-payment maximum, a third forecast over its day; `browse` gets
+/// the 402 as it came; `picky` pays nobody it was not told to.
+async fn buys_within_its_limits(chain: Chain<'_>, env: TestEnv, port: u16, seller: &str) {
+    let network = chain.network();
+    let receiver = Receiver::start().await;
+    let key = env.account_with_key("bob", "pro");
+    let seller_url = format!("http://127.0.0.1:{port}/x402/{network}/seller");
+    env.apply_agent(&buyer(&seller_url, &format!("http://127.0.0.1:{port}")), "bob");
+    env.apply_agent(&picky(&seller_url), "bob");
+    let (buyer_wallet, picky_wallet) = (env.create_wallet("buyer", network), env.create_wallet("picky", network));
+    chain.fund(&buyer_wallet, 50_000).await;
+    chain.fund(&picky_wallet, 50_000).await;
+    let server = env.serve_with(&["serve", "--listen", &format!("127.0.0.1:{port}")]);
+    let endpoint = post_json(
+        &server.url("/v1/account/webhooks"),
+        Some(&key),
+        &json!({ "url": receiver.url(), "events": ["spending.payment_made"] }),
+    )
+    .await;
+    assert_eq!(endpoint.status, 201, "{}", endpoint.text);
+    let forecast = json!({ "command": "forecast", "city": "Paris" });
+
+    // Paid: the seller's answer comes back, and the money moved on chain.
+    let reply = execute_with(&server, &key, "buyer", "buy", forecast.clone()).await;
+    assert_eq!(answered(&reply), "Sunny in Paris");
+    assert_eq!(chain.usdc(&buyer_wallet).await, 40_000);
+    assert_eq!(chain.usdc(seller).await, 10_000);
+    let record = spending(&server, &key, "buyer").await;
+    let paid = &record["payments"][0];
+    assert_eq!(
+        (
+            paid["state"].as_str(),
+            paid["amount_micro_usdc"].as_u64(),
+            paid["command"].as_str()
+        ),
+        (Some("settled"), Some(10_000), Some("buy")),
+        "{record}"
+    );
+    assert_eq!(paid["pay_to"], seller);
+    assert_eq!(paid["payer"], buyer_wallet.as_str());
+    assert_eq!(paid["resource"], seller_url.as_str());
+    assert_eq!(paid["x402Version"], 2, "the seller offers v2 beside v1: v2 is paid");
+    chain
+        .landed(paid["transaction"].as_str().expect("the settlement's transaction"))
+        .await;
+    assert_eq!(record["spent_today_micro_usdc"], 10_000);
+    assert_eq!(record["policy"]["max_per_day_micro_usdc"], 25_000);
+
+    // Over the per-payment maximum: nothing is paid, and the command says why.
+    let reply = execute_with(
+        &server,
+        &key,
+        "buyer",
+        "buy",
+        json!({ "command": "weather", "city": "Lima" }),
+    )
+    .await;
+    let why = failure(&reply);
+    assert!(
+        why.contains("0.03 USDC is more than this agent's maximum per payment (0.02 USDC)"),
+        "{why}"
+    );
+
+    // A second forecast fits the day (0.02 of 0.025), a third does not.
+    assert_eq!(
+        answered(&execute_with(&server, &key, "buyer", "buy", forecast.clone()).await),
+        "Sunny in Paris"
+    );
+    let why = failure(&execute_with(&server, &key, "buyer", "buy", forecast.clone()).await);
+    assert!(
+        why.contains("maximum of 0.025 USDC a day (0.02 USDC paid in the last 24 hours)"),
+        "{why}"
+    );
+    assert_eq!(chain.usdc(&buyer_wallet).await, 30_000);
+    assert_eq!(chain.usdc(seller).await, 20_000);
+
+    // A command its owner did not let pay gets the 402 as the seller sent it.
+    let why = failure(&execute_with(&server, &key, "buyer", "browse", forecast.clone()).await);
+    assert!(why.contains("402"), "{why}");
+
+    // A payee not on the list is not paid, whatever the agent may spend.
+    let why = failure(&execute_with(&server, &key, "picky", "buy", forecast).await);
+    assert!(why.contains("is among this agent's payees"), "{why}");
+    assert_eq!(chain.usdc(&picky_wallet).await, 50_000);
+    assert_eq!(spending(&server, &key, "picky").await["payments"], json!([]));
+
+    // Two payments recorded, both told to the owner's webhook; the refusals paid nothing.
+    assert_eq!(chain.usdc(&buyer_wallet).await, 30_000);
+    let record = spending(&server, &key, "buyer").await;
+    assert_eq!(record["payments"].as_array().unwrap().len(), 2, "{record}");
+    let told = receiver.until("two payments told", |got| got.len() >= 2).await;
+    let event = told[0].event();
+    assert_eq!(event["type"], "spending.payment_made");
+    assert_eq!(event["data"]["state"], "settled");
+    assert_eq!(event["data"]["amount_micro"], 10_000);
+    assert_eq!(event["data"]["pay_to"], seller);
+}
+
+fn paying_env() -> TestEnv {
+    TestEnv::new()
+        .with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", "127.0.0.1")
+        .with_env("AGENT_HOST_WEBHOOK_ALLOW_PRIVATE", "127.0.0.1")
+        .with_env("AGENT_HOST_WEBHOOK_POLL_MS", "50")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_pays_another_agents_paid_command_on_base_within_its_limits() {
+    let chain = LocalBase::start().await;
+    let (env, seller) = base_shop(&chain, paying_env(), WEATHER).await;
+    buys_within_its_limits(Chain::Base(&chain), env, free_port(), &seller).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_pays_another_agents_paid_command_on_solana_within_its_limits() {
+    let chain = LocalSolana::start();
+    let (env, seller) = solana_shop(&chain, paying_env(), WEATHER).await;
+    buys_within_its_limits(Chain::Solana(&chain), env, free_port(), &seller).await;
+}
