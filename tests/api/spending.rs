@@ -136,12 +136,12 @@ impl Chain<'_> {
 /// What both chains show: the buyer pays the seller's forecast (0.01) twice; a 0.03
 /// weather is over its per-payment maximum, a third forecast over its day; `browse` gets
 /// the 402 as it came; `picky` pays nobody it was not told to.
-async fn buys_within_its_limits(chain: Chain<'_>, env: TestEnv, port: u16, seller: &str) {
+async fn buys_within_its_limits(chain: Chain<'_>, env: TestEnv, port: u16, seller: &str) -> Bought {
     let network = chain.network();
     let receiver = Receiver::start().await;
     let key = env.account_with_key("bob", "pro");
     let seller_url = format!("http://127.0.0.1:{port}/x402/{network}/seller");
-    env.apply_agent(&buyer(&seller_url, &format!("http://127.0.0.1:{port}")), "bob");
+    let buyer_id = env.apply_agent(&buyer(&seller_url, &format!("http://127.0.0.1:{port}")), "bob");
     env.apply_agent(&picky(&seller_url), "bob");
     let (buyer_wallet, picky_wallet) = (env.create_wallet("buyer", network), env.create_wallet("picky", network));
     chain.fund(&buyer_wallet, 50_000).await;
@@ -176,9 +176,11 @@ async fn buys_within_its_limits(chain: Chain<'_>, env: TestEnv, port: u16, selle
     assert_eq!(paid["payer"], buyer_wallet.as_str());
     assert_eq!(paid["resource"], seller_url.as_str());
     assert_eq!(paid["x402Version"], 2, "the seller offers v2 beside v1: v2 is paid");
-    chain
-        .landed(paid["transaction"].as_str().expect("the settlement's transaction"))
-        .await;
+    let transaction = paid["transaction"]
+        .as_str()
+        .expect("the settlement's transaction")
+        .to_string();
+    chain.landed(&transaction).await;
     assert_eq!(record["spent_today_micro_usdc"], 10_000);
     assert_eq!(record["policy"]["max_per_day_micro_usdc"], 25_000);
 
@@ -228,8 +230,23 @@ async fn buys_within_its_limits(chain: Chain<'_>, env: TestEnv, port: u16, selle
     let event = told[0].event();
     assert_eq!(event["type"], "spending.payment_made");
     assert_eq!(event["data"]["state"], "settled");
-    assert_eq!(event["data"]["amount_micro"], 10_000);
+    assert_eq!(event["data"]["amount_micro_usdc"], 10_000);
     assert_eq!(event["data"]["pay_to"], seller);
+    Bought {
+        server,
+        key,
+        buyer_id,
+        transaction,
+    }
+}
+
+/// What a run of purchases leaves to look at.
+struct Bought {
+    server: TestServer,
+    key: String,
+    buyer_id: String,
+    /// The first payment's settlement.
+    transaction: String,
 }
 
 fn paying_env() -> TestEnv {
@@ -243,7 +260,24 @@ fn paying_env() -> TestEnv {
 async fn an_agent_pays_another_agents_paid_command_on_base_within_its_limits() {
     let chain = LocalBase::start().await;
     let (env, seller) = base_shop(&chain, paying_env(), WEATHER).await;
-    buys_within_its_limits(Chain::Base(&chain), env, free_port(), &seller).await;
+    let bought = buys_within_its_limits(Chain::Base(&chain), env, free_port(), &seller).await;
+
+    // The owner sees them in the console, in Chromium.
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/node/console_spending.mjs");
+    let mut run = tokio::process::Command::new("node");
+    run.arg(script)
+        .env("CONSOLE_BASE", bought.server.url(""))
+        .env("MANAGE_KEY", &bought.key)
+        .env("AGENT", &bought.buyer_id)
+        .env(
+            "EXPECT_LIMITS",
+            "Up to 0.02 USDC a payment and 0.025 USDC in any 24 hours (0.02 USDC paid in the last 24 hours)",
+        )
+        .env("EXPECT_TX", &bought.transaction)
+        .env("CHROMIUM", &chromium);
+    let (passed, log) = run_tool(run, std::time::Duration::from_secs(90), "the console").await;
+    assert!(passed && log.contains("console: spending shown"), "{log}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -251,4 +285,43 @@ async fn an_agent_pays_another_agents_paid_command_on_solana_within_its_limits()
     let chain = LocalSolana::start();
     let (env, seller) = solana_shop(&chain, paying_env(), WEATHER).await;
     buys_within_its_limits(Chain::Solana(&chain), env, free_port(), &seller).await;
+}
+
+const MASTER: &str = "0404040404040404040404040404040404040404040404040404040404040404";
+
+/// Six buys at once (on two hosts sharing PostgreSQL, three each; on SQLite, one host) fit
+/// two payments in the day's 0.025: two are paid, four refused, and the wallet shows it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_daily_maximum_holds_for_payments_made_at_once_on_every_host() {
+    let chain = LocalBase::start().await;
+    let (env, seller) = base_shop(&chain, paying_env().with_env("AGENT_HOST_MASTER_KEY", MASTER), "").await;
+    let port = free_port();
+    let key = env.account_with_key("bob", "pro");
+    let seller_url = format!("http://127.0.0.1:{port}/x402/base/seller");
+    env.apply_agent(&buyer(&seller_url, &format!("http://127.0.0.1:{port}")), "bob");
+    let wallet = env.create_wallet("buyer", "base");
+    chain.mint_usdc(&wallet, 100_000).await;
+    let first = env.serve_with(&["serve", "--listen", &format!("127.0.0.1:{port}")]);
+    let other_env = env.postgres_url().map(|_| env.another_host());
+    let other = other_env.as_ref().map(TestEnv::serve);
+    let hosts: Vec<&TestServer> = std::iter::once(&first).chain(other.as_ref()).collect();
+
+    let mut buys = tokio::task::JoinSet::new();
+    for i in 0..6 {
+        let url = hosts[i % hosts.len()].url("/v1/agents/buyer/commands/buy/execute");
+        let key = key.clone();
+        buys.spawn(async move {
+            let forecast = json!({ "parameters": { "command": "forecast", "city": format!("City{i}") } });
+            post_json(&url, Some(&key), &forecast).await
+        });
+    }
+    let replies = buys.join_all().await;
+    let paid = replies.iter().filter(|r| r.status == 200).count();
+    let refused: Vec<String> = replies.iter().filter(|r| r.status != 200).map(failure).collect();
+    assert_eq!(paid, 2, "{refused:?}");
+    assert!(refused.iter().all(|why| why.contains("a day")), "{refused:?}");
+    assert_eq!(chain.usdc_of(&wallet).await, 80_000);
+    assert_eq!(chain.usdc_of(&seller).await, 20_000);
+    let record = spending(&first, &key, "buyer").await;
+    assert_eq!(record["spent_today_micro_usdc"], 20_000, "{record}");
 }

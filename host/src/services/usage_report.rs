@@ -107,6 +107,10 @@ pub struct Totals {
     pub chats: i64,
     pub prompt_tokens: i64,
     pub completion_tokens: i64,
+    /// What the agent paid for the services its commands called (signed payments), and
+    /// their micro-USDC, by network.
+    pub purchases: BTreeMap<String, i64>,
+    pub spent_micro_usdc: BTreeMap<String, i64>,
 }
 
 impl Totals {
@@ -134,6 +138,10 @@ impl Totals {
                 self.prompt_tokens += total;
             }
             "chat" => self.completion_tokens += total,
+            "spent" => {
+                *self.purchases.entry(sum.dim.clone()).or_default() += n;
+                *self.spent_micro_usdc.entry(sum.dim.clone()).or_default() += total;
+            }
             _ => {}
         }
     }
@@ -400,6 +408,8 @@ mod tests {
             sum(day2, "", "fees", "solana/lamports", 2, 10_000),
             sum(day2, "", "chat", "prompt", 2, 120),
             sum(day2, "", "chat", "completion", 2, 40),
+            sum(day2, "buy", "spent", "base", 2, 20_000),
+            sum(day2, "buy", "spent", "solana", 1, 7_500),
         ];
         let report = build(&sums, r, None);
         assert_eq!(report.points.len(), 2);
@@ -411,6 +421,14 @@ mod tests {
         assert_eq!((t.refunds, t.refunded_micro_usdc, t.offers), (1, 10_000, 4));
         assert_eq!((t.fees["solana_lamports"], t.fee_transactions), (10_000, 2));
         assert_eq!((t.chats, t.prompt_tokens, t.completion_tokens), (2, 120, 40));
+        assert_eq!((t.purchases["base"], t.spent_micro_usdc["base"]), (2, 20_000));
+        assert_eq!(t.spent_micro_usdc["solana"], 7_500);
+        assert!(
+            t.revenue_micro_usdc.get("solana") == Some(&5_000),
+            "what it spent is not revenue"
+        );
+        let buy = report.commands.iter().find(|c| c.command == "buy").unwrap();
+        assert_eq!(buy.totals.purchases["base"], 2);
         let hello = report.commands.iter().find(|c| c.command == "hello").unwrap();
         assert_eq!(hello.by_channel["api"]["succeeded"], 3);
         assert_eq!(hello.by_channel["mcp"]["failed"], 1);

@@ -170,8 +170,9 @@ impl Store {
         .await
     }
 
-    /// How the payment ended, once. A payment that was signed (not `void`) raises
-    /// `spending.payment_made` for its owner's webhooks, in the same write.
+    /// How the payment ended, once. A payment that was signed (not `void`) is counted in
+    /// its agent's usage as spent and raises `spending.payment_made` for its owner's
+    /// webhooks, in the same write.
     pub async fn finish_spend(
         &self,
         id: &str,
@@ -200,6 +201,20 @@ impl Store {
                 args![&id],
             )?)?;
             let spend = &record.spend;
+            // Counted as spent once signed, as the day's maximum counts it.
+            super::usage::add_in(
+                db,
+                &super::usage::UsageAdd {
+                    account_id: spend.account_id.clone(),
+                    agent_id: spend.agent_id.clone(),
+                    hour: super::usage::hour_of(record.created_at),
+                    command: spend.command.clone(),
+                    metric: "spent",
+                    dim: spend.network.as_str().to_string(),
+                    n: 1,
+                    total: spend.amount.0 as i64,
+                },
+            )?;
             super::webhooks::emit_in(
                 db,
                 &spend.account_id,
@@ -211,8 +226,7 @@ impl Store {
                     "command": spend.command,
                     "state": state.as_str(),
                     "network": spend.network.as_str(),
-                    "amount": spend.amount.to_string(),
-                    "amount_micro": spend.amount.0,
+                    "amount_micro_usdc": spend.amount.0,
                     "pay_to": spend.pay_to,
                     "resource": spend.resource,
                     "transaction": transaction,

@@ -1,11 +1,12 @@
 import { enc, get } from "../api.js";
 import { external, fill, h, short, table, time, usdc, usdcText } from "../dom.js";
 
-/** What the agent earned over x402 (with receipts) and what it sent. */
+/** What the agent earned over x402 (with receipts), what it paid for, and what it sent. */
 export async function paymentsTab(panel, agent) {
-  const [{ payments }, { transfers }] = await Promise.all([
+  const [{ payments }, { transfers }, spending] = await Promise.all([
     get(`/v1/account/agents/${enc(agent.id)}/payments?limit=100`),
     get(`/v1/account/agents/${enc(agent.id)}/transfers?limit=100`),
+    get(`/v1/account/agents/${enc(agent.id)}/spending?limit=100`),
   ]);
   fill(
     panel,
@@ -20,6 +21,18 @@ export async function paymentsTab(panel, agent) {
       ["Transaction", (p) => external(p.explorer_url, h("span", {}, "Explorer ", short(p.receipt.transactionSignature, 6)))],
       ["Receipt", (p) => receipt(p)],
     ], payments, "No payments yet."),
+    h("h2", {}, "Payments made"),
+    spendingLimits(spending),
+    table("Payments the agent made for the services its commands called, newest first", [
+      ["When", (s) => time(s.created_at)],
+      ["Amount", (s) => usdc(s.amount_micro_usdc)],
+      ["Command", (s) => `/${s.command}`],
+      ["For", (s) => h("code", {}, s.resource)],
+      ["Paid to", (s) => short(s.pay_to)],
+      ["Network", (s) => `${s.network} (x402 v${s.x402Version})`],
+      ["State", (s) => h("span", { class: `state ${s.state}` }, s.state)],
+      ["Transaction", (s) => (s.transaction ? external(s.explorer_url, h("span", {}, "Explorer ", short(s.transaction, 6))) : s.error ?? "—")],
+    ], spending.payments, "No payments made."),
     h("h2", {}, "Transfers"),
     table("Transfers from the agent's wallets, newest first", [
       ["When", (t) => time(t.created_at)],
@@ -62,5 +75,16 @@ function receipt(p) {
       p.job_id ? [h("dt", {}, "Job"), h("dd", {}, h("code", {}, p.job_id))] : null,
       p.error ? [h("dt", {}, "Error"), h("dd", {}, p.error)] : null,
     ),
+  );
+}
+
+/** What the owner lets the agent spend (the manifest's `[payments]`), and what it spent today. */
+function spendingLimits(spending) {
+  const p = spending.policy;
+  if (!p) return h("p", { class: "hint", id: "spending-limits" }, "This agent pays for nothing: its manifest has no [payments].");
+  return h("p", { class: "hint", id: "spending-limits" },
+    `Up to ${usdcText(p.max_per_payment_micro_usdc)} a payment and ${usdcText(p.max_per_day_micro_usdc)} in any 24 hours `,
+    `(${usdcText(spending.spent_today_micro_usdc)} paid in the last 24 hours), `,
+    `on ${p.networks.join(" and ")}, for ${p.commands.map((c) => `/${c}`).join(", ")}, to ${p.payees.join(", ")}.`,
   );
 }

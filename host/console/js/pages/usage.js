@@ -30,6 +30,7 @@ function kpis(t) {
     kpi("Refunds", usdcText(t.refunded_micro_usdc), `${count(t.refunds)} refunded`, "kpi-refunds"),
     kpi("Fees paid", feesText(t.fees), `by the agents' wallets, in ${count(t.fee_transactions)} settlements and refunds`, "kpi-fees"),
     kpi("Chats", count(t.chats), `${count(t.prompt_tokens)} prompt and ${count(t.completion_tokens)} completion tokens`, "kpi-chats"),
+    kpi("Spent", usdcText(sum(t.spent_micro_usdc)), `in ${count(sum(t.purchases))} payments for the services the commands called`, "kpi-spent"),
   );
 }
 
