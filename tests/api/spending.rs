@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::support::api::{answered, execute_with};
 use crate::support::chains::{LocalBase, LocalSolana};
+use crate::support::facilitator::RefFacilitator;
 use crate::support::webhooks::Receiver;
 use crate::support::x402::{WEATHER, base_shop, solana_shop};
 use crate::support::*;
@@ -324,4 +325,131 @@ async fn the_daily_maximum_holds_for_payments_made_at_once_on_every_host() {
     assert_eq!(chain.usdc_of(&seller).await, 20_000);
     let record = spending(&first, &key, "buyer").await;
     assert_eq!(record["spent_today_micro_usdc"], 20_000, "{record}");
+}
+
+/// The x402 reference server (tests/node/paid_server.mjs) selling a forecast for 0.001 USDC,
+/// settling through the reference facilitator; killed when dropped.
+struct PaidApi {
+    _child: tokio::process::Child,
+    url: String,
+}
+
+async fn paid_api(facilitator: &RefFacilitator, sells: &[(&str, String)]) -> PaidApi {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/node/paid_server.mjs");
+    let mut command = tokio::process::Command::new("node");
+    command
+        .arg(script)
+        .env("FACILITATOR_URL", &facilitator.url)
+        .env("PRICE_UNITS", "1000")
+        .envs(sells.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = command.spawn().expect("node runs the paid server");
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(child.stdout.take().unwrap()));
+    let first = tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("the paid server starts")
+        .unwrap()
+        .expect("its address");
+    let started: Value = serde_json::from_str(&first).unwrap();
+    PaidApi {
+        _child: child,
+        url: started["url"].as_str().unwrap().to_string(),
+    }
+}
+
+/// An agent whose JavaScript plugin (plugins/examples/js-weather) fetches the forecast with
+/// `fetch()`, that is `wasi:http`, and may pay the API up to 0.002 a day.
+fn weather_buyer(api: &str) -> String {
+    let port = api.rsplit(':').next().unwrap();
+    format!(
+        r#"username = "walker"
+name = "Walker"
+
+[[commands]]
+command = "weather"
+handler_type = "custom"
+plugin = "{plugin}"
+allowed_hosts = ["127.0.0.1:{port}"]
+config = {{ api_url = "{api}", cache_seconds = 0 }}
+
+[payments]
+max_per_payment = 0.001
+max_per_day = 0.002
+payees = ["{api}"]
+commands = ["weather"]
+"#,
+        plugin = js_weather_path(),
+    )
+}
+
+/// Three forecasts bought from the reference server through `wasi:http`: two paid (0.001
+/// each, balances on chain), the third over the day.
+async fn buys_from_the_reference_server(chain: Chain<'_>, env: TestEnv, api: &PaidApi, payee: &str) {
+    let network = chain.network();
+    let key = env.account_with_key("carol", "pro");
+    env.apply_agent(&weather_buyer(&api.url), "carol");
+    let wallet = env.create_wallet("walker", network);
+    chain.fund(&wallet, 5_000).await;
+    let server = env.serve();
+    let lisbon = json!({ "latitude": 38.72, "longitude": -9.14 });
+    for _ in 0..2 {
+        let reply = execute_with(&server, &key, "walker", "weather", lisbon.clone()).await;
+        assert_eq!(
+            answered(&reply),
+            "21.5 °C, wind 7.2 km/h at 38.72, -9.14 (2026-11-30T12:00 GMT)"
+        );
+    }
+    assert_eq!(chain.usdc(&wallet).await, 3_000);
+    assert_eq!(chain.usdc(payee).await, 2_000);
+    let record = spending(&server, &key, "walker").await;
+    let payments = record["payments"].as_array().unwrap();
+    assert_eq!(payments.len(), 2, "{record}");
+    for paid in payments {
+        assert_eq!(
+            (paid["state"].as_str(), paid["x402Version"].as_u64()),
+            (Some("settled"), Some(2)),
+            "{paid}"
+        );
+        chain.landed(paid["transaction"].as_str().unwrap()).await;
+    }
+    let third = execute_with(&server, &key, "walker", "weather", lisbon).await;
+    assert_ne!(third.status, 200, "{}", third.text);
+    assert_eq!(chain.usdc(&wallet).await, 3_000);
+    // The plugin only hears "denied" from wasi:http; the reason is in its run's log.
+    let logs = get(
+        &server.url("/v1/account/agents/walker/logs?command=weather"),
+        Some(&key),
+    )
+    .await;
+    assert!(logs.text.contains("maximum of 0.002 USDC a day"), "{}", logs.text);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_pays_the_x402_reference_server_through_wasi_http_on_base() {
+    let chain = LocalBase::start().await;
+    let facilitator = RefFacilitator::start(&chain, None).await;
+    let payee = alloy::signers::local::PrivateKeySigner::random()
+        .address()
+        .to_checksum(None);
+    let api = paid_api(&facilitator, &[("EVM_PAY_TO", payee.clone())]).await;
+    let env = paying_env().with_envs(chain.env());
+    buys_from_the_reference_server(Chain::Base(&chain), env, &api, &payee).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_pays_the_x402_reference_server_through_wasi_http_on_solana() {
+    use solana_signer::Signer;
+    let chain = LocalSolana::start();
+    let facilitator = RefFacilitator::on(None, Some(&chain), None).await;
+    let payee = solana_keypair::Keypair::new().pubkey().to_string();
+    chain.set_usdc(&payee, 0).await;
+    let sells = [
+        ("SVM_PAY_TO", payee.clone()),
+        ("SVM_NETWORK", crate::support::chains::SOLANA_MAINNET_ID.to_string()),
+        ("SVM_MINT", chain.mint.clone()),
+    ];
+    let api = paid_api(&facilitator, &sells).await;
+    let env = paying_env().with_envs(chain.env());
+    buys_from_the_reference_server(Chain::Solana(&chain), env, &api, &payee).await;
 }
