@@ -123,14 +123,18 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
     let marker = MarkerKey::derive(master.bytes());
     let sign_in_nonces = crate::x402::sign_in::NonceKey::derive(master.bytes());
     let secrets = Arc::new(master);
-    let payer = crate::services::spending::AgentPayer::new(store.clone(), secrets.clone(), chains.clone());
+    let payer = Arc::new(crate::services::spending::AgentPayer::new(
+        store.clone(),
+        secrets.clone(),
+        chains.clone(),
+    ));
     let plugins = plugin_runtime(
         &settings,
         &store,
         llm.clone(),
         embedder.clone(),
         guards.plugins.clone(),
-        Some(Arc::new(payer)),
+        Some(payer.clone()),
     )?;
     let x = X::new(
         &settings.social.social_api_base,
@@ -191,6 +195,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         lifecycle: Arc::default(),
         usage,
         remote_listings: Arc::default(),
+        payer,
     })
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::support::fake_llm::{Policy, fake_openai, text, tool_call};
+use crate::support::fake_llm::{Policy, calls_named_tools, fake_openai, text, tool_call};
 use crate::support::*;
 
 /// The Python SDK's server, on a free port of loopback, killed when dropped.
@@ -52,26 +52,6 @@ async fn py_server(token: Option<&str>) -> PyServer {
     }
 }
 
-/// A model that calls the tool its user names (`call NAME {json}`), then says what the tool
-/// answered.
-fn caller() -> Policy {
-    Arc::new(|request, n| {
-        let messages = request["messages"].as_array().cloned().unwrap_or_default();
-        let last = messages.last().cloned().unwrap_or_default();
-        if last["role"] == "tool" {
-            let said: String = last["content"].as_str().unwrap_or_default().chars().take(200).collect();
-            return text(&format!("The tool said: {said}"));
-        }
-        let asked = last["content"].as_str().unwrap_or_default().to_string();
-        match asked.strip_prefix("call ").and_then(|rest| rest.split_once(' ')) {
-            Some((name, arguments)) if request.get("tools").is_some() => {
-                tool_call(&format!("c{n}"), name, serde_json::from_str(arguments).unwrap())
-            }
-            _ => text("No tool for that."),
-        }
-    })
-}
-
 fn manifest(url: &str, extra: &str) -> String {
     format!(
         "username = \"helper\"\nname = \"Helper\"\n\n[[commands]]\ncommand = \"hello\"\nhandler_type = \"simple_text\"\n\
@@ -107,7 +87,7 @@ fn tool_results(seen: &Arc<Mutex<Vec<Value>>>) -> Vec<String> {
 async fn a_chat_calls_a_remote_servers_tools_within_their_limits() {
     let remote = py_server(None).await;
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let llm = fake_openai(caller(), seen.clone()).await;
+    let llm = fake_openai(calls_named_tools(), seen.clone()).await;
     let env = TestEnv::new()
         .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
         .with_env("AGENT_HOST_LLM_MODEL", "fake-model")
@@ -205,7 +185,7 @@ async fn a_chat_makes_at_most_the_servers_calls() {
 async fn a_server_behind_a_credential_is_used_once_its_owner_sets_it() {
     let remote = py_server(Some("s3cret-token")).await;
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let llm = fake_openai(caller(), seen.clone()).await;
+    let llm = fake_openai(calls_named_tools(), seen.clone()).await;
     let env = TestEnv::new()
         .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
         .with_env("AGENT_HOST_LLM_MODEL", "fake-model")
@@ -361,7 +341,7 @@ async fn the_manifest_says_what_a_remote_server_may_be() {
 async fn strangers_chatting_with_the_bot_get_no_remote_tools() {
     let remote = py_server(None).await;
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let llm = fake_openai(caller(), seen.clone()).await;
+    let llm = fake_openai(calls_named_tools(), seen.clone()).await;
     let sent = Arc::new(Mutex::new(Vec::new()));
     let telegram = crate::chatapp::fake_telegram(sent.clone()).await;
     let env = TestEnv::new()

@@ -453,3 +453,108 @@ async fn a_plugin_pays_the_x402_reference_server_through_wasi_http_on_solana() {
     let env = paying_env().with_envs(chain.env());
     buys_from_the_reference_server(Chain::Solana(&chain), env, &api, &payee).await;
 }
+
+/// A chat that buys a paid tool: the buyer's owner chats; the model calls `shop__weather`,
+/// a tool the seller agent sells over MCP on this host (0.03 USDC, x402's MCP transport).
+fn mcp_buyer(mcp_url: &str, origin: &str, max_per_payment: &str) -> String {
+    format!(
+        r#"username = "shopper"
+name = "Shopper"
+
+[[commands]]
+command = "hello"
+handler_type = "simple_text"
+config = {{ text = "Hello!" }}
+
+[[mcp_servers]]
+name = "shop"
+url = "{mcp_url}"
+
+[payments]
+max_per_payment = "{max_per_payment}"
+max_per_day = "0.1"
+payees = ["{origin}"]
+mcp_servers = ["shop"]
+"#
+    )
+}
+
+async fn shop_chat(server: &TestServer, key: &str, message: &str) -> Value {
+    let reply = post_json(
+        &server.url("/v1/agents/shopper/chat"),
+        Some(key),
+        &json!({ "message": message, "toolsEnabled": true, "maxToolCalls": 3 }),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.json()["data"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chat_buys_a_paid_tool_of_a_remote_mcp_server_on_base() {
+    use crate::support::fake_llm::{calls_named_tools, fake_openai};
+    let chain = LocalBase::start().await;
+    let llm = fake_openai(calls_named_tools(), Default::default()).await;
+    let env = paying_env()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "fake-model");
+    let (env, seller) = base_shop(&chain, env, WEATHER).await;
+    let port = free_port();
+    let origin = format!("http://127.0.0.1:{port}");
+    let key = env.account_with_key("dana", "pro");
+    env.apply_agent(&mcp_buyer(&format!("{origin}/mcp/seller"), &origin, "0.05"), "dana");
+    let wallet = env.create_wallet("shopper", "base");
+    chain.mint_usdc(&wallet, 100_000).await;
+    let server = env.serve_with(&["serve", "--listen", &format!("127.0.0.1:{port}")]);
+
+    // The seller's tool answers "payment required"; the host pays 0.03 and calls it again.
+    let answered = shop_chat(&server, &key, r#"call shop__weather {"city": "Oslo"}"#).await;
+    assert_eq!(answered["response"], "The tool said: Sunny in Oslo", "{answered}");
+    assert_eq!(chain.usdc_of(&wallet).await, 70_000);
+    assert_eq!(chain.usdc_of(&seller).await, 30_000);
+    let record = spending(&server, &key, "shopper").await;
+    let paid = &record["payments"][0];
+    assert_eq!(
+        (
+            paid["state"].as_str(),
+            paid["command"].as_str(),
+            paid["amount_micro_usdc"].as_u64()
+        ),
+        (Some("settled"), Some("shop__weather"), Some(30_000)),
+        "{record}"
+    );
+    assert_eq!(paid["resource"], format!("{origin}/mcp/seller"));
+    assert_eq!(
+        chain.receipt(paid["transaction"].as_str().unwrap()).await["status"],
+        "0x1"
+    );
+}
+
+/// Over the per-payment maximum, the model is told why and nothing is paid.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chat_is_told_why_a_paid_tool_was_not_bought() {
+    use crate::support::fake_llm::{calls_named_tools, fake_openai};
+    let chain = LocalBase::start().await;
+    let llm = fake_openai(calls_named_tools(), Default::default()).await;
+    let env = paying_env()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "fake-model");
+    let (env, seller) = base_shop(&chain, env, WEATHER).await;
+    let port = free_port();
+    let origin = format!("http://127.0.0.1:{port}");
+    let key = env.account_with_key("dana", "pro");
+    env.apply_agent(&mcp_buyer(&format!("{origin}/mcp/seller"), &origin, "0.02"), "dana");
+    let wallet = env.create_wallet("shopper", "base");
+    chain.mint_usdc(&wallet, 100_000).await;
+    let server = env.serve_with(&["serve", "--listen", &format!("127.0.0.1:{port}")]);
+
+    let answered = shop_chat(&server, &key, r#"call shop__weather {"city": "Oslo"}"#).await;
+    let said = answered["response"].as_str().unwrap();
+    assert!(
+        said.contains("more than this agent's maximum per payment (0.02 USDC)"),
+        "{said}"
+    );
+    assert_eq!(chain.usdc_of(&wallet).await, 100_000);
+    assert_eq!(chain.usdc_of(&seller).await, 0);
+    assert_eq!(spending(&server, &key, "shopper").await["payments"], json!([]));
+}

@@ -241,3 +241,23 @@ pub fn tool_call(id: &str, name: &str, arguments: Value) -> (u16, Value) {
             { "id": id, "type": "function", "function": { "name": name, "arguments": arguments.to_string() } }] } }] }),
     )
 }
+
+/// A model that calls the tool its user names (`call NAME {json}`), then says what the tool
+/// answered.
+pub fn calls_named_tools() -> Policy {
+    Arc::new(|request, n| {
+        let messages = request["messages"].as_array().cloned().unwrap_or_default();
+        let last = messages.last().cloned().unwrap_or_default();
+        if last["role"] == "tool" {
+            let said: String = last["content"].as_str().unwrap_or_default().chars().take(200).collect();
+            return text(&format!("The tool said: {said}"));
+        }
+        let asked = last["content"].as_str().unwrap_or_default().to_string();
+        match asked.strip_prefix("call ").and_then(|rest| rest.split_once(' ')) {
+            Some((name, arguments)) if request.get("tools").is_some() => {
+                tool_call(&format!("c{n}"), name, serde_json::from_str(arguments).unwrap())
+            }
+            _ => text("No tool for that."),
+        }
+    })
+}

@@ -46,6 +46,10 @@ pub struct RemoteTool {
 pub struct CallResult {
     pub text: String,
     pub is_error: bool,
+    /// Its `structuredContent` (an x402 payment-required object, when the tool is paid).
+    pub structured: Value,
+    /// Its `_meta` (`x402/payment-response`, when a payment was settled).
+    pub meta: Value,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -125,15 +129,20 @@ impl Remote {
         Ok(tools)
     }
 
-    /// Calls one tool; its content's text parts, joined.
+    /// Calls one tool, with `meta` as the request's `_meta` when given (an x402 payment);
+    /// its content's text parts, joined.
     pub async fn call_tool(
         &self,
         outbound: &Outbound,
         session: &Session,
         name: &str,
         arguments: Value,
+        meta: Option<Value>,
     ) -> Result<CallResult, McpError> {
-        let params = json!({ "name": name, "arguments": arguments });
+        let mut params = json!({ "name": name, "arguments": arguments });
+        if let Some(meta) = meta {
+            params["_meta"] = meta;
+        }
         let (result, _) = self.request(outbound, Some(session), "tools/call", params).await?;
         let mut parts = Vec::new();
         for item in result["content"].as_array().into_iter().flatten() {
@@ -153,6 +162,8 @@ impl Remote {
         Ok(CallResult {
             text: parts.join("\n"),
             is_error: result["isError"] == json!(true),
+            structured: result["structuredContent"].clone(),
+            meta: result["_meta"].clone(),
         })
     }
 

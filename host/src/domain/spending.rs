@@ -22,6 +22,9 @@ pub struct SpendingPolicy {
     pub payees: Vec<String>,
     /// The commands whose outbound requests may pay.
     pub commands: Vec<String>,
+    /// The remote MCP servers (`[[mcp_servers]]` names) whose paid tools its chat may buy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<String>,
     /// The networks it pays on (of those it holds a wallet on).
     pub networks: Vec<Network>,
 }
@@ -30,6 +33,11 @@ impl SpendingPolicy {
     /// Whether `command`'s requests may pay.
     pub fn covers(&self, command: &str) -> bool {
         self.commands.iter().any(|c| c == command)
+    }
+
+    /// Whether the tools of the remote MCP server `server` may be paid for.
+    pub fn covers_server(&self, server: &str) -> bool {
+        self.mcp_servers.iter().any(|s| s == server)
     }
 
     /// Whether paying `pay_to` for something at `resource_url` is allowed: the server's
@@ -69,6 +77,7 @@ mod tests {
             max_per_day: MicroUsdc(1_000_000),
             payees: payees.iter().map(|p| p.to_string()).collect(),
             commands: vec!["buy".into()],
+            mcp_servers: vec!["shop".into()],
             networks: vec![Network::Base],
         }
     }
@@ -100,5 +109,6 @@ mod tests {
         let p = policy(&[]);
         assert!(p.covers("buy"));
         assert!(!p.covers("buy_more"));
+        assert!(p.covers_server("shop") && !p.covers_server("buy") && !p.covers("shop"));
     }
 }

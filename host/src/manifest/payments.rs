@@ -4,6 +4,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::{Checker, ManifestError, dedup, price};
+use crate::domain::remote_mcp::McpServerDef;
 use crate::domain::spending::{SpendingPolicy, origin_of};
 use crate::domain::{CommandDef, Network};
 
@@ -16,7 +17,10 @@ pub(super) struct RawPayments {
     max_per_payment: Spanned<toml::Value>,
     max_per_day: Spanned<toml::Value>,
     payees: Spanned<Vec<String>>,
-    commands: Spanned<Vec<String>>,
+    #[serde(default)]
+    commands: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    mcp_servers: Option<Spanned<Vec<String>>>,
     #[serde(default)]
     networks: Option<Vec<Network>>,
 }
@@ -25,6 +29,7 @@ pub(super) fn check(
     check: &Checker<'_>,
     raw: Spanned<RawPayments>,
     commands: &[CommandDef],
+    mcp_servers: &[McpServerDef],
 ) -> Result<SpendingPolicy, ManifestError> {
     let span = raw.span();
     let raw = raw.into_inner();
@@ -74,21 +79,36 @@ pub(super) fn check(
             payees.push(normal);
         }
     }
-    let commands_span = raw.commands.span();
-    let mut paying = raw.commands.into_inner();
+    let named = |list: Option<Spanned<Vec<String>>>| match list {
+        Some(list) => (Some(list.span()), list.into_inner()),
+        None => (None, Vec::new()),
+    };
+    let (commands_span, mut paying) = named(raw.commands);
+    let (servers_span, mut servers) = named(raw.mcp_servers);
     dedup(&mut paying);
-    if paying.is_empty() {
+    dedup(&mut servers);
+    if paying.is_empty() && servers.is_empty() {
         return Err(check.err(
-            Some(&commands_span),
+            Some(&span),
             "payments.commands",
-            "name the commands whose requests may pay",
+            "name the commands whose requests may pay (or mcp_servers, the remote servers whose tools may be bought)",
         ));
     }
     if let Some(unknown) = paying.iter().find(|name| !commands.iter().any(|c| &c.name == *name)) {
         return Err(check.err(
-            Some(&commands_span),
+            commands_span.as_ref(),
             "payments.commands",
             format!("'{unknown}' is not one of this agent's commands"),
+        ));
+    }
+    if let Some(unknown) = servers
+        .iter()
+        .find(|name| !mcp_servers.iter().any(|s| &s.name == *name))
+    {
+        return Err(check.err(
+            servers_span.as_ref(),
+            "payments.mcp_servers",
+            format!("'{unknown}' is not one of this agent's [[mcp_servers]]"),
         ));
     }
     let mut networks = raw.networks.unwrap_or_else(|| vec![Network::Base, Network::Solana]);
@@ -101,6 +121,7 @@ pub(super) fn check(
         max_per_day,
         payees,
         commands: paying,
+        mcp_servers: servers,
         networks,
     })
 }

@@ -449,3 +449,96 @@ fn a_custom_command_may_be_priced_by_its_units_on_base() {
     let message = parse_str(&built_in).unwrap_err().to_string();
     assert!(message.contains("is for a custom command"), "{message}");
 }
+
+#[test]
+fn payments_name_their_limits_payees_and_what_may_pay() {
+    let with = |payments: &str| parse_str(&format!("{GOOD}\n[payments]\n{payments}\n"));
+    let good = with(
+        r#"max_per_payment = "0.05"
+max_per_day = 1
+payees = ["https://API.example.com:443", "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", "https://api.example.com"]
+commands = ["hello", "hello"]"#,
+    )
+    .unwrap();
+    let policy = good.agent.payments.unwrap();
+    assert_eq!(
+        (policy.max_per_payment, policy.max_per_day),
+        (MicroUsdc(50_000), MicroUsdc(1_000_000))
+    );
+    assert_eq!(
+        policy.payees,
+        vec!["https://api.example.com", "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"],
+        "origins are read as origins, once"
+    );
+    assert_eq!(policy.commands, vec!["hello"]);
+    assert_eq!(policy.networks, vec![Network::Base, Network::Solana]);
+    assert!(
+        parse_str(GOOD).unwrap().agent.payments.is_none(),
+        "nothing is paid without it"
+    );
+
+    let refused = |payments: &str| with(payments).unwrap_err();
+    let base = r#"max_per_payment = 0.05
+max_per_day = 1
+payees = ["https://api.example.com"]
+commands = ["hello"]"#;
+    let cases = [
+        (
+            base.replace("0.05", "2"),
+            "payments.max_per_payment",
+            "more than max_per_day",
+        ),
+        (
+            base.replace("max_per_day = 1", "max_per_day = 0"),
+            "payments.max_per_day",
+            "more than 0",
+        ),
+        (
+            base.replace("[\"https://api.example.com\"]", "[]"),
+            "payments.payees",
+            "name who may be paid",
+        ),
+        (
+            base.replace("https://api.example.com", "https://api.example.com/v1"),
+            "payments.payees",
+            "origin alone",
+        ),
+        (
+            base.replace("https://api.example.com", "ftp://api.example.com"),
+            "payments.payees",
+            "origin alone",
+        ),
+        (
+            base.replace("https://api.example.com", "api.example.com"),
+            "payments.payees",
+            "neither a server's origin",
+        ),
+        (
+            base.replace("[\"hello\"]", "[\"nope\"]"),
+            "payments.commands",
+            "'nope' is not one of this agent's commands",
+        ),
+        (
+            base.replace("commands = [\"hello\"]", "commands = []"),
+            "payments.commands",
+            "name the commands",
+        ),
+        (
+            format!("{base}\nmcp_servers = [\"nowhere\"]"),
+            "payments.mcp_servers",
+            "not one of this agent's [[mcp_servers]]",
+        ),
+        (
+            format!("{base}\nnetworks = []"),
+            "payments.networks",
+            "at least one network",
+        ),
+    ];
+    for (payments, field, message) in cases {
+        let err = refused(&payments);
+        assert_eq!(err.field.as_deref(), Some(field), "{payments}: {err}");
+        assert!(err.message.contains(message), "{payments}: {err}");
+    }
+    // A secret has no place here either: unknown fields are refused.
+    assert!(with(&format!("{base}\nprivate_key = \"0xabc\"")).is_err());
+}

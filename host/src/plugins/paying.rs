@@ -16,7 +16,10 @@ type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub struct PayingRun {
     pub account_id: String,
     pub agent_id: String,
+    /// The command whose request it was (for a remote MCP tool, the chat's name of it).
     pub command: String,
+    /// The remote MCP server whose tool it was, if it was one (`services/remote_tools.rs`).
+    pub mcp_server: Option<String>,
 }
 
 /// What the host does about a `402`.

@@ -144,6 +144,7 @@ impl CallContext {
             account_id: self.account_id.clone(),
             agent_id: self.agent_id.clone(),
             command: self.command.clone(),
+            mcp_server: None,
         }
     }
 }

@@ -108,6 +108,9 @@ pub struct Services {
     pub usage: Arc<usage::Recorder>,
     /// The remote MCP servers' tool lists, kept a minute between chats.
     pub remote_listings: Arc<remote_tools::ListingCache>,
+    /// Pays the x402 services agents' commands and remote tools ask to be paid, within their
+    /// owners' limits (the plugin runtime holds the same one).
+    pub payer: Arc<spending::AgentPayer>,
 }
 
 impl Services {

@@ -5,20 +5,25 @@
 //! outbound guard to the server's own host alone, with its owner's credential (only to the
 //! address it was set for) when it needs one, under the server's time limit, the operator's
 //! size limit and a number of calls per chat; a failure is a tool error the model reads,
-//! never the chat's failure.
+//! never the chat's failure. A paid tool (x402's MCP transport) is bought from the agent's
+//! wallet when its owner allows it (`spending.rs`), and called again with the payment.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
+use super::spending::Decision;
 use super::{ServiceError, Services};
-use crate::clients::mcp::{McpError, Remote, RemoteTool, Session};
+use crate::clients::mcp::{CallResult, McpError, Remote, RemoteTool, Session};
 use crate::domain::Agent;
 use crate::domain::remote_mcp::McpServerDef;
 use crate::llm::ToolSpec;
+use crate::plugins::PayingRun;
+use crate::store::SpendState;
+use crate::x402::payer::Offered;
 
 /// How long a server's tool list is trusted.
 const LISTING_TTL: Duration = Duration::from_secs(60);
@@ -83,6 +88,8 @@ struct Connected {
 /// The remote tools of one chat: what it was offered, and where each name leads.
 #[derive(Default)]
 pub struct RemoteTools {
+    /// Who pays for a paid tool: the agent, for its owner's chat.
+    buyer: Option<(String, String)>,
     servers: Vec<Connected>,
     specs: Vec<ToolSpec>,
     /// Each offered name: its server (an index into `servers`) and the tool's own name.
@@ -104,6 +111,7 @@ impl RemoteTools {
             }
         }
         let mut tools = RemoteTools {
+            buyer: Some((agent.account_id.clone(), agent.id.clone())),
             servers,
             ..Default::default()
         };
@@ -172,16 +180,41 @@ impl RemoteTools {
         let outbound = &services.outbound;
         let mut answer = server
             .remote
-            .call_tool(outbound, &server.listing.session, tool, arguments.clone())
+            .call_tool(outbound, &server.listing.session, tool, arguments.clone(), None)
             .await;
         // A session the server forgot (it restarted, or timed it out): once more, in a new one.
+        let mut session = server.listing.session.clone();
         if let Err(McpError::Refused(why)) = &answer
             && why.starts_with("HTTP 404")
         {
             services.remote_listings.forget(&server.key);
-            if let Ok(session) = server.remote.initialize(outbound).await {
-                answer = server.remote.call_tool(outbound, &session, tool, arguments).await;
+            if let Ok(new) = server.remote.initialize(outbound).await {
+                answer = server
+                    .remote
+                    .call_tool(outbound, &new, tool, arguments.clone(), None)
+                    .await;
+                session = new;
             }
+        }
+        // A paid tool (x402's MCP transport): paid, when the owner allows, and called again.
+        if let Ok(result) = &answer
+            && result.is_error
+            && let Some(offers) = crate::x402::payer::offers_of(&result.structured)
+        {
+            answer = match self.pay(services, server, name, offers).await {
+                Decision::PassOn => answer,
+                Decision::Refused(reason) => return (format!("Error: {reason}"), false),
+                Decision::Pay(signed) => {
+                    let meta = json!({ crate::services::mcp::PAYMENT_META: signed.envelope });
+                    let paid = server
+                        .remote
+                        .call_tool(outbound, &session, tool, arguments, Some(meta))
+                        .await;
+                    let (state, transaction, error) = paid_outcome(&paid);
+                    services.payer.ended(&signed.id, state, transaction, error).await;
+                    paid
+                }
+            };
         }
         match answer {
             Ok(result) => {
@@ -193,6 +226,50 @@ impl RemoteTools {
             }
             Err(e) => (format!("Error: {} ({e})", server.def.name), false),
         }
+    }
+
+    /// Whether the agent pays for `name`, a tool of `server` its owner's chat called.
+    async fn pay(&self, services: &Services, server: &Connected, name: &str, offers: Vec<Offered>) -> Decision {
+        let Some((account_id, agent_id)) = &self.buyer else {
+            return Decision::PassOn;
+        };
+        let run = PayingRun {
+            account_id: account_id.clone(),
+            agent_id: agent_id.clone(),
+            command: name.to_string(),
+            mcp_server: Some(server.def.name.clone()),
+        };
+        services.payer.consider(&run, &server.def.url, offers).await
+    }
+}
+
+/// How a paid tool call ended: settled (the result's `x402/payment-response` says so, or it
+/// simply answered), refused (payment required again), or unknown.
+fn paid_outcome(paid: &Result<CallResult, McpError>) -> (SpendState, Option<String>, Option<String>) {
+    let result = match paid {
+        Ok(result) => result,
+        Err(e) => return (SpendState::Unknown, None, Some(e.to_string())),
+    };
+    let settled = &result.meta[crate::services::mcp::PAYMENT_RESPONSE_META];
+    let text = |v: &Value| {
+        v.as_str()
+            .filter(|t| !t.is_empty())
+            .map(|t| t.chars().take(200).collect::<String>())
+    };
+    if result.is_error && crate::x402::payer::offers_of(&result.structured).is_some() {
+        let why = text(&result.structured["error"]).unwrap_or_else(|| "payment required again".into());
+        return (SpendState::Refused, None, Some(why));
+    }
+    match settled["success"].as_bool() {
+        Some(false) => (
+            SpendState::Unknown,
+            text(&settled["transaction"]),
+            text(&settled["errorReason"]),
+        ),
+        _ if result.is_error && settled.is_null() => {
+            (SpendState::Unknown, None, Some(result.text.chars().take(200).collect()))
+        }
+        _ => (SpendState::Settled, text(&settled["transaction"]), None),
     }
 }
 
@@ -442,6 +519,7 @@ mod tests {
 
     fn offered(servers: Vec<Connected>, taken: &[&str]) -> RemoteTools {
         let mut tools = RemoteTools {
+            buyer: None,
             servers,
             ..Default::default()
         };

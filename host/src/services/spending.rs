@@ -35,6 +35,23 @@ impl AgentPayer {
     }
 }
 
+/// What the payer decided about an x402 offer, wherever it came from.
+pub enum Decision {
+    /// Not this agent's to pay: the caller gets the offer as it came.
+    PassOn,
+    /// Not allowed (or not possible): nothing was paid, and this says why.
+    Refused(String),
+    /// Signed: send `envelope` (`x402/payment` in MCP, base64 in a header over HTTP).
+    Pay(Signed),
+}
+
+/// A payment recorded and signed, not yet sent.
+pub struct Signed {
+    pub id: String,
+    pub version: Version,
+    pub envelope: serde_json::Value,
+}
+
 impl Payer for AgentPayer {
     fn pay<'a>(
         &'a self,
@@ -43,15 +60,18 @@ impl Payer for AgentPayer {
         answer: &'a OutboundResponse,
     ) -> BoxFuture<'a, PayDecision> {
         Box::pin(async move {
-            match self.decide(run, request, answer).await {
-                Ok(decision) => decision,
-                Err(err) => {
-                    tracing::warn!(
-                        agent = run.agent_id,
-                        command = run.command,
-                        "a payment could not be made: {err}"
-                    );
-                    PayDecision::Refused(format!("payment not made: {err}"))
+            let Some(offers) = payer::offers_in(&answer.headers, &answer.body) else {
+                return PayDecision::PassOn;
+            };
+            match self.consider(run, &request.url, offers).await {
+                Decision::PassOn => PayDecision::PassOn,
+                Decision::Refused(reason) => PayDecision::Refused(reason),
+                Decision::Pay(signed) => {
+                    let (name, value) = payer::header(signed.version, &signed.envelope);
+                    PayDecision::Pay {
+                        payment_id: signed.id,
+                        header: (name.to_string(), value),
+                    }
                 }
             }
         })
@@ -64,10 +84,7 @@ impl Payer for AgentPayer {
     ) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let (state, transaction, error) = outcome(answer);
-            if let Err(err) = self.store.finish_spend(payment_id, state, transaction, error).await {
-                // The row stays `sent`, and counts against the day as any signed payment does.
-                tracing::error!(payment = payment_id, "could not record how a payment ended: {err}");
-            }
+            self.ended(payment_id, state, transaction, error).await;
         })
     }
 }
@@ -104,34 +121,55 @@ struct Payable {
 }
 
 impl AgentPayer {
-    async fn decide(
-        &self,
-        run: &PayingRun,
-        request: &OutboundRequest,
-        answer: &OutboundResponse,
-    ) -> Result<PayDecision, ServiceError> {
-        let Some(offers) = payer::offers_in(&answer.headers, &answer.body) else {
-            return Ok(PayDecision::PassOn);
-        };
+    /// Whether `run` pays one of `offers`, made for what it asked at `url`; when it does, the
+    /// payment is recorded (within the day's maximum) and signed.
+    pub async fn consider(&self, run: &PayingRun, url: &str, offers: Vec<Offered>) -> Decision {
+        match self.decide(run, url, offers).await {
+            Ok(decision) => decision,
+            Err(err) => {
+                tracing::warn!(
+                    agent = run.agent_id,
+                    command = run.command,
+                    "a payment could not be made: {err}"
+                );
+                Decision::Refused(format!("payment not made: {err}"))
+            }
+        }
+    }
+
+    /// How a payment ended, once its payee answered (or did not).
+    pub async fn ended(&self, id: &str, state: SpendState, transaction: Option<String>, error: Option<String>) {
+        if let Err(err) = self.store.finish_spend(id, state, transaction, error).await {
+            // The row stays `sent`, and counts against the day as any signed payment does.
+            tracing::error!(payment = id, "could not record how a payment ended: {err}");
+        }
+    }
+
+    async fn decide(&self, run: &PayingRun, url: &str, offers: Vec<Offered>) -> Result<Decision, ServiceError> {
         let Some(agent) = self.store.agent(&run.agent_id).await? else {
-            return Ok(PayDecision::PassOn);
+            return Ok(Decision::PassOn);
         };
-        let Some(policy) = agent.def.payments.filter(|p| p.covers(&run.command)) else {
-            return Ok(PayDecision::PassOn);
+        let covered = |p: &SpendingPolicy| match &run.mcp_server {
+            Some(server) => p.covers_server(server),
+            None => p.covers(&run.command),
         };
-        let resource = without_query(&request.url);
+        let Some(policy) = agent.def.payments.filter(covered) else {
+            return Ok(Decision::PassOn);
+        };
+        let resource = without_query(url);
         let mut payable = self.payable(&policy, &run.agent_id, offers.clone()).await?;
         if payable.is_empty() {
-            return Ok(PayDecision::Refused(format!(
+            return Ok(Decision::Refused(format!(
                 "payment not made: {resource} asks for {}, and this agent pays USDC by the 'exact' scheme on {} only",
                 asked(&offers),
                 networks_text(&policy.networks)
             )));
         }
         payable.sort_by_key(|p| p.offer.amount);
-        let Some(chosen) = payable.iter().position(|p| {
-            p.offer.amount <= policy.max_per_payment && policy.allows_payee(&p.offer.pay_to, &request.url)
-        }) else {
+        let Some(chosen) = payable
+            .iter()
+            .position(|p| p.offer.amount <= policy.max_per_payment && policy.allows_payee(&p.offer.pay_to, url))
+        else {
             let cheapest = &payable[0].offer;
             let reason = if cheapest.amount > policy.max_per_payment {
                 format!(
@@ -141,13 +179,11 @@ impl AgentPayer {
             } else {
                 format!(
                     "neither {} nor the address it pays ({}) is among this agent's payees",
-                    crate::domain::spending::origin_of(&request.url).unwrap_or_default(),
+                    crate::domain::spending::origin_of(url).unwrap_or_default(),
                     cheapest.pay_to
                 )
             };
-            return Ok(PayDecision::Refused(format!(
-                "payment not made for {resource}: {reason}"
-            )));
+            return Ok(Decision::Refused(format!("payment not made for {resource}: {reason}")));
         };
         let Payable { offer, network, wallet } = payable.swap_remove(chosen);
 
@@ -157,7 +193,7 @@ impl AgentPayer {
             .await
             .map_err(|e| super::wallets::chain_error(network, e))?;
         if balances.usdc < offer.amount {
-            return Ok(PayDecision::Refused(format!(
+            return Ok(Decision::Refused(format!(
                 "payment not made for {resource}: it costs {} USDC and the agent's {network} wallet holds {} USDC",
                 offer.amount, balances.usdc
             )));
@@ -177,7 +213,7 @@ impl AgentPayer {
             payer: wallet.address.clone(),
         };
         if let Err(spent) = self.store.reserve_spend(new, policy.max_per_day).await? {
-            return Ok(PayDecision::Refused(format!(
+            return Ok(Decision::Refused(format!(
                 "payment not made for {resource}: {} USDC more would pass this agent's maximum of {} USDC a day ({spent} USDC paid in the last 24 hours)",
                 offer.amount, policy.max_per_day
             )));
@@ -187,11 +223,11 @@ impl AgentPayer {
             Ok(payload) => {
                 self.store.spend_sent(&id).await?;
                 tracing::info!(payment = id, agent = run.agent_id, %network, amount = %offer.amount, pay_to = offer.pay_to, "paying for {resource}");
-                let (name, value) = offer.header(payload);
-                Ok(PayDecision::Pay {
-                    payment_id: id,
-                    header: (name.to_string(), value),
-                })
+                Ok(Decision::Pay(Signed {
+                    id,
+                    version: offer.version,
+                    envelope: offer.envelope(payload),
+                }))
             }
             Err(err) => {
                 let reason = err.to_string();

@@ -59,21 +59,30 @@ pub fn offers_in(headers: &[(String, String)], body: &[u8]) -> Option<Vec<Offere
         .and_then(|(_, value)| base64::engine::general_purpose::STANDARD.decode(value.trim()).ok())
         .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok());
     if let Some(required) = header.filter(|r| r["x402Version"] == 2) {
-        let resource = required.get("resource").cloned();
-        let accepts = required["accepts"].as_array()?;
-        return Some(
-            accepts
-                .iter()
-                .filter_map(|a| offer(Version::V2, a, resource.clone()))
-                .collect(),
-        );
+        return offers_of(&required);
     }
-    let required: Value = serde_json::from_slice(body).ok()?;
-    if required["x402Version"] != 1 {
-        return None;
-    }
+    offers_of(&serde_json::from_slice(body).ok()?)
+}
+
+/// The offers of a payment-required object of either version (a 402's, or an MCP tool
+/// result's structured content); `None` when it is not one.
+pub fn offers_of(required: &Value) -> Option<Vec<Offered>> {
+    let version = match required["x402Version"].as_u64() {
+        Some(1) => Version::V1,
+        Some(2) => Version::V2,
+        _ => return None,
+    };
+    let resource = match version {
+        Version::V1 => None,
+        Version::V2 => required.get("resource").cloned(),
+    };
     let accepts = required["accepts"].as_array()?;
-    Some(accepts.iter().filter_map(|a| offer(Version::V1, a, None)).collect())
+    Some(
+        accepts
+            .iter()
+            .filter_map(|a| offer(version, a, resource.clone()))
+            .collect(),
+    )
 }
 
 fn offer(version: Version, requirement: &Value, resource: Option<Value>) -> Option<Offered> {
@@ -109,9 +118,10 @@ impl Offered {
         self.scheme == SCHEME
     }
 
-    /// The payment header to retry with: its name and value, for a network `payload`.
-    pub fn header(&self, payload: Value) -> (&'static str, String) {
-        let envelope = match self.version {
+    /// The payment as a payer sends it (`X-PAYMENT`'s or `PAYMENT-SIGNATURE`'s object, or
+    /// MCP's `_meta["x402/payment"]`), for a network `payload`.
+    pub fn envelope(&self, payload: Value) -> Value {
+        match self.version {
             Version::V1 => json!({
                 "x402Version": 1,
                 "scheme": self.scheme,
@@ -125,10 +135,14 @@ impl Offered {
                 }
                 envelope
             }
-        };
-        let value = base64::engine::general_purpose::STANDARD.encode(envelope.to_string());
-        (self.version.payment_header(), value)
+        }
     }
+}
+
+/// The HTTP header that carries a payment `envelope` of `version`: its name and value.
+pub fn header(version: Version, envelope: &Value) -> (&'static str, String) {
+    let value = base64::engine::general_purpose::STANDARD.encode(envelope.to_string());
+    (version.payment_header(), value)
 }
 
 /// The USDC contract a Base payment is signed for.

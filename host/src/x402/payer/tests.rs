@@ -58,7 +58,7 @@ fn a_v1_body_and_a_v2_header_are_read_and_anything_else_is_not_a_402_to_pay() {
     assert_eq!((offers[0].version, offers[0].amount), (Version::V2, MicroUsdc(2_500)));
 
     // A v2 payment echoes the offer whole, and the resource.
-    let (name, value) = offers[0].header(json!({ "k": 1 }));
+    let (name, value) = header(Version::V2, &offers[0].envelope(json!({ "k": 1 })));
     assert_eq!(name, "payment-signature");
     let sent = decoded(&value);
     assert_eq!(sent["accepted"], v2["accepts"][0]);
