@@ -1,4 +1,4 @@
--- What agents pay for the x402 services their commands call (docs/agents.md).
+-- What agents pay for the x402 services their commands call (docs/spending.md).
 -- `agents.payments`: the manifest's `[payments]` (JSON), what the owner lets it spend; NULL:
 -- nothing.
 ALTER TABLE agents ADD COLUMN payments TEXT;

@@ -1,5 +1,5 @@
 //! What an agent's owner lets it spend on the paid (x402) services its commands call
-//! (`[payments]` of its manifest, docs/agents.md#paying-for-the-services-it-calls): how much
+//! (`[payments]` of its manifest, docs/spending.md): how much
 //! one payment and one day may take, to whom, and for which commands.
 
 use serde::{Deserialize, Serialize};
@@ -40,13 +40,12 @@ impl SpendingPolicy {
         self.mcp_servers.iter().any(|s| s == server)
     }
 
-    /// Whether paying `pay_to` for something at `resource_url` is allowed: the server's
-    /// origin, or the address itself, is listed.
-    pub fn allows_payee(&self, pay_to: &str, resource_url: &str) -> bool {
-        let origin = origin_of(resource_url);
+    /// Whether paying `pay_to` for something at a server of `origin` (`scheme://host[:port]`)
+    /// is allowed: the server's origin, or the address itself, is listed.
+    pub fn allows_payee(&self, pay_to: &str, origin: Option<&str>) -> bool {
         self.payees.iter().any(|payee| {
             if payee.contains("://") {
-                origin.as_deref() == Some(payee.as_str())
+                origin == Some(payee.as_str())
             } else if payee.starts_with("0x") {
                 // EVM addresses: the checksum's case is not part of the address.
                 payee.eq_ignore_ascii_case(pay_to)
@@ -55,16 +54,6 @@ impl SpendingPolicy {
             }
         })
     }
-}
-
-/// `scheme://host[:port]` of a URL, lower case, the port left out when it is the scheme's.
-pub fn origin_of(url: &str) -> Option<String> {
-    let url = reqwest::Url::parse(url).ok()?;
-    let host = url.host_str()?;
-    Some(match url.port() {
-        Some(port) => format!("{}://{host}:{port}", url.scheme()),
-        None => format!("{}://{host}", url.scheme()),
-    })
 }
 
 #[cfg(test)]
@@ -82,26 +71,42 @@ mod tests {
         }
     }
 
+    fn at(url: &str) -> Option<String> {
+        crate::outbound::origin_of(url)
+    }
+
     #[test]
     fn a_payee_is_an_origin_or_an_address() {
         let by_origin = policy(&["https://api.example.com", "http://127.0.0.1:4021"]);
-        assert!(by_origin.allows_payee("0xabc", "https://api.example.com/v1/quote?x=1"));
-        assert!(by_origin.allows_payee("0xabc", "https://API.example.com:443/other"));
-        assert!(by_origin.allows_payee("any", "http://127.0.0.1:4021/x402/base/seller"));
+        assert!(by_origin.allows_payee("0xabc", at("https://api.example.com/v1/quote?x=1").as_deref()));
+        assert!(by_origin.allows_payee("0xabc", at("https://API.example.com:443/other").as_deref()));
+        assert!(by_origin.allows_payee("any", at("http://127.0.0.1:4021/x402/base/seller").as_deref()));
         // Another port, scheme or host is another server.
-        assert!(!by_origin.allows_payee("0xabc", "http://api.example.com/v1/quote"));
-        assert!(!by_origin.allows_payee("0xabc", "http://127.0.0.1:4022/x"));
-        assert!(!by_origin.allows_payee("0xabc", "https://api.example.com.evil.io/"));
+        assert!(!by_origin.allows_payee("0xabc", at("http://api.example.com/v1/quote").as_deref()));
+        assert!(!by_origin.allows_payee("0xabc", at("http://127.0.0.1:4022/x").as_deref()));
+        assert!(!by_origin.allows_payee("0xabc", at("https://api.example.com.evil.io/").as_deref()));
 
         let by_address = policy(&[
             "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
             "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v",
         ]);
-        assert!(by_address.allows_payee("0x833589fcd6edb6e08f4c7c32d4f71b54bda02913", "https://x.io/"));
-        assert!(by_address.allows_payee("EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v", "https://y.io/"));
+        assert!(by_address.allows_payee(
+            "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913",
+            at("https://x.io/").as_deref()
+        ));
+        assert!(by_address.allows_payee(
+            "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v",
+            at("https://y.io/").as_deref()
+        ));
         // Solana addresses are case-sensitive.
-        assert!(!by_address.allows_payee("epjfwdd5aufqssqem2qn1xzybapc8g4wegGkZwyTDt1v", "https://y.io/"));
-        assert!(!by_address.allows_payee("0x0000000000000000000000000000000000000001", "https://x.io/"));
+        assert!(!by_address.allows_payee(
+            "epjfwdd5aufqssqem2qn1xzybapc8g4wegGkZwyTDt1v",
+            at("https://y.io/").as_deref()
+        ));
+        assert!(!by_address.allows_payee(
+            "0x0000000000000000000000000000000000000001",
+            at("https://x.io/").as_deref()
+        ));
     }
 
     #[test]

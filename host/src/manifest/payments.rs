@@ -5,8 +5,9 @@ use toml::Spanned;
 
 use super::{Checker, ManifestError, dedup, price};
 use crate::domain::remote_mcp::McpServerDef;
-use crate::domain::spending::{SpendingPolicy, origin_of};
+use crate::domain::spending::SpendingPolicy;
 use crate::domain::{CommandDef, Network};
+use crate::outbound::origin_of;
 
 /// Most payees one agent lists.
 const MAX_PAYEES: usize = 50;

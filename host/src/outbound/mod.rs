@@ -17,6 +17,14 @@ mod unit_test_guard;
 pub use addresses::{is_refused_ip, own_addresses};
 pub use patterns::HostPattern;
 
+/// The origin of an http(s) URL, as a browser writes it: `scheme://host[:port]`, the host in
+/// lower case (IDNA), the port left out when it is the scheme's. `None` for anything else.
+pub fn origin_of(url: &str) -> Option<String> {
+    let url = Url::parse(url).ok()?;
+    let origin = url.origin();
+    (origin.is_tuple() && matches!(url.scheme(), "http" | "https")).then(|| origin.ascii_serialization())
+}
+
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::{Method, Url};
 
@@ -133,6 +141,10 @@ pub struct OutboundRequest {
 
 #[derive(Debug)]
 pub struct OutboundResponse {
+    /// The request that was answered: the one sent, or the last redirect's (whose method
+    /// may have become GET).
+    pub method: String,
+    pub url: String,
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
@@ -257,7 +269,13 @@ impl Outbound {
                 }
                 let limit = request.max_bytes.unwrap_or(self.policy.max_response_bytes);
                 return self
-                    .read(response, limit, request.budget.as_deref(), request.truncate_body)
+                    .read(
+                        response,
+                        &method,
+                        limit,
+                        request.budget.as_deref(),
+                        request.truncate_body,
+                    )
                     .await;
             }
             Err(OutboundError::Transport(format!(
@@ -357,6 +375,7 @@ impl Outbound {
     async fn read(
         &self,
         mut response: reqwest::Response,
+        method: &Method,
         limit: u64,
         budget: Option<&dyn ByteBudget>,
         truncate: bool,
@@ -365,6 +384,7 @@ impl Outbound {
             return Err(OutboundError::TooLarge(limit));
         }
         let status = response.status().as_u16();
+        let url = response.url().to_string();
         let headers = response
             .headers()
             .iter()
@@ -385,7 +405,13 @@ impl Outbound {
             }
             body.extend_from_slice(&chunk);
         }
-        Ok(OutboundResponse { status, headers, body })
+        Ok(OutboundResponse {
+            method: method.as_str().to_string(),
+            url,
+            status,
+            headers,
+            body,
+        })
     }
 }
 

@@ -6,6 +6,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use crate::outbound::{HostPattern, Outbound, OutboundError, OutboundRequest, OutboundResponse};
 
@@ -56,24 +57,40 @@ pub trait Payer: Send + Sync {
     ) -> BoxFuture<'a, ()>;
 }
 
+/// The headers a payment travels in, x402's two versions: the host sets its own, and a
+/// plugin's are not sent with it.
+const PAYMENT_HEADERS: [&str; 2] = ["x-payment", "payment-signature"];
+
 /// Sends `request` through the guard; a `402` is shown to `payer` (when there is one) and,
 /// if it pays, the request is sent again once with the payment. A second 402 is the
 /// answer: the payee refused it, and nothing is paid twice.
+///
+/// What is paid for is the request that was answered `402`: after redirects, the last one
+/// (its address is what the payee list is checked against). The paid request goes there
+/// alone, following no redirect, so the payment reaches no other host. It runs to its end
+/// and its outcome is recorded even when the run is cut off meanwhile.
 pub async fn send_paying(
     outbound: &Outbound,
     allowed: &[HostPattern],
-    payer: Option<(&dyn Payer, &PayingRun)>,
+    payer: Option<(Arc<dyn Payer>, PayingRun)>,
     request: OutboundRequest,
 ) -> Result<OutboundResponse, OutboundError> {
     let Some((payer, run)) = payer else {
         return outbound.send(request, allowed).await;
     };
-    let again = request.clone();
+    let mut again = request.clone();
     let answer = outbound.send(request, allowed).await?;
     if answer.status != 402 {
         return Ok(answer);
     }
-    match payer.pay(run, &again, &answer).await {
+    if answer.method != again.method.to_ascii_uppercase() {
+        // A redirect made it a GET: what was answered had no body.
+        again.body = None;
+    }
+    again.method = answer.method.clone();
+    again.url = answer.url.clone();
+    again.follow_redirects = false;
+    match payer.pay(&run, &again, &answer).await {
         PayDecision::PassOn => Ok(answer),
         PayDecision::Refused(reason) => Err(OutboundError::Denied(reason)),
         PayDecision::Pay { payment_id, header } => {
@@ -81,12 +98,18 @@ pub async fn send_paying(
                 budget.give_back(answer.body.len());
             }
             drop(answer);
-            let mut again = again;
-            again.headers.retain(|(name, _)| !name.eq_ignore_ascii_case(&header.0));
+            again
+                .headers
+                .retain(|(name, _)| !PAYMENT_HEADERS.iter().any(|h| name.eq_ignore_ascii_case(h)));
             again.headers.push(header);
-            let result = outbound.send(again, allowed).await;
-            payer.paid(&payment_id, result.as_ref()).await;
-            result
+            let (outbound, allowed) = (outbound.clone(), allowed.to_vec());
+            let paid = tokio::spawn(async move {
+                let result = outbound.send(again, &allowed).await;
+                payer.paid(&payment_id, result.as_ref()).await;
+                result
+            });
+            paid.await
+                .unwrap_or_else(|e| Err(OutboundError::Transport(format!("the paid request failed: {e}"))))
         }
     }
 }

@@ -24,6 +24,7 @@ use crate::llm::ToolSpec;
 use crate::plugins::PayingRun;
 use crate::store::SpendState;
 use crate::x402::payer::Offered;
+use crate::x402::wire::{MCP_PAYMENT_META, MCP_PAYMENT_RESPONSE_META};
 
 /// How long a server's tool list is trusted.
 const LISTING_TTL: Duration = Duration::from_secs(60);
@@ -205,14 +206,20 @@ impl RemoteTools {
                 Decision::PassOn => answer,
                 Decision::Refused(reason) => return (format!("Error: {reason}"), false),
                 Decision::Pay(signed) => {
-                    let meta = json!({ crate::services::mcp::PAYMENT_META: signed.envelope });
-                    let paid = server
-                        .remote
-                        .call_tool(outbound, &session, tool, arguments, Some(meta))
-                        .await;
-                    let (state, transaction, error) = paid_outcome(&paid);
-                    services.payer.ended(&signed.id, state, transaction, error).await;
-                    paid
+                    let meta = json!({ MCP_PAYMENT_META: signed.envelope });
+                    let (remote, tool, outbound) = (server.remote.clone(), tool.clone(), outbound.clone());
+                    let payer = services.payer.clone();
+                    // Runs to its end, and is recorded, even when the chat is cut off meanwhile.
+                    let paid = tokio::spawn(async move {
+                        let paid = remote
+                            .call_tool(&outbound, &session, &tool, arguments, Some(meta))
+                            .await;
+                        let (state, transaction, error) = paid_outcome(&paid);
+                        payer.ended(&signed.id, state, transaction, error).await;
+                        paid
+                    });
+                    paid.await
+                        .unwrap_or_else(|e| Err(McpError::Unreachable(format!("the paid call failed: {e}"))))
                 }
             };
         }
@@ -250,7 +257,7 @@ fn paid_outcome(paid: &Result<CallResult, McpError>) -> (SpendState, Option<Stri
         Ok(result) => result,
         Err(e) => return (SpendState::Unknown, None, Some(e.to_string())),
     };
-    let settled = &result.meta[crate::services::mcp::PAYMENT_RESPONSE_META];
+    let settled = &result.meta[MCP_PAYMENT_RESPONSE_META];
     let text = |v: &Value| {
         v.as_str()
             .filter(|t| !t.is_empty())
@@ -353,11 +360,6 @@ fn listing_key(agent: &Agent, def: &McpServerDef) -> String {
     format!("{}\n{}\n{}\n{:?}", agent.id, def.name, def.url, def.header)
 }
 
-/// The address a credential may go to: the scheme, host and port of the server's URL.
-fn origin_of(url: &str) -> Option<String> {
-    reqwest::Url::parse(url).ok().map(|u| u.origin().ascii_serialization())
-}
-
 /// The value of the server's credential header, as its owner set it, for this address: one
 /// set for another (the manifest's `url` changed since) is not sent.
 async fn credential(services: &Services, agent: &Agent, def: &McpServerDef) -> Result<String, ServiceError> {
@@ -369,7 +371,7 @@ async fn credential(services: &Services, agent: &Agent, def: &McpServerDef) -> R
         )));
     };
     let set_for: CredentialPublic = super::integrations::public(&stored)?;
-    if Some(&set_for.origin) != origin_of(&def.url).as_ref() || set_for.header != header {
+    if Some(&set_for.origin) != crate::outbound::origin_of(&def.url).as_ref() || set_for.header != header {
         return Err(ServiceError::Validation(format!(
             "{}'s credential was set for {} ({}); set it again for {}",
             def.name, set_for.origin, set_for.header, def.url
@@ -419,7 +421,7 @@ pub async fn set_credential(services: &Services, agent: &Agent, name: &str, valu
     }
     let public = CredentialPublic {
         header: header.clone(),
-        origin: origin_of(&def.url).unwrap_or_default(),
+        origin: crate::outbound::origin_of(&def.url).unwrap_or_default(),
     };
     let secret = Credential {
         value: value.to_string(),

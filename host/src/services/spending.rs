@@ -1,5 +1,5 @@
 //! An agent paying for the x402 services its commands call, within what its owner allows
-//! (`[payments]`: docs/agents.md#paying-for-the-services-it-calls). The plugin runtime
+//! (`[payments]`: docs/spending.md). The plugin runtime
 //! shows this payer every `402` a run's request meets (`plugins/paying.rs`); it decides,
 //! records the payment (checking the daily maximum in the same write, across hosts), signs
 //! it from the agent's wallet, and records how the payee answered.
@@ -126,13 +126,14 @@ impl AgentPayer {
     pub async fn consider(&self, run: &PayingRun, url: &str, offers: Vec<Offered>) -> Decision {
         match self.decide(run, url, offers).await {
             Ok(decision) => decision,
+            // A node's or the database's own words stay in the log.
             Err(err) => {
                 tracing::warn!(
                     agent = run.agent_id,
                     command = run.command,
                     "a payment could not be made: {err}"
                 );
-                Decision::Refused(format!("payment not made: {err}"))
+                Decision::Refused(format!("payment not made: {}", err.public_text()))
             }
         }
     }
@@ -157,6 +158,7 @@ impl AgentPayer {
             return Ok(Decision::PassOn);
         };
         let resource = without_query(url);
+        let origin = crate::outbound::origin_of(url);
         let mut payable = self.payable(&policy, &run.agent_id, offers.clone()).await?;
         if payable.is_empty() {
             return Ok(Decision::Refused(format!(
@@ -166,10 +168,9 @@ impl AgentPayer {
             )));
         }
         payable.sort_by_key(|p| p.offer.amount);
-        let Some(chosen) = payable
-            .iter()
-            .position(|p| p.offer.amount <= policy.max_per_payment && policy.allows_payee(&p.offer.pay_to, url))
-        else {
+        let Some(chosen) = payable.iter().position(|p| {
+            p.offer.amount <= policy.max_per_payment && policy.allows_payee(&p.offer.pay_to, origin.as_deref())
+        }) else {
             let cheapest = &payable[0].offer;
             let reason = if cheapest.amount > policy.max_per_payment {
                 format!(
@@ -179,7 +180,7 @@ impl AgentPayer {
             } else {
                 format!(
                     "neither {} nor the address it pays ({}) is among this agent's payees",
-                    crate::domain::spending::origin_of(url).unwrap_or_default(),
+                    origin.clone().unwrap_or_default(),
                     cheapest.pay_to
                 )
             };
@@ -230,7 +231,7 @@ impl AgentPayer {
                 }))
             }
             Err(err) => {
-                let reason = err.to_string();
+                let reason = err.public_text();
                 self.store
                     .finish_spend(&id, SpendState::Void, None, Some(reason.clone()))
                     .await?;
@@ -331,12 +332,14 @@ impl AgentPayer {
     }
 }
 
-/// The request's URL without its query, which may carry a key.
+/// The request's URL without its query or user name and password, which may carry a key.
 fn without_query(url: &str) -> String {
     match reqwest::Url::parse(url) {
         Ok(mut url) => {
             url.set_query(None);
             url.set_fragment(None);
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
             url.to_string()
         }
         Err(_) => url.chars().take(200).collect(),
@@ -382,6 +385,8 @@ mod tests {
 
     fn response(status: u16, headers: Vec<(String, String)>, body: &str) -> OutboundResponse {
         OutboundResponse {
+            method: "GET".into(),
+            url: "https://api.example.com/paid".into(),
             status,
             headers,
             body: body.as_bytes().to_vec(),
@@ -420,6 +425,10 @@ mod tests {
         assert_eq!(
             without_query("https://api.example.com/v1/q?key=s3cret#x"),
             "https://api.example.com/v1/q"
+        );
+        assert_eq!(
+            without_query("https://u:p@api.example.com/x?k=1"),
+            "https://api.example.com/x"
         );
     }
 }

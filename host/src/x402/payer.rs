@@ -95,7 +95,8 @@ fn offer(version: Version, requirement: &Value, resource: Option<Value>) -> Opti
         version,
         scheme: text("scheme")?,
         network: text("network")?,
-        amount: MicroUsdc(text(amount_field)?.parse().ok()?),
+        // Nothing is paid for nothing: an offer of 0 is not one.
+        amount: MicroUsdc(text(amount_field)?.parse().ok().filter(|n: &u64| *n > 0)?),
         asset: text("asset")?,
         pay_to: text("payTo")?,
         max_timeout_seconds: requirement

@@ -56,6 +56,11 @@ impl Version {
 /// The v2 header that carries a [`PaymentRequiredV2`].
 pub const PAYMENT_REQUIRED_HEADER: &str = "payment-required";
 
+/// x402's MCP transport: where a payment travels in a tool call's `_meta`, and where its
+/// settlement is reported in the tool result's `_meta`.
+pub const MCP_PAYMENT_META: &str = "x402/payment";
+pub const MCP_PAYMENT_RESPONSE_META: &str = "x402/payment-response";
+
 /// A network as each version names it: `base` and `eip155:8453`.
 #[derive(Debug, Clone, Copy)]
 pub struct NetworkNames<'a> {

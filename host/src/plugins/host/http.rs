@@ -15,8 +15,7 @@ impl HostState {
         let charge = BodyCharge::new(&self.budget);
         request.budget = Some(charge.clone());
         let services = &self.call.services;
-        let run = self.call.paying_run();
-        let payer = services.payer.as_deref().map(|payer| (payer, &run));
+        let payer = services.payer.clone().map(|payer| (payer, self.call.paying_run()));
         send_paying(&services.outbound, &allowed, payer, request).await
     }
 }

@@ -81,7 +81,6 @@ impl WasiHttpHooks for GuardedHttp {
                 .map_err(|_| Error::InternalError(Some("the run is over".into())))?;
             let url = shown_url(request.uri());
             let response_charge = BodyCharge::new(&budget);
-            let payer = payer.as_ref().map(|(payer, run)| (payer.as_ref(), run));
             let result = send(
                 &outbound,
                 allowed,
@@ -131,7 +130,7 @@ enum SendError {
 async fn send(
     outbound: &Outbound,
     allowed: Result<Vec<HostPattern>, String>,
-    payer: Option<(&dyn Payer, &PayingRun)>,
+    payer: Option<(Arc<dyn Payer>, PayingRun)>,
     request: http::Request<WasiBody>,
     options: Option<RequestOptions>,
     budget: &Arc<MemoryBudget>,

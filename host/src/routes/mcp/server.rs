@@ -369,7 +369,7 @@ pub(super) async fn answer_call(
     let call = ToolCall {
         name,
         arguments,
-        payment: meta.get(mcp::PAYMENT_META).cloned(),
+        payment: meta.get(crate::x402::wire::MCP_PAYMENT_META).cloned(),
         sign_in: meta.get(crate::x402::sign_in::SIGN_IN_WITH_X).cloned(),
         request: sent,
     };
@@ -389,7 +389,7 @@ pub(super) async fn answer_call(
             let meta = settlement.map(|settlement| {
                 let mut meta = Map::new();
                 meta.insert(
-                    mcp::PAYMENT_RESPONSE_META.into(),
+                    crate::x402::wire::MCP_PAYMENT_RESPONSE_META.into(),
                     serde_json::to_value(settlement).unwrap_or_default(),
                 );
                 MetaObject(meta)

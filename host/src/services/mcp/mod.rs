@@ -24,17 +24,12 @@ use crate::x402::sign_in::SIGN_IN_WITH_X;
 pub mod exposed;
 mod sign_in_call;
 pub mod tasks;
-use crate::x402::wire::{PaymentRequiredV2, ResourceInfo, SettleResponse, Version};
+use crate::x402::wire::{MCP_PAYMENT_META, PaymentRequiredV2, ResourceInfo, SettleResponse, Version};
 use sign_in_call::signed_in;
 
 /// The tool that talks to the agent itself: its personality and knowledge, its commands
 /// off (a paid chat must not reach a paid command for free).
 pub const CHAT_TOOL: &str = "chat";
-
-/// Where an x402 payment travels in a tool call's `_meta`.
-pub const PAYMENT_META: &str = "x402/payment";
-/// Where the settlement is reported in a tool result's `_meta`.
-pub const PAYMENT_RESPONSE_META: &str = "x402/payment-response";
 
 /// An agent's tools as one caller may use them.
 pub struct Toolbox {
@@ -385,7 +380,7 @@ async fn buy(
             },
         );
     };
-    let payment = match purchase::read_payment(sent, offers, PAYMENT_META) {
+    let payment = match purchase::read_payment(sent, offers, MCP_PAYMENT_META) {
         Ok(found) => found,
         Err(reason) => return Ok(required(Some(reason))),
     };

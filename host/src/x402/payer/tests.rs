@@ -49,12 +49,14 @@ fn a_v1_body_and_a_v2_header_are_read_and_anything_else_is_not_a_402_to_pay() {
         "accepts": [
             { "scheme": "exact", "network": "eip155:8453", "amount": "2500", "asset": USDC, "payTo": PAY_TO,
               "maxTimeoutSeconds": 30, "extra": { "name": "USD Coin", "version": "2" } },
-            { "scheme": "exact", "network": "eip155:8453", "amount": "not a number", "asset": USDC, "payTo": PAY_TO }
+            { "scheme": "exact", "network": "eip155:8453", "amount": "not a number", "asset": USDC, "payTo": PAY_TO },
+            { "scheme": "exact", "network": "eip155:8453", "amount": "0", "asset": USDC, "payTo": PAY_TO },
+            { "scheme": "exact", "network": "eip155:8453", "amount": "1e6", "asset": USDC, "payTo": PAY_TO }
         ]
     });
     let headers = vec![("Payment-Required".to_string(), b64(&v2))];
     let offers = offers_in(&headers, b"{}").unwrap();
-    assert_eq!(offers.len(), 1, "the unreadable offer is left out");
+    assert_eq!(offers.len(), 1, "offers of nothing, or unreadable, are left out");
     assert_eq!((offers[0].version, offers[0].amount), (Version::V2, MicroUsdc(2_500)));
 
     // A v2 payment echoes the offer whole, and the resource.
