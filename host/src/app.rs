@@ -158,6 +158,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
     ));
     let wallet_locks = Arc::new(crate::services::locks::KeyedLocks::across(&store, "wallet"));
     let payment_locks = Arc::new(crate::services::payments::PaymentLocks::across(&store));
+    let oauth_refreshes = Arc::new(crate::services::locks::KeyedLocks::across(&store, "remote-oauth"));
     let facilitators = crate::clients::facilitator::Facilitators::from_settings(&settings);
     let usage = Arc::new(crate::services::usage::Recorder::new(&settings.webhooks));
     let card_key = match &settings.a2a.a2a_card_signing_key_file {
@@ -196,6 +197,7 @@ pub fn services(settings: Settings, store: Store, public_base_url: String) -> an
         usage,
         remote_listings: Arc::default(),
         payer,
+        oauth_refreshes,
     })
 }
 

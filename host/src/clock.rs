@@ -10,10 +10,11 @@ pub fn now_ms() -> i64 {
 /// The variable naming the test clock's file (debug builds only).
 pub const TEST_CLOCK: &str = "AGENT_HOST_TEST_CLOCK";
 
-/// The time schedules are read against: the real time, except in a debug build run with
-/// `AGENT_HOST_TEST_CLOCK`, where it is the Unix milliseconds written in that file, so a
-/// test can stand at 08:59 and then step to 09:00 (on every host that reads the file).
-pub fn schedule_now_ms() -> i64 {
+/// The time schedules and remote OAuth grants' expiry are read against: the real time,
+/// except in a debug build run with `AGENT_HOST_TEST_CLOCK`, where it is the Unix
+/// milliseconds written in that file, so a test can stand at 08:59 and then step to 09:00
+/// (on every host that reads the file), or past a token's end.
+pub fn controllable_now_ms() -> i64 {
     #[cfg(debug_assertions)]
     if let Some(path) = std::env::var_os(TEST_CLOCK)
         && let Some(ms) = std::fs::read_to_string(path).ok().and_then(|t| t.trim().parse().ok())

@@ -335,7 +335,7 @@ pub fn remote_server(s: &crate::services::remote_tools::ServerStatus) -> Value {
     };
     json!({
         "name": s.def.name, "url": s.def.url, "include": s.def.include, "exclude": s.def.exclude,
-        "header": s.def.header, "credential_set": s.credential_set, "timeout_ms": s.def.timeout_ms,
+        "header": s.def.header, "oauth": s.def.oauth, "credential_set": s.credential_set, "timeout_ms": s.def.timeout_ms,
         "max_calls": s.def.max_calls, "tools": tools, "error": error,
     })
 }

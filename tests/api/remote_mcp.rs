@@ -408,3 +408,125 @@ async fn strangers_chatting_with_the_bot_get_no_remote_tools() {
     let answered = chat(&server, &key, "call calc__add {\"a\": 1, \"b\": 2}").await;
     assert_eq!(answered["response"], "The tool said: 3");
 }
+
+/// A remote server behind OAuth: another account's agent on this host, whose MCP endpoint
+/// takes an OAuth token from the host's own authorization server. Its owner grants the
+/// helper access (the consent answered as the console's consent page answers it), the
+/// grant is kept sealed, the chat uses the tools, and a token near its end is refreshed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_behind_oauth_is_used_after_the_owners_grant() {
+    use crate::support::clock::{Clock, now_ms};
+    let llm = fake_openai(calls_named_tools(), Arc::default()).await;
+    let clock = Clock::now();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "fake-model")
+        .with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", "127.0.0.1")
+        .with_env("AGENT_HOST_MCP_OAUTH", "true")
+        .with_env("AGENT_HOST_PUBLIC_BASE_URL", &base)
+        .with_envs(clock.env());
+    let alice = env.account_with_key("alice", "pro");
+    let bob = env.account_with_key("bob", "pro");
+    env.apply_agent(
+        "username = \"tools\"\nname = \"Bob's tools\"\n\n[[commands]]\ncommand = \"greet\"\n\
+         handler_type = \"simple_text\"\nintegrations = [\"mcp\"]\n\
+         parameters = [{ name = \"name\", type = \"string\", required = true }]\nconfig = { text = \"Hello, {{name}}!\" }\n",
+        "bob",
+    );
+    let helper = env.apply_agent(
+        &format!(
+            "username = \"helper\"\nname = \"Helper\"\n\n[[commands]]\ncommand = \"hello\"\nhandler_type = \"simple_text\"\n\
+             config = {{ text = \"Hello!\" }}\n\n[[mcp_servers]]\nname = \"bobs\"\nurl = \"{base}/mcp/tools\"\noauth = true\n"
+        ),
+        "alice",
+    );
+    let server = env.serve_with(&["serve", "--listen", &format!("127.0.0.1:{port}")]);
+    let servers_url = server.url("/v1/account/agents/helper/mcp-servers");
+
+    // Until its owner grants it, the server's tools are left out, and the listing says why.
+    let listed = get(&servers_url, Some(&alice)).await.json();
+    let bobs = &listed["data"]["servers"][0];
+    assert_eq!(
+        (bobs["oauth"].as_bool(), bobs["credential_set"].as_bool()),
+        (Some(true), Some(false))
+    );
+    assert!(
+        bobs["error"]
+            .as_str()
+            .unwrap()
+            .contains("needs its owner's OAuth grant"),
+        "{listed}"
+    );
+
+    // The grant begins: the host found the server's authorization server and registered.
+    let start = server.url("/v1/account/agents/helper/mcp-servers/bobs/oauth");
+    let started = post_json(&start, Some(&alice), &json!({})).await;
+    assert_eq!(started.status, 200, "{}", started.text);
+    let authorize = reqwest::Url::parse(started.json()["data"]["authorization_url"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        authorize.as_str().split('?').next(),
+        Some(format!("{base}/oauth/authorize").as_str())
+    );
+    let asked: std::collections::HashMap<_, _> = authorize.query_pairs().into_owned().collect();
+    assert_eq!(asked["resource"], format!("{base}/mcp/tools"));
+    assert_eq!(asked["redirect_uri"], format!("{base}/oauth/mcp-servers/callback"));
+    assert_eq!(asked["code_challenge_method"], "S256");
+    // Nobody else starts it for alice's agent.
+    assert_eq!(post_json(&start, Some(&bob), &json!({})).await.status, 404);
+
+    // The owner of the tools consents (as the consent page does); the browser comes back.
+    let decided = post_json(
+        &server.url("/oauth/authorize/decision"),
+        Some(&bob),
+        &json!({ "query": authorize.query().unwrap(), "allow": true }),
+    )
+    .await;
+    assert_eq!(decided.status, 200, "{}", decided.text);
+    let callback = decided.json()["redirect"].as_str().unwrap().to_string();
+    assert!(
+        callback.starts_with(&format!("{base}/oauth/mcp-servers/callback?")),
+        "{callback}"
+    );
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    // A state that was altered, or a refusal, grants nothing.
+    let altered = callback.replace("state=", "state=x");
+    let refused = browser.get(&altered).send().await.unwrap();
+    assert_eq!(refused.status(), 400);
+    let denied = browser
+        .get(format!("{base}/oauth/mcp-servers/callback?error=access_denied&state=x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(denied.status(), 400);
+    assert!(denied.text().await.unwrap().contains("access_denied"));
+    let back = browser.get(&callback).send().await.unwrap();
+    assert!(back.status().is_redirection(), "{}", back.status());
+    let location = back.headers()["location"].to_str().unwrap().to_string();
+    assert_eq!(location, format!("/console#/agents/{helper}/mcp"));
+
+    let listed = get(&servers_url, Some(&alice)).await.json();
+    let bobs = &listed["data"]["servers"][0];
+    assert_eq!(bobs["credential_set"], true, "{listed}");
+    assert_eq!(bobs["tools"], json!(["bobs__chat", "bobs__greet"]), "{listed}");
+    let answered = chat(&server, &alice, r#"call bobs__greet {"name": "Ann"}"#).await;
+    assert_eq!(answered["response"], "The tool said: Hello, Ann!");
+
+    // Two hours on, the access token (an hour) is at its end: refreshed, then used.
+    let tokens =
+        |kind: &str| env.sql(&format!("SELECT COUNT(*) FROM oauth_tokens WHERE kind = '{kind}'"))[0][0].clone();
+    let before = tokens("access");
+    clock.set_ms(now_ms() + 2 * 3600 * 1000);
+    let answered = chat(&server, &alice, r#"call bobs__greet {"name": "Bo"}"#).await;
+    assert_eq!(answered["response"], "The tool said: Hello, Bo!");
+    let after = tokens("access");
+    assert_ne!(before, after, "a new access token was issued");
+}

@@ -2,52 +2,18 @@
 //! schedules against a test clock (`AGENT_HOST_TEST_CLOCK`, debug builds only) that each
 //! test moves, so "09:00 in Paris" comes when the test says, on every host at once.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::chatapp::{TOKEN, fake_telegram};
+use crate::support::clock::Clock;
 use crate::support::fake_llm::{fake_openai, text};
 use crate::support::webhooks::Receiver;
 use crate::support::*;
 
 const MASTER: &str = "0303030303030303030303030303030303030303030303030303030303030303";
-
-/// The time the hosts' schedules see: a file of Unix milliseconds.
-struct Clock {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-}
-
-impl Clock {
-    fn at(iso: &str) -> Clock {
-        let dir = tempfile::tempdir().unwrap();
-        let clock = Clock {
-            path: dir.path().join("clock"),
-            _dir: dir,
-        };
-        clock.set(iso);
-        clock
-    }
-
-    fn set(&self, iso: &str) {
-        let at = time::OffsetDateTime::parse(iso, &time::format_description::well_known::Rfc3339).unwrap();
-        let ms = at.unix_timestamp_nanos() / 1_000_000;
-        // Written whole, then moved: a host never reads half a time.
-        let next = self.path.with_extension("next");
-        std::fs::write(&next, ms.to_string()).unwrap();
-        std::fs::rename(next, &self.path).unwrap();
-    }
-
-    fn env(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("AGENT_HOST_TEST_CLOCK", self.path.display().to_string()),
-            ("AGENT_HOST_SCHEDULE_POLL_MS", "50".into()),
-        ]
-    }
-}
 
 /// Messages the stand-in for Telegram was asked to send to `chat`.
 fn sent_to(sent: &Arc<Mutex<Vec<Value>>>, chat: i64) -> Vec<String> {

@@ -561,13 +561,16 @@ async fn a_chat_is_told_why_a_paid_tool_was_not_bought() {
     assert_eq!(spending(&server, &key, "shopper").await["payments"], json!([]));
 }
 
+/// The payment headers of each request a server was sent, in order.
+type PaymentHeaders = Arc<Mutex<Vec<Vec<(String, String)>>>>;
+
 /// A paid server on loopback: `/paid` answers 402 with a v2 offer of 0.001 Base USDC to
 /// `pay_to`; a request that carries the host's payment (`PAYMENT-SIGNATURE`) is redirected
 /// to `other`. The payment headers of every request are kept.
-async fn redirecting_payee(pay_to: &str, other: &str) -> (FakeServer, Arc<Mutex<Vec<Vec<(String, String)>>>>) {
+async fn redirecting_payee(pay_to: &str, other: &str) -> (FakeServer, PaymentHeaders) {
     use axum::http::{HeaderMap, StatusCode, header};
     use axum::response::IntoResponse;
-    let seen: Arc<Mutex<Vec<Vec<(String, String)>>>> = Arc::default();
+    let seen: PaymentHeaders = Arc::default();
     let offer = json!({
         "x402Version": 2, "error": "payment required", "resource": { "url": "/paid" },
         "accepts": [{ "scheme": "exact", "network": "eip155:8453", "amount": "1000",

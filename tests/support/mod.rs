@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod chains;
+pub mod clock;
 pub mod facilitator;
 pub mod fake_llm;
 pub mod guards;

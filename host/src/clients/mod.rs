@@ -3,6 +3,7 @@
 
 pub mod facilitator;
 pub mod mcp;
+pub mod oauth;
 pub mod telegram;
 pub mod x;
 

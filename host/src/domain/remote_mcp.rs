@@ -20,6 +20,10 @@ pub struct McpServerDef {
     /// apart and sealed at rest, never written in the manifest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<String>,
+    /// The owner signs in with OAuth (in the console, or through the account API): the
+    /// grant's access token goes in `Authorization`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub oauth: bool,
     /// Longest wait for one of its answers.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: u64,

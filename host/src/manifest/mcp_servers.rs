@@ -65,9 +65,20 @@ pub(super) fn check(check: &Checker<'_>, raw: Vec<Spanned<McpServerDef>>) -> Res
             ));
         }
         server.url = url.to_string();
+        // A credential travels encrypted, but to this machine itself.
+        let local = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+        if server.oauth {
+            if server.header.is_some() {
+                return Err(wrong(
+                    "oauth",
+                    "a server signs in with OAuth or takes a 'header' credential, not both".into(),
+                ));
+            }
+            if url.scheme() != "https" && !local {
+                return Err(wrong("url", "https, to sign in to it with OAuth".into()));
+            }
+        }
         if let Some(header) = &server.header {
-            // A credential travels encrypted, but to this machine itself.
-            let local = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
             if url.scheme() != "https" && !local {
                 return Err(wrong("url", "https, to send a credential ('header') to it".into()));
             }

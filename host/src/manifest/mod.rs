@@ -435,7 +435,7 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
 
     let chatapp_enabled = integration_section(&check, raw.chatapp, "chatapp", "agent-host chatapp connect")?;
     let social_enabled = integration_section(&check, raw.social, "social", "agent-host social connect")?;
-    let schedules = schedules::check(&check, raw.schedules, &commands, crate::clock::schedule_now_ms())?;
+    let schedules = schedules::check(&check, raw.schedules, &commands, crate::clock::controllable_now_ms())?;
     let mcp_servers = mcp_servers::check(&check, raw.mcp_servers)?;
     let payments = raw
         .payments

@@ -542,3 +542,18 @@ commands = ["hello"]"#;
     // A secret has no place here either: unknown fields are refused.
     assert!(with(&format!("{base}\nprivate_key = \"0xabc\"")).is_err());
 }
+
+#[test]
+fn a_remote_server_signs_in_with_oauth_or_takes_a_header_not_both() {
+    let with = |entry: &str| parse_str(&format!("{GOOD}\n[[mcp_servers]]\nname = \"docs\"\n{entry}\n"));
+    let oauth = with("url = \"https://mcp.example.com/mcp\"\noauth = true").unwrap();
+    assert!(oauth.agent.mcp_servers[0].oauth);
+    assert!(
+        with("url = \"http://127.0.0.1:9000/mcp\"\noauth = true").is_ok(),
+        "this machine itself"
+    );
+    let both = with("url = \"https://mcp.example.com/mcp\"\noauth = true\nheader = \"Authorization\"").unwrap_err();
+    assert_eq!(both.field.as_deref(), Some("mcp_servers[0].oauth"), "{both}");
+    let plain = with("url = \"http://mcp.example.com/mcp\"\noauth = true").unwrap_err();
+    assert!(plain.message.contains("https, to sign in to it with OAuth"), "{plain}");
+}

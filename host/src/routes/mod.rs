@@ -73,6 +73,7 @@ pub fn router(state: AppState) -> impl Api {
         .merge(mcp::routes(state.clone()))
         .merge(a2a::routes(state.clone()))
         .merge(oauth::routes(state.clone()))
+        .merge(remote_mcp::callback_routes())
         .merge(openai::routes(state.clone()))
         .merge(jobs::routes())
         .merge(chatapp::routes())

@@ -101,7 +101,7 @@ pub async fn apply_as(
         }
     }
     // Its schedules as the manifest says, each new one's first time read on the schedules' clock.
-    let now = crate::clock::schedule_now_ms();
+    let now = crate::clock::controllable_now_ms();
     let schedules = manifest
         .schedules
         .iter()

@@ -26,6 +26,7 @@ pub mod plugins;
 pub mod purchase;
 pub mod rate_limit;
 pub mod recovery;
+pub mod remote_oauth;
 pub mod remote_tools;
 pub mod runs;
 pub mod schedules;
@@ -111,6 +112,8 @@ pub struct Services {
     /// Pays the x402 services agents' commands and remote tools ask to be paid, within their
     /// owners' limits (the plugin runtime holds the same one).
     pub payer: Arc<spending::AgentPayer>,
+    /// One refresh of a remote MCP server's OAuth grant at a time, across hosts.
+    pub oauth_refreshes: Arc<locks::KeyedLocks<String>>,
 }
 
 impl Services {

@@ -304,7 +304,12 @@ async fn connect_all<'a>(
 
 async fn connect(services: &Services, agent: &Agent, def: &McpServerDef) -> Result<Connected, ServiceError> {
     let mut headers = Vec::new();
-    if let Some(header) = &def.header {
+    if def.oauth {
+        headers.push((
+            "Authorization".to_string(),
+            super::remote_oauth::bearer(services, agent, def).await?,
+        ));
+    } else if let Some(header) = &def.header {
         headers.push((header.clone(), credential(services, agent, def).await?));
     }
     let remote = Remote {
@@ -438,6 +443,14 @@ pub async fn set_credential(services: &Services, agent: &Agent, name: &str, valu
     // The next chat connects with it.
     services.remote_listings.forget(&listing_key(agent, def));
     Ok(())
+}
+
+/// Forgets the kept listing of the agent's server `name` (its credential changed: the next
+/// chat connects afresh).
+pub fn forget_listing(services: &Services, agent: &Agent, name: &str) {
+    if let Some(def) = agent.def.mcp_servers.iter().find(|s| s.name == name) {
+        services.remote_listings.forget(&listing_key(agent, def));
+    }
 }
 
 /// Forgets it; false when none was set.

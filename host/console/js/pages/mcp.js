@@ -1,4 +1,4 @@
-import { del, enc, get, put } from "../api.js";
+import { del, enc, get, post, put } from "../api.js";
 import { confirmDialog, copyButton, errorText, field, fill, form, h, table, time } from "../dom.js";
 
 /** The agent's MCP server: its address, how to add it to the usual clients, and the
@@ -85,9 +85,18 @@ async function remoteServers(box, agent) {
       value.value = "";
       await again();
     }) : null;
+    // An OAuth server: its owner signs in at the server's authorization server, which sends
+    // the browser back to the host, then here.
+    const grant = s.oauth ? form({ "aria-label": `Sign in to ${s.name}` }, [
+      h("p", { class: "hint" }, s.credential_set ? "Connected with OAuth. Signing in again replaces the grant." : "Not connected: its tools are left out until you sign in."),
+      h("button", { type: "submit" }, s.credential_set ? `Sign in to ${s.name} again` : `Sign in to ${s.name}`),
+    ], async () => {
+      const { authorization_url } = await post(`${base}/${enc(s.name)}/oauth`, {});
+      window.location.assign(authorization_url);
+    }) : null;
     return h("section", { class: "card" },
       h("h3", {}, s.name), h("p", {}, h("code", {}, s.url)),
       s.error ? h("p", { class: "error" }, s.error) : h("p", {}, `Tools offered: ${s.tools.join(", ") || "none"}`),
-      credential);
+      credential, grant);
   }) : h("p", { class: "empty" }, "The manifest names no remote MCP server."));
 }

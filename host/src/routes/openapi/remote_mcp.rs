@@ -53,4 +53,15 @@ pub const REMOTE_MCP: &[Operation] = &[
         response: || success(json!({ "type": "object", "required": ["server", "removed"] })),
         errors: ONE_ERRORS,
     },
+    Operation {
+        method: "post",
+        path: "/v1/account/agents/{agentId}/mcp-servers/{server}/oauth",
+        id: "startRemoteMcpOAuth",
+        summary: "Begin the owner's OAuth grant to a remote MCP server (`oauth = true`): the address to send the owner's browser to; the server's authorization server sends it back to /oauth/mcp-servers/callback, which keeps the grant sealed",
+        keyed: true,
+        pending: false,
+        request: None,
+        response: || success(json!({ "type": "object", "required": ["server", "authorization_url"] })),
+        errors: ONE_ERRORS,
+    },
 ];

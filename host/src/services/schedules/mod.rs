@@ -16,7 +16,7 @@ pub async fn create(
     commands: &[Command],
     spec: ScheduleSpec,
 ) -> Result<ScheduleRecord, ServiceError> {
-    let now = crate::clock::schedule_now_ms();
+    let now = crate::clock::controllable_now_ms();
     let def = spec.check(now).map_err(|e| ServiceError::Validation(e.to_string()))?;
     if let Action::Command { command, parameters } = &def.action {
         let Some(found) = commands.iter().find(|c| &c.def.name == command) else {
@@ -68,7 +68,7 @@ pub async fn set_enabled(
     // `missed` says); the others from now.
     let next_run_at = match schedule.def.timing {
         Timing::Once { at } => Some(at),
-        _ => schedule.def.timing.next_after(crate::clock::schedule_now_ms()),
+        _ => schedule.def.timing.next_after(crate::clock::controllable_now_ms()),
     };
     services
         .store

@@ -44,7 +44,7 @@ pub async fn take_due(services: &Services) -> Result<usize, ServiceError> {
         return Ok(0);
     }
     let settings = &services.settings.schedules;
-    let now = crate::clock::schedule_now_ms();
+    let now = crate::clock::controllable_now_ms();
     let late_after_ms = settings.schedule_late_after_secs as i64 * 1000;
     let mut started = 0;
     for schedule in services.store.due_schedules(now, PER_PASS).await? {
