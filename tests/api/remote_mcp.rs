@@ -497,10 +497,7 @@ async fn a_server_behind_oauth_is_used_after_the_owners_grant() {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
-    // A state that was altered, or a refusal, grants nothing.
-    let altered = callback.replace("state=", "state=x");
-    let refused = browser.get(&altered).send().await.unwrap();
-    assert_eq!(refused.status(), 400);
+    // A refusal at the authorization server grants nothing.
     let denied = browser
         .get(format!("{base}/oauth/mcp-servers/callback?error=access_denied&state=x"))
         .send()
@@ -508,10 +505,33 @@ async fn a_server_behind_oauth_is_used_after_the_owners_grant() {
         .unwrap();
     assert_eq!(denied.status(), 400);
     assert!(denied.text().await.unwrap().contains("access_denied"));
+    // The public callback grants nothing either: it hands the code to the console.
     let back = browser.get(&callback).send().await.unwrap();
     assert!(back.status().is_redirection(), "{}", back.status());
     let location = back.headers()["location"].to_str().unwrap().to_string();
-    assert_eq!(location, format!("/console#/agents/{helper}/mcp"));
+    let forwarded = location
+        .strip_prefix("/console#/mcp-grant/")
+        .unwrap_or_else(|| panic!("{location}"));
+    // Encoded as one part of the console's address (its `decodeURIComponent` undoes it).
+    let part: Vec<(String, String)> = serde_urlencoded::from_str(&format!("part={forwarded}")).unwrap();
+    let forwarded = &part[0].1;
+    let given: std::collections::HashMap<String, String> = serde_urlencoded::from_str(forwarded).unwrap();
+    assert_eq!(given["iss"], base);
+    let finish = server.url("/v1/account/mcp-servers/oauth/finish");
+    let body = json!({ "state": given["state"], "code": given["code"], "iss": given["iss"] });
+    // Another account's key cannot finish alice's grant (nor an altered state anyone's).
+    let taken = post_json(&finish, Some(&bob), &body).await;
+    assert_eq!(taken.status, 400, "{}", taken.text);
+    let mut altered = body.clone();
+    altered["state"] = json!(format!("x{}", given["state"]));
+    assert_eq!(post_json(&finish, Some(&alice), &altered).await.status, 400);
+    // Alice finishes it (the console does, signed in), once.
+    let finished = post_json(&finish, Some(&alice), &body).await;
+    assert_eq!(finished.status, 200, "{}", finished.text);
+    assert_eq!(finished.json()["data"]["agent_id"], helper.as_str());
+    let again = post_json(&finish, Some(&alice), &body).await;
+    assert_eq!(again.status, 400, "{}", again.text);
+    assert!(again.text.contains("finished already"), "{}", again.text);
 
     let listed = get(&servers_url, Some(&alice)).await.json();
     let bobs = &listed["data"]["servers"][0];
@@ -529,4 +549,71 @@ async fn a_server_behind_oauth_is_used_after_the_owners_grant() {
     assert_eq!(answered["response"], "The tool said: Hello, Bo!");
     let after = tokens("access");
     assert_ne!(before, after, "a new access token was issued");
+}
+
+/// A server whose authorization server's metadata sends its token requests to another host
+/// (an authorization-server mix-up: the code and verifier would go there) is not signed in to.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_grant_never_sends_the_code_to_another_host_than_its_issuer() {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
+    let (issuer, resource) = (base.clone(), format!("{base}/mcp"));
+    let challenge = format!("Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\"");
+    let router = axum::Router::new()
+        .route(
+            "/mcp",
+            axum::routing::post(move || {
+                let challenge = challenge.clone();
+                async move { (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, challenge)]).into_response() }
+            }),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            axum::routing::get(move || {
+                let (resource, issuer) = (resource.clone(), issuer.clone());
+                async move { axum::Json(json!({ "resource": resource, "authorization_servers": [issuer] })) }
+            }),
+        )
+        .route(
+            "/.well-known/oauth-authorization-server",
+            axum::routing::get(move || {
+                let base = base.clone();
+                async move {
+                    axum::Json(json!({
+                        "issuer": base, "authorization_endpoint": format!("{base}/authorize"),
+                        "token_endpoint": "https://collector.example.net/token",
+                        "registration_endpoint": format!("{base}/register"),
+                        "code_challenge_methods_supported": ["S256"],
+                    }))
+                }
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let env = TestEnv::new().with_env("AGENT_HOST_OUTBOUND_ALLOW_PRIVATE", "127.0.0.1");
+    let key = env.account_with_key("alice", "pro");
+    env.apply_agent(
+        &format!(
+            "username = \"helper\"\nname = \"Helper\"\n\n[[commands]]\ncommand = \"hello\"\nhandler_type = \"simple_text\"\n\
+             config = {{ text = \"Hello!\" }}\n\n[[mcp_servers]]\nname = \"mixed\"\nurl = \"http://127.0.0.1:{port}/mcp\"\noauth = true\n"
+        ),
+        "alice",
+    );
+    let server = env.serve();
+    let start = server.url("/v1/account/agents/helper/mcp-servers/mixed/oauth");
+    let refused = post_json(&start, Some(&key), &json!({})).await;
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert!(
+        refused
+            .text
+            .contains("token_endpoint is on another host than its issuer"),
+        "{}",
+        refused.text
+    );
 }

@@ -699,3 +699,46 @@ commands = ["buy"]
     assert_eq!(seen.lock().unwrap().len(), 1, "asked once, never paid");
     assert_eq!(spending(&server, &key, "fooled").await["payments"], json!([]));
 }
+
+/// A host that dies after recording a payment, before signing it: the payment is found after
+/// the restart, still counted against the day (it might have been signed), and nothing moved.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_payment_cut_off_before_signing_is_found_after_a_restart() {
+    let chain = LocalBase::start().await;
+    let (mut env, seller) = base_shop(&chain, paying_env(), "").await;
+    let port = free_port();
+    let key = env.account_with_key("bob", "pro");
+    let seller_url = format!("http://127.0.0.1:{port}/x402/base/seller");
+    env.apply_agent(&buyer(&seller_url, &format!("http://127.0.0.1:{port}")), "bob");
+    let wallet = env.create_wallet("buyer", "base");
+    chain.mint_usdc(&wallet, 50_000).await;
+    let listen = format!("127.0.0.1:{port}");
+    let forecast = json!({ "command": "forecast", "city": "Paris" });
+
+    env.set_env("AGENT_HOST_TEST_FAULT", "spending:after_record");
+    let server = env.serve_with(&["serve", "--listen", &listen]);
+    let url = server.url("/v1/agents/buyer/commands/buy/execute");
+    let cut = client()
+        .post(&url)
+        .header("x-api-key", &key)
+        .json(&json!({ "parameters": forecast }))
+        .send()
+        .await;
+    assert!(cut.is_err(), "the host died before answering: {cut:?}");
+    drop(server);
+    env.set_env("AGENT_HOST_TEST_FAULT", "");
+
+    let server = env.serve_with(&["serve", "--listen", &listen]);
+    let record = spending(&server, &key, "buyer").await;
+    assert_eq!(record["payments"][0]["state"], "signing", "{record}");
+    assert_eq!(
+        record["spent_today_micro_usdc"], 10_000,
+        "it counts: it might have been signed"
+    );
+    assert_eq!(chain.usdc_of(&wallet).await, 50_000);
+    assert_eq!(chain.usdc_of(&seller).await, 0);
+    // What is left of the day is still spent as usual.
+    let reply = execute_with(&server, &key, "buyer", "buy", forecast).await;
+    assert_eq!(answered(&reply), "Sunny in Paris");
+    assert_eq!(chain.usdc_of(&wallet).await, 40_000);
+}

@@ -2,7 +2,7 @@
 // function (main element, route parts) that fills the main element. Without a working
 // key, only the sign-in page is shown.
 
-import { get, onSignedOut, session } from "./api.js";
+import { get, onSignedOut, post, session } from "./api.js";
 import { fill, h } from "./dom.js";
 import { agentPage } from "./pages/agent.js";
 import { agentsPage } from "./pages/agents.js";
@@ -18,7 +18,18 @@ const pages = {
   keys: keysPage,
   webhooks: webhooksPage,
   plugins: pluginsPage,
+  "mcp-grant": finishGrant,
 };
+
+/** The end of an OAuth grant to a remote MCP server: its authorization server sent the
+ * browser back with a code, which the signed-in owner hands to the host. */
+async function finishGrant(main, [query]) {
+  const params = new URLSearchParams(decodeURIComponent(query ?? ""));
+  const body = { state: params.get("state") ?? "", code: params.get("code") ?? "" };
+  if (params.get("iss")) body.iss = params.get("iss");
+  const { agent_id } = await post("/v1/account/mcp-servers/oauth/finish", body);
+  location.replace(`#/agents/${encodeURIComponent(agent_id)}/mcp`);
+}
 
 /** Pages hand in a function to stop their timers when the reader moves on. */
 let leave = () => {};

@@ -39,6 +39,9 @@ pub struct AuthServer {
     pub registration_endpoint: Option<String>,
     /// The scope the resource asks for, when it says.
     pub scope: Option<String>,
+    /// It says it names itself in its answers (`iss`, RFC 9207): one without is refused.
+    #[serde(default)]
+    pub sends_issuer: bool,
 }
 
 /// This host, registered with an authorization server.
@@ -61,6 +64,8 @@ pub struct Tokens {
 pub struct OAuthClient<'a> {
     pub outbound: &'a Outbound,
     pub timeout: Duration,
+    /// The MCP server's address: what the grant is for.
+    pub resource: String,
 }
 
 impl OAuthClient<'_> {
@@ -73,6 +78,8 @@ impl OAuthClient<'_> {
             None => well_known(resource, "oauth-protected-resource"),
         };
         let (metadata, _) = self.first_found(&candidates).await?;
+        // The server names the addresses: none may be one the operator opened to plugins
+        // though private, unless it is the server's own host.
         // RFC 9728 §3.3: the metadata must be about the resource it was asked for.
         let about = metadata["resource"].as_str().unwrap_or_default();
         if about.trim_end_matches('/') != resource.trim_end_matches('/') {
@@ -90,6 +97,7 @@ impl OAuthClient<'_> {
             let names: Vec<&str> = scopes.iter().filter_map(Value::as_str).collect();
             (!names.is_empty()).then(|| names.join(" "))
         });
+        self.not_elsewhere_private(&issuer)?;
         let mut candidates = well_known(&issuer, "oauth-authorization-server");
         candidates.extend(well_known(&issuer, "openid-configuration"));
         let (server, _) = self.first_found(&candidates).await?;
@@ -106,17 +114,26 @@ impl OAuthClient<'_> {
                 "its authorization server does not say it supports PKCE with S256".into(),
             ));
         }
+        // Its endpoints are its own: a server's metadata cannot send the code, the verifier
+        // or a secret to another host (an authorization-server mix-up).
+        let issuer_host = host_of(&issuer);
         let endpoint = |name: &str| -> Result<String, OAuthClientError> {
             let url = server[name]
                 .as_str()
                 .ok_or_else(|| OAuthClientError::Malformed(format!("its authorization server names no {name}")))?;
-            secure(url)?;
+            self.secure(url)?;
+            if host_of(url) != issuer_host {
+                return Err(OAuthClientError::Malformed(format!(
+                    "its {name} is on another host than its issuer {issuer}"
+                )));
+            }
             Ok(url.to_string())
         };
         Ok(AuthServer {
             authorization_endpoint: endpoint("authorization_endpoint")?,
             token_endpoint: endpoint("token_endpoint")?,
             registration_endpoint: endpoint("registration_endpoint").ok(),
+            sends_issuer: server["authorization_response_iss_parameter_supported"] == json!(true),
             issuer,
             scope,
         })
@@ -253,7 +270,8 @@ impl OAuthClient<'_> {
         content_type: &str,
         body: Vec<u8>,
     ) -> Result<(u16, Value), OAuthClientError> {
-        secure(url)?;
+        self.secure(url)?;
+        self.not_elsewhere_private(url)?;
         let grant = grant_of(url).ok_or_else(|| OAuthClientError::Malformed(format!("{url} is not an address")))?;
         let mut headers = vec![("Accept".to_string(), "application/json".to_string())];
         if !content_type.is_empty() {
@@ -278,6 +296,39 @@ impl OAuthClient<'_> {
         let value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
         Ok((answer.status, value))
     }
+}
+
+impl OAuthClient<'_> {
+    /// OAuth's endpoints are https; plain http only on this machine, for a server on this
+    /// machine (the owner's browser opens the authorization endpoint: a remote server must
+    /// not send it to the owner's own `localhost`).
+    fn secure(&self, url: &str) -> Result<(), OAuthClientError> {
+        let local_resource = is_local(&self.resource);
+        match reqwest::Url::parse(url).map(|u| u.scheme().to_string()) {
+            Ok(scheme) if scheme == "https" => Ok(()),
+            Ok(scheme) if scheme == "http" && local_resource && is_local(url) => Ok(()),
+            _ => Err(OAuthClientError::Malformed(format!("{url} is not https"))),
+        }
+    }
+
+    /// Refuses an address on a host the operator opened to plugins though private, unless it
+    /// is the MCP server's own.
+    fn not_elsewhere_private(&self, url: &str) -> Result<(), OAuthClientError> {
+        if host_of(url) != host_of(&self.resource) && self.outbound.names_private_exception(url) {
+            return Err(OAuthClientError::Malformed(format!(
+                "{url} is a private address this server may not send the host to"
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn host_of(url: &str) -> Option<String> {
+    reqwest::Url::parse(url).ok()?.host_str().map(str::to_ascii_lowercase)
+}
+
+fn is_local(url: &str) -> bool {
+    matches!(host_of(url).as_deref(), Some("localhost" | "127.0.0.1" | "[::1]"))
 }
 
 /// A new PKCE verifier (32 random bytes, base64url) and its S256 challenge.
@@ -349,17 +400,6 @@ fn parameter(challenge: &str, name: &str) -> Option<String> {
     (!value.is_empty()).then(|| value.to_string())
 }
 
-/// OAuth's endpoints are https, or this machine itself.
-fn secure(url: &str) -> Result<(), OAuthClientError> {
-    let parsed = reqwest::Url::parse(url).map_err(|_| OAuthClientError::Malformed(format!("{url} is not a URL")))?;
-    let local = matches!(parsed.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
-    match parsed.scheme() {
-        "https" => Ok(()),
-        "http" if local => Ok(()),
-        _ => Err(OAuthClientError::Malformed(format!("{url} is not https"))),
-    }
-}
-
 /// The grant for one endpoint: its host and port alone.
 fn grant_of(url: &str) -> Option<HostPattern> {
     let url = reqwest::Url::parse(url).ok()?;
@@ -419,6 +459,7 @@ mod tests {
             token_endpoint: "https://auth.example.com/token".into(),
             registration_endpoint: None,
             scope: Some("mcp read".into()),
+            sends_issuer: true,
         };
         let client = Client {
             client_id: "abc".into(),
@@ -445,10 +486,38 @@ mod tests {
     }
 
     #[test]
-    fn endpoints_are_https_or_this_machine() {
-        assert!(secure("https://auth.example.com/token").is_ok());
-        assert!(secure("http://127.0.0.1:8080/token").is_ok());
-        assert!(secure("http://auth.example.com/token").is_err());
-        assert!(secure("ftp://auth.example.com/").is_err());
+    fn endpoints_are_https_or_this_machine_for_a_server_on_it() {
+        let outbound = crate::outbound::Outbound::new(crate::outbound::OutboundPolicy {
+            allowed_hosts: vec![HostPattern::parse("*").unwrap()],
+            private_exceptions: vec![HostPattern::parse("internal.example").unwrap()],
+            allowed_ports: vec![80, 443],
+            own_addresses: vec![],
+            own_names: vec![],
+            max_response_bytes: 1024,
+            max_timeout: Duration::from_secs(2),
+            max_redirects: 0,
+            marker: None,
+        })
+        .unwrap();
+        let client = |resource: &str| OAuthClient {
+            outbound: &outbound,
+            timeout: Duration::from_secs(1),
+            resource: resource.into(),
+        };
+        let remote = client("https://mcp.example.com/mcp");
+        assert!(remote.secure("https://auth.example.com/token").is_ok());
+        assert!(remote.secure("http://auth.example.com/token").is_err());
+        assert!(
+            remote.secure("http://127.0.0.1:8080/authorize").is_err(),
+            "not the owner's own machine"
+        );
+        assert!(remote.secure("ftp://auth.example.com/").is_err());
+        let local = client("http://127.0.0.1:9000/mcp");
+        assert!(local.secure("http://127.0.0.1:9000/token").is_ok());
+        // A host the operator opened though private is the server's own to name, no one else's.
+        assert!(remote.not_elsewhere_private("https://internal.example/token").is_err());
+        assert!(remote.not_elsewhere_private("https://auth.example.com/token").is_ok());
+        let internal = client("https://internal.example/mcp");
+        assert!(internal.not_elsewhere_private("https://internal.example/token").is_ok());
     }
 }

@@ -214,6 +214,19 @@ impl Outbound {
         self.policy.private_allowed(&host, Some(port))
     }
 
+    /// Whether `url`'s host is one the operator lets plugins reach though it is private
+    /// (`outbound_allow_private`): a host no third party should point the host at.
+    pub fn names_private_exception(&self, url: &str) -> bool {
+        let Some(host) = Url::parse(url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+        else {
+            return false;
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        self.policy.private_exceptions.iter().any(|p| p.host == host)
+    }
+
     /// Sends the request, following redirects; `allowed` is the caller's grant, checked
     /// on every hop together with the operator's rules.
     pub async fn send(

@@ -2,7 +2,8 @@
 //! names, the tools each offers its chat now, and their credentials (set, or granted with
 //! OAuth; never shown). Mounted under the account routes, behind their key check; scope
 //! `manage`. The OAuth grant's callback, where the owner's browser comes back, is public
-//! (`callback_routes`): its sealed `state` says whose grant it is.
+//! (`callback_routes`) and grants nothing: it hands the code to the console, where the owner
+//! finishes the grant with their key.
 
 use axum::Router;
 use axum::extract::State;
@@ -26,6 +27,7 @@ pub fn routes() -> Router<AppState> {
             "/v1/account/agents/{agent_id}/mcp-servers/{server}/oauth",
             post(start_oauth),
         )
+        .route("/v1/account/mcp-servers/oauth/finish", post(finish_oauth))
 }
 
 /// The public callback of the owners' OAuth grants.
@@ -54,9 +56,10 @@ struct Callback {
     error_description: Option<String>,
 }
 
-/// Ends the grant and takes the owner back to the agent's MCP tab in the console.
+/// The browser's way back: nothing is granted here, where anyone may land. The code goes
+/// on to the console, in the address's fragment (never sent to a server), where the owner,
+/// signed in, finishes the grant with their key.
 async fn oauth_callback(
-    State(state): State<AppState>,
     ApiQuery(query): ApiQuery<Callback>,
 ) -> Result<axum::response::Redirect, crate::error::ApiError> {
     if let Some(error) = &query.error {
@@ -65,19 +68,46 @@ async fn oauth_callback(
             "The authorization server did not grant access: {error} {described}"
         )));
     }
-    let (Some(grant), Some(code)) = (query.state.as_deref(), query.code.as_deref()) else {
+    let (Some(grant), Some(code)) = (query.state, query.code) else {
         return Err(crate::error::ApiError::validation(
             "The callback needs 'state' and 'code'",
         ));
     };
+    let mut forward = vec![("state", grant), ("code", code)];
+    forward.extend(query.iss.map(|iss| ("iss", iss)));
+    // Encoded twice: once as a query, then as one part of the console's `#/page/part`.
+    let forward = serde_urlencoded::to_string(&forward).unwrap_or_default();
+    let forward = serde_urlencoded::to_string([("", forward)]).unwrap_or_default();
+    let forward = forward.trim_start_matches('=');
+    Ok(axum::response::Redirect::to(&format!("/console#/mcp-grant/{forward}")))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Finish {
+    state: String,
+    code: String,
+    iss: Option<String>,
+}
+
+/// The grant's last step, by the owner who began it (their key's account must be the one
+/// the grant was begun for).
+async fn finish_oauth(
+    State(state): State<AppState>,
+    Manager(caller): Manager,
+    ApiJson(body): ApiJson<Finish>,
+) -> Answer {
     let services = &state.services;
-    let (agent, server) = remote_oauth::finish(services, grant, code, query.iss.as_deref()).await?;
+    let (agent, server) = remote_oauth::finish(
+        services,
+        &caller.account.id,
+        &body.state,
+        &body.code,
+        body.iss.as_deref(),
+    )
+    .await?;
     remote_tools::forget_listing(services, &agent, &server);
-    // The MCP tab shows the server connected.
-    Ok(axum::response::Redirect::to(&format!(
-        "/console#/agents/{}/mcp",
-        agent.id
-    )))
+    ok(json!({ "agent_id": agent.id, "server": server, "connected": true }))
 }
 
 async fn list(State(state): State<AppState>, Manager(caller): Manager, ApiPath(agent_id): ApiPath<String>) -> Answer {

@@ -4,9 +4,11 @@
 //! the server's credential among the agent's integrations. The access token is refreshed
 //! before it runs out, one host at a time.
 //!
-//! Nothing is kept while the owner is away consenting: the grant's `state` carries what the
-//! callback needs (the PKCE verifier, the client, the endpoints), sealed with the master key
-//! every host shares, so the callback may land on any host, within ten minutes.
+//! Nothing is kept while the owner is away consenting: the grant's `state` carries what its
+//! end needs (the PKCE verifier, the client, the endpoints), sealed with the master key every
+//! host shares, so the owner may come back to any host, within ten minutes. The public
+//! callback grants nothing: the owner, signed in to the console, finishes the grant with a
+//! key of the account that began it, once.
 
 use std::time::Duration;
 
@@ -30,9 +32,11 @@ const REFRESH_BEFORE_MS: i64 = 60 * 1000;
 /// What the state is sealed for.
 const STATE_PURPOSE: &str = "remote-mcp-oauth-state";
 
-/// What the callback needs, carried in the grant's `state`.
+/// What the grant's end needs, carried in its `state`.
 #[derive(Serialize, Deserialize)]
 struct Pending {
+    /// This grant's own id: kept with its tokens, so its state finishes it once.
+    id: String,
     account_id: String,
     agent_id: String,
     server: String,
@@ -56,6 +60,9 @@ struct Granted {
     client: Client,
     /// The resource the tokens are for: the server's address.
     resource: String,
+    /// The grant they came from (`Pending::id`).
+    #[serde(default)]
+    grant_id: String,
 }
 
 /// What is kept in the open beside it (as a header credential's is: the header and the
@@ -65,6 +72,9 @@ struct GrantedPublic {
     header: String,
     origin: String,
     oauth: bool,
+    /// The grant whose state was used (`Pending::id`).
+    #[serde(default)]
+    grant_id: String,
 }
 
 fn oauth_server<'a>(agent: &'a Agent, name: &str) -> Result<&'a McpServerDef, ServiceError> {
@@ -86,7 +96,13 @@ fn client<'a>(services: &'a Services, def: &McpServerDef) -> OAuthClient<'a> {
     OAuthClient {
         outbound: &services.outbound,
         timeout: Duration::from_millis(def.timeout_ms),
+        resource: def.url.clone(),
     }
+}
+
+/// The lock a grant's writes take, on every host: a refresh, a grant's end, its removal.
+fn turn(agent: &Agent, def: &McpServerDef) -> String {
+    format!("{}:{}", agent.id, def.name)
 }
 
 fn failed(def: &McpServerDef, err: OAuthClientError) -> ServiceError {
@@ -126,6 +142,7 @@ pub async fn start(services: &Services, agent: &Agent, name: &str) -> Result<Str
         .map_err(|e| failed(def, e))?;
     let (verifier, code_challenge) = oauth::pkce_pair();
     let pending = Pending {
+        id: crate::random::hex_token(16),
         account_id: agent.account_id.clone(),
         agent_id: agent.id.clone(),
         server: def.name.clone(),
@@ -148,11 +165,13 @@ pub async fn start(services: &Services, agent: &Agent, name: &str) -> Result<Str
     ))
 }
 
-/// Ends a grant at the callback: trades the code for tokens and keeps them sealed. Returns
-/// the agent and the server's name. `issuer`: the callback's `iss`, when the
-/// authorization server sent one (RFC 9207), which must be the one the grant began with.
+/// Ends a grant, for the account `account_id` that began it: trades the code for tokens and
+/// keeps them sealed. Returns the agent and the server's name. `issuer`: the callback's
+/// `iss` (RFC 9207), which must be the grant's own, and must be there when its
+/// authorization server says it sends one.
 pub async fn finish(
     services: &Services,
+    account_id: &str,
     state: &str,
     code: &str,
     issuer: Option<&str>,
@@ -161,12 +180,18 @@ pub async fn finish(
     let sealed = URL_SAFE_NO_PAD.decode(state).map_err(|_| unknown())?;
     let opened = services.secrets.open(STATE_PURPOSE, &sealed).map_err(|_| unknown())?;
     let pending: Pending = serde_json::from_slice(&opened).map_err(|_| unknown())?;
+    // Only the account that began it ends it: a code another browser brings back grants
+    // nothing (a victim's consent cannot land on an attacker's agent, nor the reverse).
+    if pending.account_id != account_id {
+        return Err(unknown());
+    }
     if crate::clock::now_ms() > pending.expires_at {
         return Err(ServiceError::Validation(
             "This sign-in took longer than 10 minutes; start it again".into(),
         ));
     }
-    if issuer.is_some_and(|iss| iss.trim_end_matches('/') != pending.auth.issuer) {
+    let issuer_missing = issuer.is_none() && pending.auth.sends_issuer;
+    if issuer_missing || issuer.is_some_and(|iss| iss.trim_end_matches('/') != pending.auth.issuer) {
         return Err(ServiceError::Validation(
             "The answer came from another authorization server than the one asked; start again".into(),
         ));
@@ -184,6 +209,13 @@ pub async fn finish(
             def.name
         )));
     }
+    let _turn = services.oauth_refreshes.lock(turn(&agent, def)).await?;
+    if let Some(stored) = services.store.integration(&agent.id, &def.credential_kind()).await? {
+        let kept: Option<GrantedPublic> = super::integrations::public(&stored).ok();
+        if kept.is_some_and(|kept| kept.grant_id == pending.id) {
+            return Err(ServiceError::Validation("This sign-in was finished already".into()));
+        }
+    }
     let tokens = client(services, def)
         .exchange(
             &pending.auth,
@@ -195,7 +227,15 @@ pub async fn finish(
         )
         .await
         .map_err(|e| failed(def, e))?;
-    keep(services, &agent, def, pending.auth, pending.client, tokens, None).await?;
+    keep(
+        services,
+        &agent,
+        def,
+        (pending.auth, pending.client, &pending.id),
+        tokens,
+        None,
+    )
+    .await?;
     let name = def.name.clone();
     Ok((agent, name))
 }
@@ -207,11 +247,21 @@ pub async fn bearer(services: &Services, agent: &Agent, def: &McpServerDef) -> R
     if !expiring(&current) {
         return Ok(format!("Bearer {}", current.access_token));
     }
-    // One host refreshes at a time (a refresh token is used once); the others find its result.
+    // Detached: a refresh token is used once, so a refresh that began is kept, even when the
+    // chat that needed it is cut off meanwhile.
+    let (services, agent, def) = (services.clone(), agent.clone(), def.clone());
+    tokio::spawn(async move { refresh(&services, &agent, &def).await })
+        .await
+        .map_err(|e| ServiceError::Execution(format!("the grant's refresh failed: {e}")))?
+}
+
+/// Refreshes the grant, one host at a time; a host that waited finds the other's result.
+async fn refresh(services: &Services, agent: &Agent, def: &McpServerDef) -> Result<String, ServiceError> {
     let _turn = services
         .oauth_refreshes
-        .lock(format!("{}:{}", agent.id, def.name))
-        .await?;
+        .lock_within(turn(agent, def), Duration::from_secs(30))
+        .await?
+        .ok_or_else(|| ServiceError::Busy(format!("{}'s grant is being refreshed; try again", def.name)))?;
     let current = granted(services, agent, def).await?;
     if !expiring(&current) {
         return Ok(format!("Bearer {}", current.access_token));
@@ -228,8 +278,26 @@ pub async fn bearer(services: &Services, agent: &Agent, def: &McpServerDef) -> R
         .map_err(|e| failed(def, e))?;
     let access = format!("Bearer {}", tokens.access_token);
     let kept_refresh = current.refresh_token.clone();
-    keep(services, agent, def, current.auth, current.client, tokens, kept_refresh).await?;
+    let grant_id = current.grant_id.clone();
+    keep(
+        services,
+        agent,
+        def,
+        (current.auth, current.client, &grant_id),
+        tokens,
+        kept_refresh,
+    )
+    .await?;
     Ok(access)
+}
+
+/// Forgets the agent's grant to `def` (its owner disconnects it), in turn with refreshes.
+pub async fn forget(services: &Services, agent: &Agent, def: &McpServerDef) -> Result<bool, ServiceError> {
+    let _turn = services.oauth_refreshes.lock(turn(agent, def)).await?;
+    Ok(services
+        .store
+        .delete_integration(&agent.id, &def.credential_kind())
+        .await?)
 }
 
 fn expiring(granted: &Granted) -> bool {
@@ -253,20 +321,28 @@ async fn granted(services: &Services, agent: &Agent, def: &McpServerDef) -> Resu
             def.name, public.origin, def.url
         )));
     }
-    super::integrations::open(services, &stored)
+    let granted: Granted = super::integrations::open(services, &stored)?;
+    // Its tokens are for that address alone, not another path of the same host.
+    if granted.resource != def.url {
+        return Err(ServiceError::Validation(format!(
+            "{}'s grant was made for {}; its owner connects it again for {}",
+            def.name, granted.resource, def.url
+        )));
+    }
+    Ok(granted)
 }
 
-/// Seals the tokens as the server's credential (a refresh that gave no new refresh token
-/// keeps `previous_refresh`).
+/// Seals the tokens of grant `grant` (its server, client and id) as the server's credential
+/// (a refresh that gave no new refresh token keeps `previous_refresh`).
 async fn keep(
     services: &Services,
     agent: &Agent,
     def: &McpServerDef,
-    auth: AuthServer,
-    client: Client,
+    grant: (AuthServer, Client, &str),
     tokens: Tokens,
     previous_refresh: Option<String>,
 ) -> Result<(), ServiceError> {
+    let (auth, client, grant_id) = grant;
     let granted = Granted {
         access_token: tokens.access_token,
         refresh_token: tokens.refresh_token.or(previous_refresh),
@@ -276,11 +352,13 @@ async fn keep(
         auth,
         client,
         resource: def.url.clone(),
+        grant_id: grant_id.to_string(),
     };
     let public = GrantedPublic {
         header: "Authorization".into(),
         origin: origin_of(&def.url).unwrap_or_default(),
         oauth: true,
+        grant_id: grant_id.to_string(),
     };
     super::integrations::save_as(
         services,

@@ -456,6 +456,9 @@ pub fn forget_listing(services: &Services, agent: &Agent, name: &str) {
 /// Forgets it; false when none was set.
 pub async fn remove_credential(services: &Services, agent: &Agent, name: &str) -> Result<bool, ServiceError> {
     let def = server(agent, name)?;
+    if def.oauth {
+        return super::remote_oauth::forget(services, agent, def).await;
+    }
     Ok(services
         .store
         .delete_integration(&agent.id, &def.credential_kind())

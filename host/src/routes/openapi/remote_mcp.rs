@@ -64,4 +64,18 @@ pub const REMOTE_MCP: &[Operation] = &[
         response: || success(json!({ "type": "object", "required": ["server", "authorization_url"] })),
         errors: ONE_ERRORS,
     },
+    Operation {
+        method: "post",
+        path: "/v1/account/mcp-servers/oauth/finish",
+        id: "finishRemoteMcpOAuth",
+        summary: "Finish an OAuth grant to a remote MCP server with what its authorization server sent the browser back with (the console does this, signed in): only the account that began it, once",
+        keyed: true,
+        pending: false,
+        request: Some(|| {
+            json!({ "type": "object", "required": ["state", "code"], "additionalProperties": false, "properties": {
+                "state": { "type": "string" }, "code": { "type": "string" }, "iss": { "type": "string" } } })
+        }),
+        response: || success(json!({ "type": "object", "required": ["agent_id", "server", "connected"] })),
+        errors: ONE_ERRORS,
+    },
 ];
