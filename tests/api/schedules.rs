@@ -809,3 +809,81 @@ async fn a_run_cut_off_by_a_crash_is_failed_not_run_again() {
         "2026-12-01T14:00:00.000Z"
     );
 }
+
+/// A prompt's answer posted on X at its minute (the X API stand-in of `social.rs`); then the
+/// account's chat token budget no longer covers the next prompt: its run fails, saying so,
+/// and the model is not asked.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_posts_on_x_and_the_chat_budget_holds_for_schedules() {
+    let x_log = Arc::new(Mutex::new(crate::social::XLog::default()));
+    let x = crate::social::fake_x(x_log.clone()).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let llm = fake_openai(Arc::new(|_, _| text("Tip: drink water.")), seen.clone()).await;
+    let clock = Clock::at("2026-12-01T08:59:30Z");
+    let env = TestEnv::new()
+        .with_env("AGENT_HOST_SOCIAL_API_BASE", &x.base)
+        .with_env("AGENT_HOST_SOCIAL_CLIENT_ID", "client-1")
+        .with_env("AGENT_HOST_SOCIAL_CLIENT_SECRET", "shh")
+        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+        .with_env("AGENT_HOST_LLM_MODEL", "fake-model")
+        .with_env("AGENT_HOST_CHAT_MAX_TOKENS", "600")
+        .with_env("AGENT_HOST_ACCOUNT_CHAT_TOKENS_PER_DAY", "1000")
+        .with_envs(clock.env());
+    let key = env.account_with_key("alice", "pro");
+    env.apply_agent(&manifest("alpha"), "alice");
+    let connected = env.cli_json(&[
+        "social",
+        "connect",
+        "--agent",
+        "alpha",
+        "--access-token",
+        "good-access",
+        "--refresh-token",
+        "good-refresh",
+    ]);
+    assert_eq!(connected["username"], "helper_x");
+    let server = env.serve();
+    create(
+        &server,
+        &key,
+        "alpha",
+        json!({ "name": "tip", "cron": "0 9 * * *", "timezone": "UTC", "prompt": "Post today's tip.",
+                "deliver": { "to": "social" } }),
+    )
+    .await;
+    create(
+        &server,
+        &key,
+        "alpha",
+        json!({ "name": "another", "cron": "1 9 * * *", "timezone": "UTC", "prompt": "One more tip." }),
+    )
+    .await;
+
+    clock.set("2026-12-01T09:00:00Z");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while runs(&server, &key, "alpha", "tip")
+        .await
+        .iter()
+        .all(|r| r["state"] == "running")
+    {
+        assert!(Instant::now() < deadline, "the tip never ran");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let ran = runs(&server, &key, "alpha", "tip").await;
+    assert_eq!(ran[0]["state"], "succeeded", "{ran:?}");
+    until("the tip is posted on X", || x_log.lock().unwrap().posts.len() == 1).await;
+    let (token, post) = x_log.lock().unwrap().posts[0].clone();
+    assert_eq!(
+        (token.as_str(), post["text"].as_str()),
+        ("good-access", Some("Tip: drink water."))
+    );
+    until_outcome(&server, &key, "tip", "succeeded").await;
+
+    // The first prompt's worst case took most of the day's 1000 tokens: the next does not fit.
+    clock.set("2026-12-01T09:01:00Z");
+    until_outcome(&server, &key, "another", "failed").await;
+    let failed = &runs(&server, &key, "alpha", "another").await[0];
+    assert!(failed["error"].as_str().unwrap().contains("token budget"), "{failed}");
+    assert_eq!(seen.lock().unwrap().len(), 1, "the model was asked once");
+    assert_eq!(x_log.lock().unwrap().posts.len(), 1);
+}

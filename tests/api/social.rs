@@ -13,9 +13,10 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
+/// What the X API stand-in was asked (the schedules' tests read it too).
 #[derive(Default)]
-struct XLog {
-    posts: Vec<(String, Value)>,
+pub(crate) struct XLog {
+    pub(crate) posts: Vec<(String, Value)>,
     refreshes: u32,
     image_uploads: u32,
     appends: u32,
@@ -36,7 +37,7 @@ fn problem(status: u16, title: &str, detail: &str) -> Response {
     (StatusCode::from_u16(status).unwrap(), axum::Json(body)).into_response()
 }
 
-async fn fake_x(log: Arc<Mutex<XLog>>) -> FakeServer {
+pub(crate) async fn fake_x(log: Arc<Mutex<XLog>>) -> FakeServer {
     let valid = |token: &str| ["good-access", "new-access", "expired-access", "readonly-access"].contains(&token);
     let (l1, l2, l3, l4, l5) = (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
     let router = axum::Router::new()

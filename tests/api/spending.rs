@@ -240,6 +240,7 @@ async fn buys_within_its_limits(chain: Chain<'_>, env: TestEnv, port: u16, selle
         key,
         buyer_id,
         transaction,
+        _env: env,
     }
 }
 
@@ -250,6 +251,8 @@ struct Bought {
     buyer_id: String,
     /// The first payment's settlement.
     transaction: String,
+    /// Its data dir and database, kept while the server runs.
+    _env: TestEnv,
 }
 
 fn paying_env() -> TestEnv {
@@ -265,7 +268,20 @@ async fn an_agent_pays_another_agents_paid_command_on_base_within_its_limits() {
     let (env, seller) = base_shop(&chain, paying_env(), WEATHER).await;
     let bought = buys_within_its_limits(Chain::Base(&chain), env, free_port(), &seller).await;
 
-    // The owner sees them in the console, in Chromium.
+    // The owner sees them in the usage report, and in the console, in Chromium.
+    for path in ["/v1/account", "/v1/account/usage"] {
+        let reply = get(&bought.server.url(path), Some(&bought.key)).await;
+        assert_eq!(reply.status, 200, "{path}: {}", reply.text);
+    }
+    let usage = get(&bought.server.url("/v1/account/usage"), Some(&bought.key))
+        .await
+        .json();
+    let totals = &usage["data"]["totals"];
+    assert_eq!(
+        (&totals["purchases"]["base"], &totals["spent_micro_usdc"]["base"]),
+        (&json!(2), &json!(20_000)),
+        "{usage}"
+    );
     let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/node/console_spending.mjs");
     let mut run = tokio::process::Command::new("node");

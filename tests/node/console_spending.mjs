@@ -16,11 +16,14 @@ const browser = await chromium.launch({ executablePath: env("CHROMIUM") });
 const page = await browser.newPage({ viewport: { width: 1200, height: 860 } });
 const problems = [];
 page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+page.on("console", (m) => m.type() === "error" && problems.push(`console: ${m.text()}`));
+page.on("requestfailed", (r) => problems.push(`request failed: ${r.url()}`));
 try {
   await page.goto(`${base}/console`);
+  await page.getByLabel("API key").waitFor();
   await page.getByLabel("API key").fill(env("MANAGE_KEY"));
   await page.keyboard.press("Enter");
-  await page.getByRole("heading", { name: "Overview", level: 1 }).waitFor();
+  await page.getByRole("heading", { name: "Overview", level: 1 }).waitFor({ timeout: 60_000 });
   await page.locator("#kpi-spent strong").waitFor();
   assert.equal(await page.locator("#kpi-spent strong").textContent(), "0.02 USDC", "the overview counts what was spent");
 
@@ -36,6 +39,9 @@ try {
   assert.ok(links.some((href) => href.includes(env("EXPECT_TX"))), `an explorer link names ${env("EXPECT_TX")}: ${links}`);
   assert.deepEqual(problems, []);
   console.log("console: spending shown");
+} catch (e) {
+  console.log(`console: failed; what the page said: ${JSON.stringify(problems)}`);
+  throw e;
 } finally {
   await browser.close();
 }
