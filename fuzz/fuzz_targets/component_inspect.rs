@@ -42,6 +42,7 @@ fn fixture() -> &'static Fixture {
             llm: Arc::new(NoProvider),
             llm_max_tokens: 16,
             kv_max_account_bytes: 1 << 20,
+            payer: None,
             llm_run_limits: agent_host::plugins::LlmRunLimits {
                 calls: 1000,
                 prompt_chars: u64::MAX,

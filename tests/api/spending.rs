@@ -758,3 +758,67 @@ async fn a_payment_cut_off_before_signing_is_found_after_a_restart() {
     assert_eq!(answered(&reply), "Sunny in Paris");
     assert_eq!(chain.usdc_of(&wallet).await, 40_000);
 }
+
+/// A server that speaks x402 version 1 only: a proxy in front of the seller's paid route that
+/// drops the version 2 header from its 402 (and passes everything else both ways). The agent
+/// pays it as v1 clients do: `X-PAYMENT`, read back from `X-PAYMENT-RESPONSE`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_speaks_only_version_1_is_paid_in_version_1() {
+    let chain = LocalBase::start().await;
+    let (env, seller) = base_shop(&chain, paying_env(), "").await;
+    let port = free_port();
+    let upstream = format!("http://127.0.0.1:{port}/x402/base/seller");
+    let v1_only = FakeServer::start(axum::Router::new().route(
+        "/paid",
+        axum::routing::post(move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+            let upstream = upstream.clone();
+            async move {
+                let mut forward = client().post(&upstream).body(body.to_vec());
+                for (name, value) in headers.iter() {
+                    if matches!(name.as_str(), "content-type" | "x-payment") {
+                        forward = forward.header(name.as_str(), value.as_bytes());
+                    }
+                }
+                let answer = forward.send().await.unwrap();
+                let status = axum::http::StatusCode::from_u16(answer.status().as_u16()).unwrap();
+                let mut kept = axum::http::HeaderMap::new();
+                for (name, value) in answer.headers() {
+                    if matches!(name.as_str(), "content-type" | "x-payment-response") {
+                        kept.insert(name.clone(), value.clone());
+                    }
+                }
+                let body = answer.bytes().await.unwrap();
+                (status, kept, body.to_vec())
+            }
+        }),
+    ))
+    .await;
+    let key = env.account_with_key("bob", "pro");
+    env.apply_agent(&buyer(&v1_only.url("/paid"), &v1_only.base), "bob");
+    let wallet = env.create_wallet("buyer", "base");
+    chain.mint_usdc(&wallet, 50_000).await;
+    let server = env.serve_with(&["serve", "--listen", &format!("127.0.0.1:{port}")]);
+
+    let reply = execute_with(
+        &server,
+        &key,
+        "buyer",
+        "buy",
+        json!({ "command": "forecast", "city": "Oslo" }),
+    )
+    .await;
+    assert_eq!(answered(&reply), "Sunny in Oslo");
+    assert_eq!(chain.usdc_of(&wallet).await, 40_000);
+    assert_eq!(chain.usdc_of(&seller).await, 10_000);
+    let record = spending(&server, &key, "buyer").await;
+    let paid = &record["payments"][0];
+    assert_eq!(
+        (paid["state"].as_str(), paid["x402Version"].as_u64()),
+        (Some("settled"), Some(1)),
+        "{record}"
+    );
+    assert_eq!(
+        chain.receipt(paid["transaction"].as_str().unwrap()).await["status"],
+        "0x1"
+    );
+}

@@ -333,8 +333,8 @@ pub struct AgentDef {
     /// `[[mcp_servers]]`: remote MCP servers whose tools its chat may call.
     pub mcp_servers: Vec<remote_mcp::McpServerDef>,
     /// `[payments]`: what its commands may spend on the paid services they call; `None`:
-    /// nothing.
-    pub payments: Option<spending::SpendingPolicy>,
+    /// nothing. Boxed: every host keeps its active agents in memory, and most pay for nothing.
+    pub payments: Option<Box<spending::SpendingPolicy>>,
 }
 
 /// `[a2a]` of a manifest: how the agent meets A2A clients that hold no key of its owner.

@@ -439,7 +439,7 @@ pub fn parse(source: &str, file: &str, plugins: PluginSource) -> Result<AgentMan
     let mcp_servers = mcp_servers::check(&check, raw.mcp_servers)?;
     let payments = raw
         .payments
-        .map(|raw| payments::check(&check, raw, &commands, &mcp_servers))
+        .map(|raw| payments::check(&check, raw, &commands, &mcp_servers).map(Box::new))
         .transpose()?;
 
     Ok(AgentManifest {

@@ -154,7 +154,7 @@ impl AgentPayer {
             Some(server) => p.covers_server(server),
             None => p.covers(&run.command),
         };
-        let Some(policy) = agent.def.payments.filter(covered) else {
+        let Some(policy) = agent.def.payments.filter(|p| covered(p)) else {
             return Ok(Decision::PassOn);
         };
         let resource = without_query(url);
@@ -373,7 +373,7 @@ pub struct Spending {
 /// The agent's payments and its owner's limits.
 pub async fn of_agent(store: &Store, agent: &crate::domain::Agent, limit: u32) -> Result<Spending, ServiceError> {
     Ok(Spending {
-        policy: agent.def.payments.clone(),
+        policy: agent.def.payments.as_deref().cloned(),
         spent_today: store.spent_today(&agent.id).await?,
         payments: store.spending_of(&agent.id, limit).await?,
     })

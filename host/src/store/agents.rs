@@ -64,7 +64,7 @@ fn agent_from_row(row: &Row) -> Result<Agent, StoreError> {
             mcp_servers: json_list(&row.get::<String>(15)?, "agent mcp_servers")?,
             payments: row
                 .get::<Option<String>>(16)?
-                .map(|text| json_column(&text, "agent payments"))
+                .map(|text| json_column(&text, "agent payments").map(Box::new))
                 .transpose()?,
         },
         created_at: row.get(9)?,
