@@ -508,29 +508,67 @@ async fn shop_chat(server: &TestServer, key: &str, message: &str) -> Value {
     reply.json()["data"].clone()
 }
 
+/// A seller agent selling `weather` over MCP (0.03 USDC) and the shopper's owner chatting, on
+/// one host on Anvil; the shopper may pay up to `max_per_payment`, its wallet holds 0.1.
+struct McpShop {
+    chain: LocalBase,
+    server: TestServer,
+    key: String,
+    wallet: String,
+    seller: String,
+    _env: TestEnv,
+    _llm: FakeServer,
+}
+
+impl McpShop {
+    async fn open(max_per_payment: &str) -> McpShop {
+        use crate::support::fake_llm::{calls_named_tools, fake_openai};
+        let chain = LocalBase::start().await;
+        let llm = fake_openai(calls_named_tools(), Default::default()).await;
+        let env = paying_env()
+            .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
+            .with_env("AGENT_HOST_LLM_MODEL", "fake-model");
+        let (env, seller) = base_shop(&chain, env, WEATHER).await;
+        let port = free_port();
+        let origin = format!("http://127.0.0.1:{port}");
+        let key = env.account_with_key("dana", "pro");
+        env.apply_agent(
+            &mcp_buyer(&format!("{origin}/mcp/seller"), &origin, max_per_payment),
+            "dana",
+        );
+        let wallet = env.create_wallet("shopper", "base");
+        chain.mint_usdc(&wallet, 100_000).await;
+        let server = env.serve_with(&["serve", "--listen", &format!("127.0.0.1:{port}")]);
+        McpShop {
+            chain,
+            server,
+            key,
+            wallet,
+            seller,
+            _env: env,
+            _llm: llm,
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_chat_buys_a_paid_tool_of_a_remote_mcp_server_on_base() {
-    use crate::support::fake_llm::{calls_named_tools, fake_openai};
-    let chain = LocalBase::start().await;
-    let llm = fake_openai(calls_named_tools(), Default::default()).await;
-    let env = paying_env()
-        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
-        .with_env("AGENT_HOST_LLM_MODEL", "fake-model");
-    let (env, seller) = base_shop(&chain, env, WEATHER).await;
-    let port = free_port();
-    let origin = format!("http://127.0.0.1:{port}");
-    let key = env.account_with_key("dana", "pro");
-    env.apply_agent(&mcp_buyer(&format!("{origin}/mcp/seller"), &origin, "0.05"), "dana");
-    let wallet = env.create_wallet("shopper", "base");
-    chain.mint_usdc(&wallet, 100_000).await;
-    let server = env.serve_with(&["serve", "--listen", &format!("127.0.0.1:{port}")]);
+    let shop = McpShop::open("0.05").await;
+    let McpShop {
+        chain,
+        server,
+        key,
+        wallet,
+        seller,
+        ..
+    } = &shop;
 
     // The seller's tool answers "payment required"; the host pays 0.03 and calls it again.
-    let answered = shop_chat(&server, &key, r#"call shop__weather {"city": "Oslo"}"#).await;
+    let answered = shop_chat(server, key, r#"call shop__weather {"city": "Oslo"}"#).await;
     assert_eq!(answered["response"], "The tool said: Sunny in Oslo", "{answered}");
-    assert_eq!(chain.usdc_of(&wallet).await, 70_000);
-    assert_eq!(chain.usdc_of(&seller).await, 30_000);
-    let record = spending(&server, &key, "shopper").await;
+    assert_eq!(chain.usdc_of(wallet).await, 70_000);
+    assert_eq!(chain.usdc_of(seller).await, 30_000);
+    let record = spending(server, key, "shopper").await;
     let paid = &record["payments"][0];
     assert_eq!(
         (
@@ -541,7 +579,7 @@ async fn a_chat_buys_a_paid_tool_of_a_remote_mcp_server_on_base() {
         (Some("settled"), Some("shop__weather"), Some(30_000)),
         "{record}"
     );
-    assert_eq!(paid["resource"], format!("{origin}/mcp/seller"));
+    assert_eq!(paid["resource"], server.url("/mcp/seller"));
     assert_eq!(
         chain.receipt(paid["transaction"].as_str().unwrap()).await["status"],
         "0x1"
@@ -551,30 +589,25 @@ async fn a_chat_buys_a_paid_tool_of_a_remote_mcp_server_on_base() {
 /// Over the per-payment maximum, the model is told why and nothing is paid.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_chat_is_told_why_a_paid_tool_was_not_bought() {
-    use crate::support::fake_llm::{calls_named_tools, fake_openai};
-    let chain = LocalBase::start().await;
-    let llm = fake_openai(calls_named_tools(), Default::default()).await;
-    let env = paying_env()
-        .with_env("AGENT_HOST_LLM_BASE_URL", &llm.url("/v1"))
-        .with_env("AGENT_HOST_LLM_MODEL", "fake-model");
-    let (env, seller) = base_shop(&chain, env, WEATHER).await;
-    let port = free_port();
-    let origin = format!("http://127.0.0.1:{port}");
-    let key = env.account_with_key("dana", "pro");
-    env.apply_agent(&mcp_buyer(&format!("{origin}/mcp/seller"), &origin, "0.02"), "dana");
-    let wallet = env.create_wallet("shopper", "base");
-    chain.mint_usdc(&wallet, 100_000).await;
-    let server = env.serve_with(&["serve", "--listen", &format!("127.0.0.1:{port}")]);
+    let shop = McpShop::open("0.02").await;
+    let McpShop {
+        chain,
+        server,
+        key,
+        wallet,
+        seller,
+        ..
+    } = &shop;
 
-    let answered = shop_chat(&server, &key, r#"call shop__weather {"city": "Oslo"}"#).await;
+    let answered = shop_chat(server, key, r#"call shop__weather {"city": "Oslo"}"#).await;
     let said = answered["response"].as_str().unwrap();
     assert!(
         said.contains("more than this agent's maximum per payment (0.02 USDC)"),
         "{said}"
     );
-    assert_eq!(chain.usdc_of(&wallet).await, 100_000);
-    assert_eq!(chain.usdc_of(&seller).await, 0);
-    assert_eq!(spending(&server, &key, "shopper").await["payments"], json!([]));
+    assert_eq!(chain.usdc_of(wallet).await, 100_000);
+    assert_eq!(chain.usdc_of(seller).await, 0);
+    assert_eq!(spending(server, key, "shopper").await["payments"], json!([]));
 }
 
 /// The payment headers of each request a server was sent, in order.

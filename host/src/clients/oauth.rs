@@ -13,7 +13,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::outbound::{HostPattern, Outbound, OutboundRequest, origin_of};
+use super::mcp::grant_of;
+use crate::outbound::{Outbound, OutboundRequest, origin_of};
 
 /// Largest metadata or token answer read.
 const MAX_ANSWER_BYTES: u64 = 64 * 1024;
@@ -400,12 +401,6 @@ fn parameter(challenge: &str, name: &str) -> Option<String> {
     (!value.is_empty()).then(|| value.to_string())
 }
 
-/// The grant for one endpoint: its host and port alone.
-fn grant_of(url: &str) -> Option<HostPattern> {
-    let url = reqwest::Url::parse(url).ok()?;
-    HostPattern::parse(&format!("{}:{}", url.host_str()?, url.port_or_known_default()?))
-}
-
 fn refusal(answer: &Value, status: u16) -> OAuthClientError {
     let error = answer["error"].as_str().unwrap_or("no error code");
     let description = answer["error_description"].as_str().unwrap_or_default();
@@ -488,8 +483,8 @@ mod tests {
     #[test]
     fn endpoints_are_https_or_this_machine_for_a_server_on_it() {
         let outbound = crate::outbound::Outbound::new(crate::outbound::OutboundPolicy {
-            allowed_hosts: vec![HostPattern::parse("*").unwrap()],
-            private_exceptions: vec![HostPattern::parse("internal.example").unwrap()],
+            allowed_hosts: vec![crate::outbound::HostPattern::parse("*").unwrap()],
+            private_exceptions: vec![crate::outbound::HostPattern::parse("internal.example").unwrap()],
             allowed_ports: vec![80, 443],
             own_addresses: vec![],
             own_names: vec![],

@@ -23,6 +23,9 @@ pub struct Grants {
     pub llm: bool,
     pub progress: bool,
     pub agent_info: bool,
+    /// The agent's owner lets this command pay the x402 services it calls (`[payments]`):
+    /// its requests answered 402 are shown to the host's payer (`paying.rs`).
+    pub pays: bool,
 }
 
 impl Grants {
@@ -52,6 +55,7 @@ impl Grants {
             llm: wants(Capability::Llm) && (kind == PluginKind::BuiltIn || allow_llm),
             progress: wants(Capability::Progress),
             agent_info: wants(Capability::AgentInfo) && kind == PluginKind::BuiltIn,
+            pays: false,
         }
     }
 

@@ -1,6 +1,7 @@
-//! Paying for what a plugin asks of a paid service. A request of a run (through `http` or
-//! `wasi:http`) that is answered with an x402 `402` is shown to the host's [`Payer`]: when
-//! the agent's owner lets this command pay that payee that much, the payer signs a payment
+//! Paying for what a plugin asks of a paid service. A request of a run whose command the
+//! agent's owner lets pay (`Grants::pays`), through `http` or `wasi:http`, that is answered
+//! with an x402 `402` is shown to the host's [`Payer`]: when the owner's limits allow that
+//! payee that much, the payer signs a payment
 //! from the agent's wallet and the request is sent once more, with it. The plugin sees the
 //! answer to that retry (or a refusal that says why), never the key or the payment.
 

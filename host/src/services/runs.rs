@@ -163,13 +163,14 @@ pub async fn prepare(
         HandlerType::Webhook => command.def.config.text("url"),
         _ => None,
     };
-    let grants = Grants::for_command(
+    let mut grants = Grants::for_command(
         component.kind,
         &manifest.capabilities,
         &command.def.allowed_hosts,
         webhook_url.as_deref(),
         command.def.allow_llm,
     );
+    grants.pays = grants.http && (agent.def.payments.as_ref()).is_some_and(|policy| policy.covers(&command.def.name));
     let agent_snapshot = if grants.agent_info {
         Some(snapshot(services, agent).await?)
     } else {

@@ -53,12 +53,7 @@ pub struct Offered {
 /// The offers of a 402 answer; `None` when it is not an x402 one (no header, no body of
 /// version 1). Offers that cannot be read are left out.
 pub fn offers_in(headers: &[(String, String)], body: &[u8]) -> Option<Vec<Offered>> {
-    let header = headers
-        .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case(PAYMENT_REQUIRED_HEADER))
-        .and_then(|(_, value)| base64::engine::general_purpose::STANDARD.decode(value.trim()).ok())
-        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok());
-    if let Some(required) = header.filter(|r| r["x402Version"] == 2) {
+    if let Some(required) = header_json(headers, PAYMENT_REQUIRED_HEADER).filter(|r| r["x402Version"] == 2) {
         return offers_of(&required);
     }
     offers_of(&serde_json::from_slice(body).ok()?)
@@ -277,14 +272,9 @@ pub struct Settlement {
 
 /// The settlement an answer reports in `PAYMENT-RESPONSE` or `X-PAYMENT-RESPONSE`.
 pub fn settlement_in(headers: &[(String, String)]) -> Option<Settlement> {
-    let value = [Version::V2, Version::V1].iter().find_map(|v| {
-        headers
-            .iter()
-            .find(|(name, _)| name.eq_ignore_ascii_case(v.response_header()))
-            .map(|(_, value)| value)
-    })?;
-    let bytes = base64::engine::general_purpose::STANDARD.decode(value.trim()).ok()?;
-    let settled: Value = serde_json::from_slice(&bytes).ok()?;
+    let settled = [Version::V2, Version::V1]
+        .iter()
+        .find_map(|v| header_json(headers, v.response_header()))?;
     let text = |name: &str| {
         settled
             .get(name)
@@ -301,12 +291,8 @@ pub fn settlement_in(headers: &[(String, String)]) -> Option<Settlement> {
 
 /// Why a 402 refused a payment, in its words (a v1 body's `error`, a v2 header's).
 pub fn refusal_in(headers: &[(String, String)], body: &[u8]) -> Option<String> {
-    let from_header = headers
-        .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case(PAYMENT_REQUIRED_HEADER))
-        .and_then(|(_, value)| base64::engine::general_purpose::STANDARD.decode(value.trim()).ok())
-        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
-        .and_then(|v| v["error"].as_str().map(str::to_string));
+    let from_header =
+        header_json(headers, PAYMENT_REQUIRED_HEADER).and_then(|v| v["error"].as_str().map(str::to_string));
     let from_body = || {
         serde_json::from_slice::<Value>(body)
             .ok()
@@ -315,6 +301,13 @@ pub fn refusal_in(headers: &[(String, String)], body: &[u8]) -> Option<String> {
     from_header
         .or_else(from_body)
         .map(|text| text.chars().take(300).collect())
+}
+
+/// An x402 header's object: base64 of JSON.
+fn header_json(headers: &[(String, String)], name: &str) -> Option<Value> {
+    let (_, value) = headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name))?;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(value.trim()).ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 #[cfg(test)]

@@ -15,7 +15,10 @@ impl HostState {
         let charge = BodyCharge::new(&self.budget);
         request.budget = Some(charge.clone());
         let services = &self.call.services;
-        let payer = services.payer.clone().map(|payer| (payer, self.call.paying_run()));
+        let payer = match self.call.grants.pays {
+            true => services.payer.clone().map(|payer| (payer, self.call.paying_run())),
+            false => None,
+        };
         send_paying(&services.outbound, &allowed, payer, request).await
     }
 }

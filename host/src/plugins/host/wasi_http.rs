@@ -272,7 +272,10 @@ impl WasiHttpView for HostState {
             notes: Arc::default(),
             in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT)),
             budget: self.budget.clone(),
-            payer: call.services.payer.clone().map(|payer| (payer, call.paying_run())),
+            payer: match call.grants.pays {
+                true => call.services.payer.clone().map(|payer| (payer, call.paying_run())),
+                false => None,
+            },
         });
         WasiHttpCtxView {
             hooks,
